@@ -1,0 +1,194 @@
+//! One compute kernel = one WGSL entry point + its bind-group layout + its
+//! workgroup size (read from the shader itself, so Rust and WGSL can never
+//! disagree). Typed wrappers (one Rust type per kernel, e.g.
+//! [`super::scatter_add::ScatterAdd`]) own a `ComputeKernel` and expose one
+//! `dispatch` taking a struct of named buffers, so call sites never spell
+//! binding indices: the wrapper lists its buffers once, in binding order.
+
+use super::buffer::GpuBuffer;
+use super::context::GpuContext;
+use super::error::GpuError;
+use super::shader::{parse_and_validate, workgroup_size};
+
+/// Kind of one binding in group 0, in binding-index order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BindingKind {
+    /// `var<uniform>`.
+    Uniform,
+    /// `var<storage, read>`.
+    StorageRead,
+    /// `var<storage, read_write>`.
+    StorageReadWrite,
+}
+
+/// A compiled compute pipeline with its layout and workgroup size.
+#[derive(Debug)]
+pub struct ComputeKernel {
+    label: String,
+    pipeline: wgpu::ComputePipeline,
+    layout: wgpu::BindGroupLayout,
+    kinds: Vec<BindingKind>,
+    workgroup_size: [u32; 3],
+    max_workgroups_per_dim: u32,
+}
+
+impl ComputeKernel {
+    /// Builds the kernel `entry` of shader `shader` (name under shaders/,
+    /// e.g. `"mpm/p2g"`), whose group 0 has `bindings` in order.
+    pub fn new(
+        ctx: &GpuContext,
+        shader: &str,
+        entry: &str,
+        bindings: &[BindingKind],
+    ) -> Result<Self, GpuError> {
+        let label = format!("{shader}::{entry}");
+        let (source, module) = parse_and_validate(shader, &ctx.shader_options)?;
+        let workgroup_size = workgroup_size(&module, entry).ok_or_else(|| GpuError::Shader {
+            name: shader.to_string(),
+            message: format!("no entry point '{entry}'"),
+        })?;
+        let scope = ctx.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let shader_module = ctx
+            .device
+            .create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some(&label),
+                source: wgpu::ShaderSource::Wgsl(source.into()),
+            });
+        let entries: Vec<wgpu::BindGroupLayoutEntry> = bindings
+            .iter()
+            .enumerate()
+            .map(|(i, kind)| wgpu::BindGroupLayoutEntry {
+                binding: i as u32,
+                visibility: wgpu::ShaderStages::COMPUTE,
+                ty: wgpu::BindingType::Buffer {
+                    ty: match kind {
+                        BindingKind::Uniform => wgpu::BufferBindingType::Uniform,
+                        BindingKind::StorageRead => {
+                            wgpu::BufferBindingType::Storage { read_only: true }
+                        }
+                        BindingKind::StorageReadWrite => {
+                            wgpu::BufferBindingType::Storage { read_only: false }
+                        }
+                    },
+                    has_dynamic_offset: false,
+                    min_binding_size: None,
+                },
+                count: None,
+            })
+            .collect();
+        let layout = ctx
+            .device
+            .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                label: Some(&label),
+                entries: &entries,
+            });
+        let pipeline_layout = ctx
+            .device
+            .create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                label: Some(&label),
+                bind_group_layouts: &[Some(&layout)],
+                immediate_size: 0,
+            });
+        let pipeline = ctx
+            .device
+            .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(&label),
+                layout: Some(&pipeline_layout),
+                module: &shader_module,
+                entry_point: Some(entry),
+                compilation_options: Default::default(),
+                cache: None,
+            });
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(GpuError::Validation {
+                context: format!("building kernel '{label}'"),
+                message: e.to_string(),
+            });
+        }
+        Ok(Self {
+            label,
+            pipeline,
+            layout,
+            kinds: bindings.to_vec(),
+            workgroup_size,
+            max_workgroups_per_dim: ctx.limits.max_compute_workgroups_per_dimension,
+        })
+    }
+
+    /// The workgroup size declared in WGSL.
+    pub fn workgroup_size(&self) -> [u32; 3] {
+        self.workgroup_size
+    }
+
+    /// `shader::entry`, used as the label of everything this kernel creates.
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// Binds `buffers` to group 0 in order. Panics if the count differs from
+    /// the layout: that is a bug in the typed wrapper, caught by its tests.
+    pub fn bind(&self, ctx: &GpuContext, buffers: &[&GpuBuffer]) -> wgpu::BindGroup {
+        assert_eq!(
+            buffers.len(),
+            self.kinds.len(),
+            "kernel {} expects {} bindings",
+            self.label,
+            self.kinds.len()
+        );
+        let entries: Vec<wgpu::BindGroupEntry> = buffers
+            .iter()
+            .enumerate()
+            .map(|(i, b)| wgpu::BindGroupEntry {
+                binding: i as u32,
+                resource: b.binding(),
+            })
+            .collect();
+        ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some(&self.label),
+            layout: &self.layout,
+            entries: &entries,
+        })
+    }
+
+    /// Records a dispatch of exactly `workgroups` workgroups.
+    pub fn dispatch(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        bind_group: &wgpu::BindGroup,
+        workgroups: [u32; 3],
+    ) {
+        if workgroups.contains(&0) {
+            return;
+        }
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some(&self.label),
+            timestamp_writes: None,
+        });
+        pass.set_pipeline(&self.pipeline);
+        pass.set_bind_group(0, bind_group, &[]);
+        pass.dispatch_workgroups(workgroups[0], workgroups[1], workgroups[2]);
+    }
+
+    /// Workgroup counts covering `threads` 1-D invocations: a 1-D grid, folded
+    /// into 2-D past the per-dimension limit. Shaders recover the index with
+    /// `flat_thread_index` from `common/dispatch.wgsl`.
+    pub fn workgroups_for(&self, threads: u32) -> [u32; 3] {
+        let groups = threads.div_ceil(self.workgroup_size[0]);
+        if groups <= self.max_workgroups_per_dim {
+            [groups, 1, 1]
+        } else {
+            let x = self.max_workgroups_per_dim;
+            [x, groups.div_ceil(x), 1]
+        }
+    }
+
+    /// Records a 1-D dispatch covering `threads` invocations.
+    pub fn dispatch_threads(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        bind_group: &wgpu::BindGroup,
+        threads: u32,
+    ) {
+        self.dispatch(encoder, bind_group, self.workgroups_for(threads));
+    }
+}

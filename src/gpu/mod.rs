@@ -1,0 +1,24 @@
+//! GPU runtime: adapter and device ([`GpuContext`]), typed errors, labelled
+//! buffers with readback, embedded WGSL with a prelude/import mechanism, and
+//! the [`ComputeKernel`] building block every typed kernel wrapper uses.
+
+pub mod buffer;
+pub mod context;
+pub mod error;
+pub mod info;
+pub mod kernel;
+pub mod memory;
+pub mod scatter_add;
+pub mod shader;
+
+pub use buffer::{GpuBuffer, STORAGE, UNIFORM};
+pub use context::{GpuCaps, GpuContext, GpuOptions};
+pub use error::GpuError;
+pub use kernel::{BindingKind, ComputeKernel};
+pub use shader::{AtomicMode, ShaderOptions};
+
+/// Creates a command encoder with a label.
+pub fn encoder(ctx: &GpuContext, label: &str) -> wgpu::CommandEncoder {
+    ctx.device
+        .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) })
+}

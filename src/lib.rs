@@ -1,0 +1,7 @@
+//! physfit: recover the material of a 3D Gaussian Splatting object from video.
+//!
+//! The pipeline (DESIGN.md): scene → drivers → MPM → deform → splat → loss →
+//! fit. Each stage is a module named after it; `reference` holds the f64 CPU
+//! twins used as test oracles.
+
+pub mod gpu;

@@ -1,0 +1,43 @@
+//! The `physfit` command line. Library errors are typed; anyhow only here.
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "physfit",
+    version,
+    about = "Recover the material of a 3D Gaussian Splatting object from video"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print the GPU adapter, backend, driver, limits and features physfit will use.
+    Info,
+}
+
+fn main() {
+    env_logger::Builder::from_env(
+        env_logger::Env::default()
+            .default_filter_or("info,wgpu_core=warn,wgpu_hal=error,naga=warn"),
+    )
+    .init();
+    if let Err(e) = run(Cli::parse()) {
+        eprintln!("error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Info => {
+            let ctx = physfit::gpu::GpuContext::new(&Default::default())?;
+            println!("{}", physfit::gpu::info::describe(&ctx));
+        }
+    }
+    Ok(())
+}
