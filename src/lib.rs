@@ -5,3 +5,5 @@
 //! twins used as test oracles.
 
 pub mod gpu;
+pub mod reference;
+pub mod scene;
