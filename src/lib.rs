@@ -5,5 +5,6 @@
 //! twins used as test oracles.
 
 pub mod gpu;
+pub mod mpm;
 pub mod reference;
 pub mod scene;

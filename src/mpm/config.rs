@@ -1,0 +1,135 @@
+//! Settings of one MPM simulation, in the simulator's normalised units: the
+//! simulation box is mapped to [0,1]^3, `dx = 1/grid_res`, time in seconds
+//! (DESIGN.md § Units and frames). Shared by the GPU simulator and its f64
+//! CPU twin so both implement exactly the same rules, which are fixed here.
+//!
+//! Per substep (DESIGN.md § MPM):
+//! 1. P2G (MLS-MPM, APIC, quadratic B-splines).
+//! 2. Grid: `v_i = mv_i / m_i` for `m_i > 0`; `v_i += dt·gravity`;
+//!    `v_i *= exp(−damping·dt)`; then boundary conditions in this order:
+//!    anchored nodes (any node with `w_ip > 0` for an anchored particle p)
+//!    get `v_i = 0`; wall nodes (node index `< WALL_MARGIN_CELLS` or
+//!    `> grid_res − WALL_MARGIN_CELLS` along an axis) get, for
+//!    [`WallMode::Sticky`], `v_i = 0`, for [`WallMode::Slip`], the velocity
+//!    component along that axis zeroed when it points into the wall
+//!    (`v_a < 0` at the low wall, `v_a > 0` at the high wall).
+//! 3. G2P: `v_p`, `C_p`, `F_p ← (I + dt C_p) F_p`, `x_p += dt v_p`;
+//!    anchored particles keep `x_p`, `F_p`, and have `v_p = 0`, `C_p = 0`.
+
+/// Cells of margin kept from every wall (DESIGN.md § Units and frames).
+pub const WALL_MARGIN_CELLS: u32 = 3;
+
+/// Wall boundary condition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WallMode {
+    /// Wall nodes have zero velocity.
+    Sticky,
+    /// Wall nodes lose the velocity component pointing into the wall.
+    Slip,
+}
+
+/// Physical and numerical settings of a simulation (normalised units).
+#[derive(Clone, Debug, PartialEq)]
+pub struct MpmConfig {
+    /// Grid nodes per unit length (`dx = 1/grid_res`).
+    pub grid_res: u32,
+    /// Frames per second of the reference video.
+    pub fps: f64,
+    /// Substeps per frame (`dt = 1/(fps·substeps)`).
+    pub substeps_per_frame: u32,
+    /// Gravity in normalised units (box lengths / s²).
+    pub gravity: [f64; 3],
+    /// Grid-velocity damping rate in 1/s (`v *= exp(−damping·dt)` per substep).
+    pub damping: f64,
+    /// Density ρ (kg/m³ in normalised units, PhysDreamer uses 2000).
+    pub density: f64,
+    /// Poisson's ratio ν, in [0, 0.5).
+    pub poisson: f64,
+    /// Wall condition.
+    pub walls: WallMode,
+}
+
+impl MpmConfig {
+    /// Grid spacing `dx = 1/grid_res`.
+    pub fn dx(&self) -> f64 {
+        1.0 / self.grid_res as f64
+    }
+
+    /// Substep length `dt = 1/(fps·substeps)`.
+    pub fn dt(&self) -> f64 {
+        1.0 / (self.fps * self.substeps_per_frame as f64)
+    }
+
+    /// Lamé parameters `(μ, λ)` for Young's modulus `e` (DESIGN.md § MPM):
+    /// `μ = E/(2(1+ν))`, `λ = Eν/((1+ν)(1−2ν))`.
+    pub fn lame(&self, e: f64) -> (f64, f64) {
+        lame(e, self.poisson)
+    }
+}
+
+/// Lamé parameters `(μ, λ)` from Young's modulus and Poisson's ratio.
+pub fn lame(e: f64, poisson: f64) -> (f64, f64) {
+    let mu = e / (2.0 * (1.0 + poisson));
+    let lambda = e * poisson / ((1.0 + poisson) * (1.0 - 2.0 * poisson));
+    (mu, lambda)
+}
+
+/// Particle volume rule (DESIGN.md § Units and frames): the occupied volume
+/// divided by the particle count, where the occupied volume is the number of
+/// cells of a grid of spacing `dx/2` that hold at least one particle, times
+/// the cell volume `(dx/2)³`. Half-cell voxels resolve thin parts of an
+/// object without counting the gaps between sparse particles as solid.
+/// Positions are in normalised units; those outside [0,1)³ are ignored.
+pub fn particle_volume(positions: &[[f64; 3]], grid_res: u32) -> f64 {
+    if positions.is_empty() {
+        return 0.0;
+    }
+    let n = (grid_res * 2) as i64;
+    let mut occupied = std::collections::HashSet::new();
+    for p in positions {
+        let cell = [
+            (p[0] * n as f64).floor() as i64,
+            (p[1] * n as f64).floor() as i64,
+            (p[2] * n as f64).floor() as i64,
+        ];
+        if cell.iter().all(|&c| (0..n).contains(&c)) {
+            occupied.insert(cell);
+        }
+    }
+    let voxel = (1.0 / n as f64).powi(3);
+    occupied.len() as f64 * voxel / positions.len() as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lame_matches_textbook_values() {
+        let (mu, lambda) = lame(1.0e6, 0.25);
+        assert!((mu - 4.0e5).abs() < 1e-6);
+        assert!((lambda - 4.0e5).abs() < 1e-6);
+    }
+
+    #[test]
+    fn particle_volume_of_a_filled_block() {
+        // 8 particles per half-cell voxel over a 4×4×4 block of voxels.
+        let grid_res = 16;
+        let h = 1.0 / 32.0;
+        let mut pts = Vec::new();
+        for i in 0..8 {
+            for j in 0..8 {
+                for k in 0..8 {
+                    pts.push([
+                        0.25 + (i as f64 + 0.5) * h / 2.0,
+                        0.25 + (j as f64 + 0.5) * h / 2.0,
+                        0.25 + (k as f64 + 0.5) * h / 2.0,
+                    ]);
+                }
+            }
+        }
+        let v = particle_volume(&pts, grid_res);
+        assert!((v - h * h * h / 8.0).abs() < 1e-15, "{v}");
+    }
+}
