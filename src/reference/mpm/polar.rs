@@ -142,17 +142,20 @@ fn symmetric_eigen4(mut a: [[f64; 4]; 4]) -> ([f64; 4], [[f64; 4]; 4]) {
         row[i] = 1.0;
     }
     let scale: f64 = a.iter().flatten().map(|x| x * x).sum::<f64>();
-    for _sweep in 0..64 {
-        let off: f64 = (0..4)
-            .flat_map(|i| (0..4).filter(move |&j| j != i).map(move |j| (i, j)))
-            .map(|(i, j)| a[i][j] * a[i][j])
-            .sum();
-        if off <= 1e-34 * scale || off == 0.0 {
+    for _sweep in 0..32 {
+        let mut off = 0.0;
+        for p in 0..3 {
+            for q in (p + 1)..4 {
+                off += a[p][q] * a[p][q];
+            }
+        }
+        // Off-diagonal norm below 1e-17 of the matrix norm: done.
+        if off <= 1e-34 * scale {
             break;
         }
         for p in 0..3 {
             for q in (p + 1)..4 {
-                if a[p][q] == 0.0 {
+                if a[p][q] * a[p][q] <= 1e-40 * scale {
                     continue;
                 }
                 // Rotation zeroing a[p][q] (Golub & Van Loan, Alg. 8.4.1).
