@@ -3,3 +3,4 @@
 
 pub mod gsplat_case;
 pub mod safetensors;
+pub mod splat;
