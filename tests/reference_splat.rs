@@ -3,8 +3,13 @@
 
 mod common;
 
+use glam::{DVec3, Mat3, Vec3};
 use physfit::reference::gsplat_case::load_gsplat_case;
-use physfit::reference::splat::{render, SplatParams64};
+use physfit::reference::splat::{
+    project_all, project_splat, render, render_backward, Camera64, ProjectedSplat, SplatGrads64,
+    SplatParams64,
+};
+use physfit::scene::Camera;
 
 #[test]
 fn forward_matches_gsplat_references() {
@@ -50,12 +55,6 @@ fn forward_matches_gsplat_references() {
         }
     }
 }
-
-use glam::{DVec3, Mat3, Vec3};
-use physfit::reference::splat::{
-    project_all, project_splat, render_backward, Camera64, ProjectedSplat, SplatGrads64,
-};
-use physfit::scene::Camera;
 
 /// SplitMix64: a fixed, dependency-free random stream for test data.
 struct Rng(u64);
@@ -362,4 +361,219 @@ fn backward_matches_finite_differences_on_a_smooth_case() {
     assert_eq!(clamped, 1, "the case must exercise the Jacobian clamp");
     let loss = Loss::random(32 * 24, 11);
     check_against_finite_differences(&params, &cam, [0.2, 0.3, 0.1], &loss, 1e-6);
+}
+
+/// One nearly opaque (0.995) splat, wide enough that its 1/255 contour
+/// encloses the image, whose centre pixels hit the 0.99 alpha clamp.
+fn clamp_case() -> (SplatParams64, Camera) {
+    let cam = small_camera();
+    let mut rng = Rng(3);
+    let mut params = empty_params(3);
+    push_splat(
+        &mut params,
+        &mut rng,
+        &cam,
+        DVec3::new(0.013, -0.021, 5.0),
+        (0.40, 0.50),
+        (0.0, 0.0),
+    );
+    params.opacity_logits[0] = (0.995f64 / 0.005).ln();
+    (params, cam)
+}
+
+/// Per pixel, `opacity · exp(−σ)` of the single splat (before the clamp).
+fn raw_alphas(params: &SplatParams64, cam: &Camera) -> Vec<f64> {
+    let c = Camera64::from(cam);
+    let s = project_splat(params, 0, &c).expect("the splat is visible");
+    (0..c.width * c.height)
+        .map(|p| {
+            let (x, y) = ((p % c.width) as f64 + 0.5, (p / c.width) as f64 + 0.5);
+            s.opacity * (-s.mahalanobis_half(x, y)).exp()
+        })
+        .collect()
+}
+
+#[test]
+fn alpha_clamp_stops_the_gradient_through_the_gaussian() {
+    let (params, cam) = clamp_case();
+    let bg = [0.2, 0.3, 0.1];
+    let raw = raw_alphas(&params, &cam);
+    let clamped: Vec<usize> = (0..raw.len()).filter(|&p| raw[p] > 0.99).collect();
+    assert!(!clamped.is_empty(), "the case must hit the clamp");
+    let kink = raw.iter().map(|a| (a - 0.99).abs()).fold(1.0, f64::min);
+    let lowest = raw.iter().copied().fold(1.0, f64::min);
+    println!(
+        "{} pixels at the 0.99 clamp; closest |raw alpha − 0.99| {kink:.2e}, lowest raw alpha {lowest:.3e}",
+        clamped.len()
+    );
+    assert!(
+        raw.iter()
+            .all(|&a| (a - 0.99).abs() > 2e-4 && a > 2.0 / 255.0),
+        "pixels must stay away from the clamp's kink and the 1/255 cutoff"
+    );
+    // (A step of 2e-4 in any parameter moves the raw alpha of the pixels next
+    // to the kink by under 2e-5, so the 2e-4 margin keeps them on their side.)
+
+    // Everywhere: the analytic gradient equals finite differences, which see
+    // a constant alpha at the clamped pixels.
+    let loss = Loss::random(raw.len(), 5);
+    check_against_finite_differences(&params, &cam, bg, &loss, 1e-6);
+
+    // Only the clamped pixels: alpha there is 0.99 whatever the Gaussian does,
+    // so opacity, rotation and scale get exactly zero, colour does not; the
+    // mean only through the SH view direction (zero with SH degree 0).
+    let mut only_clamped = Loss::random(raw.len(), 9);
+    for (p, &a) in raw.iter().enumerate() {
+        if a <= 0.99 {
+            only_clamped.w_rgb[p] = [0.0; 3];
+            only_clamped.w_alpha[p] = 0.0;
+        }
+    }
+    let g = only_clamped.grad(&params, &cam, bg);
+    assert_eq!(g.opacity_logits[0], 0.0);
+    assert_eq!(g.quats[0], [0.0; 4]);
+    assert_eq!(g.log_scales[0], [0.0; 3]);
+    assert!(
+        g.sh[0].iter().any(|&v| v.abs() > 1e-3),
+        "colour still matters there"
+    );
+    let mut p = params.clone();
+    let fd = central_difference(|dx| {
+        p.opacity_logits[0] = params.opacity_logits[0] + dx;
+        only_clamped.eval(&p, &cam, bg)
+    });
+    assert!(
+        fd.abs() < 1e-9,
+        "finite difference through the clamp: {fd:e}"
+    );
+    let mut dc_only = params.clone();
+    dc_only.sh_degree = 0;
+    dc_only.sh.truncate(1);
+    let g = only_clamped.grad(&dc_only, &cam, bg);
+    assert_eq!(g.means[0], [0.0; 3]);
+    assert_eq!(g.opacity_logits[0], 0.0);
+}
+
+#[test]
+fn blending_stops_before_transmittance_reaches_1e_4() {
+    // Six splats straight ahead of pixel (16, 12), alpha exactly 0.85 there:
+    // T = 0.15^k, and the fifth would take it to 7.6e-5 ≤ 1e-4, so only four
+    // blend. Stored out of depth order to exercise the sort.
+    let cam = Camera {
+        width: 32,
+        height: 24,
+        fx: 32.0,
+        fy: 32.0,
+        cx: 16.5,
+        cy: 12.5,
+        rotation: Mat3::IDENTITY,
+        translation: Vec3::ZERO,
+        near: 0.01,
+    };
+    let depths = [4.0, 2.0, 6.0, 3.0, 7.0, 5.0];
+    let colour = |z: f64| [0.1 * z, 1.0 - 0.1 * z, 0.05 * z * z];
+    const C0: f64 = 0.282_094_791_773_878_14;
+    let mut params = empty_params(0);
+    for &z in &depths {
+        params.means.push([0.0, 0.0, z]);
+        params.quats.push([1.0, 0.0, 0.0, 0.0]);
+        params.log_scales.push([(0.1 * z).ln(); 3]);
+        params.opacity_logits.push((0.85f64 / 0.15).ln());
+        params.sh.push(colour(z).map(|c| (c - 0.5) / C0));
+    }
+    let bg = [0.3, 0.6, 0.9];
+    let image = render(&params, &cam, bg);
+    let pixel = 12 * 32 + 16;
+    let mut expected = [0.0; 3];
+    let mut t = 1.0;
+    for z in [2.0, 3.0, 4.0, 5.0] {
+        for (e, c) in expected.iter_mut().zip(colour(z)) {
+            *e += c * 0.85 * t;
+        }
+        t *= 0.15;
+    }
+    for ch in 0..3 {
+        expected[ch] += t * bg[ch];
+        assert!(
+            (image.rgb[pixel][ch] - expected[ch]).abs() < 1e-12,
+            "channel {ch}"
+        );
+    }
+    assert!((image.alpha[pixel] - (1.0 - 0.15f64.powi(4))).abs() < 1e-12);
+}
+
+#[test]
+fn culled_and_non_finite_splats_leave_no_trace() {
+    let cam = small_camera();
+    let c = Camera64::from(&cam);
+    let mut rng = Rng(21);
+    let mut params = empty_params(1);
+    let mut add = |params: &mut SplatParams64, p: DVec3| {
+        push_splat(params, &mut rng, &cam, p, (-0.5, 0.0), (0.0, 1.0));
+        params.sh.truncate(params.sh.len() - 12); // degree 1: 4 coefficients
+    };
+    // Kept: an ordinary splat, one straddling the near plane (mean just in
+    // front of it, footprint far behind the camera), one absurdly large.
+    add(&mut params, DVec3::new(0.1, 0.2, 5.0));
+    add(&mut params, DVec3::new(0.001, 0.0, 0.02));
+    add(&mut params, DVec3::new(0.0, 0.1, 4.0));
+    params.log_scales[2] = [300.0, 1.0, -300.0];
+    let kept = params.clone();
+    // Culled: behind the camera, in front of the camera but behind the near
+    // plane, at the camera centre, and non-finite parameters of every kind.
+    add(&mut params, DVec3::new(0.0, 0.0, -2.0));
+    add(&mut params, DVec3::new(0.0, 0.0, 0.005));
+    add(&mut params, DVec3::ZERO);
+    for poison in 0..6 {
+        add(&mut params, DVec3::new(0.1, -0.1, 5.0));
+        let last = params.len() - 1;
+        match poison {
+            0 => params.means[last][1] = f64::NAN,
+            1 => params.quats[last] = [0.0; 4],
+            2 => params.log_scales[last][0] = f64::INFINITY,
+            3 => params.opacity_logits[last] = f64::NAN,
+            4 => params.sh[4 * last + 2][1] = f64::NEG_INFINITY,
+            _ => params.quats[last][3] = f64::NAN,
+        }
+    }
+    for i in kept.len()..params.len() {
+        assert!(
+            project_splat(&params, i, &c).is_none(),
+            "splat {i} must be culled"
+        );
+    }
+    let bg = [0.2, 0.3, 0.1];
+    let image = render(&params, &cam, bg);
+    assert!(image
+        .rgb
+        .iter()
+        .flatten()
+        .chain(&image.alpha)
+        .all(|v| v.is_finite()));
+    assert_eq!(
+        image,
+        render(&kept, &cam, bg),
+        "culled splats changed the image"
+    );
+    assert!(
+        image.alpha.iter().all(|&a| a > 0.1),
+        "the near splat covers the image"
+    );
+
+    let loss = Loss::random(image.alpha.len(), 4);
+    let g = loss.grad(&params, &cam, bg);
+    let all = g
+        .means
+        .iter()
+        .flatten()
+        .chain(g.quats.iter().flatten())
+        .chain(g.log_scales.iter().flatten())
+        .chain(&g.opacity_logits)
+        .chain(g.sh.iter().flatten())
+        .chain(&g.background);
+    assert!(all.clone().all(|v| v.is_finite()), "non-finite gradient");
+    for i in kept.len()..params.len() {
+        assert_eq!(g.means[i], [0.0; 3], "culled splat {i} got a gradient");
+        assert_eq!(g.opacity_logits[i], 0.0, "culled splat {i} got a gradient");
+    }
 }
