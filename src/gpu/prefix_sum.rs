@@ -20,7 +20,7 @@ use super::primitive_error::{check_u32_capacity, PrimitiveError};
 
 /// Element counts of each level of the hierarchy: `count`, then the number
 /// of blocks of each level, until a level fits in one block.
-fn level_counts(count: u32) -> Vec<u32> {
+pub(crate) fn level_counts(count: u32) -> Vec<u32> {
     let mut levels = vec![count];
     while *levels.last().unwrap() > PREFIX_SUM_BLOCK_SIZE {
         levels.push(levels.last().unwrap().div_ceil(PREFIX_SUM_BLOCK_SIZE));
@@ -94,15 +94,7 @@ impl PrefixSum {
             });
         }
         check_u32_capacity("prefix sum", data, count)?;
-        encoder.clear_buffer(&self.total, 0, None);
         let counts = level_counts(count);
-        let level_data = |level: usize| -> &GpuBuffer {
-            if level == 0 {
-                data
-            } else {
-                &self.level_sums[level - 1]
-            }
-        };
         // Uniform buffers are made per call (not rewritten), so several scans
         // recorded into one encoder each keep their own counts.
         let uniforms = counts
@@ -118,8 +110,34 @@ impl PrefixSum {
                 )
             })
             .collect::<Result<Vec<_>, _>>()?;
-        for (level, &n) in counts.iter().enumerate() {
-            let block_sums = if level + 1 < counts.len() {
+        self.record_levels(ctx, encoder, data, &uniforms, &counts);
+        Ok(())
+    }
+
+    /// Records the scan with one [`PrefixSumUniforms`] buffer per level
+    /// (possibly filled on the GPU) and, per level, a count that bounds the
+    /// dispatch (workgroups past the uniform count exit at once). The level
+    /// structure must follow [`level_counts`] of the dispatch counts, and the
+    /// uniform counts must follow the same `ceil(n / 2048)` rule (extra
+    /// levels of count 1 or 0 are harmless). Checks are the caller's.
+    pub(crate) fn record_levels(
+        &self,
+        ctx: &GpuContext,
+        encoder: &mut wgpu::CommandEncoder,
+        data: &GpuBuffer,
+        uniforms: &[GpuBuffer],
+        dispatch_counts: &[u32],
+    ) {
+        encoder.clear_buffer(&self.total, 0, None);
+        let level_data = |level: usize| -> &GpuBuffer {
+            if level == 0 {
+                data
+            } else {
+                &self.level_sums[level - 1]
+            }
+        };
+        for (level, &n) in dispatch_counts.iter().enumerate() {
+            let block_sums = if level + 1 < dispatch_counts.len() {
                 level_data(level + 1)
             } else {
                 &self.total
@@ -135,7 +153,7 @@ impl PrefixSum {
                 n,
             );
         }
-        for level in (0..counts.len() - 1).rev() {
+        for level in (0..dispatch_counts.len() - 1).rev() {
             self.add.dispatch(
                 ctx,
                 encoder,
@@ -144,10 +162,9 @@ impl PrefixSum {
                     data: level_data(level),
                     block_offsets: level_data(level + 1),
                 },
-                counts[level],
+                dispatch_counts[level],
             );
         }
-        Ok(())
     }
 
     /// Records `output[..count] = exclusive_scan(input[..count])`: a copy, then
