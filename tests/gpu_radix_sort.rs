@@ -350,3 +350,17 @@ fn bench_radix_sort_1m() {
         assert!(ms.is_finite() && ms > 0.0);
     }
 }
+
+#[test]
+fn workgroup_memory_fits_common_adapters() {
+    // Desktop Vulkan/Metal/DX12 offer >= 32 KiB; the scatter is the largest.
+    let ctx = common::gpu();
+    let scatter =
+        physfit::gpu::primitive_error::workgroup_memory_bytes(&ctx, "gpu/radix_sort_scatter")
+            .unwrap();
+    let scan = physfit::gpu::primitive_error::workgroup_memory_bytes(&ctx, "gpu/prefix_sum_blocks")
+        .unwrap();
+    println!("workgroup memory: scatter {scatter} B, scan {scan} B");
+    assert!((4224 * 4..=20 * 1024).contains(&scatter), "{scatter}");
+    assert!(scan <= 16 * 1024, "{scan}");
+}

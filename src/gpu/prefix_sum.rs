@@ -16,7 +16,7 @@ use super::prefix_sum_add::{PrefixSumAdd, PrefixSumAddBuffers};
 use super::prefix_sum_blocks::{
     PrefixSumBlocks, PrefixSumBlocksBuffers, PrefixSumUniforms, PREFIX_SUM_BLOCK_SIZE,
 };
-use super::primitive_error::{check_u32_capacity, PrimitiveError};
+use super::primitive_error::{check_u32_capacity, check_workgroup_memory, PrimitiveError};
 
 /// Element counts of each level of the hierarchy: `count`, then the number
 /// of blocks of each level, until a level fits in one block.
@@ -42,6 +42,7 @@ impl PrefixSum {
     /// Compiles the kernels and allocates the scratch for `max_count` elements
     /// (about `max_count / 2047` u32 in all).
     pub fn new(ctx: &GpuContext, max_count: u32) -> Result<Self, PrimitiveError> {
+        check_workgroup_memory(ctx, "gpu/prefix_sum_blocks")?;
         let level_sums = level_counts(max_count)
             .iter()
             .skip(1)

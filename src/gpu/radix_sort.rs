@@ -22,7 +22,7 @@ use super::buffer::GpuBuffer;
 use super::context::GpuContext;
 use super::prefix_sum::{level_counts, PrefixSum};
 use super::prefix_sum_blocks::PrefixSumUniforms;
-use super::primitive_error::{check_u32_capacity, PrimitiveError};
+use super::primitive_error::{check_u32_capacity, check_workgroup_memory, PrimitiveError};
 use super::radix_sort_histogram::{RadixSortHistogram, RadixSortHistogramBuffers};
 use super::radix_sort_indirect_params::{
     RadixSortIndirectParams, RadixSortIndirectParamsBuffers, RadixSortIndirectParamsUniforms,
@@ -110,10 +110,14 @@ impl RadixSort {
     /// Compiles the kernels and allocates scratch for `max_count` pairs:
     /// 8 bytes per pair plus 16 u32 per tile of 2048 (≈ 8.03 bytes per pair).
     ///
-    /// Errors: [`PrimitiveError::Gpu`] with [`super::GpuError::OverLimit`]
+    /// Errors: [`PrimitiveError::WorkgroupMemory`] when the adapter offers
+    /// less than the scatter kernel's ≈18 KiB of workgroup memory;
+    /// [`PrimitiveError::Gpu`] with [`super::GpuError::OverLimit`]
     /// when `max_count` u32 exceed the device's storage-binding limit
     /// (128 MiB = 33,554,432 keys on lavapipe).
     pub fn new(ctx: &GpuContext, max_count: u32) -> Result<Self, PrimitiveError> {
+        check_workgroup_memory(ctx, "gpu/radix_sort_histogram")?;
+        check_workgroup_memory(ctx, "gpu/radix_sort_scatter")?;
         let max_tiles = max_count.div_ceil(RADIX_SORT_TILE_SIZE);
         Ok(Self {
             histogram: RadixSortHistogram::new(ctx)?,
