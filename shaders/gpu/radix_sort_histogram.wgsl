@@ -11,8 +11,8 @@
 @group(0) @binding(1) var<storage, read> keys: array<u32>;
 @group(0) @binding(2) var<storage, read_write> histograms: array<u32>;
 
-// counts[digit * TILE_WORKGROUP_SIZE + thread].
-var<workgroup> counts: array<u32, 4096>;
+// counts[counts_index(digit * TILE_WORKGROUP_SIZE + thread)].
+var<workgroup> counts: array<u32, COUNTS_PADDED_SIZE>;
 var<workgroup> partial_counts: array<u32, 256>;
 
 @compute @workgroup_size(256)
@@ -44,8 +44,8 @@ fn main(
         }
     }
     for (var digit = 0u; digit < 8u; digit += 1u) {
-        counts[digit * TILE_WORKGROUP_SIZE + lid] = (counts_low >> (4u * digit)) & 15u;
-        counts[(digit + 8u) * TILE_WORKGROUP_SIZE + lid] = (counts_high >> (4u * digit)) & 15u;
+        counts[counts_index(digit * TILE_WORKGROUP_SIZE + lid)] = (counts_low >> (4u * digit)) & 15u;
+        counts[counts_index((digit + 8u) * TILE_WORKGROUP_SIZE + lid)] = (counts_high >> (4u * digit)) & 15u;
     }
     workgroupBarrier();
 
@@ -54,7 +54,7 @@ fn main(
     let part = lid % 16u;
     var sum = 0u;
     for (var k = 0u; k < 16u; k += 1u) {
-        sum += counts[digit * TILE_WORKGROUP_SIZE + part * 16u + k];
+        sum += counts[counts_index(digit * TILE_WORKGROUP_SIZE + part * 16u + k)];
     }
     partial_counts[lid] = sum;
     workgroupBarrier();

@@ -21,10 +21,10 @@
 
 // Offset of the values half of `exchange`: TILE_SIZE padded (padded(2048)).
 const VALUES_OFFSET: u32 = 2112u;
-// Used in turn for: the tile's keys and values (padded, see `padded`), then
-// the digit-major per-thread counts [digit * 256 + thread] (4096 words), then
-// the tile reordered by digit.
-var<workgroup> exchange: array<u32, 4224>;
+// Used in turn for: the tile's keys and values (2 x 2112 words, see
+// `padded`), then the digit-major per-thread counts (see `counts_index`),
+// then the tile reordered by digit.
+var<workgroup> exchange: array<u32, COUNTS_PADDED_SIZE>;
 // Number of the tile's keys with a smaller digit (local start of each digit).
 var<workgroup> digit_local_start: array<u32, 16>;
 // First output position of each digit of this tile.
@@ -89,20 +89,20 @@ fn main(
     //    [digit * 256 + thread] becomes the tile-local position of that
     //    thread's first key with that digit.
     for (var digit = 0u; digit < 8u; digit += 1u) {
-        exchange[digit * TILE_WORKGROUP_SIZE + lid] = (counts_low >> (4u * digit)) & 15u;
-        exchange[(digit + 8u) * TILE_WORKGROUP_SIZE + lid] = (counts_high >> (4u * digit)) & 15u;
+        exchange[counts_index(digit * TILE_WORKGROUP_SIZE + lid)] = (counts_low >> (4u * digit)) & 15u;
+        exchange[counts_index((digit + 8u) * TILE_WORKGROUP_SIZE + lid)] = (counts_high >> (4u * digit)) & 15u;
     }
     workgroupBarrier();
     var run_sum = 0u;
     for (var k = 0u; k < 16u; k += 1u) {
-        let q = lid * 16u + k;
+        let q = counts_index(lid * 16u + k);
         let count = exchange[q];
         exchange[q] = run_sum;
         run_sum += count;
     }
     let thread_prefix = workgroup_exclusive_scan(lid, run_sum);
     for (var k = 0u; k < 16u; k += 1u) {
-        exchange[lid * 16u + k] += thread_prefix;
+        exchange[counts_index(lid * 16u + k)] += thread_prefix;
     }
     workgroupBarrier();
 
@@ -116,11 +116,11 @@ fn main(
             for (var i = 0u; i < j; i += 1u) {
                 rank += select(0u, 1u, run_digits[i] == digit);
             }
-            positions[j] = exchange[digit * TILE_WORKGROUP_SIZE + lid] + rank;
+            positions[j] = exchange[counts_index(digit * TILE_WORKGROUP_SIZE + lid)] + rank;
         }
     }
     if lid < RADIX {
-        digit_local_start[lid] = exchange[lid * TILE_WORKGROUP_SIZE];
+        digit_local_start[lid] = exchange[counts_index(lid * TILE_WORKGROUP_SIZE)];
         digit_global_start[lid] = histogram_offsets[lid * uniforms.num_tiles + tile];
     }
     workgroupBarrier();
