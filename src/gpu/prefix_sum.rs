@@ -169,7 +169,8 @@ impl PrefixSum {
     }
 
     /// Records `output[..count] = exclusive_scan(input[..count])`: a copy, then
-    /// [`Self::scan_in_place`] on `output`. `input` is left unchanged; it needs
+    /// [`Self::scan_in_place`] on `output` (the same buffer twice scans in
+    /// place). `input` is otherwise left unchanged; it needs
     /// COPY_SRC usage and `output` COPY_DST (as [`super::STORAGE`] buffers have).
     pub fn scan(
         &self,
@@ -188,7 +189,7 @@ impl PrefixSum {
                 capacity: self.max_count,
             });
         }
-        if count > 0 {
+        if count > 0 && input.raw() != output.raw() {
             encoder.copy_buffer_to_buffer(input, 0, output, 0, u64::from(count) * 4);
         }
         self.scan_in_place(ctx, encoder, output, count)
