@@ -13,7 +13,9 @@
 //!    input order (workgroup-memory scan) and writes them there.
 //!
 //! Passes ping-pong between the caller's buffers and internal scratch; after an
-//! odd number of passes the result is copied back. Sorting by float keys:
+//! odd number of passes the result is copied back. [`RadixSort::sort`] takes
+//! the count from the host; [`RadixSort::sort_indirect`] reads it from a GPU
+//! buffer when the work runs (no readback). Sorting by float keys:
 //! convert with [`super::radix_sort_float_keys`] and use `key_bits = 32`.
 
 use bytemuck::{Pod, Zeroable};
