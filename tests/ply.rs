@@ -167,7 +167,7 @@ fn extra_properties_and_elements_are_skipped_and_preserved() {
         name: "youngs_modulus".into(),
         values: vec![1.0, 2.0],
     };
-    l.ply.write(&out, &[extra.clone()]).unwrap();
+    l.ply.write(&out, std::slice::from_ref(&extra)).unwrap();
     let back = PlyData::read(&out).unwrap();
     assert_eq!(
         back.vertex().unwrap().column("weight").unwrap(),

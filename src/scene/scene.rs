@@ -200,7 +200,7 @@ fn resolve_stage(
             "must be in (0, 1]: the learning-rate factor at the last iteration",
         ));
     }
-    if !(stage.grad_clip > 0.0) {
+    if stage.grad_clip.is_nan() || stage.grad_clip <= 0.0 {
         return Err(v.out_of_range(
             &f("grad_clip"),
             stage.grad_clip,
@@ -353,7 +353,7 @@ impl Scene {
         let splats = load_gaussians(&gaussians_path).map_err(|source| SceneError::Ply {
             path: v.path.to_path_buf(),
             field: "gaussians.path".into(),
-            source,
+            source: Box::new(source),
         })?;
         let means = &splats.gaussians.means;
         let simulated = match &c.regions.simulated {

@@ -68,7 +68,8 @@ fn check_rotation(v: &Validator, field: &str, r: Mat3) -> Result<(), SceneError>
         .to_cols_array()
         .iter()
         .fold(0.0f32, |m, x| m.max(x.abs()));
-    if !(err < 1e-3) || !(r.determinant() > 0.0) {
+    let det = r.determinant();
+    if err.is_nan() || err >= 1e-3 || det.is_nan() || det <= 0.0 {
         return Err(v.invalid(
             field,
             format!("not a rotation (‖R Rᵀ − I‖max = {err:.2e}, det = {:.4})", r.determinant()),
