@@ -193,7 +193,14 @@ fn point_set_region() {
 fn unknown_field_is_an_error() {
     let f = Fixture::new();
     let e = expect_err(f.load(&BASE.replace("fx = 20.0", "fxx = 20.0")), "fxx");
+    assert!(e.to_string().contains("in `views[0].camera`"), "{e}");
     assert!(matches!(e, SceneError::Parse { .. }));
+    let multiline = format!(
+        "{BASE}\n[simulation]\nbox = {{ min = [\n  0.0,\n  0.0, 0.0], max = [3.0, 3.0, 3.0] }}\n\
+         gravity = [\n[0.0],\n]\n"
+    );
+    let e = expect_err(f.load(&multiline), "expected f64");
+    assert!(e.to_string().contains("in `simulation`"), "{e}");
     let e = expect_err(f.load(&format!("{BASE}\n[simulation]\ngrid = 3\n")), "grid");
     assert!(matches!(e, SceneError::Parse { .. }));
 }
