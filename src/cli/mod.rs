@@ -1,0 +1,3 @@
+//! Subcommand implementations of the `physfit` binary (anyhow allowed here).
+
+pub mod check;
