@@ -1,0 +1,44 @@
+//! Errors of the splat rasterizer: bad input (named, with the fix) or a GPU
+//! failure (including a scene over the device's buffer limits).
+
+use thiserror::Error;
+
+use crate::gpu::primitive_error::PrimitiveError;
+use crate::gpu::GpuError;
+
+/// An error from [`super::Rasterizer`] or the splat buffers.
+#[derive(Debug, Error)]
+pub enum SplatError {
+    /// The Gaussians are inconsistent (array lengths, SH degree).
+    #[error("invalid Gaussians: {0}")]
+    InvalidGaussians(String),
+    /// The camera cannot be rendered with.
+    #[error("invalid camera: {0}")]
+    InvalidCamera(String),
+    /// A gradient image of the wrong size.
+    #[error("gradient image '{label}' holds {size} bytes but the render needs {needed} (vec4<f32> per pixel)")]
+    GradientSize {
+        /// Buffer label.
+        label: String,
+        /// Its size.
+        size: u64,
+        /// Bytes needed.
+        needed: u64,
+    },
+    /// GPU failure, including [`GpuError::OverLimit`] for scenes too large
+    /// for the device in one piece.
+    #[error(transparent)]
+    Gpu(#[from] GpuError),
+}
+
+impl From<PrimitiveError> for SplatError {
+    fn from(e: PrimitiveError) -> Self {
+        match e {
+            PrimitiveError::Gpu(g) => SplatError::Gpu(g),
+            other => SplatError::Gpu(GpuError::Validation {
+                context: "splat sorting".to_string(),
+                message: other.to_string(),
+            }),
+        }
+    }
+}
