@@ -8,8 +8,17 @@ pub mod error;
 pub mod info;
 pub mod kernel;
 pub mod memory;
+pub mod prefix_sum;
+pub mod prefix_sum_add;
+pub mod prefix_sum_blocks;
+pub mod primitive_error;
+pub mod radix_sort;
+pub mod radix_sort_float_keys;
+pub mod radix_sort_histogram;
+pub mod radix_sort_scatter;
 pub mod scatter_add;
 pub mod shader;
+pub mod sort_bench;
 
 pub use buffer::{GpuBuffer, STORAGE, UNIFORM};
 pub use context::{GpuCaps, GpuContext, GpuOptions};

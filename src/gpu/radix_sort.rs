@@ -1,0 +1,216 @@
+//! Stable LSD radix sort of u32 keys with u32 values on the GPU, by the low
+//! `key_bits` bits of each key, for any count up to the capacity given at
+//! construction; the sorted pairs end in the caller's buffers.
+//!
+//! Each pass sorts by one 4-bit digit in three dispatches (DESIGN.md §
+//! Gaussian splatting: no subgroup size, no forward progress between
+//! workgroups assumed, so only dispatch boundaries synchronise):
+//! 1. [`RadixSortHistogram`]: digit counts of each tile of 2048 keys,
+//!    stored digit-major (`digit * num_tiles + tile`);
+//! 2. [`PrefixSum`] over those counts: the first output position of each
+//!    (digit, tile), tiles of one digit in input order;
+//! 3. [`RadixSortScatter`]: each tile ranks its keys among equal digits in
+//!    input order (workgroup-memory scan) and writes them there.
+//!
+//! Passes ping-pong between the caller's buffers and internal scratch; after an
+//! odd number of passes the result is copied back. Sorting by float keys:
+//! convert with [`super::radix_sort_float_keys`] and use `key_bits = 32`.
+
+use bytemuck::{Pod, Zeroable};
+
+use super::buffer::GpuBuffer;
+use super::context::GpuContext;
+use super::prefix_sum::PrefixSum;
+use super::primitive_error::{check_u32_capacity, PrimitiveError};
+use super::radix_sort_histogram::{RadixSortHistogram, RadixSortHistogramBuffers};
+use super::radix_sort_scatter::{RadixSortScatter, RadixSortScatterBuffers};
+
+/// Keys handled by one workgroup (`TILE_SIZE` in shaders/gpu/radix_sort_tile.wgsl).
+pub const RADIX_SORT_TILE_SIZE: u32 = 2048;
+/// Bits sorted per pass (`RADIX_BITS` in the WGSL).
+pub const RADIX_SORT_DIGIT_BITS: u32 = 4;
+/// Distinct digits per pass.
+const RADIX: u32 = 1 << RADIX_SORT_DIGIT_BITS;
+
+/// Uniforms of one pass, shared by the histogram and scatter kernels
+/// (`RadixPassUniforms` in shaders/gpu/radix_sort_tile.wgsl; 16 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
+pub struct RadixPassUniforms {
+    /// Number of keys.
+    pub count: u32,
+    /// Lowest key bit of this pass's digit.
+    pub shift: u32,
+    /// Mask of the shifted digit: 15, or fewer bits on the last pass when
+    /// `key_bits` is not a multiple of 4 (bits above `key_bits` are ignored).
+    pub digit_mask: u32,
+    /// `ceil(count / RADIX_SORT_TILE_SIZE)`.
+    pub num_tiles: u32,
+}
+
+/// The passes sorting `count` keys by their low `key_bits` bits.
+pub fn radix_passes(count: u32, key_bits: u32) -> Vec<RadixPassUniforms> {
+    let num_tiles = count.div_ceil(RADIX_SORT_TILE_SIZE);
+    (0..key_bits.div_ceil(RADIX_SORT_DIGIT_BITS))
+        .map(|pass| {
+            let shift = pass * RADIX_SORT_DIGIT_BITS;
+            let bits = (key_bits - shift).min(RADIX_SORT_DIGIT_BITS);
+            RadixPassUniforms {
+                count,
+                shift,
+                digit_mask: (1 << bits) - 1,
+                num_tiles,
+            }
+        })
+        .collect()
+}
+
+/// A reusable radix sorter with scratch for up to `max_count` pairs.
+pub struct RadixSort {
+    histogram: RadixSortHistogram,
+    scatter: RadixSortScatter,
+    scan: PrefixSum,
+    keys_scratch: GpuBuffer,
+    values_scratch: GpuBuffer,
+    histograms: GpuBuffer,
+    max_count: u32,
+}
+
+impl RadixSort {
+    /// Compiles the kernels and allocates scratch for `max_count` pairs:
+    /// 8 bytes per pair plus 16 u32 per tile of 2048 (≈ 8.03 bytes per pair).
+    ///
+    /// Errors: [`PrimitiveError::Gpu`] with [`super::GpuError::OverLimit`]
+    /// when `max_count` u32 exceed the device's storage-binding limit
+    /// (128 MiB = 33,554,432 keys on lavapipe).
+    pub fn new(ctx: &GpuContext, max_count: u32) -> Result<Self, PrimitiveError> {
+        let max_tiles = max_count.div_ceil(RADIX_SORT_TILE_SIZE);
+        Ok(Self {
+            histogram: RadixSortHistogram::new(ctx)?,
+            scatter: RadixSortScatter::new(ctx)?,
+            scan: PrefixSum::new(ctx, RADIX * max_tiles)?,
+            keys_scratch: ctx
+                .storage_zeroed::<u32>("radix sort keys scratch", max_count as usize)?,
+            values_scratch: ctx
+                .storage_zeroed::<u32>("radix sort values scratch", max_count as usize)?,
+            histograms: ctx.storage_zeroed::<u32>(
+                "radix sort tile histograms",
+                (RADIX * max_tiles) as usize,
+            )?,
+            max_count,
+        })
+    }
+
+    /// The largest count this instance accepts.
+    pub fn max_count(&self) -> u32 {
+        self.max_count
+    }
+
+    /// Records a stable sort of the first `count` (key, value) pairs of
+    /// `keys`/`values` by `key & ((1 << key_bits) - 1)`, ascending; pairs with
+    /// equal sort bits keep their input order. The result is in `keys` and
+    /// `values` (elements past `count` untouched). `key_bits = 0` records
+    /// nothing. Cost: `ceil(key_bits / 4)` passes of 3–4 dispatches each.
+    /// Both buffers need STORAGE and, for odd pass counts, COPY_DST usage
+    /// (as [`super::STORAGE`] buffers have).
+    ///
+    /// Errors: [`PrimitiveError::KeyBits`] for `key_bits > 32`,
+    /// [`PrimitiveError::OverCapacity`] for `count > max_count`,
+    /// [`PrimitiveError::BufferTooSmall`], [`PrimitiveError::AliasedBuffers`].
+    pub fn sort(
+        &self,
+        ctx: &GpuContext,
+        encoder: &mut wgpu::CommandEncoder,
+        keys: &GpuBuffer,
+        values: &GpuBuffer,
+        count: u32,
+        key_bits: u32,
+    ) -> Result<(), PrimitiveError> {
+        if key_bits > 32 {
+            return Err(PrimitiveError::KeyBits { key_bits });
+        }
+        if count > self.max_count {
+            return Err(PrimitiveError::OverCapacity {
+                primitive: "radix sort",
+                count,
+                capacity: self.max_count,
+            });
+        }
+        check_u32_capacity("radix sort", keys, count)?;
+        check_u32_capacity("radix sort", values, count)?;
+        if keys.raw() == values.raw() {
+            return Err(PrimitiveError::AliasedBuffers {
+                label: keys.label().to_string(),
+            });
+        }
+        if count == 0 {
+            return Ok(());
+        }
+        let passes = radix_passes(count, key_bits);
+        let histogram_count = RADIX * count.div_ceil(RADIX_SORT_TILE_SIZE);
+        for (pass, pass_uniforms) in passes.iter().enumerate() {
+            // One uniform buffer per pass and call, so passes (and sorts)
+            // recorded into one encoder never share a rewritten buffer.
+            let uniforms =
+                ctx.uniform_buffer(&format!("radix sort pass {pass} uniforms"), pass_uniforms)?;
+            let (keys_in, values_in, keys_out, values_out) = if pass % 2 == 0 {
+                (keys, values, &self.keys_scratch, &self.values_scratch)
+            } else {
+                (&self.keys_scratch, &self.values_scratch, keys, values)
+            };
+            self.histogram.dispatch(
+                ctx,
+                encoder,
+                &RadixSortHistogramBuffers {
+                    uniforms: &uniforms,
+                    keys: keys_in,
+                    histograms: &self.histograms,
+                },
+                count,
+            );
+            self.scan
+                .scan_in_place(ctx, encoder, &self.histograms, histogram_count)?;
+            self.scatter.dispatch(
+                ctx,
+                encoder,
+                &RadixSortScatterBuffers {
+                    uniforms: &uniforms,
+                    keys_in,
+                    values_in,
+                    histogram_offsets: &self.histograms,
+                    keys_out,
+                    values_out,
+                },
+                count,
+            );
+        }
+        if passes.len() % 2 == 1 {
+            let bytes = u64::from(count) * 4;
+            encoder.copy_buffer_to_buffer(&self.keys_scratch, 0, keys, 0, bytes);
+            encoder.copy_buffer_to_buffer(&self.values_scratch, 0, values, 0, bytes);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::radix_passes;
+
+    #[test]
+    fn passes_cover_exactly_key_bits() {
+        assert!(radix_passes(10, 0).is_empty());
+        let p13 = radix_passes(5000, 13);
+        assert_eq!(
+            p13.iter()
+                .map(|p| (p.shift, p.digit_mask))
+                .collect::<Vec<_>>(),
+            vec![(0, 15), (4, 15), (8, 15), (12, 1)]
+        );
+        assert_eq!(p13[0].num_tiles, 3);
+        let p32 = radix_passes(1, 32);
+        assert_eq!(p32.len(), 8);
+        assert_eq!(p32[7].shift, 28);
+        assert_eq!(p32[7].digit_mask, 15);
+    }
+}
