@@ -1,0 +1,130 @@
+//! Front-to-back alpha blending of depth-sorted splats (DESIGN.md § Gaussian
+//! splatting, gsplat `rasterize_to_pixels`): at pixel centre `x`,
+//! `α_i = min(0.99, o_i·exp(−½ dᵀΣ2⁻¹d))` with `d = mean2d − x`; splats with
+//! `α_i < 1/255` are skipped; before splat `i`, if `T·(1 − α_i) ≤ 1e-4` the
+//! pixel stops (splat `i` excluded); `rgb = Σ c_i α_i T_i + T_final·bg`,
+//! `alpha = 1 − T_final`.
+
+use super::params::SplatParams64;
+use super::project::{project_all, Camera64, ProjectedSplat, ALPHA_MAX, ALPHA_MIN, T_MIN};
+use crate::scene::Camera;
+
+/// A rendered image in f64, row-major (`y * width + x`), linear RGB.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Image64 {
+    /// Width, pixels.
+    pub width: usize,
+    /// Height, pixels.
+    pub height: usize,
+    /// Colour per pixel, background included.
+    pub rgb: Vec<[f64; 3]>,
+    /// `1 − final transmittance` per pixel.
+    pub alpha: Vec<f64>,
+}
+
+/// One splat's contribution at one pixel, as the blend saw it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Contribution {
+    /// Index into the depth-sorted splat list.
+    pub slot: usize,
+    /// Alpha after the clamp.
+    pub alpha: f64,
+    /// True when the 0.99 clamp was active (zero gradient to the Gaussian).
+    pub clamped: bool,
+    /// `exp(−σ)`.
+    pub gauss: f64,
+    /// `d = mean2d − pixel centre`.
+    pub d: [f64; 2],
+    /// Transmittance in front of this splat.
+    pub transmittance: f64,
+}
+
+/// For every pixel, the slots (indices into `splats`, front to back) whose
+/// extent square contains its centre: a speed-up only, see
+/// [`ProjectedSplat::radius`].
+pub(crate) fn bin_pixels(
+    splats: &[ProjectedSplat],
+    width: usize,
+    height: usize,
+) -> Vec<Vec<usize>> {
+    let mut lists = vec![Vec::new(); width * height];
+    for (slot, s) in splats.iter().enumerate() {
+        if let Some(([x0, x1], [y0, y1])) = s.pixel_box(width, height) {
+            for y in y0..=y1 {
+                for x in x0..=x1 {
+                    lists[y * width + x].push(slot);
+                }
+            }
+        }
+    }
+    lists
+}
+
+/// Blend pixel `(x, y)`: fills `out` with the contributions in front-to-back
+/// order and returns the final transmittance.
+pub(crate) fn blend_pixel(
+    splats: &[ProjectedSplat],
+    slots: &[usize],
+    x: usize,
+    y: usize,
+    out: &mut Vec<Contribution>,
+) -> f64 {
+    out.clear();
+    let (px, py) = (x as f64 + 0.5, y as f64 + 0.5);
+    let mut t = 1.0;
+    for &slot in slots {
+        let s = &splats[slot];
+        let sigma = s.mahalanobis_half(px, py);
+        if sigma < 0.0 {
+            continue;
+        }
+        let gauss = (-sigma).exp();
+        let raw = s.opacity * gauss;
+        let alpha = raw.min(ALPHA_MAX);
+        if alpha < ALPHA_MIN {
+            continue;
+        }
+        let next_t = t * (1.0 - alpha);
+        if next_t <= T_MIN {
+            break;
+        }
+        out.push(Contribution {
+            slot,
+            alpha,
+            clamped: raw > ALPHA_MAX,
+            gauss,
+            d: [s.mean2d[0] - px, s.mean2d[1] - py],
+            transmittance: t,
+        });
+        t = next_t;
+    }
+    t
+}
+
+/// Render `params` seen by `camera` over `background` (linear RGB).
+pub fn render(params: &SplatParams64, camera: &Camera, background: [f64; 3]) -> Image64 {
+    let cam = Camera64::from(camera);
+    let splats = project_all(params, &cam);
+    let lists = bin_pixels(&splats, cam.width, cam.height);
+    let mut image = Image64 {
+        width: cam.width,
+        height: cam.height,
+        rgb: Vec::with_capacity(lists.len()),
+        alpha: Vec::with_capacity(lists.len()),
+    };
+    let mut contributions = Vec::new();
+    for (pixel, slots) in lists.iter().enumerate() {
+        let (x, y) = (pixel % cam.width, pixel / cam.width);
+        let t_final = blend_pixel(&splats, slots, x, y, &mut contributions);
+        let mut rgb = background.map(|b| b * t_final);
+        for c in &contributions {
+            let w = c.alpha * c.transmittance;
+            for (ch, v) in rgb.iter_mut().enumerate() {
+                *v += splats[c.slot].colour[ch] * w;
+            }
+        }
+        image.rgb.push(rgb);
+        image.alpha.push(1.0 - t_final);
+    }
+    image
+}

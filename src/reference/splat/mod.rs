@@ -1,0 +1,21 @@
+//! f64 CPU twin of the Gaussian-splat rasterizer, forward and hand-written
+//! reverse mode: the test oracle for the GPU rasterizer (DESIGN.md
+//! § Gaussian splatting, § Verification strategy 1–3). Classic 3DGS as gsplat
+//! implements it ("classic" mode): EWA projection with 0.3 px² dilation
+//! ([`project`]), SH colour ([`sh`]), front-to-back blending in camera-z order
+//! ([`blend`]); backward in [`blend_backward`] and [`project_backward`].
+//!
+//! Simple rather than fast: every splat is projected once, then each pixel
+//! loops over the depth-sorted splats whose extent square contains it.
+
+pub mod blend;
+pub mod blend_backward;
+pub mod params;
+pub mod project;
+mod project_backward;
+pub mod sh;
+
+pub use blend::{render, Image64};
+pub use blend_backward::render_backward;
+pub use params::{SplatGrads64, SplatParams64};
+pub use project::{project_all, project_splat, Camera64, ProjectedSplat};
