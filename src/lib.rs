@@ -8,3 +8,4 @@ pub mod gpu;
 pub mod mpm;
 pub mod reference;
 pub mod scene;
+pub mod splat;

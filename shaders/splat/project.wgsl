@@ -70,9 +70,11 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
         let o = 3u * (i * k + c);
         color += basis[c] * vec3<f32>(sh[o], sh[o + 1u], sh[o + 2u]);
     }
+    // Checked before the clamp: max(NaN, 0) may be 0 (WGSL leaves it open).
+    let color_finite = is_finite_vec3(color);
     color = max(color, vec3<f32>(0.0));
 
-    if !(det > 0.0 && is_finite_f32(det) && is_finite_vec3(conic) && is_finite_vec3(cov2d)
+    if !(color_finite && det > 0.0 && is_finite_f32(det) && is_finite_vec3(conic) && is_finite_vec3(cov2d)
         && is_finite_f32(mean2d.x) && is_finite_f32(mean2d.y) && is_finite_vec3(color) && is_finite_f32(p.z)) {
         cull(i);
         return;
