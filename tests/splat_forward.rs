@@ -37,7 +37,12 @@ fn forward_matches_gsplat_references() {
     }
 }
 
-fn check_vs_twin(name: &str, g: &physfit::scene::Gaussians, cam: &physfit::scene::Camera, tol_max: f64) {
+fn check_vs_twin(
+    name: &str,
+    g: &physfit::scene::Gaussians,
+    cam: &physfit::scene::Camera,
+    tol_max: f64,
+) {
     let ctx = common::gpu();
     let bg = [0.1, 0.2, 0.3];
     let got = gpu_render(&ctx, g, cam, bg);
@@ -110,7 +115,12 @@ fn forward_handles_near_plane_huge_tiny_and_nonfinite_splats() {
     let extra = [
         ([nan, 0.0, 3.0], [1.0, 0.0, 0.0, 0.0], [-2.0; 3], 0.0),
         ([0.0, 0.0, 3.0], [nan, 0.0, 0.0, 0.0], [-2.0; 3], 0.0),
-        ([0.0, 0.0, 3.0], [1.0, 0.0, 0.0, 0.0], [inf, -2.0, -2.0], 0.0),
+        (
+            [0.0, 0.0, 3.0],
+            [1.0, 0.0, 0.0, 0.0],
+            [inf, -2.0, -2.0],
+            0.0,
+        ),
         ([0.0, 0.0, 3.0], [1.0, 0.0, 0.0, 0.0], [-2.0; 3], nan),
         ([0.0, 0.0, 3.0], [0.0, 0.0, 0.0, 0.0], [-2.0; 3], 0.0),
         ([0.0, inf, 3.0], [1.0, 0.0, 0.0, 0.0], [-2.0; 3], 0.0),
@@ -121,14 +131,16 @@ fn forward_handles_near_plane_huge_tiny_and_nonfinite_splats() {
         bad.rotations.push(q);
         bad.log_scales.push(s);
         bad.opacity_logits.push(o);
-        bad.sh.extend([[0.5, 0.5, 0.5], [0.0; 3], [0.0; 3], [0.0; 3]]);
+        bad.sh
+            .extend([[0.5, 0.5, 0.5], [0.0; 3], [0.0; 3], [0.0; 3]]);
     }
     // And one with a NaN SH coefficient.
     bad.means.push([0.0, 0.0, 3.0]);
     bad.rotations.push([1.0, 0.0, 0.0, 0.0]);
     bad.log_scales.push([-2.0; 3]);
     bad.opacity_logits.push(0.0);
-    bad.sh.extend([[nan, 0.5, 0.5], [0.0; 3], [0.0; 3], [0.0; 3]]);
+    bad.sh
+        .extend([[nan, 0.5, 0.5], [0.0; 3], [0.0; 3], [0.0; 3]]);
     let ctx = common::gpu();
     let bg = [0.1, 0.2, 0.3];
     let got_bad = gpu_render(&ctx, &bad, &cam, bg);
@@ -136,7 +148,11 @@ fn forward_handles_near_plane_huge_tiny_and_nonfinite_splats() {
     assert!(got_bad.iter().flatten().all(|v| v.is_finite()));
     // The log-scale-60 splat overflows f32 → culled; the rest are
     // non-finite inputs. None may change a pixel.
-    let differing = got_bad.iter().zip(&got_clean).filter(|(a, b)| a != b).count();
+    let differing = got_bad
+        .iter()
+        .zip(&got_clean)
+        .filter(|(a, b)| a != b)
+        .count();
     assert_eq!(differing, 0, "non-finite splats must be culled");
 }
 

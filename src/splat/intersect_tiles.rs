@@ -50,7 +50,12 @@ impl IntersectTiles {
         })
     }
 
-    fn bind(&self, kernel: &ComputeKernel, ctx: &GpuContext, b: &IntersectTilesBuffers) -> wgpu::BindGroup {
+    fn bind(
+        &self,
+        kernel: &ComputeKernel,
+        ctx: &GpuContext,
+        b: &IntersectTilesBuffers,
+    ) -> wgpu::BindGroup {
         kernel.bind(
             ctx,
             &[

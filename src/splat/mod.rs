@@ -281,7 +281,14 @@ impl Rasterizer {
             Ok(())
         })?;
         rec.stage("tile sort", |enc| {
-            Ok(tile_sort.sort(ctx, enc, &tile_ids, &splat_ids, intersection_count, tile_bits)?)
+            Ok(tile_sort.sort(
+                ctx,
+                enc,
+                &tile_ids,
+                &splat_ids,
+                intersection_count,
+                tile_bits,
+            )?)
         })?;
         rec.stage("tile ranges", |enc| {
             self.tile_ranges.dispatch(
@@ -350,7 +357,9 @@ impl Rasterizer {
                 needed,
             });
         }
-        if splats.count != output.splat_count || splats.coeffs_per_splat() != output.coeffs_per_splat {
+        if splats.count != output.splat_count
+            || splats.coeffs_per_splat() != output.coeffs_per_splat
+        {
             return Err(SplatError::InvalidGaussians(format!(
                 "backward got {} splats with {} SH coefficients but the frame was rendered from {} with {}",
                 splats.count,
@@ -421,18 +430,31 @@ impl Rasterizer {
         intersections: u32,
     ) -> Result<(), SplatError> {
         let scan_needed = splats + 1;
-        if self.prefix_sum.as_ref().is_none_or(|p| p.max_count() < scan_needed) {
+        if self
+            .prefix_sum
+            .as_ref()
+            .is_none_or(|p| p.max_count() < scan_needed)
+        {
             self.prefix_sum = None;
             self.prefix_sum = Some(PrefixSum::new(ctx, grown(scan_needed))?);
         }
-        if self.depth_sort.as_ref().is_none_or(|s| s.max_count() < splats) {
+        if self
+            .depth_sort
+            .as_ref()
+            .is_none_or(|s| s.max_count() < splats)
+        {
             self.depth_sort = None;
             self.depth_sort = Some(RadixSort::new(ctx, grown(splats))?);
         }
-        if self.tile_sort.as_ref().is_none_or(|s| s.max_count() < intersections) {
+        if self
+            .tile_sort
+            .as_ref()
+            .is_none_or(|s| s.max_count() < intersections)
+        {
             self.tile_sort = None;
             // Headroom capped at the largest count the device can bind.
-            let limit = (ctx.limits.max_storage_buffer_binding_size / 4).min(u64::from(u32::MAX)) as u32;
+            let limit =
+                (ctx.limits.max_storage_buffer_binding_size / 4).min(u64::from(u32::MAX)) as u32;
             let capacity = grown(intersections).min(limit).max(intersections);
             self.tile_sort = Some(RadixSort::new(ctx, capacity)?);
         }

@@ -42,6 +42,7 @@ impl TileRanges {
         intersection_count: u32,
     ) {
         let bg = self.kernel.bind(ctx, &[b.uniforms, b.tile_ids, b.ranges]);
-        self.kernel.dispatch_threads(encoder, &bg, intersection_count);
+        self.kernel
+            .dispatch_threads(encoder, &bg, intersection_count);
     }
 }

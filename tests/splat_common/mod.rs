@@ -129,11 +129,7 @@ pub fn random_gaussians(rng: &mut Rng, n: usize, sh_degree: u32, spread: f32) ->
         g.opacity_logits.push(rng.range(-2.0, 3.0));
         for c in 0..k {
             let s = if c == 0 { 1.0 } else { 0.3 };
-            g.sh.push([
-                rng.range(-s, s),
-                rng.range(-s, s),
-                rng.range(-s, s),
-            ]);
+            g.sh.push([rng.range(-s, s), rng.range(-s, s), rng.range(-s, s)]);
         }
     }
     g
