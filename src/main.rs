@@ -3,6 +3,8 @@
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
+mod cli;
+
 #[derive(Parser)]
 #[command(
     name = "physfit",
@@ -18,6 +20,15 @@ struct Cli {
 enum Command {
     /// Print the GPU adapter, backend, driver, limits and features physfit will use.
     Info,
+    /// Time GPU stages on the present adapter; prints JSON.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// Splat rasterizer forward/backward: the fox and a 500k-splat cloud.
+    Raster(cli::bench_raster::BenchRasterArgs),
 }
 
 fn main() {
@@ -38,6 +49,7 @@ fn run(cli: Cli) -> Result<()> {
             let ctx = physfit::gpu::GpuContext::new(&Default::default())?;
             println!("{}", physfit::gpu::info::describe(&ctx));
         }
+        Command::Bench(BenchCommand::Raster(args)) => cli::bench_raster::run(&args)?,
     }
     Ok(())
 }

@@ -164,3 +164,35 @@ fn empty_scene_renders_background() {
     let img = gpu_render(&ctx, &g, &cam, [0.25, 0.5, 0.75]);
     assert!(img.iter().all(|p| *p == [0.25, 0.5, 0.75, 0.0]));
 }
+
+#[test]
+fn frame_over_the_binding_limit_is_a_typed_error() {
+    // Enough huge splats (each covering all 64×64 tiles of a 1024² image)
+    // that the intersection list exceeds the device's storage-binding limit.
+    let ctx = common::gpu();
+    let tiles = 64u64 * 64;
+    let n = (ctx.limits.max_storage_buffer_binding_size / 4 / tiles + 100) as usize;
+    let mut rng = Rng(5);
+    let mut g = random_gaussians(&mut rng, n, 0, 0.1);
+    for (s, o) in g.log_scales.iter_mut().zip(&mut g.opacity_logits) {
+        *s = [1.5, 1.5, 1.5];
+        *o = 4.0;
+    }
+    let cam = camera_looking_z(1024, 1024, Vec3::ZERO);
+    let mut r = Rasterizer::new(&ctx).unwrap();
+    let splats = SplatBuffers::upload(&ctx, &g).unwrap();
+    let err = r
+        .render(&ctx, &splats, &cam, [0.0; 3])
+        .err()
+        .expect("must not fit");
+    let msg = err.to_string();
+    println!("{msg}");
+    assert!(
+        matches!(
+            err,
+            physfit::splat::SplatError::Gpu(physfit::gpu::GpuError::OverLimit { .. })
+        ),
+        "{msg}"
+    );
+    assert!(msg.contains("splat intersection"), "{msg}");
+}

@@ -249,6 +249,22 @@ impl Rasterizer {
         })?;
         rec.submit();
         let intersection_count = ctx.read_buffer::<u32>(&total_buffer)?[0];
+        // The u32 scan wraps past 2³² intersections; only possible when
+        // splats × tiles exceeds that, and then the true total is summed in
+        // u64 on the host (one more readback, only for such frames).
+        if u64::from(n) * u64::from(tile_total) > u64::from(u32::MAX) {
+            let counts_host: Vec<u32> = ctx.read_buffer(&counts)?;
+            let exact: u64 = counts_host.iter().map(|&c| u64::from(c)).sum();
+            if exact > u64::from(u32::MAX) {
+                return Err(GpuError::OverLimit {
+                    label: "splat intersection tile ids".to_string(),
+                    size: exact * 4,
+                    limit_name: "max_storage_buffer_binding_size",
+                    limit: ctx.limits.max_storage_buffer_binding_size,
+                }
+                .into());
+            }
+        }
         drop(depth_keys);
 
         uniform_values.intersection_count = intersection_count;
