@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use serde_json::json;
 
-use physfit::bench::raster::{bench_case, framing_camera, synthetic_cases, RasterCase};
+use physfit::bench::raster::{bench_case, fox_demo_camera, synthetic_cases, RasterCase};
 use physfit::gpu::GpuContext;
 
 /// Options of `physfit bench raster`.
@@ -53,12 +53,12 @@ pub fn run(args: &BenchRasterArgs) -> Result<()> {
     let mut cases = Vec::new();
     if args.fox.exists() {
         let (w, h) = parse_size(&args.fox_size)?;
-        let loaded: LoadedTmp =
-            todo_fox(&args.fox).with_context(|| format!("loading {}", args.fox.display()))?;
+        let loaded = physfit::scene::ply::load_gaussians(&args.fox)
+            .with_context(|| format!("loading {}", args.fox.display()))?;
         let gaussians = loaded.gaussians;
         cases.push(RasterCase {
             name: format!("fox {w}x{h}"),
-            camera: framing_camera(&gaussians, w, h),
+            camera: fox_demo_camera(w, h),
             gaussians,
         });
     } else {
@@ -99,11 +99,4 @@ pub fn run(args: &BenchRasterArgs) -> Result<()> {
         std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())
-}
-
-struct LoadedTmp {
-    gaussians: physfit::scene::Gaussians,
-}
-fn todo_fox(_: &std::path::Path) -> Result<LoadedTmp> {
-    anyhow::bail!("no ply")
 }
