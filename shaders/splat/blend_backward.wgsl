@@ -18,9 +18,11 @@
 //   dL/d(a, b, c) = dL/dσ · (½dx², dx dy, ½dy²),
 //   dL/dmean = dL/dσ · (a dx + b dy, b dx + c dy).
 //
-// Per-splat sums over the tile's pixels are reduced in workgroup memory
-// (compare-and-swap on u32 bits: portable, and within one workgroup), then
-// flushed with ONE global atomic add per splat and component per batch.
+// Per-splat sums over the tile's pixels are reduced first in registers (each
+// thread owns a 2×2 pixel block, 64 threads per tile), then in workgroup
+// memory (compare-and-swap on u32 bits: portable, wgpu exposes no shared-
+// memory float atomics), then flushed with ONE global atomic add per splat
+// and component per batch of 256 splats.
 // Output grad_2d, 9 floats per splat: mean x, mean y, conic a, b, c,
 // opacity, red, green, blue.
 #import splat/types
@@ -36,12 +38,15 @@
 #atomic_f32_ops grad_2d
 
 const GRAD_2D_STRIDE: u32 = 9u;
+// Threads per tile (8×8), each owning a 2×2 block of pixels.
+const THREADS: u32 = 64u;
+const BLOCK: u32 = 4u;
 
 var<workgroup> batch_mean_opacity: array<vec4<f32>, TILE_PIXELS>;
 var<workgroup> batch_conic: array<vec4<f32>, TILE_PIXELS>;
 var<workgroup> batch_color: array<vec4<f32>, TILE_PIXELS>;
 var<workgroup> batch_ids: array<u32, TILE_PIXELS>;
-var<workgroup> batch_grads: array<atomic<u32>, 2304>; // TILE_PIXELS * GRAD_2D_STRIDE
+var<workgroup> batch_grads: array<atomic<u32>, 2304>; // TILE_PIXELS * GRAD_2D_STRIDE, component-major
 var<workgroup> tile_range: vec2<u32>;
 var<workgroup> max_last: atomic<u32>;
 var<workgroup> walk_length: u32;
@@ -57,29 +62,41 @@ fn batch_grad_add(i: u32, value: f32) {
     }
 }
 
-@compute @workgroup_size(16, 16)
+@compute @workgroup_size(8, 8)
 fn main(@builtin(workgroup_id) tile: vec3<u32>, @builtin(local_invocation_id) local: vec3<u32>, @builtin(local_invocation_index) local_index: u32) {
-    let pixel = tile.xy * TILE_SIZE + local.xy;
-    let inside = pixel.x < u.image_size.x && pixel.y < u.image_size.y;
-    let centre = vec2<f32>(pixel) + 0.5;
-    let p = pixel.y * u.image_size.x + pixel.x;
     if local_index == 0u {
         tile_range = ranges[tile.y * u.tile_count.x + tile.x];
         atomicStore(&max_last, 0u);
     }
-    for (var c = 0u; c < GRAD_2D_STRIDE; c++) {
-        atomicStore(&batch_grads[c * TILE_PIXELS + local_index], 0u);
+    for (var c = local_index; c < GRAD_2D_STRIDE * TILE_PIXELS; c += THREADS) {
+        atomicStore(&batch_grads[c], 0u);
     }
-    var last = 0u;
-    var g = vec4<f32>(0.0);
-    var final_value = vec4<f32>(0.0);
-    if inside {
-        last = last_index[p];
-        g = grad_image[p];
-        final_value = image[p];
+    // Per-pixel state of this thread's 2×2 block.
+    var centre: array<vec2<f32>, 4>;
+    var last: array<u32, 4>;
+    var g: array<vec4<f32>, 4>;
+    var final_value: array<vec4<f32>, 4>;
+    var transmittance: array<f32, 4>;
+    var accumulated: array<vec4<f32>, 4>;
+    var my_last = 0u;
+    for (var q = 0u; q < BLOCK; q++) {
+        let pixel = tile.xy * TILE_SIZE + local.xy * 2u + vec2<u32>(q & 1u, q >> 1u);
+        centre[q] = vec2<f32>(pixel) + 0.5;
+        transmittance[q] = 1.0;
+        accumulated[q] = vec4<f32>(0.0);
+        last[q] = 0u;
+        g[q] = vec4<f32>(0.0);
+        final_value[q] = vec4<f32>(0.0);
+        if pixel.x < u.image_size.x && pixel.y < u.image_size.y {
+            let p = pixel.y * u.image_size.x + pixel.x;
+            last[q] = last_index[p];
+            g[q] = grad_image[p];
+            final_value[q] = image[p];
+        }
+        my_last = max(my_last, last[q]);
     }
     workgroupBarrier();
-    atomicMax(&max_last, last);
+    atomicMax(&max_last, my_last);
     workgroupBarrier();
     if local_index == 0u {
         walk_length = atomicLoad(&max_last);
@@ -87,63 +104,75 @@ fn main(@builtin(workgroup_id) tile: vec3<u32>, @builtin(local_invocation_id) lo
     let range = workgroupUniformLoad(&tile_range);
     let total = min(range.y - range.x, workgroupUniformLoad(&walk_length));
 
-    var transmittance = 1.0;
-    var accumulated = vec4<f32>(0.0);
     for (var batch_start = 0u; batch_start < total; batch_start += TILE_PIXELS) {
-        let slot = batch_start + local_index;
-        if slot < total {
-            let id = splat_ids[range.x + slot];
-            let s = projected[id];
-            batch_ids[local_index] = id;
-            batch_mean_opacity[local_index] = vec4<f32>(s.mean_depth_opacity.xy, 0.0, s.mean_depth_opacity.w);
-            batch_conic[local_index] = s.conic;
-            batch_color[local_index] = s.color;
+        for (var slot = local_index; slot < TILE_PIXELS; slot += THREADS) {
+            if batch_start + slot < total {
+                let id = splat_ids[range.x + batch_start + slot];
+                let s = projected[id];
+                batch_ids[slot] = id;
+                batch_mean_opacity[slot] = vec4<f32>(s.mean_depth_opacity.xy, 0.0, s.mean_depth_opacity.w);
+                batch_conic[slot] = s.conic;
+                batch_color[slot] = s.color;
+            }
         }
         workgroupBarrier();
         let batch_len = min(TILE_PIXELS, total - batch_start);
-        let my_len = min(batch_len, max(last, batch_start) - batch_start);
+        let my_len = min(batch_len, max(my_last, batch_start) - batch_start);
         for (var j = 0u; j < my_len; j++) {
             let mo = batch_mean_opacity[j];
             let conic = batch_conic[j].xyz;
-            let d = mo.xy - centre;
-            let power = conic_power(conic, d);
-            let falloff = exp(-power);
-            let raw_alpha = mo.w * falloff;
-            let alpha = min(ALPHA_MAX, raw_alpha);
-            if power < 0.0 || alpha < ALPHA_MIN {
-                continue;
-            }
             let color = vec4<f32>(batch_color[j].xyz, 1.0);
-            let weight = alpha * transmittance;
-            accumulated += color * weight;
-            let behind = (final_value - accumulated) / (1.0 - alpha);
-            let d_alpha = dot(g, color * transmittance - behind);
-            transmittance *= 1.0 - alpha;
-            let d_color = g.xyz * weight;
-            let base = j;
-            if d_color.x != 0.0 { batch_grad_add(6u * TILE_PIXELS + base, d_color.x); }
-            if d_color.y != 0.0 { batch_grad_add(7u * TILE_PIXELS + base, d_color.y); }
-            if d_color.z != 0.0 { batch_grad_add(8u * TILE_PIXELS + base, d_color.z); }
-            if raw_alpha < ALPHA_MAX && d_alpha != 0.0 {
-                let d_power = -d_alpha * alpha;
-                let d_mean = d_power * vec2<f32>(conic.x * d.x + conic.y * d.y, conic.y * d.x + conic.z * d.y);
-                batch_grad_add(0u * TILE_PIXELS + base, d_mean.x);
-                batch_grad_add(1u * TILE_PIXELS + base, d_mean.y);
-                batch_grad_add(2u * TILE_PIXELS + base, d_power * 0.5 * d.x * d.x);
-                batch_grad_add(3u * TILE_PIXELS + base, d_power * d.x * d.y);
-                batch_grad_add(4u * TILE_PIXELS + base, d_power * 0.5 * d.y * d.y);
-                batch_grad_add(5u * TILE_PIXELS + base, d_alpha * falloff);
+            let list_index = batch_start + j;
+            var d_mean = vec2<f32>(0.0);
+            var d_conic = vec3<f32>(0.0);
+            var d_opacity = 0.0;
+            var d_color = vec3<f32>(0.0);
+            var touched = false;
+            for (var q = 0u; q < BLOCK; q++) {
+                if list_index >= last[q] {
+                    continue;
+                }
+                let d = mo.xy - centre[q];
+                let power = conic_power(conic, d);
+                let falloff = exp(-power);
+                let raw_alpha = mo.w * falloff;
+                let alpha = min(ALPHA_MAX, raw_alpha);
+                if power < 0.0 || alpha < ALPHA_MIN {
+                    continue;
+                }
+                touched = true;
+                let t = transmittance[q];
+                let weight = alpha * t;
+                accumulated[q] += color * weight;
+                let behind = (final_value[q] - accumulated[q]) / (1.0 - alpha);
+                let d_alpha = dot(g[q], color * t - behind);
+                transmittance[q] = t * (1.0 - alpha);
+                d_color += g[q].xyz * weight;
+                if raw_alpha < ALPHA_MAX {
+                    let d_power = -d_alpha * alpha;
+                    d_mean += d_power * vec2<f32>(conic.x * d.x + conic.y * d.y, conic.y * d.x + conic.z * d.y);
+                    d_conic += d_power * vec3<f32>(0.5 * d.x * d.x, d.x * d.y, 0.5 * d.y * d.y);
+                    d_opacity += d_alpha * falloff;
+                }
+            }
+            if touched {
+                let v = array<f32, 9>(d_mean.x, d_mean.y, d_conic.x, d_conic.y, d_conic.z, d_opacity, d_color.x, d_color.y, d_color.z);
+                for (var c = 0u; c < GRAD_2D_STRIDE; c++) {
+                    if v[c] != 0.0 {
+                        batch_grad_add(c * TILE_PIXELS + j, v[c]);
+                    }
+                }
             }
         }
         workgroupBarrier();
-        if local_index < batch_len {
-            let id = batch_ids[local_index];
+        for (var slot = local_index; slot < batch_len; slot += THREADS) {
+            let id = batch_ids[slot];
             for (var c = 0u; c < GRAD_2D_STRIDE; c++) {
-                let v = bitcast<f32>(atomicLoad(&batch_grads[c * TILE_PIXELS + local_index]));
-                if v != 0.0 {
-                    grad_2d_atomic_add(GRAD_2D_STRIDE * id + c, v);
+                let value = bitcast<f32>(atomicLoad(&batch_grads[c * TILE_PIXELS + slot]));
+                if value != 0.0 {
+                    grad_2d_atomic_add(GRAD_2D_STRIDE * id + c, value);
                 }
-                atomicStore(&batch_grads[c * TILE_PIXELS + local_index], 0u);
+                atomicStore(&batch_grads[c * TILE_PIXELS + slot], 0u);
             }
         }
         workgroupBarrier();
