@@ -1,9 +1,11 @@
 //! The `physfit` command line. Library errors are typed; anyhow only here.
 
+mod cli;
+
+use std::path::PathBuf;
+
 use anyhow::Result;
 use clap::{Parser, Subcommand};
-
-mod cli;
 
 #[derive(Parser)]
 #[command(
@@ -20,6 +22,13 @@ struct Cli {
 enum Command {
     /// Print the GPU adapter, backend, driver, limits and features physfit will use.
     Info,
+    /// Load and validate a scene.toml and print a summary (splats, box, grid, cameras, frames, time step).
+    Check {
+        /// The scene file.
+        scene: PathBuf,
+    },
+    /// Render the scene's Gaussians from its cameras to sRGB PNGs.
+    Render(cli::render::RenderArgs),
     /// Time GPU stages on the present adapter; prints JSON.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -49,6 +58,8 @@ fn run(cli: Cli) -> Result<()> {
             let ctx = physfit::gpu::GpuContext::new(&Default::default())?;
             println!("{}", physfit::gpu::info::describe(&ctx));
         }
+        Command::Check { scene } => cli::check::run(&scene)?,
+        Command::Render(args) => cli::render::run(&args)?,
         Command::Bench(BenchCommand::Raster(args)) => cli::bench_raster::run(&args)?,
     }
     Ok(())

@@ -1,3 +1,5 @@
-//! Subcommands of the `physfit` binary (anyhow errors live here and in main.rs).
+//! Subcommand implementations of the `physfit` binary (anyhow allowed here).
 
 pub mod bench_raster;
+pub mod check;
+pub mod render;
