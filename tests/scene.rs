@@ -14,7 +14,8 @@ fn lattice() -> Gaussians {
     for i in 0..4 {
         for j in 0..4 {
             for k in 0..4 {
-                g.means.push([i as f32 * 0.5, j as f32 * 0.5, k as f32 * 0.5]);
+                g.means
+                    .push([i as f32 * 0.5, j as f32 * 0.5, k as f32 * 0.5]);
                 g.rotations.push([1.0, 0.0, 0.0, 0.0]);
                 g.log_scales.push([-3.0; 3]);
                 g.opacity_logits.push(2.0);
@@ -50,7 +51,9 @@ impl Fixture {
     fn new() -> Fixture {
         let dir = tempfile::tempdir().unwrap();
         let ply = dir.path().join("splats.ply");
-        PlyData::from_gaussians(&lattice(), &ply).write(&ply, &[]).unwrap();
+        PlyData::from_gaussians(&lattice(), &ply)
+            .write(&ply, &[])
+            .unwrap();
         Fixture { dir }
     }
 
@@ -70,7 +73,8 @@ impl Fixture {
         std::fs::create_dir_all(&d).unwrap();
         for k in 0..n {
             let px = vec![[0.5f32, 0.25, 0.0, 1.0]; (w * h) as usize];
-            physfit::scene::frames::write_png_srgb(&d.join(format!("f{k}.png")), w, h, &px).unwrap();
+            physfit::scene::frames::write_png_srgb(&d.join(format!("f{k}.png")), w, h, &px)
+                .unwrap();
         }
     }
 }
@@ -82,8 +86,14 @@ fn expect_err(r: Result<Scene, SceneError>, field: &str) -> SceneError {
         Err(e) => e,
     };
     let msg = e.to_string();
-    assert!(msg.contains(field), "message does not name `{field}`: {msg}");
-    assert!(msg.contains("scene.toml"), "message does not name the file: {msg}");
+    assert!(
+        msg.contains(field),
+        "message does not name `{field}`: {msg}"
+    );
+    assert!(
+        msg.contains("scene.toml"),
+        "message does not name the file: {msg}"
+    );
     e
 }
 
@@ -110,7 +120,10 @@ fn valid_scene_resolves_with_defaults() {
     // The auto box is a cube keeping every splat 3 cells from the walls.
     let n = s.normalised_means();
     let m = 3.0 / 32.0;
-    assert!(n.iter().flatten().all(|&c| c >= m - 1e-6 && c <= 1.0 - m + 1e-6));
+    assert!(n
+        .iter()
+        .flatten()
+        .all(|&c| c >= m - 1e-6 && c <= 1.0 - m + 1e-6));
     let mpm = s.mpm_config();
     assert_eq!((mpm.grid_res, mpm.substeps_per_frame), (32, need));
     // The look-at camera sees the lattice centre at the principal point,
@@ -123,7 +136,10 @@ fn valid_scene_resolves_with_defaults() {
     let (u, v) = project(Vec3::splat(0.75));
     assert!((u - 8.0).abs() < 1e-4 && (v - 6.0).abs() < 1e-4, "{u} {v}");
     assert!(project(Vec3::new(0.75, 0.75, 1.5)).1 < 6.0);
-    assert!(project(Vec3::new(1.5, 0.75, 0.75)).0 > 8.0, "+x is to the right");
+    assert!(
+        project(Vec3::new(1.5, 0.75, 0.75)).0 > 8.0,
+        "+x is to the right"
+    );
     assert!(s.frame_count().is_none());
 }
 
@@ -144,7 +160,10 @@ fn gravity_and_regions_convert_to_normalised_units() {
     assert_eq!(s.simulated_indices().len(), 48);
     assert_eq!(s.anchored_indices().len(), 12);
     assert!(s.anchored.iter().zip(&s.simulated).all(|(a, s)| !a || *s));
-    assert_eq!(s.simulation.sim_box.to_normalised([1.0, 1.0, 1.0]), [0.5, 0.5, 0.5]);
+    assert_eq!(
+        s.simulation.sim_box.to_normalised([1.0, 1.0, 1.0]),
+        [0.5, 0.5, 0.5]
+    );
 }
 
 #[test]
@@ -159,11 +178,13 @@ fn point_set_region() {
     pts.sh = vec![[0.0; 3]; 2];
     let p = f.path("feet.ply");
     PlyData::from_gaussians(&pts, &p).write(&p, &[]).unwrap();
-    let toml = format!("{BASE}\n[regions]\nanchored = [{{ points = \"feet.ply\", radius = 0.6 }}]\n");
+    let toml =
+        format!("{BASE}\n[regions]\nanchored = [{{ points = \"feet.ply\", radius = 0.6 }}]\n");
     let s = f.load(&toml).unwrap();
     // Each corner and its 3 lattice neighbours at distance 0.5.
     assert_eq!(s.anchored_indices().len(), 8);
-    let toml = format!("{BASE}\n[regions]\nanchored = [{{ points = \"none.ply\", radius = 0.6 }}]\n");
+    let toml =
+        format!("{BASE}\n[regions]\nanchored = [{{ points = \"none.ply\", radius = 0.6 }}]\n");
     let e = expect_err(f.load(&toml), "regions.anchored[0].points");
     assert!(matches!(e, SceneError::MissingFile { .. }));
 }
@@ -180,7 +201,10 @@ fn unknown_field_is_an_error() {
 #[test]
 fn missing_splat_file_is_an_error() {
     let f = Fixture::new();
-    let e = expect_err(f.load(&BASE.replace("splats.ply", "nope.ply")), "gaussians.path");
+    let e = expect_err(
+        f.load(&BASE.replace("splats.ply", "nope.ply")),
+        "gaussians.path",
+    );
     assert!(matches!(e, SceneError::MissingFile { .. }));
     assert!(e.to_string().contains("nope.ply"));
 }
@@ -188,16 +212,35 @@ fn missing_splat_file_is_an_error() {
 #[test]
 fn inverted_boxes_are_errors() {
     let f = Fixture::new();
-    let toml = format!("{BASE}\n[simulation]\nbox = {{ min = [0.0, 0.0, 0.0], max = [2.0, -2.0, 2.0] }}\n");
-    assert!(matches!(expect_err(f.load(&toml), "simulation.box"), SceneError::InvertedBox { .. }));
-    let toml = format!("{BASE}\n[regions]\nanchored = [{{ min = [1.0, 0.0, 0.0], max = [0.0, 1.0, 1.0] }}]\n");
-    assert!(matches!(expect_err(f.load(&toml), "regions.anchored[0]"), SceneError::InvertedBox { .. }));
-    let toml = format!("{BASE}\n[simulation]\nbox = {{ min = [0.0, 0.0, 0.0], max = [2.0, 3.0, 2.0] }}\n");
-    assert!(expect_err(f.load(&toml), "simulation.box").to_string().contains("cube"));
-    let toml = format!("{BASE}\n[simulation]\nbox = {{ min = [0.0, 0.0, 0.0], max = [1.5, 1.5, 1.5] }}\n");
-    assert!(expect_err(f.load(&toml), "simulation.box").to_string().contains("outside"));
+    let toml = format!(
+        "{BASE}\n[simulation]\nbox = {{ min = [0.0, 0.0, 0.0], max = [2.0, -2.0, 2.0] }}\n"
+    );
+    assert!(matches!(
+        expect_err(f.load(&toml), "simulation.box"),
+        SceneError::InvertedBox { .. }
+    ));
+    let toml = format!(
+        "{BASE}\n[regions]\nanchored = [{{ min = [1.0, 0.0, 0.0], max = [0.0, 1.0, 1.0] }}]\n"
+    );
+    assert!(matches!(
+        expect_err(f.load(&toml), "regions.anchored[0]"),
+        SceneError::InvertedBox { .. }
+    ));
+    let toml =
+        format!("{BASE}\n[simulation]\nbox = {{ min = [0.0, 0.0, 0.0], max = [2.0, 3.0, 2.0] }}\n");
+    assert!(expect_err(f.load(&toml), "simulation.box")
+        .to_string()
+        .contains("cube"));
+    let toml =
+        format!("{BASE}\n[simulation]\nbox = {{ min = [0.0, 0.0, 0.0], max = [1.5, 1.5, 1.5] }}\n");
+    assert!(expect_err(f.load(&toml), "simulation.box")
+        .to_string()
+        .contains("outside"));
     let toml = format!("{BASE}\n[simulation]\nbox = \"tight\"\n");
-    assert!(matches!(expect_err(f.load(&toml), "auto"), SceneError::Parse { .. }));
+    assert!(matches!(
+        expect_err(f.load(&toml), "auto"),
+        SceneError::Parse { .. }
+    ));
 }
 
 #[test]
@@ -213,11 +256,23 @@ fn frames_of_the_wrong_size_are_errors() {
     let bad = BASE.replace("[views.camera]", "frames = \"small/*.png\"\n[views.camera]");
     let e = expect_err(f.load(&bad), "views[0].frames");
     let msg = e.to_string();
-    assert!(msg.contains("f0.png") && msg.contains("8×6") && msg.contains("16×12"), "{msg}");
+    assert!(
+        msg.contains("f0.png") && msg.contains("8×6") && msg.contains("16×12"),
+        "{msg}"
+    );
     let missing = BASE.replace("[views.camera]", "frames = \"absent\"\n[views.camera]");
-    assert!(matches!(expect_err(f.load(&missing), "views[0].frames"), SceneError::MissingFile { .. }));
-    let empty = BASE.replace("[views.camera]", "frames = \"frames/*.jpg\"\n[views.camera]");
-    assert!(matches!(expect_err(f.load(&empty), "views[0].frames"), SceneError::Frames { .. }));
+    assert!(matches!(
+        expect_err(f.load(&missing), "views[0].frames"),
+        SceneError::MissingFile { .. }
+    ));
+    let empty = BASE.replace(
+        "[views.camera]",
+        "frames = \"frames/*.jpg\"\n[views.camera]",
+    );
+    assert!(matches!(
+        expect_err(f.load(&empty), "views[0].frames"),
+        SceneError::Frames { .. }
+    ));
     // An unreadable frame.
     std::fs::write(f.path("frames/f2.png"), b"not a png").unwrap();
     assert!(f.path("frames/f3.png").exists());
@@ -236,9 +291,20 @@ fn mismatched_frame_counts_are_errors() {
              rotation = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]\ntranslation = [-0.75, -0.75, 4.0]\n"
         )
     };
-    let toml = format!("[gaussians]\npath = \"splats.ply\"\n{}{}", view("a"), view("b"));
+    let toml = format!(
+        "[gaussians]\npath = \"splats.ply\"\n{}{}",
+        view("a"),
+        view("b")
+    );
     let e = expect_err(f.load(&toml), "views[1].frames");
-    assert!(matches!(e, SceneError::FrameCount { expected: 3, found: 2, .. }));
+    assert!(matches!(
+        e,
+        SceneError::FrameCount {
+            expected: 3,
+            found: 2,
+            ..
+        }
+    ));
 }
 
 #[test]
@@ -251,7 +317,10 @@ fn out_of_range_numbers_are_errors() {
         ("[reference]\nfps = 0.0", "reference.fps"),
         ("[simulation]\ngrid_res = 0", "simulation.grid_res"),
         ("[drivers]\nk = 0", "drivers.k"),
-        ("[fit.velocity]\nlearning_rate = -1.0", "fit.velocity.learning_rate"),
+        (
+            "[fit.velocity]\nlearning_rate = -1.0",
+            "fit.velocity.learning_rate",
+        ),
     ];
     for (section, field) in cases {
         let toml = if section.starts_with("[material]") {
@@ -259,18 +328,33 @@ fn out_of_range_numbers_are_errors() {
         } else {
             format!("{BASE}\n{section}\n")
         };
-        assert!(matches!(expect_err(f.load(&toml), field), SceneError::OutOfRange { .. }), "{field}");
+        assert!(
+            matches!(
+                expect_err(f.load(&toml), field),
+                SceneError::OutOfRange { .. }
+            ),
+            "{field}"
+        );
     }
-    let e = expect_err(f.load(&BASE.replace("fx = 20.0", "fx = 0.0")), "views[0].camera.fx");
+    let e = expect_err(
+        f.load(&BASE.replace("fx = 20.0", "fx = 0.0")),
+        "views[0].camera.fx",
+    );
     assert!(matches!(e, SceneError::OutOfRange { .. }));
-    let e = expect_err(f.load(&BASE.replace("[3.0, 5.0]", "[5.0, 3.0]")), "material.log10_youngs_range");
+    let e = expect_err(
+        f.load(&BASE.replace("[3.0, 5.0]", "[5.0, 3.0]")),
+        "material.log10_youngs_range",
+    );
     assert!(matches!(e, SceneError::InvertedRange { .. }));
 }
 
 #[test]
 fn camera_mistakes_name_the_field() {
     let f = Fixture::new();
-    let both = BASE.replace("up = [0.0, 0.0, 1.0]", "up = [0.0, 0.0, 1.0]\ntranslation = [0.0, 0.0, 1.0]");
+    let both = BASE.replace(
+        "up = [0.0, 0.0, 1.0]",
+        "up = [0.0, 0.0, 1.0]\ntranslation = [0.0, 0.0, 1.0]",
+    );
     expect_err(f.load(&both), "views[0].camera.rotation");
     let no_up = BASE.replace("up = [0.0, 0.0, 1.0]", "");
     expect_err(f.load(&no_up), "views[0].camera.up");
@@ -287,10 +371,20 @@ fn camera_mistakes_name_the_field() {
 #[test]
 fn nothing_simulated_or_nothing_free_is_an_error() {
     let f = Fixture::new();
-    let toml = format!("{BASE}\n[regions]\nsimulated = [{{ min = [5.0, 5.0, 5.0], max = [6.0, 6.0, 6.0] }}]\n");
-    assert!(matches!(expect_err(f.load(&toml), "regions.simulated"), SceneError::NothingSimulated { .. }));
-    let toml = format!("{BASE}\n[regions]\nanchored = [{{ min = [-1.0, -1.0, -1.0], max = [2.0, 2.0, 2.0] }}]\n");
-    assert!(matches!(expect_err(f.load(&toml), "regions.anchored"), SceneError::NothingFree { .. }));
+    let toml = format!(
+        "{BASE}\n[regions]\nsimulated = [{{ min = [5.0, 5.0, 5.0], max = [6.0, 6.0, 6.0] }}]\n"
+    );
+    assert!(matches!(
+        expect_err(f.load(&toml), "regions.simulated"),
+        SceneError::NothingSimulated { .. }
+    ));
+    let toml = format!(
+        "{BASE}\n[regions]\nanchored = [{{ min = [-1.0, -1.0, -1.0], max = [2.0, 2.0, 2.0] }}]\n"
+    );
+    assert!(matches!(
+        expect_err(f.load(&toml), "regions.anchored"),
+        SceneError::NothingFree { .. }
+    ));
 }
 
 #[test]
@@ -327,7 +421,10 @@ fn nerfstudio_transforms_give_an_opencv_world_to_camera() {
     let cam_of = |p: Vec3| c.rotation * p + c.translation;
     // The lattice centre is straight ahead (+z in OpenCV), world +y is image up (−y).
     let centre = cam_of(Vec3::new(0.75, 0.75, 0.75));
-    assert!((centre - Vec3::new(0.0, 0.0, 4.25)).length() < 1e-5, "{centre}");
+    assert!(
+        (centre - Vec3::new(0.0, 0.0, 4.25)).length() < 1e-5,
+        "{centre}"
+    );
     assert!(cam_of(Vec3::new(0.75, 1.75, 0.75)).y < 0.0);
     assert!(cam_of(Vec3::new(1.75, 0.75, 0.75)).x > 0.0);
     let bad = toml.replace("frame = 1", "frame = 7");
@@ -352,6 +449,9 @@ fn the_demo_scene_loads() {
     for i in s.simulated_indices() {
         let q = c.rotation * Vec3::from(s.gaussians().means[i as usize]) + c.translation;
         let (u, v) = (c.fx * q.x / q.z + c.cx, c.fy * q.y / q.z + c.cy);
-        assert!(q.z > 0.0 && u >= 0.0 && v >= 0.0 && u < 512.0 && v < 512.0, "splat {i} at {u} {v}");
+        assert!(
+            q.z > 0.0 && u >= 0.0 && v >= 0.0 && u < 512.0 && v < 512.0,
+            "splat {i} at {u} {v}"
+        );
     }
 }

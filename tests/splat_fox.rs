@@ -1,5 +1,5 @@
-//! The fox (assets/fox.ply, 50,000 real splats) rendered on the GPU from a
-//! fixed camera, compared with a committed golden image
+//! The fox (assets/fox.ply, 50,000 real splats) rendered on the GPU from the
+//! demo camera of scenes/fox.toml (resized to 256², same field of view), compared with a committed golden image
 //! (tests/golden/fox_256.png, 8-bit sRGB). The render is also written to
 //! target/test-output/fox_256.png for a person to look at.
 //! Regenerate the golden (after an intended change) with
@@ -9,6 +9,9 @@ mod common;
 mod splat_common;
 
 use std::path::PathBuf;
+
+use physfit::scene::scene::Scene;
+use physfit::scene::{Camera, Gaussians};
 
 use splat_common::*;
 
@@ -28,14 +31,18 @@ fn repo_path(rel: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel)
 }
 
+/// The fox's splats, its demo camera resized to `size`², its background.
+fn fox_scene(size: u32) -> (Gaussians, Camera, [f32; 3]) {
+    let scene = Scene::load(&repo_path("scenes/fox.toml")).unwrap();
+    let camera = scene.views[0].camera.resized(size, size);
+    (scene.gaussians().clone(), camera, scene.background)
+}
+
 #[test]
 fn fox_matches_golden_image() {
     let ctx = common::gpu();
-    let loaded = physfit::scene::ply::load_gaussians(&repo_path("assets/fox.ply")).unwrap();
-    let fox = loaded.gaussians;
+    let (fox, cam, bg) = fox_scene(SIZE);
     assert_eq!(fox.len(), 50_000);
-    let cam = physfit::bench::raster::fox_demo_camera(SIZE, SIZE);
-    let bg = [1.0, 1.0, 1.0];
     let img = gpu_render(&ctx, &fox, &cam, bg);
     assert!(img.iter().flatten().all(|v| v.is_finite()));
     let rgb: Vec<u8> = img
@@ -84,11 +91,7 @@ fn fox_matches_twin() {
     // The real 50,000-splat scene against the f64 twin, at a size the twin
     // renders in seconds.
     let ctx = common::gpu();
-    let fox = physfit::scene::ply::load_gaussians(&repo_path("assets/fox.ply"))
-        .unwrap()
-        .gaussians;
-    let cam = physfit::bench::raster::fox_demo_camera(96, 96);
-    let bg = [1.0, 1.0, 1.0];
+    let (fox, cam, bg) = fox_scene(96);
     let got = gpu_render(&ctx, &fox, &cam, bg);
     let want = twin_render(&fox, &cam, bg);
     let (max, mean) = diff_stats(&got, &want);
@@ -98,15 +101,16 @@ fn fox_matches_twin() {
         fmt(max),
         fmt(mean)
     );
-    // Among 50,000 splats some pairs lie closer in depth than f32 resolves
-    // (~1e-7·z): their blending order may differ from the f64 twin's, which
-    // moves a colour on a handful of pixels by up to a few 1e-3 while alpha
-    // (order-independent: 1 − Π(1 − αᵢ)) stays equal. Hence a looser colour
-    // maximum here than on the random scenes, the same mean bound, and the
-    // tight bound on alpha.
+    // Among 50,000 splats some pairs lie closer in depth than f32 resolves:
+    // at the worst pixel of this view two splats have camera depths 1.7793673
+    // that differ by 1.2e-10 relative, equal in f32, so the GPU's stable sort
+    // keeps index order while the f64 twin does not. Swapping two blended
+    // colours moves a pixel by up to ~1e-2 while alpha (order-independent,
+    // 1 − Π(1 − αᵢ)) stays equal. Hence a looser colour maximum than on the
+    // random scenes, the same mean bound, and the tight bound on alpha.
     for c in 0..3 {
         assert!(
-            max[c] <= 5e-3 && mean[c] <= 1e-5,
+            max[c] <= 2e-2 && mean[c] <= 1e-5,
             "channel {c}: max {} mean {}",
             max[c],
             mean[c]

@@ -151,53 +151,6 @@ pub fn framing_camera(gaussians: &Gaussians, width: u32, height: u32) -> Camera 
     }
 }
 
-/// A pinhole camera at `eye` looking at `target` with world direction `up`
-/// pointing up in the image (OpenCV axes: the rows of the world-to-camera
-/// rotation are right, down, forward), vertical field of view `fov_y_deg`.
-pub fn look_at_camera(
-    eye: Vec3,
-    target: Vec3,
-    up: Vec3,
-    width: u32,
-    height: u32,
-    fov_y_deg: f32,
-) -> Camera {
-    let forward = (target - eye).normalize();
-    let right = forward.cross(up).normalize();
-    let down = forward.cross(right);
-    let rotation = Mat3::from_cols(right, down, forward).transpose();
-    let f = 0.5 * height as f32 / (0.5 * fov_y_deg.to_radians()).tan();
-    Camera {
-        width,
-        height,
-        fx: f,
-        fy: f,
-        cx: width as f32 / 2.0,
-        cy: height as f32 / 2.0,
-        rotation,
-        translation: -(rotation * eye),
-        near: 0.01,
-    }
-}
-
-/// The fox demo view (assets/fox.ply): a three-quarter front view of the
-/// statue from slightly above. The .ply's world has +z up and the fox sits
-/// at z ≈ 1.7–2.5 on its pedestal; the camera is 2.0 units from (0, 0.1, 2),
-/// 60° in azimuth from −y, 53° vertical field of view.
-pub fn fox_demo_camera(width: u32, height: u32) -> Camera {
-    let target = Vec3::new(0.0, 0.1, 2.0);
-    let azimuth = -60f32.to_radians();
-    let eye = target + 2.0 * Vec3::new(azimuth.sin(), -azimuth.cos(), 0.45).normalize();
-    look_at_camera(
-        eye,
-        target,
-        Vec3::Z,
-        width,
-        height,
-        2.0 * 0.5f32.atan().to_degrees(),
-    )
-}
-
 /// A synthetic cloud of `count` splats (SH degree 3) filling a ball of
 /// radius 1 around the origin, spaced and sized like a trained 3DGS scene:
 /// mean spacing ≈ 0.02, scales 0.003–0.03, opacities 0.12–0.95. Deterministic.

@@ -7,18 +7,19 @@ use anyhow::{Context, Result};
 use clap::Args;
 use serde_json::json;
 
-use physfit::bench::raster::{bench_case, fox_demo_camera, synthetic_cases, RasterCase};
+use physfit::bench::raster::{bench_case, synthetic_cases, RasterCase};
 use physfit::gpu::GpuContext;
+use physfit::scene::scene::Scene;
 
 /// Options of `physfit bench raster`.
 #[derive(Args, Debug)]
 pub struct BenchRasterArgs {
-    /// 3DGS .ply to time as a real scene (skipped when absent).
-    #[arg(long, default_value = "assets/fox.ply")]
-    pub fox: PathBuf,
-    /// Image size for the real scene, WxH.
-    #[arg(long, default_value = "512x512")]
-    pub fox_size: String,
+    /// Real scene to time from its first camera (skipped when absent).
+    #[arg(long, default_value = "scenes/fox.toml")]
+    pub scene: PathBuf,
+    /// Image size for the real scene, WxH (default: its camera's).
+    #[arg(long)]
+    pub size: Option<String>,
     /// Splats in the synthetic cloud (0 skips it).
     #[arg(long, default_value_t = 500_000)]
     pub splats: usize,
@@ -51,20 +52,29 @@ pub fn parse_size(s: &str) -> Result<(u32, u32)> {
 pub fn run(args: &BenchRasterArgs) -> Result<()> {
     let ctx = GpuContext::new(&Default::default())?;
     let mut cases = Vec::new();
-    if args.fox.exists() {
-        let (w, h) = parse_size(&args.fox_size)?;
-        let loaded = physfit::scene::ply::load_gaussians(&args.fox)
-            .with_context(|| format!("loading {}", args.fox.display()))?;
-        let gaussians = loaded.gaussians;
+    if args.scene.exists() {
+        let scene = Scene::load(&args.scene)?;
+        let view = scene
+            .views
+            .first()
+            .with_context(|| format!("{} has no camera", args.scene.display()))?;
+        let camera = match args.size.as_deref().map(parse_size).transpose()? {
+            Some((w, h)) => view.camera.resized(w, h),
+            None => view.camera.clone(),
+        };
+        let stem = args.scene.file_stem().unwrap_or_default().to_string_lossy();
         cases.push(RasterCase {
-            name: format!("fox {w}x{h}"),
-            camera: fox_demo_camera(w, h),
-            gaussians,
+            name: format!(
+                "{stem} view '{}' {}x{}",
+                view.name, camera.width, camera.height
+            ),
+            camera,
+            gaussians: scene.gaussians().clone(),
         });
     } else {
         log::warn!(
             "{} not found: skipping the real-scene case",
-            args.fox.display()
+            args.scene.display()
         );
     }
     if args.splats > 0 {
