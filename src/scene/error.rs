@@ -42,8 +42,8 @@ pub enum SceneError {
         path: PathBuf,
         /// The field that named the file.
         field: String,
-        /// The PLY error.
-        source: PlyError,
+        /// The PLY error (boxed: it is large and rare).
+        source: Box<PlyError>,
     },
     /// Reference frames are missing, unreadable or of the wrong size.
     #[error("{path}: `{field}`: {source}")]

@@ -123,7 +123,7 @@ pub(crate) fn resolve_region(
                 let points = read_points(&file).map_err(|source| SceneError::Ply {
                     path: v.path.to_path_buf(),
                     field: pf.clone(),
-                    source,
+                    source: Box::new(source),
                 })?;
                 if points.is_empty() {
                     return Err(v.invalid(&pf, "the point set is empty", "give a .ply with at least one vertex"));

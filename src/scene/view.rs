@@ -68,7 +68,8 @@ fn check_rotation(v: &Validator, field: &str, r: Mat3) -> Result<(), SceneError>
         .to_cols_array()
         .iter()
         .fold(0.0f32, |m, x| m.max(x.abs()));
-    if !(err < 1e-3) || !(r.determinant() > 0.0) {
+    let det = r.determinant();
+    if err.is_nan() || err >= 1e-3 || det.is_nan() || det <= 0.0 {
         return Err(v.invalid(
             field,
             format!("not a rotation (‖R Rᵀ − I‖max = {err:.2e}, det = {:.4})", r.determinant()),
@@ -131,7 +132,8 @@ fn resolve_camera(v: &Validator, field: &str, c: &CameraConfig) -> Result<Camera
                 "fix the transforms.json or the `frame` index",
             )
         })?;
-        v.positive(&f("transforms"), cam.fx.min(cam.fy))?;
+        v.positive(&f("transforms"), cam.fx)?;
+        v.positive(&f("transforms"), cam.fy)?;
         check_rotation(v, &f("transforms"), cam.rotation)?;
         return Ok(Camera {
             width: cam.width,

@@ -146,7 +146,7 @@ impl PlyData {
                     line: header_newlines + 1,
                 };
                 for (name, count, properties) in header.elements {
-                    let data = read_ascii_element(&mut tokens, &name, count, &properties, path)?;
+                    let data = read_ascii_element(&mut tokens, count, &properties, path)?;
                     elements.push(PlyElement {
                         name,
                         count,
@@ -316,7 +316,6 @@ fn push_ascii_value(out: &mut Vec<u8>, token: &str, ty: ScalarType) -> Option<f6
 
 fn read_ascii_element(
     tokens: &mut AsciiTokens,
-    name: &str,
     count: usize,
     properties: &[PlyProperty],
     path: &Path,
@@ -331,7 +330,6 @@ fn read_ascii_element(
                     .ok_or_else(|| PlyError::BadAsciiValue {
                         path: path.to_path_buf(),
                         line: tokens.line,
-                        element: name.to_string(),
                         row,
                         property: prop.name.clone(),
                         token: match token {
@@ -351,7 +349,6 @@ fn read_ascii_element(
                         return Err(PlyError::BadAsciiValue {
                             path: path.to_path_buf(),
                             line: tokens.line,
-                            element: name.to_string(),
                             row,
                             property: prop.name.clone(),
                             token: n.to_string(),

@@ -138,16 +138,13 @@ pub enum PlyError {
     },
     /// An ASCII value could not be parsed or does not fit its type.
     #[error(
-        "{path}: line {line}: element `{element}` row {row}, property `{property}`: \
-         `{token}` is not a valid {type_name}"
+        "{path}: line {line}: row {row}, property `{property}`: `{token}` is not a valid {type_name}"
     )]
     BadAsciiValue {
         /// The file.
         path: PathBuf,
         /// 1-based line number in the file.
         line: usize,
-        /// The element.
-        element: String,
         /// 0-based row.
         row: usize,
         /// The property.

@@ -172,8 +172,8 @@ impl LoadedSplats {
     }
 }
 
-fn require<'a>(
-    vertex: &'a PlyElement,
+fn require(
+    vertex: &PlyElement,
     path: &Path,
     name: &str,
     hint: &'static str,
@@ -187,7 +187,7 @@ fn require<'a>(
         })
 }
 
-fn scalar_vertex<'a>(ply: &'a PlyData) -> Result<&'a PlyElement, PlyError> {
+fn scalar_vertex(ply: &PlyData) -> Result<&PlyElement, PlyError> {
     let vertex = ply.vertex()?;
     if let Some(list) = vertex.properties.iter().find(|p| p.list_count.is_some()) {
         return Err(PlyError::ListProperty {
