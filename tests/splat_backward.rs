@@ -62,9 +62,38 @@ fn random_grad_image(rng: &mut Rng, pixels: usize) -> Vec<[f32; 4]> {
 
 fn compare_with_twin(ctx: &GpuContext, label: &str) {
     let mut rng = Rng(0x5eed);
-    let g = random_gaussians(&mut rng, 200, 3, 1.2);
+    let mut g = random_gaussians(&mut rng, 200, 3, 1.2);
+    // Every 8th splat nearly opaque (sigmoid(6) = 0.9975): the 0.99 alpha
+    // clamp is active near their centres and stacks of them reach the 1e-4
+    // transmittance stop, so both rules are exercised against the twin.
+    for (i, o) in g.opacity_logits.iter_mut().enumerate() {
+        if i % 8 == 0 {
+            *o = 6.0;
+        }
+    }
     let cam = camera_looking_z(64, 48, Vec3::new(0.05, -0.02, 0.0));
     let bg = [0.1, 0.2, 0.3];
+    // Check that the scene does exercise the clamp and the stop.
+    let projected = project_all(&SplatParams64::from(&g), &Camera64::from(&cam));
+    let (mut clamped, mut stopped) = (0, 0);
+    for py in 0..48 {
+        for px in 0..64 {
+            let (x, y) = (px as f64 + 0.5, py as f64 + 0.5);
+            let mut t = 1.0;
+            for s in &projected {
+                let a = s.opacity * (-s.mahalanobis_half(x, y)).exp();
+                clamped += (a >= 0.99) as usize;
+                if a >= 1.0 / 255.0 {
+                    t *= 1.0 - a.min(0.99);
+                }
+            }
+            stopped += (t <= 1e-4) as usize;
+        }
+    }
+    assert!(
+        clamped > 0 && stopped > 0,
+        "clamped {clamped}, stopped {stopped}"
+    );
     let grad = random_grad_image(&mut rng, 64 * 48);
     let (_, gpu) = gpu_render_backward(ctx, &g, &cam, bg, &grad);
     let d_rgb: Vec<[f64; 3]> = grad
@@ -300,4 +329,38 @@ fn backward_matches_finite_differences_of_the_gpu_loss() {
         assert!(checked > 0, "{kind}: nothing checked");
         assert!(rel <= 1e-2, "{kind}: relative error {rel}");
     }
+}
+
+#[test]
+fn backward_with_non_finite_splats_is_finite_and_zero_for_them() {
+    let ctx = common::gpu();
+    let mut rng = Rng(21);
+    let mut g = random_gaussians(&mut rng, 40, 1, 1.0);
+    g.means[3] = [f32::NAN, 0.0, 3.0];
+    g.rotations[4] = [0.0; 4];
+    g.log_scales[5] = [f32::INFINITY, 0.0, 0.0];
+    g.opacity_logits[6] = f32::NAN;
+    g.sh[7 * 4 + 2] = [f32::NEG_INFINITY, 0.0, 0.0];
+    g.means[8] = [0.0, 0.0, -2.0]; // behind the camera
+    let cam = camera_looking_z(48, 40, Vec3::ZERO);
+    let grad = random_grad_image(&mut rng, 48 * 40);
+    let (img, grads) = gpu_render_backward(&ctx, &g, &cam, [0.0; 3], &grad);
+    assert!(img.iter().flatten().all(|v| v.is_finite()));
+    let all: Vec<f32> = grads
+        .means
+        .iter()
+        .flatten()
+        .chain(grads.rotations.iter().flatten())
+        .chain(grads.log_scales.iter().flatten())
+        .chain(&grads.opacity_logits)
+        .chain(grads.sh.iter().flatten())
+        .copied()
+        .collect();
+    assert!(all.iter().all(|v| v.is_finite()), "non-finite gradient");
+    for i in 3..=8 {
+        assert_eq!(grads.means[i], [0.0; 3], "splat {i}");
+        assert_eq!(grads.rotations[i], [0.0; 4], "splat {i}");
+        assert_eq!(grads.opacity_logits[i], 0.0, "splat {i}");
+    }
+    assert!(grads.means.iter().flatten().any(|v| *v != 0.0));
 }
