@@ -249,19 +249,29 @@ fn set(g: &mut Gaussians, kind: &str, i: usize, c: usize, v: f32) -> f32 {
 }
 
 #[test]
-fn backward_matches_finite_differences_of_the_gpu_loss() {
-    let ctx = common::gpu();
+fn backward_matches_finite_differences_native_atomics() {
+    finite_difference_check(&common::gpu());
+}
+
+#[test]
+fn backward_matches_finite_differences_compare_and_swap_atomics() {
+    finite_difference_check(&common::gpu_with(GpuOptions {
+        force_cas_atomics: true,
+    }));
+}
+
+fn finite_difference_check(ctx: &GpuContext) {
     let (g, cam) = smooth_case();
     let bg = [0.2, 0.1, 0.05];
     let mut rng = Rng(3);
     let weights = random_grad_image(&mut rng, 32 * 24);
-    let mut raster = Rasterizer::new(&ctx).unwrap();
+    let mut raster = Rasterizer::new(ctx).unwrap();
     let mut loss = |g: &Gaussians| -> f64 {
-        let splats = SplatBuffers::upload(&ctx, g).unwrap();
+        let splats = SplatBuffers::upload(ctx, g).unwrap();
         let img = raster
-            .render(&ctx, &splats, &cam, bg)
+            .render(ctx, &splats, &cam, bg)
             .unwrap()
-            .read_image(&ctx)
+            .read_image(ctx)
             .unwrap();
         img.iter()
             .zip(&weights)
@@ -269,14 +279,14 @@ fn backward_matches_finite_differences_of_the_gpu_loss() {
             .sum()
     };
     let grads = {
-        let mut r = Rasterizer::new(&ctx).unwrap();
-        let splats = SplatBuffers::upload(&ctx, &g).unwrap();
-        let out = r.render(&ctx, &splats, &cam, bg).unwrap();
-        let grad_buf = upload_grad_image(&ctx, &weights).unwrap();
-        r.backward(&ctx, &splats, &out, &grad_buf)
+        let mut r = Rasterizer::new(ctx).unwrap();
+        let splats = SplatBuffers::upload(ctx, &g).unwrap();
+        let out = r.render(ctx, &splats, &cam, bg).unwrap();
+        let grad_buf = upload_grad_image(ctx, &weights).unwrap();
+        r.backward(ctx, &splats, &out, &grad_buf)
             .unwrap()
             .gradients
-            .read(&ctx, 5)
+            .read(ctx, 5)
             .unwrap()
     };
     let h = 1e-2f32;
@@ -322,7 +332,7 @@ fn backward_matches_finite_differences_of_the_gpu_loss() {
                 checked += 1;
             }
         }
-        println!("{kind}: {checked}/{} components checked, max relative error vs central FD (h = {h}) {max_rel:.2e}", rows.len());
+        println!("[{:?}] {kind}: {checked}/{} components checked, max relative error vs central FD (h = {h}) {max_rel:.2e}", ctx.shader_options.atomics, rows.len());
         worst.push((kind, max_rel, checked));
     }
     for (kind, rel, checked) in worst {
