@@ -5,7 +5,7 @@
 mod common;
 
 use physfit::gpu::primitive_error::PrimitiveError;
-use physfit::gpu::radix_sort::RadixSort;
+use physfit::gpu::radix_sort::{GpuCount, RadixSort};
 use physfit::gpu::radix_sort_float_keys::{
     sortable_u32_from_f32, RadixSortFloatKeys, RadixSortFloatKeysBuffers,
     RadixSortFloatKeysUniforms,
@@ -249,6 +249,94 @@ fn bad_requests_are_typed_errors() {
     }
 }
 
+/// Sorts with the count taken from a GPU buffer (written by a copy recorded
+/// in the same encoder, so the host-side sort call cannot know it).
+fn gpu_sort_indirect(
+    ctx: &GpuContext,
+    sorter: &RadixSort,
+    keys: &[u32],
+    count: u32,
+    key_bits: u32,
+) -> (Vec<u32>, Vec<u32>, [u32; 2]) {
+    let capacity = sorter.max_count() as usize;
+    assert!(keys.len() <= capacity);
+    let mut keys_padded = keys.to_vec();
+    keys_padded.resize(capacity, 0xdead_beef);
+    let mut values: Vec<u32> = (0..keys.len() as u32).collect();
+    values.resize(capacity, 0x1234_5678);
+    let keys_buf = ctx.storage_from_slice("sort keys", &keys_padded).unwrap();
+    let values_buf = ctx.storage_from_slice("sort values", &values).unwrap();
+    let count_staging = ctx
+        .storage_from_slice("count staging", &[7u32, count])
+        .unwrap();
+    let count_buf = ctx
+        .storage_from_slice("intersection count", &[0u32, 0, 0])
+        .unwrap();
+    let mut enc = encoder(ctx, "indirect radix sort test");
+    enc.copy_buffer_to_buffer(&count_staging, 4, &count_buf, 8, 4);
+    sorter
+        .sort_indirect(
+            ctx,
+            &mut enc,
+            &keys_buf,
+            &values_buf,
+            GpuCount {
+                buffer: &count_buf,
+                index: 2,
+            },
+            key_bits,
+        )
+        .unwrap();
+    ctx.queue.submit([enc.finish()]);
+    let got_keys: Vec<u32> = ctx.read_buffer(&keys_buf).unwrap();
+    let got_values: Vec<u32> = ctx.read_buffer(&values_buf).unwrap();
+    let status: Vec<u32> = ctx.read_buffer(sorter.indirect_status()).unwrap();
+    let n = (count as usize).min(capacity);
+    assert_eq!(
+        &got_keys[n..],
+        &keys_padded[n..],
+        "keys changed past the count"
+    );
+    assert_eq!(
+        &got_values[n..],
+        &values[n..],
+        "values changed past the count"
+    );
+    (
+        got_keys[..n].to_vec(),
+        got_values[..n].to_vec(),
+        [status[0], status[1]],
+    )
+}
+
+#[test]
+fn indirect_count_sort_matches_cpu_and_clamps_to_capacity() {
+    let ctx = common::gpu();
+    let sorter = RadixSort::new(&ctx, 150_000).unwrap();
+    let keys = keys_with_duplicates(150_000, 3000, 5);
+    for key_bits in [4u32, 13, 32] {
+        for count in [0u32, 1, 1000, 149_999] {
+            let (expected_keys, expected_values) = cpu_sort(&keys[..count as usize], key_bits);
+            let (got_keys, got_values, status) =
+                gpu_sort_indirect(&ctx, &sorter, &keys, count, key_bits);
+            assert_eq!(status, [count, count]);
+            assert!(
+                got_values == expected_values && got_keys == expected_keys,
+                "key_bits {key_bits}, count {count}: order differs first at {:?}",
+                got_values
+                    .iter()
+                    .zip(&expected_values)
+                    .position(|(a, b)| a != b)
+            );
+        }
+    }
+    // Over capacity: the first max_count pairs are sorted and the status says so.
+    let (expected_keys, expected_values) = cpu_sort(&keys, 13);
+    let (got_keys, got_values, status) = gpu_sort_indirect(&ctx, &sorter, &keys, 200_000, 13);
+    assert_eq!(status, [200_000, 150_000]);
+    assert!(got_values == expected_values && got_keys == expected_keys);
+}
+
 #[test]
 #[ignore = "benchmark: cargo test --release --test gpu_radix_sort -- --ignored --nocapture"]
 fn bench_radix_sort_1m() {
@@ -261,4 +349,18 @@ fn bench_radix_sort_1m() {
         );
         assert!(ms.is_finite() && ms > 0.0);
     }
+}
+
+#[test]
+fn workgroup_memory_fits_common_adapters() {
+    // Desktop Vulkan/Metal/DX12 offer >= 32 KiB; the scatter is the largest.
+    let ctx = common::gpu();
+    let scatter =
+        physfit::gpu::primitive_error::workgroup_memory_bytes(&ctx, "gpu/radix_sort_scatter")
+            .unwrap();
+    let scan = physfit::gpu::primitive_error::workgroup_memory_bytes(&ctx, "gpu/prefix_sum_blocks")
+        .unwrap();
+    println!("workgroup memory: scatter {scatter} B, scan {scan} B");
+    assert!((4224 * 4..=20 * 1024).contains(&scatter), "{scatter}");
+    assert!(scan <= 16 * 1024, "{scan}");
 }

@@ -6,6 +6,7 @@
 // between drivers) and no communication between workgroups within a dispatch
 // (DESIGN.md § Gaussian splatting: no forward-progress assumption).
 // Sums wrap modulo 2^32.
+#import gpu/prefix_sum_workgroup
 
 struct Uniforms {
     count: u32,
@@ -25,7 +26,6 @@ const BLOCK_SIZE: u32 = 2048u;
 // One block, stored with one padding word per 32 so that thread t reading its
 // run of ITEMS_PER_THREAD consecutive elements hits distinct memory banks.
 var<workgroup> block: array<u32, 2112>;
-var<workgroup> thread_sums: array<u32, 256>;
 
 fn padded(p: u32) -> u32 {
     return p + (p >> 5u);
@@ -66,20 +66,7 @@ fn main(
         run[j] = run_sum;
         run_sum += value;
     }
-    thread_sums[lid] = run_sum;
-    workgroupBarrier();
-
-    // Inclusive Hillis-Steele scan of the per-thread sums.
-    for (var offset = 1u; offset < WORKGROUP_SIZE; offset = offset << 1u) {
-        var addend = 0u;
-        if lid >= offset {
-            addend = thread_sums[lid - offset];
-        }
-        workgroupBarrier();
-        thread_sums[lid] += addend;
-        workgroupBarrier();
-    }
-    let thread_prefix = thread_sums[lid] - run_sum;
+    let thread_prefix = workgroup_exclusive_scan(lid, run_sum);
     for (var j = 0u; j < ITEMS_PER_THREAD; j += 1u) {
         block[padded(first + j)] = run[j] + thread_prefix;
     }
@@ -91,7 +78,7 @@ fn main(
             data[base + p] = block[padded(p)];
         }
     }
-    if lid == WORKGROUP_SIZE - 1u {
-        block_sums[block_index] = thread_sums[lid];
+    if lid == 0u {
+        block_sums[block_index] = workgroup_scan_total;
     }
 }

@@ -11,8 +11,8 @@
 @group(0) @binding(1) var<storage, read> keys: array<u32>;
 @group(0) @binding(2) var<storage, read_write> histograms: array<u32>;
 
-// counts[digit * TILE_WORKGROUP_SIZE + thread].
-var<workgroup> counts: array<u32, 4096>;
+// counts[counts_index(digit * TILE_WORKGROUP_SIZE + thread)].
+var<workgroup> counts: array<u32, COUNTS_PADDED_SIZE>;
 var<workgroup> partial_counts: array<u32, 256>;
 
 @compute @workgroup_size(256)
@@ -28,16 +28,24 @@ fn main(
     let base = tile * TILE_SIZE;
     let tile_count = min(TILE_SIZE, uniforms.count - base);
 
-    var thread_counts: array<u32, 16>;
+    // 4-bit counters packed into two words (at most 8 keys per thread),
+    // avoiding dynamically indexed private arrays.
+    var counts_low = 0u;
+    var counts_high = 0u;
     for (var j = 0u; j < TILE_ITEMS_PER_THREAD; j += 1u) {
         let p = j * TILE_WORKGROUP_SIZE + lid;
         if p < tile_count {
             let digit = radix_digit(keys[base + p], uniforms);
-            thread_counts[digit] += 1u;
+            if digit < 8u {
+                counts_low += 1u << (4u * digit);
+            } else {
+                counts_high += 1u << (4u * (digit - 8u));
+            }
         }
     }
-    for (var digit = 0u; digit < RADIX; digit += 1u) {
-        counts[digit * TILE_WORKGROUP_SIZE + lid] = thread_counts[digit];
+    for (var digit = 0u; digit < 8u; digit += 1u) {
+        counts[counts_index(digit * TILE_WORKGROUP_SIZE + lid)] = (counts_low >> (4u * digit)) & 15u;
+        counts[counts_index((digit + 8u) * TILE_WORKGROUP_SIZE + lid)] = (counts_high >> (4u * digit)) & 15u;
     }
     workgroupBarrier();
 
@@ -46,7 +54,7 @@ fn main(
     let part = lid % 16u;
     var sum = 0u;
     for (var k = 0u; k < 16u; k += 1u) {
-        sum += counts[digit * TILE_WORKGROUP_SIZE + part * 16u + k];
+        sum += counts[counts_index(digit * TILE_WORKGROUP_SIZE + part * 16u + k)];
     }
     partial_counts[lid] = sum;
     workgroupBarrier();

@@ -10,6 +10,7 @@
 // are contiguous. No atomics, no subgroup operations, no inter-workgroup
 // communication (DESIGN.md § Gaussian splatting).
 #import gpu/radix_sort_tile
+#import gpu/prefix_sum_workgroup
 
 @group(0) @binding(0) var<uniform> uniforms: RadixPassUniforms;
 @group(0) @binding(1) var<storage, read> keys_in: array<u32>;
@@ -20,11 +21,10 @@
 
 // Offset of the values half of `exchange`: TILE_SIZE padded (padded(2048)).
 const VALUES_OFFSET: u32 = 2112u;
-// Used in turn for: the tile's keys and values (padded, see `padded`), then
-// the digit-major per-thread counts [digit * 256 + thread] (4096 words), then
-// the tile reordered by digit.
-var<workgroup> exchange: array<u32, 4224>;
-var<workgroup> thread_sums: array<u32, 256>;
+// Used in turn for: the tile's keys and values (2 x 2112 words, see
+// `padded`), then the digit-major per-thread counts (see `counts_index`),
+// then the tile reordered by digit.
+var<workgroup> exchange: array<u32, COUNTS_PADDED_SIZE>;
 // Number of the tile's keys with a smaller digit (local start of each digit).
 var<workgroup> digit_local_start: array<u32, 16>;
 // First output position of each digit of this tile.
@@ -59,17 +59,28 @@ fn main(
     }
     workgroupBarrier();
 
-    // 2. Each thread takes its run of consecutive elements and counts digits.
+    // 2. Each thread takes its run of consecutive elements and counts digits
+    //    in 4-bit counters packed into two words (a run has at most 8 keys),
+    //    avoiding dynamically indexed private arrays.
     var run_keys: array<u32, 8>;
     var run_values: array<u32, 8>;
-    var thread_counts: array<u32, 16>;
+    var run_digits: array<u32, 8>;
+    var counts_low = 0u;
+    var counts_high = 0u;
     let first = lid * TILE_ITEMS_PER_THREAD;
     for (var j = 0u; j < TILE_ITEMS_PER_THREAD; j += 1u) {
         let p = first + j;
         if p < tile_count {
-            run_keys[j] = exchange[padded(p)];
+            let key = exchange[padded(p)];
+            let digit = radix_digit(key, uniforms);
+            run_keys[j] = key;
             run_values[j] = exchange[VALUES_OFFSET + padded(p)];
-            thread_counts[radix_digit(run_keys[j], uniforms)] += 1u;
+            run_digits[j] = digit;
+            if digit < 8u {
+                counts_low += 1u << (4u * digit);
+            } else {
+                counts_high += 1u << (4u * (digit - 8u));
+            }
         }
     }
     workgroupBarrier();
@@ -77,53 +88,48 @@ fn main(
     // 3. Exclusive scan of the counts in digit-major order: entry
     //    [digit * 256 + thread] becomes the tile-local position of that
     //    thread's first key with that digit.
-    for (var digit = 0u; digit < RADIX; digit += 1u) {
-        exchange[digit * TILE_WORKGROUP_SIZE + lid] = thread_counts[digit];
+    for (var digit = 0u; digit < 8u; digit += 1u) {
+        exchange[counts_index(digit * TILE_WORKGROUP_SIZE + lid)] = (counts_low >> (4u * digit)) & 15u;
+        exchange[counts_index((digit + 8u) * TILE_WORKGROUP_SIZE + lid)] = (counts_high >> (4u * digit)) & 15u;
     }
     workgroupBarrier();
     var run_sum = 0u;
     for (var k = 0u; k < 16u; k += 1u) {
-        let q = lid * 16u + k;
+        let q = counts_index(lid * 16u + k);
         let count = exchange[q];
         exchange[q] = run_sum;
         run_sum += count;
     }
-    thread_sums[lid] = run_sum;
-    workgroupBarrier();
-    for (var offset = 1u; offset < TILE_WORKGROUP_SIZE; offset = offset << 1u) {
-        var addend = 0u;
-        if lid >= offset {
-            addend = thread_sums[lid - offset];
-        }
-        workgroupBarrier();
-        thread_sums[lid] += addend;
-        workgroupBarrier();
-    }
-    let thread_prefix = thread_sums[lid] - run_sum;
+    let thread_prefix = workgroup_exclusive_scan(lid, run_sum);
     for (var k = 0u; k < 16u; k += 1u) {
-        exchange[lid * 16u + k] += thread_prefix;
+        exchange[counts_index(lid * 16u + k)] += thread_prefix;
     }
     workgroupBarrier();
 
-    var next_position: array<u32, 16>;
-    for (var digit = 0u; digit < RADIX; digit += 1u) {
-        next_position[digit] = exchange[digit * TILE_WORKGROUP_SIZE + lid];
+    // Tile-local destination of each key of the run: its thread's first
+    // position for the digit + equal digits earlier in the run (stable).
+    var positions: array<u32, 8>;
+    for (var j = 0u; j < TILE_ITEMS_PER_THREAD; j += 1u) {
+        if first + j < tile_count {
+            let digit = run_digits[j];
+            var rank = 0u;
+            for (var i = 0u; i < j; i += 1u) {
+                rank += select(0u, 1u, run_digits[i] == digit);
+            }
+            positions[j] = exchange[counts_index(digit * TILE_WORKGROUP_SIZE + lid)] + rank;
+        }
     }
     if lid < RADIX {
-        digit_local_start[lid] = exchange[lid * TILE_WORKGROUP_SIZE];
+        digit_local_start[lid] = exchange[counts_index(lid * TILE_WORKGROUP_SIZE)];
         digit_global_start[lid] = histogram_offsets[lid * uniforms.num_tiles + tile];
     }
     workgroupBarrier();
 
-    // 4. Reorder the tile by digit in workgroup memory (stable: runs are in
-    //    thread order and each run is walked in order).
+    // 4. Reorder the tile by digit in workgroup memory.
     for (var j = 0u; j < TILE_ITEMS_PER_THREAD; j += 1u) {
         if first + j < tile_count {
-            let digit = radix_digit(run_keys[j], uniforms);
-            let position = next_position[digit];
-            next_position[digit] = position + 1u;
-            exchange[padded(position)] = run_keys[j];
-            exchange[VALUES_OFFSET + padded(position)] = run_values[j];
+            exchange[padded(positions[j])] = run_keys[j];
+            exchange[VALUES_OFFSET + padded(positions[j])] = run_values[j];
         }
     }
     workgroupBarrier();

@@ -31,3 +31,12 @@ fn radix_digit(key: u32, pass_uniforms: RadixPassUniforms) -> u32 {
 fn radix_tile_index(workgroup_id: vec3<u32>, num_workgroups: vec3<u32>) -> u32 {
     return workgroup_id.x + workgroup_id.y * num_workgroups.x;
 }
+
+// Words of a digit-major count table [digit * TILE_WORKGROUP_SIZE + thread]
+// stored with one padding word per 16: threads that each walk 16
+// consecutive entries then hit distinct memory banks.
+const COUNTS_PADDED_SIZE: u32 = 4352u;
+
+fn counts_index(q: u32) -> u32 {
+    return q + (q >> 4u);
+}

@@ -15,6 +15,7 @@ pub mod primitive_error;
 pub mod radix_sort;
 pub mod radix_sort_float_keys;
 pub mod radix_sort_histogram;
+pub mod radix_sort_indirect_params;
 pub mod radix_sort_scatter;
 pub mod scatter_add;
 pub mod shader;

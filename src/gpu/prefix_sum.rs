@@ -16,11 +16,11 @@ use super::prefix_sum_add::{PrefixSumAdd, PrefixSumAddBuffers};
 use super::prefix_sum_blocks::{
     PrefixSumBlocks, PrefixSumBlocksBuffers, PrefixSumUniforms, PREFIX_SUM_BLOCK_SIZE,
 };
-use super::primitive_error::{check_u32_capacity, PrimitiveError};
+use super::primitive_error::{check_u32_capacity, check_workgroup_memory, PrimitiveError};
 
 /// Element counts of each level of the hierarchy: `count`, then the number
 /// of blocks of each level, until a level fits in one block.
-fn level_counts(count: u32) -> Vec<u32> {
+pub(crate) fn level_counts(count: u32) -> Vec<u32> {
     let mut levels = vec![count];
     while *levels.last().unwrap() > PREFIX_SUM_BLOCK_SIZE {
         levels.push(levels.last().unwrap().div_ceil(PREFIX_SUM_BLOCK_SIZE));
@@ -42,6 +42,7 @@ impl PrefixSum {
     /// Compiles the kernels and allocates the scratch for `max_count` elements
     /// (about `max_count / 2047` u32 in all).
     pub fn new(ctx: &GpuContext, max_count: u32) -> Result<Self, PrimitiveError> {
+        check_workgroup_memory(ctx, "gpu/prefix_sum_blocks")?;
         let level_sums = level_counts(max_count)
             .iter()
             .skip(1)
@@ -94,15 +95,7 @@ impl PrefixSum {
             });
         }
         check_u32_capacity("prefix sum", data, count)?;
-        encoder.clear_buffer(&self.total, 0, None);
         let counts = level_counts(count);
-        let level_data = |level: usize| -> &GpuBuffer {
-            if level == 0 {
-                data
-            } else {
-                &self.level_sums[level - 1]
-            }
-        };
         // Uniform buffers are made per call (not rewritten), so several scans
         // recorded into one encoder each keep their own counts.
         let uniforms = counts
@@ -118,8 +111,34 @@ impl PrefixSum {
                 )
             })
             .collect::<Result<Vec<_>, _>>()?;
-        for (level, &n) in counts.iter().enumerate() {
-            let block_sums = if level + 1 < counts.len() {
+        self.record_levels(ctx, encoder, data, &uniforms, &counts);
+        Ok(())
+    }
+
+    /// Records the scan with one [`PrefixSumUniforms`] buffer per level
+    /// (possibly filled on the GPU) and, per level, a count that bounds the
+    /// dispatch (workgroups past the uniform count exit at once). The level
+    /// structure must follow [`level_counts`] of the dispatch counts, and the
+    /// uniform counts must follow the same `ceil(n / 2048)` rule (extra
+    /// levels of count 1 or 0 are harmless). Checks are the caller's.
+    pub(crate) fn record_levels(
+        &self,
+        ctx: &GpuContext,
+        encoder: &mut wgpu::CommandEncoder,
+        data: &GpuBuffer,
+        uniforms: &[GpuBuffer],
+        dispatch_counts: &[u32],
+    ) {
+        encoder.clear_buffer(&self.total, 0, None);
+        let level_data = |level: usize| -> &GpuBuffer {
+            if level == 0 {
+                data
+            } else {
+                &self.level_sums[level - 1]
+            }
+        };
+        for (level, &n) in dispatch_counts.iter().enumerate() {
+            let block_sums = if level + 1 < dispatch_counts.len() {
                 level_data(level + 1)
             } else {
                 &self.total
@@ -135,7 +154,7 @@ impl PrefixSum {
                 n,
             );
         }
-        for level in (0..counts.len() - 1).rev() {
+        for level in (0..dispatch_counts.len() - 1).rev() {
             self.add.dispatch(
                 ctx,
                 encoder,
@@ -144,14 +163,14 @@ impl PrefixSum {
                     data: level_data(level),
                     block_offsets: level_data(level + 1),
                 },
-                counts[level],
+                dispatch_counts[level],
             );
         }
-        Ok(())
     }
 
     /// Records `output[..count] = exclusive_scan(input[..count])`: a copy, then
-    /// [`Self::scan_in_place`] on `output`. `input` is left unchanged; it needs
+    /// [`Self::scan_in_place`] on `output` (the same buffer twice scans in
+    /// place). `input` is otherwise left unchanged; it needs
     /// COPY_SRC usage and `output` COPY_DST (as [`super::STORAGE`] buffers have).
     pub fn scan(
         &self,
@@ -170,7 +189,7 @@ impl PrefixSum {
                 capacity: self.max_count,
             });
         }
-        if count > 0 {
+        if count > 0 && input.raw() != output.raw() {
             encoder.copy_buffer_to_buffer(input, 0, output, 0, u64::from(count) * 4);
         }
         self.scan_in_place(ctx, encoder, output, count)

@@ -49,6 +49,20 @@ pub enum PrimitiveError {
         /// The value given.
         key_bits: u32,
     },
+    /// A kernel needs more workgroup memory than the device offers.
+    #[error(
+        "{kernel} needs {needed} bytes of workgroup memory but the device limit \
+         max_compute_workgroup_storage_size is {limit}; this adapter cannot run the GPU sort \
+         (desktop Vulkan, Metal and DX12 devices offer at least 32 KiB)"
+    )]
+    WorkgroupMemory {
+        /// Kernel (shader name).
+        kernel: &'static str,
+        /// Bytes its workgroup variables take.
+        needed: u32,
+        /// The device's limit.
+        limit: u32,
+    },
     /// An error of the GPU runtime (allocation over a device limit, validation, lost device).
     #[error(transparent)]
     Gpu(#[from] GpuError),
@@ -68,6 +82,47 @@ pub(crate) fn check_u32_capacity(
             size: buffer.size(),
             count,
             needed,
+        });
+    }
+    Ok(())
+}
+
+/// Bytes of workgroup memory that shader `kernel` declares (sum of its
+/// `var<workgroup>` sizes, from naga's layout).
+pub fn workgroup_memory_bytes(
+    ctx: &super::context::GpuContext,
+    kernel: &'static str,
+) -> Result<u32, PrimitiveError> {
+    let (_, module) = super::shader::parse_and_validate(kernel, &ctx.shader_options)?;
+    let mut layouter = naga::proc::Layouter::default();
+    layouter
+        .update(module.to_ctx())
+        .map_err(|e| GpuError::Shader {
+            name: kernel.to_string(),
+            message: e.to_string(),
+        })?;
+    Ok(module
+        .global_variables
+        .iter()
+        .filter(|(_, var)| var.space == naga::AddressSpace::WorkGroup)
+        .map(|(_, var)| layouter[var.ty].size)
+        .sum())
+}
+
+/// Checks that shader `kernel` fits the device's workgroup-memory limit, so
+/// an adapter that is too small gets a clear error rather than a pipeline
+/// validation failure.
+pub(crate) fn check_workgroup_memory(
+    ctx: &super::context::GpuContext,
+    kernel: &'static str,
+) -> Result<(), PrimitiveError> {
+    let needed = workgroup_memory_bytes(ctx, kernel)?;
+    let limit = ctx.limits.max_compute_workgroup_storage_size;
+    if needed > limit {
+        return Err(PrimitiveError::WorkgroupMemory {
+            kernel,
+            needed,
+            limit,
         });
     }
     Ok(())
