@@ -128,3 +128,110 @@ pub fn render(params: &SplatParams64, camera: &Camera, background: [f64; 3]) -> 
     }
     image
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use glam::{Mat3, Vec3};
+
+    /// Random anisotropic splats of every opacity, from opaque (alpha clamp,
+    /// transmittance stop) to barely above 1/255, seen by a 40×30 camera.
+    fn random_scene() -> (SplatParams64, Camera) {
+        let mut state = 12345u64;
+        let mut r = |lo: f64, hi: f64| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            lo + (hi - lo) * ((state >> 11) as f64 / (1u64 << 53) as f64)
+        };
+        let mut params = SplatParams64 {
+            sh_degree: 0,
+            ..Default::default()
+        };
+        for _ in 0..300 {
+            params
+                .means
+                .push([r(-2.0, 2.0), r(-1.5, 1.5), r(-1.0, 1.0)]);
+            params
+                .quats
+                .push([r(-1.0, 1.0), r(-1.0, 1.0), r(-1.0, 1.0), r(-1.0, 1.0)]);
+            params
+                .log_scales
+                .push([r(-3.5, -0.5), r(-3.5, -0.5), r(-3.5, -0.5)]);
+            params.opacity_logits.push(r(-5.5, 6.0));
+            params.sh.push([r(-1.0, 1.0), r(-1.0, 1.0), r(-1.0, 1.0)]);
+        }
+        let camera = Camera {
+            width: 40,
+            height: 30,
+            fx: 35.0,
+            fy: 35.0,
+            cx: 20.0,
+            cy: 15.0,
+            rotation: Mat3::IDENTITY,
+            translation: Vec3::new(0.0, 0.0, 5.0),
+            near: 0.01,
+        };
+        (params, camera)
+    }
+
+    #[test]
+    fn extent_square_contains_every_pixel_with_alpha_above_cutoff() {
+        let (params, camera) = random_scene();
+        let cam = Camera64::from(&camera);
+        let splats = project_all(&params, &cam);
+        assert!(splats.len() > 250);
+        let mut near_edge = 0usize;
+        for s in &splats {
+            // Sample a fine grid well beyond the square.
+            let reach = 1.5 * s.radius + 2.0;
+            let steps = 120;
+            for a in 0..=steps {
+                for b in 0..=steps {
+                    let dx = -reach + 2.0 * reach * a as f64 / steps as f64;
+                    let dy = -reach + 2.0 * reach * b as f64 / steps as f64;
+                    let alpha =
+                        s.opacity * (-s.mahalanobis_half(s.mean2d[0] + dx, s.mean2d[1] + dy)).exp();
+                    if alpha >= ALPHA_MIN {
+                        assert!(
+                            dx.abs() <= s.radius && dy.abs() <= s.radius,
+                            "splat {}",
+                            s.index
+                        );
+                        if dx.abs().max(dy.abs()) > 0.8 * s.radius {
+                            near_edge += 1;
+                        }
+                    }
+                }
+            }
+        }
+        // The square is tight: visible samples reach close to its edge.
+        assert!(near_edge > 0);
+    }
+
+    #[test]
+    fn binning_by_extent_changes_nothing() {
+        let (params, camera) = random_scene();
+        let cam = Camera64::from(&camera);
+        let splats = project_all(&params, &cam);
+        let binned = bin_pixels(&splats, cam.width, cam.height);
+        let every: Vec<usize> = (0..splats.len()).collect();
+        let (mut with_bins, mut brute) = (Vec::new(), Vec::new());
+        let mut skipped = 0;
+        for (pixel, slots) in binned.iter().enumerate() {
+            let (x, y) = (pixel % cam.width, pixel / cam.width);
+            let t_bins = blend_pixel(&splats, slots, x, y, &mut with_bins);
+            let t_brute = blend_pixel(&splats, &every, x, y, &mut brute);
+            assert_eq!(t_bins, t_brute, "pixel ({x}, {y})");
+            assert_eq!(with_bins.len(), brute.len(), "pixel ({x}, {y})");
+            for (a, b) in with_bins.iter().zip(&brute) {
+                assert_eq!((a.slot, a.alpha), (b.slot, b.alpha), "pixel ({x}, {y})");
+            }
+            skipped += splats.len() - slots.len();
+        }
+        assert!(
+            skipped > 0,
+            "binning must skip something to be worth testing"
+        );
+    }
+}

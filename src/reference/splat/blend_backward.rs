@@ -23,54 +23,62 @@ use glam::DVec2;
 
 use super::blend::{bin_pixels, blend_pixel};
 use super::params::{SplatGrads64, SplatParams64};
-use super::project::{project_splat_cached, Camera64};
-use super::project_backward::{project_splat_backward, ProjectedGrad};
+use super::project::{project_splat_cached, Camera64, ProjectedSplat};
+use super::project_backward::{project_splat_backward, ProjectedSplatGrad};
 use crate::scene::Camera;
 
-/// Gradients of a loss `L(rgb, alpha)` with respect to every parameter and
-/// the background, given `d_rgb[p] = ∂L/∂rgb[p]` and `d_alpha[p] = ∂L/∂alpha[p]`
-/// per pixel (row-major, as [`super::Image64`]).
+/// What [`blend_backward`] returns.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BlendGrads {
+    /// Per splat, in the order of the `splats` argument.
+    pub splats: Vec<ProjectedSplatGrad>,
+    /// dL/d background colour.
+    pub background: [f64; 3],
+}
+
+/// Reverse mode of the blend alone: gradients with respect to each projected
+/// splat (as [`super::project_all`] returns them, depth-sorted) and the
+/// background, given `d_rgb[p] = ∂L/∂rgb[p]` and `d_alpha[p] = ∂L/∂alpha[p]`
+/// per pixel (row-major).
 ///
 /// # Panics
-/// When `d_rgb` or `d_alpha` does not have one entry per pixel (a test bug).
-pub fn render_backward(
-    params: &SplatParams64,
-    camera: &Camera,
+/// When `d_rgb` or `d_alpha` does not have `width · height` entries (a test bug).
+pub fn blend_backward(
+    splats: &[ProjectedSplat],
+    width: usize,
+    height: usize,
     background: [f64; 3],
     d_rgb: &[[f64; 3]],
     d_alpha: &[f64],
-) -> SplatGrads64 {
-    let cam = Camera64::from(camera);
-    let n_pixels = cam.width * cam.height;
-    assert_eq!(d_rgb.len(), n_pixels, "d_rgb needs one entry per pixel");
-    assert_eq!(d_alpha.len(), n_pixels, "d_alpha needs one entry per pixel");
-
-    let mut projected: Vec<_> = (0..params.len())
-        .filter_map(|i| project_splat_cached(params, i, &cam))
-        .collect();
-    projected.sort_by(|a, b| {
-        a.0.depth
-            .total_cmp(&b.0.depth)
-            .then(a.0.index.cmp(&b.0.index))
-    });
-    let (splats, caches): (Vec<_>, Vec<_>) = projected.into_iter().unzip();
-    let lists = bin_pixels(&splats, cam.width, cam.height);
-
-    let mut g2d = vec![ProjectedGrad::default(); splats.len()];
-    let mut grads = SplatGrads64::zeros_like(params);
+) -> BlendGrads {
+    assert_eq!(
+        d_rgb.len(),
+        width * height,
+        "d_rgb needs one entry per pixel"
+    );
+    assert_eq!(
+        d_alpha.len(),
+        width * height,
+        "d_alpha needs one entry per pixel"
+    );
+    let lists = bin_pixels(splats, width, height);
+    let mut out = BlendGrads {
+        splats: vec![ProjectedSplatGrad::default(); splats.len()],
+        background: [0.0; 3],
+    };
     let mut contributions = Vec::new();
     for (pixel, slots) in lists.iter().enumerate() {
-        let (x, y) = (pixel % cam.width, pixel / cam.width);
-        let t_final = blend_pixel(&splats, slots, x, y, &mut contributions);
+        let (x, y) = (pixel % width, pixel / width);
+        let t_final = blend_pixel(splats, slots, x, y, &mut contributions);
         let (drgb, dalpha) = (d_rgb[pixel], d_alpha[pixel]);
-        for (bg, d) in grads.background.iter_mut().zip(drgb) {
+        for (bg, d) in out.background.iter_mut().zip(drgb) {
             *bg += t_final * d;
         }
         let mut behind = background;
         let mut behind_t = 1.0;
         for c in contributions.iter().rev() {
             let s = &splats[c.slot];
-            let g = &mut g2d[c.slot];
+            let g = &mut out.splats[c.slot];
             let t = c.transmittance;
             let mut d_alpha_i = t * behind_t * dalpha;
             for ch in 0..3 {
@@ -92,7 +100,37 @@ pub fn render_backward(
             g.conic[2] += 0.5 * dy * dy * d_sigma;
         }
     }
-    for ((splat, cache), g) in splats.iter().zip(&caches).zip(&g2d) {
+    out
+}
+
+/// Gradients of a loss `L(rgb, alpha)` with respect to every parameter and
+/// the background, given `d_rgb[p] = ∂L/∂rgb[p]` and `d_alpha[p] = ∂L/∂alpha[p]`
+/// per pixel (row-major, as [`super::Image64`]).
+///
+/// # Panics
+/// When `d_rgb` or `d_alpha` does not have one entry per pixel (a test bug).
+pub fn render_backward(
+    params: &SplatParams64,
+    camera: &Camera,
+    background: [f64; 3],
+    d_rgb: &[[f64; 3]],
+    d_alpha: &[f64],
+) -> SplatGrads64 {
+    let cam = Camera64::from(camera);
+    let mut projected: Vec<_> = (0..params.len())
+        .filter_map(|i| project_splat_cached(params, i, &cam))
+        .collect();
+    projected.sort_by(|a, b| {
+        a.0.depth
+            .total_cmp(&b.0.depth)
+            .then(a.0.index.cmp(&b.0.index))
+    });
+    let (splats, caches): (Vec<_>, Vec<_>) = projected.into_iter().unzip();
+    let blend = blend_backward(&splats, cam.width, cam.height, background, d_rgb, d_alpha);
+
+    let mut grads = SplatGrads64::zeros_like(params);
+    grads.background = blend.background;
+    for ((splat, cache), g) in splats.iter().zip(&caches).zip(&blend.splats) {
         project_splat_backward(params, &cam, splat, cache, g, &mut grads);
     }
     grads

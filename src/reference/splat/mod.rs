@@ -12,10 +12,11 @@ pub mod blend;
 pub mod blend_backward;
 pub mod params;
 pub mod project;
-mod project_backward;
+pub mod project_backward;
 pub mod sh;
 
 pub use blend::{render, Image64};
-pub use blend_backward::render_backward;
+pub use blend_backward::{blend_backward, render_backward, BlendGrads};
 pub use params::{SplatGrads64, SplatParams64};
 pub use project::{project_all, project_splat, Camera64, ProjectedSplat};
+pub use project_backward::ProjectedSplatGrad;

@@ -6,8 +6,9 @@
 //!    camera covariance `Σc = R Σ Rᵀ`;
 //! 3. Jacobian of the perspective map at `p`, with `x/z`, `y/z` clamped to
 //!    `±1.3·tan(half fov)` (`lim_x = 1.3 · 0.5 · W / fx`, `lim_y = 1.3 · 0.5 · H / fy`,
-//!    gsplat's `persp_proj`; equal to gsplat's asymmetric limits when the
-//!    principal point is centred): `J = [[fx/z, 0, −fx·tx/z²], [0, fy/z, −fy·ty/z²]]`,
+//!    DESIGN.md; gsplat's `persp_proj` uses `−(cx/fx + 0.3·tan)` and
+//!    `(W − cx)/fx + 0.3·tan`, the same when the principal point is centred,
+//!    as in every case tested here): `J = [[fx/z, 0, −fx·tx/z²], [0, fy/z, −fy·ty/z²]]`,
 //!    `tx = z·clamp(x/z)`, `ty = z·clamp(y/z)`;
 //! 4. `Σ2 = J Σc Jᵀ + 0.3·I` (low-pass dilation, no antialiasing
 //!    compensation); culled when `det Σ2 ≤ 0`; conic = `Σ2⁻¹` packed `(A, B, C)`;
@@ -24,6 +25,9 @@ use crate::scene::Camera;
 /// Pixels with `alpha < ALPHA_MIN` are skipped.
 pub const ALPHA_MIN: f64 = 1.0 / 255.0;
 /// Alpha is clamped to at most this value (its gradient is zero there).
+/// DESIGN.md fixes 0.99, as the original 3DGS rasterizer; gsplat's CUDA
+/// kernels use 0.999. The gsplat reference cases never reach either (their
+/// largest raw alpha is 0.73), so they cannot tell the two apart.
 pub const ALPHA_MAX: f64 = 0.99;
 /// Blending stops before a splat that would take transmittance to `≤ T_MIN`.
 pub const T_MIN: f64 = 1e-4;
@@ -109,7 +113,8 @@ pub struct ProjectedSplat {
     /// `σ_max = sqrt(λ_max(Σ2))`, `λ_max = m + sqrt(max(m² − det Σ2, 0))`,
     /// `m = (Σ2_xx + Σ2_yy)/2`. Every pixel with `alpha ≥ 1/255` lies in the
     /// ellipse `dᵀΣ2⁻¹d ≤ 2·ln(255·opacity)`, hence in the square
-    /// `|dx| ≤ r, |dy| ≤ r` (the 3.33 cap binds only for opacity > 0.9999);
+    /// `|dx| ≤ r, |dy| ≤ r` (the 3.33 cap would bind only for opacity > 1.003,
+    /// i.e. never);
     /// pixels outside it contribute nothing, so binning with any box that
     /// contains this square gives the same image.
     pub radius: f64,

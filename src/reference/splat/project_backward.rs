@@ -26,13 +26,19 @@ use super::params::{SplatGrads64, SplatParams64};
 use super::project::{Camera64, ProjectedSplat, ProjectionCache};
 use super::sh::eval_colour_backward;
 
-/// Gradient of the loss with respect to one projected splat's outputs.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct ProjectedGrad {
+/// Gradient of the loss with respect to one projected splat's outputs (the
+/// quantities the GPU blend-backward kernel accumulates per splat; gsplat's
+/// `v_means2d`, `v_conics`, `v_opacities`, `v_colors` conventions).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ProjectedSplatGrad {
+    /// dL/d pixel mean.
     pub mean2d: DVec2,
-    /// With respect to the packed conic `(A, B, C)`, `B` counted once.
+    /// dL/d packed conic `(A, B, C)`, `B` counted once as in
+    /// `σ = ½(A dx² + C dy²) + B dx dy`.
     pub conic: [f64; 3],
+    /// dL/d opacity (after the sigmoid).
     pub opacity: f64,
+    /// dL/d colour (after the `≥ 0` clamp).
     pub colour: [f64; 3],
 }
 
@@ -71,7 +77,7 @@ pub(crate) fn project_splat_backward(
     cam: &Camera64,
     splat: &ProjectedSplat,
     cache: &ProjectionCache,
-    g: &ProjectedGrad,
+    g: &ProjectedSplatGrad,
     grads: &mut SplatGrads64,
 ) {
     let i = splat.index;
