@@ -196,3 +196,29 @@ fn frame_over_the_binding_limit_is_a_typed_error() {
     );
     assert!(msg.contains("splat intersection"), "{msg}");
 }
+
+#[test]
+fn bad_camera_and_background_are_typed_errors() {
+    let ctx = common::gpu();
+    let mut rng = Rng(1);
+    let g = random_gaussians(&mut rng, 4, 0, 1.0);
+    let mut r = Rasterizer::new(&ctx).unwrap();
+    let splats = SplatBuffers::upload(&ctx, &g).unwrap();
+    let cam = camera_looking_z(16, 16, Vec3::ZERO);
+    let err = r
+        .render(&ctx, &splats, &cam, [f32::NAN, 0.0, 0.0])
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("background"), "{err}");
+    let mut bad = cam.clone();
+    bad.fx = f32::INFINITY;
+    let err = r.render(&ctx, &splats, &bad, [0.0; 3]).err().unwrap();
+    assert!(err.to_string().contains("invalid camera"), "{err}");
+    bad = cam.clone();
+    bad.width = 0;
+    assert!(r.render(&ctx, &splats, &bad, [0.0; 3]).is_err());
+    let mut inconsistent = g.clone();
+    inconsistent.sh.pop();
+    let err = SplatBuffers::upload(&ctx, &inconsistent).err().unwrap();
+    assert!(err.to_string().contains("sh has 3 entries"), "{err}");
+}

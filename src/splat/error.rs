@@ -15,6 +15,11 @@ pub enum SplatError {
     /// The camera cannot be rendered with.
     #[error("invalid camera: {0}")]
     InvalidCamera(String),
+    /// A non-finite background colour (would put NaN in every pixel).
+    #[error(
+        "invalid background colour {0:?}: components must be finite (linear RGB, usually 0–1)"
+    )]
+    InvalidBackground([f32; 3]),
     /// A gradient image of the wrong size.
     #[error("gradient image '{label}' holds {size} bytes but the render needs {needed} (vec4<f32> per pixel)")]
     GradientSize {

@@ -15,7 +15,9 @@
 //!    memory follows the scene instead of a worst-case bound (N × tiles,
 //!    which for 500k splats at 1024×576 would be ~9 GiB) and a frame too big
 //!    for the device gets a typed [`GpuError::OverLimit`] naming the buffer.
-//!    It costs one GPU round trip per frame, small next to blending.
+//!    It costs one GPU round trip per frame, small next to blending. (The
+//!    readback-free alternative, `RadixSort::sort_indirect` over buffers
+//!    sized for a worst case, trades it for that worst-case memory.)
 //! 5. [`intersect_tiles`] `write`: (tile id, splat id) pairs grouped by splat
 //!    in depth order; stable radix sort by tile id (⌈log₂ tiles⌉ bits) →
 //!    per-tile front-to-back lists (= sorting by the 64-bit key tile·2³² + depth).
@@ -29,6 +31,10 @@
 //!    f32 atomic per splat and component per batch (native or CAS).
 //! 2. [`project_backward`]: per splat, to means, raw quaternions, log-scales,
 //!    opacity logits and SH coefficients.
+//!
+//! Depth ties: splats whose f32 camera depths are equal keep index order (the
+//! sorts are stable), which can differ from an f64 reference where the depths
+//! differ below f32 resolution; only the blending order of such pairs changes.
 //!
 //! Image layout: `vec4<f32>` per pixel, row-major (`y · width + x`); the
 //! gradient image has the same layout. Parameter layouts: [`SplatBuffers`].
@@ -168,7 +174,8 @@ impl Rasterizer {
 
     /// Renders `splats` seen by `camera` over `background` (linear RGB).
     ///
-    /// Errors: [`SplatError::InvalidCamera`]; [`SplatError::Gpu`] with
+    /// Errors: [`SplatError::InvalidCamera`], [`SplatError::InvalidBackground`];
+    /// [`SplatError::Gpu`] with
     /// [`GpuError::OverLimit`] when a buffer of this frame exceeds the device.
     pub fn render(
         &mut self,
@@ -178,6 +185,9 @@ impl Rasterizer {
         background: [f32; 3],
     ) -> Result<RenderOutput, SplatError> {
         validate_camera(camera)?;
+        if !background.iter().all(|c| c.is_finite()) {
+            return Err(SplatError::InvalidBackground(background));
+        }
         let n = splats.count;
         let mut uniform_values = RasterUniforms::new(camera, background, n, splats.sh_degree);
         let tiles = uniform_values.tile_count;
