@@ -222,3 +222,14 @@ fn bad_camera_and_background_are_typed_errors() {
     let err = SplatBuffers::upload(&ctx, &inconsistent).err().unwrap();
     assert!(err.to_string().contains("sh has 3 entries"), "{err}");
 }
+
+#[test]
+fn blending_kernels_fit_portable_workgroup_memory() {
+    // 32 KiB is what desktop adapters (and lavapipe) offer.
+    let ctx = common::gpu();
+    for kernel in ["splat/blend", "splat/blend_backward"] {
+        let bytes = physfit::gpu::primitive_error::workgroup_memory_bytes(&ctx, kernel).unwrap();
+        println!("{kernel}: {bytes} bytes of workgroup memory");
+        assert!(bytes <= 32 * 1024, "{kernel}: {bytes}");
+    }
+}

@@ -30,6 +30,20 @@ pub enum SplatError {
         /// Bytes needed.
         needed: u64,
     },
+    /// A blending kernel needs more workgroup memory than the device offers.
+    #[error(
+        "{kernel} needs {needed} bytes of workgroup memory but the device limit \
+         max_compute_workgroup_storage_size is {limit}; this adapter cannot run the splat \
+         rasterizer (desktop Vulkan, Metal and DX12 devices offer at least 32 KiB)"
+    )]
+    WorkgroupMemory {
+        /// Kernel (shader name).
+        kernel: &'static str,
+        /// Bytes its workgroup variables take.
+        needed: u32,
+        /// The device's limit.
+        limit: u32,
+    },
     /// GPU failure, including [`GpuError::OverLimit`] for scenes too large
     /// for the device in one piece.
     #[error(transparent)]

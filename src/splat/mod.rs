@@ -59,6 +59,7 @@ pub use splat_buffers::{HostGradients, SplatBuffers, SplatGradients};
 pub use stage_recorder::StageTiming;
 
 use crate::gpu::prefix_sum::PrefixSum;
+use crate::gpu::primitive_error::workgroup_memory_bytes;
 use crate::gpu::radix_sort::RadixSort;
 use crate::gpu::{GpuBuffer, GpuContext, GpuError};
 use crate::scene::Camera;
@@ -157,7 +158,22 @@ fn validate_camera(camera: &Camera) -> Result<(), SplatError> {
 
 impl Rasterizer {
     /// Compiles every kernel for the context's atomic mode.
+    ///
+    /// Errors: [`SplatError::WorkgroupMemory`] on an adapter with less
+    /// workgroup memory than the blending kernels stage (22.5 KiB for the
+    /// backward).
     pub fn new(ctx: &GpuContext) -> Result<Self, SplatError> {
+        for kernel in ["splat/blend", "splat/blend_backward"] {
+            let needed = workgroup_memory_bytes(ctx, kernel)?;
+            let limit = ctx.limits.max_compute_workgroup_storage_size;
+            if needed > limit {
+                return Err(SplatError::WorkgroupMemory {
+                    kernel,
+                    needed,
+                    limit,
+                });
+            }
+        }
         Ok(Self {
             project: Project::new(ctx)?,
             intersect_tiles: IntersectTiles::new(ctx)?,
