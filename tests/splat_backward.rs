@@ -71,7 +71,19 @@ fn compare_with_twin(ctx: &GpuContext, label: &str) {
             *o = 6.0;
         }
     }
-    let cam = camera_looking_z(64, 48, Vec3::new(0.05, -0.02, 0.0));
+    // Rotated camera, fx ≠ fy, principal point off centre, partial tiles.
+    let rotation = Mat3::from_rotation_y(0.1) * Mat3::from_rotation_z(0.3);
+    let cam = Camera {
+        width: 64,
+        height: 48,
+        fx: 54.0,
+        fy: 50.0,
+        cx: 30.5,
+        cy: 25.0,
+        rotation,
+        translation: -(rotation * Vec3::new(0.05, -0.02, 0.0)),
+        near: 0.05,
+    };
     let bg = [0.1, 0.2, 0.3];
     // Check that the scene does exercise the clamp and the stop.
     let projected = project_all(&SplatParams64::from(&g), &Camera64::from(&cam));
