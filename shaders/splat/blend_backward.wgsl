@@ -1,4 +1,5 @@
-// Backward of blend.wgsl: one workgroup per tile, one thread per pixel,
+// Backward of blend.wgsl: one workgroup per tile, 64 threads each owning a
+// 2×2 pixel block,
 // replaying the tile's list FRONT TO BACK exactly as the forward walked it
 // (same staging, same alpha arithmetic, stopping at the forward's stored
 // last index), so the transmittance T_i before each splat is recomputed, not

@@ -1,6 +1,7 @@
 //! Backward blending kernel (shaders/splat/blend_backward.wgsl): per tile,
-//! front-to-back replay of the forward walk, per-splat gradients reduced in
-//! workgroup memory, one global atomic add per splat and component per batch
+//! front-to-back replay of the forward walk (64 threads, a 2×2 pixel block
+//! each), per-splat gradients reduced in registers over the block, then in
+//! workgroup memory, then one global atomic add per splat and component per batch
 //! of 256 splats (f32 atomics in the context's mode: native or CAS).
 
 use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};

@@ -27,8 +27,11 @@
 //!
 //! Backward ([`Rasterizer::backward`]), given dL/d(RGBA) per pixel:
 //! 1. [`blend_backward`]: per tile, front-to-back replay, per-splat gradients
-//!    of (mean₂, conic, opacity, colour) reduced in workgroup memory, one
-//!    f32 atomic per splat and component per batch (native or CAS).
+//!    of (mean₂, conic, opacity, colour) reduced in registers over a 2×2
+//!    pixel block per thread, then in workgroup memory, then one f32 atomic
+//!    per splat and component per batch of 256 (native or CAS).
+//!    The replay divides once by 1 − αᵢ ≥ 0.01 per splat to get what lies
+//!    behind it (never a chained division recovering T): see the shader.
 //! 2. [`project_backward`]: per splat, to means, raw quaternions, log-scales,
 //!    opacity logits and SH coefficients.
 //!
