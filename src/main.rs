@@ -27,6 +27,17 @@ enum Command {
         /// The scene file.
         scene: PathBuf,
     },
+    /// Render the scene's Gaussians from its cameras to sRGB PNGs.
+    Render(cli::render::RenderArgs),
+    /// Time GPU stages on the present adapter; prints JSON.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// Splat rasterizer forward/backward: the fox and a 500k-splat cloud.
+    Raster(cli::bench_raster::BenchRasterArgs),
 }
 
 fn main() {
@@ -48,6 +59,8 @@ fn run(cli: Cli) -> Result<()> {
             println!("{}", physfit::gpu::info::describe(&ctx));
         }
         Command::Check { scene } => cli::check::run(&scene)?,
+        Command::Render(args) => cli::render::run(&args)?,
+        Command::Bench(BenchCommand::Raster(args)) => cli::bench_raster::run(&args)?,
     }
     Ok(())
 }

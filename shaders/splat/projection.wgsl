@@ -1,0 +1,82 @@
+// EWA projection of one 3D Gaussian to the image (Zwicker et al. 2002, as in
+// 3DGS and gsplat "classic"), shared by project.wgsl and project_backward.wgsl
+// so the backward pass differentiates exactly what the forward computed.
+//   Σ = R(q) S Sᵀ R(q)ᵀ,  S = diag(exp(log_scale)),  q normalised here;
+//   p = W μ + t (camera frame), Σ_c = W Σ Wᵀ;
+//   J = [[fx/z, 0, −fx·tx/z²], [0, fy/z, −fy·ty/z²]] with tx = z·clamp(x/z, ±limit_x)
+//   (likewise ty): the clamp keeps far off-screen splats from exploding;
+//   Σ₂ = J Σ_c Jᵀ + 0.3·I (low-pass dilation), conic = Σ₂⁻¹;
+//   mean₂ = (fx·x/z + cx, fy·y/z + cy).
+#import splat/types
+
+fn is_finite_f32(v: f32) -> bool {
+    return (bitcast<u32>(v) & 0x7f800000u) != 0x7f800000u;
+}
+
+fn is_finite_vec3(v: vec3<f32>) -> bool {
+    return is_finite_f32(v.x) && is_finite_f32(v.y) && is_finite_f32(v.z);
+}
+
+// Rotation matrix of a unit quaternion (w, x, y, z).
+fn quat_to_rotmat(q: vec4<f32>) -> mat3x3<f32> {
+    let w = q.x;
+    let x = q.y;
+    let y = q.z;
+    let z = q.w;
+    // Columns.
+    return mat3x3<f32>(
+        vec3<f32>(1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y + w * z), 2.0 * (x * z - w * y)),
+        vec3<f32>(2.0 * (x * y - w * z), 1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z + w * x)),
+        vec3<f32>(2.0 * (x * z + w * y), 2.0 * (y * z - w * x), 1.0 - 2.0 * (x * x + y * y)),
+    );
+}
+
+fn world_to_camera_rotation(u: RasterUniforms) -> mat3x3<f32> {
+    return transpose(mat3x3<f32>(u.world_to_camera_0.xyz, u.world_to_camera_1.xyz, u.world_to_camera_2.xyz));
+}
+
+fn world_to_camera_translation(u: RasterUniforms) -> vec3<f32> {
+    return vec3<f32>(u.world_to_camera_0.w, u.world_to_camera_1.w, u.world_to_camera_2.w);
+}
+
+// Projection Jacobian at camera-frame point p, with the x/z, y/z clamp.
+fn projection_jacobian(u: RasterUniforms, p: vec3<f32>) -> mat3x2<f32> {
+    let tx = p.z * clamp(p.x / p.z, -u.limit_x, u.limit_x);
+    let ty = p.z * clamp(p.y / p.z, -u.limit_y, u.limit_y);
+    let rz = 1.0 / p.z;
+    let rz2 = rz * rz;
+    return mat3x2<f32>(
+        vec2<f32>(u.focal.x * rz, 0.0),
+        vec2<f32>(0.0, u.focal.y * rz),
+        vec2<f32>(-u.focal.x * tx * rz2, -u.focal.y * ty * rz2),
+    );
+}
+
+// Tiles [min.xy, max.zw) holding every pixel centre where alpha can reach
+// 1/255: the axis-aligned box of the ellipse dᵀ Σ₂⁻¹ d ≤ 2·ln(255·opacity),
+// half-widths sqrt(k²·Σ₂xx), sqrt(k²·Σ₂yy) (k ≤ 3.33 since opacity ≤ 1).
+// k² is widened by 1e-4 (relative) so a pixel whose f32 alpha lands on the
+// threshold is never lost to rounding; blending applies the exact test.
+// Computed once per splat here and stored: counting and writing read the
+// same stored rectangle, so they agree bit for bit by construction.
+fn tile_rect(u: RasterUniforms, mean2d: vec2<f32>, cov2d: vec3<f32>, opacity: f32) -> vec4<u32> {
+    let k2 = 2.0 * log(255.0 * opacity) * 1.0001;
+    if !(k2 > 0.0) {
+        return vec4<u32>(0u);
+    }
+    let extent = sqrt(k2 * vec2<f32>(cov2d.x, cov2d.z));
+    // Pixel px is covered when its centre px + 0.5 lies in [mean − extent, mean + extent].
+    let size = vec2<f32>(u.image_size);
+    let first = max(ceil(mean2d - extent - 0.5), vec2<f32>(0.0));
+    let last = min(floor(mean2d + extent - 0.5), size - 1.0);
+    if !(first.x <= last.x && first.y <= last.y) {
+        return vec4<u32>(0u);
+    }
+    let first_tile = vec2<u32>(first) / TILE_SIZE;
+    let last_tile = vec2<u32>(last) / TILE_SIZE;
+    return vec4<u32>(first_tile, last_tile + 1u);
+}
+
+fn tile_rect_area(r: vec4<u32>) -> u32 {
+    return (r.z - r.x) * (r.w - r.y);
+}

@@ -1,0 +1,112 @@
+//! `physfit bench raster`: times the splat rasterizer on the present adapter
+//! (see `physfit::bench::raster`) and prints the figures as JSON.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use serde_json::json;
+
+use physfit::bench::raster::{bench_case, synthetic_cases, RasterCase};
+use physfit::gpu::GpuContext;
+use physfit::scene::scene::Scene;
+
+/// Options of `physfit bench raster`.
+#[derive(Args, Debug)]
+pub struct BenchRasterArgs {
+    /// Real scene to time from its first camera (skipped when absent).
+    #[arg(long, default_value = "scenes/fox.toml")]
+    pub scene: PathBuf,
+    /// Image size for the real scene, WxH (default: its camera's).
+    #[arg(long)]
+    pub size: Option<String>,
+    /// Splats in the synthetic cloud (0 skips it).
+    #[arg(long, default_value_t = 500_000)]
+    pub splats: usize,
+    /// Timed repetitions per case (after one warm-up).
+    #[arg(long, default_value_t = 3)]
+    pub repetitions: u32,
+    /// Also write the JSON to this file.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// Parses `WxH`.
+pub fn parse_size(s: &str) -> Result<(u32, u32)> {
+    let (w, h) = s
+        .split_once(['x', 'X'])
+        .with_context(|| format!("size '{s}' must look like 512x512"))?;
+    let w: u32 = w
+        .trim()
+        .parse()
+        .with_context(|| format!("bad width in size '{s}'"))?;
+    let h: u32 = h
+        .trim()
+        .parse()
+        .with_context(|| format!("bad height in size '{s}'"))?;
+    anyhow::ensure!(w > 0 && h > 0, "size '{s}' must be positive");
+    Ok((w, h))
+}
+
+/// Runs the benchmark.
+pub fn run(args: &BenchRasterArgs) -> Result<()> {
+    let ctx = GpuContext::new(&Default::default())?;
+    let mut cases = Vec::new();
+    if args.scene.exists() {
+        let scene = Scene::load(&args.scene)?;
+        let view = scene
+            .views
+            .first()
+            .with_context(|| format!("{} has no camera", args.scene.display()))?;
+        let camera = match args.size.as_deref().map(parse_size).transpose()? {
+            Some((w, h)) => view.camera.resized(w, h),
+            None => view.camera.clone(),
+        };
+        let stem = args.scene.file_stem().unwrap_or_default().to_string_lossy();
+        cases.push(RasterCase {
+            name: format!(
+                "{stem} view '{}' {}x{}",
+                view.name, camera.width, camera.height
+            ),
+            camera,
+            gaussians: scene.gaussians().clone(),
+        });
+    } else {
+        log::warn!(
+            "{} not found: skipping the real-scene case",
+            args.scene.display()
+        );
+    }
+    if args.splats > 0 {
+        cases.extend(synthetic_cases(args.splats));
+    }
+    let mut results = Vec::new();
+    for case in &cases {
+        log::info!("timing {}", case.name);
+        let r = bench_case(&ctx, case, args.repetitions)
+            .with_context(|| format!("benchmark case '{}'", case.name))?;
+        log::info!(
+            "{}: forward {:.1} ms, backward {:.1} ms, {} intersections, peak {}",
+            r.name,
+            r.forward_ms,
+            r.backward_ms,
+            r.intersections,
+            physfit::gpu::error::human_bytes(r.peak_gpu_bytes)
+        );
+        results.push(r);
+    }
+    let report = json!({
+        "adapter": ctx.adapter_info.name,
+        "backend": format!("{:?}", ctx.adapter_info.backend),
+        "atomics": format!("{:?}", ctx.shader_options.atomics),
+        "raster": results,
+    });
+    let text = serde_json::to_string_pretty(&report)?;
+    println!("{text}");
+    if let Some(path) = &args.out {
+        let tmp = path.with_extension("json.tmp");
+        std::fs::write(&tmp, &text).with_context(|| format!("writing {}", tmp.display()))?;
+        std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,69 @@
+//! Forward blending kernel (shaders/splat/blend.wgsl): one workgroup per
+//! 16×16 tile, front-to-back compositing of the tile's depth-ordered list.
+
+use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
+
+/// Buffers of one dispatch, named.
+pub struct BlendBuffers<'a> {
+    /// [`super::uniforms::RasterUniforms`].
+    pub uniforms: &'a GpuBuffer,
+    /// `ProjectedSplat` per splat.
+    pub projected: &'a GpuBuffer,
+    /// Splat ids of the tile-sorted intersection list.
+    pub splat_ids: &'a GpuBuffer,
+    /// `vec2<u32>` [start, end) per tile.
+    pub ranges: &'a GpuBuffer,
+    /// Output `vec4<f32>` per pixel: linear RGB over the background, alpha.
+    pub image: &'a GpuBuffer,
+    /// Output u32 per pixel: list entries walked up to the last composited one.
+    pub last_index: &'a GpuBuffer,
+}
+
+/// The blending kernel.
+pub struct Blend {
+    kernel: ComputeKernel,
+}
+
+impl Blend {
+    /// Compiles the kernel.
+    pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
+        use BindingKind::*;
+        Ok(Self {
+            kernel: ComputeKernel::new(
+                ctx,
+                "splat/blend",
+                "main",
+                &[
+                    Uniform,
+                    StorageRead,
+                    StorageRead,
+                    StorageRead,
+                    StorageReadWrite,
+                    StorageReadWrite,
+                ],
+            )?,
+        })
+    }
+
+    /// Records the blend of a `tiles[0] × tiles[1]` tile grid.
+    pub fn dispatch(
+        &self,
+        ctx: &GpuContext,
+        encoder: &mut wgpu::CommandEncoder,
+        b: &BlendBuffers,
+        tiles: [u32; 2],
+    ) {
+        let bg = self.kernel.bind(
+            ctx,
+            &[
+                b.uniforms,
+                b.projected,
+                b.splat_ids,
+                b.ranges,
+                b.image,
+                b.last_index,
+            ],
+        );
+        self.kernel.dispatch(encoder, &bg, [tiles[0], tiles[1], 1]);
+    }
+}

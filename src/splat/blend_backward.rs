@@ -1,0 +1,84 @@
+//! Backward blending kernel (shaders/splat/blend_backward.wgsl): per tile,
+//! front-to-back replay of the forward walk (64 threads, a 2×2 pixel block
+//! each), per-splat gradients reduced in registers over the block, then in
+//! workgroup memory, then one global atomic add per splat and component per batch
+//! of 256 splats (f32 atomics in the context's mode: native or CAS).
+
+use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
+
+/// Floats per splat in the 2D gradient buffer: mean x, y; conic a, b, c;
+/// opacity; red, green, blue.
+pub const GRAD_2D_STRIDE: u32 = 9;
+
+/// Buffers of one dispatch, named.
+pub struct BlendBackwardBuffers<'a> {
+    /// [`super::uniforms::RasterUniforms`].
+    pub uniforms: &'a GpuBuffer,
+    /// `ProjectedSplat` per splat (from the forward).
+    pub projected: &'a GpuBuffer,
+    /// Splat ids of the tile-sorted intersection list (from the forward).
+    pub splat_ids: &'a GpuBuffer,
+    /// `vec2<u32>` per tile (from the forward).
+    pub ranges: &'a GpuBuffer,
+    /// The forward's output image.
+    pub image: &'a GpuBuffer,
+    /// The forward's last-index per pixel.
+    pub last_index: &'a GpuBuffer,
+    /// dL/d(R, G, B, A) per pixel, `vec4<f32>`.
+    pub grad_image: &'a GpuBuffer,
+    /// Output, accumulated: [`GRAD_2D_STRIDE`] f32 per splat (zeroed by the caller).
+    pub grad_2d: &'a GpuBuffer,
+}
+
+/// The backward blending kernel.
+pub struct BlendBackward {
+    kernel: ComputeKernel,
+}
+
+impl BlendBackward {
+    /// Compiles the kernel for the context's atomic mode.
+    pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
+        use BindingKind::*;
+        Ok(Self {
+            kernel: ComputeKernel::new(
+                ctx,
+                "splat/blend_backward",
+                "main",
+                &[
+                    Uniform,
+                    StorageRead,
+                    StorageRead,
+                    StorageRead,
+                    StorageRead,
+                    StorageRead,
+                    StorageRead,
+                    StorageReadWrite,
+                ],
+            )?,
+        })
+    }
+
+    /// Records the backward blend over a `tiles[0] × tiles[1]` tile grid.
+    pub fn dispatch(
+        &self,
+        ctx: &GpuContext,
+        encoder: &mut wgpu::CommandEncoder,
+        b: &BlendBackwardBuffers,
+        tiles: [u32; 2],
+    ) {
+        let bg = self.kernel.bind(
+            ctx,
+            &[
+                b.uniforms,
+                b.projected,
+                b.splat_ids,
+                b.ranges,
+                b.image,
+                b.last_index,
+                b.grad_image,
+                b.grad_2d,
+            ],
+        );
+        self.kernel.dispatch(encoder, &bg, [tiles[0], tiles[1], 1]);
+    }
+}

@@ -1,0 +1,153 @@
+//! Splat parameters and their gradients on the GPU, in the raw optimisable
+//! parametrisation of 3DGS, as flat little-endian f32 arrays (no vec3
+//! padding), splat-major:
+//! - `means`: 3 per splat (world x, y, z);
+//! - `rotations`: 4 per splat, quaternion (w, x, y, z), need not be unit
+//!   (normalised in the projection; gradients are for the raw values);
+//! - `log_scales`: 3 per splat; `opacity_logits`: 1 per splat;
+//! - `sh`: `3·(degree+1)²` per splat, coefficient-major then RGB, DC first.
+//!
+//! Gradient buffers use exactly the same layouts.
+
+use crate::gpu::{GpuBuffer, GpuContext};
+use crate::scene::Gaussians;
+
+use super::error::SplatError;
+
+/// Splat parameters resident on the GPU (inputs of [`super::Rasterizer`]).
+pub struct SplatBuffers {
+    /// `f32 × 3` per splat.
+    pub means: GpuBuffer,
+    /// `f32 × 4` per splat (w, x, y, z).
+    pub rotations: GpuBuffer,
+    /// `f32 × 3` per splat.
+    pub log_scales: GpuBuffer,
+    /// `f32` per splat.
+    pub opacity_logits: GpuBuffer,
+    /// `f32 × 3·(sh_degree+1)²` per splat.
+    pub sh: GpuBuffer,
+    /// Number of splats.
+    pub count: u32,
+    /// SH degree 0..=3.
+    pub sh_degree: u32,
+}
+
+/// Checks that the arrays of `g` agree with each other and with its SH degree.
+pub fn validate_gaussians(g: &Gaussians) -> Result<(), SplatError> {
+    let n = g.len();
+    if g.sh_degree > 3 {
+        return Err(SplatError::InvalidGaussians(format!(
+            "sh_degree is {} but only degrees 0..=3 are supported",
+            g.sh_degree
+        )));
+    }
+    let lengths = [
+        ("rotations", g.rotations.len(), n),
+        ("log_scales", g.log_scales.len(), n),
+        ("opacity_logits", g.opacity_logits.len(), n),
+        ("sh", g.sh.len(), n * g.coeffs_per_splat()),
+    ];
+    for (name, got, want) in lengths {
+        if got != want {
+            return Err(SplatError::InvalidGaussians(format!(
+                "{name} has {got} entries but {n} splats of SH degree {} need {want}",
+                g.sh_degree
+            )));
+        }
+    }
+    if u32::try_from(n).is_err() {
+        return Err(SplatError::InvalidGaussians(format!(
+            "{n} splats is more than a u32 can count"
+        )));
+    }
+    Ok(())
+}
+
+impl SplatBuffers {
+    /// Uploads `gaussians` (validated first).
+    pub fn upload(ctx: &GpuContext, gaussians: &Gaussians) -> Result<Self, SplatError> {
+        validate_gaussians(gaussians)?;
+        Ok(Self {
+            means: ctx.storage_from_slice("splat means", &gaussians.means)?,
+            rotations: ctx.storage_from_slice("splat rotations", &gaussians.rotations)?,
+            log_scales: ctx.storage_from_slice("splat log scales", &gaussians.log_scales)?,
+            opacity_logits: ctx
+                .storage_from_slice("splat opacity logits", &gaussians.opacity_logits)?,
+            sh: ctx.storage_from_slice("splat sh coefficients", &gaussians.sh)?,
+            count: gaussians.len() as u32,
+            sh_degree: gaussians.sh_degree,
+        })
+    }
+
+    /// `(sh_degree + 1)²`.
+    pub fn coeffs_per_splat(&self) -> u32 {
+        (self.sh_degree + 1) * (self.sh_degree + 1)
+    }
+}
+
+/// Gradients of a loss with respect to every splat parameter, same layouts
+/// as [`SplatBuffers`]. Culled splats have zero gradients.
+pub struct SplatGradients {
+    /// dL/d means.
+    pub means: GpuBuffer,
+    /// dL/d raw quaternions.
+    pub rotations: GpuBuffer,
+    /// dL/d log-scales.
+    pub log_scales: GpuBuffer,
+    /// dL/d opacity logits.
+    pub opacity_logits: GpuBuffer,
+    /// dL/d SH coefficients.
+    pub sh: GpuBuffer,
+}
+
+/// [`SplatGradients`] read back to the host, in [`Gaussians`]' shapes.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HostGradients {
+    /// dL/d means.
+    pub means: Vec<[f32; 3]>,
+    /// dL/d raw quaternions (w, x, y, z).
+    pub rotations: Vec<[f32; 4]>,
+    /// dL/d log-scales.
+    pub log_scales: Vec<[f32; 3]>,
+    /// dL/d opacity logits.
+    pub opacity_logits: Vec<f32>,
+    /// dL/d SH coefficients (RGB per coefficient).
+    pub sh: Vec<[f32; 3]>,
+}
+
+impl SplatGradients {
+    /// Allocates zeroed gradient buffers for `count` splats with `coeffs` SH
+    /// coefficients each.
+    pub fn zeroed(ctx: &GpuContext, count: u32, coeffs: u32) -> Result<Self, SplatError> {
+        let n = count as usize;
+        Ok(Self {
+            means: ctx.storage_zeroed::<f32>("splat grad means", 3 * n)?,
+            rotations: ctx.storage_zeroed::<f32>("splat grad rotations", 4 * n)?,
+            log_scales: ctx.storage_zeroed::<f32>("splat grad log scales", 3 * n)?,
+            opacity_logits: ctx.storage_zeroed::<f32>("splat grad opacity logits", n)?,
+            sh: ctx.storage_zeroed::<f32>("splat grad sh coefficients", 3 * n * coeffs as usize)?,
+        })
+    }
+
+    /// Reads every gradient back (waits for the GPU).
+    pub fn read(&self, ctx: &GpuContext, count: u32) -> Result<HostGradients, SplatError> {
+        let n = count as usize;
+        let mut means: Vec<[f32; 3]> = ctx.read_buffer(&self.means)?;
+        let mut rotations: Vec<[f32; 4]> = ctx.read_buffer(&self.rotations)?;
+        let mut log_scales: Vec<[f32; 3]> = ctx.read_buffer(&self.log_scales)?;
+        let mut opacity_logits: Vec<f32> = ctx.read_buffer(&self.opacity_logits)?;
+        let sh: Vec<[f32; 3]> = ctx.read_buffer(&self.sh)?;
+        means.truncate(n);
+        rotations.truncate(n);
+        log_scales.truncate(n);
+        opacity_logits.truncate(n);
+        let sh = if n == 0 { Vec::new() } else { sh };
+        Ok(HostGradients {
+            means,
+            rotations,
+            log_scales,
+            opacity_logits,
+            sh,
+        })
+    }
+}

@@ -1,0 +1,388 @@
+//! GPU backward rasterizer: gradients vs the f64 twin's hand-written reverse
+//! mode (all five parameter kinds, both f32 atomic modes), and vs central
+//! finite differences of the GPU's own loss on a smooth case (DESIGN.md §
+//! Verification 3).
+
+mod common;
+mod splat_common;
+
+use glam::{Mat3, Vec3};
+use physfit::gpu::{GpuContext, GpuOptions};
+use physfit::reference::splat::{project_all, Camera64, SplatParams64};
+use physfit::scene::{Camera, Gaussians};
+use physfit::splat::{upload_grad_image, HostGradients, Rasterizer, SplatBuffers};
+use splat_common::*;
+
+/// Flattens one parameter kind of GPU and twin gradients to (gpu, twin) pairs.
+fn kinds(
+    gpu: &HostGradients,
+    twin: &physfit::reference::splat::SplatGrads64,
+) -> Vec<(&'static str, Vec<f32>, Vec<f64>)> {
+    vec![
+        (
+            "means",
+            gpu.means.iter().flatten().copied().collect(),
+            twin.means.iter().flatten().copied().collect(),
+        ),
+        (
+            "quats",
+            gpu.rotations.iter().flatten().copied().collect(),
+            twin.quats.iter().flatten().copied().collect(),
+        ),
+        (
+            "log_scales",
+            gpu.log_scales.iter().flatten().copied().collect(),
+            twin.log_scales.iter().flatten().copied().collect(),
+        ),
+        (
+            "opacity_logits",
+            gpu.opacity_logits.clone(),
+            twin.opacity_logits.clone(),
+        ),
+        (
+            "sh",
+            gpu.sh.iter().flatten().copied().collect(),
+            twin.sh.iter().flatten().copied().collect(),
+        ),
+    ]
+}
+
+fn random_grad_image(rng: &mut Rng, pixels: usize) -> Vec<[f32; 4]> {
+    (0..pixels)
+        .map(|_| {
+            [
+                rng.range(-1.0, 1.0),
+                rng.range(-1.0, 1.0),
+                rng.range(-1.0, 1.0),
+                rng.range(-1.0, 1.0),
+            ]
+        })
+        .collect()
+}
+
+fn compare_with_twin(ctx: &GpuContext, label: &str) {
+    let mut rng = Rng(0x5eed);
+    let mut g = random_gaussians(&mut rng, 200, 3, 1.2);
+    // Every 8th splat nearly opaque (sigmoid(6) = 0.9975): the 0.99 alpha
+    // clamp is active near their centres and stacks of them reach the 1e-4
+    // transmittance stop, so both rules are exercised against the twin.
+    for (i, o) in g.opacity_logits.iter_mut().enumerate() {
+        if i % 8 == 0 {
+            *o = 6.0;
+        }
+    }
+    // Rotated camera, fx ≠ fy, principal point off centre, partial tiles.
+    let rotation = Mat3::from_rotation_y(0.1) * Mat3::from_rotation_z(0.3);
+    let cam = Camera {
+        width: 64,
+        height: 48,
+        fx: 54.0,
+        fy: 50.0,
+        cx: 30.5,
+        cy: 25.0,
+        rotation,
+        translation: -(rotation * Vec3::new(0.05, -0.02, 0.0)),
+        near: 0.05,
+    };
+    let bg = [0.1, 0.2, 0.3];
+    // Check that the scene does exercise the clamp and the stop.
+    let projected = project_all(&SplatParams64::from(&g), &Camera64::from(&cam));
+    let (mut clamped, mut stopped) = (0, 0);
+    for py in 0..48 {
+        for px in 0..64 {
+            let (x, y) = (px as f64 + 0.5, py as f64 + 0.5);
+            let mut t = 1.0;
+            for s in &projected {
+                let a = s.opacity * (-s.mahalanobis_half(x, y)).exp();
+                clamped += (a >= 0.99) as usize;
+                if a >= 1.0 / 255.0 {
+                    t *= 1.0 - a.min(0.99);
+                }
+            }
+            stopped += (t <= 1e-4) as usize;
+        }
+    }
+    assert!(
+        clamped > 0 && stopped > 0,
+        "clamped {clamped}, stopped {stopped}"
+    );
+    let grad = random_grad_image(&mut rng, 64 * 48);
+    let (_, gpu) = gpu_render_backward(ctx, &g, &cam, bg, &grad);
+    let d_rgb: Vec<[f64; 3]> = grad
+        .iter()
+        .map(|p| [p[0] as f64, p[1] as f64, p[2] as f64])
+        .collect();
+    let d_alpha: Vec<f64> = grad.iter().map(|p| p[3] as f64).collect();
+    let twin = physfit::reference::splat::render_backward(
+        &SplatParams64::from(&g),
+        &cam,
+        bg.map(f64::from),
+        &d_rgb,
+        &d_alpha,
+    );
+    for (kind, a, b) in kinds(&gpu, &twin) {
+        assert_eq!(a.len(), b.len(), "{kind}");
+        assert!(
+            a.iter().all(|v| v.is_finite()),
+            "{kind}: non-finite GPU gradient"
+        );
+        let scale = b.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let max_diff = a
+            .iter()
+            .zip(&b)
+            .fold(0.0f64, |m, (x, y)| m.max((*x as f64 - y).abs()));
+        let norm_diff = a
+            .iter()
+            .zip(&b)
+            .map(|(x, y)| (*x as f64 - y).powi(2))
+            .sum::<f64>()
+            .sqrt();
+        let norm = b.iter().map(|y| y * y).sum::<f64>().sqrt();
+        println!(
+            "[{label}] {kind}: max |GPU − twin| = {max_diff:.2e} (largest |twin| {scale:.2e}, ratio {:.2e}); ‖diff‖/‖twin‖ = {:.2e}",
+            max_diff / scale,
+            norm_diff / norm
+        );
+        assert!(scale > 0.0, "{kind}: twin gradient is all zero");
+        assert!(
+            max_diff <= 2e-4 * scale,
+            "{kind}: max diff {max_diff} vs scale {scale}"
+        );
+        assert!(
+            norm_diff <= 5e-5 * norm,
+            "{kind}: relative norm {}",
+            norm_diff / norm
+        );
+    }
+}
+
+#[test]
+fn backward_matches_twin_native_atomics() {
+    let ctx = common::gpu();
+    assert!(ctx.caps.float_atomics || !ctx.adapter_info.name.contains("llvmpipe"));
+    compare_with_twin(&ctx, &format!("{:?}", ctx.shader_options.atomics));
+}
+
+#[test]
+fn backward_matches_twin_compare_and_swap_atomics() {
+    let ctx = common::gpu_with(GpuOptions {
+        force_cas_atomics: true,
+    });
+    assert_eq!(
+        ctx.shader_options.atomics,
+        physfit::gpu::AtomicMode::CompareSwap
+    );
+    compare_with_twin(&ctx, "CompareSwap");
+}
+
+/// Five large, moderately opaque splats whose 1/255 contours enclose the
+/// whole 32×24 image (no pixel near the cutoff), no alpha or colour clamp,
+/// no transmittance stop, one beyond the Jacobian's field-of-view clamp: the
+/// GPU loss is smooth in every parameter.
+fn smooth_case() -> (Gaussians, Camera) {
+    let rotation = Mat3::from_rotation_y(0.2) * Mat3::from_rotation_x(-0.1);
+    let centre = Vec3::new(0.3, -0.2, -5.0);
+    let cam = Camera {
+        width: 32,
+        height: 24,
+        fx: 32.0,
+        fy: 30.0,
+        cx: 16.0,
+        cy: 12.0,
+        rotation,
+        translation: -(rotation * centre),
+        near: 0.01,
+    };
+    let mut rng = Rng(99);
+    let mut g = Gaussians {
+        sh_degree: 3,
+        ..Default::default()
+    };
+    let points = [
+        (Vec3::new(0.1, -0.05, 5.0), 0.9, -1.0),
+        (Vec3::new(-0.3, 0.2, 5.5), 1.0, -0.5),
+        (Vec3::new(0.25, 0.15, 4.6), 1.1, -0.8),
+        (Vec3::new(-0.1, -0.2, 6.2), 1.2, 0.0),
+        // x/z = 0.8 > limit 1.3·16/32 = 0.65: the clamped Jacobian branch.
+        (Vec3::new(4.24, 0.1, 5.3), 1.45, 0.2),
+    ];
+    for (p_cam, log_scale, logit) in points {
+        let world = rotation.transpose() * (p_cam - cam.translation);
+        g.means.push(world.to_array());
+        g.rotations.push([
+            rng.range(-1.0, 1.0),
+            rng.range(-1.0, 1.0),
+            rng.range(-1.0, 1.0),
+            rng.range(-1.0, 1.0),
+        ]);
+        g.log_scales.push([
+            log_scale + rng.range(-0.1, 0.1),
+            log_scale + rng.range(-0.1, 0.1),
+            log_scale + rng.range(-0.1, 0.1),
+        ]);
+        g.opacity_logits.push(logit);
+        for k in 0..16 {
+            let s = if k == 0 { 0.8 } else { 0.15 };
+            g.sh.push([rng.range(-s, s), rng.range(-s, s), rng.range(-s, s)]);
+        }
+    }
+    // Smoothness conditions, checked on the twin's projection.
+    let c64 = Camera64::from(&cam);
+    let splats = project_all(&SplatParams64::from(&g), &c64);
+    assert_eq!(splats.len(), 5);
+    let (lim_x, lim_y) = c64.fov_limits();
+    for s in &splats {
+        let worst = [(0.5, 0.5), (31.5, 0.5), (0.5, 23.5), (31.5, 23.5)]
+            .iter()
+            .map(|&(x, y)| s.mahalanobis_half(x, y))
+            .fold(0.0, f64::max);
+        assert!(
+            worst < (255.0 * s.opacity).ln() - 0.2,
+            "splat {} is cut by 1/255",
+            s.index
+        );
+        assert!(s.opacity < 0.95 && s.colour.iter().all(|&v| v > 0.02));
+        let u = (s.mean2d[0] - c64.cx) / c64.fx;
+        let v = (s.mean2d[1] - c64.cy) / c64.fy;
+        assert!((u.abs() - lim_x).abs() > 0.02 && (v.abs() - lim_y).abs() > 0.02);
+    }
+    (g, cam)
+}
+
+fn set(g: &mut Gaussians, kind: &str, i: usize, c: usize, v: f32) -> f32 {
+    let slot = match kind {
+        "means" => &mut g.means[i][c],
+        "quats" => &mut g.rotations[i][c],
+        "log_scales" => &mut g.log_scales[i][c],
+        "opacity_logits" => &mut g.opacity_logits[i],
+        _ => &mut g.sh[i * 16 + c / 3][c % 3],
+    };
+    std::mem::replace(slot, v)
+}
+
+#[test]
+fn backward_matches_finite_differences_native_atomics() {
+    finite_difference_check(&common::gpu());
+}
+
+#[test]
+fn backward_matches_finite_differences_compare_and_swap_atomics() {
+    finite_difference_check(&common::gpu_with(GpuOptions {
+        force_cas_atomics: true,
+    }));
+}
+
+fn finite_difference_check(ctx: &GpuContext) {
+    let (g, cam) = smooth_case();
+    let bg = [0.2, 0.1, 0.05];
+    let mut rng = Rng(3);
+    let weights = random_grad_image(&mut rng, 32 * 24);
+    let mut raster = Rasterizer::new(ctx).unwrap();
+    let mut loss = |g: &Gaussians| -> f64 {
+        let splats = SplatBuffers::upload(ctx, g).unwrap();
+        let img = raster
+            .render(ctx, &splats, &cam, bg)
+            .unwrap()
+            .read_image(ctx)
+            .unwrap();
+        img.iter()
+            .zip(&weights)
+            .map(|(p, w)| (0..4).map(|c| p[c] as f64 * w[c] as f64).sum::<f64>())
+            .sum()
+    };
+    let grads = {
+        let mut r = Rasterizer::new(ctx).unwrap();
+        let splats = SplatBuffers::upload(ctx, &g).unwrap();
+        let out = r.render(ctx, &splats, &cam, bg).unwrap();
+        let grad_buf = upload_grad_image(ctx, &weights).unwrap();
+        r.backward(ctx, &splats, &out, &grad_buf)
+            .unwrap()
+            .gradients
+            .read(ctx, 5)
+            .unwrap()
+    };
+    let h = 1e-2f32;
+    let mut worst: Vec<(&str, f64, usize)> = Vec::new();
+    for (kind, comps) in [
+        ("means", 3),
+        ("quats", 4),
+        ("log_scales", 3),
+        ("opacity_logits", 1),
+        ("sh", 48),
+    ] {
+        let mut rows = Vec::new();
+        for i in 0..5 {
+            for c in 0..comps {
+                // SH: a subset of coefficients (one per degree, all channels).
+                if kind == "sh" && ![0, 1, 2, 3, 5, 6, 7, 17, 18, 19, 45, 46, 47].contains(&c) {
+                    continue;
+                }
+                let mut gp = g.clone();
+                let x = set(&mut gp, kind, i, c, 0.0);
+                set(&mut gp, kind, i, c, x + h);
+                let plus = loss(&gp);
+                set(&mut gp, kind, i, c, x - h);
+                let minus = loss(&gp);
+                let fd = (plus - minus) / (2.0 * h as f64);
+                let analytic = match kind {
+                    "means" => grads.means[i][c],
+                    "quats" => grads.rotations[i][c],
+                    "log_scales" => grads.log_scales[i][c],
+                    "opacity_logits" => grads.opacity_logits[i],
+                    _ => grads.sh[i * 16 + c / 3][c % 3],
+                } as f64;
+                rows.push((fd, analytic));
+            }
+        }
+        let scale = rows.iter().fold(0.0f64, |m, r| m.max(r.0.abs()));
+        let mut max_rel = 0.0f64;
+        let mut checked = 0;
+        for (fd, an) in &rows {
+            // Well above the f32 noise of the loss (~1e-5 / 2h ≈ 1e-3).
+            if fd.abs() >= 0.02 * scale && fd.abs() > 1e-2 {
+                max_rel = max_rel.max((an - fd).abs() / fd.abs());
+                checked += 1;
+            }
+        }
+        println!("[{:?}] {kind}: {checked}/{} components checked, max relative error vs central FD (h = {h}) {max_rel:.2e}", ctx.shader_options.atomics, rows.len());
+        worst.push((kind, max_rel, checked));
+    }
+    for (kind, rel, checked) in worst {
+        assert!(checked > 0, "{kind}: nothing checked");
+        assert!(rel <= 1e-2, "{kind}: relative error {rel}");
+    }
+}
+
+#[test]
+fn backward_with_non_finite_splats_is_finite_and_zero_for_them() {
+    let ctx = common::gpu();
+    let mut rng = Rng(21);
+    let mut g = random_gaussians(&mut rng, 40, 1, 1.0);
+    g.means[3] = [f32::NAN, 0.0, 3.0];
+    g.rotations[4] = [0.0; 4];
+    g.log_scales[5] = [f32::INFINITY, 0.0, 0.0];
+    g.opacity_logits[6] = f32::NAN;
+    g.sh[7 * 4 + 2] = [f32::NEG_INFINITY, 0.0, 0.0];
+    g.means[8] = [0.0, 0.0, -2.0]; // behind the camera
+    let cam = camera_looking_z(48, 40, Vec3::ZERO);
+    let grad = random_grad_image(&mut rng, 48 * 40);
+    let (img, grads) = gpu_render_backward(&ctx, &g, &cam, [0.0; 3], &grad);
+    assert!(img.iter().flatten().all(|v| v.is_finite()));
+    let all: Vec<f32> = grads
+        .means
+        .iter()
+        .flatten()
+        .chain(grads.rotations.iter().flatten())
+        .chain(grads.log_scales.iter().flatten())
+        .chain(&grads.opacity_logits)
+        .chain(grads.sh.iter().flatten())
+        .copied()
+        .collect();
+    assert!(all.iter().all(|v| v.is_finite()), "non-finite gradient");
+    for i in 3..=8 {
+        assert_eq!(grads.means[i], [0.0; 3], "splat {i}");
+        assert_eq!(grads.rotations[i], [0.0; 4], "splat {i}");
+        assert_eq!(grads.opacity_logits[i], 0.0, "splat {i}");
+    }
+    assert!(grads.means.iter().flatten().any(|v| *v != 0.0));
+}

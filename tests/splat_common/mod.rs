@@ -1,0 +1,136 @@
+//! Helpers shared by the splat rasterizer tests: GPU render / backward in one
+//! call, random scenes, comparisons with the f64 twin.
+#![allow(dead_code)]
+
+use glam::{Mat3, Vec3};
+use physfit::gpu::GpuContext;
+use physfit::reference::splat::{params::SplatParams64, Image64};
+use physfit::scene::{Camera, Gaussians};
+use physfit::splat::{upload_grad_image, HostGradients, Rasterizer, SplatBuffers};
+
+/// Renders on the GPU, returns RGBA per pixel.
+pub fn gpu_render(ctx: &GpuContext, g: &Gaussians, cam: &Camera, bg: [f32; 3]) -> Vec<[f32; 4]> {
+    let mut r = Rasterizer::new(ctx).unwrap();
+    let splats = SplatBuffers::upload(ctx, g).unwrap();
+    let out = r.render(ctx, &splats, cam, bg).unwrap();
+    out.read_image(ctx).unwrap()
+}
+
+/// Renders and back-propagates `grad` (dL/dRGBA per pixel) on the GPU.
+pub fn gpu_render_backward(
+    ctx: &GpuContext,
+    g: &Gaussians,
+    cam: &Camera,
+    bg: [f32; 3],
+    grad: &[[f32; 4]],
+) -> (Vec<[f32; 4]>, HostGradients) {
+    let mut r = Rasterizer::new(ctx).unwrap();
+    let splats = SplatBuffers::upload(ctx, g).unwrap();
+    let out = r.render(ctx, &splats, cam, bg).unwrap();
+    let grad_buf = upload_grad_image(ctx, grad).unwrap();
+    let back = r.backward(ctx, &splats, &out, &grad_buf).unwrap();
+    (
+        out.read_image(ctx).unwrap(),
+        back.gradients.read(ctx, splats.count).unwrap(),
+    )
+}
+
+/// Twin image as RGBA f64.
+pub fn twin_rgba(img: &Image64) -> Vec<[f64; 4]> {
+    img.rgb
+        .iter()
+        .zip(&img.alpha)
+        .map(|(c, a)| [c[0], c[1], c[2], *a])
+        .collect()
+}
+
+pub fn twin_render(g: &Gaussians, cam: &Camera, bg: [f32; 3]) -> Vec<[f64; 4]> {
+    let p = SplatParams64::from(g);
+    twin_rgba(&physfit::reference::splat::render(
+        &p,
+        cam,
+        bg.map(f64::from),
+    ))
+}
+
+/// Max and mean absolute difference per channel.
+pub fn diff_stats(a: &[[f32; 4]], b: &[[f64; 4]]) -> ([f64; 4], [f64; 4]) {
+    assert_eq!(a.len(), b.len());
+    let mut max = [0.0f64; 4];
+    let mut mean = [0.0f64; 4];
+    for (x, y) in a.iter().zip(b) {
+        for c in 0..4 {
+            let d = (x[c] as f64 - y[c]).abs();
+            assert!(!d.is_nan(), "NaN in image");
+            max[c] = max[c].max(d);
+            mean[c] += d;
+        }
+    }
+    for m in &mut mean {
+        *m /= a.len() as f64;
+    }
+    (max, mean)
+}
+
+/// Small deterministic generator (xorshift), uniform in [0, 1).
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> f32 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 >> 40) as f32 / (1u64 << 24) as f32
+    }
+    pub fn range(&mut self, lo: f32, hi: f32) -> f32 {
+        lo + (hi - lo) * self.next()
+    }
+}
+
+/// A camera at `position` looking along +z (identity rotation).
+pub fn camera_looking_z(width: u32, height: u32, position: Vec3) -> Camera {
+    Camera {
+        width,
+        height,
+        fx: width as f32 * 0.8,
+        fy: width as f32 * 0.8,
+        cx: width as f32 / 2.0,
+        cy: height as f32 / 2.0,
+        rotation: Mat3::IDENTITY,
+        translation: -position,
+        near: 0.05,
+    }
+}
+
+/// `n` random splats in a box in front of the camera at the origin.
+pub fn random_gaussians(rng: &mut Rng, n: usize, sh_degree: u32, spread: f32) -> Gaussians {
+    let k = ((sh_degree + 1) * (sh_degree + 1)) as usize;
+    let mut g = Gaussians {
+        sh_degree,
+        ..Default::default()
+    };
+    for _ in 0..n {
+        g.means.push([
+            rng.range(-spread, spread),
+            rng.range(-spread, spread) * 0.6,
+            rng.range(2.0, 6.0),
+        ]);
+        g.rotations.push([
+            rng.range(-1.0, 1.0),
+            rng.range(-1.0, 1.0),
+            rng.range(-1.0, 1.0),
+            rng.range(-1.0, 1.0),
+        ]);
+        g.log_scales.push([
+            rng.range(-3.5, -1.5),
+            rng.range(-3.5, -1.5),
+            rng.range(-3.5, -1.5),
+        ]);
+        g.opacity_logits.push(rng.range(-2.0, 3.0));
+        for c in 0..k {
+            let s = if c == 0 { 1.0 } else { 0.3 };
+            g.sh.push([rng.range(-s, s), rng.range(-s, s), rng.range(-s, s)]);
+        }
+    }
+    g
+}
