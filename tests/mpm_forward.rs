@@ -2,6 +2,8 @@
 //! fall, momentum conservation, anchored particles, the time-step refusal
 //! and blow-up detection.
 
+#![allow(clippy::needless_range_loop)] // parallel per-particle arrays
+
 mod common;
 mod mpm_support;
 
