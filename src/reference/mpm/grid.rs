@@ -1,0 +1,157 @@
+//! Background grid of one substep and the grid update (src/mpm/config.rs,
+//! step 2): `v_i = mv_i/m_i`, `+ dt·gravity`, `·exp(−damping·dt)`, then
+//! anchored nodes, then walls.
+//!
+//! Nodes have global indices 0..=grid_res per axis (positions `i·dx`, so
+//! the box [0,1] has nodes on both faces and the wall rule "index < 3 or
+//! index > grid_res − 3" marks 3 node layers at each side). The twin stores
+//! only the bounding box of the nodes the particles touch.
+
+use super::mat3::Vec3;
+use super::stencil::{offsets, Stencil};
+use super::MpmSetup64;
+use crate::mpm::config::{WallMode, WALL_MARGIN_CELLS};
+
+/// Grid mass and momentum after P2G, over a box of nodes.
+#[derive(Clone, Debug)]
+pub struct Grid64 {
+    /// Global index of the box's lowest node.
+    pub origin: [i64; 3],
+    /// Nodes per axis in the box.
+    pub dims: [usize; 3],
+    /// `m_i`.
+    pub mass: Vec<f64>,
+    /// `mv_i` (mass times velocity, including the stress impulse).
+    pub momentum: Vec<Vec3>,
+    /// Node receives mass (`w_ip > 0`) from an anchored particle.
+    pub anchored: Vec<bool>,
+}
+
+impl Grid64 {
+    /// An empty grid over the nodes of `stencils`.
+    ///
+    /// # Panics
+    /// If a stencil leaves the nodes 0..=grid_res (a particle left the box):
+    /// the twin is a test oracle and such a state is a bug in the test.
+    pub fn covering(stencils: &[Stencil], grid_res: u32) -> Self {
+        let mut lo = [i64::MAX; 3];
+        let mut hi = [i64::MIN; 3];
+        for (p, s) in stencils.iter().enumerate() {
+            for a in 0..3 {
+                assert!(
+                    s.base[a] >= 0 && s.base[a] + 2 <= grid_res as i64,
+                    "particle {p} left the simulation box (base node {:?}, grid_res {grid_res})",
+                    s.base
+                );
+                lo[a] = lo[a].min(s.base[a]);
+                hi[a] = hi[a].max(s.base[a] + 2);
+            }
+        }
+        if stencils.is_empty() {
+            lo = [0; 3];
+            hi = [-1; 3];
+        }
+        let dims: [usize; 3] = std::array::from_fn(|a| (hi[a] - lo[a] + 1) as usize);
+        let n = dims[0] * dims[1] * dims[2];
+        Grid64 {
+            origin: lo,
+            dims,
+            mass: vec![0.0; n],
+            momentum: vec![[0.0; 3]; n],
+            anchored: vec![false; n],
+        }
+    }
+
+    /// Storage index of global node `node`.
+    pub fn index(&self, node: [i64; 3]) -> usize {
+        let l: [usize; 3] = std::array::from_fn(|a| (node[a] - self.origin[a]) as usize);
+        (l[0] * self.dims[1] + l[1]) * self.dims[2] + l[2]
+    }
+
+    /// Global node of storage index `index`.
+    pub fn node(&self, index: usize) -> [i64; 3] {
+        let l = [
+            index / (self.dims[1] * self.dims[2]),
+            (index / self.dims[2]) % self.dims[1],
+            index % self.dims[2],
+        ];
+        std::array::from_fn(|a| self.origin[a] + l[a] as i64)
+    }
+
+    /// Storage indices of a stencil's 27 nodes, in [`offsets`] order.
+    pub fn stencil_indices(&self, s: &Stencil) -> [usize; 27] {
+        let mut out = [0; 27];
+        for (n, o) in offsets().enumerate() {
+            out[n] = self.index(s.node(o));
+        }
+        out
+    }
+}
+
+/// Grid velocities after the update, with the boundary-condition mask the
+/// adjoint needs.
+#[derive(Clone, Debug)]
+pub struct GridVelocity64 {
+    /// Updated `v_i` (zero where `m_i = 0`).
+    pub velocity: Vec<Vec3>,
+    /// Per component: true where the boundary conditions left it, false
+    /// where they zeroed it (a zeroed component passes zero gradient).
+    pub pass: Vec<[bool; 3]>,
+}
+
+/// The grid update of src/mpm/config.rs step 2.
+pub fn grid_update(setup: &MpmSetup64, grid: &Grid64) -> GridVelocity64 {
+    let config = &setup.config;
+    let dt = config.dt();
+    let decay = (-config.damping * dt).exp();
+    let n = grid.mass.len();
+    let mut velocity = vec![[0.0; 3]; n];
+    let mut pass = vec![[true; 3]; n];
+    for i in 0..n {
+        let m = grid.mass[i];
+        if m <= 0.0 {
+            continue;
+        }
+        let mut v: Vec3 =
+            std::array::from_fn(|a| (grid.momentum[i][a] / m + dt * config.gravity[a]) * decay);
+        let mask = boundary_mask(setup, grid, i, &v);
+        for a in 0..3 {
+            if !mask[a] {
+                v[a] = 0.0;
+            }
+        }
+        velocity[i] = v;
+        pass[i] = mask;
+    }
+    GridVelocity64 { velocity, pass }
+}
+
+/// Which components of the damped velocity `v` of node `i` survive the
+/// boundary conditions: anchored nodes lose all; wall nodes lose all
+/// (sticky) or the component pointing into the wall (slip).
+fn boundary_mask(setup: &MpmSetup64, grid: &Grid64, i: usize, v: &Vec3) -> [bool; 3] {
+    if grid.anchored[i] {
+        return [false; 3];
+    }
+    let node = grid.node(i);
+    let res = setup.config.grid_res as i64;
+    let margin = WALL_MARGIN_CELLS as i64;
+    let mut mask = [true; 3];
+    for a in 0..3 {
+        let low = node[a] < margin;
+        let high = node[a] > res - margin;
+        match setup.config.walls {
+            WallMode::Sticky => {
+                if low || high {
+                    return [false; 3];
+                }
+            }
+            WallMode::Slip => {
+                if (low && v[a] < 0.0) || (high && v[a] > 0.0) {
+                    mask[a] = false;
+                }
+            }
+        }
+    }
+    mask
+}

@@ -1,0 +1,67 @@
+//! Grid* — reverse mode of [`super::grid::grid_update`].
+//!
+//! Forward per node with `m_i > 0`: `u = mv/m`, `g = (u + dt·gravity)·γ`
+//! (`γ = exp(−damping·dt)`), `v = mask ⊙ g`. Reverse: `ḡ = mask ⊙ v̄`
+//! (zeroed components pass zero gradient), `ū = γ ḡ`, `m̄v = ū/m`, and the
+//! grid-mass path `m̄ = −ū·u/m` (dropped by PhysDreamer's shipped adjoint;
+//! DESIGN.md § Adjoint). Gravity is a constant and contributes nothing.
+
+use super::grid::{Grid64, GridVelocity64};
+use super::mat3::Vec3;
+use super::MpmSetup64;
+
+/// Which optional paths the adjoint carries; [`AdjointPaths::ALL`] is the
+/// correct gradient, the others exist to prove tests can fail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AdjointPaths {
+    /// The grid-mass path through `v_i = mv_i/m_i`.
+    pub grid_mass: bool,
+}
+
+impl AdjointPaths {
+    /// Every path (the correct gradient).
+    pub const ALL: AdjointPaths = AdjointPaths { grid_mass: true };
+}
+
+/// `∂L/∂m_i` and `∂L/∂mv_i`.
+#[derive(Clone, Debug)]
+pub struct AdjointGrid64 {
+    pub mass: Vec<f64>,
+    pub momentum: Vec<Vec3>,
+}
+
+/// Reverse of the grid update given `∂L/∂v_i` (after boundary conditions).
+pub fn grid_adjoint(
+    setup: &MpmSetup64,
+    grid: &Grid64,
+    gv: &GridVelocity64,
+    adj_velocity: &[Vec3],
+    paths: AdjointPaths,
+) -> AdjointGrid64 {
+    let decay = (-setup.config.damping * setup.config.dt()).exp();
+    let n = grid.mass.len();
+    let mut mass = vec![0.0; n];
+    let mut momentum = vec![[0.0; 3]; n];
+    for i in 0..n {
+        let m = grid.mass[i];
+        if m <= 0.0 {
+            continue;
+        }
+        let mut u_bar = [0.0; 3];
+        for a in 0..3 {
+            if gv.pass[i][a] {
+                u_bar[a] = decay * adj_velocity[i][a];
+            }
+        }
+        let mut m_bar = 0.0;
+        for a in 0..3 {
+            momentum[i][a] = u_bar[a] / m;
+            let u = grid.momentum[i][a] / m;
+            m_bar -= u_bar[a] * u / m;
+        }
+        if paths.grid_mass {
+            mass[i] = m_bar;
+        }
+    }
+    AdjointGrid64 { mass, momentum }
+}

@@ -1,0 +1,54 @@
+//! P2G (DESIGN.md § MPM step 1): `m_i += w m_p`,
+//! `mv_i += w (m_p v_p + (−dt·4/dx²·V_p·P(F_p)F_pᵀ + m_p C_p)(x_i − x_p))`.
+
+use super::grid::Grid64;
+use super::mat3::{self, Mat3};
+use super::polar::polar_decomposition;
+use super::stencil::{offsets, Stencil};
+use super::stress::fixed_corotated_stress;
+use super::{MpmSetup64, MpmState64};
+
+/// Stencils of all particles.
+pub fn stencils(state: &MpmState64, dx: f64) -> Vec<Stencil> {
+    state.x.iter().map(|x| Stencil::new(x, dx)).collect()
+}
+
+/// The APIC affine momentum matrix of particle p,
+/// `A_p = −dt·4/dx²·V_p·P(F_p)F_pᵀ + m_p C_p`.
+pub fn affine_momentum(setup: &MpmSetup64, state: &MpmState64, youngs: f64, p: usize) -> Mat3 {
+    let config = &setup.config;
+    let (dt, dx) = (config.dt(), config.dx());
+    let (mu, lambda) = config.lame(youngs);
+    let f = &state.f[p];
+    let stress = fixed_corotated_stress(f, &polar_decomposition(f), mu, lambda);
+    let kirchhoff = mat3::mul(&stress, &mat3::transpose(f));
+    let mut a = mat3::scale(&kirchhoff, -dt * 4.0 / (dx * dx) * setup.particle_volume);
+    mat3::add_scaled(&mut a, &state.c[p], setup.particle_mass());
+    a
+}
+
+/// Scatters all particles to a fresh grid.
+pub fn p2g(setup: &MpmSetup64, state: &MpmState64, youngs: &[f64]) -> Grid64 {
+    setup.check(state, youngs);
+    let config = &setup.config;
+    let stencils = stencils(state, config.dx());
+    let mut grid = Grid64::covering(&stencils, config.grid_res);
+    let mp = setup.particle_mass();
+    for (p, s) in stencils.iter().enumerate() {
+        let a = affine_momentum(setup, state, youngs[p], p);
+        let idx = grid.stencil_indices(s);
+        for (n, o) in offsets().enumerate() {
+            let w = s.weight(o);
+            let ad = mat3::mul_vec(&a, &s.node_offset(o));
+            let i = idx[n];
+            grid.mass[i] += w * mp;
+            for k in 0..3 {
+                grid.momentum[i][k] += w * (mp * state.v[p][k] + ad[k]);
+            }
+            if setup.anchored[p] && w > 0.0 {
+                grid.anchored[i] = true;
+            }
+        }
+    }
+    grid
+}

@@ -1,0 +1,77 @@
+//! P2G* — reverse mode of [`super::p2g::p2g`].
+//!
+//! Forward per particle and node: `m_i += w m_p`,
+//! `mv_i += w (m_p v_p + A_p dᵢ)`, `A_p = κ V_p P(F_p)F_pᵀ + m_p C_p`,
+//! `κ = −dt·4/dx²`, `dᵢ = x_i − x_p`. Reverse: `w̄ = m̄_i m_p + m̄v_i·(m_p v_p
+//! + A_p dᵢ)` (weights' path to x_p through ∂w/∂x_p, including the grid-mass
+//! term), `v̄_p += w m_p m̄v_i`, `Ā_p += w m̄v_i dᵢᵀ`, `x̄_p −= w A_pᵀm̄v_i`
+//! (offsets' path), then `C̄_p += m_p Ā_p`, `Q̄ = κ V_p Ā_p` for
+//! `Q = P Fᵀ`: `P̄ = Q̄F`, `F̄ += Q̄ᵀP`, and the stress adjoint for P̄.
+
+use super::grid::Grid64;
+use super::grid_adjoint::AdjointGrid64;
+use super::mat3::{self, Mat3};
+use super::p2g::stencils;
+use super::polar::polar_decomposition;
+use super::stencil::offsets;
+use super::stress::{fixed_corotated_stress, fixed_corotated_stress_adjoint};
+use super::{MpmSetup64, MpmState64};
+use crate::mpm::config::lame;
+
+/// Adds the P2G part to `partial` (the G2P* output) and returns
+/// `(∂L/∂(state before), ∂L/∂E)`.
+pub fn p2g_adjoint(
+    setup: &MpmSetup64,
+    state: &MpmState64,
+    youngs: &[f64],
+    grid: &Grid64,
+    adj_grid: &AdjointGrid64,
+    partial: MpmState64,
+) -> (MpmState64, Vec<f64>) {
+    let config = &setup.config;
+    let (dt, dx) = (config.dt(), config.dx());
+    let mp = setup.particle_mass();
+    let kappa_v = -dt * 4.0 / (dx * dx) * setup.particle_volume;
+    let (mu_per_e, lambda_per_e) = lame(1.0, config.poisson);
+    let mut adj = partial;
+    let mut d_youngs = vec![0.0; state.len()];
+    for (p, s) in stencils(state, dx).iter().enumerate() {
+        let f = &state.f[p];
+        let polar = polar_decomposition(f);
+        let stress =
+            fixed_corotated_stress(f, &polar, youngs[p] * mu_per_e, youngs[p] * lambda_per_e);
+        let mut a = mat3::scale(&mat3::mul(&stress, &mat3::transpose(f)), kappa_v);
+        mat3::add_scaled(&mut a, &state.c[p], mp);
+
+        let idx = grid.stencil_indices(s);
+        let mut a_bar = mat3::ZERO;
+        let mut x_bar = adj.x[p];
+        let mut v_bar = adj.v[p];
+        for (m, o) in offsets().enumerate() {
+            let i = idx[m];
+            let w = s.weight(o);
+            let d = s.node_offset(o);
+            let mv_bar = &adj_grid.momentum[i];
+            let ad = mat3::mul_vec(&a, &d);
+            let contribution: [f64; 3] = std::array::from_fn(|k| mp * state.v[p][k] + ad[k]);
+            let w_bar = adj_grid.mass[i] * mp + mat3::dot(mv_bar, &contribution);
+            mat3::vadd_scaled(&mut x_bar, &s.weight_gradient(o), w_bar);
+            mat3::vadd_scaled(&mut v_bar, mv_bar, w * mp);
+            mat3::add_scaled(&mut a_bar, &mat3::outer(mv_bar, &d), w);
+            mat3::vadd_scaled(&mut x_bar, &mat3::mul_transpose_vec(&a, mv_bar), -w);
+        }
+        adj.x[p] = x_bar;
+        adj.v[p] = v_bar;
+        mat3::add_scaled(&mut adj.c[p], &a_bar, mp);
+
+        let q_bar: Mat3 = mat3::scale(&a_bar, kappa_v);
+        let p_bar = mat3::mul(&q_bar, f);
+        let mut f_bar = mat3::mul(&mat3::transpose(&q_bar), &stress);
+        let (f_bar_stress, e_bar) =
+            fixed_corotated_stress_adjoint(f, &polar, youngs[p], mu_per_e, lambda_per_e, &p_bar);
+        f_bar = mat3::add(&f_bar, &f_bar_stress);
+        adj.f[p] = mat3::add(&adj.f[p], &f_bar);
+        d_youngs[p] = e_bar;
+    }
+    (adj, d_youngs)
+}

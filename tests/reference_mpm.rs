@@ -1,0 +1,669 @@
+//! Tests of the f64 MPM twin (src/reference/mpm): polar derivative and
+//! rollout gradients against central finite differences, and physics
+//! (free fall, momentum conservation, anchoring, thin-bar period).
+
+use physfit::mpm::config::{MpmConfig, WallMode};
+use physfit::reference::mpm::grid_adjoint::AdjointPaths;
+use physfit::reference::mpm::mat3::{self, Mat3, Vec3};
+use physfit::reference::mpm::rollout::rollout_gradient_with;
+use physfit::reference::mpm::{grid, p2g};
+use physfit::reference::mpm::{
+    polar_decomposition, polar_forward_derivative, polar_reverse, rollout, rollout_gradient,
+    substep, MpmSetup64, MpmState64,
+};
+use std::time::Instant;
+
+/// Deterministic generator (splitmix64) so tests need no dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// Uniform in [-1, 1).
+    fn uniform(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+    }
+    fn vec3(&mut self) -> Vec3 {
+        [self.uniform(), self.uniform(), self.uniform()]
+    }
+    fn mat3(&mut self) -> Mat3 {
+        [self.vec3(), self.vec3(), self.vec3()]
+    }
+}
+
+fn config(grid_res: u32, substeps_per_frame: u32, gravity: [f64; 3]) -> MpmConfig {
+    MpmConfig {
+        grid_res,
+        fps: 30.0,
+        substeps_per_frame,
+        gravity,
+        damping: 0.0,
+        density: 2000.0,
+        poisson: 0.3,
+        walls: WallMode::Sticky,
+    }
+}
+
+/// A jittered cube of `per_axis³` particles, spacing dx/2, centred in the box.
+fn cube(grid_res: u32, per_axis: usize, rng: &mut Rng) -> Vec<Vec3> {
+    let dx = 1.0 / grid_res as f64;
+    let h = dx / 2.0;
+    let start = 0.5 - per_axis as f64 * h / 2.0;
+    let mut pts = Vec::new();
+    for i in 0..per_axis {
+        for j in 0..per_axis {
+            for k in 0..per_axis {
+                let jitter = rng.vec3();
+                pts.push(std::array::from_fn(|a| {
+                    let idx = [i, j, k][a] as f64;
+                    start + (idx + 0.5 + 0.3 * jitter[a]) * h
+                }));
+            }
+        }
+    }
+    pts
+}
+
+fn max_abs_diff(a: &Mat3, b: &Mat3) -> f64 {
+    (0..3)
+        .flat_map(|i| (0..3).map(move |j| (i, j)))
+        .map(|(i, j)| (a[i][j] - b[i][j]).abs())
+        .fold(0.0, f64::max)
+}
+
+fn rotation(axis: Vec3, angle: f64) -> Mat3 {
+    let n = mat3::dot(&axis, &axis).sqrt();
+    let k = mat3::skew(&[axis[0] / n, axis[1] / n, axis[2] / n]);
+    let mut r = mat3::IDENTITY;
+    mat3::add_scaled(&mut r, &k, angle.sin());
+    mat3::add_scaled(&mut r, &mat3::mul(&k, &k), 1.0 - angle.cos());
+    r
+}
+
+// ---------------------------------------------------------------- polar
+
+/// Forward- and reverse-mode polar derivatives vs central differences of R,
+/// including equal singular values.
+#[test]
+fn polar_derivatives_match_finite_differences() {
+    let t0 = Instant::now();
+    let mut rng = Rng(7);
+    let q = rotation([0.3, -0.5, 0.8], 0.7);
+    let cases: Vec<(&str, Mat3)> = vec![
+        (
+            "general",
+            mat3::add(&mat3::IDENTITY, &mat3::scale(&rng.mat3(), 0.3)),
+        ),
+        (
+            "rotation·diag(s,s,s')",
+            mat3::mul(&q, &[[1.2, 0.0, 0.0], [0.0, 1.2, 0.0], [0.0, 0.0, 0.8]]),
+        ),
+        ("scaled rotation", mat3::scale(&q, 0.9)),
+        ("identity", mat3::IDENTITY),
+        (
+            "inverted",
+            mat3::mul(&q, &[[1.1, 0.0, 0.0], [0.0, 0.9, 0.0], [0.0, 0.0, -0.3]]),
+        ),
+    ];
+    let h = 1e-5;
+    let mut worst: f64 = 0.0;
+    for (name, f) in cases {
+        for _ in 0..4 {
+            let df = rng.mat3();
+            let g = rng.mat3();
+            let rp = polar_decomposition(&mat3::add(&f, &mat3::scale(&df, h))).r;
+            let rm = polar_decomposition(&mat3::sub(&f, &mat3::scale(&df, h))).r;
+            let fd = mat3::scale(&mat3::sub(&rp, &rm), 0.5 / h);
+            let forward = polar_forward_derivative(&f, &df);
+            let err_fwd = max_abs_diff(&fd, &forward) / mat3::norm(&fd).max(1e-300);
+            // Reverse: ⟨G, dR⟩ = ⟨polar_reverse(F, G), dF⟩.
+            let lhs = mat3::frobenius_dot(&g, &fd);
+            let rhs = mat3::frobenius_dot(&polar_reverse(&f, &g), &df);
+            let err_rev = (lhs - rhs).abs() / lhs.abs().max(mat3::norm(&g) * mat3::norm(&fd));
+            println!("polar {name}: forward rel err {err_fwd:.2e}, reverse rel err {err_rev:.2e}");
+            assert!(err_fwd < 1e-9, "{name}: forward {err_fwd:e}");
+            assert!(err_rev < 1e-9, "{name}: reverse {err_rev:e}");
+            worst = worst.max(err_fwd).max(err_rev);
+        }
+    }
+    println!("polar worst {worst:.2e} in {:?}", t0.elapsed());
+}
+
+// ------------------------------------------------------------- gradients
+
+/// Small cube scene for gradient checks: 512 particles on grid_res 16,
+/// bottom layer anchored, gravity on, random E and initial velocity, away
+/// from the walls.
+struct GradientScene {
+    setup: MpmSetup64,
+    initial: MpmState64,
+    youngs: Vec<f64>,
+    loss_grad: MpmState64,
+    substeps: usize,
+}
+
+fn gradient_scene() -> GradientScene {
+    scene_with(WallMode::Sticky, 0.0, 0.0, true)
+}
+
+/// The gradient-check cube shifted by `shift_y`, with wall mode `walls`,
+/// grid damping `damping`, and optionally its bottom layer anchored.
+fn scene_with(walls: WallMode, shift_y: f64, damping: f64, anchor_bottom: bool) -> GradientScene {
+    let mut rng = Rng(42);
+    let grid_res = 16;
+    let per_axis = 8;
+    let mut x = cube(grid_res, per_axis, &mut rng);
+    for p in x.iter_mut() {
+        p[1] += shift_y;
+    }
+    let n = x.len();
+    let anchored: Vec<bool> = (0..n)
+        .map(|p| anchor_bottom && (p / per_axis) % per_axis == 0)
+        .collect();
+    let mut initial = MpmState64::at_rest(x);
+    for (v, &fixed) in initial.v.iter_mut().zip(&anchored) {
+        if !fixed {
+            *v = rng.vec3().map(|c| 0.3 * c);
+        }
+    }
+    let youngs: Vec<f64> = (0..n).map(|_| 2e5 * (1.0 + 0.5 * rng.uniform())).collect();
+    let mut config = config(grid_res, 20, [0.0, -9.8, 0.0]);
+    config.walls = walls;
+    config.damping = damping;
+    let setup = MpmSetup64 {
+        config,
+        particle_volume: (1.0 / 32.0f64).powi(3),
+        anchored,
+    };
+    let mut loss_grad = MpmState64::zeros(n);
+    for p in 0..n {
+        loss_grad.x[p] = rng.vec3();
+        loss_grad.v[p] = rng.vec3();
+    }
+    GradientScene {
+        setup,
+        initial,
+        youngs,
+        loss_grad,
+        substeps: 24,
+    }
+}
+
+impl GradientScene {
+    /// Loss of a rollout and the base cells of every particle at every
+    /// substep (to check no finite-difference run crossed a cell boundary).
+    fn loss(&self, initial: &MpmState64, youngs: &[f64]) -> (f64, Vec<[i64; 3]>) {
+        let states = rollout(&self.setup, initial, youngs, self.substeps);
+        let dx = self.setup.config.dx();
+        let cells = states
+            .iter()
+            .flat_map(|s| s.x.iter())
+            .map(|x| std::array::from_fn(|a| (x[a] / dx - 0.5).floor() as i64))
+            .collect();
+        (states.last().unwrap().dot(&self.loss_grad), cells)
+    }
+
+    /// Central difference along a direction in (E, v0).
+    fn central_difference(&self, d_youngs: &[f64], d_velocity: &[Vec3], h: f64) -> f64 {
+        let perturbed = |sign: f64| {
+            let e: Vec<f64> = self
+                .youngs
+                .iter()
+                .zip(d_youngs)
+                .map(|(e, d)| e + sign * h * d)
+                .collect();
+            let mut s = self.initial.clone();
+            for (v, d) in s.v.iter_mut().zip(d_velocity) {
+                mat3::vadd_scaled(v, d, sign * h);
+            }
+            self.loss(&s, &e)
+        };
+        let (lp, cells_p) = perturbed(1.0);
+        let (lm, cells_m) = perturbed(-1.0);
+        assert_eq!(cells_p, cells_m, "a particle crossed a cell boundary");
+        (lp - lm) / (2.0 * h)
+    }
+}
+
+fn directional(grad: &physfit::reference::mpm::RolloutGradient, d_e: &[f64], d_v: &[Vec3]) -> f64 {
+    let e: f64 = grad.d_youngs.iter().zip(d_e).map(|(g, d)| g * d).sum();
+    let v: f64 = grad
+        .d_initial
+        .v
+        .iter()
+        .zip(d_v)
+        .map(|(g, d)| mat3::dot(g, d))
+        .sum();
+    e + v
+}
+
+/// dL/dE and dL/dv0 of a 24-substep rollout vs central differences.
+#[test]
+fn rollout_gradient_matches_finite_differences() {
+    let t0 = Instant::now();
+    let scene = gradient_scene();
+    let n = scene.initial.len();
+    let grad = rollout_gradient(
+        &scene.setup,
+        &scene.initial,
+        &scene.youngs,
+        scene.substeps,
+        &scene.loss_grad,
+    );
+    let mut rng = Rng(99);
+    let zero_v = vec![[0.0; 3]; n];
+    let zero_e = vec![0.0; n];
+    let mut worst: f64 = 0.0;
+    for trial in 0..2 {
+        // Young's modulus direction, relative to E.
+        let d_e: Vec<f64> = scene.youngs.iter().map(|e| e * rng.uniform()).collect();
+        let fd = scene.central_difference(&d_e, &zero_v, 1e-4);
+        let an = directional(&grad, &d_e, &zero_v);
+        let err = (fd - an).abs() / fd.abs();
+        println!("dL/dE trial {trial}: fd {fd:.10e} adjoint {an:.10e} rel err {err:.2e}");
+        assert!(err <= 1e-5, "dL/dE rel err {err:e}");
+        worst = worst.max(err);
+        // Initial-velocity direction (free particles).
+        let d_v: Vec<Vec3> = (0..n)
+            .map(|p| {
+                if scene.setup.anchored[p] {
+                    [0.0; 3]
+                } else {
+                    rng.vec3()
+                }
+            })
+            .collect();
+        let fd = scene.central_difference(&zero_e, &d_v, 1e-4);
+        let an = directional(&grad, &zero_e, &d_v);
+        let err = (fd - an).abs() / fd.abs();
+        println!("dL/dv0 trial {trial}: fd {fd:.10e} adjoint {an:.10e} rel err {err:.2e}");
+        assert!(err <= 1e-5, "dL/dv0 rel err {err:e}");
+        worst = worst.max(err);
+    }
+    // Single components: one E and one velocity entry.
+    let p = n / 2 + 3 * 8 + 3; // a free particle in the middle
+    assert!(!scene.setup.anchored[p]);
+    let mut d_e = zero_e.clone();
+    d_e[p] = scene.youngs[p];
+    let fd = scene.central_difference(&d_e, &zero_v, 1e-4);
+    let an = directional(&grad, &d_e, &zero_v);
+    let err = (fd - an).abs() / fd.abs();
+    println!("dL/dE_{p}: fd {fd:.10e} adjoint {an:.10e} rel err {err:.2e}");
+    assert!(err <= 1e-5, "dL/dE_p rel err {err:e}");
+    worst = worst.max(err);
+    let mut d_v = zero_v.clone();
+    d_v[p] = [0.0, 1.0, 0.0];
+    let fd = scene.central_difference(&zero_e, &d_v, 1e-4);
+    let an = directional(&grad, &zero_e, &d_v);
+    let err = (fd - an).abs() / fd.abs();
+    println!("dL/dv0_{p},y: fd {fd:.10e} adjoint {an:.10e} rel err {err:.2e}");
+    assert!(err <= 1e-5, "dL/dv0_p rel err {err:e}");
+    worst = worst.max(err);
+    println!(
+        "rollout gradient worst rel err {worst:.2e} in {:?}",
+        t0.elapsed()
+    );
+}
+
+/// Dropping the grid-mass path (as PhysDreamer's shipped adjoint does)
+/// gives a velocity gradient far from finite differences: the test above
+/// can fail, and the path matters.
+#[test]
+fn gradient_without_grid_mass_path_is_wrong() {
+    let t0 = Instant::now();
+    let scene = gradient_scene();
+    let n = scene.initial.len();
+    let ablated = rollout_gradient_with(
+        &scene.setup,
+        &scene.initial,
+        &scene.youngs,
+        scene.substeps,
+        &scene.loss_grad,
+        AdjointPaths { grid_mass: false },
+    );
+    let mut rng = Rng(5);
+    let d_v: Vec<Vec3> = (0..n)
+        .map(|p| {
+            if scene.setup.anchored[p] {
+                [0.0; 3]
+            } else {
+                rng.vec3()
+            }
+        })
+        .collect();
+    let fd = scene.central_difference(&vec![0.0; n], &d_v, 1e-4);
+    let an = directional(&ablated, &vec![0.0; n], &d_v);
+    let err = (fd - an).abs() / fd.abs();
+    let d_e: Vec<f64> = scene.youngs.iter().map(|e| e * rng.uniform()).collect();
+    let fd_e = scene.central_difference(&d_e, &vec![[0.0; 3]; n], 1e-4);
+    let an_e = directional(&ablated, &d_e, &vec![[0.0; 3]; n]);
+    let err_e = (fd_e - an_e).abs() / fd_e.abs();
+    println!(
+        "without grid-mass path: dL/dv0 rel err {err:.2e}, dL/dE rel err {err_e:.2e} in {:?}",
+        t0.elapsed()
+    );
+    assert!(
+        err > 1e-2,
+        "dropping the mass path changed dL/dv0 by only {err:e}"
+    );
+}
+
+// --------------------------------------------------------------- physics
+
+/// A free-falling cube (no walls reached) follows the symplectic-Euler
+/// trajectory `Δx_n = g·dt²·n(n+1)/2` exactly, i.e. `g·t²/2` up to
+/// `g·t·dt/2`; v = g·t, C = 0, F = I.
+#[test]
+fn free_fall_matches_parabola() {
+    let t0 = Instant::now();
+    let mut rng = Rng(3);
+    let g = [0.5, -9.8, 0.0];
+    let setup_config = config(16, 20, g);
+    let dt = setup_config.dt();
+    let x = cube(16, 6, &mut rng);
+    let n = x.len();
+    let setup = MpmSetup64 {
+        config: setup_config,
+        particle_volume: (1.0 / 32.0f64).powi(3),
+        anchored: vec![false; n],
+    };
+    let youngs = vec![1e5; n];
+    let steps = 50;
+    let states = rollout(&setup, &MpmState64::at_rest(x), &youngs, steps);
+    let (first, last) = (&states[0], &states[steps]);
+    let t = steps as f64 * dt;
+    let k = (steps * (steps + 1)) as f64 / 2.0;
+    let mut worst_discrete: f64 = 0.0;
+    let mut worst_continuous: f64 = 0.0;
+    for p in 0..n {
+        for (a, g) in g.iter().enumerate() {
+            let moved = last.x[p][a] - first.x[p][a];
+            worst_discrete = worst_discrete.max((moved - g * dt * dt * k).abs());
+            worst_continuous = worst_continuous.max((moved - 0.5 * g * t * t).abs());
+            assert!((last.v[p][a] - g * t).abs() < 1e-12);
+        }
+        assert!(max_abs_diff(&last.c[p], &mat3::ZERO) < 1e-9);
+        assert!(max_abs_diff(&last.f[p], &mat3::IDENTITY) < 1e-12);
+    }
+    println!(
+        "free fall over {steps} substeps (t = {t:.4} s): |Δx − g dt² n(n+1)/2| ≤ {worst_discrete:.2e}, \
+         |Δx − g t²/2| ≤ {worst_continuous:.2e} (expected g·t·dt/2 = {:.2e}) in {:?}",
+        9.8 * t * dt / 2.0,
+        t0.elapsed()
+    );
+    assert!(worst_discrete < 1e-12);
+    assert!(worst_continuous <= 9.8 * t * dt / 2.0 * (1.0 + 1e-9));
+}
+
+/// Linear momentum `Σ m v` and APIC angular momentum
+/// `Σ m (x × v) + m·(dx²/4)·axial(C − Cᵀ)` (about the box centre) of a
+/// spinning, deforming cube, without gravity, damping or walls.
+#[test]
+fn momentum_is_conserved_without_gravity_or_walls() {
+    let t0 = Instant::now();
+    let mut rng = Rng(11);
+    let grid_res = 16;
+    let x = cube(grid_res, 8, &mut rng);
+    let n = x.len();
+    let mut state = MpmState64::at_rest(x);
+    let spin = [0.3, -0.8, 0.5];
+    for p in 0..n {
+        let r = [
+            state.x[p][0] - 0.5,
+            state.x[p][1] - 0.5,
+            state.x[p][2] - 0.5,
+        ];
+        let rot = mat3::cross(&spin, &r);
+        let noise = rng.vec3();
+        state.v[p] = std::array::from_fn(|a| 0.1 + rot[a] + 0.2 * noise[a]);
+        state.f[p] = mat3::add(&mat3::IDENTITY, &mat3::scale(&rng.mat3(), 0.05));
+    }
+    let setup = MpmSetup64 {
+        config: config(grid_res, 20, [0.0; 3]),
+        particle_volume: (1.0 / 32.0f64).powi(3),
+        anchored: vec![false; n],
+    };
+    let youngs: Vec<f64> = (0..n).map(|_| 2e5 * (1.0 + 0.5 * rng.uniform())).collect();
+    let m = setup.particle_mass();
+    let d = 0.25 / (grid_res * grid_res) as f64;
+    let momenta = |s: &MpmState64| {
+        let mut lin = [0.0; 3];
+        let mut ang = [0.0; 3];
+        for p in 0..s.len() {
+            let r = [s.x[p][0] - 0.5, s.x[p][1] - 0.5, s.x[p][2] - 0.5];
+            mat3::vadd_scaled(&mut lin, &s.v[p], m);
+            mat3::vadd_scaled(&mut ang, &mat3::cross(&r, &s.v[p]), m);
+            let skew = mat3::sub(&s.c[p], &mat3::transpose(&s.c[p]));
+            mat3::vadd_scaled(&mut ang, &mat3::axial(&skew), m * d);
+        }
+        (lin, ang)
+    };
+    let (lin0, ang0) = momenta(&state);
+    let norm = |v: &Vec3| mat3::dot(v, v).sqrt();
+    let mut worst_lin: f64 = 0.0;
+    let mut worst_ang: f64 = 0.0;
+    for _ in 0..100 {
+        state = substep(&setup, &state, &youngs);
+        let (lin, ang) = momenta(&state);
+        let dl = [lin[0] - lin0[0], lin[1] - lin0[1], lin[2] - lin0[2]];
+        let da = [ang[0] - ang0[0], ang[1] - ang0[1], ang[2] - ang0[2]];
+        worst_lin = worst_lin.max(norm(&dl) / norm(&lin0));
+        worst_ang = worst_ang.max(norm(&da) / norm(&ang0));
+    }
+    let moved = state
+        .f
+        .iter()
+        .map(|f| max_abs_diff(f, &mat3::IDENTITY))
+        .fold(0.0, f64::max);
+    println!(
+        "momentum drift over 100 substeps: linear {worst_lin:.2e}, angular {worst_ang:.2e} \
+         (max |F − I| {moved:.3}) in {:?}",
+        t0.elapsed()
+    );
+    assert!(worst_lin <= 1e-9 && worst_ang <= 1e-9);
+}
+
+/// Anchored particles keep x and F and have v = C = 0 while the rest falls
+/// and deforms.
+#[test]
+fn anchored_particles_do_not_move() {
+    let t0 = Instant::now();
+    let scene = gradient_scene();
+    let states = rollout(&scene.setup, &scene.initial, &scene.youngs, 60);
+    let (first, last) = (&states[0], &states[60]);
+    let mut free_moved: f64 = 0.0;
+    for p in 0..first.len() {
+        if scene.setup.anchored[p] {
+            assert_eq!(last.x[p], first.x[p]);
+            assert_eq!(last.f[p], first.f[p]);
+            assert_eq!(last.v[p], [0.0; 3]);
+            assert_eq!(last.c[p], mat3::ZERO);
+        } else {
+            let d = mat3::vadd(&last.x[p], &first.x[p].map(|c| -c));
+            free_moved = free_moved.max(mat3::dot(&d, &d).sqrt());
+        }
+    }
+    println!(
+        "anchored fixed; free particles moved up to {free_moved:.3e} in {:?}",
+        t0.elapsed()
+    );
+    assert!(free_moved > 1e-3);
+}
+
+/// Thin bar along x, 2×2 cells cross-section, 8 particles per cell,
+/// `anchored_cells` cells anchored at the low end and `free_cells` free,
+/// Poisson 0, started in its first clamped-free mode shape
+/// `v_x = v₀ sin(π s / 2L)` (s from the anchored face). Returns the period
+/// measured from the first and third zero crossings of the free end's mean
+/// velocity (linear interpolation between substeps) and the thin-bar period
+/// `4L/sqrt(E/ρ)`.
+fn bar_period(youngs: f64, dt: f64, free_cells: usize) -> (f64, f64) {
+    let grid_res = 64u32;
+    let dx = 1.0 / grid_res as f64;
+    let h = dx / 2.0;
+    let anchored_cells = 2;
+    let x_start = 6.0 * dx;
+    let x_clamp = x_start + anchored_cells as f64 * dx;
+    let length = free_cells as f64 * dx;
+    let layers = 2 * (anchored_cells + free_cells);
+    let mut x = Vec::new();
+    let mut anchored = Vec::new();
+    let mut free_end = Vec::new();
+    for i in 0..layers {
+        for j in 0..4 {
+            for k in 0..4 {
+                let px = x_start + (i as f64 + 0.5) * h;
+                if i + 2 >= layers {
+                    free_end.push(x.len());
+                }
+                anchored.push(px < x_clamp);
+                x.push([
+                    px,
+                    0.5 - dx + (j as f64 + 0.5) * h,
+                    0.5 - dx + (k as f64 + 0.5) * h,
+                ]);
+            }
+        }
+    }
+    let n = x.len();
+    let mut config = config(grid_res, 1, [0.0; 3]);
+    config.fps = 1.0 / dt;
+    config.poisson = 0.0;
+    let setup = MpmSetup64 {
+        config,
+        particle_volume: h * h * h,
+        anchored,
+    };
+    let v0 = 0.05;
+    let mut state = MpmState64::at_rest(x);
+    for p in 0..n {
+        if !setup.anchored[p] {
+            let s = state.x[p][0] - x_clamp;
+            state.v[p][0] = v0 * (std::f64::consts::PI * s / (2.0 * length)).sin();
+        }
+    }
+    let youngs = vec![youngs; n];
+    let expected = 4.0 * length / (youngs[0] / setup.config.density).sqrt();
+    let end_velocity =
+        |s: &MpmState64| free_end.iter().map(|&p| s.v[p][0]).sum::<f64>() / free_end.len() as f64;
+    let mut crossings = Vec::new();
+    let mut previous = end_velocity(&state);
+    let max_steps = (1.6 * expected / dt) as usize;
+    for step in 1..=max_steps {
+        state = substep(&setup, &state, &youngs);
+        let v = end_velocity(&state);
+        if (previous > 0.0) != (v > 0.0) {
+            crossings.push(dt * (step as f64 - 1.0 + previous / (previous - v)));
+            if crossings.len() == 3 {
+                break;
+            }
+        }
+        previous = v;
+    }
+    assert_eq!(crossings.len(), 3, "bar did not oscillate: {crossings:?}");
+    (crossings[2] - crossings[0], expected)
+}
+
+/// Clamped-free thin bar: period within 5% of `4L/sqrt(E/ρ)`, and 4× E
+/// halves it within 2% (same dt, so time discretisation differs).
+#[test]
+fn thin_bar_period_matches_theory() {
+    let t0 = Instant::now();
+    let (e, rho, dx, free_cells): (f64, f64, f64, usize) = (2e5, 2000.0, 1.0 / 64.0, 50);
+    // CFL 0.4 for 4E (P-wave speed sqrt(E/ρ) at Poisson 0).
+    let dt = 0.4 * dx / (4.0 * e / rho).sqrt();
+    let (period, expected) = bar_period(e, dt, free_cells);
+    let t1 = t0.elapsed();
+    let (period4, expected4) = bar_period(4.0 * e, dt, free_cells);
+    let err = period / expected - 1.0;
+    let err4 = period4 / expected4 - 1.0;
+    let ratio = period4 / period;
+    println!(
+        "thin bar ({free_cells} free cells): period {period:.5} s vs {expected:.5} s ({:+.2}%), \
+         4E: {period4:.5} vs {expected4:.5} ({:+.2}%), ratio {ratio:.5} ({:+.2}% from 0.5); \
+         runs {t1:?} + {:?}",
+        100.0 * err,
+        100.0 * err4,
+        100.0 * (ratio / 0.5 - 1.0),
+        t0.elapsed() - t1
+    );
+    assert!(err.abs() <= 0.05 && err4.abs() <= 0.05);
+    assert!((ratio / 0.5 - 1.0).abs() <= 0.02);
+}
+
+/// Gradients with the cube resting on the floor (wall nodes active, sticky
+/// and slip), grid damping on, with respect to E and the whole initial
+/// state (x, v, C, F), vs central differences.
+#[test]
+fn wall_and_damping_gradients_match_finite_differences() {
+    let t0 = Instant::now();
+    for walls in [WallMode::Sticky, WallMode::Slip] {
+        // Bottom particles at y ≈ 2.7 dx: their stencils reach wall node 2.
+        let mut scene = scene_with(walls, -0.2125, 3.0, false);
+        let n = scene.initial.len();
+        for v in scene.initial.v.iter_mut() {
+            v[1] -= 0.3;
+        }
+        // The walls act: some grid components are zeroed in the first substep.
+        let grid = p2g::p2g(&scene.setup, &scene.initial, &scene.youngs);
+        let velocity = grid::grid_update(&scene.setup, &grid);
+        let zeroed = (0..grid.mass.len())
+            .filter(|&i| grid.mass[i] > 0.0)
+            .map(|i| velocity.pass[i].iter().filter(|&&pass| !pass).count())
+            .sum::<usize>();
+        assert!(zeroed > 0, "no wall node active");
+        let grad = rollout_gradient(
+            &scene.setup,
+            &scene.initial,
+            &scene.youngs,
+            scene.substeps,
+            &scene.loss_grad,
+        );
+        let mut rng = Rng(2024);
+        let d_e: Vec<f64> = scene.youngs.iter().map(|e| e * rng.uniform()).collect();
+        let mut d_state = MpmState64::zeros(n);
+        for p in 0..n {
+            d_state.x[p] = rng.vec3().map(|c| c * 1e-2);
+            d_state.v[p] = rng.vec3();
+            d_state.c[p] = rng.mat3();
+            d_state.f[p] = mat3::scale(&rng.mat3(), 0.1);
+        }
+        let h = 1e-5;
+        let loss_at = |sign: f64| {
+            let e: Vec<f64> = scene
+                .youngs
+                .iter()
+                .zip(&d_e)
+                .map(|(e, d)| e + sign * h * d)
+                .collect();
+            let mut s = scene.initial.clone();
+            for p in 0..n {
+                mat3::vadd_scaled(&mut s.x[p], &d_state.x[p], sign * h);
+                mat3::vadd_scaled(&mut s.v[p], &d_state.v[p], sign * h);
+                mat3::add_scaled(&mut s.c[p], &d_state.c[p], sign * h);
+                mat3::add_scaled(&mut s.f[p], &d_state.f[p], sign * h);
+            }
+            scene.loss(&s, &e)
+        };
+        let (lp, cells_p) = loss_at(1.0);
+        let (lm, cells_m) = loss_at(-1.0);
+        assert_eq!(cells_p, cells_m, "a particle crossed a cell boundary");
+        let fd = (lp - lm) / (2.0 * h);
+        let an: f64 = grad
+            .d_youngs
+            .iter()
+            .zip(&d_e)
+            .map(|(g, d)| g * d)
+            .sum::<f64>()
+            + grad.d_initial.dot(&d_state);
+        let err = (fd - an).abs() / fd.abs();
+        println!("{walls:?} floor ({zeroed} grid components zeroed), damping 3/s: fd {fd:.10e} adjoint {an:.10e} rel err {err:.2e}");
+        assert!(err <= 1e-5, "{walls:?}: rel err {err:e}");
+    }
+    println!("wall gradients in {:?}", t0.elapsed());
+}
