@@ -9,7 +9,8 @@ fn node_coords(n: u32, res: u32) -> vec3<u32> {
     return vec3<u32>(n / (res * res), (n / res) % res, n % res);
 }
 
-// Per-axis wall masks: low wall (index < margin), high wall (index > res − margin).
+// Per-axis wall masks: low wall (index < margin), high wall (index >
+// grid_res − margin): `margin` node layers on each side.
 fn low_wall(c: vec3<u32>, p: MpmParams) -> vec3<bool> {
     return c < vec3<u32>(p.wall_margin);
 }

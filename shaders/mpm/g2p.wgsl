@@ -40,7 +40,7 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
                     let offset = vec3<u32>(i, j, l);
                     let w = stencil_w(s, i).x * stencil_w(s, j).y * stencil_w(s, l).z;
                     let dpos = (vec3<f32>(offset) - s.fx) * params.dx;
-                    let g = node_index(s.base + vec3<i32>(offset), params.grid_res) * GRID_STRIDE;
+                    let g = node_index(s.base + vec3<i32>(offset), nodes_per_axis(params)) * GRID_STRIDE;
                     let vi = vec3<f32>(grid_velocity[g], grid_velocity[g + 1u], grid_velocity[g + 2u]);
                     v_new += w * vi;
                     // Outer product w·v_i·dposᵀ (column c = v_i·dpos_c).

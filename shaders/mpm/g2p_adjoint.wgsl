@@ -69,7 +69,7 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
                         wx * wy * stencil_dw(s, l).z,
                     );
                     let dpos = (vec3<f32>(offset) - s.fx) * params.dx;
-                    let g = node_index(s.base + vec3<i32>(offset), params.grid_res) * GRID_STRIDE;
+                    let g = node_index(s.base + vec3<i32>(offset), nodes_per_axis(params)) * GRID_STRIDE;
                     let vi = vec3<f32>(grid_velocity[g], grid_velocity[g + 1u], grid_velocity[g + 2u]);
                     b += mat3x3<f32>(w * dpos.x * vi, w * dpos.y * vi, w * dpos.z * vi);
                     let gc_dpos = gc * dpos;

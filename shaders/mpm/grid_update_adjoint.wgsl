@@ -18,7 +18,7 @@
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgroups) num_workgroups: vec3<u32>) {
     let n = flat_thread_index(global_id, num_workgroups, 256u);
-    let res = params.grid_res;
+    let res = nodes_per_axis(params);
     if n >= res * res * res {
         return;
     }

@@ -45,7 +45,7 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
                 let offset = vec3<u32>(i, j, l);
                 let w = stencil_w(s, i).x * stencil_w(s, j).y * stencil_w(s, l).z;
                 let dpos = (vec3<f32>(offset) - s.fx) * params.dx;
-                let node = node_index(s.base + vec3<i32>(offset), params.grid_res);
+                let node = node_index(s.base + vec3<i32>(offset), nodes_per_axis(params));
                 let mv = w * (momentum + affine * dpos);
                 grid_atomic_add(node * GRID_STRIDE, w * params.particle_mass);
                 grid_atomic_add(node * GRID_STRIDE + 1u, mv.x);

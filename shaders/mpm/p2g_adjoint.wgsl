@@ -62,7 +62,7 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
                     wx * wy * stencil_dw(s, l).z,
                 );
                 let dpos = (vec3<f32>(offset) - s.fx) * params.dx;
-                let g = node_index(s.base + vec3<i32>(offset), params.grid_res) * GRID_STRIDE;
+                let g = node_index(s.base + vec3<i32>(offset), nodes_per_axis(params)) * GRID_STRIDE;
                 let g_mv = vec3<f32>(grid_grad[g], grid_grad[g + 1u], grid_grad[g + 2u]);
                 let g_m = grid_grad[g + 3u];
                 gv += w * mp * g_mv;

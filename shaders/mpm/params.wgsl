@@ -2,8 +2,9 @@
 // and the particle/grid layouts (src/mpm/layout.rs documents them):
 // - particle state: AoS, 24 f32 per particle: x (3), v (3), C (9, row-major),
 //   F (9, row-major);
-// - grid: 4 f32 per node (m, mvx, mvy, mvz), node (i, j, k) at
-//   (i·res + j)·res + k, nodes at positions (i, j, k)·dx, i in [0, res).
+// - grid: 4 f32 per node (m, mvx, mvy, mvz); nodes at positions
+//   (i, j, k)·dx with i, j, k in [0, grid_res] (nodes on both faces of the
+//   box, as the f64 twin), node (i, j, k) at (i·n + j)·n + k, n = grid_res + 1.
 
 struct MpmParams {
     grid_res: u32,
@@ -23,6 +24,11 @@ struct MpmParams {
     lambda_per_youngs: f32,
     gravity: vec3<f32>,
     _pad: f32,
+}
+
+// Nodes per axis: grid_res + 1 (indices 0..=grid_res).
+fn nodes_per_axis(p: MpmParams) -> u32 {
+    return p.grid_res + 1u;
 }
 
 const STATE_STRIDE: u32 = 24u;
@@ -53,7 +59,7 @@ struct Stencil {
 }
 
 fn stencil(x: vec3<f32>, p: MpmParams) -> Stencil {
-    let hi = i32(p.grid_res) - 3;
+    let hi = i32(p.grid_res) - 2;
     let base = clamp(vec3<i32>(floor(x * p.inv_dx - 0.5)), vec3<i32>(0), vec3<i32>(hi));
     let fx = x * p.inv_dx - vec3<f32>(base);
     let a = 1.5 - fx;
@@ -78,7 +84,7 @@ fn node_index(n: vec3<i32>, res: u32) -> u32 {
 // True when the stencil of x lies inside the grid (see `stencil`).
 fn inside_grid(x: vec3<f32>, p: MpmParams) -> bool {
     let g = x * p.inv_dx - 0.5;
-    return all(g >= vec3<f32>(0.0)) && all(g < vec3<f32>(f32(p.grid_res) - 2.0));
+    return all(g >= vec3<f32>(0.0)) && all(g < vec3<f32>(f32(p.grid_res) - 1.0));
 }
 
 fn is_finite(v: f32) -> bool {

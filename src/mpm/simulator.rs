@@ -136,8 +136,9 @@ impl MpmSimulator {
             )));
         }
         check_stability(config, setup.youngs_max)?;
-        let res = config.grid_res as usize;
-        let nodes = res * res * res;
+        // Nodes 0..=grid_res per axis (both faces of the box), as the twin.
+        let per_axis = config.grid_res as usize + 1;
+        let nodes = per_axis * per_axis * per_axis;
         let uniforms = MpmUniforms::new(config, setup.particle_volume, n as u32);
         let anchored: Vec<u32> = setup.anchored.iter().map(|&a| a as u32).collect();
         let state_floats = n * STATE_STRIDE;
@@ -261,11 +262,11 @@ impl MpmSimulator {
         let res = self.config.grid_res as f32;
         if let Some(p) = state.x.iter().position(|x| {
             x.iter()
-                .any(|&c| !(c * res - 0.5 >= 0.0 && c * res - 0.5 < res - 2.0))
+                .any(|&c| !(c * res - 0.5 >= 0.0 && c * res - 0.5 < res - 1.0))
         }) {
             return Err(MpmError::InvalidInput(format!(
                 "state '{label}': particle {p} at {:?} is outside the simulation box \
-                 (normalised coordinates must lie in [0.5·dx, 1 − 1.5·dx))",
+                 (normalised coordinates must lie in [0.5·dx, 1 − 0.5·dx))",
                 state.x[p]
             )));
         }

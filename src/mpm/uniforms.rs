@@ -9,7 +9,7 @@ use super::config::{MpmConfig, WallMode, WALL_MARGIN_CELLS};
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
 pub struct MpmUniforms {
-    /// Grid nodes per axis (nodes at `i·dx`, `i` in `[0, grid_res)`).
+    /// Grid cells per axis: nodes at `i·dx`, `i` in `[0, grid_res]`.
     pub grid_res: u32,
     /// Number of particles.
     pub particle_count: u32,
