@@ -4,6 +4,7 @@
 //! fit. Each stage is a module named after it; `reference` holds the f64 CPU
 //! twins used as test oracles.
 
+pub mod bench;
 pub mod gpu;
 pub mod mpm;
 pub mod reference;

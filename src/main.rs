@@ -3,6 +3,8 @@
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
+mod cli;
+
 #[derive(Parser)]
 #[command(
     name = "physfit",
@@ -18,6 +20,21 @@ struct Cli {
 enum Command {
     /// Print the GPU adapter, backend, driver, limits and features physfit will use.
     Info,
+    /// Benchmarks (JSON on stdout).
+    Bench {
+        #[command(subcommand)]
+        target: BenchTarget,
+    },
+}
+
+#[derive(Subcommand)]
+enum BenchTarget {
+    /// GPU MPM: particle-substeps per second forward and adjoint, peak memory, per-kernel times.
+    Mpm {
+        /// Cases to run (a: 8k particles 64³; b: 100k 64³; c: 500k 128³); all by default.
+        #[arg(long, value_delimiter = ',')]
+        cases: Vec<String>,
+    },
 }
 
 fn main() {
@@ -38,6 +55,9 @@ fn run(cli: Cli) -> Result<()> {
             let ctx = physfit::gpu::GpuContext::new(&Default::default())?;
             println!("{}", physfit::gpu::info::describe(&ctx));
         }
+        Command::Bench {
+            target: BenchTarget::Mpm { cases },
+        } => cli::bench::mpm(&cases)?,
     }
     Ok(())
 }

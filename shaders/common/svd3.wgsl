@@ -8,7 +8,7 @@
 // so U is a product of rotations (det U = +1) and the sign of det F lands on
 // σ₃ alone: the det-sign fix, which keeps R = U·Vᵀ a rotation also for
 // inverted elements. Exact (not approximate) Jacobi and Givens rotations are
-// used; 6 Jacobi sweeps reach f32 round-off for any input.
+// used; the sweeps stop at f32 round-off (at most 6, usually 2–3).
 //
 // Matrices are WGSL mat3x3 (column-major: m[c][r] is row r, column c).
 
@@ -18,58 +18,105 @@ struct Svd3 {
     v: mat3x3<f32>,
 }
 
-fn svd3(f: mat3x3<f32>) -> Svd3 {
-    // Symmetric A = FᵀF as rows of a plain array (dynamic indexing).
-    let ata = transpose(f) * f;
-    var a: array<array<f32, 3>, 3>;
-    var v: array<array<f32, 3>, 3>;
-    for (var r = 0u; r < 3u; r++) {
-        for (var c = 0u; c < 3u; c++) {
-            a[r][c] = ata[c][r];
-            v[r][c] = select(0.0, 1.0, r == c);
-        }
+// One Jacobi rotation zeroing a_pq of a symmetric matrix (Numerical
+// Recipes' formulas), r the third index; returns the updated a_pp, a_qq,
+// a_rp, a_rq and eigenvector columns V_p, V_q. Written on named entries
+// (no dynamic indexing: software drivers spill indexed arrays to memory).
+struct JacobiRotation {
+    app: f32,
+    aqq: f32,
+    arp: f32,
+    arq: f32,
+    vp: vec3<f32>,
+    vq: vec3<f32>,
+}
+
+fn jacobi_rotate(app: f32, aqq: f32, apq: f32, arp: f32, arq: f32, vp: vec3<f32>, vq: vec3<f32>) -> JacobiRotation {
+    if abs(apq) <= 1e-30 {
+        return JacobiRotation(app, aqq, arp, arq, vp, vq);
     }
+    let theta = (aqq - app) / (2.0 * apq);
+    let t = select(-1.0, 1.0, theta >= 0.0) / (abs(theta) + sqrt(theta * theta + 1.0));
+    let c = 1.0 / sqrt(t * t + 1.0);
+    let s = t * c;
+    return JacobiRotation(
+        app - t * apq,
+        aqq + t * apq,
+        c * arp - s * arq,
+        s * arp + c * arq,
+        c * vp - s * vq,
+        s * vp + c * vq,
+    );
+}
+
+// Givens rotation G (rows j, i; j < i) with G·B zeroing B_ij against the
+// pivot B_jj: row_j' = c·row_j + s·row_i, row_i' = −s·row_j + c·row_i.
+fn givens(bjj: f32, bij: f32, j: u32, i: u32) -> mat3x3<f32> {
+    let rr = sqrt(bjj * bjj + bij * bij);
+    var c = 1.0;
+    var s = 0.0;
+    if rr > 1e-30 {
+        c = bjj / rr;
+        s = bij / rr;
+    }
+    // Columns of G (column-major).
+    if j == 0u && i == 1u {
+        return mat3x3<f32>(vec3<f32>(c, -s, 0.0), vec3<f32>(s, c, 0.0), vec3<f32>(0.0, 0.0, 1.0));
+    }
+    if j == 0u {
+        return mat3x3<f32>(vec3<f32>(c, 0.0, -s), vec3<f32>(0.0, 1.0, 0.0), vec3<f32>(s, 0.0, c));
+    }
+    return mat3x3<f32>(vec3<f32>(1.0, 0.0, 0.0), vec3<f32>(0.0, c, -s), vec3<f32>(0.0, s, c));
+}
+
+fn svd3(f: mat3x3<f32>) -> Svd3 {
+    // Symmetric A = FᵀF, entries by name; V's columns v0, v1, v2.
+    let ata = transpose(f) * f;
+    var a00 = ata[0][0];
+    var a11 = ata[1][1];
+    var a22 = ata[2][2];
+    var a01 = ata[1][0];
+    var a02 = ata[2][0];
+    var a12 = ata[2][1];
+    var v0 = vec3<f32>(1.0, 0.0, 0.0);
+    var v1 = vec3<f32>(0.0, 1.0, 0.0);
+    var v2 = vec3<f32>(0.0, 0.0, 1.0);
+    // Cyclic sweeps converge quadratically; stop once the off-diagonal is
+    // below f32 round-off of the diagonal (at most 6 sweeps).
     for (var sweep = 0u; sweep < 6u; sweep++) {
-        for (var pair = 0u; pair < 3u; pair++) {
-            let p = select(select(1u, 0u, pair == 1u), 0u, pair == 0u);
-            let q = select(select(2u, 2u, pair == 1u), 1u, pair == 0u);
-            let apq = a[p][q];
-            if abs(apq) <= 1e-30 {
-                continue;
-            }
-            // Numerical Recipes' Jacobi rotation zeroing a[p][q].
-            let theta = (a[q][q] - a[p][p]) / (2.0 * apq);
-            let t = select(-1.0, 1.0, theta >= 0.0) / (abs(theta) + sqrt(theta * theta + 1.0));
-            let c = 1.0 / sqrt(t * t + 1.0);
-            let s = t * c;
-            let app = a[p][p];
-            let aqq = a[q][q];
-            a[p][p] = app - t * apq;
-            a[q][q] = aqq + t * apq;
-            a[p][q] = 0.0;
-            a[q][p] = 0.0;
-            let r = 3u - p - q;
-            let arp = a[r][p];
-            let arq = a[r][q];
-            a[r][p] = c * arp - s * arq;
-            a[p][r] = a[r][p];
-            a[r][q] = s * arp + c * arq;
-            a[q][r] = a[r][q];
-            for (var k = 0u; k < 3u; k++) {
-                let vkp = v[k][p];
-                let vkq = v[k][q];
-                v[k][p] = c * vkp - s * vkq;
-                v[k][q] = s * vkp + c * vkq;
-            }
+        let off = a01 * a01 + a02 * a02 + a12 * a12;
+        let diag = a00 * a00 + a11 * a11 + a22 * a22;
+        if off <= 1e-15 * diag {
+            break;
         }
+        var r = jacobi_rotate(a00, a11, a01, a02, a12, v0, v1);
+        a00 = r.app;
+        a11 = r.aqq;
+        a01 = 0.0;
+        a02 = r.arp;
+        a12 = r.arq;
+        v0 = r.vp;
+        v1 = r.vq;
+        r = jacobi_rotate(a00, a22, a02, a01, a12, v0, v2);
+        a00 = r.app;
+        a22 = r.aqq;
+        a02 = 0.0;
+        a01 = r.arp;
+        a12 = r.arq;
+        v0 = r.vp;
+        v2 = r.vq;
+        r = jacobi_rotate(a11, a22, a12, a01, a02, v1, v2);
+        a11 = r.app;
+        a22 = r.aqq;
+        a12 = 0.0;
+        a01 = r.arp;
+        a02 = r.arq;
+        v1 = r.vp;
+        v2 = r.vq;
     }
     // Sort eigenvalues (squared singular values) in decreasing order.
-    var ev = vec3<f32>(a[0][0], a[1][1], a[2][2]);
-    var vm = mat3x3<f32>(
-        vec3<f32>(v[0][0], v[1][0], v[2][0]),
-        vec3<f32>(v[0][1], v[1][1], v[2][1]),
-        vec3<f32>(v[0][2], v[1][2], v[2][2]),
-    );
+    var ev = vec3<f32>(a00, a11, a22);
+    var vm = mat3x3<f32>(v0, v1, v2);
     if ev.x < ev.y {
         ev = ev.yxz;
         vm = mat3x3<f32>(vm[1], vm[0], vm[2]);
@@ -88,33 +135,15 @@ fn svd3(f: mat3x3<f32>) -> Svd3 {
     // Givens QR of B = F·V: B = Q·R with Q a rotation, R upper triangular
     // (diagonal up to round-off because B's columns are orthogonal).
     var b = f * vm;
-    var q = mat3x3<f32>(vec3<f32>(1.0, 0.0, 0.0), vec3<f32>(0.0, 1.0, 0.0), vec3<f32>(0.0, 0.0, 1.0));
-    for (var step = 0u; step < 3u; step++) {
-        // (row i, pivot row j): (1,0), (2,0), (2,1).
-        let i = select(2u, 1u, step == 0u);
-        let j = select(0u, 1u, step == 2u);
-        let bjj = b[j][j];
-        let bij = b[j][i];
-        let rr = sqrt(bjj * bjj + bij * bij);
-        var c = 1.0;
-        var s = 0.0;
-        if rr > 1e-30 {
-            c = bjj / rr;
-            s = bij / rr;
-        }
-        // Rows j and i of B: row_j' = c·row_j + s·row_i, row_i' = −s·row_j + c·row_i.
-        for (var col = 0u; col < 3u; col++) {
-            let bj = b[col][j];
-            let bi = b[col][i];
-            b[col][j] = c * bj + s * bi;
-            b[col][i] = -s * bj + c * bi;
-        }
-        // Q ← Q·Gᵀ: columns j and i.
-        let qj = q[j];
-        let qi = q[i];
-        q[j] = c * qj + s * qi;
-        q[i] = -s * qj + c * qi;
-    }
+    var g = givens(b[0][0], b[0][1], 0u, 1u);
+    b = g * b;
+    var q = transpose(g);
+    g = givens(b[0][0], b[0][2], 0u, 2u);
+    b = g * b;
+    q = q * transpose(g);
+    g = givens(b[1][1], b[1][2], 1u, 2u);
+    b = g * b;
+    q = q * transpose(g);
     return Svd3(q, vec3<f32>(b[0][0], b[1][1], b[2][2]), vm);
 }
 

@@ -22,18 +22,18 @@ fn frobenius(a: mat3x3<f32>, b: mat3x3<f32>) -> f32 {
     return dot(a[0], b[0]) + dot(a[1], b[1]) + dot(a[2], b[2]);
 }
 
-// Stress per unit Young's modulus, P/E (P is linear in E for fixed ν).
-fn corotated_stress_per_youngs(f: mat3x3<f32>, mu_hat: f32, lambda_hat: f32) -> mat3x3<f32> {
-    let r = polar_rotation(svd3(f));
+// Stress per unit Young's modulus, P/E (P is linear in E for fixed ν),
+// given the SVD of F (computed once per particle and kernel).
+fn corotated_stress_per_youngs(f: mat3x3<f32>, svd: Svd3, mu_hat: f32, lambda_hat: f32) -> mat3x3<f32> {
+    let r = polar_rotation(svd);
     let j = determinant(f);
     return 2.0 * mu_hat * (f - r) + lambda_hat * (j - 1.0) * cofactor(f);
 }
 
 // ∂L/∂F given G = ∂L/∂P, for P = E·P̂(F).
-fn corotated_stress_adjoint(f: mat3x3<f32>, youngs: f32, mu_hat: f32, lambda_hat: f32, g: mat3x3<f32>) -> mat3x3<f32> {
+fn corotated_stress_adjoint(f: mat3x3<f32>, svd: Svd3, youngs: f32, mu_hat: f32, lambda_hat: f32, g: mat3x3<f32>) -> mat3x3<f32> {
     let mu = youngs * mu_hat;
     let lambda = youngs * lambda_hat;
-    let svd = svd3(f);
     let r = polar_rotation(svd);
     let j = determinant(f);
     let cof = cofactor(f);

@@ -33,7 +33,7 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
         vec3<f32>(state[o + 18u], state[o + 19u], state[o + 20u]),
         vec3<f32>(state[o + 21u], state[o + 22u], state[o + 23u]),
     );
-    let stress = youngs[p] * corotated_stress_per_youngs(f, params.mu_per_youngs, params.lambda_per_youngs);
+    let stress = youngs[p] * corotated_stress_per_youngs(f, svd3(f), params.mu_per_youngs, params.lambda_per_youngs);
     let k = params.dt * 4.0 * params.inv_dx * params.inv_dx * params.particle_volume;
     let affine = -k * stress * transpose(f) + params.particle_mass * c;
     let momentum = params.particle_mass * v;

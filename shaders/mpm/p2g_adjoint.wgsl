@@ -38,7 +38,8 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
         vec3<f32>(state[o + 21u], state[o + 22u], state[o + 23u]),
     );
     let e = youngs[p];
-    let stress_hat = corotated_stress_per_youngs(f, params.mu_per_youngs, params.lambda_per_youngs);
+    let svd = svd3(f);
+    let stress_hat = corotated_stress_per_youngs(f, svd, params.mu_per_youngs, params.lambda_per_youngs);
     let stress = e * stress_hat;
     let mp = params.particle_mass;
     let k = params.dt * 4.0 * params.inv_dx * params.inv_dx * params.particle_volume;
@@ -73,7 +74,7 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
     }
     let gc = mp * ga;
     let gp = -k * ga * f;
-    let gf = -k * transpose(ga) * stress + corotated_stress_adjoint(f, e, params.mu_per_youngs, params.lambda_per_youngs, gp);
+    let gf = -k * transpose(ga) * stress + corotated_stress_adjoint(f, svd, e, params.mu_per_youngs, params.lambda_per_youngs, gp);
     youngs_grad[p] += frobenius(gp, stress_hat);
     state_grad[o] += gx.x;
     state_grad[o + 1u] += gx.y;

@@ -25,4 +25,4 @@ pub use config::{MpmConfig, WallMode};
 pub use error::MpmError;
 pub use layout::ParticleState;
 pub use rollout::{BackwardOptions, FrameGradient, GradientFlow, MpmGradients, Rollout};
-pub use simulator::{MpmSetup, MpmSimulator};
+pub use simulator::{MpmSetup, MpmSimulator, StageBuffers, SubstepStage};

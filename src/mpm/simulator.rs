@@ -18,6 +18,73 @@ use super::status::{SimulationStatus, STATUS_WORDS};
 use super::uniforms::MpmUniforms;
 use crate::gpu::{GpuBuffer, GpuContext};
 
+/// One stage of a substep, in the order the kernels run. Exposed so that
+/// benchmarks can submit and time each kernel separately.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SubstepStage {
+    /// Zero the grid mass/momentum and the anchored-node flags.
+    ClearGrid,
+    /// Particle-to-grid scatter.
+    P2g,
+    /// Grid velocity update with boundary conditions.
+    GridUpdate,
+    /// Grid-to-particle gather and particle update.
+    G2p,
+    /// Zero ∂L/∂(grid velocity).
+    ClearGridGrad,
+    /// Adjoint of G2P.
+    G2pAdjoint,
+    /// Adjoint of the grid update.
+    GridUpdateAdjoint,
+    /// Adjoint of P2G.
+    P2gAdjoint,
+}
+
+impl SubstepStage {
+    /// A forward substep.
+    pub const FORWARD: [SubstepStage; 4] =
+        [Self::ClearGrid, Self::P2g, Self::GridUpdate, Self::G2p];
+    /// A backward substep: the grid of the substep is recomputed, then the
+    /// adjoints run in reverse order (DESIGN.md § Adjoint).
+    pub const ADJOINT: [SubstepStage; 7] = [
+        Self::ClearGrid,
+        Self::P2g,
+        Self::GridUpdate,
+        Self::ClearGridGrad,
+        Self::G2pAdjoint,
+        Self::GridUpdateAdjoint,
+        Self::P2gAdjoint,
+    ];
+
+    /// Short name (benchmark output).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::ClearGrid => "clear_grid",
+            Self::P2g => "p2g",
+            Self::GridUpdate => "grid_update",
+            Self::G2p => "g2p",
+            Self::ClearGridGrad => "clear_grid_grad",
+            Self::G2pAdjoint => "g2p_adjoint",
+            Self::GridUpdateAdjoint => "grid_update_adjoint",
+            Self::P2gAdjoint => "p2g_adjoint",
+        }
+    }
+}
+
+/// Particle-side buffers a stage may use (unused ones are ignored).
+pub struct StageBuffers<'a> {
+    /// State at substep n.
+    pub state: &'a GpuBuffer,
+    /// G2P output: state at substep n+1.
+    pub next: &'a GpuBuffer,
+    /// ∂L/∂(state n+1).
+    pub grad_next: &'a GpuBuffer,
+    /// ∂L/∂(state n) (G2P* writes, P2G* adds).
+    pub grad: &'a GpuBuffer,
+    /// ∂L/∂E accumulator.
+    pub youngs_grad: &'a GpuBuffer,
+}
+
 /// Per-particle settings fixed for the simulator's lifetime.
 #[derive(Clone, Debug)]
 pub struct MpmSetup {
@@ -282,33 +349,107 @@ impl MpmSimulator {
         Ok(ParticleState::from_packed(&ctx.read_buffer::<f32>(buffer)?))
     }
 
-    /// Records the grid part of a substep from `state`: clear, P2G, grid update.
-    fn encode_grid(&self, ctx: &GpuContext, encoder: &mut wgpu::CommandEncoder, state: &GpuBuffer) {
-        encoder.clear_buffer(&self.grid, 0, None);
-        encoder.clear_buffer(&self.grid_anchored, 0, None);
+    /// Records one stage of a substep (forward or adjoint) on `b`.
+    pub fn encode_stage(
+        &self,
+        ctx: &GpuContext,
+        encoder: &mut wgpu::CommandEncoder,
+        stage: SubstepStage,
+        b: &StageBuffers,
+    ) {
         let k = &self.kernels;
-        let bg = k.p2g.bind(
-            ctx,
-            &P2gBuffers {
-                uniforms: &self.uniforms,
-                state,
-                youngs: &self.youngs,
-                anchored: &self.anchored,
-                grid: &self.grid,
-                grid_anchored: &self.grid_anchored,
-            },
-        );
-        k.p2g.dispatch(encoder, &bg, self.particle_count);
-        let bg = k.grid_update.bind(
-            ctx,
-            &GridUpdateBuffers {
-                uniforms: &self.uniforms,
-                grid: &self.grid,
-                grid_anchored: &self.grid_anchored,
-                grid_velocity: &self.grid_velocity,
-            },
-        );
-        k.grid_update.dispatch(encoder, &bg, self.node_count);
+        match stage {
+            SubstepStage::ClearGrid => {
+                encoder.clear_buffer(&self.grid, 0, None);
+                encoder.clear_buffer(&self.grid_anchored, 0, None);
+            }
+            SubstepStage::P2g => {
+                let bg = k.p2g.bind(
+                    ctx,
+                    &P2gBuffers {
+                        uniforms: &self.uniforms,
+                        state: b.state,
+                        youngs: &self.youngs,
+                        anchored: &self.anchored,
+                        grid: &self.grid,
+                        grid_anchored: &self.grid_anchored,
+                    },
+                );
+                k.p2g.dispatch(encoder, &bg, self.particle_count);
+            }
+            SubstepStage::GridUpdate => {
+                let bg = k.grid_update.bind(
+                    ctx,
+                    &GridUpdateBuffers {
+                        uniforms: &self.uniforms,
+                        grid: &self.grid,
+                        grid_anchored: &self.grid_anchored,
+                        grid_velocity: &self.grid_velocity,
+                    },
+                );
+                k.grid_update.dispatch(encoder, &bg, self.node_count);
+            }
+            SubstepStage::G2p => {
+                let bg = k.g2p.bind(
+                    ctx,
+                    &G2pBuffers {
+                        uniforms: &self.uniforms,
+                        state: b.state,
+                        grid_velocity: &self.grid_velocity,
+                        anchored: &self.anchored,
+                        state_out: b.next,
+                        status: &self.status,
+                    },
+                );
+                k.g2p.dispatch(encoder, &bg, self.particle_count);
+            }
+            SubstepStage::ClearGridGrad => {
+                encoder.clear_buffer(&self.grid_velocity_grad, 0, None);
+            }
+            SubstepStage::G2pAdjoint => {
+                let bg = k.g2p_adjoint.bind(
+                    ctx,
+                    &G2pAdjointBuffers {
+                        uniforms: &self.uniforms,
+                        state: b.state,
+                        grid_velocity: &self.grid_velocity,
+                        anchored: &self.anchored,
+                        state_grad_next: b.grad_next,
+                        state_grad: b.grad,
+                        grid_velocity_grad: &self.grid_velocity_grad,
+                    },
+                );
+                k.g2p_adjoint.dispatch(encoder, &bg, self.particle_count);
+            }
+            SubstepStage::GridUpdateAdjoint => {
+                let bg = k.grid_update_adjoint.bind(
+                    ctx,
+                    &GridUpdateAdjointBuffers {
+                        uniforms: &self.uniforms,
+                        grid: &self.grid,
+                        grid_anchored: &self.grid_anchored,
+                        grid_velocity_grad: &self.grid_velocity_grad,
+                        grid_grad: &self.grid_grad,
+                    },
+                );
+                k.grid_update_adjoint
+                    .dispatch(encoder, &bg, self.node_count);
+            }
+            SubstepStage::P2gAdjoint => {
+                let bg = k.p2g_adjoint.bind(
+                    ctx,
+                    &P2gAdjointBuffers {
+                        uniforms: &self.uniforms,
+                        state: b.state,
+                        youngs: &self.youngs,
+                        grid_grad: &self.grid_grad,
+                        state_grad: b.grad,
+                        youngs_grad: b.youngs_grad,
+                    },
+                );
+                k.p2g_adjoint.dispatch(encoder, &bg, self.particle_count);
+            }
+        }
     }
 
     /// Records one forward substep `from → to` (distinct buffers).
@@ -319,19 +460,16 @@ impl MpmSimulator {
         from: &GpuBuffer,
         to: &GpuBuffer,
     ) {
-        self.encode_grid(ctx, encoder, from);
-        let bg = self.kernels.g2p.bind(
-            ctx,
-            &G2pBuffers {
-                uniforms: &self.uniforms,
-                state: from,
-                grid_velocity: &self.grid_velocity,
-                anchored: &self.anchored,
-                state_out: to,
-                status: &self.status,
-            },
-        );
-        self.kernels.g2p.dispatch(encoder, &bg, self.particle_count);
+        let b = StageBuffers {
+            state: from,
+            next: to,
+            grad_next: to,
+            grad: to,
+            youngs_grad: to,
+        };
+        for stage in SubstepStage::FORWARD {
+            self.encode_stage(ctx, encoder, stage, &b);
+        }
     }
 
     /// Records the adjoint of the substep leaving `state`: from
@@ -347,46 +485,16 @@ impl MpmSimulator {
         grad: &GpuBuffer,
         youngs_grad: &GpuBuffer,
     ) {
-        self.encode_grid(ctx, encoder, state);
-        encoder.clear_buffer(&self.grid_velocity_grad, 0, None);
-        let k = &self.kernels;
-        let bg = k.g2p_adjoint.bind(
-            ctx,
-            &G2pAdjointBuffers {
-                uniforms: &self.uniforms,
-                state,
-                grid_velocity: &self.grid_velocity,
-                anchored: &self.anchored,
-                state_grad_next: grad_next,
-                state_grad: grad,
-                grid_velocity_grad: &self.grid_velocity_grad,
-            },
-        );
-        k.g2p_adjoint.dispatch(encoder, &bg, self.particle_count);
-        let bg = k.grid_update_adjoint.bind(
-            ctx,
-            &GridUpdateAdjointBuffers {
-                uniforms: &self.uniforms,
-                grid: &self.grid,
-                grid_anchored: &self.grid_anchored,
-                grid_velocity_grad: &self.grid_velocity_grad,
-                grid_grad: &self.grid_grad,
-            },
-        );
-        k.grid_update_adjoint
-            .dispatch(encoder, &bg, self.node_count);
-        let bg = k.p2g_adjoint.bind(
-            ctx,
-            &P2gAdjointBuffers {
-                uniforms: &self.uniforms,
-                state,
-                youngs: &self.youngs,
-                grid_grad: &self.grid_grad,
-                state_grad: grad,
-                youngs_grad,
-            },
-        );
-        k.p2g_adjoint.dispatch(encoder, &bg, self.particle_count);
+        let b = StageBuffers {
+            state,
+            next: grad,
+            grad_next,
+            grad,
+            youngs_grad,
+        };
+        for stage in SubstepStage::ADJOINT {
+            self.encode_stage(ctx, encoder, stage, &b);
+        }
     }
 
     /// Records `dst += src` over state-sized buffers.

@@ -1,0 +1,4 @@
+//! Benchmarks behind `physfit bench` (JSON output, figures recorded in
+//! docs/benchmarks.md).
+
+pub mod mpm;

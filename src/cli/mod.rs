@@ -1,0 +1,3 @@
+//! Subcommands of the `physfit` binary (anyhow allowed here).
+
+pub mod bench;
