@@ -1,7 +1,7 @@
 // Boundary conditions of the grid update (src/mpm/config.rs): anchored
 // nodes first, then walls within `wall_margin` nodes of the box, sticky or
 // slip. Shared by grid_update and grid_update_adjoint so both apply exactly
-// the same (piecewise) rule.
+// the same (piecewise) rule. Both run over the active box only.
 #import mpm/params
 
 // Node coordinates (i, j, k) of a flat node index.

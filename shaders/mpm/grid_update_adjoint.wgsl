@@ -8,20 +8,24 @@
 #import common/dispatch
 #import mpm/params
 #import mpm/boundary
+#import mpm/node_box
 
 @group(0) @binding(0) var<uniform> params: MpmParams;
-@group(0) @binding(1) var<storage, read> grid: array<f32>;
-@group(0) @binding(2) var<storage, read> grid_anchored: array<u32>;
-@group(0) @binding(3) var<storage, read> grid_velocity_grad: array<f32>;
-@group(0) @binding(4) var<storage, read_write> grid_grad: array<f32>;
+// Active box [origin xyz, dims xyz, count, 0] (grid_box.wgsl).
+@group(0) @binding(1) var<storage, read> node_box: array<u32, 8>;
+@group(0) @binding(2) var<storage, read> grid: array<f32>;
+@group(0) @binding(3) var<storage, read> grid_anchored: array<u32>;
+@group(0) @binding(4) var<storage, read> grid_velocity_grad: array<f32>;
+@group(0) @binding(5) var<storage, read_write> grid_grad: array<f32>;
 
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgroups) num_workgroups: vec3<u32>) {
-    let n = flat_thread_index(global_id, num_workgroups, 256u);
-    let res = nodes_per_axis(params);
-    if n >= res * res * res {
+    let t = flat_thread_index(global_id, num_workgroups, 256u);
+    if t >= node_box[6] {
         return;
     }
+    let res = nodes_per_axis(params);
+    let n = box_node(t, vec3<u32>(node_box[0], node_box[1], node_box[2]), vec3<u32>(node_box[3], node_box[4], node_box[5]), res);
     let g = n * GRID_STRIDE;
     let m = grid[g];
     var g_mv = vec3<f32>(0.0);

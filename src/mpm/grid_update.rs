@@ -6,6 +6,8 @@ use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
 pub struct GridUpdateBuffers<'a> {
     /// [`super::uniforms::MpmUniforms`].
     pub uniforms: &'a GpuBuffer,
+    /// Active box `[origin xyz, dims xyz, count, 0]` from [`super::grid_box`].
+    pub node_box: &'a GpuBuffer,
     /// Grid (m, mv) per node from P2G.
     pub grid: &'a GpuBuffer,
     /// Anchored flag per node.
@@ -28,7 +30,13 @@ impl GridUpdate {
                 ctx,
                 "mpm/grid_update",
                 "main",
-                &[Uniform, StorageRead, StorageRead, StorageReadWrite],
+                &[
+                    Uniform,
+                    StorageRead,
+                    StorageRead,
+                    StorageRead,
+                    StorageReadWrite,
+                ],
             )?,
         })
     }
@@ -36,17 +44,27 @@ impl GridUpdate {
     /// Bind group for `b` (cached by the simulator: buffers do not change
     /// between substeps).
     pub fn bind(&self, ctx: &GpuContext, b: &GridUpdateBuffers) -> wgpu::BindGroup {
-        self.kernel
-            .bind(ctx, &[b.uniforms, b.grid, b.grid_anchored, b.grid_velocity])
+        self.kernel.bind(
+            ctx,
+            &[
+                b.uniforms,
+                b.node_box,
+                b.grid,
+                b.grid_anchored,
+                b.grid_velocity,
+            ],
+        )
     }
 
-    /// Records one dispatch over `count` nodes.
+    /// Records one dispatch over the active box; `dispatch_args` holds the
+    /// workgroup counts written by [`super::grid_box`].
     pub fn dispatch(
         &self,
         encoder: &mut wgpu::CommandEncoder,
         bind_group: &wgpu::BindGroup,
-        count: u32,
+        dispatch_args: &GpuBuffer,
     ) {
-        self.kernel.dispatch_threads(encoder, bind_group, count);
+        self.kernel
+            .dispatch_indirect(encoder, bind_group, dispatch_args, 0);
     }
 }

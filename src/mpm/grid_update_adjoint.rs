@@ -6,6 +6,8 @@ use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
 pub struct GridUpdateAdjointBuffers<'a> {
     /// [`super::uniforms::MpmUniforms`].
     pub uniforms: &'a GpuBuffer,
+    /// Active box `[origin xyz, dims xyz, count, 0]` from [`super::grid_box`].
+    pub node_box: &'a GpuBuffer,
     /// Grid (m, mv) of substep n (recomputed forward).
     pub grid: &'a GpuBuffer,
     /// Anchored flag per node.
@@ -35,6 +37,7 @@ impl GridUpdateAdjoint {
                     StorageRead,
                     StorageRead,
                     StorageRead,
+                    StorageRead,
                     StorageReadWrite,
                 ],
             )?,
@@ -48,6 +51,7 @@ impl GridUpdateAdjoint {
             ctx,
             &[
                 b.uniforms,
+                b.node_box,
                 b.grid,
                 b.grid_anchored,
                 b.grid_velocity_grad,
@@ -56,13 +60,15 @@ impl GridUpdateAdjoint {
         )
     }
 
-    /// Records one dispatch over `count` nodes.
+    /// Records one dispatch over the active box; `dispatch_args` holds the
+    /// workgroup counts written by [`super::grid_box`].
     pub fn dispatch(
         &self,
         encoder: &mut wgpu::CommandEncoder,
         bind_group: &wgpu::BindGroup,
-        count: u32,
+        dispatch_args: &GpuBuffer,
     ) {
-        self.kernel.dispatch_threads(encoder, bind_group, count);
+        self.kernel
+            .dispatch_indirect(encoder, bind_group, dispatch_args, 0);
     }
 }

@@ -8,6 +8,8 @@ use super::config::{MpmConfig, WALL_MARGIN_CELLS};
 use super::error::MpmError;
 use super::g2p::{G2p, G2pBuffers};
 use super::g2p_adjoint::{G2pAdjoint, G2pAdjointBuffers};
+use super::grid_box::{GridBoundsBuffers, GridBox, GridBoxBuffers, EMPTY_BOUNDS};
+use super::grid_clear::{GridClear, GridClearBuffers, GridClearUniforms};
 use super::grid_update::{GridUpdate, GridUpdateBuffers};
 use super::grid_update_adjoint::{GridUpdateAdjoint, GridUpdateAdjointBuffers};
 use super::layout::{ParticleState, STATE_STRIDE};
@@ -22,7 +24,9 @@ use crate::gpu::{GpuBuffer, GpuContext};
 /// benchmarks can submit and time each kernel separately.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SubstepStage {
-    /// Zero the grid mass/momentum and the anchored-node flags.
+    /// Active box of the substep's stencils ([`super::grid_box`]).
+    ActiveBox,
+    /// Zero the grid mass/momentum and the anchored-node flags (active box).
     ClearGrid,
     /// Particle-to-grid scatter.
     P2g,
@@ -30,7 +34,7 @@ pub enum SubstepStage {
     GridUpdate,
     /// Grid-to-particle gather and particle update.
     G2p,
-    /// Zero ∂L/∂(grid velocity).
+    /// Zero ∂L/∂(grid velocity) (active box).
     ClearGridGrad,
     /// Adjoint of G2P.
     G2pAdjoint,
@@ -42,11 +46,17 @@ pub enum SubstepStage {
 
 impl SubstepStage {
     /// A forward substep.
-    pub const FORWARD: [SubstepStage; 4] =
-        [Self::ClearGrid, Self::P2g, Self::GridUpdate, Self::G2p];
+    pub const FORWARD: [SubstepStage; 5] = [
+        Self::ActiveBox,
+        Self::ClearGrid,
+        Self::P2g,
+        Self::GridUpdate,
+        Self::G2p,
+    ];
     /// A backward substep: the grid of the substep is recomputed, then the
     /// adjoints run in reverse order (DESIGN.md § Adjoint).
-    pub const ADJOINT: [SubstepStage; 7] = [
+    pub const ADJOINT: [SubstepStage; 8] = [
+        Self::ActiveBox,
         Self::ClearGrid,
         Self::P2g,
         Self::GridUpdate,
@@ -59,6 +69,7 @@ impl SubstepStage {
     /// Short name (benchmark output).
     pub fn name(self) -> &'static str {
         match self {
+            Self::ActiveBox => "active_box",
             Self::ClearGrid => "clear_grid",
             Self::P2g => "p2g",
             Self::GridUpdate => "grid_update",
@@ -106,13 +117,14 @@ struct Kernels {
     grid_update_adjoint: GridUpdateAdjoint,
     p2g_adjoint: P2gAdjoint,
     add_assign: AddAssign,
+    grid_box: GridBox,
+    grid_clear: GridClear,
 }
 
 /// A GPU MPM simulation of a fixed particle set on a fixed grid.
 pub struct MpmSimulator {
     config: MpmConfig,
     particle_count: u32,
-    node_count: u32,
     uniforms: GpuBuffer,
     youngs: GpuBuffer,
     anchored: GpuBuffer,
@@ -123,6 +135,11 @@ pub struct MpmSimulator {
     grid_grad: GpuBuffer,
     status: GpuBuffer,
     add_uniforms: GpuBuffer,
+    bounds: GpuBuffer,
+    node_box: GpuBuffer,
+    dispatch_args: GpuBuffer,
+    clear4: GpuBuffer,
+    clear1: GpuBuffer,
     scratch: [GpuBuffer; 2],
     kernels: Kernels,
 }
@@ -212,7 +229,6 @@ impl MpmSimulator {
         Ok(Self {
             config: config.clone(),
             particle_count: n as u32,
-            node_count: nodes as u32,
             uniforms: ctx.uniform_buffer("mpm uniforms", &uniforms)?,
             youngs: ctx.storage_from_slice("mpm youngs", &vec![setup.youngs_max as f32; n])?,
             anchored: ctx.storage_from_slice("mpm anchored particles", &anchored)?,
@@ -229,6 +245,27 @@ impl MpmSimulator {
                     _pad: [0; 3],
                 },
             )?,
+            bounds: ctx.storage_from_slice("mpm active-box bounds", &EMPTY_BOUNDS)?,
+            node_box: ctx.storage_zeroed::<u32>("mpm active box", 8)?,
+            dispatch_args: ctx.buffer_from_slice(
+                "mpm active-box dispatch",
+                &[0u32; 3],
+                crate::gpu::STORAGE | wgpu::BufferUsages::INDIRECT,
+            )?,
+            clear4: ctx.uniform_buffer(
+                "mpm clear (4 words per node)",
+                &GridClearUniforms {
+                    words_per_node: 4,
+                    _pad: [0; 3],
+                },
+            )?,
+            clear1: ctx.uniform_buffer(
+                "mpm clear (1 word per node)",
+                &GridClearUniforms {
+                    words_per_node: 1,
+                    _pad: [0; 3],
+                },
+            )?,
             scratch: [
                 ctx.storage_zeroed::<f32>("mpm substep state A", state_floats)?,
                 ctx.storage_zeroed::<f32>("mpm substep state B", state_floats)?,
@@ -241,6 +278,8 @@ impl MpmSimulator {
                 grid_update_adjoint: GridUpdateAdjoint::new(ctx)?,
                 p2g_adjoint: P2gAdjoint::new(ctx)?,
                 add_assign: AddAssign::new(ctx)?,
+                grid_box: GridBox::new(ctx)?,
+                grid_clear: GridClear::new(ctx)?,
             },
         })
     }
@@ -359,9 +398,30 @@ impl MpmSimulator {
     ) {
         let k = &self.kernels;
         match stage {
+            SubstepStage::ActiveBox => {
+                let bounds_group = k.grid_box.bind_bounds(
+                    ctx,
+                    &GridBoundsBuffers {
+                        uniforms: &self.uniforms,
+                        state: b.state,
+                        bounds: &self.bounds,
+                    },
+                );
+                let box_group = k.grid_box.bind_box(
+                    ctx,
+                    &GridBoxBuffers {
+                        uniforms: &self.uniforms,
+                        bounds: &self.bounds,
+                        node_box: &self.node_box,
+                        dispatch_args: &self.dispatch_args,
+                    },
+                );
+                k.grid_box
+                    .dispatch(encoder, &bounds_group, &box_group, self.particle_count);
+            }
             SubstepStage::ClearGrid => {
-                encoder.clear_buffer(&self.grid, 0, None);
-                encoder.clear_buffer(&self.grid_anchored, 0, None);
+                self.encode_clear(ctx, encoder, &self.clear4, &self.grid);
+                self.encode_clear(ctx, encoder, &self.clear1, &self.grid_anchored);
             }
             SubstepStage::P2g => {
                 let bg = k.p2g.bind(
@@ -382,12 +442,13 @@ impl MpmSimulator {
                     ctx,
                     &GridUpdateBuffers {
                         uniforms: &self.uniforms,
+                        node_box: &self.node_box,
                         grid: &self.grid,
                         grid_anchored: &self.grid_anchored,
                         grid_velocity: &self.grid_velocity,
                     },
                 );
-                k.grid_update.dispatch(encoder, &bg, self.node_count);
+                k.grid_update.dispatch(encoder, &bg, &self.dispatch_args);
             }
             SubstepStage::G2p => {
                 let bg = k.g2p.bind(
@@ -404,7 +465,7 @@ impl MpmSimulator {
                 k.g2p.dispatch(encoder, &bg, self.particle_count);
             }
             SubstepStage::ClearGridGrad => {
-                encoder.clear_buffer(&self.grid_velocity_grad, 0, None);
+                self.encode_clear(ctx, encoder, &self.clear4, &self.grid_velocity_grad);
             }
             SubstepStage::G2pAdjoint => {
                 let bg = k.g2p_adjoint.bind(
@@ -426,6 +487,7 @@ impl MpmSimulator {
                     ctx,
                     &GridUpdateAdjointBuffers {
                         uniforms: &self.uniforms,
+                        node_box: &self.node_box,
                         grid: &self.grid,
                         grid_anchored: &self.grid_anchored,
                         grid_velocity_grad: &self.grid_velocity_grad,
@@ -433,7 +495,7 @@ impl MpmSimulator {
                     },
                 );
                 k.grid_update_adjoint
-                    .dispatch(encoder, &bg, self.node_count);
+                    .dispatch(encoder, &bg, &self.dispatch_args);
             }
             SubstepStage::P2gAdjoint => {
                 let bg = k.p2g_adjoint.bind(
@@ -450,6 +512,27 @@ impl MpmSimulator {
                 k.p2g_adjoint.dispatch(encoder, &bg, self.particle_count);
             }
         }
+    }
+
+    fn encode_clear(
+        &self,
+        ctx: &GpuContext,
+        encoder: &mut wgpu::CommandEncoder,
+        clear: &GpuBuffer,
+        values: &GpuBuffer,
+    ) {
+        let bg = self.kernels.grid_clear.bind(
+            ctx,
+            &GridClearBuffers {
+                uniforms: &self.uniforms,
+                clear,
+                node_box: &self.node_box,
+                values,
+            },
+        );
+        self.kernels
+            .grid_clear
+            .dispatch(encoder, &bg, &self.dispatch_args);
     }
 
     /// Records one forward substep `from → to` (distinct buffers).
