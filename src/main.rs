@@ -1,5 +1,7 @@
 //! The `physfit` command line. Library errors are typed; anyhow only here.
 
+use std::path::PathBuf;
+
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
@@ -20,6 +22,11 @@ struct Cli {
 enum Command {
     /// Print the GPU adapter, backend, driver, limits and features physfit will use.
     Info,
+    /// Load and validate a scene.toml and print a summary (splats, box, grid, cameras, frames, time step).
+    Check {
+        /// The scene file.
+        scene: PathBuf,
+    },
     /// Benchmarks (JSON on stdout).
     Bench {
         #[command(subcommand)]
@@ -55,6 +62,7 @@ fn run(cli: Cli) -> Result<()> {
             let ctx = physfit::gpu::GpuContext::new(&Default::default())?;
             println!("{}", physfit::gpu::info::describe(&ctx));
         }
+        Command::Check { scene } => cli::check::run(&scene)?,
         Command::Bench {
             target: BenchTarget::Mpm { cases },
         } => cli::bench::mpm(&cases)?,

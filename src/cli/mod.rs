@@ -1,3 +1,4 @@
-//! Subcommands of the `physfit` binary (anyhow allowed here).
+//! Subcommand implementations of the `physfit` binary (anyhow allowed here).
 
 pub mod bench;
+pub mod check;

@@ -1,7 +1,26 @@
-//! Scene input: 3DGS splats, cameras, reference frames, scene.toml.
+//! Scene input: 3DGS splats (`ply`), cameras (`camera`, `view`,
+//! `nerfstudio`), reference frames (`frames`), and `scene.toml` (`config`
+//! for the schema, `scene` for [`Scene::load`] and its validation).
 
+pub mod atomic_write;
 pub mod camera;
+pub mod config;
+pub mod error;
+pub mod frames;
 pub mod gaussians;
+pub mod nerfstudio;
+pub mod ply;
+pub mod region;
+#[allow(clippy::module_inception)]
+pub mod scene;
+pub mod sim_box;
+mod validate;
+pub mod view;
 
 pub use camera::Camera;
+pub use config::SceneConfig;
+pub use error::SceneError;
 pub use gaussians::Gaussians;
+pub use scene::{Drivers, FitSettings, FitStage, Material, Scene, Simulation, Stability};
+pub use sim_box::SimBox;
+pub use view::{FrameSet, View};

@@ -1,0 +1,158 @@
+//! `physfit check scene.toml`: load and validate a scene and print what
+//! physfit will use, so a scene can be checked before any GPU work.
+
+use std::fmt::Write;
+use std::path::Path;
+
+use anyhow::Result;
+use physfit::scene::Scene;
+
+fn v3<T: std::fmt::Display>(v: &[T; 3]) -> String {
+    format!("[{}, {}, {}]", v[0], v[1], v[2])
+}
+
+fn f3(v: [f64; 3]) -> String {
+    format!("[{:.4}, {:.4}, {:.4}]", v[0], v[1], v[2])
+}
+
+/// The summary printed by `physfit check`.
+pub fn summary(scene: &Scene) -> String {
+    let mut s = String::new();
+    let g = scene.gaussians();
+    let _ = writeln!(s, "scene        {}", scene.path.display());
+    let _ = writeln!(
+        s,
+        "splats       {} (SH degree {}) from {}",
+        g.len(),
+        g.sh_degree,
+        scene.gaussians_path.display()
+    );
+    let report = &scene.splats.report;
+    if !report.is_clean() {
+        let _ = writeln!(s, "odd values   {report}");
+    }
+    if let Some((lo, hi)) = g.bounds() {
+        let _ = writeln!(
+            s,
+            "world bounds min {} max {}",
+            f3(lo.map(f64::from)),
+            f3(hi.map(f64::from))
+        );
+    }
+    let sim = &scene.simulation;
+    let b = sim.sim_box;
+    let _ = writeln!(
+        s,
+        "sim box      min {} max {} (side {:.4}, {})",
+        f3(b.min),
+        f3(b.max()),
+        b.side,
+        if sim.auto_box { "auto" } else { "given" }
+    );
+    let _ = writeln!(
+        s,
+        "grid         grid_res {}, dx = {:.5} (normalised) = {:.5} world units, walls {:?}",
+        sim.grid_res,
+        1.0 / sim.grid_res as f64,
+        b.side / sim.grid_res as f64,
+        sim.walls
+    );
+    let n_sim = scene.simulated.iter().filter(|x| **x).count();
+    let n_anch = scene.anchored.iter().filter(|x| **x).count();
+    let _ = writeln!(
+        s,
+        "regions      {n_sim} simulated, {n_anch} anchored, {} static",
+        g.len() - n_sim
+    );
+    let st = scene.stability();
+    let _ = writeln!(
+        s,
+        "time         fps {}, {} substeps/frame, dt = {:.4e} s; explicit bound {:.4e} s at E = {:.3e} needs ≥ {} substeps",
+        scene.fps, sim.substeps, st.dt, st.dt_bound, st.youngs_max, st.min_substeps
+    );
+    let gn = scene.gravity_normalised();
+    let _ = writeln!(
+        s,
+        "gravity      {} world/s² = {} box/s², damping {} 1/s",
+        v3(&sim.gravity_world),
+        f3(gn),
+        sim.damping
+    );
+    let m = &scene.material;
+    let _ = writeln!(
+        s,
+        "material     density {}, Poisson {}, E0 {:.3e}, log10 E in [{}, {}]",
+        m.density,
+        m.poisson_ratio,
+        m.youngs_modulus,
+        m.log10_youngs_range[0],
+        m.log10_youngs_range[1]
+    );
+    let d = &scene.drivers;
+    let _ = writeln!(s, "drivers      {} (k = {}, seed {})", d.count, d.k, d.seed);
+    for (i, view) in scene.views.iter().enumerate() {
+        let c = &view.camera;
+        let fov_x = 2.0 * (c.width as f32 / (2.0 * c.fx)).atan().to_degrees();
+        let fov_y = 2.0 * (c.height as f32 / (2.0 * c.fy)).atan().to_degrees();
+        let p = c.position();
+        let _ = writeln!(
+            s,
+            "view {i} {:?}  {}×{} px, fx {} fy {} cx {} cy {}, fov {:.1}°×{:.1}°, position [{:.4}, {:.4}, {:.4}]",
+            view.name, c.width, c.height, c.fx, c.fy, c.cx, c.cy, fov_x, fov_y, p.x, p.y, p.z
+        );
+        match &view.frames {
+            Some(f) => {
+                let _ = writeln!(
+                    s,
+                    "  frames     {} of {}×{} px from {} ({} .. {})",
+                    f.len(),
+                    f.width,
+                    f.height,
+                    f.spec.display(),
+                    f.paths[0].display(),
+                    f.paths[f.len() - 1].display()
+                );
+            }
+            None => {
+                let _ = writeln!(s, "  frames     none (this view has no reference frames)");
+            }
+        }
+    }
+    match scene.frame_count() {
+        Some(n) => {
+            let _ = writeln!(
+                s,
+                "reference    {n} frames per view = {:.3} s",
+                n as f64 / scene.fps
+            );
+        }
+        None => {
+            let _ = writeln!(
+                s,
+                "reference    NO FRAMES: `physfit fit` needs `frames` in at least one view"
+            );
+        }
+    }
+    let f = &scene.fit;
+    let _ = writeln!(
+        s,
+        "fit          w_l1 {}, w_ssim {}, tv {}; velocity {} it (lr {}), stiffness {} it (lr {})",
+        f.w_l1,
+        f.w_ssim,
+        f.tv_weight,
+        f.velocity.iterations,
+        f.velocity.learning_rate,
+        f.stiffness.iterations,
+        f.stiffness.learning_rate
+    );
+    let _ = writeln!(s, "output       {}", scene.output_dir.display());
+    s
+}
+
+/// Runs `physfit check`.
+pub fn run(path: &Path) -> Result<()> {
+    let scene = Scene::load(path)?;
+    print!("{}", summary(&scene));
+    println!("ok");
+    Ok(())
+}

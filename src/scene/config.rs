@@ -1,0 +1,337 @@
+//! The `scene.toml` schema (docs/scene.md lists every field with its unit and
+//! default). Parsing only: paths stay as written (relative to the TOML file)
+//! and values unchecked; `Scene::load` resolves and validates them. Every
+//! table denies unknown fields so a typo is an error, not a silent default.
+
+use std::path::PathBuf;
+
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::Deserialize;
+
+use crate::mpm::WallMode;
+
+/// The whole file.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SceneConfig {
+    /// The splats.
+    pub gaussians: GaussiansConfig,
+    /// Cameras with their reference frames (at least one).
+    #[serde(default)]
+    pub views: Vec<ViewConfig>,
+    /// Reference video settings.
+    #[serde(default)]
+    pub reference: ReferenceConfig,
+    /// Simulation box, grid and time stepping.
+    #[serde(default)]
+    pub simulation: SimulationConfig,
+    /// Material constants and the Young's modulus range.
+    #[serde(default)]
+    pub material: MaterialConfig,
+    /// Simulated and anchored regions.
+    #[serde(default)]
+    pub regions: RegionsConfig,
+    /// Driving particles.
+    #[serde(default)]
+    pub drivers: DriversConfig,
+    /// Optimiser settings.
+    #[serde(default)]
+    pub fit: FitConfig,
+    /// Where results go.
+    #[serde(default)]
+    pub output: OutputConfig,
+}
+
+/// `[gaussians]`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GaussiansConfig {
+    /// The 3DGS `.ply`, relative to the TOML file.
+    pub path: PathBuf,
+}
+
+/// One `[[views]]` entry.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ViewConfig {
+    /// A label for messages and output names (default `view0`, `view1`, …).
+    pub name: Option<String>,
+    /// The camera.
+    pub camera: CameraConfig,
+    /// Reference frames: a directory or a glob of PNG/JPEG files, relative
+    /// to the TOML file; optional (then this view has no reference).
+    pub frames: Option<String>,
+}
+
+/// `[views.camera]`: either inline intrinsics and a pose, or a nerfstudio
+/// `transforms.json` and a frame index. Which form is meant follows from the
+/// fields given; mixing forms is an error.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CameraConfig {
+    /// Image width in pixels.
+    pub width: Option<u32>,
+    /// Image height in pixels.
+    pub height: Option<u32>,
+    /// Focal length x, pixels.
+    pub fx: Option<f64>,
+    /// Focal length y, pixels (default `fx`).
+    pub fy: Option<f64>,
+    /// Principal point x, pixels (default `width/2`).
+    pub cx: Option<f64>,
+    /// Principal point y, pixels (default `height/2`).
+    pub cy: Option<f64>,
+    /// World-to-camera rotation, 3 rows (OpenCV axes).
+    pub rotation: Option<[[f64; 3]; 3]>,
+    /// World-to-camera translation.
+    pub translation: Option<[f64; 3]>,
+    /// Camera centre, world units.
+    pub position: Option<[f64; 3]>,
+    /// A world point on the optical axis.
+    pub look_at: Option<[f64; 3]>,
+    /// World up direction (image up).
+    pub up: Option<[f64; 3]>,
+    /// A nerfstudio `transforms.json`, relative to the TOML file.
+    pub transforms: Option<PathBuf>,
+    /// Index into its `frames` list.
+    pub frame: Option<usize>,
+    /// Near plane, world units (default 0.01).
+    pub near: Option<f64>,
+}
+
+/// `[reference]`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ReferenceConfig {
+    /// Frames per second of the reference video.
+    pub fps: f64,
+    /// Background colour, linear RGB in [0, 1].
+    pub background: [f32; 3],
+}
+
+impl Default for ReferenceConfig {
+    fn default() -> Self {
+        ReferenceConfig {
+            fps: 30.0,
+            background: [0.0, 0.0, 0.0],
+        }
+    }
+}
+
+/// An axis-aligned box `{ min, max }` in world units.
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AabbConfig {
+    /// Lower corner.
+    pub min: [f64; 3],
+    /// Upper corner.
+    pub max: [f64; 3],
+}
+
+/// `simulation.box`: `"auto"` or `{ min, max }`.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum BoxSetting {
+    /// The simulated splats' bounding box, padded and made a cube.
+    #[default]
+    Auto,
+    /// An explicit cube in world units.
+    Explicit(AabbConfig),
+}
+
+impl<'de> Deserialize<'de> for BoxSetting {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct BoxVisitor;
+        impl<'de> Visitor<'de> for BoxVisitor {
+            type Value = BoxSetting;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("\"auto\" or a table { min = [x, y, z], max = [x, y, z] }")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<BoxSetting, E> {
+                if v == "auto" {
+                    Ok(BoxSetting::Auto)
+                } else {
+                    Err(E::invalid_value(de::Unexpected::Str(v), &self))
+                }
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<BoxSetting, A::Error> {
+                AabbConfig::deserialize(de::value::MapAccessDeserializer::new(map))
+                    .map(BoxSetting::Explicit)
+            }
+        }
+        d.deserialize_any(BoxVisitor)
+    }
+}
+
+/// `[simulation]`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SimulationConfig {
+    /// The simulation cube (`"auto"` or `{ min, max }`, world units).
+    #[serde(rename = "box")]
+    pub sim_box: BoxSetting,
+    /// For `"auto"`: extra space around the bounding box, as a fraction of
+    /// its largest side on each side.
+    pub padding: f64,
+    /// Grid nodes per box side.
+    pub grid_res: u32,
+    /// Substeps per frame; default the fewest the stability bound allows.
+    pub substeps: Option<u32>,
+    /// Gravity, world units / s².
+    pub gravity: [f64; 3],
+    /// Grid-velocity damping rate, 1/s.
+    pub damping: f64,
+    /// Wall condition.
+    pub walls: WallMode,
+}
+
+impl Default for SimulationConfig {
+    fn default() -> Self {
+        SimulationConfig {
+            sim_box: BoxSetting::Auto,
+            padding: 0.1,
+            grid_res: 32,
+            substeps: None,
+            gravity: [0.0; 3],
+            damping: 0.0,
+            walls: WallMode::Sticky,
+        }
+    }
+}
+
+/// `[material]` (normalised units: the box is a unit cube).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MaterialConfig {
+    /// Density ρ.
+    pub density: f64,
+    /// Poisson's ratio ν, in [0, 0.5).
+    pub poisson_ratio: f64,
+    /// Initial Young's modulus E (Pa).
+    pub youngs_modulus: f64,
+    /// Range `[low, high]` of log10 E the fit may use.
+    pub log10_youngs_range: [f64; 2],
+}
+
+impl Default for MaterialConfig {
+    fn default() -> Self {
+        MaterialConfig {
+            density: 2000.0,
+            poisson_ratio: 0.3,
+            youngs_modulus: 1.0e5,
+            log10_youngs_range: [3.0, 8.7],
+        }
+    }
+}
+
+/// One part of a region: a box `{ min, max }` or a point set
+/// `{ points = "x.ply", radius = r }` (splats within `r` of any point).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegionShapeConfig {
+    /// Box lower corner, world units.
+    pub min: Option<[f64; 3]>,
+    /// Box upper corner, world units.
+    pub max: Option<[f64; 3]>,
+    /// A `.ply` point set (only `x y z` are read), relative to the TOML file.
+    pub points: Option<PathBuf>,
+    /// Distance from the points, world units.
+    pub radius: Option<f64>,
+}
+
+/// `[regions]`: each region is the union of its shapes.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RegionsConfig {
+    /// Splats that are simulated; absent = every splat.
+    pub simulated: Option<Vec<RegionShapeConfig>>,
+    /// Simulated splats that are held fixed; default none.
+    pub anchored: Vec<RegionShapeConfig>,
+}
+
+/// `[drivers]`: K-Means driving particles.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DriversConfig {
+    /// Number of drivers (default 2048 when `fraction` is not given).
+    pub count: Option<usize>,
+    /// Drivers as a fraction of the simulated splats, in (0, 1].
+    pub fraction: Option<f64>,
+    /// Nearest drivers per Gaussian.
+    pub k: usize,
+    /// K-Means seed.
+    pub seed: u64,
+}
+
+impl Default for DriversConfig {
+    fn default() -> Self {
+        DriversConfig {
+            count: None,
+            fraction: None,
+            k: 8,
+            seed: 0,
+        }
+    }
+}
+
+/// One fit stage (`[fit.velocity]`, `[fit.stiffness]`); missing fields take
+/// the stage's defaults (docs/scene.md).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FitStageConfig {
+    /// Adam iterations.
+    pub iterations: Option<u32>,
+    /// Peak Adam learning rate.
+    pub learning_rate: Option<f64>,
+    /// Frames used after frame 0 (frames 1..=n).
+    pub frames: Option<u32>,
+    /// Iterations of linear learning-rate warm-up.
+    pub warmup: Option<u32>,
+    /// Learning-rate factor reached at the last iteration (exponential decay).
+    pub decay: Option<f64>,
+    /// Largest gradient norm; larger gradients are scaled down to it.
+    pub grad_clip: Option<f64>,
+}
+
+/// `[fit]`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FitConfig {
+    /// Weight of the L1 term (paper eq. 10).
+    pub w_l1: f64,
+    /// Weight of the 1 − SSIM term.
+    pub w_ssim: f64,
+    /// Weight of the total variation of log10 E over the driver graph.
+    pub tv_weight: f64,
+    /// Stage 1: initial velocity.
+    pub velocity: FitStageConfig,
+    /// Stage 2: stiffness.
+    pub stiffness: FitStageConfig,
+}
+
+impl Default for FitConfig {
+    fn default() -> Self {
+        FitConfig {
+            w_l1: 0.1,
+            w_ssim: 0.9,
+            tv_weight: 0.01,
+            velocity: FitStageConfig::default(),
+            stiffness: FitStageConfig::default(),
+        }
+    }
+}
+
+/// `[output]`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct OutputConfig {
+    /// Output directory, relative to the TOML file.
+    pub directory: PathBuf,
+}
+
+impl Default for OutputConfig {
+    fn default() -> Self {
+        OutputConfig {
+            directory: PathBuf::from("output"),
+        }
+    }
+}

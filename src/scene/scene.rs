@@ -1,0 +1,614 @@
+//! [`Scene::load`]: reads `scene.toml`, resolves every path relative to it,
+//! loads the splats, cameras and frame sizes, and validates every setting
+//! (errors name the file, the field and the fix; docs/scene.md). Also the
+//! conversions later stages need: world → normalised box, gravity in
+//! normalised units, the [`MpmConfig`], the simulated/anchored masks.
+
+use std::path::{Path, PathBuf};
+
+use super::config::{BoxSetting, FitStageConfig, SceneConfig};
+use super::error::SceneError;
+use super::ply::{load_gaussians, LoadedSplats};
+use super::region::{resolve_region, Region};
+use super::sim_box::SimBox;
+use super::validate::Validator;
+use super::view::{resolve_view, View};
+use super::Gaussians;
+use crate::mpm::stability::{explicit_dt_bound, min_substeps_per_frame};
+use crate::mpm::{MpmConfig, WallMode};
+
+/// Default driver count when neither `drivers.count` nor `drivers.fraction`
+/// is given (capped at the simulated splat count).
+pub const DEFAULT_DRIVER_COUNT: usize = 2048;
+
+/// Resolved `[simulation]` settings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Simulation {
+    /// The simulation cube, world units.
+    pub sim_box: SimBox,
+    /// True when the cube was derived (`box = "auto"`).
+    pub auto_box: bool,
+    /// Grid nodes per box side.
+    pub grid_res: u32,
+    /// Substeps per frame (given, or the stability minimum).
+    pub substeps: u32,
+    /// Gravity, world units / s².
+    pub gravity_world: [f64; 3],
+    /// Grid-velocity damping rate, 1/s.
+    pub damping: f64,
+    /// Wall condition.
+    pub walls: WallMode,
+}
+
+/// Resolved `[material]` (normalised units).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Material {
+    /// Density ρ.
+    pub density: f64,
+    /// Poisson's ratio ν ∈ [0, 0.5).
+    pub poisson_ratio: f64,
+    /// Initial Young's modulus.
+    pub youngs_modulus: f64,
+    /// `[low, high]` bounds of log10 E.
+    pub log10_youngs_range: [f64; 2],
+}
+
+/// Resolved `[drivers]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Drivers {
+    /// Number of driving particles (≤ simulated splats).
+    pub count: usize,
+    /// Nearest drivers per Gaussian.
+    pub k: usize,
+    /// K-Means seed.
+    pub seed: u64,
+}
+
+/// One resolved fit stage.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FitStage {
+    /// Adam iterations.
+    pub iterations: u32,
+    /// Peak learning rate.
+    pub learning_rate: f64,
+    /// Frames 1..=n used; `None` = all reference frames.
+    pub frames: Option<u32>,
+    /// Linear warm-up iterations.
+    pub warmup: u32,
+    /// Learning-rate factor reached at the last iteration.
+    pub decay: f64,
+    /// Gradient-norm clip.
+    pub grad_clip: f64,
+}
+
+impl FitStage {
+    /// Stage 1 defaults (DESIGN.md § Loss, parameters, fit: frames 1..3).
+    pub fn velocity_default() -> FitStage {
+        FitStage {
+            iterations: 100,
+            learning_rate: 0.05,
+            frames: Some(3),
+            warmup: 10,
+            decay: 0.1,
+            grad_clip: 1.0,
+        }
+    }
+
+    /// Stage 2 defaults (all frames).
+    pub fn stiffness_default() -> FitStage {
+        FitStage {
+            iterations: 100,
+            learning_rate: 0.05,
+            frames: None,
+            warmup: 10,
+            decay: 0.1,
+            grad_clip: 1.0,
+        }
+    }
+}
+
+/// Resolved `[fit]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FitSettings {
+    /// L1 weight.
+    pub w_l1: f64,
+    /// 1 − SSIM weight.
+    pub w_ssim: f64,
+    /// Total-variation weight on log10 E.
+    pub tv_weight: f64,
+    /// Stage 1.
+    pub velocity: FitStage,
+    /// Stage 2.
+    pub stiffness: FitStage,
+}
+
+/// The explicit time-step check for a scene (DESIGN.md § MPM, Stability).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Stability {
+    /// Substep length `1/(fps·substeps)`, seconds.
+    pub dt: f64,
+    /// Largest stable substep for the top of the E range.
+    pub dt_bound: f64,
+    /// Fewest substeps per frame that satisfy the bound.
+    pub min_substeps: u32,
+    /// The E the bound is evaluated at (10^high).
+    pub youngs_max: f64,
+}
+
+/// A loaded, validated scene.
+#[derive(Clone, Debug)]
+pub struct Scene {
+    /// The scene file.
+    pub path: PathBuf,
+    /// The file as parsed (paths as written).
+    pub config: SceneConfig,
+    /// The splats and their source `.ply` (for write-back).
+    pub splats: LoadedSplats,
+    /// Path of the `.ply`.
+    pub gaussians_path: PathBuf,
+    /// Cameras and reference frames.
+    pub views: Vec<View>,
+    /// Reference frames per second.
+    pub fps: f64,
+    /// Background colour, linear RGB.
+    pub background: [f32; 3],
+    /// Simulation settings.
+    pub simulation: Simulation,
+    /// Material settings.
+    pub material: Material,
+    /// Per splat: simulated.
+    pub simulated: Vec<bool>,
+    /// Per splat: anchored (always a subset of `simulated`).
+    pub anchored: Vec<bool>,
+    /// Driving particles.
+    pub drivers: Drivers,
+    /// Optimiser settings.
+    pub fit: FitSettings,
+    /// Output directory (resolved; may not exist yet).
+    pub output_dir: PathBuf,
+}
+
+fn resolve_stage(
+    v: &Validator,
+    field: &str,
+    c: &FitStageConfig,
+    d: FitStage,
+) -> Result<FitStage, SceneError> {
+    let f = |name: &str| format!("{field}.{name}");
+    let stage = FitStage {
+        iterations: c.iterations.unwrap_or(d.iterations),
+        learning_rate: v.positive(
+            &f("learning_rate"),
+            c.learning_rate.unwrap_or(d.learning_rate),
+        )?,
+        frames: c.frames.or(d.frames),
+        warmup: c.warmup.unwrap_or(d.warmup),
+        decay: c.decay.unwrap_or(d.decay),
+        grad_clip: c.grad_clip.unwrap_or(d.grad_clip),
+    };
+    if stage.frames == Some(0) {
+        return Err(v.out_of_range(
+            &f("frames"),
+            0,
+            "must be ≥ 1 (frames 1..=n after the rest frame 0)",
+        ));
+    }
+    if !(stage.decay > 0.0 && stage.decay <= 1.0) {
+        return Err(v.out_of_range(
+            &f("decay"),
+            stage.decay,
+            "must be in (0, 1]: the learning-rate factor at the last iteration",
+        ));
+    }
+    if stage.grad_clip.is_nan() || stage.grad_clip <= 0.0 {
+        return Err(v.out_of_range(
+            &f("grad_clip"),
+            stage.grad_clip,
+            "must be > 0 (use inf to disable clipping)",
+        ));
+    }
+    Ok(stage)
+}
+
+impl Scene {
+    /// Loads and validates `path` (module doc).
+    pub fn load(path: &Path) -> Result<Scene, SceneError> {
+        let text = std::fs::read_to_string(path).map_err(|source| SceneError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let config: SceneConfig = toml::from_str(&text).map_err(|e| SceneError::Parse {
+            path: path.to_path_buf(),
+            message: e.to_string().trim_end().to_string(),
+        })?;
+        let dir = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let v = Validator { path, dir };
+        Scene::resolve(&v, config)
+    }
+
+    fn resolve(v: &Validator, config: SceneConfig) -> Result<Scene, SceneError> {
+        let c = &config;
+        // Reference.
+        let fps = v.positive("reference.fps", c.reference.fps)?;
+        if !c
+            .reference
+            .background
+            .iter()
+            .all(|x| (0.0..=1.0).contains(x))
+        {
+            return Err(v.out_of_range(
+                "reference.background",
+                format!("{:?}", c.reference.background),
+                "each channel must be in [0, 1] (linear RGB)",
+            ));
+        }
+        // Material.
+        let m = &c.material;
+        let density = v.positive("material.density", m.density)?;
+        let nu = m.poisson_ratio;
+        if !(0.0..0.5).contains(&nu) {
+            return Err(v.out_of_range(
+                "material.poisson_ratio",
+                nu,
+                "must be in [0, 0.5): 0.5 is incompressible (λ → ∞) and negative ratios are not supported; typical solids use 0.2–0.45",
+            ));
+        }
+        let [lo, hi] = m.log10_youngs_range;
+        if !(lo.is_finite() && hi.is_finite()) {
+            return Err(v.out_of_range(
+                "material.log10_youngs_range",
+                format!("{:?}", m.log10_youngs_range),
+                "both ends must be finite",
+            ));
+        }
+        if lo >= hi {
+            return Err(SceneError::InvertedRange {
+                path: v.path.to_path_buf(),
+                field: "material.log10_youngs_range".into(),
+                low: lo,
+                high: hi,
+            });
+        }
+        let e0 = v.positive("material.youngs_modulus", m.youngs_modulus)?;
+        if !(lo..=hi).contains(&e0.log10()) {
+            return Err(v.out_of_range(
+                "material.youngs_modulus",
+                e0,
+                format!("must lie in the range 10^{lo} – 10^{hi} given by `material.log10_youngs_range`"),
+            ));
+        }
+        // Simulation numbers.
+        let s = &c.simulation;
+        if s.grid_res < 2 * crate::mpm::config::WALL_MARGIN_CELLS + 2 {
+            return Err(v.out_of_range(
+                "simulation.grid_res",
+                s.grid_res,
+                "must be ≥ 8 (3 cells of wall margin on each side plus room for the object)",
+            ));
+        }
+        let padding = v.non_negative("simulation.padding", s.padding)?;
+        let damping = v.non_negative("simulation.damping", s.damping)?;
+        let gravity_world = v.finite3("simulation.gravity", s.gravity)?;
+        let dx = 1.0 / s.grid_res as f64;
+        let youngs_max = 10f64.powf(hi);
+        let min_substeps = min_substeps_per_frame(fps, youngs_max, nu, density, dx);
+        let substeps = match s.substeps {
+            None => min_substeps,
+            Some(0) => {
+                return Err(v.out_of_range(
+                    "simulation.substeps",
+                    0,
+                    format!("must be ≥ 1; the stability bound needs ≥ {min_substeps}"),
+                ))
+            }
+            Some(n) if n < min_substeps => {
+                return Err(SceneError::TooFewSubsteps {
+                    path: v.path.to_path_buf(),
+                    substeps: n,
+                    needed: min_substeps,
+                    dt: 1.0 / (fps * n as f64),
+                    bound: explicit_dt_bound(youngs_max, nu, density, dx),
+                    youngs_max,
+                })
+            }
+            Some(n) => n,
+        };
+        // Views.
+        if c.views.is_empty() {
+            return Err(v.invalid(
+                "views",
+                "no view",
+                "add at least one [[views]] table with a camera",
+            ));
+        }
+        let views = c
+            .views
+            .iter()
+            .enumerate()
+            .map(|(i, view)| resolve_view(v, i, view))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut first: Option<(usize, usize)> = None;
+        for (i, view) in views.iter().enumerate() {
+            if let Some(frames) = &view.frames {
+                match first {
+                    None => first = Some((i, frames.len())),
+                    Some((j, n)) if n != frames.len() => {
+                        return Err(SceneError::FrameCount {
+                            path: v.path.to_path_buf(),
+                            field: format!("views[{i}].frames"),
+                            found: frames.len(),
+                            first_field: format!("views[{j}].frames"),
+                            expected: n,
+                        })
+                    }
+                    _ => {}
+                }
+            }
+        }
+        // Splats and regions.
+        let gaussians_path = v.existing("gaussians.path", &c.gaussians.path)?;
+        let splats = load_gaussians(&gaussians_path).map_err(|source| SceneError::Ply {
+            path: v.path.to_path_buf(),
+            field: "gaussians.path".into(),
+            source: Box::new(source),
+        })?;
+        let means = &splats.gaussians.means;
+        let simulated = match &c.regions.simulated {
+            None => vec![true; means.len()],
+            Some(shapes) => resolve_region(v, "regions.simulated", shapes)?.mask(means),
+        };
+        let n_sim = simulated.iter().filter(|s| **s).count();
+        if n_sim == 0 {
+            let (bounds_min, bounds_max) =
+                splats.gaussians.bounds().unwrap_or(([0.0; 3], [0.0; 3]));
+            return Err(SceneError::NothingSimulated {
+                path: v.path.to_path_buf(),
+                field: if c.regions.simulated.is_some() {
+                    "regions.simulated"
+                } else {
+                    "gaussians.path"
+                }
+                .into(),
+                bounds_min,
+                bounds_max,
+            });
+        }
+        let anchored_region: Region = resolve_region(v, "regions.anchored", &c.regions.anchored)?;
+        let anchored: Vec<bool> = means
+            .iter()
+            .zip(&simulated)
+            .map(|(p, &s)| s && anchored_region.contains(*p))
+            .collect();
+        let n_anchored = anchored.iter().filter(|a| **a).count();
+        if n_anchored == n_sim {
+            return Err(SceneError::NothingFree {
+                path: v.path.to_path_buf(),
+                field: "regions.anchored".into(),
+                count: n_sim,
+            });
+        }
+        if !c.regions.anchored.is_empty() && n_anchored == 0 {
+            log::warn!(
+                "{}: `regions.anchored` contains no simulated splat",
+                v.path.display()
+            );
+        }
+        // Box.
+        let (sim_box, auto_box) = match s.sim_box {
+            BoxSetting::Auto => {
+                let mut lo = [f64::INFINITY; 3];
+                let mut hi = [f64::NEG_INFINITY; 3];
+                for (p, _) in means.iter().zip(&simulated).filter(|(_, s)| **s) {
+                    for a in 0..3 {
+                        lo[a] = lo[a].min(p[a] as f64);
+                        hi[a] = hi[a].max(p[a] as f64);
+                    }
+                }
+                (SimBox::auto(lo, hi, padding, s.grid_res), true)
+            }
+            BoxSetting::Explicit(b) => {
+                let (min, max) = v.aabb("simulation.box", b.min, b.max)?;
+                let sides = [max[0] - min[0], max[1] - min[1], max[2] - min[2]];
+                let side = sides.iter().cloned().fold(0.0, f64::max);
+                if sides.iter().any(|x| (side - x) > 1e-4 * side) {
+                    return Err(v.invalid(
+                        "simulation.box",
+                        format!("not a cube: sides {sides:?}"),
+                        format!("give equal sides (e.g. max = min + {side}) or use box = \"auto\""),
+                    ));
+                }
+                (SimBox { min, side }, false)
+            }
+        };
+        let outside = means
+            .iter()
+            .zip(&simulated)
+            .filter(|(p, sim)| {
+                **sim && !SimBox::inside_margin(sim_box.to_normalised(**p), s.grid_res)
+            })
+            .count();
+        if outside > 0 {
+            return Err(v.invalid(
+                "simulation.box",
+                format!("{outside} simulated splats lie outside the box or within 3 grid cells of its walls"),
+                "enlarge the box, or use box = \"auto\"",
+            ));
+        }
+        // Drivers.
+        let d = &c.drivers;
+        let count = match (d.count, d.fraction) {
+            (Some(_), Some(_)) => {
+                return Err(v.invalid(
+                    "drivers.fraction",
+                    "given together with `drivers.count`",
+                    "give one of `count` or `fraction`",
+                ))
+            }
+            (Some(0), None) => return Err(v.out_of_range("drivers.count", 0, "must be ≥ 1")),
+            (Some(n), None) => n.min(n_sim),
+            (None, Some(f)) => {
+                if !(f > 0.0 && f <= 1.0) {
+                    return Err(v.out_of_range("drivers.fraction", f, "must be in (0, 1]"));
+                }
+                ((f * n_sim as f64).round() as usize).max(1)
+            }
+            (None, None) => DEFAULT_DRIVER_COUNT.min(n_sim),
+        };
+        if d.k == 0 || d.k > count {
+            return Err(v.out_of_range(
+                "drivers.k",
+                d.k,
+                format!("must be in 1..={count} (the driver count)"),
+            ));
+        }
+        // Fit.
+        let f = &c.fit;
+        let w_l1 = v.non_negative("fit.w_l1", f.w_l1)?;
+        let w_ssim = v.non_negative("fit.w_ssim", f.w_ssim)?;
+        if w_l1 + w_ssim == 0.0 {
+            return Err(v.invalid(
+                "fit.w_ssim",
+                "both image-loss weights are 0",
+                "give `fit.w_l1` or `fit.w_ssim` a positive weight (defaults 0.1 and 0.9)",
+            ));
+        }
+        let fit = FitSettings {
+            w_l1,
+            w_ssim,
+            tv_weight: v.non_negative("fit.tv_weight", f.tv_weight)?,
+            velocity: resolve_stage(v, "fit.velocity", &f.velocity, FitStage::velocity_default())?,
+            stiffness: resolve_stage(
+                v,
+                "fit.stiffness",
+                &f.stiffness,
+                FitStage::stiffness_default(),
+            )?,
+        };
+        if let Some((_, n)) = first {
+            for (name, stage) in [("velocity", &fit.velocity), ("stiffness", &fit.stiffness)] {
+                if let Some(k) = stage.frames {
+                    if k as usize >= n {
+                        return Err(v.out_of_range(
+                            &format!("fit.{name}.frames"),
+                            k,
+                            format!("must be below the {n} reference frames per view (frames 1..=n follow the rest frame 0)"),
+                        ));
+                    }
+                }
+            }
+        }
+        let output_dir = v.join(&c.output.directory);
+        Ok(Scene {
+            path: v.path.to_path_buf(),
+            gaussians_path,
+            splats,
+            views,
+            fps,
+            background: c.reference.background,
+            simulation: Simulation {
+                sim_box,
+                auto_box,
+                grid_res: s.grid_res,
+                substeps,
+                gravity_world,
+                damping,
+                walls: s.walls,
+            },
+            material: Material {
+                density,
+                poisson_ratio: nu,
+                youngs_modulus: e0,
+                log10_youngs_range: [lo, hi],
+            },
+            simulated,
+            anchored,
+            drivers: Drivers {
+                count,
+                k: d.k,
+                seed: d.seed,
+            },
+            fit,
+            output_dir,
+            config,
+        })
+    }
+
+    /// The splats.
+    pub fn gaussians(&self) -> &Gaussians {
+        &self.splats.gaussians
+    }
+
+    /// Reference frames per view (`None` when no view has frames; the counts
+    /// agree across views with frames).
+    pub fn frame_count(&self) -> Option<usize> {
+        self.views
+            .iter()
+            .find_map(|v| v.frames.as_ref().map(|f| f.len()))
+    }
+
+    /// Gravity in normalised units (box lengths / s²).
+    pub fn gravity_normalised(&self) -> [f64; 3] {
+        self.simulation
+            .sim_box
+            .vector_to_normalised(self.simulation.gravity_world)
+    }
+
+    /// The simulator's settings (normalised units).
+    pub fn mpm_config(&self) -> MpmConfig {
+        MpmConfig {
+            grid_res: self.simulation.grid_res,
+            fps: self.fps,
+            substeps_per_frame: self.simulation.substeps,
+            gravity: self.gravity_normalised(),
+            damping: self.simulation.damping,
+            density: self.material.density,
+            poisson: self.material.poisson_ratio,
+            walls: self.simulation.walls,
+        }
+    }
+
+    /// The explicit time-step check at the top of the E range.
+    pub fn stability(&self) -> Stability {
+        let youngs_max = 10f64.powf(self.material.log10_youngs_range[1]);
+        let dx = 1.0 / self.simulation.grid_res as f64;
+        let m = &self.material;
+        Stability {
+            dt: 1.0 / (self.fps * self.simulation.substeps as f64),
+            dt_bound: explicit_dt_bound(youngs_max, m.poisson_ratio, m.density, dx),
+            min_substeps: min_substeps_per_frame(
+                self.fps,
+                youngs_max,
+                m.poisson_ratio,
+                m.density,
+                dx,
+            ),
+            youngs_max,
+        }
+    }
+
+    /// Every splat centre in normalised box coordinates.
+    pub fn normalised_means(&self) -> Vec<[f32; 3]> {
+        self.gaussians()
+            .means
+            .iter()
+            .map(|p| self.simulation.sim_box.to_normalised(*p))
+            .collect()
+    }
+
+    /// Indices of the simulated splats, ascending.
+    pub fn simulated_indices(&self) -> Vec<u32> {
+        (0..self.simulated.len() as u32)
+            .filter(|&i| self.simulated[i as usize])
+            .collect()
+    }
+
+    /// Indices of the anchored splats, ascending.
+    pub fn anchored_indices(&self) -> Vec<u32> {
+        (0..self.anchored.len() as u32)
+            .filter(|&i| self.anchored[i as usize])
+            .collect()
+    }
+}

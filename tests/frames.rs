@@ -1,0 +1,181 @@
+//! Reference frames: sRGB decoding to linear RGBA, 8/16-bit PNG and JPEG
+//! input, ordering, errors, the sRGB PNG writer and the GPU upload.
+
+mod common;
+
+use std::path::Path;
+
+use physfit::scene::frames::{
+    linear_to_srgb, list_frames, load_frame, srgb_to_linear, upload_frames, write_png_srgb,
+    write_png_srgb16, FrameError,
+};
+
+/// A smooth linear-RGBA test image.
+fn gradient(w: u32, h: u32) -> Vec<[f32; 4]> {
+    (0..w * h)
+        .map(|i| {
+            let (x, y) = (
+                (i % w) as f32 / (w - 1) as f32,
+                (i / w) as f32 / (h - 1) as f32,
+            );
+            [x, y, x * y, 0.25 + 0.5 * x]
+        })
+        .collect()
+}
+
+#[test]
+fn png8_round_trip_within_one_code_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let (w, h) = (17, 9);
+    let px = gradient(w, h);
+    let p = dir.path().join("a.png");
+    write_png_srgb(&p, w, h, &px).unwrap();
+    let f = load_frame(&p, Some((w, h))).unwrap();
+    assert_eq!((f.width, f.height), (w, h));
+    for (a, b) in px.iter().zip(&f.pixels) {
+        for c in 0..3 {
+            // Compare in the encoded domain: 8-bit quantisation is ≤ half a code.
+            assert!((linear_to_srgb(a[c]) - linear_to_srgb(b[c])).abs() <= 0.5 / 255.0 + 1e-6);
+        }
+        assert!((a[3] - b[3]).abs() <= 0.5 / 255.0 + 1e-6);
+    }
+    // The stored bytes are sRGB-encoded: linear 0.214 is code 128 (sRGB 0.5).
+    let img = image::open(&p).unwrap().to_rgba8();
+    let q = dir.path().join("mid.png");
+    write_png_srgb(&q, 1, 1, &[[srgb_to_linear(0.5), 0.0, 1.0, 1.0]]).unwrap();
+    assert_eq!(
+        image::open(&q).unwrap().to_rgba8().get_pixel(0, 0).0,
+        [128, 0, 255, 255]
+    );
+    assert_eq!(img.dimensions(), (w, h));
+}
+
+#[test]
+fn png16_keeps_its_precision() {
+    let dir = tempfile::tempdir().unwrap();
+    let (w, h) = (33, 5);
+    let px = gradient(w, h);
+    let p = dir.path().join("a16.png");
+    write_png_srgb16(&p, w, h, &px).unwrap();
+    let f = load_frame(&p, None).unwrap();
+    let worst = px
+        .iter()
+        .zip(&f.pixels)
+        .flat_map(|(a, b)| (0..4).map(move |c| (a[c] - b[c]).abs()))
+        .fold(0.0f32, f32::max);
+    // 16-bit: far finer than an 8-bit step (1/255 ≈ 4e-3).
+    assert!(worst < 5e-5, "{worst}");
+}
+
+#[test]
+fn jpeg_and_grey_images_get_alpha_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let rgb = image::RgbImage::from_pixel(8, 4, image::Rgb([255, 128, 0]));
+    let p = dir.path().join("a.jpg");
+    rgb.save(&p).unwrap();
+    let f = load_frame(&p, Some((8, 4))).unwrap();
+    for px in &f.pixels {
+        assert_eq!(px[3], 1.0);
+        assert!(
+            (px[0] - 1.0).abs() < 0.02 && (px[1] - 0.2158).abs() < 0.02 && px[2] < 0.01,
+            "{px:?}"
+        );
+    }
+    let grey = image::GrayImage::from_pixel(3, 3, image::Luma([188]));
+    let p = dir.path().join("g.png");
+    grey.save(&p).unwrap();
+    let f = load_frame(&p, None).unwrap();
+    let l = srgb_to_linear(188.0 / 255.0);
+    assert!(f.pixels.iter().all(|px| *px == [l, l, l, 1.0]));
+}
+
+#[test]
+fn frames_are_listed_in_numeric_order() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["frame_10.png", "frame_2.png", "frame_1.jpg", "notes.txt"] {
+        std::fs::write(dir.path().join(name), b"x").unwrap();
+    }
+    let names = |v: Vec<std::path::PathBuf>| -> Vec<String> {
+        v.iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect()
+    };
+    assert_eq!(
+        names(list_frames(dir.path()).unwrap()),
+        ["frame_1.jpg", "frame_2.png", "frame_10.png"]
+    );
+    let pattern = dir.path().join("*.png");
+    assert_eq!(
+        names(list_frames(&pattern).unwrap()),
+        ["frame_2.png", "frame_10.png"]
+    );
+    let none = dir.path().join("*.jpeg");
+    assert!(matches!(
+        list_frames(&none),
+        Err(FrameError::NoFrames { .. })
+    ));
+}
+
+#[test]
+fn bad_frames_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("a.png");
+    write_png_srgb(&p, 4, 2, &gradient(4, 2)).unwrap();
+    match load_frame(&p, Some((4, 3))) {
+        Err(e @ FrameError::WrongSize { .. }) => {
+            let msg = e.to_string();
+            assert!(
+                msg.contains("a.png") && msg.contains("4×2") && msg.contains("4×3"),
+                "{msg}"
+            );
+        }
+        other => panic!("expected WrongSize, got {other:?}"),
+    }
+    let broken = dir.path().join("b.png");
+    std::fs::write(&broken, b"\x89PNG\r\n\x1a\ntruncated").unwrap();
+    assert!(matches!(
+        load_frame(&broken, None),
+        Err(FrameError::Unreadable { .. })
+    ));
+    let absent = dir.path().join("c.png");
+    assert!(matches!(
+        load_frame(&absent, None),
+        Err(FrameError::Unreadable { .. })
+    ));
+    let short = write_png_srgb(&dir.path().join("d.png"), 4, 4, &gradient(4, 2));
+    assert!(matches!(short, Err(FrameError::PixelCount { .. })));
+    // NaN and out-of-range values are written clamped, never as garbage.
+    let q = dir.path().join("e.png");
+    write_png_srgb(
+        &q,
+        2,
+        1,
+        &[[f32::NAN, 2.0, -1.0, f32::NAN], [0.0, 0.0, 0.0, 1.0]],
+    )
+    .unwrap();
+    assert_eq!(
+        image::open(&q).unwrap().to_rgba8().get_pixel(0, 0).0,
+        [0, 255, 0, 0]
+    );
+}
+
+#[test]
+fn frames_upload_to_a_storage_buffer() {
+    let ctx = common::gpu();
+    let dir = tempfile::tempdir().unwrap();
+    let mut frames = Vec::new();
+    for k in 0..2 {
+        let p = dir.path().join(format!("f{k}.png"));
+        let px: Vec<[f32; 4]> = gradient(5, 3)
+            .iter()
+            .map(|c| [c[0], c[1], k as f32, 1.0])
+            .collect();
+        write_png_srgb16(&p, 5, 3, &px).unwrap();
+        frames.push(load_frame(&p, Some((5, 3))).unwrap());
+    }
+    let buf = upload_frames(&ctx, "test reference frames", &frames).unwrap();
+    let back: Vec<[f32; 4]> = ctx.read_buffer(&buf).unwrap();
+    let expected: Vec<[f32; 4]> = frames.iter().flat_map(|f| f.pixels.clone()).collect();
+    assert_eq!(back, expected);
+    assert!(Path::new(&dir.path().join("f1.png")).exists());
+}

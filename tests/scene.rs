@@ -1,0 +1,457 @@
+//! scene.toml loading: a valid scene resolves as documented, and each kind
+//! of mistake gives its own error naming the file and the field.
+
+use std::path::{Path, PathBuf};
+
+use glam::Vec3;
+use physfit::mpm::stability::min_substeps_per_frame;
+use physfit::scene::ply::PlyData;
+use physfit::scene::{Gaussians, Scene, SceneError};
+
+/// 64 splats on a 4×4×4 lattice spanning [0, 1.5]³.
+fn lattice() -> Gaussians {
+    let mut g = Gaussians::default();
+    for i in 0..4 {
+        for j in 0..4 {
+            for k in 0..4 {
+                g.means
+                    .push([i as f32 * 0.5, j as f32 * 0.5, k as f32 * 0.5]);
+                g.rotations.push([1.0, 0.0, 0.0, 0.0]);
+                g.log_scales.push([-3.0; 3]);
+                g.opacity_logits.push(2.0);
+                g.sh.push([0.5, 0.2, 0.1]);
+            }
+        }
+    }
+    g
+}
+
+const BASE: &str = r#"
+[gaussians]
+path = "splats.ply"
+
+[[views]]
+[views.camera]
+width = 16
+height = 12
+fx = 20.0
+position = [0.75, -4.0, 0.75]
+look_at = [0.75, 0.75, 0.75]
+up = [0.0, 0.0, 1.0]
+
+[material]
+log10_youngs_range = [3.0, 5.0]
+"#;
+
+struct Fixture {
+    dir: tempfile::TempDir,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let ply = dir.path().join("splats.ply");
+        PlyData::from_gaussians(&lattice(), &ply)
+            .write(&ply, &[])
+            .unwrap();
+        Fixture { dir }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn load(&self, toml: &str) -> Result<Scene, SceneError> {
+        let p = self.path("scene.toml");
+        std::fs::write(&p, toml).unwrap();
+        Scene::load(&p)
+    }
+
+    /// Writes `n` PNG frames of `w × h` into `sub/`.
+    fn frames(&self, sub: &str, n: usize, w: u32, h: u32) {
+        let d = self.path(sub);
+        std::fs::create_dir_all(&d).unwrap();
+        for k in 0..n {
+            let px = vec![[0.5f32, 0.25, 0.0, 1.0]; (w * h) as usize];
+            physfit::scene::frames::write_png_srgb(&d.join(format!("f{k}.png")), w, h, &px)
+                .unwrap();
+        }
+    }
+}
+
+/// Asserts `r` failed and its message names `field` and the scene file.
+fn expect_err(r: Result<Scene, SceneError>, field: &str) -> SceneError {
+    let e = match r {
+        Ok(_) => panic!("expected an error naming {field}"),
+        Err(e) => e,
+    };
+    let msg = e.to_string();
+    assert!(
+        msg.contains(field),
+        "message does not name `{field}`: {msg}"
+    );
+    assert!(
+        msg.contains("scene.toml"),
+        "message does not name the file: {msg}"
+    );
+    e
+}
+
+#[test]
+fn valid_scene_resolves_with_defaults() {
+    let f = Fixture::new();
+    let s = f.load(BASE).unwrap();
+    assert_eq!(s.gaussians().len(), 64);
+    assert_eq!(s.simulated, vec![true; 64]);
+    assert_eq!(s.anchored, vec![false; 64]);
+    assert_eq!(s.fps, 30.0);
+    assert_eq!(s.material.density, 2000.0);
+    assert_eq!(s.material.poisson_ratio, 0.3);
+    assert_eq!(s.drivers.count, 64);
+    assert_eq!(s.drivers.k, 8);
+    assert_eq!((s.fit.w_l1, s.fit.w_ssim), (0.1, 0.9));
+    assert_eq!(s.fit.velocity.frames, Some(3));
+    assert_eq!(s.output_dir, f.path("output"));
+    // Substeps default to the stability minimum for 10^5 Pa.
+    let need = min_substeps_per_frame(30.0, 1e5, 0.3, 2000.0, 1.0 / 32.0);
+    assert_eq!(s.simulation.substeps, need);
+    assert_eq!(s.stability().min_substeps, need);
+    assert!(s.stability().dt <= s.stability().dt_bound);
+    // The auto box is a cube keeping every splat 3 cells from the walls.
+    let n = s.normalised_means();
+    let m = 3.0 / 32.0;
+    assert!(n
+        .iter()
+        .flatten()
+        .all(|&c| c >= m - 1e-6 && c <= 1.0 - m + 1e-6));
+    let mpm = s.mpm_config();
+    assert_eq!((mpm.grid_res, mpm.substeps_per_frame), (32, need));
+    // The look-at camera sees the lattice centre at the principal point,
+    // and a point above it higher in the image (smaller v).
+    let c = &s.views[0].camera;
+    let project = |p: Vec3| {
+        let q = c.rotation * p + c.translation;
+        (c.fx * q.x / q.z + c.cx, c.fy * q.y / q.z + c.cy)
+    };
+    let (u, v) = project(Vec3::splat(0.75));
+    assert!((u - 8.0).abs() < 1e-4 && (v - 6.0).abs() < 1e-4, "{u} {v}");
+    assert!(project(Vec3::new(0.75, 0.75, 1.5)).1 < 6.0);
+    assert!(
+        project(Vec3::new(1.5, 0.75, 0.75)).0 > 8.0,
+        "+x is to the right"
+    );
+    assert!(s.frame_count().is_none());
+}
+
+#[test]
+fn gravity_and_regions_convert_to_normalised_units() {
+    let f = Fixture::new();
+    let toml = format!(
+        "{BASE}\n[simulation]\nbox = {{ min = [-1.0, -1.0, -1.0], max = [3.0, 3.0, 3.0] }}\n\
+         gravity = [0.0, 0.0, -8.0]\nsubsteps = 500\n\
+         [regions]\nsimulated = [{{ min = [-0.1, -0.1, -0.1], max = [1.1, 1.6, 1.6] }}]\n\
+         anchored = [{{ min = [-0.1, -0.1, -0.1], max = [1.6, 1.6, 0.1] }}]\n"
+    );
+    let s = f.load(&toml).unwrap();
+    assert_eq!(s.gravity_normalised(), [0.0, 0.0, -2.0]);
+    assert_eq!(s.mpm_config().gravity, [0.0, 0.0, -2.0]);
+    assert_eq!(s.simulation.substeps, 500);
+    // x ∈ {0, 0.5, 1} simulated: 48 splats; anchored: those with z = 0 among them.
+    assert_eq!(s.simulated_indices().len(), 48);
+    assert_eq!(s.anchored_indices().len(), 12);
+    assert!(s.anchored.iter().zip(&s.simulated).all(|(a, s)| !a || *s));
+    assert_eq!(
+        s.simulation.sim_box.to_normalised([1.0, 1.0, 1.0]),
+        [0.5, 0.5, 0.5]
+    );
+}
+
+#[test]
+fn point_set_region() {
+    let f = Fixture::new();
+    let mut pts = Gaussians::default();
+    pts.means.push([0.0, 0.0, 0.0]);
+    pts.means.push([1.5, 1.5, 1.5]);
+    pts.rotations = vec![[1.0, 0.0, 0.0, 0.0]; 2];
+    pts.log_scales = vec![[0.0; 3]; 2];
+    pts.opacity_logits = vec![0.0; 2];
+    pts.sh = vec![[0.0; 3]; 2];
+    let p = f.path("feet.ply");
+    PlyData::from_gaussians(&pts, &p).write(&p, &[]).unwrap();
+    let toml =
+        format!("{BASE}\n[regions]\nanchored = [{{ points = \"feet.ply\", radius = 0.6 }}]\n");
+    let s = f.load(&toml).unwrap();
+    // Each corner and its 3 lattice neighbours at distance 0.5.
+    assert_eq!(s.anchored_indices().len(), 8);
+    let toml =
+        format!("{BASE}\n[regions]\nanchored = [{{ points = \"none.ply\", radius = 0.6 }}]\n");
+    let e = expect_err(f.load(&toml), "regions.anchored[0].points");
+    assert!(matches!(e, SceneError::MissingFile { .. }));
+}
+
+#[test]
+fn unknown_field_is_an_error() {
+    let f = Fixture::new();
+    let e = expect_err(f.load(&BASE.replace("fx = 20.0", "fxx = 20.0")), "fxx");
+    assert!(matches!(e, SceneError::Parse { .. }));
+    let e = expect_err(f.load(&format!("{BASE}\n[simulation]\ngrid = 3\n")), "grid");
+    assert!(matches!(e, SceneError::Parse { .. }));
+}
+
+#[test]
+fn missing_splat_file_is_an_error() {
+    let f = Fixture::new();
+    let e = expect_err(
+        f.load(&BASE.replace("splats.ply", "nope.ply")),
+        "gaussians.path",
+    );
+    assert!(matches!(e, SceneError::MissingFile { .. }));
+    assert!(e.to_string().contains("nope.ply"));
+}
+
+#[test]
+fn inverted_boxes_are_errors() {
+    let f = Fixture::new();
+    let toml = format!(
+        "{BASE}\n[simulation]\nbox = {{ min = [0.0, 0.0, 0.0], max = [2.0, -2.0, 2.0] }}\n"
+    );
+    assert!(matches!(
+        expect_err(f.load(&toml), "simulation.box"),
+        SceneError::InvertedBox { .. }
+    ));
+    let toml = format!(
+        "{BASE}\n[regions]\nanchored = [{{ min = [1.0, 0.0, 0.0], max = [0.0, 1.0, 1.0] }}]\n"
+    );
+    assert!(matches!(
+        expect_err(f.load(&toml), "regions.anchored[0]"),
+        SceneError::InvertedBox { .. }
+    ));
+    let toml =
+        format!("{BASE}\n[simulation]\nbox = {{ min = [0.0, 0.0, 0.0], max = [2.0, 3.0, 2.0] }}\n");
+    assert!(expect_err(f.load(&toml), "simulation.box")
+        .to_string()
+        .contains("cube"));
+    let toml =
+        format!("{BASE}\n[simulation]\nbox = {{ min = [0.0, 0.0, 0.0], max = [1.5, 1.5, 1.5] }}\n");
+    assert!(expect_err(f.load(&toml), "simulation.box")
+        .to_string()
+        .contains("outside"));
+    let toml = format!("{BASE}\n[simulation]\nbox = \"tight\"\n");
+    assert!(matches!(
+        expect_err(f.load(&toml), "auto"),
+        SceneError::Parse { .. }
+    ));
+}
+
+#[test]
+fn frames_of_the_wrong_size_are_errors() {
+    let f = Fixture::new();
+    f.frames("frames", 4, 16, 12);
+    f.frames("small", 2, 8, 6);
+    let ok = BASE.replace("[views.camera]", "frames = \"frames\"\n[views.camera]");
+    let s = f.load(&ok).unwrap();
+    assert_eq!(s.frame_count(), Some(4));
+    let fs = s.views[0].frames.as_ref().unwrap();
+    assert_eq!(fs.load(1).unwrap().pixels.len(), 16 * 12);
+    let bad = BASE.replace("[views.camera]", "frames = \"small/*.png\"\n[views.camera]");
+    let e = expect_err(f.load(&bad), "views[0].frames");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("f0.png") && msg.contains("8×6") && msg.contains("16×12"),
+        "{msg}"
+    );
+    let missing = BASE.replace("[views.camera]", "frames = \"absent\"\n[views.camera]");
+    assert!(matches!(
+        expect_err(f.load(&missing), "views[0].frames"),
+        SceneError::MissingFile { .. }
+    ));
+    let empty = BASE.replace(
+        "[views.camera]",
+        "frames = \"frames/*.jpg\"\n[views.camera]",
+    );
+    assert!(matches!(
+        expect_err(f.load(&empty), "views[0].frames"),
+        SceneError::Frames { .. }
+    ));
+    // An unreadable frame.
+    std::fs::write(f.path("frames/f2.png"), b"not a png").unwrap();
+    assert!(f.path("frames/f3.png").exists());
+    let e = expect_err(f.load(&ok), "views[0].frames");
+    assert!(e.to_string().contains("f2.png"));
+}
+
+#[test]
+fn mismatched_frame_counts_are_errors() {
+    let f = Fixture::new();
+    f.frames("a", 3, 16, 12);
+    f.frames("b", 2, 16, 12);
+    let view = |frames: &str| {
+        format!(
+            "[[views]]\nframes = \"{frames}\"\n[views.camera]\nwidth = 16\nheight = 12\nfx = 20.0\n\
+             rotation = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]\ntranslation = [-0.75, -0.75, 4.0]\n"
+        )
+    };
+    let toml = format!(
+        "[gaussians]\npath = \"splats.ply\"\n{}{}",
+        view("a"),
+        view("b")
+    );
+    let e = expect_err(f.load(&toml), "views[1].frames");
+    assert!(matches!(
+        e,
+        SceneError::FrameCount {
+            expected: 3,
+            found: 2,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn out_of_range_numbers_are_errors() {
+    let f = Fixture::new();
+    let cases = [
+        ("[material]\npoisson_ratio = 0.5", "material.poisson_ratio"),
+        ("[material]\npoisson_ratio = -0.2", "material.poisson_ratio"),
+        ("[material]\ndensity = -1.0", "material.density"),
+        ("[reference]\nfps = 0.0", "reference.fps"),
+        ("[simulation]\ngrid_res = 0", "simulation.grid_res"),
+        ("[drivers]\nk = 0", "drivers.k"),
+        (
+            "[fit.velocity]\nlearning_rate = -1.0",
+            "fit.velocity.learning_rate",
+        ),
+    ];
+    for (section, field) in cases {
+        let toml = if section.starts_with("[material]") {
+            BASE.replace("[material]", section)
+        } else {
+            format!("{BASE}\n{section}\n")
+        };
+        assert!(
+            matches!(
+                expect_err(f.load(&toml), field),
+                SceneError::OutOfRange { .. }
+            ),
+            "{field}"
+        );
+    }
+    let e = expect_err(
+        f.load(&BASE.replace("fx = 20.0", "fx = 0.0")),
+        "views[0].camera.fx",
+    );
+    assert!(matches!(e, SceneError::OutOfRange { .. }));
+    let e = expect_err(
+        f.load(&BASE.replace("[3.0, 5.0]", "[5.0, 3.0]")),
+        "material.log10_youngs_range",
+    );
+    assert!(matches!(e, SceneError::InvertedRange { .. }));
+}
+
+#[test]
+fn camera_mistakes_name_the_field() {
+    let f = Fixture::new();
+    let both = BASE.replace(
+        "up = [0.0, 0.0, 1.0]",
+        "up = [0.0, 0.0, 1.0]\ntranslation = [0.0, 0.0, 1.0]",
+    );
+    expect_err(f.load(&both), "views[0].camera.rotation");
+    let no_up = BASE.replace("up = [0.0, 0.0, 1.0]", "");
+    expect_err(f.load(&no_up), "views[0].camera.up");
+    let parallel = BASE.replace("up = [0.0, 0.0, 1.0]", "up = [0.0, 1.0, 0.0]");
+    expect_err(f.load(&parallel), "views[0].camera.up");
+    let skew = BASE.replace(
+        "position = [0.75, -4.0, 0.75]\nlook_at = [0.75, 0.75, 0.75]\nup = [0.0, 0.0, 1.0]",
+        "rotation = [[1.0, 0.0, 0.0], [0.0, 2.0, 0.0], [0.0, 0.0, 1.0]]\ntranslation = [0.0, 0.0, 4.0]",
+    );
+    expect_err(f.load(&skew), "views[0].camera.rotation");
+    expect_err(f.load("[gaussians]\npath = \"splats.ply\"\n"), "views");
+}
+
+#[test]
+fn nothing_simulated_or_nothing_free_is_an_error() {
+    let f = Fixture::new();
+    let toml = format!(
+        "{BASE}\n[regions]\nsimulated = [{{ min = [5.0, 5.0, 5.0], max = [6.0, 6.0, 6.0] }}]\n"
+    );
+    assert!(matches!(
+        expect_err(f.load(&toml), "regions.simulated"),
+        SceneError::NothingSimulated { .. }
+    ));
+    let toml = format!(
+        "{BASE}\n[regions]\nanchored = [{{ min = [-1.0, -1.0, -1.0], max = [2.0, 2.0, 2.0] }}]\n"
+    );
+    assert!(matches!(
+        expect_err(f.load(&toml), "regions.anchored"),
+        SceneError::NothingFree { .. }
+    ));
+}
+
+#[test]
+fn too_few_substeps_names_the_substeps_needed() {
+    let f = Fixture::new();
+    let need = min_substeps_per_frame(30.0, 1e5, 0.3, 2000.0, 1.0 / 32.0);
+    let toml = format!("{BASE}\n[simulation]\nsubsteps = {}\n", need - 1);
+    let e = expect_err(f.load(&toml), "simulation.substeps");
+    assert!(matches!(e, SceneError::TooFewSubsteps { needed, .. } if needed == need));
+    assert!(e.to_string().contains(&format!("at least {need}")), "{e}");
+    let toml = format!("{BASE}\n[simulation]\nsubsteps = {need}\n");
+    f.load(&toml).unwrap();
+}
+
+#[test]
+fn nerfstudio_transforms_give_an_opencv_world_to_camera() {
+    let f = Fixture::new();
+    // OpenGL camera-to-world: a camera at (0.75, 0.75, 5) looking down −z, y up.
+    let json = r#"{
+        "fl_x": 20.0, "fl_y": 22.0, "cx": 8.0, "cy": 6.0, "w": 16, "h": 12,
+        "frames": [
+            {"file_path": "images/a.png", "transform_matrix": [[1,0,0,9],[0,1,0,9],[0,0,1,9],[0,0,0,1]]},
+            {"file_path": "images/b.png", "w": 16, "h": 12,
+             "transform_matrix": [[1,0,0,0.75],[0,1,0,0.75],[0,0,1,5],[0,0,0,1]]}
+        ]
+    }"#;
+    std::fs::write(f.path("transforms.json"), json).unwrap();
+    let cam = "[views.camera]\ntransforms = \"transforms.json\"\nframe = 1\n";
+    let toml = format!("[gaussians]\npath = \"splats.ply\"\n[[views]]\n{cam}");
+    let s = f.load(&toml).unwrap();
+    let c = &s.views[0].camera;
+    assert_eq!((c.width, c.height, c.fx, c.fy), (16, 12, 20.0, 22.0));
+    assert!((c.position() - Vec3::new(0.75, 0.75, 5.0)).length() < 1e-6);
+    let cam_of = |p: Vec3| c.rotation * p + c.translation;
+    // The lattice centre is straight ahead (+z in OpenCV), world +y is image up (−y).
+    let centre = cam_of(Vec3::new(0.75, 0.75, 0.75));
+    assert!(
+        (centre - Vec3::new(0.0, 0.0, 4.25)).length() < 1e-5,
+        "{centre}"
+    );
+    assert!(cam_of(Vec3::new(0.75, 1.75, 0.75)).y < 0.0);
+    assert!(cam_of(Vec3::new(1.75, 0.75, 0.75)).x > 0.0);
+    let bad = toml.replace("frame = 1", "frame = 7");
+    let e = expect_err(f.load(&bad), "views[0].camera.transforms");
+    assert!(e.to_string().contains("frame index 7"), "{e}");
+    let mixed = toml.replace("frame = 1", "frame = 1\nfx = 3.0");
+    expect_err(f.load(&mixed), "views[0].camera.fx");
+}
+
+#[test]
+fn the_demo_scene_loads() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/fox.toml");
+    let s = Scene::load(&path).unwrap();
+    assert_eq!(s.gaussians().len(), 50_000);
+    let sim = s.simulated_indices().len();
+    let anchored = s.anchored_indices().len();
+    assert!(sim > 10_000 && sim < 20_000, "{sim}");
+    assert!(anchored > 1_000 && anchored < sim / 2, "{anchored}");
+    assert!(s.simulation.substeps <= 100, "{}", s.simulation.substeps);
+    // Every simulated splat projects into the demo camera's image.
+    let c = &s.views[0].camera;
+    for i in s.simulated_indices() {
+        let q = c.rotation * Vec3::from(s.gaussians().means[i as usize]) + c.translation;
+        let (u, v) = (c.fx * q.x / q.z + c.cx, c.fy * q.y / q.z + c.cy);
+        assert!(
+            q.z > 0.0 && u >= 0.0 && v >= 0.0 && u < 512.0 && v < 512.0,
+            "splat {i} at {u} {v}"
+        );
+    }
+}
