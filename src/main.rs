@@ -27,6 +27,25 @@ enum Command {
         /// The scene file.
         scene: PathBuf,
     },
+    /// Simulate a scene from rest with a uniform initial velocity and write one .ply per frame.
+    Simulate {
+        /// The scene file.
+        scene: PathBuf,
+        /// Initial velocity of the simulated (non-anchored) splats, world units per second.
+        #[arg(
+            long,
+            required = true,
+            value_delimiter = ',',
+            allow_hyphen_values = true
+        )]
+        velocity: Vec<f64>,
+        /// Frames to simulate after the rest state (default: the reference frame count − 1, else 30).
+        #[arg(long)]
+        frames: Option<u32>,
+        /// Output directory (frame_0000.ply, frame_0001.ply, ...).
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Benchmarks (JSON on stdout).
     Bench {
         #[command(subcommand)]
@@ -63,6 +82,17 @@ fn run(cli: Cli) -> Result<()> {
             println!("{}", physfit::gpu::info::describe(&ctx));
         }
         Command::Check { scene } => cli::check::run(&scene)?,
+        Command::Simulate {
+            scene,
+            velocity,
+            frames,
+            out,
+        } => cli::simulate::run(
+            &scene,
+            [velocity[0], velocity[1], velocity[2]],
+            frames,
+            &out,
+        )?,
         Command::Bench {
             target: BenchTarget::Mpm { cases },
         } => cli::bench::mpm(&cases)?,
