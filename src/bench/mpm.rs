@@ -8,8 +8,8 @@
 //! forward ([`MpmSimulator::rollout`], including its once-per-frame health
 //! check) and backward ([`MpmSimulator::backward`] with the default ⌈√S⌉
 //! checkpointing, so it includes the replay). Large cases may time fewer
-//! substeps per frame (`substeps` in the case): the rate is per
-//! particle-substep, which does not depend on dt. Per-kernel times submit
+//! substeps per frame (`substeps` in the case, with fps scaled so that dt
+//! = 1/1200 s everywhere): the rate is per particle-substep. Per-kernel times submit
 //! each stage alone and wait for it, averaged over a few substeps.
 
 use std::time::Instant;
@@ -83,7 +83,8 @@ pub struct MpmBenchResult {
 fn scene(case: &MpmBenchCase) -> (MpmConfig, ParticleState, f64) {
     let config = MpmConfig {
         grid_res: case.grid_res,
-        fps: 30.0,
+        // dt = 1/1200 s in every case (case a: 30 fps × 40 substeps).
+        fps: 1200.0 / case.substeps as f64,
         substeps_per_frame: case.substeps,
         gravity: [0.0, -9.8, 0.0],
         damping: 0.0,
