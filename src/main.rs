@@ -60,6 +60,9 @@ enum BenchTarget {
         /// Cases to run (a: 8k particles 64³; b: 100k 64³; c: 500k 128³); all by default.
         #[arg(long, value_delimiter = ',')]
         cases: Vec<String>,
+        /// Keep every K-th substep state in the backward pass (default ⌈√substeps⌉; the substep count = store everything).
+        #[arg(long)]
+        checkpoint_every: Option<u32>,
     },
 }
 
@@ -94,8 +97,12 @@ fn run(cli: Cli) -> Result<()> {
             &out,
         )?,
         Command::Bench {
-            target: BenchTarget::Mpm { cases },
-        } => cli::bench::mpm(&cases)?,
+            target:
+                BenchTarget::Mpm {
+                    cases,
+                    checkpoint_every,
+                },
+        } => cli::bench::mpm(&cases, checkpoint_every)?,
     }
     Ok(())
 }

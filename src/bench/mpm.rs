@@ -68,6 +68,8 @@ pub struct MpmBenchResult {
     pub particles: u64,
     /// Seconds for one forward frame.
     pub forward_s: f64,
+    /// K used by the backward pass (every K-th substep state kept).
+    pub checkpoint_every: u32,
     /// Seconds for the backward pass of that frame.
     pub adjoint_s: f64,
     /// Forward particle-substeps per second.
@@ -119,7 +121,13 @@ fn scene(case: &MpmBenchCase) -> (MpmConfig, ParticleState, f64) {
 }
 
 /// Runs one case.
-pub fn run_case(ctx: &GpuContext, case: &MpmBenchCase) -> Result<MpmBenchResult, MpmError> {
+///
+/// `checkpoint_every`: K of the backward pass (`None`: the default ⌈√S⌉).
+pub fn run_case(
+    ctx: &GpuContext,
+    case: &MpmBenchCase,
+    checkpoint_every: Option<u32>,
+) -> Result<MpmBenchResult, MpmError> {
     ctx.memory.reset_peak();
     let (config, start, volume) = scene(case);
     let n = start.len();
@@ -155,7 +163,10 @@ pub fn run_case(ctx: &GpuContext, case: &MpmBenchCase) -> Result<MpmBenchResult,
             frame: 1,
             grad: &seed,
         }],
-        &BackwardOptions::default(),
+        &BackwardOptions {
+            checkpoint_every,
+            ..Default::default()
+        },
     )?;
     let adjoint_s = t.elapsed().as_secs_f64();
 
@@ -165,6 +176,9 @@ pub fn run_case(ctx: &GpuContext, case: &MpmBenchCase) -> Result<MpmBenchResult,
         case: case.clone(),
         particles: n as u64,
         forward_s,
+        checkpoint_every: checkpoint_every
+            .unwrap_or_else(|| (case.substeps as f64).sqrt().ceil() as u32)
+            .clamp(1, case.substeps),
         adjoint_s,
         forward_particle_substeps_per_s: work / forward_s,
         adjoint_particle_substeps_per_s: work / adjoint_s,

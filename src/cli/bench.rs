@@ -6,8 +6,9 @@ use physfit::bench::mpm::{default_cases, run_case};
 use physfit::gpu::{GpuContext, GpuError, GpuOptions};
 use physfit::mpm::MpmError;
 
-/// Runs the MPM benchmark cases named in `cases` (all when empty).
-pub fn mpm(cases: &[String]) -> Result<()> {
+/// Runs the MPM benchmark cases named in `cases` (all when empty) with
+/// backward checkpoints every `checkpoint_every` substeps (default ⌈√S⌉).
+pub fn mpm(cases: &[String], checkpoint_every: Option<u32>) -> Result<()> {
     let ctx = GpuContext::new(&GpuOptions::default())?;
     let all = default_cases();
     for c in cases {
@@ -28,7 +29,7 @@ pub fn mpm(cases: &[String]) -> Result<()> {
             case.grid_res,
             case.substeps
         );
-        match run_case(&ctx, case) {
+        match run_case(&ctx, case, checkpoint_every) {
             Ok(r) => results.push(r),
             // "where memory allows": a case over the device's limits is
             // reported as skipped, with the reason, not as a failure.
