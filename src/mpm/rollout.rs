@@ -89,7 +89,9 @@ impl MpmSimulator {
         self.rollout_from(ctx, first, frames)
     }
 
-    /// [`MpmSimulator::rollout`] from a state already on the GPU.
+    /// [`MpmSimulator::rollout`] from a state already on the GPU (not
+    /// validated on the host: the first frame's health check catches a
+    /// non-finite or out-of-box start).
     pub fn rollout_from(
         &self,
         ctx: &GpuContext,

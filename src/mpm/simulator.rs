@@ -334,6 +334,14 @@ impl MpmSimulator {
         Ok(())
     }
 
+    /// The per-particle Young's modulus buffer (f32), for callers that
+    /// update E on the GPU (e.g. an optimiser step). Writing it bypasses
+    /// [`MpmSimulator::set_youngs`]'s checks: keep E within the `youngs_max`
+    /// given at construction, whose time-step bound was checked.
+    pub fn youngs_buffer(&self) -> &GpuBuffer {
+        &self.youngs
+    }
+
     /// A zeroed state-sized buffer (24 f32 per particle).
     pub fn state_buffer(&self, ctx: &GpuContext, label: &str) -> Result<GpuBuffer, MpmError> {
         Ok(ctx.storage_zeroed::<f32>(label, self.particle_count() * STATE_STRIDE)?)
