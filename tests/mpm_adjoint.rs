@@ -236,7 +236,14 @@ fn both_atomic_modes_give_the_same_gradients() {
     let cas = common::gpu_with(GpuOptions {
         force_cas_atomics: true,
     });
-    assert!(native.caps.float_atomics, "lavapipe has float atomics");
+    if !native.caps.float_atomics {
+        // Only then is the native variant untestable; lavapipe has it.
+        assert!(
+            !native.adapter_info.name.contains("llvmpipe"),
+            "lavapipe should report SHADER_FLOAT32_ATOMIC"
+        );
+        eprintln!("adapter has no float atomics: only the CAS variant runs here");
+    }
     let a = case(&native).gradients(&native, &BackwardOptions::default());
     let b = case(&cas).gradients(&cas, &BackwardOptions::default());
     let de = relative_difference(&a.youngs, &b.youngs);

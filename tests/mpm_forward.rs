@@ -234,3 +234,41 @@ fn particles_outside_the_box_are_refused() {
         "{err}"
     );
 }
+
+#[test]
+fn injected_nan_is_reported_with_frame_and_substep() {
+    let ctx = common::gpu();
+    let config = small_config();
+    let spacing = 1.0 / 32.0;
+    let x = block(3, spacing, [0.5, 0.5, 0.5]);
+    let n = x.len();
+    let sim = MpmSimulator::new(&ctx, &config, &setup(n, spacing, 1e3)).unwrap();
+    let mut packed = rest_state(x, vec![[0.0; 3]; n]).to_packed();
+    // A NaN velocity on particle 5 (bypassing upload_state's check, as a
+    // corrupted GPU-side state would).
+    packed[5 * physfit::mpm::layout::STATE_STRIDE + 4] = f32::NAN;
+    let start = ctx.storage_from_slice("nan state", &packed).unwrap();
+    let err = sim.rollout_from(&ctx, start, 3).err().expect("must stop");
+    match err {
+        MpmError::NonFinite {
+            frame,
+            substep,
+            particle,
+        } => {
+            assert_eq!((frame, substep), (1, 0), "{err}");
+            assert!(particle < n as u32);
+        }
+        e => panic!("wrong error {e}"),
+    }
+    // And upload_state refuses it on the host, naming the particle.
+    let mut bad = rest_state(block(3, spacing, [0.5; 3]), vec![[0.0; 3]; n]);
+    bad.v[5][1] = f32::NAN;
+    let msg = sim
+        .upload_state(&ctx, "start", &bad)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("particle 5") && msg.contains("non-finite"),
+        "{msg}"
+    );
+}
