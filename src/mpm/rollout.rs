@@ -15,6 +15,26 @@
 //! [`GradientFlow::Truncated`] is stage 2 of the fit: the state at frame k−1
 //! is a constant, so each frame's gradient flows through its own substeps
 //! only and the per-frame `∂L/∂E` are summed.
+//!
+//! Typical use by the fit (all particle buffers use [`super::layout`]):
+//!
+//! ```no_run
+//! # use physfit::gpu::GpuContext;
+//! # use physfit::mpm::*;
+//! # fn f(ctx: &GpuContext, config: &MpmConfig, start: &ParticleState,
+//! #      youngs: &[f32], volume: f64, anchored: Vec<bool>,
+//! #      dl_dstate_3: &physfit::gpu::GpuBuffer) -> Result<(), MpmError> {
+//! let sim = MpmSimulator::new(ctx, config, &MpmSetup {
+//!     particle_volume: volume, anchored, youngs_max: 10f64.powf(8.7) })?;
+//! sim.set_youngs(ctx, youngs)?;
+//! let rollout = sim.rollout(ctx, start, 3)?;          // frames 0..=3 on the GPU
+//! // ... render rollout.frames[k], get ∂L/∂(state k) as GPU buffers ...
+//! let g = sim.backward(ctx, &rollout,
+//!     &[FrameGradient { frame: 3, grad: dl_dstate_3 }],
+//!     &BackwardOptions { flow: GradientFlow::Full, checkpoint_every: None })?;
+//! let (dl_de, dl_dv0) = (g.youngs, g.initial_state.v);
+//! # Ok(()) }
+//! ```
 
 use super::error::MpmError;
 use super::layout::{ParticleState, STATE_STRIDE};
