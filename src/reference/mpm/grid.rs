@@ -3,7 +3,7 @@
 //! anchored nodes, then walls.
 //!
 //! Nodes have global indices 0..=grid_res per axis (positions `i·dx`, so
-//! the box [0,1] has nodes on both faces and the wall rule "index < 3 or
+//! the box `[0, 1]` has nodes on both faces and the wall rule "index < 3 or
 //! index > grid_res − 3" marks 3 node layers at each side). The twin stores
 //! only the bounding box of the nodes the particles touch.
 

@@ -5,7 +5,16 @@
 //!
 //! The per-substep rules (update order, damping, anchoring, walls) are those
 //! documented in src/mpm/config.rs. Matrices are row-major `[[f64; 3]; 3]`
-//! (`f[p][i][j] = F_ij`).
+//! (`f[p][i][j] = F_ij`). Grid nodes have global indices 0..=grid_res per
+//! axis (see [`grid`]); a particle whose stencil leaves them is a bug in
+//! the calling test and panics. R of the polar decomposition is the
+//! sign-fixed-SVD rotation, computed here by a quaternion eigenproblem
+//! ([`polar`]); the GPU may use any SVD with the same sign fix.
+//!
+//! Adjoint: [`substep_adjoint`] replays P2G and the grid update from the
+//! state before the substep, then runs G2P* ([`g2p_adjoint`]), grid*
+//! ([`grid_adjoint`]) and P2G* ([`p2g_adjoint`]); each file's doc gives
+//! its reverse-mode equations.
 
 // Index loops over 3 axes / 3×3 entries read like the equations they code.
 #![allow(clippy::needless_range_loop)]

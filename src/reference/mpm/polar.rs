@@ -84,7 +84,12 @@ pub fn solve_m(s: &Mat3, b: &Vec3) -> Vec3 {
     // adj(M) = cof(M)ᵀ.
     let adj = mat3::transpose(&mat3::cofactor(&m));
     let x = mat3::mul_vec(&adj, b);
-    let factor = det / (det * det + tau * tau);
+    let denominator = det * det + tau * tau;
+    if denominator == 0.0 {
+        // S = 0 (F = 0): no rotation is preferred; pass no gradient.
+        return [0.0; 3];
+    }
+    let factor = det / denominator;
     [x[0] * factor, x[1] * factor, x[2] * factor]
 }
 
@@ -135,7 +140,8 @@ fn davenport_matrix(f: &Mat3) -> [[f64; 4]; 4] {
 
 /// Eigen-decomposition of a symmetric 4×4 by cyclic Jacobi rotations:
 /// returns the eigenvalues and the eigenvectors as the columns of the
-/// second value. Converges to full f64 precision in a handful of sweeps.
+/// second value. Converges quadratically to full f64 precision in a
+/// handful of sweeps.
 fn symmetric_eigen4(mut a: [[f64; 4]; 4]) -> ([f64; 4], [[f64; 4]; 4]) {
     let mut v = [[0.0; 4]; 4];
     for (i, row) in v.iter_mut().enumerate() {
@@ -203,6 +209,18 @@ mod tests {
                 assert!((p.s[i][j] - s[i][j]).abs() < 1e-13);
             }
         }
+    }
+
+    #[test]
+    fn derivative_is_finite_where_m_is_singular() {
+        // σ = (1, 0.5, −0.5): σ₂ + σ₃ = 0, M singular, R not unique.
+        let f = [[1.0, 0.0, 0.0], [0.0, 0.5, 0.0], [0.0, 0.0, -0.5]];
+        let g = [[0.3, -1.0, 0.2], [0.5, 0.1, 2.0], [-0.7, 0.4, 0.9]];
+        for df in [polar_reverse(&f, &g), polar_forward_derivative(&f, &g)] {
+            assert!(df.iter().flatten().all(|x| x.is_finite()), "{df:?}");
+        }
+        let zero = polar_reverse(&mat3::ZERO, &g);
+        assert!(zero.iter().flatten().all(|x| *x == 0.0));
     }
 
     #[test]
