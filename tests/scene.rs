@@ -193,7 +193,14 @@ fn point_set_region() {
 fn unknown_field_is_an_error() {
     let f = Fixture::new();
     let e = expect_err(f.load(&BASE.replace("fx = 20.0", "fxx = 20.0")), "fxx");
+    assert!(e.to_string().contains("in `views[0].camera`"), "{e}");
     assert!(matches!(e, SceneError::Parse { .. }));
+    let multiline = format!(
+        "{BASE}\n[simulation]\nbox = {{ min = [\n  0.0,\n  0.0, 0.0], max = [3.0, 3.0, 3.0] }}\n\
+         gravity = [\n[0.0],\n]\n"
+    );
+    let e = expect_err(f.load(&multiline), "expected f64");
+    assert!(e.to_string().contains("in `simulation`"), "{e}");
     let e = expect_err(f.load(&format!("{BASE}\n[simulation]\ngrid = 3\n")), "grid");
     assert!(matches!(e, SceneError::Parse { .. }));
 }
@@ -253,6 +260,12 @@ fn frames_of_the_wrong_size_are_errors() {
     assert_eq!(s.frame_count(), Some(4));
     let fs = s.views[0].frames.as_ref().unwrap();
     assert_eq!(fs.load(1).unwrap().pixels.len(), 16 * 12);
+    // Stage 1 needs frames 1..=3; stage 2 asked for more than there are.
+    let too_many = format!("{ok}\n[fit.stiffness]\nframes = 4\n");
+    assert!(matches!(
+        expect_err(f.load(&too_many), "fit.stiffness.frames"),
+        SceneError::OutOfRange { .. }
+    ));
     let bad = BASE.replace("[views.camera]", "frames = \"small/*.png\"\n[views.camera]");
     let e = expect_err(f.load(&bad), "views[0].frames");
     let msg = e.to_string();
@@ -454,4 +467,16 @@ fn the_demo_scene_loads() {
             "splat {i} at {u} {v}"
         );
     }
+}
+
+#[test]
+fn the_documented_example_matches_the_schema() {
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/scene.md"))
+        .unwrap();
+    let start = doc.find("```toml\n").expect("an example block") + 8;
+    let end = start + doc[start..].find("```").unwrap();
+    let config: physfit::scene::SceneConfig = toml::from_str(&doc[start..end]).unwrap();
+    assert_eq!(config.views.len(), 2);
+    assert_eq!(config.simulation.substeps, Some(100));
+    assert_eq!(config.regions.anchored.len(), 1);
 }

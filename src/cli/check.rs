@@ -5,6 +5,7 @@ use std::fmt::Write;
 use std::path::Path;
 
 use anyhow::Result;
+use physfit::mpm::WallMode;
 use physfit::scene::Scene;
 
 fn v3<T: std::fmt::Display>(v: &[T; 3]) -> String {
@@ -51,11 +52,14 @@ pub fn summary(scene: &Scene) -> String {
     );
     let _ = writeln!(
         s,
-        "grid         grid_res {}, dx = {:.5} (normalised) = {:.5} world units, walls {:?}",
+        "grid         grid_res {}, dx = {:.5} (normalised) = {:.5} world units, walls {}",
         sim.grid_res,
         1.0 / sim.grid_res as f64,
         b.side / sim.grid_res as f64,
-        sim.walls
+        match sim.walls {
+            WallMode::Sticky => "sticky",
+            WallMode::Slip => "slip",
+        }
     );
     let n_sim = scene.simulated.iter().filter(|x| **x).count();
     let n_anch = scene.anchored.iter().filter(|x| **x).count();

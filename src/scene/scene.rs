@@ -217,9 +217,16 @@ impl Scene {
             path: path.to_path_buf(),
             source,
         })?;
-        let config: SceneConfig = toml::from_str(&text).map_err(|e| SceneError::Parse {
-            path: path.to_path_buf(),
-            message: e.to_string().trim_end().to_string(),
+        let config: SceneConfig = toml::from_str(&text).map_err(|e| {
+            let table = e.span().and_then(|span| table_at(&text, span.start));
+            let message = e.to_string().trim_end().to_string();
+            SceneError::Parse {
+                path: path.to_path_buf(),
+                message: match table {
+                    Some(t) => format!("in `{t}`: {message}"),
+                    None => message,
+                },
+            }
         })?;
         let dir = path
             .parent()
@@ -610,5 +617,45 @@ impl Scene {
         (0..self.anchored.len() as u32)
             .filter(|&i| self.anchored[i as usize])
             .collect()
+    }
+}
+
+/// The TOML path of the table that holds byte `offset` of `text` (e.g.
+/// `views[1].camera`), from the last `[table]` / `[[array]]` header before
+/// it; `[[views]]` entries are numbered. `None` at the top level.
+fn table_at(text: &str, offset: usize) -> Option<String> {
+    let before = text.get(..offset)?;
+    let mut current: Option<String> = None;
+    let mut views = 0usize;
+    // A header names a key path; array rows in multi-line arrays (`[1, 0, 0],`) do not.
+    let is_key_path = |name: &str| {
+        name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_' || c == '"')
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_-.\" ".contains(c))
+    };
+    for line in before.lines() {
+        let line = line.trim();
+        if let Some(name) = line.strip_prefix("[[").and_then(|l| l.split("]]").next()) {
+            let name = name.trim();
+            if !is_key_path(name) {
+                continue;
+            }
+            if name == "views" {
+                views += 1;
+            }
+            current = Some(name.to_string());
+        } else if let Some(name) = line.strip_prefix('[').and_then(|l| l.split(']').next()) {
+            if is_key_path(name.trim()) {
+                current = Some(name.trim().to_string());
+            }
+        }
+    }
+    let name = current?;
+    match name.strip_prefix("views") {
+        Some(rest) if views > 0 && (rest.is_empty() || rest.starts_with('.')) => {
+            Some(format!("views[{}]{rest}", views - 1))
+        }
+        _ => Some(name),
     }
 }

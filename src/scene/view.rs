@@ -132,7 +132,8 @@ fn resolve_camera(v: &Validator, field: &str, c: &CameraConfig) -> Result<Camera
                 "fix the transforms.json or the `frame` index",
             )
         })?;
-        v.positive(&f("transforms"), cam.fx.min(cam.fy))?;
+        v.positive(&f("transforms"), cam.fx)?;
+        v.positive(&f("transforms"), cam.fy)?;
         check_rotation(v, &f("transforms"), cam.rotation)?;
         return Ok(Camera {
             width: cam.width,
