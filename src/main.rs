@@ -1,11 +1,11 @@
 //! The `physfit` command line. Library errors are typed; anyhow only here.
 
-mod cli;
-
 use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
+
+mod cli;
 
 #[derive(Parser)]
 #[command(
@@ -29,15 +29,39 @@ enum Command {
     },
     /// Render the scene's Gaussians from its cameras to sRGB PNGs.
     Render(cli::render::RenderArgs),
-    /// Time GPU stages on the present adapter; prints JSON.
-    #[command(subcommand)]
-    Bench(BenchCommand),
+    /// Simulate a scene from rest with a uniform initial velocity and write one .ply per frame.
+    Simulate {
+        /// The scene file.
+        scene: PathBuf,
+        /// Initial velocity of the simulated (non-anchored) splats, world units per second.
+        #[arg(
+            long,
+            required = true,
+            value_delimiter = ',',
+            allow_hyphen_values = true
+        )]
+        velocity: Vec<f64>,
+        /// Frames to simulate after the rest state (default: the reference frame count − 1, else 30).
+        #[arg(long)]
+        frames: Option<u32>,
+        /// Output directory (frame_0000.ply, frame_0001.ply, ...).
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Time the hot paths on the present adapter; prints JSON. Without a
+    /// target: a summary (MPM case a, rasterizer on the demo scene).
+    Bench {
+        #[command(subcommand)]
+        target: Option<BenchTarget>,
+    },
 }
 
 #[derive(Subcommand)]
-enum BenchCommand {
+enum BenchTarget {
     /// Splat rasterizer forward/backward: the fox and a 500k-splat cloud.
     Raster(cli::bench_raster::BenchRasterArgs),
+    /// GPU MPM: particle-substeps per second forward and adjoint, peak memory, per-kernel times.
+    Mpm(cli::bench_mpm::BenchMpmArgs),
 }
 
 fn main() {
@@ -60,7 +84,27 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Check { scene } => cli::check::run(&scene)?,
         Command::Render(args) => cli::render::run(&args)?,
-        Command::Bench(BenchCommand::Raster(args)) => cli::bench_raster::run(&args)?,
+        Command::Simulate {
+            scene,
+            velocity,
+            frames,
+            out,
+        } => {
+            let [vx, vy, vz] = velocity[..] else {
+                anyhow::bail!(
+                    "--velocity needs three numbers VX,VY,VZ (world units per second), got {}",
+                    velocity.len()
+                );
+            };
+            cli::simulate::run(&scene, [vx, vy, vz], frames, &out)?
+        }
+        Command::Bench { target: None } => cli::bench_summary::run()?,
+        Command::Bench {
+            target: Some(BenchTarget::Raster(args)),
+        } => cli::bench_raster::run(&args)?,
+        Command::Bench {
+            target: Some(BenchTarget::Mpm(args)),
+        } => cli::bench_mpm::run(&args)?,
     }
     Ok(())
 }

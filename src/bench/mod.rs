@@ -1,3 +1,5 @@
-//! `physfit bench`: timings on the present adapter, printed as JSON.
+//! Benchmarks behind `physfit bench` (JSON output, figures recorded in
+//! docs/benchmarks.md).
 
+pub mod mpm;
 pub mod raster;

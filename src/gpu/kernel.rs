@@ -191,4 +191,23 @@ impl ComputeKernel {
     ) {
         self.dispatch(encoder, bind_group, self.workgroups_for(threads));
     }
+
+    /// Records a dispatch whose workgroup counts the GPU wrote into
+    /// `indirect` at byte `offset` (three u32; each at most the
+    /// per-dimension limit, which the writing kernel must respect).
+    pub fn dispatch_indirect(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        bind_group: &wgpu::BindGroup,
+        indirect: &GpuBuffer,
+        offset: u64,
+    ) {
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some(&self.label),
+            timestamp_writes: None,
+        });
+        pass.set_pipeline(&self.pipeline);
+        pass.set_bind_group(0, bind_group, &[]);
+        pass.dispatch_workgroups_indirect(indirect, offset);
+    }
 }

@@ -1,5 +1,5 @@
 //! Settings of one MPM simulation, in the simulator's normalised units: the
-//! simulation box is mapped to [0,1]^3, `dx = 1/grid_res`, time in seconds
+//! simulation box is mapped to \[0,1\]^3, `dx = 1/grid_res`, time in seconds
 //! (DESIGN.md § Units and frames). Shared by the GPU simulator and its f64
 //! CPU twin so both implement exactly the same rules, which are fixed here.
 //!

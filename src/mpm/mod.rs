@@ -1,6 +1,30 @@
 //! Differentiable MLS-MPM (DESIGN.md § MPM, § Adjoint).
+//!
+//! One kernel, one file pair: `p2g`, `grid_update`, `g2p` and their adjoints
+//! `g2p_adjoint`, `grid_update_adjoint`, `p2g_adjoint` (shaders/mpm/*.wgsl).
+//! [`MpmSimulator`] owns the buffers and encodes substeps; [`rollout`] runs
+//! frames and the checkpointed backward pass.
 
+pub mod add_assign;
 pub mod config;
+pub mod error;
+pub mod g2p;
+pub mod g2p_adjoint;
+pub mod grid_box;
+pub mod grid_clear;
+pub mod grid_update;
+pub mod grid_update_adjoint;
+pub mod layout;
+pub mod p2g;
+pub mod p2g_adjoint;
+pub mod rollout;
+pub mod simulator;
 pub mod stability;
+pub mod status;
+pub mod uniforms;
 
 pub use config::{MpmConfig, WallMode};
+pub use error::MpmError;
+pub use layout::ParticleState;
+pub use rollout::{BackwardOptions, FrameGradient, GradientFlow, MpmGradients, Rollout};
+pub use simulator::{MpmSetup, MpmSimulator, StageBuffers, SubstepStage};

@@ -1,0 +1,82 @@
+// G2P (DESIGN.md § MPM step 3): v_p = Σ w_ip v_i, C_p = 4/dx² Σ w_ip v_i (x_i − x_p)ᵀ,
+// F_p ← (I + dt C_p) F_p, x_p += dt v_p. Anchored particles keep x_p and F_p
+// and get v_p = 0, C_p = 0. Writes the next state to `state_out` (ping-pong,
+// so the input survives for checkpoints), and ORs status bits when a new
+// value is not finite or a particle's stencil leaves the grid (read back once
+// per frame by src/mpm/status.rs).
+#import common/dispatch
+#import mpm/params
+
+@group(0) @binding(0) var<uniform> params: MpmParams;
+@group(0) @binding(1) var<storage, read> state: array<f32>;
+@group(0) @binding(2) var<storage, read> grid_velocity: array<f32>;
+@group(0) @binding(3) var<storage, read> anchored: array<u32>;
+@group(0) @binding(4) var<storage, read_write> state_out: array<f32>;
+@group(0) @binding(5) var<storage, read_write> status: array<atomic<u32>>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgroups) num_workgroups: vec3<u32>) {
+    let p = flat_thread_index(global_id, num_workgroups, 64u);
+    if p >= params.particle_count {
+        return;
+    }
+    let o = p * STATE_STRIDE;
+    let x = vec3<f32>(state[o], state[o + 1u], state[o + 2u]);
+    let f = mat3_from_rows(
+        vec3<f32>(state[o + 15u], state[o + 16u], state[o + 17u]),
+        vec3<f32>(state[o + 18u], state[o + 19u], state[o + 20u]),
+        vec3<f32>(state[o + 21u], state[o + 22u], state[o + 23u]),
+    );
+    var x_new = x;
+    var v_new = vec3<f32>(0.0);
+    var c_new = mat3x3<f32>();
+    var f_new = f;
+    if anchored[p] == 0u {
+        let s = stencil(x, params);
+        var b = mat3x3<f32>();
+        for (var i = 0u; i < 3u; i++) {
+            for (var j = 0u; j < 3u; j++) {
+                for (var l = 0u; l < 3u; l++) {
+                    let offset = vec3<u32>(i, j, l);
+                    let w = stencil_w(s, i).x * stencil_w(s, j).y * stencil_w(s, l).z;
+                    let dpos = (vec3<f32>(offset) - s.fx) * params.dx;
+                    let g = node_index(s.base + vec3<i32>(offset), nodes_per_axis(params)) * GRID_STRIDE;
+                    let vi = vec3<f32>(grid_velocity[g], grid_velocity[g + 1u], grid_velocity[g + 2u]);
+                    v_new += w * vi;
+                    // Outer product w·v_i·dposᵀ (column c = v_i·dpos_c).
+                    b += mat3x3<f32>(w * dpos.x * vi, w * dpos.y * vi, w * dpos.z * vi);
+                }
+            }
+        }
+        c_new = 4.0 * params.inv_dx * params.inv_dx * b;
+        let identity = mat3x3<f32>(vec3<f32>(1.0, 0.0, 0.0), vec3<f32>(0.0, 1.0, 0.0), vec3<f32>(0.0, 0.0, 1.0));
+        f_new = (identity + params.dt * c_new) * f;
+        x_new = x + params.dt * v_new;
+    }
+    var finite = true;
+    for (var r = 0u; r < 3u; r++) {
+        finite = finite && is_finite(x_new[r]) && is_finite(v_new[r]);
+        for (var c = 0u; c < 3u; c++) {
+            finite = finite && is_finite(c_new[c][r]) && is_finite(f_new[c][r]);
+        }
+    }
+    if !finite {
+        atomicOr(&status[0], STATUS_NON_FINITE);
+        atomicMin(&status[1], p);
+    } else if !inside_grid(x_new, params) {
+        atomicOr(&status[0], STATUS_LEFT_BOX);
+        atomicMin(&status[1], p);
+    }
+    state_out[o] = x_new.x;
+    state_out[o + 1u] = x_new.y;
+    state_out[o + 2u] = x_new.z;
+    state_out[o + 3u] = v_new.x;
+    state_out[o + 4u] = v_new.y;
+    state_out[o + 5u] = v_new.z;
+    for (var r = 0u; r < 3u; r++) {
+        for (var c = 0u; c < 3u; c++) {
+            state_out[o + 6u + r * 3u + c] = c_new[c][r];
+            state_out[o + 15u + r * 3u + c] = f_new[c][r];
+        }
+    }
+}

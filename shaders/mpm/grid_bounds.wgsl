@@ -1,0 +1,46 @@
+// Bounds of the grid nodes the particles' stencils touch this substep
+// (src/mpm/grid_box.rs explains the active box): each workgroup reduces
+// min(base) and max(base + 2) per axis in workgroup memory, then one global
+// atomicMin/atomicMax per workgroup into `bounds` = [min xyz, max xyz]
+// (reset by grid_box after it reads them).
+#import common/dispatch
+#import mpm/params
+
+@group(0) @binding(0) var<uniform> params: MpmParams;
+@group(0) @binding(1) var<storage, read> state: array<f32>;
+@group(0) @binding(2) var<storage, read_write> bounds: array<atomic<u32>, 6>;
+
+var<workgroup> local_bounds: array<atomic<u32>, 6>;
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(global_invocation_id) global_id: vec3<u32>,
+    @builtin(num_workgroups) num_workgroups: vec3<u32>,
+    @builtin(local_invocation_index) local: u32,
+) {
+    if local < 3u {
+        atomicStore(&local_bounds[local], 0xffffffffu);
+    } else if local < 6u {
+        atomicStore(&local_bounds[local], 0u);
+    }
+    workgroupBarrier();
+    let p = flat_thread_index(global_id, num_workgroups, 256u);
+    if p < params.particle_count {
+        let o = p * STATE_STRIDE;
+        let s = stencil(vec3<f32>(state[o], state[o + 1u], state[o + 2u]), params);
+        let lo = vec3<u32>(s.base);
+        let hi = lo + vec3<u32>(2u);
+        atomicMin(&local_bounds[0], lo.x);
+        atomicMin(&local_bounds[1], lo.y);
+        atomicMin(&local_bounds[2], lo.z);
+        atomicMax(&local_bounds[3], hi.x);
+        atomicMax(&local_bounds[4], hi.y);
+        atomicMax(&local_bounds[5], hi.z);
+    }
+    workgroupBarrier();
+    if local < 3u {
+        atomicMin(&bounds[local], atomicLoad(&local_bounds[local]));
+    } else if local < 6u {
+        atomicMax(&bounds[local], atomicLoad(&local_bounds[local]));
+    }
+}

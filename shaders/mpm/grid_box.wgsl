@@ -1,0 +1,43 @@
+// Turns the node bounds of grid_bounds into the active box (origin, dims,
+// node count) and the indirect dispatch arguments of the per-node kernels
+// (256 threads per workgroup), then resets the bounds for the next substep.
+// One invocation.
+#import mpm/params
+
+// Workgroup size of the per-node kernels (grid_clear, grid_update, grid_update_adjoint).
+const NODE_WORKGROUP: u32 = 256u;
+
+@group(0) @binding(0) var<uniform> params: MpmParams;
+@group(0) @binding(1) var<storage, read_write> bounds: array<u32, 6>;
+// [origin x, y, z, dims x, y, z, node count, 0].
+@group(0) @binding(2) var<storage, read_write> node_box: array<u32, 8>;
+// [workgroups x, y, z].
+@group(0) @binding(3) var<storage, read_write> dispatch_args: array<u32, 3>;
+
+@compute @workgroup_size(1)
+fn main() {
+    let lo = vec3<u32>(bounds[0], bounds[1], bounds[2]);
+    let hi = vec3<u32>(bounds[3], bounds[4], bounds[5]);
+    var dims = vec3<u32>(0u);
+    if all(hi >= lo) {
+        dims = hi - lo + vec3<u32>(1u);
+    }
+    let count = dims.x * dims.y * dims.z;
+    node_box[0] = lo.x;
+    node_box[1] = lo.y;
+    node_box[2] = lo.z;
+    node_box[3] = dims.x;
+    node_box[4] = dims.y;
+    node_box[5] = dims.z;
+    node_box[6] = count;
+    node_box[7] = 0u;
+    dispatch_args[0] = (count + NODE_WORKGROUP - 1u) / NODE_WORKGROUP;
+    dispatch_args[1] = 1u;
+    dispatch_args[2] = 1u;
+    bounds[0] = 0xffffffffu;
+    bounds[1] = 0xffffffffu;
+    bounds[2] = 0xffffffffu;
+    bounds[3] = 0u;
+    bounds[4] = 0u;
+    bounds[5] = 0u;
+}

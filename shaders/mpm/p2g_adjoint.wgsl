@@ -1,0 +1,91 @@
+// Adjoint of P2G (mirrors p2g.wgsl). Each particle gathers (∂L/∂mv_i,
+// ∂L/∂m_i) from its 27 nodes, so no atomics. With
+// A = −k·P(F)Fᵀ + m_p C (k = dt·4/dx²·V_p) and mv_i += w (m_p v + A dpos):
+//   gv += Σ w m_p gmv_i,   gA = Σ w gmv_i dposᵀ,   gC += m_p gA,
+//   gx += Σ [(m_p gm_i + gmv_i·(m_p v + A dpos)) ∇w − w Aᵀ gmv_i],
+//   gP = −k gA F,   gF += −k gAᵀ P + ∂⟨gP, P(F)⟩/∂F (mpm/corotated),
+//   gE += ⟨gP, P/E⟩.
+// Adds into `state_grad` (written by G2P*) and `youngs_grad` (accumulated
+// over substeps).
+#import common/dispatch
+#import mpm/params
+#import mpm/corotated
+
+@group(0) @binding(0) var<uniform> params: MpmParams;
+@group(0) @binding(1) var<storage, read> state: array<f32>;
+@group(0) @binding(2) var<storage, read> youngs: array<f32>;
+@group(0) @binding(3) var<storage, read> grid_grad: array<f32>;
+@group(0) @binding(4) var<storage, read_write> state_grad: array<f32>;
+@group(0) @binding(5) var<storage, read_write> youngs_grad: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgroups) num_workgroups: vec3<u32>) {
+    let p = flat_thread_index(global_id, num_workgroups, 64u);
+    if p >= params.particle_count {
+        return;
+    }
+    let o = p * STATE_STRIDE;
+    let x = vec3<f32>(state[o], state[o + 1u], state[o + 2u]);
+    let v = vec3<f32>(state[o + 3u], state[o + 4u], state[o + 5u]);
+    let c = mat3_from_rows(
+        vec3<f32>(state[o + 6u], state[o + 7u], state[o + 8u]),
+        vec3<f32>(state[o + 9u], state[o + 10u], state[o + 11u]),
+        vec3<f32>(state[o + 12u], state[o + 13u], state[o + 14u]),
+    );
+    let f = mat3_from_rows(
+        vec3<f32>(state[o + 15u], state[o + 16u], state[o + 17u]),
+        vec3<f32>(state[o + 18u], state[o + 19u], state[o + 20u]),
+        vec3<f32>(state[o + 21u], state[o + 22u], state[o + 23u]),
+    );
+    let e = youngs[p];
+    let svd = svd3(f);
+    let stress_hat = corotated_stress_per_youngs(f, svd, params.mu_per_youngs, params.lambda_per_youngs);
+    let stress = e * stress_hat;
+    let mp = params.particle_mass;
+    let k = params.dt * 4.0 * params.inv_dx * params.inv_dx * params.particle_volume;
+    let affine = -k * stress * transpose(f) + mp * c;
+    let momentum = mp * v;
+    let s = stencil(x, params);
+    var gx = vec3<f32>(0.0);
+    var gv = vec3<f32>(0.0);
+    var ga = mat3x3<f32>();
+    for (var i = 0u; i < 3u; i++) {
+        for (var j = 0u; j < 3u; j++) {
+            for (var l = 0u; l < 3u; l++) {
+                let offset = vec3<u32>(i, j, l);
+                let wx = stencil_w(s, i).x;
+                let wy = stencil_w(s, j).y;
+                let wz = stencil_w(s, l).z;
+                let w = wx * wy * wz;
+                let grad_w = params.inv_dx * vec3<f32>(
+                    stencil_dw(s, i).x * wy * wz,
+                    wx * stencil_dw(s, j).y * wz,
+                    wx * wy * stencil_dw(s, l).z,
+                );
+                let dpos = (vec3<f32>(offset) - s.fx) * params.dx;
+                let g = node_index(s.base + vec3<i32>(offset), nodes_per_axis(params)) * GRID_STRIDE;
+                let g_mv = vec3<f32>(grid_grad[g], grid_grad[g + 1u], grid_grad[g + 2u]);
+                let g_m = grid_grad[g + 3u];
+                gv += w * mp * g_mv;
+                ga += mat3x3<f32>(w * dpos.x * g_mv, w * dpos.y * g_mv, w * dpos.z * g_mv);
+                gx += (mp * g_m + dot(g_mv, momentum + affine * dpos)) * grad_w - w * (transpose(affine) * g_mv);
+            }
+        }
+    }
+    let gc = mp * ga;
+    let gp = -k * ga * f;
+    let gf = -k * transpose(ga) * stress + corotated_stress_adjoint(f, svd, e, params.mu_per_youngs, params.lambda_per_youngs, gp);
+    youngs_grad[p] += frobenius(gp, stress_hat);
+    state_grad[o] += gx.x;
+    state_grad[o + 1u] += gx.y;
+    state_grad[o + 2u] += gx.z;
+    state_grad[o + 3u] += gv.x;
+    state_grad[o + 4u] += gv.y;
+    state_grad[o + 5u] += gv.z;
+    for (var r = 0u; r < 3u; r++) {
+        for (var cc = 0u; cc < 3u; cc++) {
+            state_grad[o + 6u + r * 3u + cc] += gc[cc][r];
+            state_grad[o + 15u + r * 3u + cc] += gf[cc][r];
+        }
+    }
+}

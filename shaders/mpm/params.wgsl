@@ -1,0 +1,92 @@
+// Uniforms shared by every MPM kernel (src/mpm/uniforms.rs, same layout)
+// and the particle/grid layouts (src/mpm/layout.rs documents them):
+// - particle state: AoS, 24 f32 per particle: x (3), v (3), C (9, row-major),
+//   F (9, row-major);
+// - grid: 4 f32 per node (m, mvx, mvy, mvz); nodes at positions
+//   (i, j, k)·dx with i, j, k in [0, grid_res] (nodes on both faces of the
+//   box, as the f64 twin), node (i, j, k) at (i·n + j)·n + k, n = grid_res + 1.
+
+struct MpmParams {
+    grid_res: u32,
+    particle_count: u32,
+    // 0 = sticky, 1 = slip (src/mpm/config.rs WallMode).
+    wall_mode: u32,
+    wall_margin: u32,
+    dx: f32,
+    inv_dx: f32,
+    dt: f32,
+    particle_volume: f32,
+    particle_mass: f32,
+    // exp(−damping·dt).
+    damping_factor: f32,
+    // μ/E and λ/E (Lamé parameters per unit Young's modulus).
+    mu_per_youngs: f32,
+    lambda_per_youngs: f32,
+    gravity: vec3<f32>,
+    _pad: f32,
+}
+
+// Nodes per axis: grid_res + 1 (indices 0..=grid_res).
+fn nodes_per_axis(p: MpmParams) -> u32 {
+    return p.grid_res + 1u;
+}
+
+const STATE_STRIDE: u32 = 24u;
+const GRID_STRIDE: u32 = 4u;
+
+// Status bits written by G2P (src/mpm/status.rs).
+const STATUS_NON_FINITE: u32 = 1u;
+const STATUS_LEFT_BOX: u32 = 2u;
+
+// 3×3 matrix from 9 row-major values starting at `o` of a particle record.
+fn mat3_from_rows(r0: vec3<f32>, r1: vec3<f32>, r2: vec3<f32>) -> mat3x3<f32> {
+    return transpose(mat3x3<f32>(r0, r1, r2));
+}
+
+// Quadratic B-spline stencil of a particle (Hu et al. 2018): base node
+// floor(x/dx − 0.5) (clamped into the grid; particles whose stencil would
+// leave it are flagged by G2P), fractional offset fx = x/dx − base in
+// [0.5, 1.5), weights w and their derivatives dw/dfx per axis.
+struct Stencil {
+    base: vec3<i32>,
+    fx: vec3<f32>,
+    w0: vec3<f32>,
+    w1: vec3<f32>,
+    w2: vec3<f32>,
+    d0: vec3<f32>,
+    d1: vec3<f32>,
+    d2: vec3<f32>,
+}
+
+fn stencil(x: vec3<f32>, p: MpmParams) -> Stencil {
+    let hi = i32(p.grid_res) - 2;
+    let base = clamp(vec3<i32>(floor(x * p.inv_dx - 0.5)), vec3<i32>(0), vec3<i32>(hi));
+    let fx = x * p.inv_dx - vec3<f32>(base);
+    let a = 1.5 - fx;
+    let b = fx - 1.0;
+    let c = fx - 0.5;
+    return Stencil(base, fx, 0.5 * a * a, 0.75 - b * b, 0.5 * c * c, -a, -2.0 * b, c);
+}
+
+fn stencil_w(s: Stencil, k: u32) -> vec3<f32> {
+    return select(select(s.w2, s.w1, k == 1u), s.w0, k == 0u);
+}
+
+fn stencil_dw(s: Stencil, k: u32) -> vec3<f32> {
+    return select(select(s.d2, s.d1, k == 1u), s.d0, k == 0u);
+}
+
+fn node_index(n: vec3<i32>, res: u32) -> u32 {
+    let u = vec3<u32>(n);
+    return (u.x * res + u.y) * res + u.z;
+}
+
+// True when the stencil of x lies inside the grid (see `stencil`).
+fn inside_grid(x: vec3<f32>, p: MpmParams) -> bool {
+    let g = x * p.inv_dx - 0.5;
+    return all(g >= vec3<f32>(0.0)) && all(g < vec3<f32>(f32(p.grid_res) - 1.0));
+}
+
+fn is_finite(v: f32) -> bool {
+    return (bitcast<u32>(v) & 0x7f800000u) != 0x7f800000u;
+}

@@ -1,0 +1,67 @@
+//! Typed errors of the MPM simulator.
+
+use thiserror::Error;
+
+use crate::gpu::GpuError;
+
+/// Why a simulation was refused or stopped.
+#[derive(Debug, Error)]
+pub enum MpmError {
+    /// The explicit time-step bound (src/mpm/stability.rs) is violated.
+    #[error(
+        "{substeps} substeps per frame are too few for Young's modulus up to {youngs_max:.3e} \
+         (ν = {poisson}, ρ = {density}, grid_res = {grid_res}, {fps} fps): the explicit MPM step \
+         would be unstable. fix: set substeps_per_frame to at least {needed}, or lower the \
+         largest Young's modulus"
+    )]
+    TooFewSubsteps {
+        /// Substeps per frame configured.
+        substeps: u32,
+        /// Substeps per frame needed.
+        needed: u32,
+        /// Largest Young's modulus checked.
+        youngs_max: f64,
+        /// Poisson's ratio.
+        poisson: f64,
+        /// Density.
+        density: f64,
+        /// Grid resolution.
+        grid_res: u32,
+        /// Frames per second.
+        fps: f64,
+    },
+    /// A value became NaN or infinite.
+    #[error(
+        "the simulation blew up at frame {frame}, substep {substep}: particle {particle} has a \
+         non-finite position, velocity or deformation (usually too few substeps for the \
+         stiffness, or an extreme initial velocity); nothing was written"
+    )]
+    NonFinite {
+        /// Frame being computed (1-based: frame 1 follows the rest state 0).
+        frame: u32,
+        /// Substep within the frame (0-based).
+        substep: u32,
+        /// First offending particle index.
+        particle: u32,
+    },
+    /// A particle's stencil left the grid.
+    #[error(
+        "particle {particle} left the simulation box at frame {frame}, substep {substep}; \
+         nothing was written. fix: enlarge the simulation box (sim region in scene.toml), \
+         lower the initial velocity, or use sticky walls"
+    )]
+    LeftBox {
+        /// Frame being computed (1-based).
+        frame: u32,
+        /// Substep within the frame (0-based).
+        substep: u32,
+        /// First offending particle index.
+        particle: u32,
+    },
+    /// Inputs inconsistent with the simulator (a bug in the caller or bad data).
+    #[error("invalid MPM input: {0}")]
+    InvalidInput(String),
+    /// A GPU failure.
+    #[error(transparent)]
+    Gpu(#[from] GpuError),
+}

@@ -1,0 +1,72 @@
+//! G2P: particles gather velocity and its affine part, update F and x; flags non-finite values and particles leaving the grid (shaders/mpm/g2p.wgsl, DESIGN.md § MPM step 3).
+
+use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
+
+/// Buffers of one `mpm/g2p` dispatch, named, in binding order.
+pub struct G2pBuffers<'a> {
+    /// [`super::uniforms::MpmUniforms`].
+    pub uniforms: &'a GpuBuffer,
+    /// Particle state at substep n.
+    pub state: &'a GpuBuffer,
+    /// Velocity per node from the grid update.
+    pub grid_velocity: &'a GpuBuffer,
+    /// Anchored flag per particle.
+    pub anchored: &'a GpuBuffer,
+    /// Output: particle state at substep n+1.
+    pub state_out: &'a GpuBuffer,
+    /// Status words ([`super::status`]): bits, first bad particle.
+    pub status: &'a GpuBuffer,
+}
+
+/// The `mpm/g2p` kernel.
+pub struct G2p {
+    kernel: ComputeKernel,
+}
+
+impl G2p {
+    /// Compiles the kernel for this context's atomic mode.
+    pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
+        use BindingKind::*;
+        Ok(Self {
+            kernel: ComputeKernel::new(
+                ctx,
+                "mpm/g2p",
+                "main",
+                &[
+                    Uniform,
+                    StorageRead,
+                    StorageRead,
+                    StorageRead,
+                    StorageReadWrite,
+                    StorageReadWrite,
+                ],
+            )?,
+        })
+    }
+
+    /// Bind group for `b` (cached by the simulator: buffers do not change
+    /// between substeps).
+    pub fn bind(&self, ctx: &GpuContext, b: &G2pBuffers) -> wgpu::BindGroup {
+        self.kernel.bind(
+            ctx,
+            &[
+                b.uniforms,
+                b.state,
+                b.grid_velocity,
+                b.anchored,
+                b.state_out,
+                b.status,
+            ],
+        )
+    }
+
+    /// Records one dispatch over `count` particles.
+    pub fn dispatch(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        bind_group: &wgpu::BindGroup,
+        count: u32,
+    ) {
+        self.kernel.dispatch_threads(encoder, bind_group, count);
+    }
+}

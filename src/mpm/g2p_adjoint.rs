@@ -1,0 +1,76 @@
+//! Adjoint of G2P (shaders/mpm/g2p_adjoint.wgsl): from ∂L/∂(state n+1), writes the G2P part of ∂L/∂(state n) and scatter-adds ∂L/∂(grid velocity).
+
+use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
+
+/// Buffers of one `mpm/g2p_adjoint` dispatch, named, in binding order.
+pub struct G2pAdjointBuffers<'a> {
+    /// [`super::uniforms::MpmUniforms`].
+    pub uniforms: &'a GpuBuffer,
+    /// Particle state at substep n.
+    pub state: &'a GpuBuffer,
+    /// Grid velocity of substep n (recomputed forward).
+    pub grid_velocity: &'a GpuBuffer,
+    /// Anchored flag per particle.
+    pub anchored: &'a GpuBuffer,
+    /// ∂L/∂(state n+1), 24 f32 per particle.
+    pub state_grad_next: &'a GpuBuffer,
+    /// Output: ∂L/∂(state n), G2P part (overwritten).
+    pub state_grad: &'a GpuBuffer,
+    /// ∂L/∂(grid velocity), zeroed before the dispatch (atomic f32).
+    pub grid_velocity_grad: &'a GpuBuffer,
+}
+
+/// The `mpm/g2p_adjoint` kernel.
+pub struct G2pAdjoint {
+    kernel: ComputeKernel,
+}
+
+impl G2pAdjoint {
+    /// Compiles the kernel for this context's atomic mode.
+    pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
+        use BindingKind::*;
+        Ok(Self {
+            kernel: ComputeKernel::new(
+                ctx,
+                "mpm/g2p_adjoint",
+                "main",
+                &[
+                    Uniform,
+                    StorageRead,
+                    StorageRead,
+                    StorageRead,
+                    StorageRead,
+                    StorageReadWrite,
+                    StorageReadWrite,
+                ],
+            )?,
+        })
+    }
+
+    /// Bind group for `b` (cached by the simulator: buffers do not change
+    /// between substeps).
+    pub fn bind(&self, ctx: &GpuContext, b: &G2pAdjointBuffers) -> wgpu::BindGroup {
+        self.kernel.bind(
+            ctx,
+            &[
+                b.uniforms,
+                b.state,
+                b.grid_velocity,
+                b.anchored,
+                b.state_grad_next,
+                b.state_grad,
+                b.grid_velocity_grad,
+            ],
+        )
+    }
+
+    /// Records one dispatch over `count` particles.
+    pub fn dispatch(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        bind_group: &wgpu::BindGroup,
+        count: u32,
+    ) {
+        self.kernel.dispatch_threads(encoder, bind_group, count);
+    }
+}

@@ -1,0 +1,74 @@
+//! Adjoint of the grid update (shaders/mpm/grid_update_adjoint.wgsl): ∂L/∂v_i → (∂L/∂mv_i, ∂L/∂m_i), including the grid-mass path.
+
+use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
+
+/// Buffers of one `mpm/grid_update_adjoint` dispatch, named, in binding order.
+pub struct GridUpdateAdjointBuffers<'a> {
+    /// [`super::uniforms::MpmUniforms`].
+    pub uniforms: &'a GpuBuffer,
+    /// Active box `[origin xyz, dims xyz, count, 0]` from [`super::grid_box`].
+    pub node_box: &'a GpuBuffer,
+    /// Grid (m, mv) of substep n (recomputed forward).
+    pub grid: &'a GpuBuffer,
+    /// Anchored flag per node.
+    pub grid_anchored: &'a GpuBuffer,
+    /// ∂L/∂(grid velocity) from G2P*.
+    pub grid_velocity_grad: &'a GpuBuffer,
+    /// Output: (∂L/∂mv, ∂L/∂m) per node.
+    pub grid_grad: &'a GpuBuffer,
+}
+
+/// The `mpm/grid_update_adjoint` kernel.
+pub struct GridUpdateAdjoint {
+    kernel: ComputeKernel,
+}
+
+impl GridUpdateAdjoint {
+    /// Compiles the kernel for this context's atomic mode.
+    pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
+        use BindingKind::*;
+        Ok(Self {
+            kernel: ComputeKernel::new(
+                ctx,
+                "mpm/grid_update_adjoint",
+                "main",
+                &[
+                    Uniform,
+                    StorageRead,
+                    StorageRead,
+                    StorageRead,
+                    StorageRead,
+                    StorageReadWrite,
+                ],
+            )?,
+        })
+    }
+
+    /// Bind group for `b` (cached by the simulator: buffers do not change
+    /// between substeps).
+    pub fn bind(&self, ctx: &GpuContext, b: &GridUpdateAdjointBuffers) -> wgpu::BindGroup {
+        self.kernel.bind(
+            ctx,
+            &[
+                b.uniforms,
+                b.node_box,
+                b.grid,
+                b.grid_anchored,
+                b.grid_velocity_grad,
+                b.grid_grad,
+            ],
+        )
+    }
+
+    /// Records one dispatch over the active box; `dispatch_args` holds the
+    /// workgroup counts written by [`super::grid_box`].
+    pub fn dispatch(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        bind_group: &wgpu::BindGroup,
+        dispatch_args: &GpuBuffer,
+    ) {
+        self.kernel
+            .dispatch_indirect(encoder, bind_group, dispatch_args, 0);
+    }
+}

@@ -1,0 +1,72 @@
+//! P2G: particles scatter mass, momentum and the anchored-node flag to the grid (shaders/mpm/p2g.wgsl, DESIGN.md § MPM step 1).
+
+use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
+
+/// Buffers of one `mpm/p2g` dispatch, named, in binding order.
+pub struct P2gBuffers<'a> {
+    /// [`super::uniforms::MpmUniforms`].
+    pub uniforms: &'a GpuBuffer,
+    /// Particle state, 24 f32 per particle ([`super::layout`]).
+    pub state: &'a GpuBuffer,
+    /// Young's modulus per particle (f32).
+    pub youngs: &'a GpuBuffer,
+    /// Anchored flag per particle (u32, 0/1).
+    pub anchored: &'a GpuBuffer,
+    /// Grid (m, mv) per node, zeroed before the dispatch (atomic f32).
+    pub grid: &'a GpuBuffer,
+    /// Anchored flag per node (u32), zeroed before the dispatch.
+    pub grid_anchored: &'a GpuBuffer,
+}
+
+/// The `mpm/p2g` kernel.
+pub struct P2g {
+    kernel: ComputeKernel,
+}
+
+impl P2g {
+    /// Compiles the kernel for this context's atomic mode.
+    pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
+        use BindingKind::*;
+        Ok(Self {
+            kernel: ComputeKernel::new(
+                ctx,
+                "mpm/p2g",
+                "main",
+                &[
+                    Uniform,
+                    StorageRead,
+                    StorageRead,
+                    StorageRead,
+                    StorageReadWrite,
+                    StorageReadWrite,
+                ],
+            )?,
+        })
+    }
+
+    /// Bind group for `b` (cached by the simulator: buffers do not change
+    /// between substeps).
+    pub fn bind(&self, ctx: &GpuContext, b: &P2gBuffers) -> wgpu::BindGroup {
+        self.kernel.bind(
+            ctx,
+            &[
+                b.uniforms,
+                b.state,
+                b.youngs,
+                b.anchored,
+                b.grid,
+                b.grid_anchored,
+            ],
+        )
+    }
+
+    /// Records one dispatch over `count` particles.
+    pub fn dispatch(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        bind_group: &wgpu::BindGroup,
+        count: u32,
+    ) {
+        self.kernel.dispatch_threads(encoder, bind_group, count);
+    }
+}

@@ -1,0 +1,327 @@
+//! Rollouts over frames and their backward pass (DESIGN.md § Adjoint,
+//! Memory; § Loss, parameters, fit).
+//!
+//! Forward: [`MpmSimulator::rollout`] keeps the state (x, v, C, F) at every
+//! frame boundary, nothing inside frames, and checks health once per frame.
+//!
+//! Backward: [`MpmSimulator::backward`] takes `∂L/∂(state at frame k)` for any
+//! set of frames and returns `∂L/∂E` per particle and `∂L/∂(state at frame
+//! 0)` (whose `v` part is the initial-velocity gradient). Inside a frame of
+//! S substeps it keeps every K-th substep state (checkpoints), then replays
+//! each segment of K substeps in reverse order, keeping its K states, and
+//! runs the substep adjoints over them: S/K + K states per frame, never S.
+//! K = S is "store everything" (one segment); the default is ⌈√S⌉.
+//!
+//! [`GradientFlow::Truncated`] is stage 2 of the fit: the state at frame k−1
+//! is a constant, so each frame's gradient flows through its own substeps
+//! only and the per-frame `∂L/∂E` are summed.
+//!
+//! Typical use by the fit (all particle buffers use [`super::layout`]):
+//!
+//! ```no_run
+//! # use physfit::gpu::GpuContext;
+//! # use physfit::mpm::*;
+//! # fn f(ctx: &GpuContext, config: &MpmConfig, start: &ParticleState,
+//! #      youngs: &[f32], volume: f64, anchored: Vec<bool>,
+//! #      dl_dstate_3: &physfit::gpu::GpuBuffer) -> Result<(), MpmError> {
+//! let sim = MpmSimulator::new(ctx, config, &MpmSetup {
+//!     particle_volume: volume, anchored, youngs_max: 10f64.powf(8.7) })?;
+//! sim.set_youngs(ctx, youngs)?;
+//! let rollout = sim.rollout(ctx, start, 3)?;          // frames 0..=3 on the GPU
+//! // ... render rollout.frames[k], get ∂L/∂(state k) as GPU buffers ...
+//! let g = sim.backward(ctx, &rollout,
+//!     &[FrameGradient { frame: 3, grad: dl_dstate_3 }],
+//!     &BackwardOptions { flow: GradientFlow::Full, checkpoint_every: None })?;
+//! let (dl_de, dl_dv0) = (g.youngs, g.initial_state.v);
+//! # Ok(()) }
+//! ```
+
+use super::error::MpmError;
+use super::layout::{ParticleState, STATE_STRIDE};
+use super::simulator::MpmSimulator;
+use crate::gpu::{GpuBuffer, GpuContext};
+
+/// States at frame boundaries: `frames[0]` is the initial state, `frames[k]`
+/// the state at time k/fps.
+pub struct Rollout {
+    /// One state buffer (24 f32 per particle, [`super::layout`]) per frame.
+    pub frames: Vec<GpuBuffer>,
+}
+
+/// How far gradients flow back in [`MpmSimulator::backward`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GradientFlow {
+    /// Through the whole rollout back to frame 0 (fit stage 1).
+    Full,
+    /// Frame k's gradient flows through frame k's substeps only; the state
+    /// at frame k−1 is a constant (fit stage 2).
+    Truncated,
+}
+
+/// Options of the backward pass.
+#[derive(Clone, Copy, Debug)]
+pub struct BackwardOptions {
+    /// Gradient flow.
+    pub flow: GradientFlow,
+    /// Keep every K-th substep state; `None` = ⌈√substeps⌉. Values above
+    /// the substep count mean "store every substep of the frame".
+    pub checkpoint_every: Option<u32>,
+}
+
+impl Default for BackwardOptions {
+    fn default() -> Self {
+        Self {
+            flow: GradientFlow::Full,
+            checkpoint_every: None,
+        }
+    }
+}
+
+/// `∂L/∂(state at frame)` for one frame: a state-sized buffer.
+pub struct FrameGradient<'a> {
+    /// Frame index into [`Rollout::frames`].
+    pub frame: usize,
+    /// 24 f32 per particle (same layout as a state).
+    pub grad: &'a GpuBuffer,
+}
+
+/// Gradients returned by [`MpmSimulator::backward`].
+#[derive(Clone, Debug)]
+pub struct MpmGradients {
+    /// `∂L/∂E` per particle.
+    pub youngs: Vec<f32>,
+    /// `∂L/∂(state at frame 0)`; `.v` is the initial-velocity gradient. In
+    /// [`GradientFlow::Truncated`] mode only frames 0 and 1 contribute.
+    pub initial_state: ParticleState,
+}
+
+impl MpmSimulator {
+    /// Simulates `frames` frames from `initial`, keeping every frame state.
+    /// Stops with [`MpmError::NonFinite`] / [`MpmError::LeftBox`] naming the
+    /// frame and substep when the run breaks down (no state is returned).
+    pub fn rollout(
+        &self,
+        ctx: &GpuContext,
+        initial: &ParticleState,
+        frames: u32,
+    ) -> Result<Rollout, MpmError> {
+        let first = self.upload_state(ctx, "mpm frame 0", initial)?;
+        self.rollout_from(ctx, first, frames)
+    }
+
+    /// [`MpmSimulator::rollout`] from a state already on the GPU (not
+    /// validated on the host: the first frame's health check catches a
+    /// non-finite or out-of-box start).
+    pub fn rollout_from(
+        &self,
+        ctx: &GpuContext,
+        initial: GpuBuffer,
+        frames: u32,
+    ) -> Result<Rollout, MpmError> {
+        let mut states = vec![initial];
+        for k in 1..=frames {
+            let next = self.state_buffer(ctx, &format!("mpm frame {k}"))?;
+            self.run_frame(ctx, &states[(k - 1) as usize], &next, k)?;
+            states.push(next);
+        }
+        Ok(Rollout { frames: states })
+    }
+
+    /// Back-propagates `∂L/∂(frame states)` to `∂L/∂E` and `∂L/∂(frame 0)`.
+    pub fn backward(
+        &self,
+        ctx: &GpuContext,
+        rollout: &Rollout,
+        grads: &[FrameGradient],
+        options: &BackwardOptions,
+    ) -> Result<MpmGradients, MpmError> {
+        let floats = (self.particle_count() * STATE_STRIDE) as u64 * 4;
+        let mut by_frame: Vec<Option<&GpuBuffer>> = vec![None; rollout.frames.len()];
+        for g in grads {
+            if g.frame >= rollout.frames.len() {
+                return Err(MpmError::InvalidInput(format!(
+                    "gradient for frame {} but the rollout has frames 0..={}",
+                    g.frame,
+                    rollout.frames.len() - 1
+                )));
+            }
+            if g.grad.size() != floats {
+                return Err(MpmError::InvalidInput(format!(
+                    "gradient '{}' has {} bytes, a state has {floats}",
+                    g.grad.label(),
+                    g.grad.size()
+                )));
+            }
+            if by_frame[g.frame].replace(g.grad).is_some() {
+                return Err(MpmError::InvalidInput(format!(
+                    "two gradients for frame {}",
+                    g.frame
+                )));
+            }
+        }
+        let substeps = self.config().substeps_per_frame;
+        let every = options
+            .checkpoint_every
+            .unwrap_or_else(|| (substeps as f64).sqrt().ceil() as u32)
+            .clamp(1, substeps);
+        let youngs_grad = ctx.storage_zeroed::<f32>("mpm youngs grad", self.particle_count())?;
+        let mut work = FrameWork::new(ctx, self, every)?;
+        let last = match by_frame.iter().rposition(|g| g.is_some()) {
+            Some(l) => l,
+            None => {
+                return Ok(MpmGradients {
+                    youngs: vec![0.0; self.particle_count()],
+                    initial_state: ParticleState::zeros(self.particle_count()),
+                })
+            }
+        };
+        let initial = self.state_buffer(ctx, "mpm grad frame 0")?;
+        match options.flow {
+            GradientFlow::Full => {
+                // adjoint[k]: ∂L/∂(state k) including every later frame.
+                let mut adj = self.state_buffer(ctx, "mpm grad (frame k)")?;
+                let mut prev = self.state_buffer(ctx, "mpm grad (frame k-1)")?;
+                for k in (1..=last).rev() {
+                    let mut encoder = crate::gpu::encoder(ctx, "mpm backward frame");
+                    if let Some(g) = by_frame[k] {
+                        self.encode_add_state(ctx, &mut encoder, g, &adj);
+                    }
+                    let target = if k == 1 { &initial } else { &prev };
+                    self.encode_frame_adjoint(
+                        ctx,
+                        &mut encoder,
+                        &mut work,
+                        &rollout.frames[k - 1],
+                        &adj,
+                        target,
+                        &youngs_grad,
+                    );
+                    ctx.queue.submit([encoder.finish()]);
+                    ctx.check()?;
+                    if k > 1 {
+                        std::mem::swap(&mut adj, &mut prev);
+                    }
+                }
+            }
+            GradientFlow::Truncated => {
+                let scratch = self.state_buffer(ctx, "mpm grad (frame k-1, discarded)")?;
+                for (k, g) in by_frame.iter().enumerate().take(last + 1).skip(1) {
+                    let Some(g) = *g else { continue };
+                    let target = if k == 1 { &initial } else { &scratch };
+                    let mut encoder = crate::gpu::encoder(ctx, "mpm backward frame (truncated)");
+                    self.encode_frame_adjoint(
+                        ctx,
+                        &mut encoder,
+                        &mut work,
+                        &rollout.frames[k - 1],
+                        g,
+                        target,
+                        &youngs_grad,
+                    );
+                    ctx.queue.submit([encoder.finish()]);
+                    ctx.check()?;
+                }
+            }
+        }
+        if let Some(g) = by_frame[0] {
+            let mut encoder = crate::gpu::encoder(ctx, "mpm backward frame 0");
+            self.encode_add_state(ctx, &mut encoder, g, &initial);
+            ctx.queue.submit([encoder.finish()]);
+        }
+        Ok(MpmGradients {
+            youngs: ctx.read_buffer(&youngs_grad)?,
+            initial_state: self.read_state(ctx, &initial)?,
+        })
+    }
+
+    /// Records the adjoint of one frame: `grad_end = ∂L/∂(state at its end)`
+    /// → `grad_start = ∂L/∂(state at its start)`, adding `∂L/∂E`.
+    #[allow(clippy::too_many_arguments)]
+    fn encode_frame_adjoint(
+        &self,
+        ctx: &GpuContext,
+        encoder: &mut wgpu::CommandEncoder,
+        work: &mut FrameWork,
+        start: &GpuBuffer,
+        grad_end: &GpuBuffer,
+        grad_start: &GpuBuffer,
+        youngs_grad: &GpuBuffer,
+    ) {
+        let substeps = self.config().substeps_per_frame;
+        let every = work.every;
+        let segments = substeps.div_ceil(every);
+        // Checkpoints at substeps j·K, j ≥ 1 (j = 0 is `start`).
+        for j in 1..segments as usize {
+            let from = if j == 1 {
+                start
+            } else {
+                &work.checkpoints[j - 2]
+            };
+            self.encode_substeps(ctx, encoder, from, &work.checkpoints[j - 1], every);
+        }
+        for j in (0..segments).rev() {
+            let base = if j == 0 {
+                start
+            } else {
+                &work.checkpoints[j as usize - 1]
+            };
+            let len = every.min(substeps - j * every);
+            // Segment states: t = 0 is the checkpoint, t ≥ 1 in work.segment[t−1].
+            for t in 1..len as usize {
+                let from = if t == 1 { base } else { &work.segment[t - 2] };
+                self.encode_substeps(ctx, encoder, from, &work.segment[t - 1], 1);
+            }
+            for t in (0..len).rev() {
+                let g = j * every + t;
+                let state = if t == 0 {
+                    base
+                } else {
+                    &work.segment[t as usize - 1]
+                };
+                let next = if g + 1 == substeps {
+                    grad_end
+                } else {
+                    &work.grads[((g + 1) % 2) as usize]
+                };
+                let out = if g == 0 {
+                    grad_start
+                } else {
+                    &work.grads[(g % 2) as usize]
+                };
+                self.encode_substep_adjoint(ctx, encoder, state, next, out, youngs_grad);
+            }
+        }
+    }
+}
+
+/// Buffers of a frame's backward pass: S/K − 1 checkpoints, K − 1 segment
+/// states and two substep adjoints (plus the frame-boundary states the
+/// rollout already holds).
+struct FrameWork {
+    every: u32,
+    checkpoints: Vec<GpuBuffer>,
+    segment: Vec<GpuBuffer>,
+    grads: [GpuBuffer; 2],
+}
+
+impl FrameWork {
+    fn new(ctx: &GpuContext, sim: &MpmSimulator, every: u32) -> Result<Self, MpmError> {
+        let substeps = sim.config().substeps_per_frame;
+        let segments = substeps.div_ceil(every);
+        let checkpoints = (1..segments)
+            .map(|j| sim.state_buffer(ctx, &format!("mpm checkpoint {j}")))
+            .collect::<Result<_, _>>()?;
+        let segment = (1..every)
+            .map(|t| sim.state_buffer(ctx, &format!("mpm segment state {t}")))
+            .collect::<Result<_, _>>()?;
+        Ok(Self {
+            every,
+            checkpoints,
+            segment,
+            grads: [
+                sim.state_buffer(ctx, "mpm substep grad A")?,
+                sim.state_buffer(ctx, "mpm substep grad B")?,
+            ],
+        })
+    }
+}

@@ -1,0 +1,669 @@
+//! The GPU MLS-MPM simulator: buffers, kernels and the encoding of one
+//! substep forward (P2G → grid update → G2P) and backward (G2P* → grid
+//! update* → P2G*, after recomputing the substep's grid). Rollouts over
+//! frames and the backward pass with checkpointing are in [`super::rollout`].
+
+use super::add_assign::{AddAssign, AddAssignBuffers, AddAssignUniforms};
+use super::config::{MpmConfig, WALL_MARGIN_CELLS};
+use super::error::MpmError;
+use super::g2p::{G2p, G2pBuffers};
+use super::g2p_adjoint::{G2pAdjoint, G2pAdjointBuffers};
+use super::grid_box::{GridBoundsBuffers, GridBox, GridBoxBuffers, EMPTY_BOUNDS};
+use super::grid_clear::{GridClear, GridClearBuffers, GridClearUniforms};
+use super::grid_update::{GridUpdate, GridUpdateBuffers};
+use super::grid_update_adjoint::{GridUpdateAdjoint, GridUpdateAdjointBuffers};
+use super::layout::{ParticleState, STATE_STRIDE};
+use super::p2g::{P2g, P2gBuffers};
+use super::p2g_adjoint::{P2gAdjoint, P2gAdjointBuffers};
+use super::stability::min_substeps_per_frame;
+use super::status::{SimulationStatus, STATUS_WORDS};
+use super::uniforms::MpmUniforms;
+use crate::gpu::{GpuBuffer, GpuContext};
+
+/// One stage of a substep, in the order the kernels run. Exposed so that
+/// benchmarks can submit and time each kernel separately.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SubstepStage {
+    /// Active box of the substep's stencils ([`super::grid_box`]).
+    ActiveBox,
+    /// Zero the grid mass/momentum and the anchored-node flags (active box).
+    ClearGrid,
+    /// Particle-to-grid scatter.
+    P2g,
+    /// Grid velocity update with boundary conditions.
+    GridUpdate,
+    /// Grid-to-particle gather and particle update.
+    G2p,
+    /// Zero ∂L/∂(grid velocity) (active box).
+    ClearGridGrad,
+    /// Adjoint of G2P.
+    G2pAdjoint,
+    /// Adjoint of the grid update.
+    GridUpdateAdjoint,
+    /// Adjoint of P2G.
+    P2gAdjoint,
+}
+
+impl SubstepStage {
+    /// A forward substep.
+    pub const FORWARD: [SubstepStage; 5] = [
+        Self::ActiveBox,
+        Self::ClearGrid,
+        Self::P2g,
+        Self::GridUpdate,
+        Self::G2p,
+    ];
+    /// A backward substep: the grid of the substep is recomputed, then the
+    /// adjoints run in reverse order (DESIGN.md § Adjoint).
+    pub const ADJOINT: [SubstepStage; 8] = [
+        Self::ActiveBox,
+        Self::ClearGrid,
+        Self::P2g,
+        Self::GridUpdate,
+        Self::ClearGridGrad,
+        Self::G2pAdjoint,
+        Self::GridUpdateAdjoint,
+        Self::P2gAdjoint,
+    ];
+
+    /// Short name (benchmark output).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::ActiveBox => "active_box",
+            Self::ClearGrid => "clear_grid",
+            Self::P2g => "p2g",
+            Self::GridUpdate => "grid_update",
+            Self::G2p => "g2p",
+            Self::ClearGridGrad => "clear_grid_grad",
+            Self::G2pAdjoint => "g2p_adjoint",
+            Self::GridUpdateAdjoint => "grid_update_adjoint",
+            Self::P2gAdjoint => "p2g_adjoint",
+        }
+    }
+}
+
+/// Particle-side buffers a stage may use (unused ones are ignored).
+pub struct StageBuffers<'a> {
+    /// State at substep n.
+    pub state: &'a GpuBuffer,
+    /// G2P output: state at substep n+1.
+    pub next: &'a GpuBuffer,
+    /// ∂L/∂(state n+1).
+    pub grad_next: &'a GpuBuffer,
+    /// ∂L/∂(state n) (G2P* writes, P2G* adds).
+    pub grad: &'a GpuBuffer,
+    /// ∂L/∂E accumulator.
+    pub youngs_grad: &'a GpuBuffer,
+}
+
+/// Per-particle settings fixed for the simulator's lifetime.
+#[derive(Clone, Debug)]
+pub struct MpmSetup {
+    /// Volume of every particle (normalised units; see
+    /// [`super::config::particle_volume`]).
+    pub particle_volume: f64,
+    /// Anchored flag per particle (frozen particles; their nodes get v = 0).
+    pub anchored: Vec<bool>,
+    /// Largest Young's modulus the run may use: the explicit time-step bound
+    /// is checked for it at construction (e.g. the top of the fit's range).
+    pub youngs_max: f64,
+}
+
+struct Kernels {
+    p2g: P2g,
+    grid_update: GridUpdate,
+    g2p: G2p,
+    g2p_adjoint: G2pAdjoint,
+    grid_update_adjoint: GridUpdateAdjoint,
+    p2g_adjoint: P2gAdjoint,
+    add_assign: AddAssign,
+    grid_box: GridBox,
+    grid_clear: GridClear,
+}
+
+/// A GPU MPM simulation of a fixed particle set on a fixed grid.
+pub struct MpmSimulator {
+    config: MpmConfig,
+    particle_count: u32,
+    uniforms: GpuBuffer,
+    youngs: GpuBuffer,
+    anchored: GpuBuffer,
+    grid: GpuBuffer,
+    grid_anchored: GpuBuffer,
+    grid_velocity: GpuBuffer,
+    grid_velocity_grad: GpuBuffer,
+    grid_grad: GpuBuffer,
+    status: GpuBuffer,
+    add_uniforms: GpuBuffer,
+    bounds: GpuBuffer,
+    node_box: GpuBuffer,
+    dispatch_args: GpuBuffer,
+    clear4: GpuBuffer,
+    clear1: GpuBuffer,
+    scratch: [GpuBuffer; 2],
+    kernels: Kernels,
+}
+
+/// Checks the explicit time-step bound for Young's modulus up to `youngs_max`.
+pub fn check_stability(config: &MpmConfig, youngs_max: f64) -> Result<(), MpmError> {
+    let needed = min_substeps_per_frame(
+        config.fps,
+        youngs_max,
+        config.poisson,
+        config.density,
+        config.dx(),
+    );
+    if config.substeps_per_frame < needed {
+        return Err(MpmError::TooFewSubsteps {
+            substeps: config.substeps_per_frame,
+            needed,
+            youngs_max,
+            poisson: config.poisson,
+            density: config.density,
+            grid_res: config.grid_res,
+            fps: config.fps,
+        });
+    }
+    Ok(())
+}
+
+fn validate_config(config: &MpmConfig) -> Result<(), MpmError> {
+    let bad = |m: String| Err(MpmError::InvalidInput(m));
+    let min_res = 2 * WALL_MARGIN_CELLS + 4;
+    if config.grid_res < min_res {
+        return bad(format!(
+            "grid_res = {} is too small: at least {min_res} (3 wall cells on each side plus a stencil)",
+            config.grid_res
+        ));
+    }
+    if !(config.fps.is_finite() && config.fps > 0.0) {
+        return bad(format!("fps = {} must be positive", config.fps));
+    }
+    if config.substeps_per_frame == 0 {
+        return bad("substeps_per_frame must be at least 1".into());
+    }
+    if !(config.density.is_finite() && config.density > 0.0) {
+        return bad(format!("density = {} must be positive", config.density));
+    }
+    if !(0.0..0.5).contains(&config.poisson) {
+        return bad(format!("poisson = {} must be in [0, 0.5)", config.poisson));
+    }
+    if !(config.damping.is_finite() && config.damping >= 0.0) {
+        return bad(format!("damping = {} must be ≥ 0", config.damping));
+    }
+    if config.gravity.iter().any(|g| !g.is_finite()) {
+        return bad("gravity must be finite".into());
+    }
+    Ok(())
+}
+
+impl MpmSimulator {
+    /// Builds the simulator after checking the configuration and the
+    /// explicit time-step bound for `setup.youngs_max`. Young's moduli start
+    /// at `setup.youngs_max`; set them with [`MpmSimulator::set_youngs`].
+    pub fn new(ctx: &GpuContext, config: &MpmConfig, setup: &MpmSetup) -> Result<Self, MpmError> {
+        validate_config(config)?;
+        let n = setup.anchored.len();
+        if n == 0 {
+            return Err(MpmError::InvalidInput("no particles to simulate".into()));
+        }
+        if !(setup.particle_volume.is_finite() && setup.particle_volume > 0.0) {
+            return Err(MpmError::InvalidInput(format!(
+                "particle volume {} must be positive",
+                setup.particle_volume
+            )));
+        }
+        if !(setup.youngs_max.is_finite() && setup.youngs_max > 0.0) {
+            return Err(MpmError::InvalidInput(format!(
+                "largest Young's modulus {} must be positive",
+                setup.youngs_max
+            )));
+        }
+        check_stability(config, setup.youngs_max)?;
+        // Nodes 0..=grid_res per axis (both faces of the box), as the twin.
+        let per_axis = config.grid_res as usize + 1;
+        let nodes = per_axis * per_axis * per_axis;
+        let uniforms = MpmUniforms::new(config, setup.particle_volume, n as u32);
+        let anchored: Vec<u32> = setup.anchored.iter().map(|&a| a as u32).collect();
+        let state_floats = n * STATE_STRIDE;
+        Ok(Self {
+            config: config.clone(),
+            particle_count: n as u32,
+            uniforms: ctx.uniform_buffer("mpm uniforms", &uniforms)?,
+            youngs: ctx.storage_from_slice("mpm youngs", &vec![setup.youngs_max as f32; n])?,
+            anchored: ctx.storage_from_slice("mpm anchored particles", &anchored)?,
+            grid: ctx.storage_zeroed::<f32>("mpm grid (m, mv)", nodes * 4)?,
+            grid_anchored: ctx.storage_zeroed::<u32>("mpm grid anchored", nodes)?,
+            grid_velocity: ctx.storage_zeroed::<f32>("mpm grid velocity", nodes * 4)?,
+            grid_velocity_grad: ctx.storage_zeroed::<f32>("mpm grid velocity grad", nodes * 4)?,
+            grid_grad: ctx.storage_zeroed::<f32>("mpm grid (mv, m) grad", nodes * 4)?,
+            status: ctx.storage_zeroed::<u32>("mpm status", STATUS_WORDS)?,
+            add_uniforms: ctx.uniform_buffer(
+                "mpm add_assign uniforms",
+                &AddAssignUniforms {
+                    count: state_floats as u32,
+                    _pad: [0; 3],
+                },
+            )?,
+            bounds: ctx.storage_from_slice("mpm active-box bounds", &EMPTY_BOUNDS)?,
+            node_box: ctx.storage_zeroed::<u32>("mpm active box", 8)?,
+            dispatch_args: ctx.buffer_from_slice(
+                "mpm active-box dispatch",
+                &[0u32; 3],
+                crate::gpu::STORAGE | wgpu::BufferUsages::INDIRECT,
+            )?,
+            clear4: ctx.uniform_buffer(
+                "mpm clear (4 words per node)",
+                &GridClearUniforms {
+                    words_per_node: 4,
+                    _pad: [0; 3],
+                },
+            )?,
+            clear1: ctx.uniform_buffer(
+                "mpm clear (1 word per node)",
+                &GridClearUniforms {
+                    words_per_node: 1,
+                    _pad: [0; 3],
+                },
+            )?,
+            scratch: [
+                ctx.storage_zeroed::<f32>("mpm substep state A", state_floats)?,
+                ctx.storage_zeroed::<f32>("mpm substep state B", state_floats)?,
+            ],
+            kernels: Kernels {
+                p2g: P2g::new(ctx)?,
+                grid_update: GridUpdate::new(ctx)?,
+                g2p: G2p::new(ctx)?,
+                g2p_adjoint: G2pAdjoint::new(ctx)?,
+                grid_update_adjoint: GridUpdateAdjoint::new(ctx)?,
+                p2g_adjoint: P2gAdjoint::new(ctx)?,
+                add_assign: AddAssign::new(ctx)?,
+                grid_box: GridBox::new(ctx)?,
+                grid_clear: GridClear::new(ctx)?,
+            },
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &MpmConfig {
+        &self.config
+    }
+
+    /// Number of particles.
+    pub fn particle_count(&self) -> usize {
+        self.particle_count as usize
+    }
+
+    /// Sets Young's modulus per particle after checking the values (finite,
+    /// positive) and the explicit time-step bound for their maximum.
+    pub fn set_youngs(&self, ctx: &GpuContext, youngs: &[f32]) -> Result<(), MpmError> {
+        self.check_youngs(youngs)?;
+        let max = youngs.iter().fold(0.0f32, |a, &b| a.max(b));
+        check_stability(&self.config, max as f64)?;
+        ctx.write(&self.youngs, youngs);
+        Ok(())
+    }
+
+    /// [`MpmSimulator::set_youngs`] without the time-step check: only for
+    /// tests that must provoke a blow-up.
+    #[doc(hidden)]
+    pub fn set_youngs_unchecked_for_tests(
+        &self,
+        ctx: &GpuContext,
+        youngs: &[f32],
+    ) -> Result<(), MpmError> {
+        self.check_youngs(youngs)?;
+        ctx.write(&self.youngs, youngs);
+        Ok(())
+    }
+
+    fn check_youngs(&self, youngs: &[f32]) -> Result<(), MpmError> {
+        if youngs.len() != self.particle_count() {
+            return Err(MpmError::InvalidInput(format!(
+                "{} Young's moduli for {} particles",
+                youngs.len(),
+                self.particle_count
+            )));
+        }
+        if let Some(i) = youngs.iter().position(|e| !(e.is_finite() && *e > 0.0)) {
+            return Err(MpmError::InvalidInput(format!(
+                "Young's modulus of particle {i} is {}; it must be positive and finite",
+                youngs[i]
+            )));
+        }
+        Ok(())
+    }
+
+    /// The per-particle Young's modulus buffer (f32), for callers that
+    /// update E on the GPU (e.g. an optimiser step). Writing it bypasses
+    /// [`MpmSimulator::set_youngs`]'s checks: keep E within the `youngs_max`
+    /// given at construction, whose time-step bound was checked.
+    pub fn youngs_buffer(&self) -> &GpuBuffer {
+        &self.youngs
+    }
+
+    /// A zeroed state-sized buffer (24 f32 per particle).
+    pub fn state_buffer(&self, ctx: &GpuContext, label: &str) -> Result<GpuBuffer, MpmError> {
+        Ok(ctx.storage_zeroed::<f32>(label, self.particle_count() * STATE_STRIDE)?)
+    }
+
+    /// Uploads a state after checking its size and that it is finite and
+    /// inside the grid.
+    pub fn upload_state(
+        &self,
+        ctx: &GpuContext,
+        label: &str,
+        state: &ParticleState,
+    ) -> Result<GpuBuffer, MpmError> {
+        if state.len() != self.particle_count()
+            || state.v.len() != state.len()
+            || state.c.len() != state.len()
+            || state.f.len() != state.len()
+        {
+            return Err(MpmError::InvalidInput(format!(
+                "state '{label}' has {} particles, the simulator {}",
+                state.len(),
+                self.particle_count
+            )));
+        }
+        let packed = state.to_packed();
+        if let Some(i) = packed.iter().position(|v| !v.is_finite()) {
+            return Err(MpmError::InvalidInput(format!(
+                "state '{label}': particle {} has a non-finite value",
+                i / STATE_STRIDE
+            )));
+        }
+        let res = self.config.grid_res as f32;
+        if let Some(p) = state.x.iter().position(|x| {
+            x.iter()
+                .any(|&c| !(c * res - 0.5 >= 0.0 && c * res - 0.5 < res - 1.0))
+        }) {
+            return Err(MpmError::InvalidInput(format!(
+                "state '{label}': particle {p} at {:?} is outside the simulation box \
+                 (normalised coordinates must lie in [0.5·dx, 1 − 0.5·dx))",
+                state.x[p]
+            )));
+        }
+        Ok(ctx.storage_from_slice(label, &packed)?)
+    }
+
+    /// Reads a state (or state adjoint) buffer back.
+    pub fn read_state(
+        &self,
+        ctx: &GpuContext,
+        buffer: &GpuBuffer,
+    ) -> Result<ParticleState, MpmError> {
+        Ok(ParticleState::from_packed(&ctx.read_buffer::<f32>(buffer)?))
+    }
+
+    /// Records one stage of a substep (forward or adjoint) on `b`.
+    pub fn encode_stage(
+        &self,
+        ctx: &GpuContext,
+        encoder: &mut wgpu::CommandEncoder,
+        stage: SubstepStage,
+        b: &StageBuffers,
+    ) {
+        let k = &self.kernels;
+        match stage {
+            SubstepStage::ActiveBox => {
+                let bounds_group = k.grid_box.bind_bounds(
+                    ctx,
+                    &GridBoundsBuffers {
+                        uniforms: &self.uniforms,
+                        state: b.state,
+                        bounds: &self.bounds,
+                    },
+                );
+                let box_group = k.grid_box.bind_box(
+                    ctx,
+                    &GridBoxBuffers {
+                        uniforms: &self.uniforms,
+                        bounds: &self.bounds,
+                        node_box: &self.node_box,
+                        dispatch_args: &self.dispatch_args,
+                    },
+                );
+                k.grid_box
+                    .dispatch(encoder, &bounds_group, &box_group, self.particle_count);
+            }
+            SubstepStage::ClearGrid => {
+                self.encode_clear(ctx, encoder, &self.clear4, &self.grid);
+                self.encode_clear(ctx, encoder, &self.clear1, &self.grid_anchored);
+            }
+            SubstepStage::P2g => {
+                let bg = k.p2g.bind(
+                    ctx,
+                    &P2gBuffers {
+                        uniforms: &self.uniforms,
+                        state: b.state,
+                        youngs: &self.youngs,
+                        anchored: &self.anchored,
+                        grid: &self.grid,
+                        grid_anchored: &self.grid_anchored,
+                    },
+                );
+                k.p2g.dispatch(encoder, &bg, self.particle_count);
+            }
+            SubstepStage::GridUpdate => {
+                let bg = k.grid_update.bind(
+                    ctx,
+                    &GridUpdateBuffers {
+                        uniforms: &self.uniforms,
+                        node_box: &self.node_box,
+                        grid: &self.grid,
+                        grid_anchored: &self.grid_anchored,
+                        grid_velocity: &self.grid_velocity,
+                    },
+                );
+                k.grid_update.dispatch(encoder, &bg, &self.dispatch_args);
+            }
+            SubstepStage::G2p => {
+                let bg = k.g2p.bind(
+                    ctx,
+                    &G2pBuffers {
+                        uniforms: &self.uniforms,
+                        state: b.state,
+                        grid_velocity: &self.grid_velocity,
+                        anchored: &self.anchored,
+                        state_out: b.next,
+                        status: &self.status,
+                    },
+                );
+                k.g2p.dispatch(encoder, &bg, self.particle_count);
+            }
+            SubstepStage::ClearGridGrad => {
+                self.encode_clear(ctx, encoder, &self.clear4, &self.grid_velocity_grad);
+            }
+            SubstepStage::G2pAdjoint => {
+                let bg = k.g2p_adjoint.bind(
+                    ctx,
+                    &G2pAdjointBuffers {
+                        uniforms: &self.uniforms,
+                        state: b.state,
+                        grid_velocity: &self.grid_velocity,
+                        anchored: &self.anchored,
+                        state_grad_next: b.grad_next,
+                        state_grad: b.grad,
+                        grid_velocity_grad: &self.grid_velocity_grad,
+                    },
+                );
+                k.g2p_adjoint.dispatch(encoder, &bg, self.particle_count);
+            }
+            SubstepStage::GridUpdateAdjoint => {
+                let bg = k.grid_update_adjoint.bind(
+                    ctx,
+                    &GridUpdateAdjointBuffers {
+                        uniforms: &self.uniforms,
+                        node_box: &self.node_box,
+                        grid: &self.grid,
+                        grid_anchored: &self.grid_anchored,
+                        grid_velocity_grad: &self.grid_velocity_grad,
+                        grid_grad: &self.grid_grad,
+                    },
+                );
+                k.grid_update_adjoint
+                    .dispatch(encoder, &bg, &self.dispatch_args);
+            }
+            SubstepStage::P2gAdjoint => {
+                let bg = k.p2g_adjoint.bind(
+                    ctx,
+                    &P2gAdjointBuffers {
+                        uniforms: &self.uniforms,
+                        state: b.state,
+                        youngs: &self.youngs,
+                        grid_grad: &self.grid_grad,
+                        state_grad: b.grad,
+                        youngs_grad: b.youngs_grad,
+                    },
+                );
+                k.p2g_adjoint.dispatch(encoder, &bg, self.particle_count);
+            }
+        }
+    }
+
+    fn encode_clear(
+        &self,
+        ctx: &GpuContext,
+        encoder: &mut wgpu::CommandEncoder,
+        clear: &GpuBuffer,
+        values: &GpuBuffer,
+    ) {
+        let bg = self.kernels.grid_clear.bind(
+            ctx,
+            &GridClearBuffers {
+                uniforms: &self.uniforms,
+                clear,
+                node_box: &self.node_box,
+                values,
+            },
+        );
+        self.kernels
+            .grid_clear
+            .dispatch(encoder, &bg, &self.dispatch_args);
+    }
+
+    /// Records one forward substep `from → to` (distinct buffers).
+    pub fn encode_substep(
+        &self,
+        ctx: &GpuContext,
+        encoder: &mut wgpu::CommandEncoder,
+        from: &GpuBuffer,
+        to: &GpuBuffer,
+    ) {
+        let b = StageBuffers {
+            state: from,
+            next: to,
+            grad_next: to,
+            grad: to,
+            youngs_grad: to,
+        };
+        for stage in SubstepStage::FORWARD {
+            self.encode_stage(ctx, encoder, stage, &b);
+        }
+    }
+
+    /// Records the adjoint of the substep leaving `state`: from
+    /// `grad_next = ∂L/∂(state n+1)` writes `grad = ∂L/∂(state n)` and adds
+    /// this substep's `∂L/∂E` to `youngs_grad`. Recomputes the substep's
+    /// grid first (the forward grid is not stored).
+    pub fn encode_substep_adjoint(
+        &self,
+        ctx: &GpuContext,
+        encoder: &mut wgpu::CommandEncoder,
+        state: &GpuBuffer,
+        grad_next: &GpuBuffer,
+        grad: &GpuBuffer,
+        youngs_grad: &GpuBuffer,
+    ) {
+        let b = StageBuffers {
+            state,
+            next: grad,
+            grad_next,
+            grad,
+            youngs_grad,
+        };
+        for stage in SubstepStage::ADJOINT {
+            self.encode_stage(ctx, encoder, stage, &b);
+        }
+    }
+
+    /// Records `dst += src` over state-sized buffers.
+    pub fn encode_add_state(
+        &self,
+        ctx: &GpuContext,
+        encoder: &mut wgpu::CommandEncoder,
+        src: &GpuBuffer,
+        dst: &GpuBuffer,
+    ) {
+        self.kernels.add_assign.dispatch(
+            ctx,
+            encoder,
+            &AddAssignBuffers {
+                uniforms: &self.add_uniforms,
+                src,
+                dst,
+            },
+            self.particle_count * STATE_STRIDE as u32,
+        );
+    }
+
+    /// Records `count` substeps from `start`, the last one writing `end`
+    /// (intermediate states ping-pong in the simulator's scratch buffers).
+    pub(crate) fn encode_substeps(
+        &self,
+        ctx: &GpuContext,
+        encoder: &mut wgpu::CommandEncoder,
+        start: &GpuBuffer,
+        end: &GpuBuffer,
+        count: u32,
+    ) {
+        for i in 0..count {
+            let from = if i == 0 {
+                start
+            } else {
+                &self.scratch[((i - 1) % 2) as usize]
+            };
+            let to = if i + 1 == count {
+                end
+            } else {
+                &self.scratch[(i % 2) as usize]
+            };
+            self.encode_substep(ctx, encoder, from, to);
+        }
+    }
+
+    /// Runs one frame (all substeps) `start → end` and checks the status
+    /// words once at its end. `frame` (1-based) is only for the error.
+    /// On a failure, replays the frame substep by substep to name the
+    /// substep where it started.
+    pub fn run_frame(
+        &self,
+        ctx: &GpuContext,
+        start: &GpuBuffer,
+        end: &GpuBuffer,
+        frame: u32,
+    ) -> Result<(), MpmError> {
+        let substeps = self.config.substeps_per_frame;
+        SimulationStatus::reset(ctx, &self.status);
+        let mut encoder = crate::gpu::encoder(ctx, "mpm frame");
+        self.encode_substeps(ctx, &mut encoder, start, end, substeps);
+        ctx.queue.submit([encoder.finish()]);
+        let status = SimulationStatus::read(ctx, &self.status)?;
+        if status.is_ok() {
+            return Ok(());
+        }
+        // Locate the first failing substep (rare path: costs one more frame).
+        for s in 0..substeps {
+            SimulationStatus::reset(ctx, &self.status);
+            let mut encoder = crate::gpu::encoder(ctx, "mpm frame replay");
+            self.encode_substeps(ctx, &mut encoder, start, end, s + 1);
+            ctx.queue.submit([encoder.finish()]);
+            let replay = SimulationStatus::read(ctx, &self.status)?;
+            if !replay.is_ok() {
+                return Err(replay.error(frame, s));
+            }
+        }
+        Err(status.error(frame, substeps - 1))
+    }
+}

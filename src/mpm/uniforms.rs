@@ -1,0 +1,66 @@
+//! Uniforms shared by every MPM kernel (`MpmParams` in shaders/mpm/params.wgsl,
+//! same field order), derived from an [`MpmConfig`] and the particle volume.
+
+use bytemuck::{Pod, Zeroable};
+
+use super::config::{MpmConfig, WallMode, WALL_MARGIN_CELLS};
+
+/// `MpmParams` of shaders/mpm/params.wgsl (64 bytes, 16-byte aligned).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct MpmUniforms {
+    /// Grid cells per axis: nodes at `i·dx`, `i` in `[0, grid_res]`.
+    pub grid_res: u32,
+    /// Number of particles.
+    pub particle_count: u32,
+    /// 0 = sticky, 1 = slip.
+    pub wall_mode: u32,
+    /// Wall margin in nodes ([`WALL_MARGIN_CELLS`]).
+    pub wall_margin: u32,
+    /// `dx = 1/grid_res`.
+    pub dx: f32,
+    /// `1/dx`.
+    pub inv_dx: f32,
+    /// Substep length.
+    pub dt: f32,
+    /// Particle volume `V_p` (normalised units).
+    pub particle_volume: f32,
+    /// Particle mass `ρ·V_p`.
+    pub particle_mass: f32,
+    /// `exp(−damping·dt)`.
+    pub damping_factor: f32,
+    /// `μ/E = 1/(2(1+ν))`.
+    pub mu_per_youngs: f32,
+    /// `λ/E = ν/((1+ν)(1−2ν))`.
+    pub lambda_per_youngs: f32,
+    /// Gravity (normalised units).
+    pub gravity: [f32; 3],
+    /// Padding.
+    pub _pad: f32,
+}
+
+impl MpmUniforms {
+    /// Uniforms for `config`, `particle_count` particles of volume `particle_volume`.
+    pub fn new(config: &MpmConfig, particle_volume: f64, particle_count: u32) -> Self {
+        let (mu_per_youngs, lambda_per_youngs) = config.lame(1.0);
+        Self {
+            grid_res: config.grid_res,
+            particle_count,
+            wall_mode: match config.walls {
+                WallMode::Sticky => 0,
+                WallMode::Slip => 1,
+            },
+            wall_margin: WALL_MARGIN_CELLS,
+            dx: config.dx() as f32,
+            inv_dx: config.grid_res as f32,
+            dt: config.dt() as f32,
+            particle_volume: particle_volume as f32,
+            particle_mass: (config.density * particle_volume) as f32,
+            damping_factor: (-config.damping * config.dt()).exp() as f32,
+            mu_per_youngs: mu_per_youngs as f32,
+            lambda_per_youngs: lambda_per_youngs as f32,
+            gravity: config.gravity.map(|g| g as f32),
+            _pad: 0.0,
+        }
+    }
+}

@@ -1,0 +1,302 @@
+//! GPU MPM adjoint on the present adapter: gradients against central finite
+//! differences of the GPU loss, checkpointed against store-everything
+//! backward, the two f32 atomic modes against each other, and the truncated
+//! (stage 2) flow against finite differences of a one-frame rollout.
+//!
+//! The loss is linear in the frame states, `L = Σ_k ⟨W_k, state_k⟩` with
+//! fixed pseudo-random weights, so `∂L/∂state_k = W_k` exactly and every
+//! error measured is the simulator's. The scene keeps particles well inside
+//! the grid, away from walls and anchored nodes (piecewise rules are tested
+//! in tests/mpm_forward.rs), and motions are smooth (B-spline weights are
+//! C¹, so a particle crossing a cell face does not break the difference).
+
+#![allow(clippy::needless_range_loop)] // parallel per-particle arrays
+
+mod common;
+mod mpm_support;
+
+use mpm_support::*;
+use physfit::gpu::{GpuContext, GpuOptions};
+use physfit::mpm::layout::STATE_STRIDE;
+use physfit::mpm::{
+    BackwardOptions, FrameGradient, GradientFlow, MpmGradients, MpmSetup, MpmSimulator,
+    ParticleState,
+};
+
+const FRAMES: u32 = 2;
+
+struct Case {
+    sim: MpmSimulator,
+    start: ParticleState,
+    youngs: Vec<f32>,
+    /// Loss weights per frame 1..=FRAMES (packed state layout).
+    weights: Vec<Vec<f32>>,
+}
+
+fn case(ctx: &GpuContext) -> Case {
+    let config = small_config();
+    let spacing = 1.0 / 32.0;
+    let centre = [0.5, 0.5, 0.5];
+    let x = block(4, spacing, centre);
+    let n = x.len();
+    let v = swirl(&x, centre, 0.5);
+    let youngs: Vec<f32> = pseudo_random(n, 7)
+        .iter()
+        .map(|r| 2e4 * (1.0 + 0.4 * r))
+        .collect();
+    let sim = MpmSimulator::new(
+        ctx,
+        &config,
+        &MpmSetup {
+            particle_volume: (spacing as f64).powi(3),
+            anchored: vec![false; n],
+            youngs_max: 3e4,
+        },
+    )
+    .unwrap();
+    sim.set_youngs(ctx, &youngs).unwrap();
+    let weights = (1..=FRAMES)
+        .map(|k| pseudo_random(n * STATE_STRIDE, 100 + k as u64))
+        .collect();
+    Case {
+        sim,
+        start: rest_state(x, v),
+        youngs,
+        weights,
+    }
+}
+
+impl Case {
+    fn loss(&self, ctx: &GpuContext, youngs: &[f32], start: &ParticleState) -> f64 {
+        self.sim.set_youngs(ctx, youngs).unwrap();
+        let rollout = self.sim.rollout(ctx, start, FRAMES).unwrap();
+        let mut loss = 0.0;
+        for k in 1..=FRAMES as usize {
+            let s: Vec<f32> = ctx.read_buffer(&rollout.frames[k]).unwrap();
+            loss += s
+                .iter()
+                .zip(&self.weights[k - 1])
+                .map(|(a, b)| *a as f64 * *b as f64)
+                .sum::<f64>();
+        }
+        self.sim.set_youngs(ctx, &self.youngs).unwrap();
+        loss
+    }
+
+    fn gradients(&self, ctx: &GpuContext, options: &BackwardOptions) -> MpmGradients {
+        let rollout = self.sim.rollout(ctx, &self.start, FRAMES).unwrap();
+        let bufs: Vec<_> = self
+            .weights
+            .iter()
+            .enumerate()
+            .map(|(k, w)| {
+                ctx.storage_from_slice(&format!("dL/dstate {k}"), w)
+                    .unwrap()
+            })
+            .collect();
+        let grads: Vec<_> = bufs
+            .iter()
+            .enumerate()
+            .map(|(k, b)| FrameGradient {
+                frame: k + 1,
+                grad: b,
+            })
+            .collect();
+        self.sim.backward(ctx, &rollout, &grads, options).unwrap()
+    }
+}
+
+/// Central difference of `f` at 0 with Richardson extrapolation from steps
+/// `h` and `h/2` (error O(h⁴)). f32 rounding makes the loss jitter at about
+/// 1e-4 of the stress (the polar decomposition of a near-identity F goes
+/// through FᵀF), so steps below a few percent measure the jitter, not the
+/// slope; large steps with extrapolation avoid both errors.
+fn richardson(f: impl Fn(f64) -> f64, h: f64) -> f64 {
+    let central = |h: f64| (f(h) - f(-h)) / (2.0 * h);
+    (4.0 * central(h / 2.0) - central(h)) / 3.0
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| *x as f64 * *y as f64).sum()
+}
+
+fn relative_difference(a: &[f32], b: &[f32]) -> f64 {
+    let diff: f64 = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| ((x - y) as f64).powi(2))
+        .sum::<f64>()
+        .sqrt();
+    let norm: f64 = b.iter().map(|y| (*y as f64).powi(2)).sum::<f64>().sqrt();
+    diff / norm
+}
+
+#[test]
+fn youngs_gradient_matches_finite_differences() {
+    let ctx = common::gpu();
+    let c = case(&ctx);
+    let g = c.gradients(&ctx, &BackwardOptions::default());
+    assert!(g.youngs.iter().all(|v| v.is_finite()));
+    // Directional derivative along a random relative perturbation of E.
+    let dir: Vec<f32> = pseudo_random(c.youngs.len(), 3)
+        .iter()
+        .zip(&c.youngs)
+        .map(|(r, e)| r * e)
+        .collect();
+    let analytic = dot(&g.youngs, &dir);
+    let loss = |h: f64| {
+        let e: Vec<f32> = c
+            .youngs
+            .iter()
+            .zip(&dir)
+            .map(|(e, d)| e + h as f32 * d)
+            .collect();
+        c.loss(&ctx, &e, &c.start)
+    };
+    let fd = richardson(loss, 0.1);
+    let rel = (fd - analytic).abs() / analytic.abs();
+    eprintln!("dL/dE · δ: adjoint {analytic:.6e}, FD {fd:.6e}, relative {rel:.2e}");
+    assert!(rel <= 1e-2, "adjoint {analytic} vs FD {fd}");
+}
+
+#[test]
+fn initial_velocity_gradient_matches_finite_differences() {
+    let ctx = common::gpu();
+    let c = case(&ctx);
+    let g = c.gradients(&ctx, &BackwardOptions::default());
+    let n = c.start.len();
+    let dir = pseudo_random(n * 3, 11);
+    let flat_grad: Vec<f32> = g.initial_state.v.iter().flatten().copied().collect();
+    let analytic = dot(&flat_grad, &dir);
+    let shifted = |h: f64| {
+        let mut s = c.start.clone();
+        for p in 0..n {
+            for a in 0..3 {
+                s.v[p][a] += h as f32 * dir[p * 3 + a];
+            }
+        }
+        c.loss(&ctx, &c.youngs, &s)
+    };
+    let fd = richardson(shifted, 0.02);
+    let rel = (fd - analytic).abs() / analytic.abs();
+    eprintln!("dL/dv0 · δ: adjoint {analytic:.6e}, FD {fd:.6e}, relative {rel:.2e}");
+    assert!(rel <= 1e-2, "adjoint {analytic} vs FD {fd}");
+    // One component: the largest x-velocity gradient.
+    let p = (0..n)
+        .max_by(|a, b| {
+            g.initial_state.v[*a][0]
+                .abs()
+                .total_cmp(&g.initial_state.v[*b][0].abs())
+        })
+        .unwrap();
+    let single = |h: f64| {
+        let mut s = c.start.clone();
+        s.v[p][0] += h as f32;
+        c.loss(&ctx, &c.youngs, &s)
+    };
+    let fd1 = richardson(single, 0.02);
+    let a1 = g.initial_state.v[p][0] as f64;
+    let rel1 = (fd1 - a1).abs() / a1.abs();
+    eprintln!("dL/dv0[{p}].x: adjoint {a1:.6e}, FD {fd1:.6e}, relative {rel1:.2e}");
+    assert!(rel1 <= 1e-2, "adjoint {a1} vs FD {fd1}");
+}
+
+#[test]
+fn checkpointed_backward_equals_store_everything() {
+    let ctx = common::gpu();
+    let c = case(&ctx);
+    let everything = c.gradients(
+        &ctx,
+        &BackwardOptions {
+            flow: GradientFlow::Full,
+            checkpoint_every: Some(c.sim.config().substeps_per_frame),
+        },
+    );
+    for every in [1, 3, 4] {
+        let g = c.gradients(
+            &ctx,
+            &BackwardOptions {
+                flow: GradientFlow::Full,
+                checkpoint_every: Some(every),
+            },
+        );
+        let de = relative_difference(&g.youngs, &everything.youngs);
+        let dv = relative_difference(
+            &g.initial_state.to_packed(),
+            &everything.initial_state.to_packed(),
+        );
+        eprintln!("K = {every}: relative difference dE {de:.2e}, d(state 0) {dv:.2e}");
+        assert!(de <= 1e-6 && dv <= 1e-6, "K = {every}: {de}, {dv}");
+    }
+}
+
+#[test]
+fn both_atomic_modes_give_the_same_gradients() {
+    let native = common::gpu();
+    let cas = common::gpu_with(GpuOptions {
+        force_cas_atomics: true,
+    });
+    if !native.caps.float_atomics {
+        // Only then is the native variant untestable; lavapipe has it.
+        assert!(
+            !native.adapter_info.name.contains("llvmpipe"),
+            "lavapipe should report SHADER_FLOAT32_ATOMIC"
+        );
+        eprintln!("adapter has no float atomics: only the CAS variant runs here");
+    }
+    let a = case(&native).gradients(&native, &BackwardOptions::default());
+    let b = case(&cas).gradients(&cas, &BackwardOptions::default());
+    let de = relative_difference(&a.youngs, &b.youngs);
+    let dv = relative_difference(&a.initial_state.to_packed(), &b.initial_state.to_packed());
+    eprintln!("native vs compare-and-swap: dE {de:.2e}, d(state 0) {dv:.2e}");
+    assert!(de <= 1e-4 && dv <= 1e-4, "{de}, {dv}");
+}
+
+#[test]
+fn truncated_flow_matches_one_frame_finite_differences() {
+    let ctx = common::gpu();
+    let c = case(&ctx);
+    let g = c.gradients(
+        &ctx,
+        &BackwardOptions {
+            flow: GradientFlow::Truncated,
+            checkpoint_every: None,
+        },
+    );
+    // Truncated: Σ_k ∂⟨W_k, state_k⟩/∂E with state_{k−1} held fixed.
+    let rollout = c.sim.rollout(&ctx, &c.start, FRAMES).unwrap();
+    let frame_states: Vec<ParticleState> = rollout
+        .frames
+        .iter()
+        .map(|b| c.sim.read_state(&ctx, b).unwrap())
+        .collect();
+    let dir: Vec<f32> = pseudo_random(c.youngs.len(), 5)
+        .iter()
+        .zip(&c.youngs)
+        .map(|(r, e)| r * e)
+        .collect();
+    let mut fd = 0.0;
+    for k in 1..=FRAMES as usize {
+        let one_frame = |h: f64| {
+            let e: Vec<f32> = c
+                .youngs
+                .iter()
+                .zip(&dir)
+                .map(|(e, d)| e + h as f32 * d)
+                .collect();
+            c.sim.set_youngs(&ctx, &e).unwrap();
+            let r = c.sim.rollout(&ctx, &frame_states[k - 1], 1).unwrap();
+            let s: Vec<f32> = ctx.read_buffer(&r.frames[1]).unwrap();
+            dot(&s, &c.weights[k - 1])
+        };
+        fd += richardson(one_frame, 0.1);
+    }
+    c.sim.set_youngs(&ctx, &c.youngs).unwrap();
+    let analytic = dot(&g.youngs, &dir);
+    let rel = (fd - analytic).abs() / analytic.abs();
+    eprintln!("truncated dL/dE · δ: adjoint {analytic:.6e}, FD {fd:.6e}, relative {rel:.2e}");
+    assert!(rel <= 1e-2, "adjoint {analytic} vs FD {fd}");
+    // And it differs from the full flow (frame 2 no longer sees frame 1's E).
+    let full = c.gradients(&ctx, &BackwardOptions::default());
+    assert!(relative_difference(&g.youngs, &full.youngs) > 1e-3);
+}

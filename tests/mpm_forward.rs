@@ -1,0 +1,274 @@
+//! GPU MPM forward physics on the present adapter (lavapipe in CI): free
+//! fall, momentum conservation, anchored particles, the time-step refusal
+//! and blow-up detection.
+
+#![allow(clippy::needless_range_loop)] // parallel per-particle arrays
+
+mod common;
+mod mpm_support;
+
+use mpm_support::*;
+use physfit::mpm::{MpmError, MpmSetup, MpmSimulator, ParticleState};
+
+fn setup(n: usize, spacing: f32, youngs_max: f64) -> MpmSetup {
+    MpmSetup {
+        particle_volume: (spacing as f64).powi(3),
+        anchored: vec![false; n],
+        youngs_max,
+    }
+}
+
+#[test]
+fn free_fall_follows_gravity() {
+    let ctx = common::gpu();
+    let mut config = small_config();
+    config.gravity = [0.0, -2.0, 0.0];
+    let spacing = 1.0 / 32.0;
+    let x = block(4, spacing, [0.5, 0.6, 0.5]);
+    let n = x.len();
+    let sim = MpmSimulator::new(&ctx, &config, &setup(n, spacing, 1e4)).unwrap();
+    let frames = 3;
+    let rollout = sim
+        .rollout(&ctx, &rest_state(x.clone(), vec![[0.0; 3]; n]), frames)
+        .unwrap();
+    let end = sim
+        .read_state(&ctx, rollout.frames.last().unwrap())
+        .unwrap();
+    // Symplectic Euler: after s substeps v = s·dt·g, Δx = dt²·g·s(s+1)/2,
+    // which is g·t²/2 + g·t·dt/2.
+    let steps = (frames * config.substeps_per_frame) as f64;
+    let dt = config.dt();
+    let t = steps * dt;
+    let expected_dy = -2.0 * dt * dt * steps * (steps + 1.0) / 2.0;
+    let analytic = -2.0 * t * t / 2.0;
+    assert!((expected_dy - analytic).abs() <= 2.0 * t * dt / 2.0 + 1e-12);
+    for p in 0..n {
+        let dy = (end.x[p][1] - x[p][1]) as f64;
+        assert!(
+            (dy - expected_dy).abs() < 1e-5,
+            "particle {p}: {dy} vs {expected_dy}"
+        );
+        assert!((end.x[p][0] - x[p][0]).abs() < 1e-6);
+        assert!((end.v[p][1] as f64 - (-2.0 * t)).abs() < 1e-4);
+        for r in 0..3 {
+            for c in 0..3 {
+                let id = if r == c { 1.0 } else { 0.0 };
+                assert!((end.f[p][r][c] - id).abs() < 1e-5, "F stays identity");
+            }
+        }
+    }
+}
+
+fn momenta(s: &ParticleState, mass: f64, dx: f64) -> ([f64; 3], [f64; 3]) {
+    let mut lin = [0.0; 3];
+    let mut ang = [0.0; 3];
+    for p in 0..s.len() {
+        let x = s.x[p].map(|v| v as f64);
+        let v = s.v[p].map(|v| v as f64);
+        let c = s.c[p];
+        let d = dx * dx / 4.0;
+        for a in 0..3 {
+            lin[a] += mass * v[a];
+        }
+        let cross = [
+            x[1] * v[2] - x[2] * v[1],
+            x[2] * v[0] - x[0] * v[2],
+            x[0] * v[1] - x[1] * v[0],
+        ];
+        // APIC affine part: m·(dx²/4)·(C₃₂ − C₂₃, C₁₃ − C₃₁, C₂₁ − C₁₂).
+        let affine = [
+            (c[2][1] - c[1][2]) as f64,
+            (c[0][2] - c[2][0]) as f64,
+            (c[1][0] - c[0][1]) as f64,
+        ];
+        for a in 0..3 {
+            ang[a] += mass * (cross[a] + d * affine[a]);
+        }
+    }
+    (lin, ang)
+}
+
+fn norm(a: [f64; 3]) -> f64 {
+    (a[0] * a[0] + a[1] * a[1] + a[2] * a[2]).sqrt()
+}
+
+#[test]
+fn momentum_is_conserved_without_gravity_or_walls() {
+    let ctx = common::gpu();
+    let config = small_config();
+    let spacing = 1.0 / 32.0;
+    let centre = [0.5, 0.5, 0.5];
+    let x = block(5, spacing, centre);
+    let n = x.len();
+    let v = swirl(&x, centre, 0.5);
+    let s = setup(n, spacing, 2e4);
+    let sim = MpmSimulator::new(&ctx, &config, &s).unwrap();
+    sim.set_youngs(&ctx, &vec![2e4; n]).unwrap();
+    let start = rest_state(x, v);
+    let rollout = sim.rollout(&ctx, &start, 10).unwrap(); // 100 substeps
+    let end = sim
+        .read_state(&ctx, rollout.frames.last().unwrap())
+        .unwrap();
+    let mass = config.density * s.particle_volume;
+    let (l0, a0) = momenta(&start, mass, config.dx());
+    let (l1, a1) = momenta(&end, mass, config.dx());
+    let dl = norm([l1[0] - l0[0], l1[1] - l0[1], l1[2] - l0[2]]) / norm(l0);
+    let da = norm([a1[0] - a0[0], a1[1] - a0[1], a1[2] - a0[2]]) / norm(a0);
+    eprintln!("relative drift over 100 substeps: linear {dl:.2e}, angular {da:.2e}");
+    assert!(dl <= 1e-4, "linear momentum drift {dl}");
+    assert!(da <= 1e-4, "angular momentum drift {da}");
+    // The block really deformed (stress was active).
+    let moved = (0..n)
+        .map(|p| (end.f[p][0][1] - end.f[p][1][0]).abs())
+        .fold(0.0f32, f32::max);
+    assert!(moved > 1e-3, "F barely changed: {moved}");
+}
+
+#[test]
+fn anchored_particles_do_not_move() {
+    let ctx = common::gpu();
+    let mut config = small_config();
+    config.gravity = [0.0, -5.0, 0.0];
+    let spacing = 1.0 / 32.0;
+    let x = block(4, spacing, [0.5, 0.5, 0.5]);
+    let n = x.len();
+    let anchored: Vec<bool> = x.iter().map(|p| p[1] > 0.53).collect();
+    assert!(anchored.iter().any(|a| *a) && anchored.iter().any(|a| !a));
+    let s = MpmSetup {
+        anchored: anchored.clone(),
+        ..setup(n, spacing, 1e4)
+    };
+    let sim = MpmSimulator::new(&ctx, &config, &s).unwrap();
+    let start = rest_state(x.clone(), vec![[0.0, 0.0, 0.3]; n]);
+    let rollout = sim.rollout(&ctx, &start, 4).unwrap();
+    let end = sim
+        .read_state(&ctx, rollout.frames.last().unwrap())
+        .unwrap();
+    for p in 0..n {
+        if anchored[p] {
+            assert_eq!(end.x[p], x[p], "anchored particle {p} moved");
+            assert_eq!(end.v[p], [0.0; 3]);
+            assert_eq!(end.f[p], start.f[p]);
+        }
+    }
+    // The free ones are held by the anchored nodes but still deform.
+    let free_moved = (0..n)
+        .filter(|&p| !anchored[p])
+        .map(|p| (end.x[p][1] - x[p][1]).abs())
+        .fold(0.0f32, f32::max);
+    assert!(
+        free_moved > 1e-5,
+        "free particles did not move: {free_moved}"
+    );
+}
+
+#[test]
+fn too_few_substeps_are_refused_with_the_number_needed() {
+    let ctx = common::gpu();
+    let mut config = small_config();
+    config.substeps_per_frame = 2;
+    let err = MpmSimulator::new(&ctx, &config, &setup(8, 0.03, 1e8))
+        .err()
+        .expect("refused");
+    let needed = physfit::mpm::stability::min_substeps_per_frame(
+        config.fps,
+        1e8,
+        config.poisson,
+        config.density,
+        config.dx(),
+    );
+    match &err {
+        MpmError::TooFewSubsteps { needed: n, .. } => assert_eq!(*n, needed),
+        e => panic!("wrong error {e}"),
+    }
+    assert!(
+        err.to_string().contains(&format!("at least {needed}")),
+        "{err}"
+    );
+    // set_youngs applies the same bound to the values actually used.
+    config.substeps_per_frame = 10;
+    let sim = MpmSimulator::new(&ctx, &config, &setup(8, 0.03, 1e3)).unwrap();
+    assert!(matches!(
+        sim.set_youngs(&ctx, &[1e9; 8]),
+        Err(MpmError::TooFewSubsteps { .. })
+    ));
+}
+
+#[test]
+fn blow_up_is_caught_and_named() {
+    let ctx = common::gpu();
+    let config = small_config();
+    let spacing = 1.0 / 32.0;
+    let x = block(4, spacing, [0.5, 0.5, 0.5]);
+    let n = x.len();
+    let sim = MpmSimulator::new(&ctx, &config, &setup(n, spacing, 1e3)).unwrap();
+    // 1e10 needs thousands of substeps; 10 explode.
+    sim.set_youngs_unchecked_for_tests(&ctx, &vec![1e10; n])
+        .unwrap();
+    let v = swirl(&x, [0.5; 3], 1.0);
+    let err = sim
+        .rollout(&ctx, &rest_state(x, v), 5)
+        .err()
+        .expect("the run must stop");
+    eprintln!("{err}");
+    match err {
+        MpmError::NonFinite { frame, substep, .. } | MpmError::LeftBox { frame, substep, .. } => {
+            assert!((1..=5).contains(&frame));
+            assert!(substep < config.substeps_per_frame);
+        }
+        e => panic!("wrong error {e}"),
+    }
+}
+
+#[test]
+fn particles_outside_the_box_are_refused() {
+    let ctx = common::gpu();
+    let config = small_config();
+    let sim = MpmSimulator::new(&ctx, &config, &setup(1, 0.03, 1e3)).unwrap();
+    let err = sim
+        .rollout(&ctx, &rest_state(vec![[0.99, 0.5, 0.5]], vec![[0.0; 3]]), 1)
+        .err()
+        .unwrap();
+    assert!(
+        err.to_string().contains("outside the simulation box"),
+        "{err}"
+    );
+}
+
+#[test]
+fn injected_nan_is_reported_with_frame_and_substep() {
+    let ctx = common::gpu();
+    let config = small_config();
+    let spacing = 1.0 / 32.0;
+    let x = block(3, spacing, [0.5, 0.5, 0.5]);
+    let n = x.len();
+    let sim = MpmSimulator::new(&ctx, &config, &setup(n, spacing, 1e3)).unwrap();
+    let mut packed = rest_state(x, vec![[0.0; 3]; n]).to_packed();
+    // A NaN velocity on particle 5 (bypassing upload_state's check, as a
+    // corrupted GPU-side state would).
+    packed[5 * physfit::mpm::layout::STATE_STRIDE + 4] = f32::NAN;
+    let start = ctx.storage_from_slice("nan state", &packed).unwrap();
+    let err = sim.rollout_from(&ctx, start, 3).err().expect("must stop");
+    match err {
+        MpmError::NonFinite {
+            frame,
+            substep,
+            particle,
+        } => {
+            assert_eq!((frame, substep), (1, 0), "{err}");
+            assert!(particle < n as u32);
+        }
+        e => panic!("wrong error {e}"),
+    }
+    // And upload_state refuses it on the host, naming the particle.
+    let mut bad = rest_state(block(3, spacing, [0.5; 3]), vec![[0.0; 3]; n]);
+    bad.v[5][1] = f32::NAN;
+    let msg = sim
+        .upload_state(&ctx, "start", &bad)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("particle 5") && msg.contains("non-finite"),
+        "{msg}"
+    );
+}

@@ -1,0 +1,117 @@
+//! `physfit simulate` end to end on a tiny scene: one .ply per frame whose
+//! centres move with the initial velocity, and a run that breaks down
+//! (particles thrown out of the box) writes nothing and names the frame.
+
+use std::path::Path;
+use std::process::Command;
+
+use physfit::scene::ply::{load_gaussians, PlyData};
+use physfit::scene::{Gaussians, Scene};
+
+/// 27 splats on a 3×3×3 lattice of spacing 0.5: isolated particles (more
+/// than 2 cells apart at grid_res 16), so each translates rigidly.
+fn lattice() -> Gaussians {
+    let mut g = Gaussians::default();
+    for i in 0..3 {
+        for j in 0..3 {
+            for k in 0..3 {
+                g.means
+                    .push([i as f32 * 0.5, j as f32 * 0.5, k as f32 * 0.5]);
+                g.rotations.push([1.0, 0.0, 0.0, 0.0]);
+                g.log_scales.push([-3.0; 3]);
+                g.opacity_logits.push(2.0);
+                g.sh.push([0.5, 0.2, 0.1]);
+            }
+        }
+    }
+    g
+}
+
+const SCENE: &str = r#"
+[gaussians]
+path = "splats.ply"
+
+[[views]]
+[views.camera]
+width = 16
+height = 12
+fx = 20.0
+position = [0.5, -4.0, 0.5]
+look_at = [0.5, 0.5, 0.5]
+up = [0.0, 0.0, 1.0]
+
+[simulation]
+grid_res = 16
+gravity = [0.0, 0.0, 0.0]
+
+[material]
+youngs_modulus = 1.0e4
+log10_youngs_range = [3.0, 4.0]
+"#;
+
+fn fixture() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let ply = dir.path().join("splats.ply");
+    PlyData::from_gaussians(&lattice(), &ply)
+        .write(&ply, &[])
+        .unwrap();
+    std::fs::write(dir.path().join("scene.toml"), SCENE).unwrap();
+    dir
+}
+
+fn simulate(dir: &Path, velocity: &str, out: &Path) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_physfit"))
+        .arg("simulate")
+        .arg(dir.join("scene.toml"))
+        .args(["--velocity", velocity, "--frames", "2", "--out"])
+        .arg(out)
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run physfit")
+}
+
+#[test]
+fn frames_move_with_the_initial_velocity() {
+    let dir = fixture();
+    let out = dir.path().join("out");
+    let run = simulate(dir.path(), "0.3,-0.2,0.1", &out);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let scene = Scene::load(&dir.path().join("scene.toml")).unwrap();
+    let rest = lattice();
+    for k in 0..=2 {
+        let frame = load_gaussians(&out.join(format!("frame_{k:04}.ply")))
+            .unwrap()
+            .gaussians;
+        assert_eq!(frame.len(), rest.len());
+        let t = k as f32 / scene.fps as f32;
+        for (a, b) in frame.means.iter().zip(&rest.means) {
+            let expected = [b[0] + 0.3 * t, b[1] - 0.2 * t, b[2] + 0.1 * t];
+            for c in 0..3 {
+                assert!(
+                    (a[c] - expected[c]).abs() < 1e-4,
+                    "frame {k}: {a:?} vs {expected:?}"
+                );
+            }
+        }
+        assert_eq!(frame.rotations, rest.rotations);
+    }
+    assert!(!out.join("frame_0003.ply").exists());
+}
+
+#[test]
+fn a_run_that_leaves_the_box_writes_nothing() {
+    let dir = fixture();
+    let out = dir.path().join("out");
+    let run = simulate(dir.path(), "500,0,0", &out);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(!run.status.success());
+    assert!(
+        stderr.contains("left the simulation box at frame 1"),
+        "{stderr}"
+    );
+    assert!(!out.exists() || std::fs::read_dir(&out).unwrap().next().is_none());
+}
