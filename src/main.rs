@@ -44,7 +44,10 @@ enum Command {
         /// Frames to simulate after the rest state (default: the reference frame count − 1, else 30).
         #[arg(long)]
         frames: Option<u32>,
-        /// Output directory (frame_0000.ply, frame_0001.ply, ...).
+        /// Image size WxH of the rendered frames (intrinsics scaled); default: each camera's.
+        #[arg(long)]
+        size: Option<String>,
+        /// Output directory (frame_0000.ply, ... and <view>/frame_0000.png, ...).
         #[arg(long)]
         out: PathBuf,
     },
@@ -88,6 +91,7 @@ fn run(cli: Cli) -> Result<()> {
             scene,
             velocity,
             frames,
+            size,
             out,
         } => {
             let [vx, vy, vz] = velocity[..] else {
@@ -96,7 +100,8 @@ fn run(cli: Cli) -> Result<()> {
                     velocity.len()
                 );
             };
-            cli::simulate::run(&scene, [vx, vy, vz], frames, &out)?
+            let size = size.as_deref().map(cli::parse_size).transpose()?;
+            cli::simulate::run(&scene, [vx, vy, vz], frames, size, &out)?
         }
         Command::Bench { target: None } => cli::bench_summary::run()?,
         Command::Bench {

@@ -1,5 +1,6 @@
 //! `physfit simulate` end to end on a tiny scene: one .ply per frame whose
-//! centres move with the initial velocity, and a run that breaks down
+//! centres move with the initial velocity, rendered as a PNG sequence per
+//! view, and a run that breaks down
 //! (particles thrown out of the box) writes nothing and names the frame.
 
 use std::path::Path;
@@ -100,6 +101,28 @@ fn frames_move_with_the_initial_velocity() {
         assert_eq!(frame.rotations, rest.rotations);
     }
     assert!(!out.join("frame_0003.ply").exists());
+
+    // One PNG sequence per view, at the camera's size, showing the motion.
+    let view_dir = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.is_dir())
+        .expect("a PNG sequence directory for the view");
+    let images: Vec<_> = (0..=2)
+        .map(|k| {
+            image::open(view_dir.join(format!("frame_{k:04}.png")))
+                .unwrap()
+                .to_rgba8()
+        })
+        .collect();
+    for image in &images {
+        assert_eq!(image.dimensions(), (16, 12));
+    }
+    assert_ne!(
+        images[0], images[2],
+        "the rendered frames do not show the motion"
+    );
+    assert!(!view_dir.join("frame_0003.png").exists());
 }
 
 #[test]

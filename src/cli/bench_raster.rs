@@ -4,6 +4,8 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
+
+use super::parse_size;
 use clap::Args;
 use serde_json::json;
 
@@ -29,23 +31,6 @@ pub struct BenchRasterArgs {
     /// Also write the JSON to this file.
     #[arg(long)]
     pub out: Option<PathBuf>,
-}
-
-/// Parses `WxH`.
-pub fn parse_size(s: &str) -> Result<(u32, u32)> {
-    let (w, h) = s
-        .split_once(['x', 'X'])
-        .with_context(|| format!("size '{s}' must look like 512x512"))?;
-    let w: u32 = w
-        .trim()
-        .parse()
-        .with_context(|| format!("bad width in size '{s}'"))?;
-    let h: u32 = h
-        .trim()
-        .parse()
-        .with_context(|| format!("bad height in size '{s}'"))?;
-    anyhow::ensure!(w > 0 && h > 0, "size '{s}' must be positive");
-    Ok((w, h))
 }
 
 /// Runs the benchmark.

@@ -3,7 +3,7 @@
 //! and writes one 8-bit sRGB PNG per view (`DIR/<view name>.png`, RGBA with
 //! alpha = coverage), over the scene's background colour.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::Args;
@@ -12,9 +12,10 @@ use indicatif::{ProgressBar, ProgressStyle};
 use physfit::gpu::GpuContext;
 use physfit::scene::frames::write_png_srgb;
 use physfit::scene::scene::Scene;
+use physfit::scene::Camera;
 use physfit::splat::{Rasterizer, SplatBuffers};
 
-use super::bench_raster::parse_size;
+use super::parse_size;
 
 /// Options of `physfit render`.
 #[derive(Args, Debug)]
@@ -30,6 +31,23 @@ pub struct RenderArgs {
     /// Image size WxH (intrinsics scaled, field of view kept); default: the camera's.
     #[arg(long)]
     pub size: Option<String>,
+}
+
+/// Renders `splats` from `camera` over `background` and writes the image to
+/// `path` as an 8-bit sRGB PNG (atomically). Shared by `render` and `simulate`.
+pub fn render_png(
+    ctx: &GpuContext,
+    raster: &mut Rasterizer,
+    splats: &SplatBuffers,
+    camera: &Camera,
+    background: [f32; 3],
+    path: &Path,
+) -> Result<()> {
+    let frame = raster.render(ctx, splats, camera, background)?;
+    let pixels = frame.read_image(ctx)?;
+    write_png_srgb(path, camera.width, camera.height, &pixels)
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
 }
 
 /// Runs `physfit render`.
@@ -66,13 +84,9 @@ pub fn run(args: &RenderArgs) -> Result<()> {
             Some((w, h)) => view.camera.resized(w, h),
             None => view.camera.clone(),
         };
-        let frame = raster
-            .render(&ctx, &splats, &camera, scene.background)
-            .with_context(|| format!("rendering view '{}'", view.name))?;
-        let pixels = frame.read_image(&ctx)?;
         let path = args.out.join(format!("{}.png", view.name));
-        write_png_srgb(&path, camera.width, camera.height, &pixels)
-            .with_context(|| format!("writing {}", path.display()))?;
+        render_png(&ctx, &mut raster, &splats, &camera, scene.background, &path)
+            .with_context(|| format!("rendering view '{}'", view.name))?;
         bar.inc(1);
         log::info!("wrote {}", path.display());
     }

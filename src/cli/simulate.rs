@@ -5,9 +5,11 @@
 //! 3DGS .ply per frame (`frame_0000.ply` is the rest state) with the
 //! simulated splats' centres moved. Every simulated splat is a particle
 //! (drivers come later); rotations and scales are unchanged until the
-//! deformation stage exists. The whole run happens before anything is
-//! written, so a refused or broken-down run writes nothing; each file is
-//! written atomically.
+//! deformation stage exists. Each frame is also rendered from every view of
+//! the scene (`DIR/<view>/frame_0000.png`, 8-bit sRGB; `--size WxH` rescales
+//! the cameras), so the motion can be looked at as image sequences. The whole
+//! simulation happens before anything is written, so a refused or
+//! broken-down run writes nothing; each file is written atomically.
 
 use std::path::Path;
 
@@ -18,10 +20,19 @@ use physfit::gpu::{GpuContext, GpuOptions};
 use physfit::mpm::config::particle_volume;
 use physfit::mpm::{MpmSetup, MpmSimulator, ParticleState};
 use physfit::scene::ply::PlyData;
-use physfit::scene::Scene;
+use physfit::scene::{Camera, Scene};
+use physfit::splat::{Rasterizer, SplatBuffers};
+
+use super::render::render_png;
 
 /// Runs the subcommand.
-pub fn run(scene_path: &Path, velocity: [f64; 3], frames: Option<u32>, out: &Path) -> Result<()> {
+pub fn run(
+    scene_path: &Path,
+    velocity: [f64; 3],
+    frames: Option<u32>,
+    size: Option<(u32, u32)>,
+    out: &Path,
+) -> Result<()> {
     let scene = Scene::load(scene_path)?;
     if velocity.iter().any(|v| !v.is_finite()) {
         bail!("--velocity must be three finite numbers, got {velocity:?}");
@@ -95,8 +106,29 @@ pub fn run(scene_path: &Path, velocity: [f64; 3], frames: Option<u32>, out: &Pat
     bar.finish_and_clear();
 
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let cameras: Vec<(String, Camera)> = scene
+        .views
+        .iter()
+        .map(|view| {
+            let camera = match size {
+                Some((w, h)) => view.camera.resized(w, h),
+                None => view.camera.clone(),
+            };
+            (view.name.clone(), camera)
+        })
+        .collect();
+    for (name, _) in &cameras {
+        let dir = out.join(name);
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
     let sim_box = scene.simulation.sim_box;
     let mut gaussians = scene.gaussians().clone();
+    let mut raster = Rasterizer::new(&ctx)?;
+    let splats = SplatBuffers::upload(&ctx, &gaussians)?;
+    let bar = ProgressBar::new(positions.len() as u64).with_style(
+        ProgressStyle::with_template("writing {bar:40} frame {pos}/{len} ({elapsed}, eta {eta})")
+            .expect("valid template"),
+    );
     for (k, frame) in positions.iter().enumerate() {
         for (p, &i) in indices.iter().enumerate() {
             gaussians.means[i as usize] = sim_box.to_world(frame[p]);
@@ -105,9 +137,17 @@ pub fn run(scene_path: &Path, velocity: [f64; 3], frames: Option<u32>, out: &Pat
         PlyData::from_gaussians(&gaussians, &path)
             .write(&path, &[])
             .with_context(|| format!("writing {}", path.display()))?;
+        ctx.write(&splats.means, &gaussians.means);
+        for (name, camera) in &cameras {
+            let path = out.join(name).join(format!("frame_{k:04}.png"));
+            render_png(&ctx, &mut raster, &splats, camera, scene.background, &path)
+                .with_context(|| format!("rendering frame {k} from view '{name}'"))?;
+        }
+        bar.inc(1);
     }
+    bar.finish_and_clear();
     eprintln!(
-        "wrote {} frames ({} particles, {} substeps per frame) to {}",
+        "wrote {} frames ({} particles, {} substeps per frame) to {} (.ply per frame, PNG sequences per view)",
         positions.len(),
         indices.len(),
         config.substeps_per_frame,
