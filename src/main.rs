@@ -44,7 +44,7 @@ enum Command {
         /// Frames to simulate after the rest state (default: the reference frame count − 1, else 30).
         #[arg(long)]
         frames: Option<u32>,
-        /// Image size WxH of the rendered frames (intrinsics scaled); default: each camera's.
+        /// Image size WxH of the rendered frames (square pixels, horizontal field of view kept); default: each camera's.
         #[arg(long)]
         size: Option<String>,
         /// Output directory (frame_0000.ply, ... and <view>/frame_0000.png, ...).

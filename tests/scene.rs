@@ -480,3 +480,20 @@ fn the_documented_example_matches_the_schema() {
     assert_eq!(config.simulation.substeps, Some(100));
     assert_eq!(config.regions.anchored.len(), 1);
 }
+
+#[test]
+fn view_names_must_be_safe_and_unique_file_names() {
+    let fx = Fixture::new();
+    let named =
+        |name: &str| BASE.replace("[[views]]\n", &format!("[[views]]\nname = \"{name}\"\n"));
+    expect_err(fx.load(&named("../escape")), "views[0].name");
+    expect_err(fx.load(&named("a/b")), "views[0].name");
+    assert_eq!(
+        fx.load(&named("front-1.hi")).unwrap().views[0].name,
+        "front-1.hi"
+    );
+    let camera = &BASE[BASE.find("[[views]]").unwrap()..BASE.find("[material]").unwrap()];
+    let camera = camera.replace("[[views]]\n", "[[views]]\nname = \"front\"\n");
+    let twice = format!("{}\n{camera}", named("front"));
+    expect_err(fx.load(&twice), "views[1].name");
+}

@@ -28,12 +28,14 @@ fn render_writes_one_png_per_view() {
     let png = image::open(out.path().join("front.png")).unwrap();
     assert_eq!((png.width(), png.height()), (64, 48));
     let rgba = png.to_rgba8();
-    // Some pixels show the fox (not the white background), some are background.
-    let fox = rgba
+    // Opaque (colour is composited over the background); some pixels show
+    // the fox (grey stone, red scarf), some the scene's white background.
+    assert!(rgba.pixels().all(|p| p.0[3] == 255), "PNG must be opaque");
+    let fox = rgba.pixels().filter(|p| p.0[0] < 220).count();
+    let background = rgba
         .pixels()
-        .filter(|p| p.0[3] > 128 && p.0[0] < 220)
+        .filter(|p| p.0[..3].iter().all(|&c| c >= 250))
         .count();
-    let background = rgba.pixels().filter(|p| p.0[3] == 0).count();
     assert!(
         fox > 100 && background > 100,
         "fox {fox}, background {background}"

@@ -19,9 +19,10 @@ pub struct BenchRasterArgs {
     /// Real scene to time from its first camera (skipped when absent).
     #[arg(long, default_value = "scenes/fox.toml")]
     pub scene: PathBuf,
-    /// Image size for the real scene, WxH (default: its camera's).
-    #[arg(long)]
-    pub size: Option<String>,
+    /// Image sizes for the real scene, WxH, comma-separated (square pixels,
+    /// horizontal field of view of its camera kept).
+    #[arg(long, value_delimiter = ',', default_value = "512x512,1024x576")]
+    pub size: Vec<String>,
     /// Splats in the synthetic cloud (0 skips it).
     #[arg(long, default_value_t = 500_000)]
     pub splats: usize,
@@ -43,19 +44,16 @@ pub fn run(args: &BenchRasterArgs) -> Result<()> {
             .views
             .first()
             .with_context(|| format!("{} has no camera", args.scene.display()))?;
-        let camera = match args.size.as_deref().map(parse_size).transpose()? {
-            Some((w, h)) => view.camera.resized(w, h),
-            None => view.camera.clone(),
-        };
         let stem = args.scene.file_stem().unwrap_or_default().to_string_lossy();
-        cases.push(RasterCase {
-            name: format!(
-                "{stem} view '{}' {}x{}",
-                view.name, camera.width, camera.height
-            ),
-            camera,
-            gaussians: scene.gaussians().clone(),
-        });
+        for size in &args.size {
+            let (w, h) = parse_size(size)?;
+            let camera = view.camera.resized(w, h);
+            cases.push(RasterCase {
+                name: format!("{stem} view '{}' {w}x{h}", view.name),
+                camera,
+                gaussians: scene.gaussians().clone(),
+            });
+        }
     } else {
         log::warn!(
             "{} not found: skipping the real-scene case",

@@ -1,7 +1,7 @@
 //! `physfit render scene.toml --out DIR [--camera I] [--size WxH]`: renders
 //! the scene's Gaussians (at rest) from its cameras with the GPU rasterizer
-//! and writes one 8-bit sRGB PNG per view (`DIR/<view name>.png`, RGBA with
-//! alpha = coverage), over the scene's background colour.
+//! and writes one opaque 8-bit sRGB PNG per view (`DIR/<view name>.png`),
+//! composited over the scene's background colour.
 
 use std::path::{Path, PathBuf};
 
@@ -28,13 +28,16 @@ pub struct RenderArgs {
     /// Render only view number I (0-based, in scene.toml order).
     #[arg(long)]
     pub camera: Option<usize>,
-    /// Image size WxH (intrinsics scaled, field of view kept); default: the camera's.
+    /// Image size WxH (square pixels, horizontal field of view kept); default: the camera's.
     #[arg(long)]
     pub size: Option<String>,
 }
 
 /// Renders `splats` from `camera` over `background` and writes the image to
-/// `path` as an 8-bit sRGB PNG (atomically). Shared by `render` and `simulate`.
+/// `path` as an opaque 8-bit sRGB PNG (atomically). The colour is already
+/// composited over the background, so the PNG's alpha is 1: storing the
+/// coverage as straight alpha would make viewers composite twice (fringes).
+/// Shared by `render` and `simulate`.
 pub fn render_png(
     ctx: &GpuContext,
     raster: &mut Rasterizer,
@@ -44,7 +47,11 @@ pub fn render_png(
     path: &Path,
 ) -> Result<()> {
     let frame = raster.render(ctx, splats, camera, background)?;
-    let pixels = frame.read_image(ctx)?;
+    let pixels: Vec<[f32; 4]> = frame
+        .read_image(ctx)?
+        .into_iter()
+        .map(|[r, g, b, _coverage]| [r, g, b, 1.0])
+        .collect();
     write_png_srgb(path, camera.width, camera.height, &pixels)
         .with_context(|| format!("writing {}", path.display()))?;
     Ok(())

@@ -19,6 +19,10 @@
 /// Cells of margin kept from every wall (DESIGN.md § Units and frames).
 pub const WALL_MARGIN_CELLS: u32 = 3;
 
+/// Smallest grid the simulator accepts: the wall margin on each side plus
+/// room for a quadratic B-spline stencil.
+pub const MIN_GRID_RES: u32 = 2 * WALL_MARGIN_CELLS + 4;
+
 /// Wall boundary condition.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -34,8 +34,12 @@ impl Camera {
         -(self.rotation.transpose() * self.translation)
     }
 
-    /// The same camera rendering a `width × height` image: intrinsics scaled
-    /// so the field of view is unchanged.
+    /// The same camera rendering a `width × height` image. Pixels stay
+    /// square: both focal lengths scale with the width ratio, so the
+    /// horizontal field of view is kept and, for a different aspect ratio,
+    /// the vertical one grows or shrinks (more or less of the scene above and
+    /// below) instead of the image being stretched. The principal point keeps
+    /// its relative position in the image.
     pub fn resized(&self, width: u32, height: u32) -> Camera {
         let sx = width as f32 / self.width as f32;
         let sy = height as f32 / self.height as f32;
@@ -43,7 +47,7 @@ impl Camera {
             width,
             height,
             fx: self.fx * sx,
-            fy: self.fy * sy,
+            fy: self.fy * sx,
             cx: self.cx * sx,
             cy: self.cy * sy,
             ..self.clone()
@@ -54,6 +58,26 @@ impl Camera {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn resizing_keeps_pixels_square_and_the_horizontal_fov() {
+        let cam = Camera {
+            width: 512,
+            height: 512,
+            fx: 700.0,
+            fy: 700.0,
+            cx: 256.0,
+            cy: 256.0,
+            rotation: Mat3::IDENTITY,
+            translation: Vec3::ZERO,
+            near: 0.01,
+        };
+        let wide = cam.resized(1024, 576);
+        assert_eq!((wide.fx, wide.fy), (1400.0, 1400.0));
+        assert_eq!((wide.cx, wide.cy), (512.0, 288.0));
+        let hfov = |c: &Camera| (c.width as f32 / (2.0 * c.fx)).atan();
+        assert!((hfov(&cam) - hfov(&wide)).abs() < 1e-6);
+    }
 
     #[test]
     fn position_inverts_the_extrinsics() {

@@ -289,11 +289,14 @@ impl Scene {
         }
         // Simulation numbers.
         let s = &c.simulation;
-        if s.grid_res < 2 * crate::mpm::config::WALL_MARGIN_CELLS + 2 {
+        if s.grid_res < crate::mpm::config::MIN_GRID_RES {
             return Err(v.out_of_range(
                 "simulation.grid_res",
                 s.grid_res,
-                "must be ≥ 8 (3 cells of wall margin on each side plus room for the object)",
+                format!(
+                    "must be ≥ {} (3 cells of wall margin on each side plus room for the object)",
+                    crate::mpm::config::MIN_GRID_RES
+                ),
             ));
         }
         let padding = v.non_negative("simulation.padding", s.padding)?;
@@ -337,6 +340,15 @@ impl Scene {
             .enumerate()
             .map(|(i, view)| resolve_view(v, i, view))
             .collect::<Result<Vec<_>, _>>()?;
+        for (i, view) in views.iter().enumerate() {
+            if let Some(j) = views[..i].iter().position(|w| w.name == view.name) {
+                return Err(v.invalid(
+                    &format!("views[{i}].name"),
+                    format!("'{}' is also the name of views[{j}]; their output files would overwrite each other", view.name),
+                    "give every view a different name",
+                ));
+            }
+        }
         let mut first: Option<(usize, usize)> = None;
         for (i, view) in views.iter().enumerate() {
             if let Some(frames) = &view.frames {

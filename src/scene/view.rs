@@ -312,6 +312,15 @@ fn resolve_frames(
     })
 }
 
+/// A view name that is safe as one path component on every platform.
+fn is_plain_file_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+}
+
 /// Resolves `views[index]`: its camera and the sizes of its frames.
 pub(crate) fn resolve_view(
     v: &Validator,
@@ -329,8 +338,16 @@ pub(crate) fn resolve_view(
             &camera,
         )?),
     };
+    let name = c.name.clone().unwrap_or_else(|| format!("view{index}"));
+    if !is_plain_file_name(&name) {
+        return Err(v.invalid(
+            &format!("{field}.name"),
+            format!("'{name}' cannot name output files (render and simulate write <out>/<name>.png and <out>/<name>/)"),
+            "use letters, digits, '_', '-' and '.', not starting with '.'",
+        ));
+    }
     Ok(View {
-        name: c.name.clone().unwrap_or_else(|| format!("view{index}")),
+        name,
         camera,
         frames,
     })
