@@ -152,17 +152,14 @@ fn polar_rotation(svd: Svd3) -> mat3x3<f32> {
     return svd.u * transpose(svd.v);
 }
 
-// Smallest |σᵢ + σⱼ| used when inverting M = tr(S)·I − S. M's eigenvalues
-// are the pairwise sums σᵢ + σⱼ (eigenvectors: V's columns); they vanish only
-// for an inverted element whose negative σ₃ cancels σ₂. There R has no
-// derivative; the guard keeps the sign of the sum and clamps its magnitude to
-// this value, so the gradient stays finite (and large) instead of NaN.
-const POLAR_PAIR_SUM_MIN: f32 = 1e-6;
-
-fn guarded_pair_inverse(sum: f32) -> f32 {
-    let sign = select(-1.0, 1.0, sum >= 0.0);
-    return 1.0 / (sign * max(abs(sum), POLAR_PAIR_SUM_MIN));
-}
+// Guard of the M⁻¹ solve in the polar derivative, the same rule as the f64
+// twin (src/reference/mpm/polar.rs, `solve_m`): M = tr(S)·I − S has the
+// eigenvalues λ = (σ₂+σ₃, σ₁+σ₃, σ₁+σ₂) (eigenvectors: V's columns), which
+// vanish only for an inverted element whose negative σ cancels another; there
+// R has no derivative. M⁻¹b is computed as adj(M)·b·det/(det² + τ²) with
+// τ = POLAR_GUARD·‖S‖_F³: M⁻¹b up to a relative (τ/det)² where M is well
+// conditioned, bounded and going to zero as det M → 0, never a division by 0.
+const POLAR_GUARD: f32 = 1e-6;
 
 // axial(A) = (A₃₂, A₁₃, A₂₁) (1-based row, column).
 fn axial(a: mat3x3<f32>) -> vec3<f32> {
@@ -184,11 +181,17 @@ fn cross_matrix(w: vec3<f32>) -> mat3x3<f32> {
 fn polar_rotation_adjoint(svd: Svd3, r: mat3x3<f32>, g: mat3x3<f32>) -> mat3x3<f32> {
     let rhs = axial(transpose(r) * g - transpose(g) * r);
     let s = svd.sigma;
-    let inv = vec3<f32>(
-        guarded_pair_inverse(s.y + s.z),
-        guarded_pair_inverse(s.x + s.z),
-        guarded_pair_inverse(s.x + s.y),
-    );
-    let h = svd.v * (inv * (transpose(svd.v) * rhs));
+    let lambda = vec3<f32>(s.y + s.z, s.x + s.z, s.x + s.y);
+    let det = lambda.x * lambda.y * lambda.z;
+    let norm_s = length(s);
+    let tau = POLAR_GUARD * norm_s * norm_s * norm_s;
+    let denominator = det * det + tau * tau;
+    if denominator == 0.0 {
+        // S = 0 (F = 0): no rotation is preferred; pass no gradient.
+        return mat3x3<f32>(vec3<f32>(0.0), vec3<f32>(0.0), vec3<f32>(0.0));
+    }
+    // adj(M) = V·diag(λ₂λ₃, λ₁λ₃, λ₁λ₂)·Vᵀ.
+    let adjugate = vec3<f32>(lambda.y * lambda.z, lambda.x * lambda.z, lambda.x * lambda.y);
+    let h = svd.v * ((adjugate * (det / denominator)) * (transpose(svd.v) * rhs));
     return r * cross_matrix(h);
 }

@@ -97,8 +97,9 @@ pub fn run(
     );
     let mut positions = vec![x];
     for k in 1..=frames {
-        sim.run_frame(&ctx, &current, &next, k)
-            .with_context(|| format!("simulating {}", scene_path.display()))?;
+        sim.run_frame(&ctx, &current, &next, k).with_context(|| {
+            format!("simulating {} (nothing was written)", scene_path.display())
+        })?;
         std::mem::swap(&mut current, &mut next);
         positions.push(sim.read_state(&ctx, &current)?.x);
         bar.inc(1);

@@ -11,8 +11,8 @@ pub enum MpmError {
     #[error(
         "{substeps} substeps per frame are too few for Young's modulus up to {youngs_max:.3e} \
          (ν = {poisson}, ρ = {density}, grid_res = {grid_res}, {fps} fps): the explicit MPM step \
-         would be unstable. fix: set substeps_per_frame to at least {needed}, or lower the \
-         largest Young's modulus"
+         would be unstable. fix: set `simulation.substeps` to at least {needed} in scene.toml, or \
+         lower the top of `material.log10_youngs_range`"
     )]
     TooFewSubsteps {
         /// Substeps per frame configured.
@@ -34,7 +34,8 @@ pub enum MpmError {
     #[error(
         "the simulation blew up at frame {frame}, substep {substep}: particle {particle} has a \
          non-finite position, velocity or deformation (usually too few substeps for the \
-         stiffness, or an extreme initial velocity); nothing was written"
+         stiffness, or an extreme initial velocity). fix: raise `simulation.substeps` or lower \
+         the velocity or the top of `material.log10_youngs_range`"
     )]
     NonFinite {
         /// Frame being computed (1-based: frame 1 follows the rest state 0).
@@ -46,9 +47,9 @@ pub enum MpmError {
     },
     /// A particle's stencil left the grid.
     #[error(
-        "particle {particle} left the simulation box at frame {frame}, substep {substep}; \
-         nothing was written. fix: enlarge the simulation box (sim region in scene.toml), \
-         lower the initial velocity, or use sticky walls"
+        "particle {particle} left the simulation box at frame {frame}, substep {substep}. \
+         fix: enlarge the simulation box (`simulation.box` or `simulation.padding` in \
+         scene.toml), lower the initial velocity, or use `simulation.walls = \"sticky\"`"
     )]
     LeftBox {
         /// Frame being computed (1-based).
