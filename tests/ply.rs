@@ -442,3 +442,59 @@ fn fuzzed_files_never_panic() {
         }
     }
 }
+
+/// An unknown *list* property on `vertex` (rows of varying length) is
+/// skipped for the splats, preserved on write-back, and extras still append.
+#[test]
+fn unknown_vertex_list_property_is_tolerated_and_preserved() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut header = String::from("ply\nformat binary_little_endian 1.0\nelement vertex 2\nproperty list uchar int neighbours\n");
+    for name in STANDARD {
+        header.push_str(&format!("property float {name}\n"));
+    }
+    header.push_str("end_header\n");
+    let mut bytes = header.into_bytes();
+    for i in 0..2u8 {
+        // Row 0 has a 3-item list, row 1 an empty one.
+        let items: Vec<i32> = if i == 0 { vec![4, 5, 6] } else { vec![] };
+        bytes.push(items.len() as u8);
+        for item in &items {
+            bytes.extend_from_slice(&item.to_le_bytes());
+        }
+        for v in [
+            i as f32 + 0.5,
+            1.,
+            2.,
+            0.1,
+            0.1,
+            0.1,
+            1.0,
+            -2.,
+            -2.,
+            -2.,
+            1.0,
+            0.,
+            0.,
+            0.,
+        ] {
+            bytes.extend_from_slice(&v.to_le_bytes());
+        }
+    }
+    let p = write(dir.path(), "listy.ply", &bytes);
+    let l = load_gaussians(&p).unwrap();
+    assert_eq!(l.gaussians.means, vec![[0.5, 1.0, 2.0], [1.5, 1.0, 2.0]]);
+    let out = dir.path().join("out.ply");
+    l.ply.write(&out, &[]).unwrap();
+    assert_eq!(std::fs::read(&out).unwrap(), bytes);
+    let extra = ExtraProperty {
+        name: "youngs_modulus".into(),
+        values: vec![3.0, 4.0],
+    };
+    l.ply.write(&out, std::slice::from_ref(&extra)).unwrap();
+    let back = load_gaussians(&out).unwrap();
+    assert_eq!(back.gaussians.means, l.gaussians.means);
+    assert_eq!(
+        back.ply.vertex().unwrap().column("youngs_modulus").unwrap(),
+        vec![3.0, 4.0]
+    );
+}

@@ -42,40 +42,93 @@ impl PlyElement {
             .sum()
     }
 
-    /// Values of scalar property `name` as f64 (exact for every PLY type);
-    /// `None` when the property is missing or the element has list properties.
-    pub fn column(&self, name: &str) -> Option<Vec<f64>> {
+    /// Byte range `(start, end)` of every row in [`PlyElement::data`]. Rows
+    /// are fixed-size unless the element has list properties, whose count
+    /// prefix gives each row's length (the data was bounds-checked when
+    /// parsed, so the walk stays inside it).
+    pub fn row_spans(&self) -> Vec<(usize, usize)> {
+        if let Some(row) = self.row_size() {
+            return (0..self.count).map(|r| (r * row, (r + 1) * row)).collect();
+        }
+        let mut spans = Vec::with_capacity(self.count);
+        let mut at = 0;
+        for _ in 0..self.count {
+            let start = at;
+            for p in &self.properties {
+                at += match p.list_count {
+                    None => p.ty.size(),
+                    Some(count_ty) => {
+                        let n = count_ty.decode(&self.data[at..]) as usize;
+                        count_ty.size() + n * p.ty.size()
+                    }
+                };
+            }
+            spans.push((start, at));
+        }
+        spans
+    }
+
+    /// Offset of scalar property `index` from the start of the row at `start`.
+    fn offset_in_row(&self, start: usize, index: usize) -> usize {
+        let mut at = start;
+        for p in &self.properties[..index] {
+            at += match p.list_count {
+                None => p.ty.size(),
+                Some(count_ty) => {
+                    let n = count_ty.decode(&self.data[at..]) as usize;
+                    count_ty.size() + n * p.ty.size()
+                }
+            };
+        }
+        at - start
+    }
+
+    /// Absolute byte offset of scalar property `name` in every row; `None`
+    /// when it is missing or a list.
+    fn scalar_offsets(&self, name: &str) -> Option<(Vec<usize>, ScalarType)> {
         let index = self.property_index(name)?;
-        let row = self.row_size()?;
-        let offset: usize = self.properties[..index].iter().map(|p| p.ty.size()).sum();
-        let ty = self.properties[index].ty;
+        let property = &self.properties[index];
+        if property.list_count.is_some() {
+            return None;
+        }
+        let offsets = match self.row_size() {
+            Some(row) => {
+                let offset: usize = self.properties[..index].iter().map(|p| p.ty.size()).sum();
+                (0..self.count).map(|r| r * row + offset).collect()
+            }
+            None => self
+                .row_spans()
+                .into_iter()
+                .map(|(start, _)| start + self.offset_in_row(start, index))
+                .collect(),
+        };
+        Some((offsets, property.ty))
+    }
+
+    /// Values of scalar property `name` as f64 (exact for every PLY type);
+    /// `None` when the property is missing or is a list.
+    pub fn column(&self, name: &str) -> Option<Vec<f64>> {
+        let (offsets, ty) = self.scalar_offsets(name)?;
         Some(
-            self.data
-                .chunks_exact(row)
-                .map(|r| ty.decode(&r[offset..]))
+            offsets
+                .iter()
+                .map(|&o| ty.decode(&self.data[o..]))
                 .collect(),
         )
     }
 
     /// Values of scalar property `name` converted to f32 (float properties
-    /// exactly, doubles rounded).
+    /// exactly, doubles rounded); `None` when missing or a list.
     pub fn column_f32(&self, name: &str) -> Option<Vec<f32>> {
-        let index = self.property_index(name)?;
-        let row = self.row_size()?;
-        let offset: usize = self.properties[..index].iter().map(|p| p.ty.size()).sum();
-        let ty = self.properties[index].ty;
+        let (offsets, ty) = self.scalar_offsets(name)?;
+        let d = &self.data;
         Some(if ty == ScalarType::F32 {
-            self.data
-                .chunks_exact(row)
-                .map(|r| {
-                    f32::from_le_bytes([r[offset], r[offset + 1], r[offset + 2], r[offset + 3]])
-                })
+            offsets
+                .iter()
+                .map(|&o| f32::from_le_bytes([d[o], d[o + 1], d[o + 2], d[o + 3]]))
                 .collect()
         } else {
-            self.data
-                .chunks_exact(row)
-                .map(|r| ty.decode(&r[offset..]) as f32)
-                .collect()
+            offsets.iter().map(|&o| ty.decode(&d[o..]) as f32).collect()
         })
     }
 }

@@ -189,7 +189,22 @@ fn require(
 
 fn scalar_vertex(ply: &PlyData) -> Result<&PlyElement, PlyError> {
     let vertex = ply.vertex()?;
-    if let Some(list) = vertex.properties.iter().find(|p| p.list_count.is_some()) {
+    // List properties physfit does not read (e.g. a per-vertex index list)
+    // are tolerated and kept for write-back; a 3DGS property stored as a list
+    // is an error.
+    let is_splat_property = |name: &str| {
+        matches!(
+            name,
+            "x" | "y" | "z" | "nx" | "ny" | "nz" | "opacity" | "red" | "green" | "blue"
+        ) || ["f_dc_", "f_rest_", "scale_", "rot_"]
+            .iter()
+            .any(|p| name.starts_with(p))
+    };
+    if let Some(list) = vertex
+        .properties
+        .iter()
+        .find(|p| p.list_count.is_some() && is_splat_property(&p.name))
+    {
         return Err(PlyError::ListProperty {
             path: ply.path.clone(),
             property: list.name.clone(),

@@ -33,12 +33,6 @@ impl PlyData {
         if !extras.is_empty() {
             let vertex = &self.elements[vertex_index
                 .ok_or_else(|| bad(&extras[0].name, "the file has no `vertex` element".into()))?];
-            if vertex.row_size().is_none() {
-                return Err(bad(
-                    &extras[0].name,
-                    "the `vertex` element has list properties".into(),
-                ));
-            }
             for (i, extra) in extras.iter().enumerate() {
                 if vertex.property_index(&extra.name).is_some()
                     || extras[..i].iter().any(|e| e.name == extra.name)
@@ -94,18 +88,10 @@ impl PlyData {
         out.extend_from_slice(header.as_bytes());
         for (i, e) in self.elements.iter().enumerate() {
             if Some(i) == vertex_index && !extras.is_empty() {
-                let row = e.row_size().unwrap_or(0);
-                for (r, bytes) in e.data.chunks_exact(row.max(1)).enumerate() {
-                    out.extend_from_slice(bytes);
+                for (r, (start, end)) in e.row_spans().into_iter().enumerate() {
+                    out.extend_from_slice(&e.data[start..end]);
                     for extra in extras {
                         out.extend_from_slice(&extra.values[r].to_le_bytes());
-                    }
-                }
-                if row == 0 {
-                    for r in 0..e.count {
-                        for extra in extras {
-                            out.extend_from_slice(&extra.values[r].to_le_bytes());
-                        }
                     }
                 }
             } else {
