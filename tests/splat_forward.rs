@@ -187,14 +187,18 @@ fn frame_over_the_binding_limit_is_a_typed_error() {
         .expect("must not fit");
     let msg = err.to_string();
     println!("{msg}");
+    let physfit::splat::SplatError::Gpu(gpu_err) = &err else {
+        panic!("expected a GPU size error, got {msg}");
+    };
     assert!(
-        matches!(
-            err,
-            physfit::splat::SplatError::Gpu(physfit::gpu::GpuError::OverLimit { .. })
-        ),
+        matches!(gpu_err.root(), physfit::gpu::GpuError::OverLimit { .. }),
         "{msg}"
     );
     assert!(msg.contains("splat intersection"), "{msg}");
+    assert!(
+        msg.contains("splats, SH degree"),
+        "the message must say how big the scene is: {msg}"
+    );
 }
 
 #[test]

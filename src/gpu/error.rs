@@ -61,6 +61,16 @@ pub enum GpuError {
         /// wgpu's message.
         message: String,
     },
+    /// [`GpuError::OverLimit`] or [`GpuError::OutOfMemory`] with the size of
+    /// the scene that caused it (added by the stage that knows it, see
+    /// [`GpuError::in_scene`]).
+    #[error("the scene ({scene}) does not fit this adapter in one piece: {cause}")]
+    SceneTooLarge {
+        /// The scene's size in the stage's terms (splats, image, particles, grid).
+        scene: String,
+        /// The limit or allocation failure.
+        cause: Box<GpuError>,
+    },
     /// A WGSL shader failed to parse or validate: a bug in physfit.
     #[error("shader '{name}' is invalid:\n{message}")]
     Shader {
@@ -83,6 +93,31 @@ pub enum GpuError {
     /// A previously reported asynchronous (uncaptured) error.
     #[error("GPU error: {0}")]
     Uncaptured(String),
+}
+
+impl GpuError {
+    /// Adds the scene's size to a size error (over a limit or out of
+    /// memory), so the message says how big the scene is as well as which
+    /// buffer and limit; other errors pass through unchanged.
+    pub fn in_scene(self, scene: impl FnOnce() -> String) -> GpuError {
+        match self {
+            e @ (GpuError::OverLimit { .. } | GpuError::OutOfMemory { .. }) => {
+                GpuError::SceneTooLarge {
+                    scene: scene(),
+                    cause: Box::new(e),
+                }
+            }
+            other => other,
+        }
+    }
+
+    /// The underlying error, looking through [`GpuError::SceneTooLarge`].
+    pub fn root(&self) -> &GpuError {
+        match self {
+            GpuError::SceneTooLarge { cause, .. } => cause.root(),
+            other => other,
+        }
+    }
 }
 
 /// Formats a byte count the way people read it (KiB, MiB, GiB).

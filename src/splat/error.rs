@@ -50,6 +50,16 @@ pub enum SplatError {
     Gpu(#[from] GpuError),
 }
 
+impl SplatError {
+    /// Adds the scene's size to a GPU size error (see [`GpuError::in_scene`]).
+    pub fn in_scene(self, scene: impl FnOnce() -> String) -> SplatError {
+        match self {
+            SplatError::Gpu(e) => SplatError::Gpu(e.in_scene(scene)),
+            other => other,
+        }
+    }
+}
+
 impl From<PrimitiveError> for SplatError {
     fn from(e: PrimitiveError) -> Self {
         match e {

@@ -203,6 +203,24 @@ impl Rasterizer {
         camera: &Camera,
         background: [f32; 3],
     ) -> Result<RenderOutput, SplatError> {
+        self.render_frame(ctx, splats, camera, background)
+            .map_err(|e| {
+                e.in_scene(|| {
+                    format!(
+                        "{} splats, SH degree {}, {}×{} image",
+                        splats.count, splats.sh_degree, camera.width, camera.height
+                    )
+                })
+            })
+    }
+
+    fn render_frame(
+        &mut self,
+        ctx: &GpuContext,
+        splats: &SplatBuffers,
+        camera: &Camera,
+        background: [f32; 3],
+    ) -> Result<RenderOutput, SplatError> {
         validate_camera(camera)?;
         if !background.iter().all(|c| c.is_finite()) {
             return Err(SplatError::InvalidBackground(background));

@@ -67,6 +67,18 @@ impl SplatBuffers {
     /// Uploads `gaussians` (validated first).
     pub fn upload(ctx: &GpuContext, gaussians: &Gaussians) -> Result<Self, SplatError> {
         validate_gaussians(gaussians)?;
+        Self::upload_valid(ctx, gaussians).map_err(|e| {
+            SplatError::from(e).in_scene(|| {
+                format!(
+                    "{} splats, SH degree {}",
+                    gaussians.len(),
+                    gaussians.sh_degree
+                )
+            })
+        })
+    }
+
+    fn upload_valid(ctx: &GpuContext, gaussians: &Gaussians) -> Result<Self, crate::gpu::GpuError> {
         Ok(Self {
             means: ctx.storage_from_slice("splat means", &gaussians.means)?,
             rotations: ctx.storage_from_slice("splat rotations", &gaussians.rotations)?,
