@@ -64,7 +64,7 @@ pub enum GpuError {
     /// [`GpuError::OverLimit`] or [`GpuError::OutOfMemory`] with the size of
     /// the scene that caused it (added by the stage that knows it, see
     /// [`GpuError::in_scene`]).
-    #[error("the scene ({scene}) does not fit this adapter in one piece: {cause}")]
+    #[error("scene of {scene}: {cause}")]
     SceneTooLarge {
         /// The scene's size in the stage's terms (splats, image, particles, grid).
         scene: String,
