@@ -497,3 +497,32 @@ fn view_names_must_be_safe_and_unique_file_names() {
     let twice = format!("{}\n{camera}", named("front"));
     expect_err(fx.load(&twice), "views[1].name");
 }
+
+#[test]
+fn fit_stages_inherit_and_override_loss_weights() {
+    let fx = Fixture::new();
+    let toml = format!(
+        "{BASE}\n[fit]\nw_l1 = 0.2\nw_ssim = 0.8\ntv_weight = 0.05\n[fit.stiffness]\ntv_weight = 0.5\nw_ssim = 0.0\n"
+    );
+    let fit = fx.load(&toml).unwrap().fit;
+    assert_eq!(
+        (
+            fit.velocity.w_l1,
+            fit.velocity.w_ssim,
+            fit.velocity.tv_weight
+        ),
+        (0.2, 0.8, 0.05)
+    );
+    assert_eq!(
+        (
+            fit.stiffness.w_l1,
+            fit.stiffness.w_ssim,
+            fit.stiffness.tv_weight
+        ),
+        (0.2, 0.0, 0.5)
+    );
+    let both_zero = format!("{BASE}\n[fit.velocity]\nw_l1 = 0.0\nw_ssim = 0.0\n");
+    expect_err(fx.load(&both_zero), "fit.velocity.w_ssim");
+    let negative = format!("{BASE}\n[fit.stiffness]\ntv_weight = -1.0\n");
+    expect_err(fx.load(&negative), "fit.stiffness.tv_weight");
+}

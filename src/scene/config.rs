@@ -290,6 +290,12 @@ pub struct FitStageConfig {
     pub decay: Option<f64>,
     /// Largest gradient norm; larger gradients are scaled down to it.
     pub grad_clip: Option<f64>,
+    /// L1 weight for this stage (default: `fit.w_l1`).
+    pub w_l1: Option<f64>,
+    /// 1 − SSIM weight for this stage (default: `fit.w_ssim`).
+    pub w_ssim: Option<f64>,
+    /// TV weight for this stage (default: `fit.tv_weight`).
+    pub tv_weight: Option<f64>,
 }
 
 /// `[fit]`.

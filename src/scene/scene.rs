@@ -79,6 +79,12 @@ pub struct FitStage {
     pub decay: f64,
     /// Gradient-norm clip.
     pub grad_clip: f64,
+    /// L1 image-loss weight (paper eq. 10).
+    pub w_l1: f64,
+    /// 1 − SSIM weight.
+    pub w_ssim: f64,
+    /// Total-variation weight on log10 E.
+    pub tv_weight: f64,
 }
 
 impl FitStage {
@@ -91,6 +97,9 @@ impl FitStage {
             warmup: 10,
             decay: 0.1,
             grad_clip: 1.0,
+            w_l1: 0.1,
+            w_ssim: 0.9,
+            tv_weight: 0.01,
         }
     }
 
@@ -103,11 +112,15 @@ impl FitStage {
             warmup: 10,
             decay: 0.1,
             grad_clip: 1.0,
+            w_l1: 0.1,
+            w_ssim: 0.9,
+            tv_weight: 0.01,
         }
     }
 }
 
-/// Resolved `[fit]`.
+/// Resolved `[fit]`: the stage-independent loss weights (each stage may
+/// override them) and the two stages.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FitSettings {
     /// L1 weight.
@@ -185,7 +198,17 @@ fn resolve_stage(
         warmup: c.warmup.unwrap_or(d.warmup),
         decay: c.decay.unwrap_or(d.decay),
         grad_clip: c.grad_clip.unwrap_or(d.grad_clip),
+        w_l1: v.non_negative(&f("w_l1"), c.w_l1.unwrap_or(d.w_l1))?,
+        w_ssim: v.non_negative(&f("w_ssim"), c.w_ssim.unwrap_or(d.w_ssim))?,
+        tv_weight: v.non_negative(&f("tv_weight"), c.tv_weight.unwrap_or(d.tv_weight))?,
     };
+    if stage.w_l1 + stage.w_ssim == 0.0 {
+        return Err(v.invalid(
+            &f("w_ssim"),
+            "both image-loss weights of this stage are 0",
+            "give `w_l1` or `w_ssim` a positive weight (defaults: the [fit] values, 0.1 and 0.9)",
+        ));
+    }
     if stage.frames == Some(0) {
         return Err(v.out_of_range(
             &f("frames"),
@@ -494,16 +517,29 @@ impl Scene {
                 "give `fit.w_l1` or `fit.w_ssim` a positive weight (defaults 0.1 and 0.9)",
             ));
         }
+        let tv_weight = v.non_negative("fit.tv_weight", f.tv_weight)?;
+        // Stage loss weights default to the [fit] ones.
+        let with_weights = |d: FitStage| FitStage {
+            w_l1,
+            w_ssim,
+            tv_weight,
+            ..d
+        };
         let fit = FitSettings {
             w_l1,
             w_ssim,
-            tv_weight: v.non_negative("fit.tv_weight", f.tv_weight)?,
-            velocity: resolve_stage(v, "fit.velocity", &f.velocity, FitStage::velocity_default())?,
+            tv_weight,
+            velocity: resolve_stage(
+                v,
+                "fit.velocity",
+                &f.velocity,
+                with_weights(FitStage::velocity_default()),
+            )?,
             stiffness: resolve_stage(
                 v,
                 "fit.stiffness",
                 &f.stiffness,
-                FitStage::stiffness_default(),
+                with_weights(FitStage::stiffness_default()),
             )?,
         };
         if let Some((_, n)) = first {
