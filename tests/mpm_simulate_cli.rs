@@ -3,6 +3,8 @@
 //! view, and a run that breaks down
 //! (particles thrown out of the box) writes nothing and names the frame.
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 
@@ -12,20 +14,7 @@ use physfit::scene::{Gaussians, Scene};
 /// 27 splats on a 3×3×3 lattice of spacing 0.5: isolated particles (more
 /// than 2 cells apart at grid_res 16), so each translates rigidly.
 fn lattice() -> Gaussians {
-    let mut g = Gaussians::default();
-    for i in 0..3 {
-        for j in 0..3 {
-            for k in 0..3 {
-                g.means
-                    .push([i as f32 * 0.5, j as f32 * 0.5, k as f32 * 0.5]);
-                g.rotations.push([1.0, 0.0, 0.0, 0.0]);
-                g.log_scales.push([-3.0; 3]);
-                g.opacity_logits.push(2.0);
-                g.sh.push([0.5, 0.2, 0.1]);
-            }
-        }
-    }
-    g
+    common::splat_lattice(3)
 }
 
 const SCENE: &str = r#"

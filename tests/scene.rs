@@ -1,6 +1,8 @@
 //! scene.toml loading: a valid scene resolves as documented, and each kind
 //! of mistake gives its own error naming the file and the field.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use glam::Vec3;
@@ -10,20 +12,7 @@ use physfit::scene::{Gaussians, Scene, SceneError};
 
 /// 64 splats on a 4×4×4 lattice spanning [0, 1.5]³.
 fn lattice() -> Gaussians {
-    let mut g = Gaussians::default();
-    for i in 0..4 {
-        for j in 0..4 {
-            for k in 0..4 {
-                g.means
-                    .push([i as f32 * 0.5, j as f32 * 0.5, k as f32 * 0.5]);
-                g.rotations.push([1.0, 0.0, 0.0, 0.0]);
-                g.log_scales.push([-3.0; 3]);
-                g.opacity_logits.push(2.0);
-                g.sh.push([0.5, 0.2, 0.1]);
-            }
-        }
-    }
-    g
+    common::splat_lattice(4)
 }
 
 const BASE: &str = r#"

@@ -309,6 +309,38 @@ where
     write_atomic(path, bytes.get_ref()).map_err(|e| err(e.to_string()))
 }
 
+/// Encodes linear RGBA pixels as sRGB samples of `max` levels (255 or
+/// 65535): RGB through [`linear_to_srgb`], alpha clamped to [0, 1] with NaN
+/// as 0.
+fn encode_srgb_samples(pixels: &[[f32; 4]], max: f32) -> impl Iterator<Item = f32> + '_ {
+    let alpha = |a: f32| if a.is_nan() { 0.0 } else { a.clamp(0.0, 1.0) };
+    pixels.iter().flat_map(move |p| {
+        [
+            linear_to_srgb(p[0]),
+            linear_to_srgb(p[1]),
+            linear_to_srgb(p[2]),
+            alpha(p[3]),
+        ]
+        .map(|v| (v * max).round())
+    })
+}
+
+/// Wraps encoded samples into an image of `width × height`.
+fn image_from_samples<P: image::Pixel>(
+    path: &Path,
+    width: u32,
+    height: u32,
+    samples: Vec<P::Subpixel>,
+) -> Result<image::ImageBuffer<P, Vec<P::Subpixel>>, FrameError> {
+    let found = samples.len() / 4;
+    image::ImageBuffer::from_raw(width, height, samples).ok_or_else(|| FrameError::PixelCount {
+        path: path.to_path_buf(),
+        width,
+        height,
+        found,
+    })
+}
+
 /// Writes linear RGBA pixels as an 8-bit sRGB PNG, atomically: RGB through
 /// [`linear_to_srgb`], alpha clamped to [0, 1]; NaN becomes 0.
 pub fn write_png_srgb(
@@ -318,27 +350,13 @@ pub fn write_png_srgb(
     pixels: &[[f32; 4]],
 ) -> Result<(), FrameError> {
     check_count(path, width, height, pixels.len())?;
-    let q = |v: f32| (v * 255.0).round() as u8;
-    let alpha = |a: f32| if a.is_nan() { 0.0 } else { a.clamp(0.0, 1.0) };
-    let raw: Vec<u8> = pixels
-        .iter()
-        .flat_map(|p| {
-            [
-                q(linear_to_srgb(p[0])),
-                q(linear_to_srgb(p[1])),
-                q(linear_to_srgb(p[2])),
-                q(alpha(p[3])),
-            ]
-        })
+    let samples = encode_srgb_samples(pixels, 255.0)
+        .map(|v| v as u8)
         .collect();
-    let image =
-        image::RgbaImage::from_raw(width, height, raw).ok_or_else(|| FrameError::PixelCount {
-            path: path.to_path_buf(),
-            width,
-            height,
-            found: pixels.len(),
-        })?;
-    encode_and_write(path, image)
+    encode_and_write(
+        path,
+        image_from_samples::<image::Rgba<u8>>(path, width, height, samples)?,
+    )
 }
 
 /// [`write_png_srgb`] at 16 bits per channel (for synthesised references,
@@ -350,27 +368,13 @@ pub fn write_png_srgb16(
     pixels: &[[f32; 4]],
 ) -> Result<(), FrameError> {
     check_count(path, width, height, pixels.len())?;
-    let q = |v: f32| (v * 65535.0).round() as u16;
-    let alpha = |a: f32| if a.is_nan() { 0.0 } else { a.clamp(0.0, 1.0) };
-    let raw: Vec<u16> = pixels
-        .iter()
-        .flat_map(|p| {
-            [
-                q(linear_to_srgb(p[0])),
-                q(linear_to_srgb(p[1])),
-                q(linear_to_srgb(p[2])),
-                q(alpha(p[3])),
-            ]
-        })
+    let samples = encode_srgb_samples(pixels, 65535.0)
+        .map(|v| v as u16)
         .collect();
-    let image = image::ImageBuffer::<image::Rgba<u16>, Vec<u16>>::from_raw(width, height, raw)
-        .ok_or_else(|| FrameError::PixelCount {
-            path: path.to_path_buf(),
-            width,
-            height,
-            found: pixels.len(),
-        })?;
-    encode_and_write(path, image)
+    encode_and_write(
+        path,
+        image_from_samples::<image::Rgba<u16>>(path, width, height, samples)?,
+    )
 }
 
 #[cfg(test)]

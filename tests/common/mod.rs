@@ -21,3 +21,21 @@ pub fn shared_data(name: &str) -> std::path::PathBuf {
         .join("../shared/data")
         .join(name)
 }
+
+/// `n³` small opaque splats on a cubic lattice of spacing 0.5 from the origin.
+pub fn splat_lattice(n: usize) -> physfit::scene::Gaussians {
+    let mut g = physfit::scene::Gaussians::default();
+    for i in 0..n {
+        for j in 0..n {
+            for k in 0..n {
+                g.means
+                    .push([i as f32 * 0.5, j as f32 * 0.5, k as f32 * 0.5]);
+                g.rotations.push([1.0, 0.0, 0.0, 0.0]);
+                g.log_scales.push([-3.0; 3]);
+                g.opacity_logits.push(2.0);
+                g.sh.push([0.5, 0.2, 0.1]);
+            }
+        }
+    }
+    g
+}
