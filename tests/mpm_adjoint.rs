@@ -1,6 +1,7 @@
 //! GPU MPM adjoint on the present adapter: gradients against central finite
 //! differences of the GPU loss, checkpointed against store-everything
-//! backward, the two f32 atomic modes against each other, and the truncated
+//! backward, kept against recomputed segment grids, the two f32 atomic
+//! modes against each other, and the truncated
 //! (stage 2) flow against finite differences of a one-frame rollout.
 //!
 //! The loss is linear in the frame states, `L = Σ_k ⟨W_k, state_k⟩` with
@@ -228,6 +229,29 @@ fn checkpointed_backward_equals_store_everything() {
         eprintln!("K = {every}: relative difference dE {de:.2e}, d(state 0) {dv:.2e}");
         assert!(de <= 1e-6 && dv <= 1e-6, "K = {every}: {de}, {dv}");
     }
+}
+
+/// The backward pass keeps each segment substep's grid from the replay
+/// (within a memory budget) or, above it, recomputes it in each substep
+/// adjoint: both must give the same gradients.
+#[test]
+fn kept_grids_equal_recomputed_grids() {
+    let ctx = common::gpu();
+    let c = case(&ctx);
+    let options = BackwardOptions {
+        flow: GradientFlow::Full,
+        checkpoint_every: Some(3),
+    };
+    let kept = c.gradients(&ctx, &options);
+    c.sim.set_kept_grids_budget_for_tests(0);
+    let recomputed = c.gradients(&ctx, &options);
+    let de = relative_difference(&kept.youngs, &recomputed.youngs);
+    let dv = relative_difference(
+        &kept.initial_state.to_packed(),
+        &recomputed.initial_state.to_packed(),
+    );
+    eprintln!("kept vs recomputed grids: dE {de:.2e}, d(state 0) {dv:.2e}");
+    assert!(de <= 1e-6 && dv <= 1e-6, "{de}, {dv}");
 }
 
 #[test]
