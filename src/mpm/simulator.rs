@@ -1,7 +1,8 @@
 //! The GPU MLS-MPM simulator: buffers, kernels and the encoding of one
 //! substep forward (P2G → grid update → G2P) and backward (G2P* → grid
-//! update* → P2G*, after recomputing the substep's grid). Rollouts over
-//! frames and the backward pass with checkpointing are in [`super::rollout`].
+//! update* → P2G*, on the substep's grid kept from the replay of its
+//! segment, or after recomputing it). Rollouts over frames and the backward
+//! pass with checkpointing are in [`super::rollout`].
 
 use super::add_assign::{AddAssign, AddAssignBuffers, AddAssignUniforms};
 use super::config::{MpmConfig, WALL_MARGIN_CELLS};
@@ -613,7 +614,9 @@ impl MpmSimulator {
     /// Records the adjoint of the substep leaving `state`: from
     /// `grad_next = ∂L/∂(state n+1)` writes `grad = ∂L/∂(state n)` and adds
     /// this substep's `∂L/∂E` to `youngs_grad`. Recomputes the substep's
-    /// grid first (the forward grid is not stored).
+    /// grid first (the backward pass of [`super::rollout`] keeps each
+    /// segment substep's grid from its replay instead, unless they exceed
+    /// [`super::rollout::KEPT_GRIDS_BUDGET_BYTES`]).
     pub fn encode_substep_adjoint(
         &self,
         ctx: &GpuContext,
