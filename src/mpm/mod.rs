@@ -17,6 +17,8 @@ pub mod grid_update_adjoint;
 pub mod layout;
 pub mod p2g;
 pub mod p2g_adjoint;
+pub mod p2g_bin;
+pub mod p2g_cells;
 pub mod rollout;
 pub mod simulator;
 pub mod stability;

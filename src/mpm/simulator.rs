@@ -16,10 +16,12 @@ use super::grid_update_adjoint::{GridUpdateAdjoint, GridUpdateAdjointBuffers};
 use super::layout::{ParticleState, STATE_STRIDE};
 use super::p2g::{P2g, P2gBuffers};
 use super::p2g_adjoint::{P2gAdjoint, P2gAdjointBuffers};
+use super::p2g_bin::{P2gBin, P2gBinBuffers, BINNED_STRIDE};
+use super::p2g_cells::{P2gCells, P2gCellsBuffers};
 use super::stability::min_substeps_per_frame;
 use super::status::{SimulationStatus, STATUS_WORDS};
 use super::uniforms::MpmUniforms;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::gpu::{GpuBuffer, GpuContext};
 
@@ -155,6 +157,8 @@ impl SubstepGrid {
 
 struct Kernels {
     p2g: P2g,
+    p2g_bin: P2gBin,
+    p2g_cells: P2gCells,
     grid_update: GridUpdate,
     g2p: G2p,
     g2p_adjoint: G2pAdjoint,
@@ -183,6 +187,10 @@ pub struct MpmSimulator {
     scratch: [GpuBuffer; 2],
     kernels: Kernels,
     kept_grids_budget: AtomicU64,
+    binned_p2g: AtomicBool,
+    binned: GpuBuffer,
+    cell_head: GpuBuffer,
+    particle_next: GpuBuffer,
 }
 
 /// Checks the explicit time-step bound for Young's modulus up to `youngs_max`.
@@ -305,6 +313,8 @@ impl MpmSimulator {
             ],
             kernels: Kernels {
                 p2g: P2g::new(ctx)?,
+                p2g_bin: P2gBin::new(ctx)?,
+                p2g_cells: P2gCells::new(ctx)?,
                 grid_update: GridUpdate::new(ctx)?,
                 g2p: G2p::new(ctx)?,
                 g2p_adjoint: G2pAdjoint::new(ctx)?,
@@ -315,6 +325,10 @@ impl MpmSimulator {
                 grid_clear: GridClear::new(ctx)?,
             },
             kept_grids_budget: AtomicU64::new(super::rollout::KEPT_GRIDS_BUDGET_BYTES),
+            binned_p2g: AtomicBool::new(ctx.adapter_info.device_type == wgpu::DeviceType::Cpu),
+            binned: ctx.storage_zeroed::<f32>("mpm binned P2G particles", n * BINNED_STRIDE)?,
+            cell_head: ctx.storage_zeroed::<u32>("mpm P2G cell list heads", nodes)?,
+            particle_next: ctx.storage_zeroed::<u32>("mpm P2G cell list links", n)?,
         })
     }
 
@@ -477,6 +491,36 @@ impl MpmSimulator {
             SubstepStage::ClearGrid => {
                 self.encode_clear(ctx, encoder, grid, &self.clear4, &grid.mass_momentum);
                 self.encode_clear(ctx, encoder, grid, &self.clear1, &grid.anchored);
+            }
+            SubstepStage::P2g if self.binned_p2g() => {
+                self.encode_clear(ctx, encoder, grid, &self.clear1, &self.cell_head);
+                let bin_group = k.p2g_bin.bind(
+                    ctx,
+                    &P2gBinBuffers {
+                        uniforms: &self.uniforms,
+                        state: b.state,
+                        youngs: &self.youngs,
+                        anchored: &self.anchored,
+                        binned: &self.binned,
+                        cell_head: &self.cell_head,
+                        particle_next: &self.particle_next,
+                        grid_anchored: &grid.anchored,
+                    },
+                );
+                k.p2g_bin.dispatch(encoder, &bin_group, self.particle_count);
+                let cells_group = k.p2g_cells.bind(
+                    ctx,
+                    &P2gCellsBuffers {
+                        uniforms: &self.uniforms,
+                        node_box: &grid.node_box,
+                        binned: &self.binned,
+                        cell_head: &self.cell_head,
+                        particle_next: &self.particle_next,
+                        grid: &grid.mass_momentum,
+                    },
+                );
+                k.p2g_cells
+                    .dispatch(encoder, &cells_group, &grid.dispatch_args);
             }
             SubstepStage::P2g => {
                 let bg = k.p2g.bind(
@@ -655,6 +699,19 @@ impl MpmSimulator {
     #[doc(hidden)]
     pub fn set_kept_grids_budget_for_tests(&self, bytes: u64) {
         self.kept_grids_budget.store(bytes, Ordering::Relaxed);
+    }
+
+    /// Whether P2G runs cell-binned ([`super::p2g_bin`], the default on CPU
+    /// adapters) or as the one-kernel atomic scatter ([`super::p2g`]).
+    pub fn binned_p2g(&self) -> bool {
+        self.binned_p2g.load(Ordering::Relaxed)
+    }
+
+    /// Chooses the P2G variant: only for tests that compare the two (both
+    /// give the same grid up to f32 summation order).
+    #[doc(hidden)]
+    pub fn set_binned_p2g_for_tests(&self, binned: bool) {
+        self.binned_p2g.store(binned, Ordering::Relaxed);
     }
 
     /// Bytes of one extra [`SubstepGrid`].
