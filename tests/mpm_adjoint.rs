@@ -1,7 +1,7 @@
 //! GPU MPM adjoint on the present adapter: gradients against central finite
 //! differences of the GPU loss, checkpointed against store-everything
-//! backward, kept against recomputed segment grids, the two f32 atomic
-//! modes against each other, and the truncated
+//! backward, kept against recomputed segment grids, cell-binned against
+//! atomic scatters, the two f32 atomic modes against each other, and the truncated
 //! (stage 2) flow against finite differences of a one-frame rollout.
 //!
 //! The loss is linear in the frame states, `L = Σ_k ⟨W_k, state_k⟩` with
@@ -252,6 +252,27 @@ fn kept_grids_equal_recomputed_grids() {
     );
     eprintln!("kept vs recomputed grids: dE {de:.2e}, d(state 0) {dv:.2e}");
     assert!(de <= 1e-6 && dv <= 1e-6, "{de}, {dv}");
+}
+
+/// Cell-binned scatters (P2G and G2P*, the default on CPU adapters) and the
+/// one-kernel atomic scatters (the default on GPUs) give the same gradients
+/// up to f32 summation order.
+#[test]
+fn binned_and_atomic_scatters_give_the_same_gradients() {
+    let ctx = common::gpu();
+    let c = case(&ctx);
+    let options = BackwardOptions::default();
+    c.sim.set_binned_scatters_for_tests(true);
+    let binned = c.gradients(&ctx, &options);
+    c.sim.set_binned_scatters_for_tests(false);
+    let scatter = c.gradients(&ctx, &options);
+    let de = relative_difference(&binned.youngs, &scatter.youngs);
+    let dv = relative_difference(
+        &binned.initial_state.to_packed(),
+        &scatter.initial_state.to_packed(),
+    );
+    eprintln!("binned vs atomic scatters: dE {de:.2e}, d(state 0) {dv:.2e}");
+    assert!(de <= 1e-4 && dv <= 1e-4, "{de}, {dv}");
 }
 
 #[test]

@@ -295,14 +295,14 @@ fn binned_and_scatter_p2g_agree() {
     let sim = MpmSimulator::new(&ctx, &config, &s).unwrap();
     if ctx.adapter_info.device_type == wgpu::DeviceType::Cpu {
         assert!(
-            sim.binned_p2g(),
+            sim.binned_scatters(),
             "CPU adapters should default to binned P2G"
         );
     }
     let start = rest_state(x, v);
     let mut runs = Vec::new();
     for binned in [true, false] {
-        sim.set_binned_p2g_for_tests(binned);
+        sim.set_binned_scatters_for_tests(binned);
         let rollout = sim.rollout(&ctx, &start, 3).unwrap();
         let frames: Vec<Vec<f32>> = rollout
             .frames

@@ -10,6 +10,8 @@ pub mod config;
 pub mod error;
 pub mod g2p;
 pub mod g2p_adjoint;
+pub mod g2p_adjoint_bin;
+pub mod g2p_adjoint_cells;
 pub mod grid_box;
 pub mod grid_clear;
 pub mod grid_update;

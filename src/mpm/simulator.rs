@@ -9,6 +9,8 @@ use super::config::{MpmConfig, WALL_MARGIN_CELLS};
 use super::error::MpmError;
 use super::g2p::{G2p, G2pBuffers};
 use super::g2p_adjoint::{G2pAdjoint, G2pAdjointBuffers};
+use super::g2p_adjoint_bin::{G2pAdjointBin, G2pAdjointBinBuffers};
+use super::g2p_adjoint_cells::{G2pAdjointCells, G2pAdjointCellsBuffers};
 use super::grid_box::{GridBoundsBuffers, GridBox, GridBoxBuffers, EMPTY_BOUNDS};
 use super::grid_clear::{GridClear, GridClearBuffers, GridClearUniforms};
 use super::grid_update::{GridUpdate, GridUpdateBuffers};
@@ -162,6 +164,8 @@ struct Kernels {
     grid_update: GridUpdate,
     g2p: G2p,
     g2p_adjoint: G2pAdjoint,
+    g2p_adjoint_bin: G2pAdjointBin,
+    g2p_adjoint_cells: G2pAdjointCells,
     grid_update_adjoint: GridUpdateAdjoint,
     p2g_adjoint: P2gAdjoint,
     add_assign: AddAssign,
@@ -187,7 +191,7 @@ pub struct MpmSimulator {
     scratch: [GpuBuffer; 2],
     kernels: Kernels,
     kept_grids_budget: AtomicU64,
-    binned_p2g: AtomicBool,
+    binned_scatters: AtomicBool,
     binned: GpuBuffer,
     cell_head: GpuBuffer,
     particle_next: GpuBuffer,
@@ -318,6 +322,8 @@ impl MpmSimulator {
                 grid_update: GridUpdate::new(ctx)?,
                 g2p: G2p::new(ctx)?,
                 g2p_adjoint: G2pAdjoint::new(ctx)?,
+                g2p_adjoint_bin: G2pAdjointBin::new(ctx)?,
+                g2p_adjoint_cells: G2pAdjointCells::new(ctx)?,
                 grid_update_adjoint: GridUpdateAdjoint::new(ctx)?,
                 p2g_adjoint: P2gAdjoint::new(ctx)?,
                 add_assign: AddAssign::new(ctx)?,
@@ -325,7 +331,7 @@ impl MpmSimulator {
                 grid_clear: GridClear::new(ctx)?,
             },
             kept_grids_budget: AtomicU64::new(super::rollout::KEPT_GRIDS_BUDGET_BYTES),
-            binned_p2g: AtomicBool::new(ctx.adapter_info.device_type == wgpu::DeviceType::Cpu),
+            binned_scatters: AtomicBool::new(ctx.adapter_info.device_type == wgpu::DeviceType::Cpu),
             binned: ctx.storage_zeroed::<f32>("mpm binned P2G particles", n * BINNED_STRIDE)?,
             cell_head: ctx.storage_zeroed::<u32>("mpm P2G cell list heads", nodes)?,
             particle_next: ctx.storage_zeroed::<u32>("mpm P2G cell list links", n)?,
@@ -492,7 +498,7 @@ impl MpmSimulator {
                 self.encode_clear(ctx, encoder, grid, &self.clear4, &grid.mass_momentum);
                 self.encode_clear(ctx, encoder, grid, &self.clear1, &grid.anchored);
             }
-            SubstepStage::P2g if self.binned_p2g() => {
+            SubstepStage::P2g if self.binned_scatters() => {
                 self.encode_clear(ctx, encoder, grid, &self.clear1, &self.cell_head);
                 let bin_group = k.p2g_bin.bind(
                     ctx,
@@ -565,6 +571,38 @@ impl MpmSimulator {
             }
             SubstepStage::ClearGridGrad => {
                 self.encode_clear(ctx, encoder, grid, &self.clear4, &self.grid_velocity_grad);
+            }
+            SubstepStage::G2pAdjoint if self.binned_scatters() => {
+                self.encode_clear(ctx, encoder, grid, &self.clear1, &self.cell_head);
+                let bin_group = k.g2p_adjoint_bin.bind(
+                    ctx,
+                    &G2pAdjointBinBuffers {
+                        uniforms: &self.uniforms,
+                        state: b.state,
+                        grid_velocity: &grid.velocity,
+                        anchored: &self.anchored,
+                        state_grad_next: b.grad_next,
+                        state_grad: b.grad,
+                        binned: &self.binned,
+                        cell_head: &self.cell_head,
+                        particle_next: &self.particle_next,
+                    },
+                );
+                k.g2p_adjoint_bin
+                    .dispatch(encoder, &bin_group, self.particle_count);
+                let cells_group = k.g2p_adjoint_cells.bind(
+                    ctx,
+                    &G2pAdjointCellsBuffers {
+                        uniforms: &self.uniforms,
+                        node_box: &grid.node_box,
+                        binned: &self.binned,
+                        cell_head: &self.cell_head,
+                        particle_next: &self.particle_next,
+                        grid_velocity_grad: &self.grid_velocity_grad,
+                    },
+                );
+                k.g2p_adjoint_cells
+                    .dispatch(encoder, &cells_group, &grid.dispatch_args);
             }
             SubstepStage::G2pAdjoint => {
                 let bg = k.g2p_adjoint.bind(
@@ -701,17 +739,20 @@ impl MpmSimulator {
         self.kept_grids_budget.store(bytes, Ordering::Relaxed);
     }
 
-    /// Whether P2G runs cell-binned ([`super::p2g_bin`], the default on CPU
-    /// adapters) or as the one-kernel atomic scatter ([`super::p2g`]).
-    pub fn binned_p2g(&self) -> bool {
-        self.binned_p2g.load(Ordering::Relaxed)
+    /// Whether the two scatters, P2G and the adjoint of G2P, run cell-binned
+    /// (the default on CPU adapters: [`super::p2g_bin`] then
+    /// [`super::p2g_cells`], [`super::g2p_adjoint_bin`] then
+    /// [`super::g2p_adjoint_cells`]) or as one-kernel atomic scatters (the
+    /// default on GPUs: [`super::p2g`], [`super::g2p_adjoint`]).
+    pub fn binned_scatters(&self) -> bool {
+        self.binned_scatters.load(Ordering::Relaxed)
     }
 
-    /// Chooses the P2G variant: only for tests that compare the two (both
-    /// give the same grid up to f32 summation order).
+    /// Chooses the scatter variant: only for tests that compare the two
+    /// (both give the same sums up to f32 summation order).
     #[doc(hidden)]
-    pub fn set_binned_p2g_for_tests(&self, binned: bool) {
-        self.binned_p2g.store(binned, Ordering::Relaxed);
+    pub fn set_binned_scatters_for_tests(&self, binned: bool) {
+        self.binned_scatters.store(binned, Ordering::Relaxed);
     }
 
     /// Bytes of one extra [`SubstepGrid`].
