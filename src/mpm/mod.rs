@@ -2,6 +2,8 @@
 //!
 //! One kernel, one file pair: `p2g`, `grid_update`, `g2p` and their adjoints
 //! `g2p_adjoint`, `grid_update_adjoint`, `p2g_adjoint` (shaders/mpm/*.wgsl).
+//! On CPU adapters the two scatters run cell-binned instead (`p2g_bin` +
+//! `p2g_cells`, `g2p_adjoint_bin` + `g2p_adjoint_cells`; see [`p2g_bin`]).
 //! [`MpmSimulator`] owns the buffers and encodes substeps; [`rollout`] runs
 //! frames and the checkpointed backward pass.
 
