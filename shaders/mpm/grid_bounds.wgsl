@@ -1,5 +1,6 @@
 // Bounds of the grid nodes the particles' stencils touch this substep
-// (src/mpm/grid_box.rs explains the active box): each workgroup reduces
+// (src/mpm/grid_box.rs explains the active box): each invocation reduces
+// 8 particles in registers, each workgroup reduces
 // min(base) and max(base + 2) per axis in workgroup memory, then one global
 // atomicMin/atomicMax per workgroup into `bounds` = [min xyz, max xyz]
 // (reset by grid_box after it reads them).
@@ -11,6 +12,10 @@
 @group(0) @binding(2) var<storage, read_write> bounds: array<atomic<u32>, 6>;
 
 var<workgroup> local_bounds: array<atomic<u32>, 6>;
+
+// Particles per invocation (src/mpm/grid_box.rs dispatches
+// ⌈particles / PARTICLES_PER_THREAD⌉ invocations).
+const PARTICLES_PER_THREAD: u32 = 8u;
 
 @compute @workgroup_size(256)
 fn main(
@@ -24,12 +29,26 @@ fn main(
         atomicStore(&local_bounds[local], 0u);
     }
     workgroupBarrier();
-    let p = flat_thread_index(global_id, num_workgroups, 256u);
-    if p < params.particle_count {
+    // Each invocation reduces PARTICLES_PER_THREAD particles (t, t + T,
+    // t + 2T, … with T the invocations launched) in registers first: on
+    // CPU adapters every workgroup atomic is a per-lane loop.
+    let t = flat_thread_index(global_id, num_workgroups, 256u);
+    let launched = num_workgroups.x * num_workgroups.y * 256u;
+    var lo = vec3<u32>(0xffffffffu);
+    var hi = vec3<u32>(0u);
+    var any_particle = false;
+    for (var k = 0u; k < PARTICLES_PER_THREAD; k++) {
+        let p = t + k * launched;
+        if p >= params.particle_count {
+            break;
+        }
         let o = p * STATE_STRIDE;
-        let s = stencil(vec3<f32>(state[o], state[o + 1u], state[o + 2u]), params);
-        let lo = vec3<u32>(s.base);
-        let hi = lo + vec3<u32>(2u);
+        let base = vec3<u32>(stencil(vec3<f32>(state[o], state[o + 1u], state[o + 2u]), params).base);
+        lo = min(lo, base);
+        hi = max(hi, base + vec3<u32>(2u));
+        any_particle = true;
+    }
+    if any_particle {
         atomicMin(&local_bounds[0], lo.x);
         atomicMin(&local_bounds[1], lo.y);
         atomicMin(&local_bounds[2], lo.z);

@@ -31,6 +31,9 @@ pub struct GridBoxBuffers<'a> {
     pub dispatch_args: &'a GpuBuffer,
 }
 
+/// Particles per invocation of `mpm/grid_bounds` (its `PARTICLES_PER_THREAD`).
+const PARTICLES_PER_THREAD: u32 = 8;
+
 /// Initial content of the bounds buffer (empty bounds).
 pub const EMPTY_BOUNDS: [u32; 6] = [u32::MAX, u32::MAX, u32::MAX, 0, 0, 0];
 
@@ -84,8 +87,11 @@ impl GridBox {
         box_group: &wgpu::BindGroup,
         particle_count: u32,
     ) {
-        self.bounds
-            .dispatch_threads(encoder, bounds_group, particle_count);
+        self.bounds.dispatch_threads(
+            encoder,
+            bounds_group,
+            particle_count.div_ceil(PARTICLES_PER_THREAD),
+        );
         self.finish.dispatch(encoder, box_group, [1, 1, 1]);
     }
 }

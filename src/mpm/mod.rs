@@ -2,6 +2,8 @@
 //!
 //! One kernel, one file pair: `p2g`, `grid_update`, `g2p` and their adjoints
 //! `g2p_adjoint`, `grid_update_adjoint`, `p2g_adjoint` (shaders/mpm/*.wgsl).
+//! On CPU adapters the two scatters run cell-binned instead (`p2g_bin` +
+//! `p2g_cells`, `g2p_adjoint_bin` + `g2p_adjoint_cells`; see [`p2g_bin`]).
 //! [`MpmSimulator`] owns the buffers and encodes substeps; [`rollout`] runs
 //! frames and the checkpointed backward pass.
 
@@ -10,6 +12,8 @@ pub mod config;
 pub mod error;
 pub mod g2p;
 pub mod g2p_adjoint;
+pub mod g2p_adjoint_bin;
+pub mod g2p_adjoint_cells;
 pub mod grid_box;
 pub mod grid_clear;
 pub mod grid_update;
@@ -17,6 +21,8 @@ pub mod grid_update_adjoint;
 pub mod layout;
 pub mod p2g;
 pub mod p2g_adjoint;
+pub mod p2g_bin;
+pub mod p2g_cells;
 pub mod rollout;
 pub mod simulator;
 pub mod stability;

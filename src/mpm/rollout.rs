@@ -10,6 +10,9 @@
 //! S substeps it keeps every K-th substep state (checkpoints), then replays
 //! each segment of K substeps in reverse order, keeping its K states, and
 //! runs the substep adjoints over them: S/K + K states per frame, never S.
+//! The replay of a segment also keeps each substep's grid (within
+//! [`KEPT_GRIDS_BUDGET_BYTES`]), so a substep adjoint runs G2P*, grid
+//! update* and P2G* only, without recomputing P2G and the grid update.
 //! K = S is "store everything" (one segment); the default is ⌈√S⌉.
 //!
 //! [`GradientFlow::Truncated`] is stage 2 of the fit: the state at frame k−1
@@ -38,7 +41,7 @@
 
 use super::error::MpmError;
 use super::layout::{ParticleState, STATE_STRIDE};
-use super::simulator::MpmSimulator;
+use super::simulator::{MpmSimulator, SubstepGrid};
 use crate::gpu::{GpuBuffer, GpuContext};
 
 /// States at frame boundaries: `frames[0]` is the initial state, `frames[k]`
@@ -267,9 +270,24 @@ impl MpmSimulator {
             };
             let len = every.min(substeps - j * every);
             // Segment states: t = 0 is the checkpoint, t ≥ 1 in work.segment[t−1].
-            for t in 1..len as usize {
-                let from = if t == 1 { base } else { &work.segment[t - 2] };
-                self.encode_substeps(ctx, encoder, from, &work.segment[t - 1], 1);
+            let keep_grids = work.keeps_grids();
+            if keep_grids {
+                // Replay all `len` substeps keeping each grid (the last one
+                // needs no G2P: its output is the next checkpoint's state).
+                for t in 0..len as usize {
+                    let from = match t {
+                        0 => base,
+                        _ => &work.segment[t - 1],
+                    };
+                    let to = (t + 1 < len as usize).then(|| &work.segment[t]);
+                    let grid = self.segment_grid(&work.grids, t);
+                    self.encode_substep_keeping_grid(ctx, encoder, from, to, grid);
+                }
+            } else {
+                for t in 1..len as usize {
+                    let from = if t == 1 { base } else { &work.segment[t - 2] };
+                    self.encode_substeps(ctx, encoder, from, &work.segment[t - 1], 1);
+                }
             }
             for t in (0..len).rev() {
                 let g = j * every + t;
@@ -288,20 +306,44 @@ impl MpmSimulator {
                 } else {
                     &work.grads[(g % 2) as usize]
                 };
-                self.encode_substep_adjoint(ctx, encoder, state, next, out, youngs_grad);
+                if keep_grids {
+                    let grid = self.segment_grid(&work.grids, t as usize);
+                    self.encode_substep_adjoint_on(
+                        ctx,
+                        encoder,
+                        state,
+                        next,
+                        out,
+                        youngs_grad,
+                        grid,
+                    );
+                } else {
+                    self.encode_substep_adjoint(ctx, encoder, state, next, out, youngs_grad);
+                }
             }
         }
     }
 }
 
+/// Most bytes the backward pass spends on keeping the grids of a segment's
+/// substeps (K − 1 grids besides the simulator's own, 36 bytes per node
+/// each: 6 × 9.9 MB for a 64³ grid at K = 7, 27 × 9.9 MB at K = 28). Above
+/// it, each substep adjoint recomputes its grid instead (P2G + grid update
+/// again, ~40% more backward time on lavapipe).
+pub const KEPT_GRIDS_BUDGET_BYTES: u64 = 512 << 20;
+
 /// Buffers of a frame's backward pass: S/K − 1 checkpoints, K − 1 segment
-/// states and two substep adjoints (plus the frame-boundary states the
-/// rollout already holds).
+/// states, two substep adjoints (plus the frame-boundary states the rollout
+/// already holds) and, within [`KEPT_GRIDS_BUDGET_BYTES`], K − 1 substep
+/// grids so that the replay of a segment keeps the grid of each substep for
+/// its adjoint instead of recomputing it.
 struct FrameWork {
     every: u32,
     checkpoints: Vec<GpuBuffer>,
     segment: Vec<GpuBuffer>,
     grads: [GpuBuffer; 2],
+    grids: Vec<SubstepGrid>,
+    grids_kept: bool,
 }
 
 impl FrameWork {
@@ -314,14 +356,29 @@ impl FrameWork {
         let segment = (1..every)
             .map(|t| sim.state_buffer(ctx, &format!("mpm segment state {t}")))
             .collect::<Result<_, _>>()?;
+        let grids_kept = (every as u64 - 1) * sim.substep_grid_bytes() <= sim.kept_grids_budget();
+        let grids = if grids_kept {
+            (1..every as usize)
+                .map(|t| sim.new_substep_grid(ctx, t))
+                .collect::<Result<_, _>>()?
+        } else {
+            Vec::new()
+        };
         Ok(Self {
             every,
             checkpoints,
             segment,
+            grids,
+            grids_kept,
             grads: [
                 sim.state_buffer(ctx, "mpm substep grad A")?,
                 sim.state_buffer(ctx, "mpm substep grad B")?,
             ],
         })
+    }
+
+    /// Whether segment replays keep their substeps' grids.
+    fn keeps_grids(&self) -> bool {
+        self.grids_kept
     }
 }

@@ -1,13 +1,16 @@
 //! The GPU MLS-MPM simulator: buffers, kernels and the encoding of one
 //! substep forward (P2G → grid update → G2P) and backward (G2P* → grid
-//! update* → P2G*, after recomputing the substep's grid). Rollouts over
-//! frames and the backward pass with checkpointing are in [`super::rollout`].
+//! update* → P2G*, on the substep's grid kept from the replay of its
+//! segment, or after recomputing it). Rollouts over frames and the backward
+//! pass with checkpointing are in [`super::rollout`].
 
 use super::add_assign::{AddAssign, AddAssignBuffers, AddAssignUniforms};
 use super::config::{MpmConfig, WALL_MARGIN_CELLS};
 use super::error::MpmError;
 use super::g2p::{G2p, G2pBuffers};
 use super::g2p_adjoint::{G2pAdjoint, G2pAdjointBuffers};
+use super::g2p_adjoint_bin::{G2pAdjointBin, G2pAdjointBinBuffers};
+use super::g2p_adjoint_cells::{G2pAdjointCells, G2pAdjointCellsBuffers};
 use super::grid_box::{GridBoundsBuffers, GridBox, GridBoxBuffers, EMPTY_BOUNDS};
 use super::grid_clear::{GridClear, GridClearBuffers, GridClearUniforms};
 use super::grid_update::{GridUpdate, GridUpdateBuffers};
@@ -15,9 +18,13 @@ use super::grid_update_adjoint::{GridUpdateAdjoint, GridUpdateAdjointBuffers};
 use super::layout::{ParticleState, STATE_STRIDE};
 use super::p2g::{P2g, P2gBuffers};
 use super::p2g_adjoint::{P2gAdjoint, P2gAdjointBuffers};
+use super::p2g_bin::{P2gBin, P2gBinBuffers, BINNED_STRIDE};
+use super::p2g_cells::{P2gCells, P2gCellsBuffers};
 use super::stability::min_substeps_per_frame;
 use super::status::{SimulationStatus, STATUS_WORDS};
 use super::uniforms::MpmUniforms;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
 use crate::gpu::{GpuBuffer, GpuContext};
 
 /// One stage of a substep, in the order the kernels run. Exposed so that
@@ -60,6 +67,14 @@ impl SubstepStage {
         Self::ClearGrid,
         Self::P2g,
         Self::GridUpdate,
+        Self::ClearGridGrad,
+        Self::G2pAdjoint,
+        Self::GridUpdateAdjoint,
+        Self::P2gAdjoint,
+    ];
+    /// A backward substep whose grid was kept from the forward replay of
+    /// its segment: the last four stages of [`SubstepStage::ADJOINT`].
+    pub const ADJOINT_ON_KEPT_GRID: [SubstepStage; 4] = [
         Self::ClearGridGrad,
         Self::G2pAdjoint,
         Self::GridUpdateAdjoint,
@@ -109,11 +124,48 @@ pub struct MpmSetup {
     pub youngs_max: f64,
 }
 
+/// The grid of one substep: what P2G and the grid update produce and the
+/// adjoint kernels read (grid mass/momentum, anchored-node flags, grid
+/// velocity) and the substep's active box. The simulator owns one; the
+/// backward pass keeps one per substep of a segment so that the substep
+/// adjoints need not recompute them ([`super::rollout`]).
+pub(crate) struct SubstepGrid {
+    mass_momentum: GpuBuffer,
+    anchored: GpuBuffer,
+    velocity: GpuBuffer,
+    node_box: GpuBuffer,
+    dispatch_args: GpuBuffer,
+}
+
+impl SubstepGrid {
+    /// Bytes per node of the three per-node buffers (4 + 1 + 4 words).
+    pub(crate) const BYTES_PER_NODE: u64 = 9 * 4;
+
+    fn new(ctx: &GpuContext, label: &str, nodes: usize) -> Result<Self, MpmError> {
+        Ok(Self {
+            mass_momentum: ctx
+                .storage_zeroed::<f32>(&format!("{label} grid (m, mv)"), nodes * 4)?,
+            anchored: ctx.storage_zeroed::<u32>(&format!("{label} grid anchored"), nodes)?,
+            velocity: ctx.storage_zeroed::<f32>(&format!("{label} grid velocity"), nodes * 4)?,
+            node_box: ctx.storage_zeroed::<u32>(&format!("{label} active box"), 8)?,
+            dispatch_args: ctx.buffer_from_slice(
+                &format!("{label} active-box dispatch"),
+                &[0u32; 3],
+                crate::gpu::STORAGE | wgpu::BufferUsages::INDIRECT,
+            )?,
+        })
+    }
+}
+
 struct Kernels {
     p2g: P2g,
+    p2g_bin: P2gBin,
+    p2g_cells: P2gCells,
     grid_update: GridUpdate,
     g2p: G2p,
     g2p_adjoint: G2pAdjoint,
+    g2p_adjoint_bin: G2pAdjointBin,
+    g2p_adjoint_cells: G2pAdjointCells,
     grid_update_adjoint: GridUpdateAdjoint,
     p2g_adjoint: P2gAdjoint,
     add_assign: AddAssign,
@@ -128,20 +180,21 @@ pub struct MpmSimulator {
     uniforms: GpuBuffer,
     youngs: GpuBuffer,
     anchored: GpuBuffer,
-    grid: GpuBuffer,
-    grid_anchored: GpuBuffer,
-    grid_velocity: GpuBuffer,
+    grid: SubstepGrid,
     grid_velocity_grad: GpuBuffer,
     grid_grad: GpuBuffer,
     status: GpuBuffer,
     add_uniforms: GpuBuffer,
     bounds: GpuBuffer,
-    node_box: GpuBuffer,
-    dispatch_args: GpuBuffer,
     clear4: GpuBuffer,
     clear1: GpuBuffer,
     scratch: [GpuBuffer; 2],
     kernels: Kernels,
+    kept_grids_budget: AtomicU64,
+    binned_scatters: AtomicBool,
+    binned: GpuBuffer,
+    cell_head: GpuBuffer,
+    particle_next: GpuBuffer,
 }
 
 /// Checks the explicit time-step bound for Young's modulus up to `youngs_max`.
@@ -232,9 +285,7 @@ impl MpmSimulator {
             uniforms: ctx.uniform_buffer("mpm uniforms", &uniforms)?,
             youngs: ctx.storage_from_slice("mpm youngs", &vec![setup.youngs_max as f32; n])?,
             anchored: ctx.storage_from_slice("mpm anchored particles", &anchored)?,
-            grid: ctx.storage_zeroed::<f32>("mpm grid (m, mv)", nodes * 4)?,
-            grid_anchored: ctx.storage_zeroed::<u32>("mpm grid anchored", nodes)?,
-            grid_velocity: ctx.storage_zeroed::<f32>("mpm grid velocity", nodes * 4)?,
+            grid: SubstepGrid::new(ctx, "mpm", nodes)?,
             grid_velocity_grad: ctx.storage_zeroed::<f32>("mpm grid velocity grad", nodes * 4)?,
             grid_grad: ctx.storage_zeroed::<f32>("mpm grid (mv, m) grad", nodes * 4)?,
             status: ctx.storage_zeroed::<u32>("mpm status", STATUS_WORDS)?,
@@ -246,12 +297,6 @@ impl MpmSimulator {
                 },
             )?,
             bounds: ctx.storage_from_slice("mpm active-box bounds", &EMPTY_BOUNDS)?,
-            node_box: ctx.storage_zeroed::<u32>("mpm active box", 8)?,
-            dispatch_args: ctx.buffer_from_slice(
-                "mpm active-box dispatch",
-                &[0u32; 3],
-                crate::gpu::STORAGE | wgpu::BufferUsages::INDIRECT,
-            )?,
             clear4: ctx.uniform_buffer(
                 "mpm clear (4 words per node)",
                 &GridClearUniforms {
@@ -272,15 +317,24 @@ impl MpmSimulator {
             ],
             kernels: Kernels {
                 p2g: P2g::new(ctx)?,
+                p2g_bin: P2gBin::new(ctx)?,
+                p2g_cells: P2gCells::new(ctx)?,
                 grid_update: GridUpdate::new(ctx)?,
                 g2p: G2p::new(ctx)?,
                 g2p_adjoint: G2pAdjoint::new(ctx)?,
+                g2p_adjoint_bin: G2pAdjointBin::new(ctx)?,
+                g2p_adjoint_cells: G2pAdjointCells::new(ctx)?,
                 grid_update_adjoint: GridUpdateAdjoint::new(ctx)?,
                 p2g_adjoint: P2gAdjoint::new(ctx)?,
                 add_assign: AddAssign::new(ctx)?,
                 grid_box: GridBox::new(ctx)?,
                 grid_clear: GridClear::new(ctx)?,
             },
+            kept_grids_budget: AtomicU64::new(super::rollout::KEPT_GRIDS_BUDGET_BYTES),
+            binned_scatters: AtomicBool::new(ctx.adapter_info.device_type == wgpu::DeviceType::Cpu),
+            binned: ctx.storage_zeroed::<f32>("mpm binned P2G particles", n * BINNED_STRIDE)?,
+            cell_head: ctx.storage_zeroed::<u32>("mpm P2G cell list heads", nodes)?,
+            particle_next: ctx.storage_zeroed::<u32>("mpm P2G cell list links", n)?,
         })
     }
 
@@ -396,13 +450,26 @@ impl MpmSimulator {
         Ok(ParticleState::from_packed(&ctx.read_buffer::<f32>(buffer)?))
     }
 
-    /// Records one stage of a substep (forward or adjoint) on `b`.
+    /// Records one stage of a substep (forward or adjoint) on `b`, with the
+    /// simulator's own grid.
     pub fn encode_stage(
         &self,
         ctx: &GpuContext,
         encoder: &mut wgpu::CommandEncoder,
         stage: SubstepStage,
         b: &StageBuffers,
+    ) {
+        self.encode_stage_on(ctx, encoder, stage, b, &self.grid);
+    }
+
+    /// [`MpmSimulator::encode_stage`] with the grid-side buffers of `grid`.
+    pub(crate) fn encode_stage_on(
+        &self,
+        ctx: &GpuContext,
+        encoder: &mut wgpu::CommandEncoder,
+        stage: SubstepStage,
+        b: &StageBuffers,
+        grid: &SubstepGrid,
     ) {
         let k = &self.kernels;
         match stage {
@@ -420,16 +487,46 @@ impl MpmSimulator {
                     &GridBoxBuffers {
                         uniforms: &self.uniforms,
                         bounds: &self.bounds,
-                        node_box: &self.node_box,
-                        dispatch_args: &self.dispatch_args,
+                        node_box: &grid.node_box,
+                        dispatch_args: &grid.dispatch_args,
                     },
                 );
                 k.grid_box
                     .dispatch(encoder, &bounds_group, &box_group, self.particle_count);
             }
             SubstepStage::ClearGrid => {
-                self.encode_clear(ctx, encoder, &self.clear4, &self.grid);
-                self.encode_clear(ctx, encoder, &self.clear1, &self.grid_anchored);
+                self.encode_clear(ctx, encoder, grid, &self.clear4, &grid.mass_momentum);
+                self.encode_clear(ctx, encoder, grid, &self.clear1, &grid.anchored);
+            }
+            SubstepStage::P2g if self.binned_scatters() => {
+                self.encode_clear(ctx, encoder, grid, &self.clear1, &self.cell_head);
+                let bin_group = k.p2g_bin.bind(
+                    ctx,
+                    &P2gBinBuffers {
+                        uniforms: &self.uniforms,
+                        state: b.state,
+                        youngs: &self.youngs,
+                        anchored: &self.anchored,
+                        binned: &self.binned,
+                        cell_head: &self.cell_head,
+                        particle_next: &self.particle_next,
+                        grid_anchored: &grid.anchored,
+                    },
+                );
+                k.p2g_bin.dispatch(encoder, &bin_group, self.particle_count);
+                let cells_group = k.p2g_cells.bind(
+                    ctx,
+                    &P2gCellsBuffers {
+                        uniforms: &self.uniforms,
+                        node_box: &grid.node_box,
+                        binned: &self.binned,
+                        cell_head: &self.cell_head,
+                        particle_next: &self.particle_next,
+                        grid: &grid.mass_momentum,
+                    },
+                );
+                k.p2g_cells
+                    .dispatch(encoder, &cells_group, &grid.dispatch_args);
             }
             SubstepStage::P2g => {
                 let bg = k.p2g.bind(
@@ -439,8 +536,8 @@ impl MpmSimulator {
                         state: b.state,
                         youngs: &self.youngs,
                         anchored: &self.anchored,
-                        grid: &self.grid,
-                        grid_anchored: &self.grid_anchored,
+                        grid: &grid.mass_momentum,
+                        grid_anchored: &grid.anchored,
                     },
                 );
                 k.p2g.dispatch(encoder, &bg, self.particle_count);
@@ -450,13 +547,13 @@ impl MpmSimulator {
                     ctx,
                     &GridUpdateBuffers {
                         uniforms: &self.uniforms,
-                        node_box: &self.node_box,
-                        grid: &self.grid,
-                        grid_anchored: &self.grid_anchored,
-                        grid_velocity: &self.grid_velocity,
+                        node_box: &grid.node_box,
+                        grid: &grid.mass_momentum,
+                        grid_anchored: &grid.anchored,
+                        grid_velocity: &grid.velocity,
                     },
                 );
-                k.grid_update.dispatch(encoder, &bg, &self.dispatch_args);
+                k.grid_update.dispatch(encoder, &bg, &grid.dispatch_args);
             }
             SubstepStage::G2p => {
                 let bg = k.g2p.bind(
@@ -464,7 +561,7 @@ impl MpmSimulator {
                     &G2pBuffers {
                         uniforms: &self.uniforms,
                         state: b.state,
-                        grid_velocity: &self.grid_velocity,
+                        grid_velocity: &grid.velocity,
                         anchored: &self.anchored,
                         state_out: b.next,
                         status: &self.status,
@@ -473,7 +570,39 @@ impl MpmSimulator {
                 k.g2p.dispatch(encoder, &bg, self.particle_count);
             }
             SubstepStage::ClearGridGrad => {
-                self.encode_clear(ctx, encoder, &self.clear4, &self.grid_velocity_grad);
+                self.encode_clear(ctx, encoder, grid, &self.clear4, &self.grid_velocity_grad);
+            }
+            SubstepStage::G2pAdjoint if self.binned_scatters() => {
+                self.encode_clear(ctx, encoder, grid, &self.clear1, &self.cell_head);
+                let bin_group = k.g2p_adjoint_bin.bind(
+                    ctx,
+                    &G2pAdjointBinBuffers {
+                        uniforms: &self.uniforms,
+                        state: b.state,
+                        grid_velocity: &grid.velocity,
+                        anchored: &self.anchored,
+                        state_grad_next: b.grad_next,
+                        state_grad: b.grad,
+                        binned: &self.binned,
+                        cell_head: &self.cell_head,
+                        particle_next: &self.particle_next,
+                    },
+                );
+                k.g2p_adjoint_bin
+                    .dispatch(encoder, &bin_group, self.particle_count);
+                let cells_group = k.g2p_adjoint_cells.bind(
+                    ctx,
+                    &G2pAdjointCellsBuffers {
+                        uniforms: &self.uniforms,
+                        node_box: &grid.node_box,
+                        binned: &self.binned,
+                        cell_head: &self.cell_head,
+                        particle_next: &self.particle_next,
+                        grid_velocity_grad: &self.grid_velocity_grad,
+                    },
+                );
+                k.g2p_adjoint_cells
+                    .dispatch(encoder, &cells_group, &grid.dispatch_args);
             }
             SubstepStage::G2pAdjoint => {
                 let bg = k.g2p_adjoint.bind(
@@ -481,7 +610,7 @@ impl MpmSimulator {
                     &G2pAdjointBuffers {
                         uniforms: &self.uniforms,
                         state: b.state,
-                        grid_velocity: &self.grid_velocity,
+                        grid_velocity: &grid.velocity,
                         anchored: &self.anchored,
                         state_grad_next: b.grad_next,
                         state_grad: b.grad,
@@ -495,15 +624,15 @@ impl MpmSimulator {
                     ctx,
                     &GridUpdateAdjointBuffers {
                         uniforms: &self.uniforms,
-                        node_box: &self.node_box,
-                        grid: &self.grid,
-                        grid_anchored: &self.grid_anchored,
+                        node_box: &grid.node_box,
+                        grid: &grid.mass_momentum,
+                        grid_anchored: &grid.anchored,
                         grid_velocity_grad: &self.grid_velocity_grad,
                         grid_grad: &self.grid_grad,
                     },
                 );
                 k.grid_update_adjoint
-                    .dispatch(encoder, &bg, &self.dispatch_args);
+                    .dispatch(encoder, &bg, &grid.dispatch_args);
             }
             SubstepStage::P2gAdjoint => {
                 let bg = k.p2g_adjoint.bind(
@@ -526,6 +655,7 @@ impl MpmSimulator {
         &self,
         ctx: &GpuContext,
         encoder: &mut wgpu::CommandEncoder,
+        grid: &SubstepGrid,
         clear: &GpuBuffer,
         values: &GpuBuffer,
     ) {
@@ -534,13 +664,13 @@ impl MpmSimulator {
             &GridClearBuffers {
                 uniforms: &self.uniforms,
                 clear,
-                node_box: &self.node_box,
+                node_box: &grid.node_box,
                 values,
             },
         );
         self.kernels
             .grid_clear
-            .dispatch(encoder, &bg, &self.dispatch_args);
+            .dispatch(encoder, &bg, &grid.dispatch_args);
     }
 
     /// Records one forward substep `from → to` (distinct buffers).
@@ -566,7 +696,9 @@ impl MpmSimulator {
     /// Records the adjoint of the substep leaving `state`: from
     /// `grad_next = ∂L/∂(state n+1)` writes `grad = ∂L/∂(state n)` and adds
     /// this substep's `∂L/∂E` to `youngs_grad`. Recomputes the substep's
-    /// grid first (the forward grid is not stored).
+    /// grid first (the backward pass of [`super::rollout`] keeps each
+    /// segment substep's grid from its replay instead, unless they exceed
+    /// [`super::rollout::KEPT_GRIDS_BUDGET_BYTES`]).
     pub fn encode_substep_adjoint(
         &self,
         ctx: &GpuContext,
@@ -585,6 +717,124 @@ impl MpmSimulator {
         };
         for stage in SubstepStage::ADJOINT {
             self.encode_stage(ctx, encoder, stage, &b);
+        }
+    }
+
+    /// Nodes of the grid (grid_res + 1 per axis).
+    fn node_count(&self) -> usize {
+        let per_axis = self.config.grid_res as usize + 1;
+        per_axis * per_axis * per_axis
+    }
+
+    /// Bytes the backward pass may spend on kept segment grids
+    /// ([`super::rollout::KEPT_GRIDS_BUDGET_BYTES`] unless changed).
+    pub(crate) fn kept_grids_budget(&self) -> u64 {
+        self.kept_grids_budget.load(Ordering::Relaxed)
+    }
+
+    /// Changes the kept-grids budget: only for tests that compare the
+    /// backward pass with and without kept grids (0 = always recompute).
+    #[doc(hidden)]
+    pub fn set_kept_grids_budget_for_tests(&self, bytes: u64) {
+        self.kept_grids_budget.store(bytes, Ordering::Relaxed);
+    }
+
+    /// Whether the two scatters, P2G and the adjoint of G2P, run cell-binned
+    /// (the default on CPU adapters: [`super::p2g_bin`] then
+    /// [`super::p2g_cells`], [`super::g2p_adjoint_bin`] then
+    /// [`super::g2p_adjoint_cells`]) or as one-kernel atomic scatters (the
+    /// default on GPUs: [`super::p2g`], [`super::g2p_adjoint`]).
+    pub fn binned_scatters(&self) -> bool {
+        self.binned_scatters.load(Ordering::Relaxed)
+    }
+
+    /// Chooses the scatter variant: only for tests that compare the two
+    /// (both give the same sums up to f32 summation order).
+    #[doc(hidden)]
+    pub fn set_binned_scatters_for_tests(&self, binned: bool) {
+        self.binned_scatters.store(binned, Ordering::Relaxed);
+    }
+
+    /// Bytes of one extra [`SubstepGrid`].
+    pub(crate) fn substep_grid_bytes(&self) -> u64 {
+        self.node_count() as u64 * SubstepGrid::BYTES_PER_NODE
+    }
+
+    /// A grid for one substep of a backward segment (`index` ≥ 1; index 0
+    /// is the simulator's own grid, see [`MpmSimulator::segment_grid`]).
+    pub(crate) fn new_substep_grid(
+        &self,
+        ctx: &GpuContext,
+        index: usize,
+    ) -> Result<SubstepGrid, MpmError> {
+        SubstepGrid::new(ctx, &format!("mpm segment {index}"), self.node_count())
+    }
+
+    /// Grid of substep `t` of a segment: the simulator's own for t = 0,
+    /// else `extra[t − 1]`.
+    pub(crate) fn segment_grid<'a>(
+        &'a self,
+        extra: &'a [SubstepGrid],
+        t: usize,
+    ) -> &'a SubstepGrid {
+        if t == 0 {
+            &self.grid
+        } else {
+            &extra[t - 1]
+        }
+    }
+
+    /// Records a forward substep from `from` that leaves its grid in `grid`
+    /// for [`MpmSimulator::encode_substep_adjoint_on`]; runs G2P into `to`
+    /// only when the next state is wanted.
+    pub(crate) fn encode_substep_keeping_grid(
+        &self,
+        ctx: &GpuContext,
+        encoder: &mut wgpu::CommandEncoder,
+        from: &GpuBuffer,
+        to: Option<&GpuBuffer>,
+        grid: &SubstepGrid,
+    ) {
+        let b = StageBuffers {
+            state: from,
+            next: to.unwrap_or(from),
+            grad_next: from,
+            grad: from,
+            youngs_grad: from,
+        };
+        let stages = if to.is_some() {
+            &SubstepStage::FORWARD[..]
+        } else {
+            &SubstepStage::FORWARD[..SubstepStage::FORWARD.len() - 1]
+        };
+        for &stage in stages {
+            self.encode_stage_on(ctx, encoder, stage, &b, grid);
+        }
+    }
+
+    /// [`MpmSimulator::encode_substep_adjoint`] with the substep's grid
+    /// already in `grid` (from [`MpmSimulator::encode_substep_keeping_grid`]
+    /// on `state`): runs only [`SubstepStage::ADJOINT_ON_KEPT_GRID`].
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn encode_substep_adjoint_on(
+        &self,
+        ctx: &GpuContext,
+        encoder: &mut wgpu::CommandEncoder,
+        state: &GpuBuffer,
+        grad_next: &GpuBuffer,
+        grad: &GpuBuffer,
+        youngs_grad: &GpuBuffer,
+        grid: &SubstepGrid,
+    ) {
+        let b = StageBuffers {
+            state,
+            next: grad,
+            grad_next,
+            grad,
+            youngs_grad,
+        };
+        for stage in SubstepStage::ADJOINT_ON_KEPT_GRID {
+            self.encode_stage_on(ctx, encoder, stage, &b, grid);
         }
     }
 

@@ -1,0 +1,85 @@
+// Second half of the cell-binned adjoint of G2P (after
+// g2p_adjoint_bin.wgsl; the same list walk as p2g_cells.wgsl): one
+// invocation per node of the active box, taken as the base cell of the
+// particles on its list; for each of the 27 stencil nodes it sums
+// w_ip (gv''_p + 4/dx²·gC''_p (x_i − x_p)) over the cell's particles and adds
+// the sum to ∂L/∂(grid velocity) with one atomic per node and component.
+#import common/dispatch
+#import mpm/params
+#import mpm/boundary
+#import mpm/node_box
+
+const BINNED_STRIDE: u32 = 16u;
+
+@group(0) @binding(0) var<uniform> params: MpmParams;
+// Active box [origin xyz, dims xyz, count, 0] (grid_box.wgsl).
+@group(0) @binding(1) var<storage, read> node_box: array<u32, 8>;
+@group(0) @binding(2) var<storage, read> binned: array<f32>;
+@group(0) @binding(3) var<storage, read> cell_head: array<u32>;
+@group(0) @binding(4) var<storage, read> particle_next: array<u32>;
+@group(0) @binding(5) var<storage, read_write> grid_velocity_grad: array<AtomicF32>;
+#atomic_f32_ops grid_velocity_grad
+
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgroups) num_workgroups: vec3<u32>) {
+    let t = flat_thread_index(global_id, num_workgroups, 256u);
+    if t >= node_box[6] {
+        return;
+    }
+    let res = nodes_per_axis(params);
+    let cell = box_node(t, vec3<u32>(node_box[0], node_box[1], node_box[2]), vec3<u32>(node_box[3], node_box[4], node_box[5]), res);
+    let head = cell_head[cell];
+    if head == 0u {
+        return;
+    }
+    let base = vec3<f32>(node_coords(cell, res));
+    // Per stencil node (i, j, l) at index (i·3 + j)·3 + l: ∂L/∂v_i summed
+    // over the cell's particles (the loops have constant bounds, so the
+    // compiler unrolls them and keeps the array in registers).
+    var acc: array<vec3<f32>, 27>;
+    var q = head;
+    loop {
+        if q == 0u {
+            break;
+        }
+        let p = q - 1u;
+        let b = p * BINNED_STRIDE;
+        let x = vec3<f32>(binned[b], binned[b + 1u], binned[b + 2u]);
+        let gv = vec3<f32>(binned[b + 3u], binned[b + 4u], binned[b + 5u]);
+        let gc = transpose(mat3x3<f32>(
+            vec3<f32>(binned[b + 6u], binned[b + 7u], binned[b + 8u]),
+            vec3<f32>(binned[b + 9u], binned[b + 10u], binned[b + 11u]),
+            vec3<f32>(binned[b + 12u], binned[b + 13u], binned[b + 14u]),
+        ));
+        let fx = x * params.inv_dx - base;
+        let wa = 1.5 - fx;
+        let wb = fx - 1.0;
+        let wc = fx - 0.5;
+        let w0 = 0.5 * wa * wa;
+        let w1 = 0.75 - wb * wb;
+        let w2 = 0.5 * wc * wc;
+        for (var i = 0u; i < 3u; i++) {
+            for (var j = 0u; j < 3u; j++) {
+                for (var l = 0u; l < 3u; l++) {
+                    let o = vec3<u32>(i, j, l);
+                    let w3 = select(select(w2, w1, o == vec3<u32>(1u)), w0, o == vec3<u32>(0u));
+                    let w = w3.x * w3.y * w3.z;
+                    let dpos = (vec3<f32>(o) - fx) * params.dx;
+                    acc[(i * 3u + j) * 3u + l] += w * (gv + gc * dpos);
+                }
+            }
+        }
+        q = particle_next[p];
+    }
+    for (var i = 0u; i < 3u; i++) {
+        for (var j = 0u; j < 3u; j++) {
+            for (var l = 0u; l < 3u; l++) {
+                let a = acc[(i * 3u + j) * 3u + l];
+                let node = node_index(vec3<i32>(base) + vec3<i32>(vec3<u32>(i, j, l)), res);
+                grid_velocity_grad_atomic_add(node * GRID_STRIDE, a.x);
+                grid_velocity_grad_atomic_add(node * GRID_STRIDE + 1u, a.y);
+                grid_velocity_grad_atomic_add(node * GRID_STRIDE + 2u, a.z);
+            }
+        }
+    }
+}

@@ -1,0 +1,81 @@
+// First half of the cell-binned P2G (src/mpm/p2g_bin.rs explains when it
+// replaces p2g.wgsl): per particle, the P2G quantities of p2g.wgsl that do
+// not depend on the node, m_p v_p and A_p = −dt·4/dx²·V_p·P(F_p)F_pᵀ + m_p C_p
+// (DESIGN.md § MPM step 1), written to `binned` as [x (3), m v (3),
+// A row-major (9), 0] (16 f32), and the particle pushed onto the list of
+// its stencil's base cell (`cell_head[base node]` holds p + 1, 0 = empty;
+// `particle_next[p]` the previous head). Anchored particles mark their nodes
+// as p2g.wgsl does. p2g_cells.wgsl then sums each cell's particles in
+// registers: one atomic per node and component per cell instead of per
+// particle.
+#import common/dispatch
+#import mpm/params
+#import mpm/corotated
+
+const BINNED_STRIDE: u32 = 16u;
+
+@group(0) @binding(0) var<uniform> params: MpmParams;
+@group(0) @binding(1) var<storage, read> state: array<f32>;
+@group(0) @binding(2) var<storage, read> youngs: array<f32>;
+@group(0) @binding(3) var<storage, read> anchored: array<u32>;
+@group(0) @binding(4) var<storage, read_write> binned: array<f32>;
+@group(0) @binding(5) var<storage, read_write> cell_head: array<atomic<u32>>;
+@group(0) @binding(6) var<storage, read_write> particle_next: array<u32>;
+@group(0) @binding(7) var<storage, read_write> grid_anchored: array<atomic<u32>>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgroups) num_workgroups: vec3<u32>) {
+    let p = flat_thread_index(global_id, num_workgroups, 64u);
+    if p >= params.particle_count {
+        return;
+    }
+    let o = p * STATE_STRIDE;
+    let x = vec3<f32>(state[o], state[o + 1u], state[o + 2u]);
+    let v = vec3<f32>(state[o + 3u], state[o + 4u], state[o + 5u]);
+    let c = mat3_from_rows(
+        vec3<f32>(state[o + 6u], state[o + 7u], state[o + 8u]),
+        vec3<f32>(state[o + 9u], state[o + 10u], state[o + 11u]),
+        vec3<f32>(state[o + 12u], state[o + 13u], state[o + 14u]),
+    );
+    let f = mat3_from_rows(
+        vec3<f32>(state[o + 15u], state[o + 16u], state[o + 17u]),
+        vec3<f32>(state[o + 18u], state[o + 19u], state[o + 20u]),
+        vec3<f32>(state[o + 21u], state[o + 22u], state[o + 23u]),
+    );
+    let stress = youngs[p] * corotated_stress_per_youngs(f, svd3(f), params.mu_per_youngs, params.lambda_per_youngs);
+    let k = params.dt * 4.0 * params.inv_dx * params.inv_dx * params.particle_volume;
+    let affine = -k * stress * transpose(f) + params.particle_mass * c;
+    let momentum = params.particle_mass * v;
+    let b = p * BINNED_STRIDE;
+    binned[b] = x.x;
+    binned[b + 1u] = x.y;
+    binned[b + 2u] = x.z;
+    binned[b + 3u] = momentum.x;
+    binned[b + 4u] = momentum.y;
+    binned[b + 5u] = momentum.z;
+    binned[b + 6u] = affine[0].x;
+    binned[b + 7u] = affine[1].x;
+    binned[b + 8u] = affine[2].x;
+    binned[b + 9u] = affine[0].y;
+    binned[b + 10u] = affine[1].y;
+    binned[b + 11u] = affine[2].y;
+    binned[b + 12u] = affine[0].z;
+    binned[b + 13u] = affine[1].z;
+    binned[b + 14u] = affine[2].z;
+    binned[b + 15u] = 0.0;
+    let s = stencil(x, params);
+    let res = nodes_per_axis(params);
+    particle_next[p] = atomicExchange(&cell_head[node_index(s.base, res)], p + 1u);
+    if anchored[p] != 0u {
+        for (var i = 0u; i < 3u; i++) {
+            for (var j = 0u; j < 3u; j++) {
+                for (var l = 0u; l < 3u; l++) {
+                    let w = stencil_w(s, i).x * stencil_w(s, j).y * stencil_w(s, l).z;
+                    if w > 0.0 {
+                        atomicStore(&grid_anchored[node_index(s.base + vec3<i32>(vec3<u32>(i, j, l)), res)], 1u);
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,89 @@
+//! Cell-binned adjoint of G2P, first half (shaders/mpm/g2p_adjoint_bin.wgsl):
+//! the G2P part of ∂L/∂(state n) as [`super::g2p_adjoint`], plus each
+//! particle's ∂L/∂(grid velocity) terms and its cell-list link, so that
+//! [`super::g2p_adjoint_cells`] scatters one atomic per node and component
+//! per cell (CPU adapters; [`super::p2g_bin`] explains why).
+
+use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
+
+/// Buffers of one `mpm/g2p_adjoint_bin` dispatch, named, in binding order.
+pub struct G2pAdjointBinBuffers<'a> {
+    /// [`super::uniforms::MpmUniforms`].
+    pub uniforms: &'a GpuBuffer,
+    /// Particle state at substep n.
+    pub state: &'a GpuBuffer,
+    /// Grid velocity of substep n.
+    pub grid_velocity: &'a GpuBuffer,
+    /// Anchored flag per particle.
+    pub anchored: &'a GpuBuffer,
+    /// ∂L/∂(state n+1), 24 f32 per particle.
+    pub state_grad_next: &'a GpuBuffer,
+    /// Output: ∂L/∂(state n), G2P part (overwritten).
+    pub state_grad: &'a GpuBuffer,
+    /// Output: [`super::p2g_bin::BINNED_STRIDE`] f32 per particle: x,
+    /// gv'', 4/dx²·gC'' (row-major).
+    pub binned: &'a GpuBuffer,
+    /// List heads per base cell (p + 1, 0 = empty), zeroed over the active
+    /// box before the dispatch.
+    pub cell_head: &'a GpuBuffer,
+    /// Output: list links per particle.
+    pub particle_next: &'a GpuBuffer,
+}
+
+/// The `mpm/g2p_adjoint_bin` kernel.
+pub struct G2pAdjointBin {
+    kernel: ComputeKernel,
+}
+
+impl G2pAdjointBin {
+    /// Compiles the kernel.
+    pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
+        use BindingKind::*;
+        Ok(Self {
+            kernel: ComputeKernel::new(
+                ctx,
+                "mpm/g2p_adjoint_bin",
+                "main",
+                &[
+                    Uniform,
+                    StorageRead,
+                    StorageRead,
+                    StorageRead,
+                    StorageRead,
+                    StorageReadWrite,
+                    StorageReadWrite,
+                    StorageReadWrite,
+                    StorageReadWrite,
+                ],
+            )?,
+        })
+    }
+
+    /// Bind group for `b`.
+    pub fn bind(&self, ctx: &GpuContext, b: &G2pAdjointBinBuffers) -> wgpu::BindGroup {
+        self.kernel.bind(
+            ctx,
+            &[
+                b.uniforms,
+                b.state,
+                b.grid_velocity,
+                b.anchored,
+                b.state_grad_next,
+                b.state_grad,
+                b.binned,
+                b.cell_head,
+                b.particle_next,
+            ],
+        )
+    }
+
+    /// Records one dispatch over `count` particles.
+    pub fn dispatch(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        bind_group: &wgpu::BindGroup,
+        count: u32,
+    ) {
+        self.kernel.dispatch_threads(encoder, bind_group, count);
+    }
+}

@@ -1,0 +1,77 @@
+//! Cell-binned adjoint of G2P, second half: per base cell of the active
+//! box, sums its particles' ∂L/∂(grid velocity) terms for the 27 stencil
+//! nodes and adds them with one atomic per node and component
+//! (shaders/mpm/g2p_adjoint_cells.wgsl; [`super::p2g_bin`] explains the
+//! scheme).
+
+use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
+
+/// Buffers of one `mpm/g2p_adjoint_cells` dispatch, named, in binding order.
+pub struct G2pAdjointCellsBuffers<'a> {
+    /// [`super::uniforms::MpmUniforms`].
+    pub uniforms: &'a GpuBuffer,
+    /// Active box `[origin xyz, dims xyz, count, 0]` from [`super::grid_box`].
+    pub node_box: &'a GpuBuffer,
+    /// Per-particle records from [`super::g2p_adjoint_bin`].
+    pub binned: &'a GpuBuffer,
+    /// List heads per base cell from [`super::g2p_adjoint_bin`].
+    pub cell_head: &'a GpuBuffer,
+    /// List links per particle from [`super::g2p_adjoint_bin`].
+    pub particle_next: &'a GpuBuffer,
+    /// ∂L/∂(grid velocity), zeroed before (atomic f32).
+    pub grid_velocity_grad: &'a GpuBuffer,
+}
+
+/// The `mpm/g2p_adjoint_cells` kernel.
+pub struct G2pAdjointCells {
+    kernel: ComputeKernel,
+}
+
+impl G2pAdjointCells {
+    /// Compiles the kernel for this context's atomic mode.
+    pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
+        use BindingKind::*;
+        Ok(Self {
+            kernel: ComputeKernel::new(
+                ctx,
+                "mpm/g2p_adjoint_cells",
+                "main",
+                &[
+                    Uniform,
+                    StorageRead,
+                    StorageRead,
+                    StorageRead,
+                    StorageRead,
+                    StorageReadWrite,
+                ],
+            )?,
+        })
+    }
+
+    /// Bind group for `b`.
+    pub fn bind(&self, ctx: &GpuContext, b: &G2pAdjointCellsBuffers) -> wgpu::BindGroup {
+        self.kernel.bind(
+            ctx,
+            &[
+                b.uniforms,
+                b.node_box,
+                b.binned,
+                b.cell_head,
+                b.particle_next,
+                b.grid_velocity_grad,
+            ],
+        )
+    }
+
+    /// Records one dispatch over the active box (`dispatch_args` from
+    /// [`super::grid_box`]).
+    pub fn dispatch(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        bind_group: &wgpu::BindGroup,
+        dispatch_args: &GpuBuffer,
+    ) {
+        self.kernel
+            .dispatch_indirect(encoder, bind_group, dispatch_args, 0);
+    }
+}

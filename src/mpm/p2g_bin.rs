@@ -1,0 +1,93 @@
+//! Cell-binned P2G, first half: per-particle P2G terms and the per-cell
+//! particle lists (shaders/mpm/p2g_bin.wgsl, DESIGN.md § MPM step 1).
+//!
+//! On CPU adapters (lavapipe) every f32 atomic add is a per-lane
+//! compare-and-swap loop, and P2G's 108 per particle are ~75% of its time.
+//! Binned P2G links each particle into the list of its stencil's base cell
+//! (one u32 exchange per particle), then [`super::p2g_cells`] sums each
+//! cell's particles in registers before one atomic per node and component
+//! per cell. GPUs keep the one-kernel scatter of [`super::p2g`] (fast L2
+//! atomics, no list walks); [`super::simulator::MpmSimulator`] picks by
+//! adapter type.
+
+use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
+
+/// f32 per particle in the binned record: x (3), m v (3), A row-major (9), 0.
+pub const BINNED_STRIDE: usize = 16;
+
+/// Buffers of one `mpm/p2g_bin` dispatch, named, in binding order.
+pub struct P2gBinBuffers<'a> {
+    /// [`super::uniforms::MpmUniforms`].
+    pub uniforms: &'a GpuBuffer,
+    /// Particle state, 24 f32 per particle ([`super::layout`]).
+    pub state: &'a GpuBuffer,
+    /// Young's modulus per particle (f32).
+    pub youngs: &'a GpuBuffer,
+    /// Anchored flag per particle (u32, 0/1).
+    pub anchored: &'a GpuBuffer,
+    /// Output: [`BINNED_STRIDE`] f32 per particle.
+    pub binned: &'a GpuBuffer,
+    /// Per node (as base cell): p + 1 of the list's first particle, 0 =
+    /// empty; zeroed over the active box before the dispatch.
+    pub cell_head: &'a GpuBuffer,
+    /// Output: per particle, the next particle of its cell's list (p + 1, 0 = end).
+    pub particle_next: &'a GpuBuffer,
+    /// Anchored flag per node (u32), zeroed before the dispatch.
+    pub grid_anchored: &'a GpuBuffer,
+}
+
+/// The `mpm/p2g_bin` kernel.
+pub struct P2gBin {
+    kernel: ComputeKernel,
+}
+
+impl P2gBin {
+    /// Compiles the kernel.
+    pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
+        use BindingKind::*;
+        Ok(Self {
+            kernel: ComputeKernel::new(
+                ctx,
+                "mpm/p2g_bin",
+                "main",
+                &[
+                    Uniform,
+                    StorageRead,
+                    StorageRead,
+                    StorageRead,
+                    StorageReadWrite,
+                    StorageReadWrite,
+                    StorageReadWrite,
+                    StorageReadWrite,
+                ],
+            )?,
+        })
+    }
+
+    /// Bind group for `b`.
+    pub fn bind(&self, ctx: &GpuContext, b: &P2gBinBuffers) -> wgpu::BindGroup {
+        self.kernel.bind(
+            ctx,
+            &[
+                b.uniforms,
+                b.state,
+                b.youngs,
+                b.anchored,
+                b.binned,
+                b.cell_head,
+                b.particle_next,
+                b.grid_anchored,
+            ],
+        )
+    }
+
+    /// Records one dispatch over `count` particles.
+    pub fn dispatch(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        bind_group: &wgpu::BindGroup,
+        count: u32,
+    ) {
+        self.kernel.dispatch_threads(encoder, bind_group, count);
+    }
+}

@@ -1,0 +1,76 @@
+//! Cell-binned P2G, second half: per base cell of the active box, sums its
+//! particles' mass and momentum contributions to the 27 stencil nodes and
+//! adds them to the grid with one atomic per node and component
+//! (shaders/mpm/p2g_cells.wgsl; [`super::p2g_bin`] explains the scheme).
+
+use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
+
+/// Buffers of one `mpm/p2g_cells` dispatch, named, in binding order.
+pub struct P2gCellsBuffers<'a> {
+    /// [`super::uniforms::MpmUniforms`].
+    pub uniforms: &'a GpuBuffer,
+    /// Active box `[origin xyz, dims xyz, count, 0]` from [`super::grid_box`].
+    pub node_box: &'a GpuBuffer,
+    /// Per-particle records from [`super::p2g_bin`].
+    pub binned: &'a GpuBuffer,
+    /// List heads per base cell from [`super::p2g_bin`].
+    pub cell_head: &'a GpuBuffer,
+    /// List links per particle from [`super::p2g_bin`].
+    pub particle_next: &'a GpuBuffer,
+    /// Grid (m, mv) per node, zeroed before (atomic f32).
+    pub grid: &'a GpuBuffer,
+}
+
+/// The `mpm/p2g_cells` kernel.
+pub struct P2gCells {
+    kernel: ComputeKernel,
+}
+
+impl P2gCells {
+    /// Compiles the kernel for this context's atomic mode.
+    pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
+        use BindingKind::*;
+        Ok(Self {
+            kernel: ComputeKernel::new(
+                ctx,
+                "mpm/p2g_cells",
+                "main",
+                &[
+                    Uniform,
+                    StorageRead,
+                    StorageRead,
+                    StorageRead,
+                    StorageRead,
+                    StorageReadWrite,
+                ],
+            )?,
+        })
+    }
+
+    /// Bind group for `b`.
+    pub fn bind(&self, ctx: &GpuContext, b: &P2gCellsBuffers) -> wgpu::BindGroup {
+        self.kernel.bind(
+            ctx,
+            &[
+                b.uniforms,
+                b.node_box,
+                b.binned,
+                b.cell_head,
+                b.particle_next,
+                b.grid,
+            ],
+        )
+    }
+
+    /// Records one dispatch over the active box (`dispatch_args` from
+    /// [`super::grid_box`]).
+    pub fn dispatch(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        bind_group: &wgpu::BindGroup,
+        dispatch_args: &GpuBuffer,
+    ) {
+        self.kernel
+            .dispatch_indirect(encoder, bind_group, dispatch_args, 0);
+    }
+}
