@@ -44,8 +44,8 @@ impl G2p {
         })
     }
 
-    /// Bind group for `b` (cached by the simulator: buffers do not change
-    /// between substeps).
+    /// Bind group for `b` (the simulator caches it per set of bound buffers:
+    /// [`super::bind_group_cache`]).
     pub fn bind(&self, ctx: &GpuContext, b: &G2pBuffers) -> wgpu::BindGroup {
         self.kernel.bind(
             ctx,

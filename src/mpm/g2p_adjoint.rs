@@ -47,8 +47,8 @@ impl G2pAdjoint {
         })
     }
 
-    /// Bind group for `b` (cached by the simulator: buffers do not change
-    /// between substeps).
+    /// Bind group for `b` (the simulator caches it per set of bound buffers:
+    /// [`super::bind_group_cache`]).
     pub fn bind(&self, ctx: &GpuContext, b: &G2pAdjointBuffers) -> wgpu::BindGroup {
         self.kernel.bind(
             ctx,

@@ -8,6 +8,7 @@
 //! frames and the checkpointed backward pass.
 
 pub mod add_assign;
+pub mod bind_group_cache;
 pub mod config;
 pub mod error;
 pub mod g2p;

@@ -138,6 +138,20 @@ impl MpmSimulator {
         grads: &[FrameGradient],
         options: &BackwardOptions,
     ) -> Result<MpmGradients, MpmError> {
+        let result = self.backward_unreleased(ctx, rollout, grads, options);
+        // The bind groups cached during the pass hold the rollout's and this
+        // call's buffers: let them go.
+        self.release_bind_groups();
+        result
+    }
+
+    fn backward_unreleased(
+        &self,
+        ctx: &GpuContext,
+        rollout: &Rollout,
+        grads: &[FrameGradient],
+        options: &BackwardOptions,
+    ) -> Result<MpmGradients, MpmError> {
         let floats = (self.particle_count() * STATE_STRIDE) as u64 * 4;
         let mut by_frame: Vec<Option<&GpuBuffer>> = vec![None; rollout.frames.len()];
         for g in grads {

@@ -5,6 +5,7 @@
 //! pass with checkpointing are in [`super::rollout`].
 
 use super::add_assign::{AddAssign, AddAssignBuffers, AddAssignUniforms};
+use super::bind_group_cache::BindGroupCache;
 use super::config::{MpmConfig, WALL_MARGIN_CELLS};
 use super::error::MpmError;
 use super::g2p::{G2p, G2pBuffers};
@@ -195,6 +196,7 @@ pub struct MpmSimulator {
     binned: GpuBuffer,
     cell_head: GpuBuffer,
     particle_next: GpuBuffer,
+    bind_groups: BindGroupCache,
 }
 
 /// Checks the explicit time-step bound for Young's modulus up to `youngs_max`.
@@ -335,6 +337,7 @@ impl MpmSimulator {
             binned: ctx.storage_zeroed::<f32>("mpm binned P2G particles", n * BINNED_STRIDE)?,
             cell_head: ctx.storage_zeroed::<u32>("mpm P2G cell list heads", nodes)?,
             particle_next: ctx.storage_zeroed::<u32>("mpm P2G cell list links", n)?,
+            bind_groups: BindGroupCache::default(),
         })
     }
 
@@ -472,24 +475,35 @@ impl MpmSimulator {
         grid: &SubstepGrid,
     ) {
         let k = &self.kernels;
+        let cache = &self.bind_groups;
+        // Every key lists all the buffers its bind group binds.
         match stage {
             SubstepStage::ActiveBox => {
-                let bounds_group = k.grid_box.bind_bounds(
-                    ctx,
-                    &GridBoundsBuffers {
-                        uniforms: &self.uniforms,
-                        state: b.state,
-                        bounds: &self.bounds,
-                    },
+                let bounds = GridBoundsBuffers {
+                    uniforms: &self.uniforms,
+                    state: b.state,
+                    bounds: &self.bounds,
+                };
+                let bounds_group = cache.get(
+                    "grid_bounds",
+                    &[bounds.uniforms, bounds.state, bounds.bounds],
+                    || k.grid_box.bind_bounds(ctx, &bounds),
                 );
-                let box_group = k.grid_box.bind_box(
-                    ctx,
-                    &GridBoxBuffers {
-                        uniforms: &self.uniforms,
-                        bounds: &self.bounds,
-                        node_box: &grid.node_box,
-                        dispatch_args: &grid.dispatch_args,
-                    },
+                let node_box = GridBoxBuffers {
+                    uniforms: &self.uniforms,
+                    bounds: &self.bounds,
+                    node_box: &grid.node_box,
+                    dispatch_args: &grid.dispatch_args,
+                };
+                let box_group = cache.get(
+                    "grid_box",
+                    &[
+                        node_box.uniforms,
+                        node_box.bounds,
+                        node_box.node_box,
+                        node_box.dispatch_args,
+                    ],
+                    || k.grid_box.bind_box(ctx, &node_box),
                 );
                 k.grid_box
                     .dispatch(encoder, &bounds_group, &box_group, self.particle_count);
@@ -500,72 +514,118 @@ impl MpmSimulator {
             }
             SubstepStage::P2g if self.binned_scatters() => {
                 self.encode_clear(ctx, encoder, grid, &self.clear1, &self.cell_head);
-                let bin_group = k.p2g_bin.bind(
-                    ctx,
-                    &P2gBinBuffers {
-                        uniforms: &self.uniforms,
-                        state: b.state,
-                        youngs: &self.youngs,
-                        anchored: &self.anchored,
-                        binned: &self.binned,
-                        cell_head: &self.cell_head,
-                        particle_next: &self.particle_next,
-                        grid_anchored: &grid.anchored,
-                    },
+                let bin = P2gBinBuffers {
+                    uniforms: &self.uniforms,
+                    state: b.state,
+                    youngs: &self.youngs,
+                    anchored: &self.anchored,
+                    binned: &self.binned,
+                    cell_head: &self.cell_head,
+                    particle_next: &self.particle_next,
+                    grid_anchored: &grid.anchored,
+                };
+                let bin_group = cache.get(
+                    "p2g_bin",
+                    &[
+                        bin.uniforms,
+                        bin.state,
+                        bin.youngs,
+                        bin.anchored,
+                        bin.binned,
+                        bin.cell_head,
+                        bin.particle_next,
+                        bin.grid_anchored,
+                    ],
+                    || k.p2g_bin.bind(ctx, &bin),
                 );
                 k.p2g_bin.dispatch(encoder, &bin_group, self.particle_count);
-                let cells_group = k.p2g_cells.bind(
-                    ctx,
-                    &P2gCellsBuffers {
-                        uniforms: &self.uniforms,
-                        node_box: &grid.node_box,
-                        binned: &self.binned,
-                        cell_head: &self.cell_head,
-                        particle_next: &self.particle_next,
-                        grid: &grid.mass_momentum,
-                    },
+                let cells = P2gCellsBuffers {
+                    uniforms: &self.uniforms,
+                    node_box: &grid.node_box,
+                    binned: &self.binned,
+                    cell_head: &self.cell_head,
+                    particle_next: &self.particle_next,
+                    grid: &grid.mass_momentum,
+                };
+                let cells_group = cache.get(
+                    "p2g_cells",
+                    &[
+                        cells.uniforms,
+                        cells.node_box,
+                        cells.binned,
+                        cells.cell_head,
+                        cells.particle_next,
+                        cells.grid,
+                    ],
+                    || k.p2g_cells.bind(ctx, &cells),
                 );
                 k.p2g_cells
                     .dispatch(encoder, &cells_group, &grid.dispatch_args);
             }
             SubstepStage::P2g => {
-                let bg = k.p2g.bind(
-                    ctx,
-                    &P2gBuffers {
-                        uniforms: &self.uniforms,
-                        state: b.state,
-                        youngs: &self.youngs,
-                        anchored: &self.anchored,
-                        grid: &grid.mass_momentum,
-                        grid_anchored: &grid.anchored,
-                    },
+                let p2g = P2gBuffers {
+                    uniforms: &self.uniforms,
+                    state: b.state,
+                    youngs: &self.youngs,
+                    anchored: &self.anchored,
+                    grid: &grid.mass_momentum,
+                    grid_anchored: &grid.anchored,
+                };
+                let bg = cache.get(
+                    "p2g",
+                    &[
+                        p2g.uniforms,
+                        p2g.state,
+                        p2g.youngs,
+                        p2g.anchored,
+                        p2g.grid,
+                        p2g.grid_anchored,
+                    ],
+                    || k.p2g.bind(ctx, &p2g),
                 );
                 k.p2g.dispatch(encoder, &bg, self.particle_count);
             }
             SubstepStage::GridUpdate => {
-                let bg = k.grid_update.bind(
-                    ctx,
-                    &GridUpdateBuffers {
-                        uniforms: &self.uniforms,
-                        node_box: &grid.node_box,
-                        grid: &grid.mass_momentum,
-                        grid_anchored: &grid.anchored,
-                        grid_velocity: &grid.velocity,
-                    },
+                let update = GridUpdateBuffers {
+                    uniforms: &self.uniforms,
+                    node_box: &grid.node_box,
+                    grid: &grid.mass_momentum,
+                    grid_anchored: &grid.anchored,
+                    grid_velocity: &grid.velocity,
+                };
+                let bg = cache.get(
+                    "grid_update",
+                    &[
+                        update.uniforms,
+                        update.node_box,
+                        update.grid,
+                        update.grid_anchored,
+                        update.grid_velocity,
+                    ],
+                    || k.grid_update.bind(ctx, &update),
                 );
                 k.grid_update.dispatch(encoder, &bg, &grid.dispatch_args);
             }
             SubstepStage::G2p => {
-                let bg = k.g2p.bind(
-                    ctx,
-                    &G2pBuffers {
-                        uniforms: &self.uniforms,
-                        state: b.state,
-                        grid_velocity: &grid.velocity,
-                        anchored: &self.anchored,
-                        state_out: b.next,
-                        status: &self.status,
-                    },
+                let g2p = G2pBuffers {
+                    uniforms: &self.uniforms,
+                    state: b.state,
+                    grid_velocity: &grid.velocity,
+                    anchored: &self.anchored,
+                    state_out: b.next,
+                    status: &self.status,
+                };
+                let bg = cache.get(
+                    "g2p",
+                    &[
+                        g2p.uniforms,
+                        g2p.state,
+                        g2p.grid_velocity,
+                        g2p.anchored,
+                        g2p.state_out,
+                        g2p.status,
+                    ],
+                    || k.g2p.bind(ctx, &g2p),
                 );
                 k.g2p.dispatch(encoder, &bg, self.particle_count);
             }
@@ -574,77 +634,126 @@ impl MpmSimulator {
             }
             SubstepStage::G2pAdjoint if self.binned_scatters() => {
                 self.encode_clear(ctx, encoder, grid, &self.clear1, &self.cell_head);
-                let bin_group = k.g2p_adjoint_bin.bind(
-                    ctx,
-                    &G2pAdjointBinBuffers {
-                        uniforms: &self.uniforms,
-                        state: b.state,
-                        grid_velocity: &grid.velocity,
-                        anchored: &self.anchored,
-                        state_grad_next: b.grad_next,
-                        state_grad: b.grad,
-                        binned: &self.binned,
-                        cell_head: &self.cell_head,
-                        particle_next: &self.particle_next,
-                    },
+                let bin = G2pAdjointBinBuffers {
+                    uniforms: &self.uniforms,
+                    state: b.state,
+                    grid_velocity: &grid.velocity,
+                    anchored: &self.anchored,
+                    state_grad_next: b.grad_next,
+                    state_grad: b.grad,
+                    binned: &self.binned,
+                    cell_head: &self.cell_head,
+                    particle_next: &self.particle_next,
+                };
+                let bin_group = cache.get(
+                    "g2p_adjoint_bin",
+                    &[
+                        bin.uniforms,
+                        bin.state,
+                        bin.grid_velocity,
+                        bin.anchored,
+                        bin.state_grad_next,
+                        bin.state_grad,
+                        bin.binned,
+                        bin.cell_head,
+                        bin.particle_next,
+                    ],
+                    || k.g2p_adjoint_bin.bind(ctx, &bin),
                 );
                 k.g2p_adjoint_bin
                     .dispatch(encoder, &bin_group, self.particle_count);
-                let cells_group = k.g2p_adjoint_cells.bind(
-                    ctx,
-                    &G2pAdjointCellsBuffers {
-                        uniforms: &self.uniforms,
-                        node_box: &grid.node_box,
-                        binned: &self.binned,
-                        cell_head: &self.cell_head,
-                        particle_next: &self.particle_next,
-                        grid_velocity_grad: &self.grid_velocity_grad,
-                    },
+                let cells = G2pAdjointCellsBuffers {
+                    uniforms: &self.uniforms,
+                    node_box: &grid.node_box,
+                    binned: &self.binned,
+                    cell_head: &self.cell_head,
+                    particle_next: &self.particle_next,
+                    grid_velocity_grad: &self.grid_velocity_grad,
+                };
+                let cells_group = cache.get(
+                    "g2p_adjoint_cells",
+                    &[
+                        cells.uniforms,
+                        cells.node_box,
+                        cells.binned,
+                        cells.cell_head,
+                        cells.particle_next,
+                        cells.grid_velocity_grad,
+                    ],
+                    || k.g2p_adjoint_cells.bind(ctx, &cells),
                 );
                 k.g2p_adjoint_cells
                     .dispatch(encoder, &cells_group, &grid.dispatch_args);
             }
             SubstepStage::G2pAdjoint => {
-                let bg = k.g2p_adjoint.bind(
-                    ctx,
-                    &G2pAdjointBuffers {
-                        uniforms: &self.uniforms,
-                        state: b.state,
-                        grid_velocity: &grid.velocity,
-                        anchored: &self.anchored,
-                        state_grad_next: b.grad_next,
-                        state_grad: b.grad,
-                        grid_velocity_grad: &self.grid_velocity_grad,
-                    },
+                let adj = G2pAdjointBuffers {
+                    uniforms: &self.uniforms,
+                    state: b.state,
+                    grid_velocity: &grid.velocity,
+                    anchored: &self.anchored,
+                    state_grad_next: b.grad_next,
+                    state_grad: b.grad,
+                    grid_velocity_grad: &self.grid_velocity_grad,
+                };
+                let bg = cache.get(
+                    "g2p_adjoint",
+                    &[
+                        adj.uniforms,
+                        adj.state,
+                        adj.grid_velocity,
+                        adj.anchored,
+                        adj.state_grad_next,
+                        adj.state_grad,
+                        adj.grid_velocity_grad,
+                    ],
+                    || k.g2p_adjoint.bind(ctx, &adj),
                 );
                 k.g2p_adjoint.dispatch(encoder, &bg, self.particle_count);
             }
             SubstepStage::GridUpdateAdjoint => {
-                let bg = k.grid_update_adjoint.bind(
-                    ctx,
-                    &GridUpdateAdjointBuffers {
-                        uniforms: &self.uniforms,
-                        node_box: &grid.node_box,
-                        grid: &grid.mass_momentum,
-                        grid_anchored: &grid.anchored,
-                        grid_velocity_grad: &self.grid_velocity_grad,
-                        grid_grad: &self.grid_grad,
-                    },
+                let adj = GridUpdateAdjointBuffers {
+                    uniforms: &self.uniforms,
+                    node_box: &grid.node_box,
+                    grid: &grid.mass_momentum,
+                    grid_anchored: &grid.anchored,
+                    grid_velocity_grad: &self.grid_velocity_grad,
+                    grid_grad: &self.grid_grad,
+                };
+                let bg = cache.get(
+                    "grid_update_adjoint",
+                    &[
+                        adj.uniforms,
+                        adj.node_box,
+                        adj.grid,
+                        adj.grid_anchored,
+                        adj.grid_velocity_grad,
+                        adj.grid_grad,
+                    ],
+                    || k.grid_update_adjoint.bind(ctx, &adj),
                 );
                 k.grid_update_adjoint
                     .dispatch(encoder, &bg, &grid.dispatch_args);
             }
             SubstepStage::P2gAdjoint => {
-                let bg = k.p2g_adjoint.bind(
-                    ctx,
-                    &P2gAdjointBuffers {
-                        uniforms: &self.uniforms,
-                        state: b.state,
-                        youngs: &self.youngs,
-                        grid_grad: &self.grid_grad,
-                        state_grad: b.grad,
-                        youngs_grad: b.youngs_grad,
-                    },
+                let adj = P2gAdjointBuffers {
+                    uniforms: &self.uniforms,
+                    state: b.state,
+                    youngs: &self.youngs,
+                    grid_grad: &self.grid_grad,
+                    state_grad: b.grad,
+                    youngs_grad: b.youngs_grad,
+                };
+                let bg = cache.get(
+                    "p2g_adjoint",
+                    &[
+                        adj.uniforms,
+                        adj.state,
+                        adj.youngs,
+                        adj.grid_grad,
+                        adj.state_grad,
+                        adj.youngs_grad,
+                    ],
+                    || k.p2g_adjoint.bind(ctx, &adj),
                 );
                 k.p2g_adjoint.dispatch(encoder, &bg, self.particle_count);
             }
@@ -659,14 +768,16 @@ impl MpmSimulator {
         clear: &GpuBuffer,
         values: &GpuBuffer,
     ) {
-        let bg = self.kernels.grid_clear.bind(
-            ctx,
-            &GridClearBuffers {
-                uniforms: &self.uniforms,
-                clear,
-                node_box: &grid.node_box,
-                values,
-            },
+        let b = GridClearBuffers {
+            uniforms: &self.uniforms,
+            clear,
+            node_box: &grid.node_box,
+            values,
+        };
+        let bg = self.bind_groups.get(
+            "grid_clear",
+            &[b.uniforms, b.clear, b.node_box, b.values],
+            || self.kernels.grid_clear.bind(ctx, &b),
         );
         self.kernels
             .grid_clear
@@ -888,6 +999,24 @@ impl MpmSimulator {
     /// On a failure, replays the frame substep by substep to name the
     /// substep where it started.
     pub fn run_frame(
+        &self,
+        ctx: &GpuContext,
+        start: &GpuBuffer,
+        end: &GpuBuffer,
+        frame: u32,
+    ) -> Result<(), MpmError> {
+        let result = self.run_frame_checked(ctx, start, end, frame);
+        // The frame's bind groups hold `start` and `end`: let them go.
+        self.release_bind_groups();
+        result
+    }
+
+    /// Drops the cached bind groups (and their hold on the buffers they bind).
+    pub(crate) fn release_bind_groups(&self) {
+        self.bind_groups.clear();
+    }
+
+    fn run_frame_checked(
         &self,
         ctx: &GpuContext,
         start: &GpuBuffer,
