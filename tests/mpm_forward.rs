@@ -207,17 +207,40 @@ fn blow_up_is_caught_and_named() {
         .unwrap();
     let v = swirl(&x, [0.5; 3], 1.0);
     let err = sim
-        .rollout(&ctx, &rest_state(x, v), 5)
+        .rollout(&ctx, &rest_state(x.clone(), v.clone()), 5)
         .err()
         .expect("the run must stop");
     eprintln!("{err}");
-    match err {
+    let failed_at = |err: MpmError| match err {
         MpmError::NonFinite { frame, substep, .. } | MpmError::LeftBox { frame, substep, .. } => {
-            assert!((1..=5).contains(&frame));
-            assert!(substep < config.substeps_per_frame);
+            (frame, substep)
         }
         e => panic!("wrong error {e}"),
-    }
+    };
+    let (frame, substep) = failed_at(err);
+    assert!((1..=5).contains(&frame));
+    assert!(substep < config.substeps_per_frame);
+    // The same run with one substep per frame (same dt) checks health after
+    // every substep, so the frame where it stops is the failing substep.
+    let mut one = config.clone();
+    one.fps *= config.substeps_per_frame as f64;
+    one.substeps_per_frame = 1;
+    let sim_one = MpmSimulator::new(&ctx, &one, &setup(n, spacing, 1e3)).unwrap();
+    sim_one
+        .set_youngs_unchecked_for_tests(&ctx, &vec![1e10; n])
+        .unwrap();
+    let frames = 5 * config.substeps_per_frame;
+    let err_one = sim_one
+        .rollout(&ctx, &rest_state(x, v), frames)
+        .err()
+        .expect("the one-substep run must stop too");
+    let (frame_one, substep_one) = failed_at(err_one);
+    assert_eq!(substep_one, 0);
+    assert_eq!(
+        (frame - 1) * config.substeps_per_frame + substep,
+        frame_one - 1,
+        "frame {frame} substep {substep} vs one-substep frame {frame_one}"
+    );
 }
 
 #[test]

@@ -1032,16 +1032,21 @@ impl MpmSimulator {
         if status.is_ok() {
             return Ok(());
         }
-        // Locate the first failing substep (rare path: costs one more frame).
+        // Locate the first failing substep (rare path): replay the frame
+        // once from its start, one substep per submission, and read the
+        // status after each; stop at the first bad one. O(S) substeps.
+        let mut from = start;
         for s in 0..substeps {
+            let to = &self.scratch[(s % 2) as usize];
             SimulationStatus::reset(ctx, &self.status);
             let mut encoder = crate::gpu::encoder(ctx, "mpm frame replay");
-            self.encode_substeps(ctx, &mut encoder, start, end, s + 1);
+            self.encode_substep(ctx, &mut encoder, from, to);
             ctx.queue.submit([encoder.finish()]);
             let replay = SimulationStatus::read(ctx, &self.status)?;
             if !replay.is_ok() {
                 return Err(replay.error(frame, s));
             }
+            from = to;
         }
         Err(status.error(frame, substeps - 1))
     }
