@@ -1,6 +1,6 @@
 // Bounds of the grid nodes the particles' stencils touch this substep
-// (src/mpm/grid_box.rs explains the active box): each invocation reduces
-// 8 particles in registers, each workgroup reduces
+// (src/mpm/grid_box.rs explains the active box; wrapper
+// src/mpm/grid_bounds.rs): each invocation reduces 8 particles in registers, each workgroup reduces
 // min(base) and max(base + 2) per axis in workgroup memory, then one global
 // atomicMin/atomicMax per workgroup into `bounds` = [min xyz, max xyz]
 // (reset by grid_box after it reads them).
@@ -13,7 +13,7 @@
 
 var<workgroup> local_bounds: array<atomic<u32>, 6>;
 
-// Particles per invocation (src/mpm/grid_box.rs dispatches
+// Particles per invocation (src/mpm/grid_bounds.rs dispatches
 // ⌈particles / PARTICLES_PER_THREAD⌉ invocations).
 const PARTICLES_PER_THREAD: u32 = 8u;
 

@@ -15,6 +15,7 @@ pub mod g2p;
 pub mod g2p_adjoint;
 pub mod g2p_adjoint_bin;
 pub mod g2p_adjoint_cells;
+pub mod grid_bounds;
 pub mod grid_box;
 pub mod grid_clear;
 pub mod grid_update;

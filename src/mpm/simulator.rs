@@ -12,7 +12,8 @@ use super::g2p::{G2p, G2pBuffers};
 use super::g2p_adjoint::{G2pAdjoint, G2pAdjointBuffers};
 use super::g2p_adjoint_bin::{G2pAdjointBin, G2pAdjointBinBuffers};
 use super::g2p_adjoint_cells::{G2pAdjointCells, G2pAdjointCellsBuffers};
-use super::grid_box::{GridBoundsBuffers, GridBox, GridBoxBuffers, EMPTY_BOUNDS};
+use super::grid_bounds::{GridBounds, GridBoundsBuffers, EMPTY_BOUNDS};
+use super::grid_box::{GridBox, GridBoxBuffers};
 use super::grid_clear::{GridClear, GridClearBuffers, GridClearUniforms};
 use super::grid_update::{GridUpdate, GridUpdateBuffers};
 use super::grid_update_adjoint::{GridUpdateAdjoint, GridUpdateAdjointBuffers};
@@ -170,6 +171,7 @@ struct Kernels {
     grid_update_adjoint: GridUpdateAdjoint,
     p2g_adjoint: P2gAdjoint,
     add_assign: AddAssign,
+    grid_bounds: GridBounds,
     grid_box: GridBox,
     grid_clear: GridClear,
 }
@@ -329,6 +331,7 @@ impl MpmSimulator {
                 grid_update_adjoint: GridUpdateAdjoint::new(ctx)?,
                 p2g_adjoint: P2gAdjoint::new(ctx)?,
                 add_assign: AddAssign::new(ctx)?,
+                grid_bounds: GridBounds::new(ctx)?,
                 grid_box: GridBox::new(ctx)?,
                 grid_clear: GridClear::new(ctx)?,
             },
@@ -487,7 +490,7 @@ impl MpmSimulator {
                 let bounds_group = cache.get(
                     "grid_bounds",
                     &[bounds.uniforms, bounds.state, bounds.bounds],
-                    || k.grid_box.bind_bounds(ctx, &bounds),
+                    || k.grid_bounds.bind(ctx, &bounds),
                 );
                 let node_box = GridBoxBuffers {
                     uniforms: &self.uniforms,
@@ -503,10 +506,11 @@ impl MpmSimulator {
                         node_box.node_box,
                         node_box.dispatch_args,
                     ],
-                    || k.grid_box.bind_box(ctx, &node_box),
+                    || k.grid_box.bind(ctx, &node_box),
                 );
-                k.grid_box
-                    .dispatch(encoder, &bounds_group, &box_group, self.particle_count);
+                k.grid_bounds
+                    .dispatch(encoder, &bounds_group, self.particle_count);
+                k.grid_box.dispatch(encoder, &box_group);
             }
             SubstepStage::ClearGrid => {
                 self.encode_clear(ctx, encoder, grid, &self.clear4, &grid.mass_momentum);
