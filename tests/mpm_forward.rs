@@ -1,6 +1,7 @@
 //! GPU MPM forward physics on the present adapter (lavapipe in CI): free
 //! fall, momentum conservation, anchored particles, the time-step refusal
-//! blow-up detection, and cell-binned against scatter P2G.
+//! blow-up detection, cell-binned against scatter P2G, and the active box's
+//! folded indirect dispatch.
 
 #![allow(clippy::needless_range_loop)] // parallel per-particle arrays
 
@@ -349,4 +350,62 @@ fn binned_and_scatter_p2g_agree() {
     let ends = [&runs[0][3], &runs[1][3]];
     // Not vacuous: the block moved and deformed.
     assert!(*ends[1] != start.to_packed());
+}
+
+/// Host twin of `ComputeKernel::workgroups_for` for 256-thread workgroups
+/// and the 65,535-workgroup dimension limit.
+fn folded_workgroups(threads: u32) -> [u32; 3] {
+    let groups = threads.div_ceil(256);
+    let x = groups.min(65_535);
+    [x, groups.div_ceil(x.max(1)), 1]
+}
+
+#[test]
+fn active_box_dispatch_folds_past_65535_workgroups() {
+    use physfit::mpm::grid_box::{GridBox, GridBoxBuffers};
+    use physfit::mpm::uniforms::MpmUniforms;
+    let ctx = common::gpu();
+    let config = small_config();
+    let uniforms = ctx
+        .uniform_buffer("test mpm uniforms", &MpmUniforms::new(&config, 1e-6, 1))
+        .unwrap();
+    let kernel = GridBox::new(&ctx).unwrap();
+    // Only the bounds matter to mpm/grid_box (not the grid size): boxes of
+    // 16,776,960 nodes (exactly 65,535 workgroups), 27M (folds to 2 rows),
+    // 1,000 and a 1-node box.
+    for dims in [[256u32, 255, 257], [300, 300, 300], [10, 10, 10], [1, 1, 1]] {
+        let lo = [4u32, 5, 6];
+        let bounds: Vec<u32> = lo
+            .iter()
+            .copied()
+            .chain((0..3).map(|a| lo[a] + dims[a] - 1))
+            .collect();
+        let bounds = ctx.storage_from_slice("test bounds", &bounds).unwrap();
+        let node_box = ctx.storage_zeroed::<u32>("test node box", 8).unwrap();
+        let args = ctx.storage_zeroed::<u32>("test dispatch args", 3).unwrap();
+        let bg = kernel.bind(
+            &ctx,
+            &GridBoxBuffers {
+                uniforms: &uniforms,
+                bounds: &bounds,
+                node_box: &node_box,
+                dispatch_args: &args,
+            },
+        );
+        let mut encoder = physfit::gpu::encoder(&ctx, "test grid_box");
+        kernel.dispatch(&mut encoder, &bg);
+        ctx.queue.submit([encoder.finish()]);
+        let count = dims[0] * dims[1] * dims[2];
+        let node_box: Vec<u32> = ctx.read_buffer(&node_box).unwrap();
+        assert_eq!(node_box[..7], [4, 5, 6, dims[0], dims[1], dims[2], count]);
+        let args: Vec<u32> = ctx.read_buffer(&args).unwrap();
+        assert_eq!(args, folded_workgroups(count), "box {dims:?}");
+        assert!(args[0] <= 65_535 && args[1] <= 65_535);
+        assert!(args[0] as u64 * args[1] as u64 * 256 >= count as u64);
+        // The bounds are reset for the next substep.
+        let reset: Vec<u32> = ctx.read_buffer(&bounds).unwrap();
+        assert_eq!(reset, physfit::mpm::grid_bounds::EMPTY_BOUNDS);
+    }
+    assert_eq!(folded_workgroups(300 * 300 * 300), [65_535, 2, 1]);
+    assert_eq!(folded_workgroups(256 * 255 * 257), [65_535, 1, 1]);
 }

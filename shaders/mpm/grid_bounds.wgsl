@@ -1,7 +1,8 @@
 // Bounds of the grid nodes the particles' stencils touch this substep
 // (src/mpm/grid_box.rs explains the active box; wrapper
-// src/mpm/grid_bounds.rs): each invocation reduces 8 particles in registers, each workgroup reduces
-// min(base) and max(base + 2) per axis in workgroup memory, then one global
+// src/mpm/grid_bounds.rs): each invocation reduces 8 particles in registers,
+// each workgroup reduces min(base) and max(base + 2) per axis in workgroup
+// memory, then one global
 // atomicMin/atomicMax per workgroup into `bounds` = [min xyz, max xyz]
 // (reset by grid_box after it reads them).
 #import common/dispatch

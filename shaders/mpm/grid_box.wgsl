@@ -1,11 +1,14 @@
 // Turns the node bounds of grid_bounds into the active box (origin, dims,
 // node count) and the indirect dispatch arguments of the per-node kernels
-// (256 threads per workgroup), then resets the bounds for the next substep.
+// (256 threads per workgroup, folded into 2-D past 65,535 workgroups), then resets the bounds for the next substep.
 // One invocation.
 #import mpm/params
 
 // Workgroup size of the per-node kernels (grid_clear, grid_update, grid_update_adjoint).
 const NODE_WORKGROUP: u32 = 256u;
+// Workgroups per dispatch dimension every adapter allows (WebGPU's
+// guaranteed maxComputeWorkgroupsPerDimension).
+const MAX_WORKGROUPS_PER_DIM: u32 = 65535u;
 
 @group(0) @binding(0) var<uniform> params: MpmParams;
 @group(0) @binding(1) var<storage, read_write> bounds: array<u32, 6>;
@@ -31,8 +34,14 @@ fn main() {
     node_box[5] = dims.z;
     node_box[6] = count;
     node_box[7] = 0u;
-    dispatch_args[0] = (count + NODE_WORKGROUP - 1u) / NODE_WORKGROUP;
-    dispatch_args[1] = 1u;
+    // Folded into 2-D past MAX_WORKGROUPS_PER_DIM workgroups, as
+    // ComputeKernel::workgroups_for does on the host: x = min(groups, max),
+    // y = ⌈groups / max⌉ (= ⌈groups / x⌉ for groups ≥ 1; 0 for an empty box,
+    // which dispatches nothing). The per-node kernels recover the flat index
+    // with flat_thread_index and skip t ≥ node count (the last row's excess).
+    let groups = (count + NODE_WORKGROUP - 1u) / NODE_WORKGROUP;
+    dispatch_args[0] = min(groups, MAX_WORKGROUPS_PER_DIM);
+    dispatch_args[1] = (groups + MAX_WORKGROUPS_PER_DIM - 1u) / MAX_WORKGROUPS_PER_DIM;
     dispatch_args[2] = 1u;
     bounds[0] = 0xffffffffu;
     bounds[1] = 0xffffffffu;
