@@ -259,6 +259,43 @@ fn kept_grids_equal_recomputed_grids() {
     assert!(de <= 1e-6 && dv <= 1e-6, "{de}, {dv}");
 }
 
+/// The backward pass keeps its checkpoint/segment states and grids in the
+/// simulator between calls: a second call allocates nothing more and gives
+/// the same gradients (no state leaks from the first), and a call with
+/// another checkpoint interval gets buffers of its own.
+#[test]
+fn backward_buffers_are_reused_between_calls() {
+    let ctx = common::gpu();
+    let c = case(&ctx);
+    let options = BackwardOptions {
+        flow: GradientFlow::Full,
+        checkpoint_every: Some(3),
+    };
+    let before = ctx.memory.current();
+    let first = c.gradients(&ctx, &options);
+    let held = ctx.memory.current();
+    assert!(held > before, "the backward buffers are kept");
+    let second = c.gradients(&ctx, &options);
+    assert_eq!(ctx.memory.current(), held, "the kept buffers are reused");
+    let de = relative_difference(&first.youngs, &second.youngs);
+    let dv = relative_difference(
+        &first.initial_state.to_packed(),
+        &second.initial_state.to_packed(),
+    );
+    assert!(de <= 1e-5 && dv <= 1e-5, "{de}, {dv}");
+    let other = c.gradients(
+        &ctx,
+        &BackwardOptions {
+            checkpoint_every: Some(2),
+            ..options
+        },
+    );
+    let de = relative_difference(&first.youngs, &other.youngs);
+    assert!(de <= 1e-5, "{de}");
+    c.sim.release_backward_buffers();
+    assert_eq!(ctx.memory.current(), before, "released");
+}
+
 /// Cell-binned scatters (P2G and G2P*, the default on CPU adapters) and the
 /// one-kernel atomic scatters (the default on GPUs) give the same gradients
 /// up to f32 summation order.
@@ -267,9 +304,9 @@ fn binned_and_atomic_scatters_give_the_same_gradients() {
     let ctx = common::gpu();
     let c = case(&ctx);
     let options = BackwardOptions::default();
-    c.sim.set_binned_scatters_for_tests(true);
+    c.sim.set_binned_scatters_for_tests(&ctx, true).unwrap();
     let binned = c.gradients(&ctx, &options);
-    c.sim.set_binned_scatters_for_tests(false);
+    c.sim.set_binned_scatters_for_tests(&ctx, false).unwrap();
     let scatter = c.gradients(&ctx, &options);
     let de = relative_difference(&binned.youngs, &scatter.youngs);
     let dv = relative_difference(

@@ -326,7 +326,7 @@ fn binned_and_scatter_p2g_agree() {
     let start = rest_state(x, v);
     let mut runs = Vec::new();
     for binned in [true, false] {
-        sim.set_binned_scatters_for_tests(binned);
+        sim.set_binned_scatters_for_tests(&ctx, binned).unwrap();
         let rollout = sim.rollout(&ctx, &start, 3).unwrap();
         let frames: Vec<Vec<f32>> = rollout
             .frames

@@ -181,8 +181,6 @@ impl MpmSimulator {
             .checkpoint_every
             .unwrap_or_else(|| (substeps as f64).sqrt().ceil() as u32)
             .clamp(1, substeps);
-        let youngs_grad = ctx.storage_zeroed::<f32>("mpm youngs grad", self.particle_count())?;
-        let mut work = FrameWork::new(ctx, self, every)?;
         let last = match by_frame.iter().rposition(|g| g.is_some()) {
             Some(l) => l,
             None => {
@@ -192,6 +190,23 @@ impl MpmSimulator {
                 })
             }
         };
+        let mut work = self.take_frame_work(ctx, every)?;
+        let result = self.backward_on(ctx, rollout, &by_frame, last, options, &mut work);
+        self.keep_frame_work(work);
+        result
+    }
+
+    /// The backward pass proper, on buffers kept between calls.
+    fn backward_on(
+        &self,
+        ctx: &GpuContext,
+        rollout: &Rollout,
+        by_frame: &[Option<&GpuBuffer>],
+        last: usize,
+        options: &BackwardOptions,
+        work: &mut FrameWork,
+    ) -> Result<MpmGradients, MpmError> {
+        let youngs_grad = ctx.storage_zeroed::<f32>("mpm youngs grad", self.particle_count())?;
         let initial = self.state_buffer(ctx, "mpm grad frame 0")?;
         match options.flow {
             GradientFlow::Full => {
@@ -207,7 +222,7 @@ impl MpmSimulator {
                     self.encode_frame_adjoint(
                         ctx,
                         &mut encoder,
-                        &mut work,
+                        work,
                         &rollout.frames[k - 1],
                         &adj,
                         target,
@@ -229,7 +244,7 @@ impl MpmSimulator {
                     self.encode_frame_adjoint(
                         ctx,
                         &mut encoder,
-                        &mut work,
+                        work,
                         &rollout.frames[k - 1],
                         g,
                         target,
@@ -350,8 +365,9 @@ pub const KEPT_GRIDS_BUDGET_BYTES: u64 = 512 << 20;
 /// states, two substep adjoints (plus the frame-boundary states the rollout
 /// already holds) and, within [`KEPT_GRIDS_BUDGET_BYTES`], K − 1 substep
 /// grids so that the replay of a segment keeps the grid of each substep for
-/// its adjoint instead of recomputing it.
-struct FrameWork {
+/// its adjoint instead of recomputing it. The simulator keeps them between
+/// calls ([`MpmSimulator::release_backward_buffers`] frees them).
+pub(crate) struct FrameWork {
     every: u32,
     checkpoints: Vec<GpuBuffer>,
     segment: Vec<GpuBuffer>,
@@ -361,7 +377,7 @@ struct FrameWork {
 }
 
 impl FrameWork {
-    fn new(ctx: &GpuContext, sim: &MpmSimulator, every: u32) -> Result<Self, MpmError> {
+    pub(crate) fn new(ctx: &GpuContext, sim: &MpmSimulator, every: u32) -> Result<Self, MpmError> {
         let substeps = sim.config().substeps_per_frame;
         let segments = substeps.div_ceil(every);
         let checkpoints = (1..segments)
@@ -370,7 +386,7 @@ impl FrameWork {
         let segment = (1..every)
             .map(|t| sim.state_buffer(ctx, &format!("mpm segment state {t}")))
             .collect::<Result<_, _>>()?;
-        let grids_kept = (every as u64 - 1) * sim.substep_grid_bytes() <= sim.kept_grids_budget();
+        let grids_kept = Self::keeps_grids_for(sim, every);
         let grids = if grids_kept {
             (1..every as usize)
                 .map(|t| sim.new_substep_grid(ctx, t))
@@ -389,6 +405,17 @@ impl FrameWork {
                 sim.state_buffer(ctx, "mpm substep grad B")?,
             ],
         })
+    }
+
+    /// Whether these buffers serve a backward pass with checkpoints every
+    /// `every` substeps under the simulator's current kept-grids budget
+    /// (state and grid sizes are fixed for a simulator).
+    pub(crate) fn fits(&self, sim: &MpmSimulator, every: u32) -> bool {
+        self.every == every && self.grids_kept == Self::keeps_grids_for(sim, every)
+    }
+
+    fn keeps_grids_for(sim: &MpmSimulator, every: u32) -> bool {
+        (every as u64 - 1) * sim.substep_grid_bytes() <= sim.kept_grids_budget()
     }
 
     /// Whether segment replays keep their substeps' grids.

@@ -22,10 +22,12 @@ use super::p2g::{P2g, P2gBuffers};
 use super::p2g_adjoint::{P2gAdjoint, P2gAdjointBuffers};
 use super::p2g_bin::{P2gBin, P2gBinBuffers, BINNED_STRIDE};
 use super::p2g_cells::{P2gCells, P2gCellsBuffers};
+use super::rollout::FrameWork;
 use super::stability::min_substeps_per_frame;
 use super::status::{SimulationStatus, STATUS_WORDS};
 use super::uniforms::MpmUniforms;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use crate::gpu::{GpuBuffer, GpuContext};
 
@@ -195,10 +197,28 @@ pub struct MpmSimulator {
     kernels: Kernels,
     kept_grids_budget: AtomicU64,
     binned_scatters: AtomicBool,
+    binned_lists: OnceLock<BinnedLists>,
+    bind_groups: BindGroupCache,
+    frame_work: Mutex<Option<FrameWork>>,
+}
+
+/// Buffers of the cell-binned scatters ([`super::p2g_bin`]): 68 bytes per
+/// particle and 4 per node, allocated only when the scatters run binned.
+struct BinnedLists {
     binned: GpuBuffer,
     cell_head: GpuBuffer,
     particle_next: GpuBuffer,
-    bind_groups: BindGroupCache,
+}
+
+impl BinnedLists {
+    fn new(ctx: &GpuContext, particles: usize, nodes: usize) -> Result<Self, MpmError> {
+        Ok(Self {
+            binned: ctx
+                .storage_zeroed::<f32>("mpm binned P2G particles", particles * BINNED_STRIDE)?,
+            cell_head: ctx.storage_zeroed::<u32>("mpm P2G cell list heads", nodes)?,
+            particle_next: ctx.storage_zeroed::<u32>("mpm P2G cell list links", particles)?,
+        })
+    }
 }
 
 /// Checks the explicit time-step bound for Young's modulus up to `youngs_max`.
@@ -283,6 +303,11 @@ impl MpmSimulator {
         let uniforms = MpmUniforms::new(config, setup.particle_volume, n as u32);
         let anchored: Vec<u32> = setup.anchored.iter().map(|&a| a as u32).collect();
         let state_floats = n * STATE_STRIDE;
+        let binned = ctx.adapter_info.device_type == wgpu::DeviceType::Cpu;
+        let binned_lists = OnceLock::new();
+        if binned {
+            let _ = binned_lists.set(BinnedLists::new(ctx, n, nodes)?);
+        }
         Ok(Self {
             config: config.clone(),
             particle_count: n as u32,
@@ -336,11 +361,10 @@ impl MpmSimulator {
                 grid_clear: GridClear::new(ctx)?,
             },
             kept_grids_budget: AtomicU64::new(super::rollout::KEPT_GRIDS_BUDGET_BYTES),
-            binned_scatters: AtomicBool::new(ctx.adapter_info.device_type == wgpu::DeviceType::Cpu),
-            binned: ctx.storage_zeroed::<f32>("mpm binned P2G particles", n * BINNED_STRIDE)?,
-            cell_head: ctx.storage_zeroed::<u32>("mpm P2G cell list heads", nodes)?,
-            particle_next: ctx.storage_zeroed::<u32>("mpm P2G cell list links", n)?,
+            binned_scatters: AtomicBool::new(binned),
+            binned_lists,
             bind_groups: BindGroupCache::default(),
+            frame_work: Mutex::new(None),
         })
     }
 
@@ -517,15 +541,16 @@ impl MpmSimulator {
                 self.encode_clear(ctx, encoder, grid, &self.clear1, &grid.anchored);
             }
             SubstepStage::P2g if self.binned_scatters() => {
-                self.encode_clear(ctx, encoder, grid, &self.clear1, &self.cell_head);
+                let lists = self.binned_lists();
+                self.encode_clear(ctx, encoder, grid, &self.clear1, &lists.cell_head);
                 let bin = P2gBinBuffers {
                     uniforms: &self.uniforms,
                     state: b.state,
                     youngs: &self.youngs,
                     anchored: &self.anchored,
-                    binned: &self.binned,
-                    cell_head: &self.cell_head,
-                    particle_next: &self.particle_next,
+                    binned: &lists.binned,
+                    cell_head: &lists.cell_head,
+                    particle_next: &lists.particle_next,
                     grid_anchored: &grid.anchored,
                 };
                 let bin_group = cache.get(
@@ -546,9 +571,9 @@ impl MpmSimulator {
                 let cells = P2gCellsBuffers {
                     uniforms: &self.uniforms,
                     node_box: &grid.node_box,
-                    binned: &self.binned,
-                    cell_head: &self.cell_head,
-                    particle_next: &self.particle_next,
+                    binned: &lists.binned,
+                    cell_head: &lists.cell_head,
+                    particle_next: &lists.particle_next,
                     grid: &grid.mass_momentum,
                 };
                 let cells_group = cache.get(
@@ -637,7 +662,8 @@ impl MpmSimulator {
                 self.encode_clear(ctx, encoder, grid, &self.clear4, &self.grid_velocity_grad);
             }
             SubstepStage::G2pAdjoint if self.binned_scatters() => {
-                self.encode_clear(ctx, encoder, grid, &self.clear1, &self.cell_head);
+                let lists = self.binned_lists();
+                self.encode_clear(ctx, encoder, grid, &self.clear1, &lists.cell_head);
                 let bin = G2pAdjointBinBuffers {
                     uniforms: &self.uniforms,
                     state: b.state,
@@ -645,9 +671,9 @@ impl MpmSimulator {
                     anchored: &self.anchored,
                     state_grad_next: b.grad_next,
                     state_grad: b.grad,
-                    binned: &self.binned,
-                    cell_head: &self.cell_head,
-                    particle_next: &self.particle_next,
+                    binned: &lists.binned,
+                    cell_head: &lists.cell_head,
+                    particle_next: &lists.particle_next,
                 };
                 let bin_group = cache.get(
                     "g2p_adjoint_bin",
@@ -669,9 +695,9 @@ impl MpmSimulator {
                 let cells = G2pAdjointCellsBuffers {
                     uniforms: &self.uniforms,
                     node_box: &grid.node_box,
-                    binned: &self.binned,
-                    cell_head: &self.cell_head,
-                    particle_next: &self.particle_next,
+                    binned: &lists.binned,
+                    cell_head: &lists.cell_head,
+                    particle_next: &lists.particle_next,
                     grid_velocity_grad: &self.grid_velocity_grad,
                 };
                 let cells_group = cache.get(
@@ -864,10 +890,66 @@ impl MpmSimulator {
     }
 
     /// Chooses the scatter variant: only for tests that compare the two
-    /// (both give the same sums up to f32 summation order).
+    /// (both give the same sums up to f32 summation order). Allocates the
+    /// binned lists on first use.
     #[doc(hidden)]
-    pub fn set_binned_scatters_for_tests(&self, binned: bool) {
+    pub fn set_binned_scatters_for_tests(
+        &self,
+        ctx: &GpuContext,
+        binned: bool,
+    ) -> Result<(), MpmError> {
+        if binned && self.binned_lists.get().is_none() {
+            let lists = BinnedLists::new(ctx, self.particle_count(), self.node_count())?;
+            let _ = self.binned_lists.set(lists);
+        }
         self.binned_scatters.store(binned, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The binned-scatter buffers: allocated at construction when the
+    /// scatters run binned, or by [`MpmSimulator::set_binned_scatters_for_tests`]
+    /// before it turns them on, so always present while
+    /// [`MpmSimulator::binned_scatters`] is true.
+    fn binned_lists(&self) -> &BinnedLists {
+        self.binned_lists
+            .get()
+            .expect("binned lists are allocated whenever binned scatters are on")
+    }
+
+    /// The backward pass's buffers from the previous call when they fit
+    /// `every` (and the kept-grids budget), else new ones.
+    pub(crate) fn take_frame_work(
+        &self,
+        ctx: &GpuContext,
+        every: u32,
+    ) -> Result<FrameWork, MpmError> {
+        let kept = self
+            .frame_work
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        match kept {
+            Some(work) if work.fits(self, every) => Ok(work),
+            other => {
+                drop(other); // free the old buffers before allocating
+                FrameWork::new(ctx, self, every)
+            }
+        }
+    }
+
+    /// Keeps the backward pass's buffers for the next call.
+    pub(crate) fn keep_frame_work(&self, work: FrameWork) {
+        *self.frame_work.lock().unwrap_or_else(|e| e.into_inner()) = Some(work);
+    }
+
+    /// Frees the buffers that [`MpmSimulator::backward`] keeps between calls
+    /// (checkpoint and segment states, kept grids; reallocated on the next
+    /// call).
+    pub fn release_backward_buffers(&self) {
+        self.frame_work
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
     }
 
     /// Bytes of one extra [`SubstepGrid`].
