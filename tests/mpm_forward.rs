@@ -395,6 +395,7 @@ fn active_box_dispatch_folds_past_65535_workgroups() {
         let mut encoder = physfit::gpu::encoder(&ctx, "test grid_box");
         kernel.dispatch(&mut encoder, &bg);
         ctx.queue.submit([encoder.finish()]);
+        ctx.check().unwrap();
         let count = dims[0] * dims[1] * dims[2];
         let node_box: Vec<u32> = ctx.read_buffer(&node_box).unwrap();
         assert_eq!(node_box[..7], [4, 5, 6, dims[0], dims[1], dims[2], count]);
@@ -408,4 +409,43 @@ fn active_box_dispatch_folds_past_65535_workgroups() {
     }
     assert_eq!(folded_workgroups(300 * 300 * 300), [65_535, 2, 1]);
     assert_eq!(folded_workgroups(256 * 255 * 257), [65_535, 1, 1]);
+}
+
+#[test]
+fn bind_groups_are_built_once_per_set_of_buffers() {
+    use physfit::mpm::bind_group_cache::BindGroupCache;
+    use physfit::mpm::grid_box::{GridBox, GridBoxBuffers};
+    use physfit::mpm::uniforms::MpmUniforms;
+    let ctx = common::gpu();
+    let kernel = GridBox::new(&ctx).unwrap();
+    let buffer = |label: &str| ctx.storage_zeroed::<u32>(label, 8).unwrap();
+    let uniforms = ctx
+        .uniform_buffer("u", &MpmUniforms::new(&small_config(), 1e-6, 1))
+        .unwrap();
+    let (bounds, node_box) = (buffer("b"), buffer("n"));
+    let args = [buffer("args 0"), buffer("args 1")];
+    let cache = BindGroupCache::default();
+    let mut built = 0;
+    for round in 0..3 {
+        for a in &args {
+            let b = GridBoxBuffers {
+                uniforms: &uniforms,
+                bounds: &bounds,
+                node_box: &node_box,
+                dispatch_args: a,
+            };
+            cache.get("grid_box", &[b.uniforms, b.bounds, b.node_box, a], || {
+                built += 1;
+                kernel.bind(&ctx, &b)
+            });
+        }
+        assert_eq!(
+            built, 2,
+            "round {round}: one bind group per argument buffer"
+        );
+    }
+    assert_eq!(cache.len(), 2);
+    cache.clear();
+    assert!(cache.is_empty());
+    ctx.check().unwrap();
 }

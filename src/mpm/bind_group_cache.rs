@@ -30,8 +30,10 @@ pub struct BindGroupCache {
 }
 
 impl BindGroupCache {
-    /// Entries above which the cache starts over (a frame needs a few dozen).
-    pub const MAX_ENTRIES: usize = 1024;
+    /// Entries above which the cache starts over. A forward frame needs
+    /// ~20; a backward pass with K-substep segments ~10 per kernel per
+    /// segment substep and gradient parity (~700 for K = 28, S = 768).
+    pub const MAX_ENTRIES: usize = 4096;
 
     /// The bind group of `kernel` on `buffers` (all its bound buffers, in
     /// any fixed order), built by `make` on first use.
