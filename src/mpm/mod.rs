@@ -4,7 +4,10 @@
 //! `g2p_adjoint`, `grid_update_adjoint`, `p2g_adjoint` (shaders/mpm/*.wgsl).
 //! On CPU adapters the two scatters run cell-binned instead (`p2g_bin` +
 //! `p2g_cells`, `g2p_adjoint_bin` + `g2p_adjoint_cells`; see [`p2g_bin`]).
-//! [`MpmSimulator`] owns the buffers and encodes substeps; [`rollout`] runs
+//! The per-node kernels run over the active box that `grid_bounds` +
+//! `grid_box` compute on the GPU (indirect dispatch).
+//! [`MpmSimulator`] owns the buffers and encodes substeps, reusing bind
+//! groups per set of bound buffers ([`bind_group_cache`]); [`rollout`] runs
 //! frames and the checkpointed backward pass.
 
 pub mod add_assign;
