@@ -156,3 +156,13 @@ fn counts_over_capacity_or_buffer_are_typed_errors() {
     // Scratch is only ~count/2047 words, so even the largest count can be prepared.
     assert!(PrefixSum::new(&ctx, u32::MAX).is_ok());
 }
+
+#[test]
+fn reserve_grows_capacity_and_scans_correctly() {
+    let ctx = common::gpu();
+    let mut scan = PrefixSum::new(&ctx, 100).unwrap();
+    scan.reserve(&ctx, 5_000_000).unwrap();
+    assert_eq!(scan.max_count(), 5_000_000);
+    let values = random_u32s(4_194_309, 5);
+    assert_eq!(gpu_scan_in_place(&ctx, &scan, &values), cpu_scan(&values));
+}

@@ -364,3 +364,31 @@ fn workgroup_memory_fits_common_adapters() {
     assert!((4224 * 4..=20 * 1024).contains(&scatter), "{scatter}");
     assert!(scan <= 16 * 1024, "{scan}");
 }
+
+#[test]
+fn reserve_grows_capacity_and_sorts_correctly() {
+    let ctx = common::gpu();
+    let mut sorter = RadixSort::new(&ctx, 1000).unwrap();
+    let keys = keys_with_duplicates(70_001, 500, 11);
+    // Over capacity before reserving: a typed error, not a wrong sort.
+    let keys_buf = ctx.storage_from_slice("sort keys", &keys).unwrap();
+    let values_buf = ctx
+        .storage_zeroed::<u32>("sort values", keys.len())
+        .unwrap();
+    let mut enc = encoder(&ctx, "radix sort over capacity");
+    assert!(sorter
+        .sort(
+            &ctx,
+            &mut enc,
+            &keys_buf,
+            &values_buf,
+            keys.len() as u32,
+            16
+        )
+        .is_err());
+    sorter.reserve(&ctx, 70_001).unwrap();
+    assert_eq!(sorter.max_count(), 70_001);
+    sorter.reserve(&ctx, 10).unwrap();
+    assert_eq!(sorter.max_count(), 70_001, "reserve never shrinks");
+    assert_eq!(gpu_sort(&ctx, &sorter, &keys, 16), cpu_sort(&keys, 16));
+}

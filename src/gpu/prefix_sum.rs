@@ -38,29 +38,45 @@ pub struct PrefixSum {
     max_count: u32,
 }
 
+/// Block-total buffers of levels 1, 2, … for scans of up to `max_count`.
+fn level_sum_buffers(ctx: &GpuContext, max_count: u32) -> Result<Vec<GpuBuffer>, PrimitiveError> {
+    Ok(level_counts(max_count)
+        .iter()
+        .skip(1)
+        .enumerate()
+        .map(|(level, &n)| {
+            ctx.storage_zeroed::<u32>(
+                &format!("prefix sum block totals level {}", level + 1),
+                n as usize,
+            )
+        })
+        .collect::<Result<Vec<_>, _>>()?)
+}
+
 impl PrefixSum {
     /// Compiles the kernels and allocates the scratch for `max_count` elements
     /// (about `max_count / 2047` u32 in all).
     pub fn new(ctx: &GpuContext, max_count: u32) -> Result<Self, PrimitiveError> {
         check_workgroup_memory(ctx, "gpu/prefix_sum_blocks")?;
-        let level_sums = level_counts(max_count)
-            .iter()
-            .skip(1)
-            .enumerate()
-            .map(|(level, &n)| {
-                ctx.storage_zeroed::<u32>(
-                    &format!("prefix sum block totals level {}", level + 1),
-                    n as usize,
-                )
-            })
-            .collect::<Result<Vec<_>, _>>()?;
         Ok(Self {
             blocks: PrefixSumBlocks::new(ctx)?,
             add: PrefixSumAdd::new(ctx)?,
-            level_sums,
+            level_sums: level_sum_buffers(ctx, max_count)?,
             total: ctx.storage_zeroed::<u32>("prefix sum total", 1)?,
             max_count,
         })
+    }
+
+    /// Grows the scratch to accept `max_count` elements (no-op when it
+    /// already does). Only buffers are reallocated: the compiled kernels are
+    /// kept, so callers whose counts grow pay no pipeline rebuild.
+    pub fn reserve(&mut self, ctx: &GpuContext, max_count: u32) -> Result<(), PrimitiveError> {
+        if max_count > self.max_count {
+            self.level_sums = Vec::new();
+            self.level_sums = level_sum_buffers(ctx, max_count)?;
+            self.max_count = max_count;
+        }
+        Ok(())
     }
 
     /// The largest count this instance accepts.

@@ -108,6 +108,20 @@ enum PassSource<'a> {
     },
 }
 
+/// Key and value ping-pong buffers and per-tile digit histograms for sorts
+/// of up to `max_count` elements.
+fn sort_scratch(
+    ctx: &GpuContext,
+    max_count: u32,
+) -> Result<(GpuBuffer, GpuBuffer, GpuBuffer), PrimitiveError> {
+    let max_tiles = max_count.div_ceil(RADIX_SORT_TILE_SIZE);
+    Ok((
+        ctx.storage_zeroed::<u32>("radix sort keys scratch", max_count as usize)?,
+        ctx.storage_zeroed::<u32>("radix sort values scratch", max_count as usize)?,
+        ctx.storage_zeroed::<u32>("radix sort tile histograms", (RADIX * max_tiles) as usize)?,
+    ))
+}
+
 impl RadixSort {
     /// Compiles the kernels and allocates scratch for `max_count` pairs:
     /// 8 bytes per pair plus 16 u32 per tile of 2048 (≈ 8.03 bytes per pair).
@@ -121,18 +135,14 @@ impl RadixSort {
         check_workgroup_memory(ctx, "gpu/radix_sort_histogram")?;
         check_workgroup_memory(ctx, "gpu/radix_sort_scatter")?;
         let max_tiles = max_count.div_ceil(RADIX_SORT_TILE_SIZE);
+        let (keys_scratch, values_scratch, histograms) = sort_scratch(ctx, max_count)?;
         Ok(Self {
             histogram: RadixSortHistogram::new(ctx)?,
             scatter: RadixSortScatter::new(ctx)?,
             scan: PrefixSum::new(ctx, RADIX * max_tiles)?,
-            keys_scratch: ctx
-                .storage_zeroed::<u32>("radix sort keys scratch", max_count as usize)?,
-            values_scratch: ctx
-                .storage_zeroed::<u32>("radix sort values scratch", max_count as usize)?,
-            histograms: ctx.storage_zeroed::<u32>(
-                "radix sort tile histograms",
-                (RADIX * max_tiles) as usize,
-            )?,
+            keys_scratch,
+            values_scratch,
+            histograms,
             indirect_params: RadixSortIndirectParams::new(ctx)?,
             // At most 9 passes (8 + a final stable copy) and a few scan levels.
             params: ctx.storage_zeroed::<u32>("radix sort indirect params", 4 * 9 + 4 * 8 + 2)?,
@@ -144,6 +154,28 @@ impl RadixSort {
     /// The largest count this instance accepts.
     pub fn max_count(&self) -> u32 {
         self.max_count
+    }
+
+    /// Grows the scratch to accept `max_count` elements (no-op when it
+    /// already does), keeping the compiled kernels: a caller whose counts
+    /// grow (the rasterizer's intersections) reallocates buffers only.
+    pub fn reserve(&mut self, ctx: &GpuContext, max_count: u32) -> Result<(), PrimitiveError> {
+        if max_count <= self.max_count {
+            return Ok(());
+        }
+        // Release the old scratch before allocating the larger one.
+        let placeholder = |label: &str| ctx.storage_zeroed::<u32>(label, 1);
+        self.keys_scratch = placeholder("radix sort keys scratch")?;
+        self.values_scratch = placeholder("radix sort values scratch")?;
+        self.histograms = placeholder("radix sort tile histograms")?;
+        let (keys, values, histograms) = sort_scratch(ctx, max_count)?;
+        self.keys_scratch = keys;
+        self.values_scratch = values;
+        self.histograms = histograms;
+        self.scan
+            .reserve(ctx, RADIX * max_count.div_ceil(RADIX_SORT_TILE_SIZE))?;
+        self.max_count = max_count;
+        Ok(())
     }
 
     /// Records a stable sort of the first `count` (key, value) pairs of

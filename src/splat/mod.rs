@@ -492,34 +492,27 @@ impl Rasterizer {
         splats: u32,
         intersections: u32,
     ) -> Result<(), SplatError> {
+        // Grow with headroom; only the scratch buffers are reallocated, the
+        // compiled sort and scan kernels are kept.
         let scan_needed = splats + 1;
-        if self
-            .prefix_sum
-            .as_ref()
-            .is_none_or(|p| p.max_count() < scan_needed)
-        {
-            self.prefix_sum = None;
-            self.prefix_sum = Some(PrefixSum::new(ctx, grown(scan_needed))?);
+        match self.prefix_sum.as_mut() {
+            None => self.prefix_sum = Some(PrefixSum::new(ctx, grown(scan_needed))?),
+            Some(p) if p.max_count() < scan_needed => p.reserve(ctx, grown(scan_needed))?,
+            Some(_) => {}
         }
-        if self
-            .depth_sort
-            .as_ref()
-            .is_none_or(|s| s.max_count() < splats)
-        {
-            self.depth_sort = None;
-            self.depth_sort = Some(RadixSort::new(ctx, grown(splats))?);
+        match self.depth_sort.as_mut() {
+            None => self.depth_sort = Some(RadixSort::new(ctx, grown(splats))?),
+            Some(s) if s.max_count() < splats => s.reserve(ctx, grown(splats))?,
+            Some(_) => {}
         }
-        if self
-            .tile_sort
-            .as_ref()
-            .is_none_or(|s| s.max_count() < intersections)
-        {
-            self.tile_sort = None;
-            // Headroom capped at the largest count the device can bind.
-            let limit =
-                (ctx.limits.max_storage_buffer_binding_size / 4).min(u64::from(u32::MAX)) as u32;
-            let capacity = grown(intersections).min(limit).max(intersections);
-            self.tile_sort = Some(RadixSort::new(ctx, capacity)?);
+        // Headroom capped at the largest count the device can bind.
+        let limit =
+            (ctx.limits.max_storage_buffer_binding_size / 4).min(u64::from(u32::MAX)) as u32;
+        let capacity = grown(intersections).min(limit).max(intersections);
+        match self.tile_sort.as_mut() {
+            None => self.tile_sort = Some(RadixSort::new(ctx, capacity)?),
+            Some(s) if s.max_count() < intersections => s.reserve(ctx, capacity)?,
+            Some(_) => {}
         }
         Ok(())
     }
