@@ -9,6 +9,7 @@
 #import common/dispatch
 #import mpm/params
 #import mpm/g2p_adjoint_particle
+#import mpm/binned_particle
 
 @group(0) @binding(0) var<uniform> params: MpmParams;
 @group(0) @binding(1) var<storage, read> state: array<f32>;
@@ -19,8 +20,6 @@
 @group(0) @binding(6) var<storage, read_write> binned: array<f32>;
 @group(0) @binding(7) var<storage, read_write> cell_head: array<atomic<u32>>;
 @group(0) @binding(8) var<storage, read_write> particle_next: array<u32>;
-
-const BINNED_STRIDE: u32 = 16u;
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgroups) num_workgroups: vec3<u32>) {
@@ -53,26 +52,11 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
                 }
             }
         }
-        let scaled_gc = carry.apic * carry.gc;
-        let x = inputs.x;
-        let gv = carry.gv;
+        let binned_gv = binned_record(inputs.x, carry.gv, carry.apic * carry.gc);
         let r = p * BINNED_STRIDE;
-        binned[r] = x.x;
-        binned[r + 1u] = x.y;
-        binned[r + 2u] = x.z;
-        binned[r + 3u] = gv.x;
-        binned[r + 4u] = gv.y;
-        binned[r + 5u] = gv.z;
-        binned[r + 6u] = scaled_gc[0].x;
-        binned[r + 7u] = scaled_gc[1].x;
-        binned[r + 8u] = scaled_gc[2].x;
-        binned[r + 9u] = scaled_gc[0].y;
-        binned[r + 10u] = scaled_gc[1].y;
-        binned[r + 11u] = scaled_gc[2].y;
-        binned[r + 12u] = scaled_gc[0].z;
-        binned[r + 13u] = scaled_gc[1].z;
-        binned[r + 14u] = scaled_gc[2].z;
-        binned[r + 15u] = 0.0;
+        for (var k = 0u; k < BINNED_STRIDE; k++) {
+            binned[r + k] = binned_gv[k];
+        }
         particle_next[p] = atomicExchange(&cell_head[node_index(carry.s.base, nodes_per_axis(params))], p + 1u);
         gf = g2p_adjoint_gf(carry, b, inputs.gf_next, params);
     }

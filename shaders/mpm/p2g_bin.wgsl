@@ -11,8 +11,7 @@
 #import common/dispatch
 #import mpm/params
 #import mpm/corotated
-
-const BINNED_STRIDE: u32 = 16u;
+#import mpm/binned_particle
 
 @group(0) @binding(0) var<uniform> params: MpmParams;
 @group(0) @binding(1) var<storage, read> state: array<f32>;
@@ -47,22 +46,10 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
     let affine = -k * stress * transpose(f) + params.particle_mass * c;
     let momentum = params.particle_mass * v;
     let b = p * BINNED_STRIDE;
-    binned[b] = x.x;
-    binned[b + 1u] = x.y;
-    binned[b + 2u] = x.z;
-    binned[b + 3u] = momentum.x;
-    binned[b + 4u] = momentum.y;
-    binned[b + 5u] = momentum.z;
-    binned[b + 6u] = affine[0].x;
-    binned[b + 7u] = affine[1].x;
-    binned[b + 8u] = affine[2].x;
-    binned[b + 9u] = affine[0].y;
-    binned[b + 10u] = affine[1].y;
-    binned[b + 11u] = affine[2].y;
-    binned[b + 12u] = affine[0].z;
-    binned[b + 13u] = affine[1].z;
-    binned[b + 14u] = affine[2].z;
-    binned[b + 15u] = 0.0;
+    let record = binned_record(x, momentum, affine);
+    for (var k = 0u; k < BINNED_STRIDE; k++) {
+        binned[b + k] = record[k];
+    }
     let s = stencil(x, params);
     let res = nodes_per_axis(params);
     particle_next[p] = atomicExchange(&cell_head[node_index(s.base, res)], p + 1u);
