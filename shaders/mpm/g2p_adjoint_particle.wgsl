@@ -5,6 +5,7 @@
 // values: the kernels keep their own bindings, loads and writes (naga takes
 // no storage pointers as function parameters).
 #import mpm/params
+#import mpm/particle_state
 
 // One particle's inputs, unpacked from its state record (x, F) and from its
 // record of ∂L/∂(state n+1) (STATE_STRIDE floats each: x, v, C, F).
@@ -18,25 +19,9 @@ struct G2pAdjointInputs {
 }
 
 fn g2p_adjoint_inputs(state: array<f32, STATE_STRIDE>, grad_next: array<f32, STATE_STRIDE>) -> G2pAdjointInputs {
-    let x = vec3<f32>(state[0], state[1], state[2]);
-    let f = mat3_from_rows(
-        vec3<f32>(state[15], state[16], state[17]),
-        vec3<f32>(state[18], state[19], state[20]),
-        vec3<f32>(state[21], state[22], state[23]),
-    );
-    let gx_next = vec3<f32>(grad_next[0], grad_next[1], grad_next[2]);
-    let gv_next = vec3<f32>(grad_next[3], grad_next[4], grad_next[5]);
-    let gc_next = mat3_from_rows(
-        vec3<f32>(grad_next[6], grad_next[7], grad_next[8]),
-        vec3<f32>(grad_next[9], grad_next[10], grad_next[11]),
-        vec3<f32>(grad_next[12], grad_next[13], grad_next[14]),
-    );
-    let gf_next = mat3_from_rows(
-        vec3<f32>(grad_next[15], grad_next[16], grad_next[17]),
-        vec3<f32>(grad_next[18], grad_next[19], grad_next[20]),
-        vec3<f32>(grad_next[21], grad_next[22], grad_next[23]),
-    );
-    return G2pAdjointInputs(x, f, gx_next, gv_next, gc_next, gf_next);
+    let ps = particle_state(state);
+    let g = particle_state(grad_next);
+    return G2pAdjointInputs(ps.x, ps.f, g.x, g.v, g.c, g.f);
 }
 
 // What a non-anchored particle carries through its 27 stencil nodes:
