@@ -43,8 +43,8 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
         for (var i = 0u; i < 3u; i++) {
             for (var j = 0u; j < 3u; j++) {
                 for (var l = 0u; l < 3u; l++) {
-                    let node = g2p_adjoint_node(carry.s, vec3<u32>(i, j, l), params);
-                    let g = node.grid_offset;
+                    let node = stencil_node(carry.s, vec3<u32>(i, j, l), params);
+                    let g = node.node * GRID_STRIDE;
                     let vi = vec3<f32>(grid_velocity[g], grid_velocity[g + 1u], grid_velocity[g + 2u]);
                     let terms = g2p_adjoint_node_terms(carry, node, vi);
                     b += terms.b;

@@ -6,6 +6,7 @@
 // no storage pointers as function parameters).
 #import mpm/params
 #import mpm/particle_state
+#import mpm/stencil_node
 
 // One particle's inputs, unpacked from its state record (x, F) and from its
 // record of ∂L/∂(state n+1) (STATE_STRIDE floats each: x, v, C, F).
@@ -40,30 +41,6 @@ fn g2p_adjoint_carry(inputs: G2pAdjointInputs, params: MpmParams) -> G2pAdjointC
     return G2pAdjointCarry(gv, gc, apic, stencil(inputs.x, params));
 }
 
-// Stencil node `offset` of a particle: weight w_ip, ∇w_ip, x_i − x_p and the
-// node's first float in the grid (node index · GRID_STRIDE).
-struct G2pAdjointNode {
-    w: f32,
-    grad_w: vec3<f32>,
-    dpos: vec3<f32>,
-    grid_offset: u32,
-}
-
-fn g2p_adjoint_node(s: Stencil, offset: vec3<u32>, params: MpmParams) -> G2pAdjointNode {
-    let wx = stencil_w(s, offset.x).x;
-    let wy = stencil_w(s, offset.y).y;
-    let wz = stencil_w(s, offset.z).z;
-    let w = wx * wy * wz;
-    let grad_w = params.inv_dx * vec3<f32>(
-        stencil_dw(s, offset.x).x * wy * wz,
-        wx * stencil_dw(s, offset.y).y * wz,
-        wx * wy * stencil_dw(s, offset.z).z,
-    );
-    let dpos = (vec3<f32>(offset) - s.fx) * params.dx;
-    let g = node_index(s.base + vec3<i32>(offset), nodes_per_axis(params)) * GRID_STRIDE;
-    return G2pAdjointNode(w, grad_w, dpos, g);
-}
-
 // One node's terms given its velocity v_i: the node's share of
 // B = Σ w_ip v_i (x_i − x_p)ᵀ (C' = 4/dx²·B), of gx and ∂L/∂v_i.
 struct G2pAdjointNodeTerms {
@@ -72,7 +49,7 @@ struct G2pAdjointNodeTerms {
     grid_velocity_grad: vec3<f32>,
 }
 
-fn g2p_adjoint_node_terms(carry: G2pAdjointCarry, node: G2pAdjointNode, vi: vec3<f32>) -> G2pAdjointNodeTerms {
+fn g2p_adjoint_node_terms(carry: G2pAdjointCarry, node: StencilNode, vi: vec3<f32>) -> G2pAdjointNodeTerms {
     let w = node.w;
     let dpos = node.dpos;
     let b = mat3x3<f32>(w * dpos.x * vi, w * dpos.y * vi, w * dpos.z * vi);

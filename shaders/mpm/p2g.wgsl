@@ -6,6 +6,7 @@
 #import mpm/params
 #import mpm/particle_state
 #import mpm/p2g_particle
+#import mpm/stencil_node
 
 @group(0) @binding(0) var<uniform> params: MpmParams;
 @group(0) @binding(1) var<storage, read> state: array<f32>;
@@ -36,10 +37,10 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
     for (var i = 0u; i < 3u; i++) {
         for (var j = 0u; j < 3u; j++) {
             for (var l = 0u; l < 3u; l++) {
-                let offset = vec3<u32>(i, j, l);
-                let w = stencil_w(s, i).x * stencil_w(s, j).y * stencil_w(s, l).z;
-                let dpos = (vec3<f32>(offset) - s.fx) * params.dx;
-                let node = node_index(s.base + vec3<i32>(offset), nodes_per_axis(params));
+                let node_at = stencil_node(s, vec3<u32>(i, j, l), params);
+                let w = node_at.w;
+                let dpos = node_at.dpos;
+                let node = node_at.node;
                 let mv = w * (momentum + affine * dpos);
                 grid_atomic_add(node * GRID_STRIDE, w * params.particle_mass);
                 grid_atomic_add(node * GRID_STRIDE + 1u, mv.x);
