@@ -6,6 +6,8 @@
 // per frame by src/mpm/status.rs).
 #import common/dispatch
 #import mpm/params
+#import mpm/particle_state
+#import mpm/stencil_node
 
 @group(0) @binding(0) var<uniform> params: MpmParams;
 @group(0) @binding(1) var<storage, read> state: array<f32>;
@@ -21,12 +23,13 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
         return;
     }
     let o = p * STATE_STRIDE;
-    let x = vec3<f32>(state[o], state[o + 1u], state[o + 2u]);
-    let f = mat3_from_rows(
-        vec3<f32>(state[o + 15u], state[o + 16u], state[o + 17u]),
-        vec3<f32>(state[o + 18u], state[o + 19u], state[o + 20u]),
-        vec3<f32>(state[o + 21u], state[o + 22u], state[o + 23u]),
-    );
+    var state_record: array<f32, STATE_STRIDE>;
+    for (var k = 0u; k < STATE_STRIDE; k++) {
+        state_record[k] = state[o + k];
+    }
+    let ps = particle_state(state_record);
+    let x = ps.x;
+    let f = ps.f;
     var x_new = x;
     var v_new = vec3<f32>(0.0);
     var c_new = mat3x3<f32>();
@@ -37,10 +40,10 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
         for (var i = 0u; i < 3u; i++) {
             for (var j = 0u; j < 3u; j++) {
                 for (var l = 0u; l < 3u; l++) {
-                    let offset = vec3<u32>(i, j, l);
-                    let w = stencil_w(s, i).x * stencil_w(s, j).y * stencil_w(s, l).z;
-                    let dpos = (vec3<f32>(offset) - s.fx) * params.dx;
-                    let g = node_index(s.base + vec3<i32>(offset), nodes_per_axis(params)) * GRID_STRIDE;
+                    let node = stencil_node(s, vec3<u32>(i, j, l), params);
+                    let w = node.w;
+                    let dpos = node.dpos;
+                    let g = node.node * GRID_STRIDE;
                     let vi = vec3<f32>(grid_velocity[g], grid_velocity[g + 1u], grid_velocity[g + 2u]);
                     v_new += w * vi;
                     // Outer product w·v_i·dposᵀ (column c = v_i·dpos_c).

@@ -12,6 +12,7 @@
 // particles around it), hence the f32 atomics.
 #import common/dispatch
 #import mpm/params
+#import mpm/g2p_adjoint_particle
 
 @group(0) @binding(0) var<uniform> params: MpmParams;
 @group(0) @binding(1) var<storage, read> state: array<f32>;
@@ -29,70 +30,37 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
         return;
     }
     let o = p * STATE_STRIDE;
-    let x = vec3<f32>(state[o], state[o + 1u], state[o + 2u]);
-    let f = mat3_from_rows(
-        vec3<f32>(state[o + 15u], state[o + 16u], state[o + 17u]),
-        vec3<f32>(state[o + 18u], state[o + 19u], state[o + 20u]),
-        vec3<f32>(state[o + 21u], state[o + 22u], state[o + 23u]),
-    );
-    let gx_next = vec3<f32>(state_grad_next[o], state_grad_next[o + 1u], state_grad_next[o + 2u]);
-    let gv_next = vec3<f32>(state_grad_next[o + 3u], state_grad_next[o + 4u], state_grad_next[o + 5u]);
-    let gc_next = mat3_from_rows(
-        vec3<f32>(state_grad_next[o + 6u], state_grad_next[o + 7u], state_grad_next[o + 8u]),
-        vec3<f32>(state_grad_next[o + 9u], state_grad_next[o + 10u], state_grad_next[o + 11u]),
-        vec3<f32>(state_grad_next[o + 12u], state_grad_next[o + 13u], state_grad_next[o + 14u]),
-    );
-    let gf_next = mat3_from_rows(
-        vec3<f32>(state_grad_next[o + 15u], state_grad_next[o + 16u], state_grad_next[o + 17u]),
-        vec3<f32>(state_grad_next[o + 18u], state_grad_next[o + 19u], state_grad_next[o + 20u]),
-        vec3<f32>(state_grad_next[o + 21u], state_grad_next[o + 22u], state_grad_next[o + 23u]),
-    );
-    var gx = gx_next;
-    var gf = gf_next;
+    var state_record: array<f32, STATE_STRIDE>;
+    var grad_next_record: array<f32, STATE_STRIDE>;
+    for (var k = 0u; k < STATE_STRIDE; k++) {
+        state_record[k] = state[o + k];
+        grad_next_record[k] = state_grad_next[o + k];
+    }
+    let inputs = g2p_adjoint_inputs(state_record, grad_next_record);
+    var gx = inputs.gx_next;
+    var gf = inputs.gf_next;
     if anchored[p] == 0u {
-        let gv = gv_next + params.dt * gx_next;
-        let gc = gc_next + params.dt * gf_next * transpose(f);
-        let apic = 4.0 * params.inv_dx * params.inv_dx;
-        let s = stencil(x, params);
+        let carry = g2p_adjoint_carry(inputs, params);
         var b = mat3x3<f32>();
         for (var i = 0u; i < 3u; i++) {
             for (var j = 0u; j < 3u; j++) {
                 for (var l = 0u; l < 3u; l++) {
-                    let offset = vec3<u32>(i, j, l);
-                    let wx = stencil_w(s, i).x;
-                    let wy = stencil_w(s, j).y;
-                    let wz = stencil_w(s, l).z;
-                    let w = wx * wy * wz;
-                    let grad_w = params.inv_dx * vec3<f32>(
-                        stencil_dw(s, i).x * wy * wz,
-                        wx * stencil_dw(s, j).y * wz,
-                        wx * wy * stencil_dw(s, l).z,
-                    );
-                    let dpos = (vec3<f32>(offset) - s.fx) * params.dx;
-                    let g = node_index(s.base + vec3<i32>(offset), nodes_per_axis(params)) * GRID_STRIDE;
+                    let node = stencil_node(carry.s, vec3<u32>(i, j, l), params);
+                    let g = node.node * GRID_STRIDE;
                     let vi = vec3<f32>(grid_velocity[g], grid_velocity[g + 1u], grid_velocity[g + 2u]);
-                    b += mat3x3<f32>(w * dpos.x * vi, w * dpos.y * vi, w * dpos.z * vi);
-                    let gc_dpos = gc * dpos;
-                    let gvi = w * (gv + apic * gc_dpos);
-                    grid_velocity_grad_atomic_add(g, gvi.x);
-                    grid_velocity_grad_atomic_add(g + 1u, gvi.y);
-                    grid_velocity_grad_atomic_add(g + 2u, gvi.z);
-                    gx += (dot(gv, vi) + apic * dot(vi, gc_dpos)) * grad_w - apic * w * (transpose(gc) * vi);
+                    let terms = g2p_adjoint_node_terms(carry, node, vi);
+                    b += terms.b;
+                    gx += terms.gx;
+                    grid_velocity_grad_atomic_add(g, terms.grid_velocity_grad.x);
+                    grid_velocity_grad_atomic_add(g + 1u, terms.grid_velocity_grad.y);
+                    grid_velocity_grad_atomic_add(g + 2u, terms.grid_velocity_grad.z);
                 }
             }
         }
-        let c_new = apic * b;
-        let identity = mat3x3<f32>(vec3<f32>(1.0, 0.0, 0.0), vec3<f32>(0.0, 1.0, 0.0), vec3<f32>(0.0, 0.0, 1.0));
-        gf = transpose(identity + params.dt * c_new) * gf_next;
+        gf = g2p_adjoint_gf(carry, b, inputs.gf_next, params);
     }
-    state_grad[o] = gx.x;
-    state_grad[o + 1u] = gx.y;
-    state_grad[o + 2u] = gx.z;
-    for (var r = 0u; r < 3u; r++) {
-        state_grad[o + 3u + r] = 0.0;
-        for (var c = 0u; c < 3u; c++) {
-            state_grad[o + 6u + r * 3u + c] = 0.0;
-            state_grad[o + 15u + r * 3u + c] = gf[c][r];
-        }
+    let record = g2p_adjoint_state_grad(gx, gf);
+    for (var k = 0u; k < STATE_STRIDE; k++) {
+        state_grad[o + k] = record[k];
     }
 }

@@ -8,8 +8,7 @@
 #import mpm/params
 #import mpm/boundary
 #import mpm/node_box
-
-const BINNED_STRIDE: u32 = 16u;
+#import mpm/binned_particle
 
 @group(0) @binding(0) var<uniform> params: MpmParams;
 // Active box [origin xyz, dims xyz, count, 0] (grid_box.wgsl).
@@ -44,28 +43,17 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
         }
         let p = q - 1u;
         let b = p * BINNED_STRIDE;
-        let x = vec3<f32>(binned[b], binned[b + 1u], binned[b + 2u]);
-        let gv = vec3<f32>(binned[b + 3u], binned[b + 4u], binned[b + 5u]);
-        let gc = transpose(mat3x3<f32>(
-            vec3<f32>(binned[b + 6u], binned[b + 7u], binned[b + 8u]),
-            vec3<f32>(binned[b + 9u], binned[b + 10u], binned[b + 11u]),
-            vec3<f32>(binned[b + 12u], binned[b + 13u], binned[b + 14u]),
-        ));
-        let fx = x * params.inv_dx - base;
-        let wa = 1.5 - fx;
-        let wb = fx - 1.0;
-        let wc = fx - 0.5;
-        let w0 = 0.5 * wa * wa;
-        let w1 = 0.75 - wb * wb;
-        let w2 = 0.5 * wc * wc;
+        var record: array<f32, BINNED_STRIDE>;
+        for (var k = 0u; k < BINNED_STRIDE; k++) {
+            record[k] = binned[b + k];
+        }
+        let particle = binned_particle(record);
+        let cw = cell_weights(particle.x, base, params);
         for (var i = 0u; i < 3u; i++) {
             for (var j = 0u; j < 3u; j++) {
                 for (var l = 0u; l < 3u; l++) {
-                    let o = vec3<u32>(i, j, l);
-                    let w3 = select(select(w2, w1, o == vec3<u32>(1u)), w0, o == vec3<u32>(0u));
-                    let w = w3.x * w3.y * w3.z;
-                    let dpos = (vec3<f32>(o) - fx) * params.dx;
-                    acc[(i * 3u + j) * 3u + l] += w * (gv + gc * dpos);
+                    let term = cell_node_term(particle, cw, vec3<u32>(i, j, l), params);
+                    acc[(i * 3u + j) * 3u + l] += term.yzw;
                 }
             }
         }
@@ -75,7 +63,7 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
         for (var j = 0u; j < 3u; j++) {
             for (var l = 0u; l < 3u; l++) {
                 let a = acc[(i * 3u + j) * 3u + l];
-                let node = node_index(vec3<i32>(base) + vec3<i32>(vec3<u32>(i, j, l)), res);
+                let node = cell_node_index(base, vec3<u32>(i, j, l), res);
                 grid_velocity_grad_atomic_add(node * GRID_STRIDE, a.x);
                 grid_velocity_grad_atomic_add(node * GRID_STRIDE + 1u, a.y);
                 grid_velocity_grad_atomic_add(node * GRID_STRIDE + 2u, a.z);

@@ -4,7 +4,9 @@
 // flagged anchored also mark every node with w_ip > 0 as anchored.
 #import common/dispatch
 #import mpm/params
-#import mpm/corotated
+#import mpm/particle_state
+#import mpm/p2g_particle
+#import mpm/stencil_node
 
 @group(0) @binding(0) var<uniform> params: MpmParams;
 @group(0) @binding(1) var<storage, read> state: array<f32>;
@@ -21,31 +23,24 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
         return;
     }
     let o = p * STATE_STRIDE;
-    let x = vec3<f32>(state[o], state[o + 1u], state[o + 2u]);
-    let v = vec3<f32>(state[o + 3u], state[o + 4u], state[o + 5u]);
-    let c = mat3_from_rows(
-        vec3<f32>(state[o + 6u], state[o + 7u], state[o + 8u]),
-        vec3<f32>(state[o + 9u], state[o + 10u], state[o + 11u]),
-        vec3<f32>(state[o + 12u], state[o + 13u], state[o + 14u]),
-    );
-    let f = mat3_from_rows(
-        vec3<f32>(state[o + 15u], state[o + 16u], state[o + 17u]),
-        vec3<f32>(state[o + 18u], state[o + 19u], state[o + 20u]),
-        vec3<f32>(state[o + 21u], state[o + 22u], state[o + 23u]),
-    );
-    let stress = youngs[p] * corotated_stress_per_youngs(f, svd3(f), params.mu_per_youngs, params.lambda_per_youngs);
-    let k = params.dt * 4.0 * params.inv_dx * params.inv_dx * params.particle_volume;
-    let affine = -k * stress * transpose(f) + params.particle_mass * c;
-    let momentum = params.particle_mass * v;
+    var state_record: array<f32, STATE_STRIDE>;
+    for (var k = 0u; k < STATE_STRIDE; k++) {
+        state_record[k] = state[o + k];
+    }
+    let ps = particle_state(state_record);
+    let x = ps.x;
+    let particle = p2g_particle(ps, youngs[p], params);
+    let affine = particle.affine;
+    let momentum = particle.momentum;
     let is_anchored = anchored[p] != 0u;
     let s = stencil(x, params);
     for (var i = 0u; i < 3u; i++) {
         for (var j = 0u; j < 3u; j++) {
             for (var l = 0u; l < 3u; l++) {
-                let offset = vec3<u32>(i, j, l);
-                let w = stencil_w(s, i).x * stencil_w(s, j).y * stencil_w(s, l).z;
-                let dpos = (vec3<f32>(offset) - s.fx) * params.dx;
-                let node = node_index(s.base + vec3<i32>(offset), nodes_per_axis(params));
+                let node_at = stencil_node(s, vec3<u32>(i, j, l), params);
+                let w = node_at.w;
+                let dpos = node_at.dpos;
+                let node = node_at.node;
                 let mv = w * (momentum + affine * dpos);
                 grid_atomic_add(node * GRID_STRIDE, w * params.particle_mass);
                 grid_atomic_add(node * GRID_STRIDE + 1u, mv.x);

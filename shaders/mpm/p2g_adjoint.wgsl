@@ -10,6 +10,8 @@
 #import common/dispatch
 #import mpm/params
 #import mpm/corotated
+#import mpm/particle_state
+#import mpm/stencil_node
 
 @group(0) @binding(0) var<uniform> params: MpmParams;
 @group(0) @binding(1) var<storage, read> state: array<f32>;
@@ -25,18 +27,15 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
         return;
     }
     let o = p * STATE_STRIDE;
-    let x = vec3<f32>(state[o], state[o + 1u], state[o + 2u]);
-    let v = vec3<f32>(state[o + 3u], state[o + 4u], state[o + 5u]);
-    let c = mat3_from_rows(
-        vec3<f32>(state[o + 6u], state[o + 7u], state[o + 8u]),
-        vec3<f32>(state[o + 9u], state[o + 10u], state[o + 11u]),
-        vec3<f32>(state[o + 12u], state[o + 13u], state[o + 14u]),
-    );
-    let f = mat3_from_rows(
-        vec3<f32>(state[o + 15u], state[o + 16u], state[o + 17u]),
-        vec3<f32>(state[o + 18u], state[o + 19u], state[o + 20u]),
-        vec3<f32>(state[o + 21u], state[o + 22u], state[o + 23u]),
-    );
+    var state_record: array<f32, STATE_STRIDE>;
+    for (var k = 0u; k < STATE_STRIDE; k++) {
+        state_record[k] = state[o + k];
+    }
+    let ps = particle_state(state_record);
+    let x = ps.x;
+    let v = ps.v;
+    let c = ps.c;
+    let f = ps.f;
     let e = youngs[p];
     let svd = svd3(f);
     let stress_hat = corotated_stress_per_youngs(f, svd, params.mu_per_youngs, params.lambda_per_youngs);
@@ -52,18 +51,11 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
     for (var i = 0u; i < 3u; i++) {
         for (var j = 0u; j < 3u; j++) {
             for (var l = 0u; l < 3u; l++) {
-                let offset = vec3<u32>(i, j, l);
-                let wx = stencil_w(s, i).x;
-                let wy = stencil_w(s, j).y;
-                let wz = stencil_w(s, l).z;
-                let w = wx * wy * wz;
-                let grad_w = params.inv_dx * vec3<f32>(
-                    stencil_dw(s, i).x * wy * wz,
-                    wx * stencil_dw(s, j).y * wz,
-                    wx * wy * stencil_dw(s, l).z,
-                );
-                let dpos = (vec3<f32>(offset) - s.fx) * params.dx;
-                let g = node_index(s.base + vec3<i32>(offset), nodes_per_axis(params)) * GRID_STRIDE;
+                let node = stencil_node(s, vec3<u32>(i, j, l), params);
+                let w = node.w;
+                let grad_w = node.grad_w;
+                let dpos = node.dpos;
+                let g = node.node * GRID_STRIDE;
                 let g_mv = vec3<f32>(grid_grad[g], grid_grad[g + 1u], grid_grad[g + 2u]);
                 let g_m = grid_grad[g + 3u];
                 gv += w * mp * g_mv;

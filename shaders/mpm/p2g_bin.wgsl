@@ -10,9 +10,9 @@
 // particle.
 #import common/dispatch
 #import mpm/params
-#import mpm/corotated
-
-const BINNED_STRIDE: u32 = 16u;
+#import mpm/particle_state
+#import mpm/p2g_particle
+#import mpm/binned_particle
 
 @group(0) @binding(0) var<uniform> params: MpmParams;
 @group(0) @binding(1) var<storage, read> state: array<f32>;
@@ -30,39 +30,20 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
         return;
     }
     let o = p * STATE_STRIDE;
-    let x = vec3<f32>(state[o], state[o + 1u], state[o + 2u]);
-    let v = vec3<f32>(state[o + 3u], state[o + 4u], state[o + 5u]);
-    let c = mat3_from_rows(
-        vec3<f32>(state[o + 6u], state[o + 7u], state[o + 8u]),
-        vec3<f32>(state[o + 9u], state[o + 10u], state[o + 11u]),
-        vec3<f32>(state[o + 12u], state[o + 13u], state[o + 14u]),
-    );
-    let f = mat3_from_rows(
-        vec3<f32>(state[o + 15u], state[o + 16u], state[o + 17u]),
-        vec3<f32>(state[o + 18u], state[o + 19u], state[o + 20u]),
-        vec3<f32>(state[o + 21u], state[o + 22u], state[o + 23u]),
-    );
-    let stress = youngs[p] * corotated_stress_per_youngs(f, svd3(f), params.mu_per_youngs, params.lambda_per_youngs);
-    let k = params.dt * 4.0 * params.inv_dx * params.inv_dx * params.particle_volume;
-    let affine = -k * stress * transpose(f) + params.particle_mass * c;
-    let momentum = params.particle_mass * v;
+    var state_record: array<f32, STATE_STRIDE>;
+    for (var k = 0u; k < STATE_STRIDE; k++) {
+        state_record[k] = state[o + k];
+    }
+    let ps = particle_state(state_record);
+    let x = ps.x;
+    let particle = p2g_particle(ps, youngs[p], params);
+    let affine = particle.affine;
+    let momentum = particle.momentum;
     let b = p * BINNED_STRIDE;
-    binned[b] = x.x;
-    binned[b + 1u] = x.y;
-    binned[b + 2u] = x.z;
-    binned[b + 3u] = momentum.x;
-    binned[b + 4u] = momentum.y;
-    binned[b + 5u] = momentum.z;
-    binned[b + 6u] = affine[0].x;
-    binned[b + 7u] = affine[1].x;
-    binned[b + 8u] = affine[2].x;
-    binned[b + 9u] = affine[0].y;
-    binned[b + 10u] = affine[1].y;
-    binned[b + 11u] = affine[2].y;
-    binned[b + 12u] = affine[0].z;
-    binned[b + 13u] = affine[1].z;
-    binned[b + 14u] = affine[2].z;
-    binned[b + 15u] = 0.0;
+    let record = binned_record(x, momentum, affine);
+    for (var k = 0u; k < BINNED_STRIDE; k++) {
+        binned[b + k] = record[k];
+    }
     let s = stencil(x, params);
     let res = nodes_per_axis(params);
     particle_next[p] = atomicExchange(&cell_head[node_index(s.base, res)], p + 1u);

@@ -18,6 +18,21 @@ pub struct G2pBuffers<'a> {
     pub status: &'a GpuBuffer,
 }
 
+impl<'a> G2pBuffers<'a> {
+    /// The buffers in binding order: what the bind group binds, and the
+    /// simulator's bind-group cache key ([`super::bind_group_cache`]).
+    pub fn in_binding_order(&self) -> [&'a GpuBuffer; 6] {
+        [
+            self.uniforms,
+            self.state,
+            self.grid_velocity,
+            self.anchored,
+            self.state_out,
+            self.status,
+        ]
+    }
+}
+
 /// The `mpm/g2p` kernel.
 pub struct G2p {
     kernel: ComputeKernel,
@@ -47,17 +62,7 @@ impl G2p {
     /// Bind group for `b` (the simulator caches it per set of bound buffers:
     /// [`super::bind_group_cache`]).
     pub fn bind(&self, ctx: &GpuContext, b: &G2pBuffers) -> wgpu::BindGroup {
-        self.kernel.bind(
-            ctx,
-            &[
-                b.uniforms,
-                b.state,
-                b.grid_velocity,
-                b.anchored,
-                b.state_out,
-                b.status,
-            ],
-        )
+        self.kernel.bind(ctx, &b.in_binding_order())
     }
 
     /// Records one dispatch over `count` particles.

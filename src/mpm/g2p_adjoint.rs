@@ -20,6 +20,22 @@ pub struct G2pAdjointBuffers<'a> {
     pub grid_velocity_grad: &'a GpuBuffer,
 }
 
+impl<'a> G2pAdjointBuffers<'a> {
+    /// The buffers in binding order: what the bind group binds, and the
+    /// simulator's bind-group cache key ([`super::bind_group_cache`]).
+    pub fn in_binding_order(&self) -> [&'a GpuBuffer; 7] {
+        [
+            self.uniforms,
+            self.state,
+            self.grid_velocity,
+            self.anchored,
+            self.state_grad_next,
+            self.state_grad,
+            self.grid_velocity_grad,
+        ]
+    }
+}
+
 /// The `mpm/g2p_adjoint` kernel.
 pub struct G2pAdjoint {
     kernel: ComputeKernel,
@@ -50,18 +66,7 @@ impl G2pAdjoint {
     /// Bind group for `b` (the simulator caches it per set of bound buffers:
     /// [`super::bind_group_cache`]).
     pub fn bind(&self, ctx: &GpuContext, b: &G2pAdjointBuffers) -> wgpu::BindGroup {
-        self.kernel.bind(
-            ctx,
-            &[
-                b.uniforms,
-                b.state,
-                b.grid_velocity,
-                b.anchored,
-                b.state_grad_next,
-                b.state_grad,
-                b.grid_velocity_grad,
-            ],
-        )
+        self.kernel.bind(ctx, &b.in_binding_order())
     }
 
     /// Records one dispatch over `count` particles.

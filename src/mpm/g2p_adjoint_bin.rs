@@ -30,6 +30,24 @@ pub struct G2pAdjointBinBuffers<'a> {
     pub particle_next: &'a GpuBuffer,
 }
 
+impl<'a> G2pAdjointBinBuffers<'a> {
+    /// The buffers in binding order: what the bind group binds, and the
+    /// simulator's bind-group cache key ([`super::bind_group_cache`]).
+    pub fn in_binding_order(&self) -> [&'a GpuBuffer; 9] {
+        [
+            self.uniforms,
+            self.state,
+            self.grid_velocity,
+            self.anchored,
+            self.state_grad_next,
+            self.state_grad,
+            self.binned,
+            self.cell_head,
+            self.particle_next,
+        ]
+    }
+}
+
 /// The `mpm/g2p_adjoint_bin` kernel.
 pub struct G2pAdjointBin {
     kernel: ComputeKernel,
@@ -61,20 +79,7 @@ impl G2pAdjointBin {
 
     /// Bind group for `b`.
     pub fn bind(&self, ctx: &GpuContext, b: &G2pAdjointBinBuffers) -> wgpu::BindGroup {
-        self.kernel.bind(
-            ctx,
-            &[
-                b.uniforms,
-                b.state,
-                b.grid_velocity,
-                b.anchored,
-                b.state_grad_next,
-                b.state_grad,
-                b.binned,
-                b.cell_head,
-                b.particle_next,
-            ],
-        )
+        self.kernel.bind(ctx, &b.in_binding_order())
     }
 
     /// Records one dispatch over `count` particles.

@@ -22,6 +22,21 @@ pub struct G2pAdjointCellsBuffers<'a> {
     pub grid_velocity_grad: &'a GpuBuffer,
 }
 
+impl<'a> G2pAdjointCellsBuffers<'a> {
+    /// The buffers in binding order: what the bind group binds, and the
+    /// simulator's bind-group cache key ([`super::bind_group_cache`]).
+    pub fn in_binding_order(&self) -> [&'a GpuBuffer; 6] {
+        [
+            self.uniforms,
+            self.node_box,
+            self.binned,
+            self.cell_head,
+            self.particle_next,
+            self.grid_velocity_grad,
+        ]
+    }
+}
+
 /// The `mpm/g2p_adjoint_cells` kernel.
 pub struct G2pAdjointCells {
     kernel: ComputeKernel,
@@ -50,17 +65,7 @@ impl G2pAdjointCells {
 
     /// Bind group for `b`.
     pub fn bind(&self, ctx: &GpuContext, b: &G2pAdjointCellsBuffers) -> wgpu::BindGroup {
-        self.kernel.bind(
-            ctx,
-            &[
-                b.uniforms,
-                b.node_box,
-                b.binned,
-                b.cell_head,
-                b.particle_next,
-                b.grid_velocity_grad,
-            ],
-        )
+        self.kernel.bind(ctx, &b.in_binding_order())
     }
 
     /// Records one dispatch over the active box (`dispatch_args` from

@@ -16,6 +16,14 @@ pub struct GridBoundsBuffers<'a> {
     pub bounds: &'a GpuBuffer,
 }
 
+impl<'a> GridBoundsBuffers<'a> {
+    /// The buffers in binding order: what the bind group binds, and the
+    /// simulator's bind-group cache key ([`super::bind_group_cache`]).
+    pub fn in_binding_order(&self) -> [&'a GpuBuffer; 3] {
+        [self.uniforms, self.state, self.bounds]
+    }
+}
+
 /// Particles per invocation of `mpm/grid_bounds` (its `PARTICLES_PER_THREAD`).
 const PARTICLES_PER_THREAD: u32 = 8;
 
@@ -44,7 +52,7 @@ impl GridBounds {
     /// Bind group for `b` (the simulator caches it per set of bound buffers:
     /// [`super::bind_group_cache`]).
     pub fn bind(&self, ctx: &GpuContext, b: &GridBoundsBuffers) -> wgpu::BindGroup {
-        self.kernel.bind(ctx, &[b.uniforms, b.state, b.bounds])
+        self.kernel.bind(ctx, &b.in_binding_order())
     }
 
     /// Records one dispatch over `particle_count` particles.

@@ -22,6 +22,19 @@ pub struct GridBoxBuffers<'a> {
     pub dispatch_args: &'a GpuBuffer,
 }
 
+impl<'a> GridBoxBuffers<'a> {
+    /// The buffers in binding order: what the bind group binds, and the
+    /// simulator's bind-group cache key ([`super::bind_group_cache`]).
+    pub fn in_binding_order(&self) -> [&'a GpuBuffer; 4] {
+        [
+            self.uniforms,
+            self.bounds,
+            self.node_box,
+            self.dispatch_args,
+        ]
+    }
+}
+
 /// The `mpm/grid_box` kernel.
 pub struct GridBox {
     kernel: ComputeKernel,
@@ -49,8 +62,7 @@ impl GridBox {
     /// Bind group for `b` (the simulator caches it per set of bound buffers:
     /// [`super::bind_group_cache`]).
     pub fn bind(&self, ctx: &GpuContext, b: &GridBoxBuffers) -> wgpu::BindGroup {
-        self.kernel
-            .bind(ctx, &[b.uniforms, b.bounds, b.node_box, b.dispatch_args])
+        self.kernel.bind(ctx, &b.in_binding_order())
     }
 
     /// Records the one-invocation dispatch.

@@ -28,6 +28,14 @@ pub struct GridClearBuffers<'a> {
     pub values: &'a GpuBuffer,
 }
 
+impl<'a> GridClearBuffers<'a> {
+    /// The buffers in binding order: what the bind group binds, and the
+    /// simulator's bind-group cache key ([`super::bind_group_cache`]).
+    pub fn in_binding_order(&self) -> [&'a GpuBuffer; 4] {
+        [self.uniforms, self.clear, self.node_box, self.values]
+    }
+}
+
 /// The `mpm/grid_clear` kernel.
 pub struct GridClear {
     kernel: ComputeKernel,
@@ -49,8 +57,7 @@ impl GridClear {
 
     /// Bind group for `b`.
     pub fn bind(&self, ctx: &GpuContext, b: &GridClearBuffers) -> wgpu::BindGroup {
-        self.kernel
-            .bind(ctx, &[b.uniforms, b.clear, b.node_box, b.values])
+        self.kernel.bind(ctx, &b.in_binding_order())
     }
 
     /// Records the clear over the active box (indirect arguments from [`super::grid_box`]).

@@ -16,6 +16,20 @@ pub struct GridUpdateBuffers<'a> {
     pub grid_velocity: &'a GpuBuffer,
 }
 
+impl<'a> GridUpdateBuffers<'a> {
+    /// The buffers in binding order: what the bind group binds, and the
+    /// simulator's bind-group cache key ([`super::bind_group_cache`]).
+    pub fn in_binding_order(&self) -> [&'a GpuBuffer; 5] {
+        [
+            self.uniforms,
+            self.node_box,
+            self.grid,
+            self.grid_anchored,
+            self.grid_velocity,
+        ]
+    }
+}
+
 /// The `mpm/grid_update` kernel.
 pub struct GridUpdate {
     kernel: ComputeKernel,
@@ -44,16 +58,7 @@ impl GridUpdate {
     /// Bind group for `b` (the simulator caches it per set of bound buffers:
     /// [`super::bind_group_cache`]).
     pub fn bind(&self, ctx: &GpuContext, b: &GridUpdateBuffers) -> wgpu::BindGroup {
-        self.kernel.bind(
-            ctx,
-            &[
-                b.uniforms,
-                b.node_box,
-                b.grid,
-                b.grid_anchored,
-                b.grid_velocity,
-            ],
-        )
+        self.kernel.bind(ctx, &b.in_binding_order())
     }
 
     /// Records one dispatch over the active box; `dispatch_args` holds the

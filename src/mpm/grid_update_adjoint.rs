@@ -18,6 +18,21 @@ pub struct GridUpdateAdjointBuffers<'a> {
     pub grid_grad: &'a GpuBuffer,
 }
 
+impl<'a> GridUpdateAdjointBuffers<'a> {
+    /// The buffers in binding order: what the bind group binds, and the
+    /// simulator's bind-group cache key ([`super::bind_group_cache`]).
+    pub fn in_binding_order(&self) -> [&'a GpuBuffer; 6] {
+        [
+            self.uniforms,
+            self.node_box,
+            self.grid,
+            self.grid_anchored,
+            self.grid_velocity_grad,
+            self.grid_grad,
+        ]
+    }
+}
+
 /// The `mpm/grid_update_adjoint` kernel.
 pub struct GridUpdateAdjoint {
     kernel: ComputeKernel,
@@ -47,17 +62,7 @@ impl GridUpdateAdjoint {
     /// Bind group for `b` (the simulator caches it per set of bound buffers:
     /// [`super::bind_group_cache`]).
     pub fn bind(&self, ctx: &GpuContext, b: &GridUpdateAdjointBuffers) -> wgpu::BindGroup {
-        self.kernel.bind(
-            ctx,
-            &[
-                b.uniforms,
-                b.node_box,
-                b.grid,
-                b.grid_anchored,
-                b.grid_velocity_grad,
-                b.grid_grad,
-            ],
-        )
+        self.kernel.bind(ctx, &b.in_binding_order())
     }
 
     /// Records one dispatch over the active box; `dispatch_args` holds the

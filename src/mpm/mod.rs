@@ -6,6 +6,11 @@
 //! `p2g_cells`, `g2p_adjoint_bin` + `g2p_adjoint_cells`; see [`p2g_bin`]).
 //! The per-node kernels run over the active box that `grid_bounds` +
 //! `grid_box` compute on the GPU (indirect dispatch).
+//! Shader files without a kernel are `#import` modules of shared math
+//! (values in, values out): `params`, `boundary`, `corotated`, `node_box`,
+//! `particle_state` (state record), `stencil_node` (w, ∇w, x_i − x_p),
+//! `p2g_particle` (p2g ↔ p2g_bin), `g2p_adjoint_particle` (g2p_adjoint ↔
+//! g2p_adjoint_bin), `binned_particle` (binned record and cell walk terms).
 //! [`MpmSimulator`] owns the buffers and encodes substeps, reusing bind
 //! groups per set of bound buffers ([`bind_group_cache`]); [`rollout`] runs
 //! frames and the checkpointed backward pass.

@@ -18,6 +18,21 @@ pub struct P2gBuffers<'a> {
     pub grid_anchored: &'a GpuBuffer,
 }
 
+impl<'a> P2gBuffers<'a> {
+    /// The buffers in binding order: what the bind group binds, and the
+    /// simulator's bind-group cache key ([`super::bind_group_cache`]).
+    pub fn in_binding_order(&self) -> [&'a GpuBuffer; 6] {
+        [
+            self.uniforms,
+            self.state,
+            self.youngs,
+            self.anchored,
+            self.grid,
+            self.grid_anchored,
+        ]
+    }
+}
+
 /// The `mpm/p2g` kernel.
 pub struct P2g {
     kernel: ComputeKernel,
@@ -47,17 +62,7 @@ impl P2g {
     /// Bind group for `b` (the simulator caches it per set of bound buffers:
     /// [`super::bind_group_cache`]).
     pub fn bind(&self, ctx: &GpuContext, b: &P2gBuffers) -> wgpu::BindGroup {
-        self.kernel.bind(
-            ctx,
-            &[
-                b.uniforms,
-                b.state,
-                b.youngs,
-                b.anchored,
-                b.grid,
-                b.grid_anchored,
-            ],
-        )
+        self.kernel.bind(ctx, &b.in_binding_order())
     }
 
     /// Records one dispatch over `count` particles.

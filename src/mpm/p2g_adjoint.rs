@@ -18,6 +18,21 @@ pub struct P2gAdjointBuffers<'a> {
     pub youngs_grad: &'a GpuBuffer,
 }
 
+impl<'a> P2gAdjointBuffers<'a> {
+    /// The buffers in binding order: what the bind group binds, and the
+    /// simulator's bind-group cache key ([`super::bind_group_cache`]).
+    pub fn in_binding_order(&self) -> [&'a GpuBuffer; 6] {
+        [
+            self.uniforms,
+            self.state,
+            self.youngs,
+            self.grid_grad,
+            self.state_grad,
+            self.youngs_grad,
+        ]
+    }
+}
+
 /// The `mpm/p2g_adjoint` kernel.
 pub struct P2gAdjoint {
     kernel: ComputeKernel,
@@ -47,17 +62,7 @@ impl P2gAdjoint {
     /// Bind group for `b` (the simulator caches it per set of bound buffers:
     /// [`super::bind_group_cache`]).
     pub fn bind(&self, ctx: &GpuContext, b: &P2gAdjointBuffers) -> wgpu::BindGroup {
-        self.kernel.bind(
-            ctx,
-            &[
-                b.uniforms,
-                b.state,
-                b.youngs,
-                b.grid_grad,
-                b.state_grad,
-                b.youngs_grad,
-            ],
-        )
+        self.kernel.bind(ctx, &b.in_binding_order())
     }
 
     /// Records one dispatch over `count` particles.

@@ -36,6 +36,23 @@ pub struct P2gBinBuffers<'a> {
     pub grid_anchored: &'a GpuBuffer,
 }
 
+impl<'a> P2gBinBuffers<'a> {
+    /// The buffers in binding order: what the bind group binds, and the
+    /// simulator's bind-group cache key ([`super::bind_group_cache`]).
+    pub fn in_binding_order(&self) -> [&'a GpuBuffer; 8] {
+        [
+            self.uniforms,
+            self.state,
+            self.youngs,
+            self.anchored,
+            self.binned,
+            self.cell_head,
+            self.particle_next,
+            self.grid_anchored,
+        ]
+    }
+}
+
 /// The `mpm/p2g_bin` kernel.
 pub struct P2gBin {
     kernel: ComputeKernel,
@@ -66,19 +83,7 @@ impl P2gBin {
 
     /// Bind group for `b`.
     pub fn bind(&self, ctx: &GpuContext, b: &P2gBinBuffers) -> wgpu::BindGroup {
-        self.kernel.bind(
-            ctx,
-            &[
-                b.uniforms,
-                b.state,
-                b.youngs,
-                b.anchored,
-                b.binned,
-                b.cell_head,
-                b.particle_next,
-                b.grid_anchored,
-            ],
-        )
+        self.kernel.bind(ctx, &b.in_binding_order())
     }
 
     /// Records one dispatch over `count` particles.

@@ -21,6 +21,21 @@ pub struct P2gCellsBuffers<'a> {
     pub grid: &'a GpuBuffer,
 }
 
+impl<'a> P2gCellsBuffers<'a> {
+    /// The buffers in binding order: what the bind group binds, and the
+    /// simulator's bind-group cache key ([`super::bind_group_cache`]).
+    pub fn in_binding_order(&self) -> [&'a GpuBuffer; 6] {
+        [
+            self.uniforms,
+            self.node_box,
+            self.binned,
+            self.cell_head,
+            self.particle_next,
+            self.grid,
+        ]
+    }
+}
+
 /// The `mpm/p2g_cells` kernel.
 pub struct P2gCells {
     kernel: ComputeKernel,
@@ -49,17 +64,7 @@ impl P2gCells {
 
     /// Bind group for `b`.
     pub fn bind(&self, ctx: &GpuContext, b: &P2gCellsBuffers) -> wgpu::BindGroup {
-        self.kernel.bind(
-            ctx,
-            &[
-                b.uniforms,
-                b.node_box,
-                b.binned,
-                b.cell_head,
-                b.particle_next,
-                b.grid,
-            ],
-        )
+        self.kernel.bind(ctx, &b.in_binding_order())
     }
 
     /// Records one dispatch over the active box (`dispatch_args` from

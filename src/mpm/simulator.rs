@@ -503,7 +503,7 @@ impl MpmSimulator {
     ) {
         let k = &self.kernels;
         let cache = &self.bind_groups;
-        // Every key lists all the buffers its bind group binds.
+        // Every key is all the buffers its bind group binds, in binding order.
         match stage {
             SubstepStage::ActiveBox => {
                 let bounds = GridBoundsBuffers {
@@ -511,27 +511,18 @@ impl MpmSimulator {
                     state: b.state,
                     bounds: &self.bounds,
                 };
-                let bounds_group = cache.get(
-                    "grid_bounds",
-                    &[bounds.uniforms, bounds.state, bounds.bounds],
-                    || k.grid_bounds.bind(ctx, &bounds),
-                );
+                let bounds_group = cache.get("grid_bounds", &bounds.in_binding_order(), || {
+                    k.grid_bounds.bind(ctx, &bounds)
+                });
                 let node_box = GridBoxBuffers {
                     uniforms: &self.uniforms,
                     bounds: &self.bounds,
                     node_box: &grid.node_box,
                     dispatch_args: &grid.dispatch_args,
                 };
-                let box_group = cache.get(
-                    "grid_box",
-                    &[
-                        node_box.uniforms,
-                        node_box.bounds,
-                        node_box.node_box,
-                        node_box.dispatch_args,
-                    ],
-                    || k.grid_box.bind(ctx, &node_box),
-                );
+                let box_group = cache.get("grid_box", &node_box.in_binding_order(), || {
+                    k.grid_box.bind(ctx, &node_box)
+                });
                 k.grid_bounds
                     .dispatch(encoder, &bounds_group, self.particle_count);
                 k.grid_box.dispatch(encoder, &box_group);
@@ -553,20 +544,9 @@ impl MpmSimulator {
                     particle_next: &lists.particle_next,
                     grid_anchored: &grid.anchored,
                 };
-                let bin_group = cache.get(
-                    "p2g_bin",
-                    &[
-                        bin.uniforms,
-                        bin.state,
-                        bin.youngs,
-                        bin.anchored,
-                        bin.binned,
-                        bin.cell_head,
-                        bin.particle_next,
-                        bin.grid_anchored,
-                    ],
-                    || k.p2g_bin.bind(ctx, &bin),
-                );
+                let bin_group = cache.get("p2g_bin", &bin.in_binding_order(), || {
+                    k.p2g_bin.bind(ctx, &bin)
+                });
                 k.p2g_bin.dispatch(encoder, &bin_group, self.particle_count);
                 let cells = P2gCellsBuffers {
                     uniforms: &self.uniforms,
@@ -576,18 +556,9 @@ impl MpmSimulator {
                     particle_next: &lists.particle_next,
                     grid: &grid.mass_momentum,
                 };
-                let cells_group = cache.get(
-                    "p2g_cells",
-                    &[
-                        cells.uniforms,
-                        cells.node_box,
-                        cells.binned,
-                        cells.cell_head,
-                        cells.particle_next,
-                        cells.grid,
-                    ],
-                    || k.p2g_cells.bind(ctx, &cells),
-                );
+                let cells_group = cache.get("p2g_cells", &cells.in_binding_order(), || {
+                    k.p2g_cells.bind(ctx, &cells)
+                });
                 k.p2g_cells
                     .dispatch(encoder, &cells_group, &grid.dispatch_args);
             }
@@ -600,18 +571,7 @@ impl MpmSimulator {
                     grid: &grid.mass_momentum,
                     grid_anchored: &grid.anchored,
                 };
-                let bg = cache.get(
-                    "p2g",
-                    &[
-                        p2g.uniforms,
-                        p2g.state,
-                        p2g.youngs,
-                        p2g.anchored,
-                        p2g.grid,
-                        p2g.grid_anchored,
-                    ],
-                    || k.p2g.bind(ctx, &p2g),
-                );
+                let bg = cache.get("p2g", &p2g.in_binding_order(), || k.p2g.bind(ctx, &p2g));
                 k.p2g.dispatch(encoder, &bg, self.particle_count);
             }
             SubstepStage::GridUpdate => {
@@ -622,17 +582,9 @@ impl MpmSimulator {
                     grid_anchored: &grid.anchored,
                     grid_velocity: &grid.velocity,
                 };
-                let bg = cache.get(
-                    "grid_update",
-                    &[
-                        update.uniforms,
-                        update.node_box,
-                        update.grid,
-                        update.grid_anchored,
-                        update.grid_velocity,
-                    ],
-                    || k.grid_update.bind(ctx, &update),
-                );
+                let bg = cache.get("grid_update", &update.in_binding_order(), || {
+                    k.grid_update.bind(ctx, &update)
+                });
                 k.grid_update.dispatch(encoder, &bg, &grid.dispatch_args);
             }
             SubstepStage::G2p => {
@@ -644,18 +596,7 @@ impl MpmSimulator {
                     state_out: b.next,
                     status: &self.status,
                 };
-                let bg = cache.get(
-                    "g2p",
-                    &[
-                        g2p.uniforms,
-                        g2p.state,
-                        g2p.grid_velocity,
-                        g2p.anchored,
-                        g2p.state_out,
-                        g2p.status,
-                    ],
-                    || k.g2p.bind(ctx, &g2p),
-                );
+                let bg = cache.get("g2p", &g2p.in_binding_order(), || k.g2p.bind(ctx, &g2p));
                 k.g2p.dispatch(encoder, &bg, self.particle_count);
             }
             SubstepStage::ClearGridGrad => {
@@ -675,21 +616,9 @@ impl MpmSimulator {
                     cell_head: &lists.cell_head,
                     particle_next: &lists.particle_next,
                 };
-                let bin_group = cache.get(
-                    "g2p_adjoint_bin",
-                    &[
-                        bin.uniforms,
-                        bin.state,
-                        bin.grid_velocity,
-                        bin.anchored,
-                        bin.state_grad_next,
-                        bin.state_grad,
-                        bin.binned,
-                        bin.cell_head,
-                        bin.particle_next,
-                    ],
-                    || k.g2p_adjoint_bin.bind(ctx, &bin),
-                );
+                let bin_group = cache.get("g2p_adjoint_bin", &bin.in_binding_order(), || {
+                    k.g2p_adjoint_bin.bind(ctx, &bin)
+                });
                 k.g2p_adjoint_bin
                     .dispatch(encoder, &bin_group, self.particle_count);
                 let cells = G2pAdjointCellsBuffers {
@@ -700,18 +629,9 @@ impl MpmSimulator {
                     particle_next: &lists.particle_next,
                     grid_velocity_grad: &self.grid_velocity_grad,
                 };
-                let cells_group = cache.get(
-                    "g2p_adjoint_cells",
-                    &[
-                        cells.uniforms,
-                        cells.node_box,
-                        cells.binned,
-                        cells.cell_head,
-                        cells.particle_next,
-                        cells.grid_velocity_grad,
-                    ],
-                    || k.g2p_adjoint_cells.bind(ctx, &cells),
-                );
+                let cells_group = cache.get("g2p_adjoint_cells", &cells.in_binding_order(), || {
+                    k.g2p_adjoint_cells.bind(ctx, &cells)
+                });
                 k.g2p_adjoint_cells
                     .dispatch(encoder, &cells_group, &grid.dispatch_args);
             }
@@ -725,19 +645,9 @@ impl MpmSimulator {
                     state_grad: b.grad,
                     grid_velocity_grad: &self.grid_velocity_grad,
                 };
-                let bg = cache.get(
-                    "g2p_adjoint",
-                    &[
-                        adj.uniforms,
-                        adj.state,
-                        adj.grid_velocity,
-                        adj.anchored,
-                        adj.state_grad_next,
-                        adj.state_grad,
-                        adj.grid_velocity_grad,
-                    ],
-                    || k.g2p_adjoint.bind(ctx, &adj),
-                );
+                let bg = cache.get("g2p_adjoint", &adj.in_binding_order(), || {
+                    k.g2p_adjoint.bind(ctx, &adj)
+                });
                 k.g2p_adjoint.dispatch(encoder, &bg, self.particle_count);
             }
             SubstepStage::GridUpdateAdjoint => {
@@ -749,18 +659,9 @@ impl MpmSimulator {
                     grid_velocity_grad: &self.grid_velocity_grad,
                     grid_grad: &self.grid_grad,
                 };
-                let bg = cache.get(
-                    "grid_update_adjoint",
-                    &[
-                        adj.uniforms,
-                        adj.node_box,
-                        adj.grid,
-                        adj.grid_anchored,
-                        adj.grid_velocity_grad,
-                        adj.grid_grad,
-                    ],
-                    || k.grid_update_adjoint.bind(ctx, &adj),
-                );
+                let bg = cache.get("grid_update_adjoint", &adj.in_binding_order(), || {
+                    k.grid_update_adjoint.bind(ctx, &adj)
+                });
                 k.grid_update_adjoint
                     .dispatch(encoder, &bg, &grid.dispatch_args);
             }
@@ -773,18 +674,9 @@ impl MpmSimulator {
                     state_grad: b.grad,
                     youngs_grad: b.youngs_grad,
                 };
-                let bg = cache.get(
-                    "p2g_adjoint",
-                    &[
-                        adj.uniforms,
-                        adj.state,
-                        adj.youngs,
-                        adj.grid_grad,
-                        adj.state_grad,
-                        adj.youngs_grad,
-                    ],
-                    || k.p2g_adjoint.bind(ctx, &adj),
-                );
+                let bg = cache.get("p2g_adjoint", &adj.in_binding_order(), || {
+                    k.p2g_adjoint.bind(ctx, &adj)
+                });
                 k.p2g_adjoint.dispatch(encoder, &bg, self.particle_count);
             }
         }
@@ -804,11 +696,11 @@ impl MpmSimulator {
             node_box: &grid.node_box,
             values,
         };
-        let bg = self.bind_groups.get(
-            "grid_clear",
-            &[b.uniforms, b.clear, b.node_box, b.values],
-            || self.kernels.grid_clear.bind(ctx, &b),
-        );
+        let bg = self
+            .bind_groups
+            .get("grid_clear", &b.in_binding_order(), || {
+                self.kernels.grid_clear.bind(ctx, &b)
+            });
         self.kernels
             .grid_clear
             .dispatch(encoder, &bg, &grid.dispatch_args);
