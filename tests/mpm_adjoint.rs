@@ -132,6 +132,14 @@ fn relative_difference(a: &[f32], b: &[f32]) -> f64 {
     diff / norm
 }
 
+/// Relative differences of two gradient sets: (dL/dE, dL/d(state 0)).
+fn gradient_difference(a: &MpmGradients, b: &MpmGradients) -> (f64, f64) {
+    (
+        relative_difference(&a.youngs, &b.youngs),
+        relative_difference(&a.initial_state.to_packed(), &b.initial_state.to_packed()),
+    )
+}
+
 #[test]
 fn youngs_gradient_matches_finite_differences() {
     let ctx = common::gpu();
@@ -226,11 +234,7 @@ fn checkpointed_backward_equals_store_everything() {
                 checkpoint_every: Some(every),
             },
         );
-        let de = relative_difference(&g.youngs, &everything.youngs);
-        let dv = relative_difference(
-            &g.initial_state.to_packed(),
-            &everything.initial_state.to_packed(),
-        );
+        let (de, dv) = gradient_difference(&g, &everything);
         eprintln!("K = {every}: relative difference dE {de:.2e}, d(state 0) {dv:.2e}");
         assert!(de <= 1e-6 && dv <= 1e-6, "K = {every}: {de}, {dv}");
     }
@@ -250,11 +254,7 @@ fn kept_grids_equal_recomputed_grids() {
     let kept = c.gradients(&ctx, &options);
     c.sim.set_kept_grids_budget_for_tests(0);
     let recomputed = c.gradients(&ctx, &options);
-    let de = relative_difference(&kept.youngs, &recomputed.youngs);
-    let dv = relative_difference(
-        &kept.initial_state.to_packed(),
-        &recomputed.initial_state.to_packed(),
-    );
+    let (de, dv) = gradient_difference(&kept, &recomputed);
     eprintln!("kept vs recomputed grids: dE {de:.2e}, d(state 0) {dv:.2e}");
     assert!(de <= 1e-6 && dv <= 1e-6, "{de}, {dv}");
 }
@@ -277,11 +277,7 @@ fn backward_buffers_are_reused_between_calls() {
     assert!(held > before, "the backward buffers are kept");
     let second = c.gradients(&ctx, &options);
     assert_eq!(ctx.memory.current(), held, "the kept buffers are reused");
-    let de = relative_difference(&first.youngs, &second.youngs);
-    let dv = relative_difference(
-        &first.initial_state.to_packed(),
-        &second.initial_state.to_packed(),
-    );
+    let (de, dv) = gradient_difference(&first, &second);
     assert!(de <= 1e-5 && dv <= 1e-5, "{de}, {dv}");
     let other = c.gradients(
         &ctx,
@@ -308,11 +304,7 @@ fn binned_and_atomic_scatters_give_the_same_gradients() {
     let binned = c.gradients(&ctx, &options);
     c.sim.set_binned_scatters_for_tests(&ctx, false).unwrap();
     let scatter = c.gradients(&ctx, &options);
-    let de = relative_difference(&binned.youngs, &scatter.youngs);
-    let dv = relative_difference(
-        &binned.initial_state.to_packed(),
-        &scatter.initial_state.to_packed(),
-    );
+    let (de, dv) = gradient_difference(&binned, &scatter);
     eprintln!("binned vs atomic scatters: dE {de:.2e}, d(state 0) {dv:.2e}");
     assert!(de <= 1e-4 && dv <= 1e-4, "{de}, {dv}");
 }
@@ -333,8 +325,7 @@ fn both_atomic_modes_give_the_same_gradients() {
     }
     let a = case(&native).gradients(&native, &BackwardOptions::default());
     let b = case(&cas).gradients(&cas, &BackwardOptions::default());
-    let de = relative_difference(&a.youngs, &b.youngs);
-    let dv = relative_difference(&a.initial_state.to_packed(), &b.initial_state.to_packed());
+    let (de, dv) = gradient_difference(&a, &b);
     eprintln!("native vs compare-and-swap: dE {de:.2e}, d(state 0) {dv:.2e}");
     assert!(de <= 1e-4 && dv <= 1e-4, "{de}, {dv}");
 }
