@@ -37,10 +37,9 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
     // compiler unrolls them and keeps the array in registers).
     var acc: array<vec3<f32>, 27>;
     var q = head;
-    loop {
-        if q == 0u {
-            break;
-        }
+    // At most particle_count links: a corrupt (cyclic) list cannot hang the
+    // kernel (src/gpu/kernel.rs `physfit_runtime_checks`).
+    for (var links = 0u; links < params.particle_count && q != 0u; links++) {
         let p = q - 1u;
         let b = p * BINNED_STRIDE;
         var record: array<f32, BINNED_STRIDE>;

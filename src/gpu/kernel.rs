@@ -21,6 +21,31 @@ pub enum BindingKind {
     StorageReadWrite,
 }
 
+/// The runtime checks wgpu adds to physfit's shaders: all of them (buffer
+/// bounds checks included) except `force_loop_bounding`.
+///
+/// Why: wgpu's loop bounding adds a hidden 64-bit counter and an exit test
+/// to every WGSL loop so that a driver cannot assume a loop terminates. The
+/// counter also stops LLVM from fully unrolling the constant-bound loops
+/// over the 27 stencil nodes and the particle records, so the per-node
+/// register arrays of the MPM kernels spill to memory. On lavapipe, dropping
+/// it cut the CPU time of a case-(a) MPM frame from ~0.6 s to ~0.35 s
+/// (docs/benchmarks.md).
+///
+/// The contract (wgpu's: no shader may contain an infinite loop) holds for
+/// every shader under shaders/: `for` loops have bounds fixed at dispatch,
+/// the cell-list walks of the binned MPM scatters stop after
+/// `particle_count` links even on a corrupt list, and the compare-and-swap
+/// loops of the `#atomic_f32_ops` emulation and the rasterizer's workgroup
+/// reductions are lock-free (each round one lane succeeds). A new shader
+/// must keep it.
+pub fn physfit_runtime_checks() -> wgpu::ShaderRuntimeChecks {
+    let mut checks = wgpu::ShaderRuntimeChecks::checked();
+    // SAFETY: see above; every loop in physfit's shaders terminates.
+    checks.force_loop_bounding = false;
+    checks
+}
+
 /// A compiled compute pipeline with its layout and workgroup size.
 #[derive(Debug)]
 pub struct ComputeKernel {
@@ -48,12 +73,18 @@ impl ComputeKernel {
             message: format!("no entry point '{entry}'"),
         })?;
         let scope = ctx.device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let shader_module = ctx
-            .device
-            .create_shader_module(wgpu::ShaderModuleDescriptor {
-                label: Some(&label),
-                source: wgpu::ShaderSource::Wgsl(source.into()),
-            });
+        // SAFETY: `physfit_runtime_checks` only drops the loop bounding,
+        // whose contract (no infinite loops) every physfit shader keeps; see
+        // its doc comment.
+        let shader_module = unsafe {
+            ctx.device.create_shader_module_trusted(
+                wgpu::ShaderModuleDescriptor {
+                    label: Some(&label),
+                    source: wgpu::ShaderSource::Wgsl(source.into()),
+                },
+                physfit_runtime_checks(),
+            )
+        };
         let entries: Vec<wgpu::BindGroupLayoutEntry> = bindings
             .iter()
             .enumerate()
