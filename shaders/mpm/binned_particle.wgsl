@@ -8,17 +8,19 @@
 // function parameters); the kernels keep their own loads and writes.
 #import mpm/params
 
-// Record of one binned particle: [x (3), u (3), M row-major (9), 0].
-const BINNED_STRIDE: u32 = 16u;
+// Record of one binned particle: [x (3), u (3), M row-major (9), 0], bound
+// as BINNED_QUADS vec4s (one vec4 access per four floats, as the state
+// records: mpm/particle_state.wgsl says why).
+const BINNED_QUADS: u32 = 4u;
 
-fn binned_record(x: vec3<f32>, u: vec3<f32>, m: mat3x3<f32>) -> array<f32, BINNED_STRIDE> {
-    return array<f32, BINNED_STRIDE>(
-        x.x, x.y, x.z,
-        u.x, u.y, u.z,
-        m[0].x, m[1].x, m[2].x,
-        m[0].y, m[1].y, m[2].y,
-        m[0].z, m[1].z, m[2].z,
-        0.0,
+fn binned_record(x: vec3<f32>, u: vec3<f32>, m: mat3x3<f32>) -> array<vec4<f32>, BINNED_QUADS> {
+    // Rows of M.
+    let mt = transpose(m);
+    return array<vec4<f32>, BINNED_QUADS>(
+        vec4<f32>(x, u.x),
+        vec4<f32>(u.yz, mt[0].xy),
+        vec4<f32>(mt[0].z, mt[1]),
+        vec4<f32>(mt[2], 0.0),
     );
 }
 
@@ -28,14 +30,10 @@ struct BinnedParticle {
     m: mat3x3<f32>,
 }
 
-fn binned_particle(r: array<f32, BINNED_STRIDE>) -> BinnedParticle {
-    let x = vec3<f32>(r[0], r[1], r[2]);
-    let u = vec3<f32>(r[3], r[4], r[5]);
-    let m = mat3_from_rows(
-        vec3<f32>(r[6], r[7], r[8]),
-        vec3<f32>(r[9], r[10], r[11]),
-        vec3<f32>(r[12], r[13], r[14]),
-    );
+fn binned_particle(r: array<vec4<f32>, BINNED_QUADS>) -> BinnedParticle {
+    let x = r[0].xyz;
+    let u = vec3<f32>(r[0].w, r[1].x, r[1].y);
+    let m = mat3_from_rows(vec3<f32>(r[1].z, r[1].w, r[2].x), r[2].yzw, r[3].xyz);
     return BinnedParticle(x, u, m);
 }
 

@@ -10,10 +10,10 @@
 #import mpm/stencil_node
 
 @group(0) @binding(0) var<uniform> params: MpmParams;
-@group(0) @binding(1) var<storage, read> state: array<f32>;
-@group(0) @binding(2) var<storage, read> grid_velocity: array<f32>;
+@group(0) @binding(1) var<storage, read> state: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> grid_velocity: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> anchored: array<u32>;
-@group(0) @binding(4) var<storage, read_write> state_out: array<f32>;
+@group(0) @binding(4) var<storage, read_write> state_out: array<vec4<f32>>;
 @group(0) @binding(5) var<storage, read_write> status: array<atomic<u32>>;
 
 @compute @workgroup_size(64)
@@ -22,9 +22,9 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
     if p >= params.particle_count {
         return;
     }
-    let o = p * STATE_STRIDE;
-    var state_record: array<f32, STATE_STRIDE>;
-    for (var k = 0u; k < STATE_STRIDE; k++) {
+    let o = p * STATE_QUADS;
+    var state_record: array<vec4<f32>, STATE_QUADS>;
+    for (var k = 0u; k < STATE_QUADS; k++) {
         state_record[k] = state[o + k];
     }
     let ps = particle_state(state_record);
@@ -43,8 +43,7 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
                     let node = stencil_node(s, vec3<u32>(i, j, l), params);
                     let w = node.w;
                     let dpos = node.dpos;
-                    let g = node.node * GRID_STRIDE;
-                    let vi = vec3<f32>(grid_velocity[g], grid_velocity[g + 1u], grid_velocity[g + 2u]);
+                    let vi = grid_velocity[node.node].xyz;
                     v_new += w * vi;
                     // Outer product w·v_i·dposᵀ (column c = v_i·dpos_c).
                     b += mat3x3<f32>(w * dpos.x * vi, w * dpos.y * vi, w * dpos.z * vi);
@@ -70,16 +69,8 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
         atomicOr(&status[0], STATUS_LEFT_BOX);
         atomicMin(&status[1], p);
     }
-    state_out[o] = x_new.x;
-    state_out[o + 1u] = x_new.y;
-    state_out[o + 2u] = x_new.z;
-    state_out[o + 3u] = v_new.x;
-    state_out[o + 4u] = v_new.y;
-    state_out[o + 5u] = v_new.z;
-    for (var r = 0u; r < 3u; r++) {
-        for (var c = 0u; c < 3u; c++) {
-            state_out[o + 6u + r * 3u + c] = c_new[c][r];
-            state_out[o + 15u + r * 3u + c] = f_new[c][r];
-        }
+    let record = state_quads(x_new, v_new, c_new, f_new);
+    for (var k = 0u; k < STATE_QUADS; k++) {
+        state_out[o + k] = record[k];
     }
 }

@@ -12,12 +12,12 @@
 #import mpm/binned_particle
 
 @group(0) @binding(0) var<uniform> params: MpmParams;
-@group(0) @binding(1) var<storage, read> state: array<f32>;
-@group(0) @binding(2) var<storage, read> grid_velocity: array<f32>;
+@group(0) @binding(1) var<storage, read> state: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> grid_velocity: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> anchored: array<u32>;
-@group(0) @binding(4) var<storage, read> state_grad_next: array<f32>;
-@group(0) @binding(5) var<storage, read_write> state_grad: array<f32>;
-@group(0) @binding(6) var<storage, read_write> binned: array<f32>;
+@group(0) @binding(4) var<storage, read> state_grad_next: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read_write> state_grad: array<vec4<f32>>;
+@group(0) @binding(6) var<storage, read_write> binned: array<vec4<f32>>;
 @group(0) @binding(7) var<storage, read_write> cell_head: array<atomic<u32>>;
 @group(0) @binding(8) var<storage, read_write> particle_next: array<u32>;
 
@@ -27,10 +27,10 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
     if p >= params.particle_count {
         return;
     }
-    let o = p * STATE_STRIDE;
-    var state_record: array<f32, STATE_STRIDE>;
-    var grad_next_record: array<f32, STATE_STRIDE>;
-    for (var k = 0u; k < STATE_STRIDE; k++) {
+    let o = p * STATE_QUADS;
+    var state_record: array<vec4<f32>, STATE_QUADS>;
+    var grad_next_record: array<vec4<f32>, STATE_QUADS>;
+    for (var k = 0u; k < STATE_QUADS; k++) {
         state_record[k] = state[o + k];
         grad_next_record[k] = state_grad_next[o + k];
     }
@@ -44,8 +44,7 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
             for (var j = 0u; j < 3u; j++) {
                 for (var l = 0u; l < 3u; l++) {
                     let node = stencil_node(carry.s, vec3<u32>(i, j, l), params);
-                    let g = node.node * GRID_STRIDE;
-                    let vi = vec3<f32>(grid_velocity[g], grid_velocity[g + 1u], grid_velocity[g + 2u]);
+                    let vi = grid_velocity[node.node].xyz;
                     let terms = g2p_adjoint_node_terms(carry, node, vi);
                     b += terms.b;
                     gx += terms.gx;
@@ -53,15 +52,15 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
             }
         }
         let binned_gv = binned_record(inputs.x, carry.gv, carry.apic * carry.gc);
-        let r = p * BINNED_STRIDE;
-        for (var k = 0u; k < BINNED_STRIDE; k++) {
+        let r = p * BINNED_QUADS;
+        for (var k = 0u; k < BINNED_QUADS; k++) {
             binned[r + k] = binned_gv[k];
         }
         particle_next[p] = atomicExchange(&cell_head[node_index(carry.s.base, nodes_per_axis(params))], p + 1u);
         gf = g2p_adjoint_gf(carry, b, inputs.gf_next, params);
     }
     let record = g2p_adjoint_state_grad(gx, gf);
-    for (var k = 0u; k < STATE_STRIDE; k++) {
+    for (var k = 0u; k < STATE_QUADS; k++) {
         state_grad[o + k] = record[k];
     }
 }

@@ -9,7 +9,7 @@
 #import mpm/stencil_node
 
 // One particle's inputs, unpacked from its state record (x, F) and from its
-// record of ∂L/∂(state n+1) (STATE_STRIDE floats each: x, v, C, F).
+// record of ∂L/∂(state n+1) (STATE_QUADS vec4s each: x, v, C, F).
 struct G2pAdjointInputs {
     x: vec3<f32>,
     f: mat3x3<f32>,
@@ -19,7 +19,7 @@ struct G2pAdjointInputs {
     gf_next: mat3x3<f32>,
 }
 
-fn g2p_adjoint_inputs(state: array<f32, STATE_STRIDE>, grad_next: array<f32, STATE_STRIDE>) -> G2pAdjointInputs {
+fn g2p_adjoint_inputs(state: array<vec4<f32>, STATE_QUADS>, grad_next: array<vec4<f32>, STATE_QUADS>) -> G2pAdjointInputs {
     let ps = particle_state(state);
     let g = particle_state(grad_next);
     return G2pAdjointInputs(ps.x, ps.f, g.x, g.v, g.c, g.f);
@@ -67,17 +67,6 @@ fn g2p_adjoint_gf(carry: G2pAdjointCarry, b: mat3x3<f32>, gf_next: mat3x3<f32>, 
 }
 
 // The G2P part of ∂L/∂(state n) as a record: [gx, gv = 0, gC = 0, gF row-major].
-fn g2p_adjoint_state_grad(gx: vec3<f32>, gf: mat3x3<f32>) -> array<f32, STATE_STRIDE> {
-    var record: array<f32, STATE_STRIDE>;
-    record[0] = gx.x;
-    record[1] = gx.y;
-    record[2] = gx.z;
-    for (var r = 0u; r < 3u; r++) {
-        record[3u + r] = 0.0;
-        for (var c = 0u; c < 3u; c++) {
-            record[6u + r * 3u + c] = 0.0;
-            record[15u + r * 3u + c] = gf[c][r];
-        }
-    }
-    return record;
+fn g2p_adjoint_state_grad(gx: vec3<f32>, gf: mat3x3<f32>) -> array<vec4<f32>, STATE_QUADS> {
+    return state_quads(gx, vec3<f32>(0.0), mat3x3<f32>(), gf);
 }

@@ -7,9 +7,10 @@
 // (reset by grid_box after it reads them).
 #import common/dispatch
 #import mpm/params
+#import mpm/particle_state
 
 @group(0) @binding(0) var<uniform> params: MpmParams;
-@group(0) @binding(1) var<storage, read> state: array<f32>;
+@group(0) @binding(1) var<storage, read> state: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> bounds: array<atomic<u32>, 6>;
 
 var<workgroup> local_bounds: array<atomic<u32>, 6>;
@@ -43,8 +44,7 @@ fn main(
         if p >= params.particle_count {
             break;
         }
-        let o = p * STATE_STRIDE;
-        let base = vec3<u32>(stencil(vec3<f32>(state[o], state[o + 1u], state[o + 2u]), params).base);
+        let base = vec3<u32>(stencil(state[p * STATE_QUADS].xyz, params).base);
         lo = min(lo, base);
         hi = max(hi, base + vec3<u32>(2u));
         any_particle = true;

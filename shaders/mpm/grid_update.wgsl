@@ -10,9 +10,9 @@
 @group(0) @binding(0) var<uniform> params: MpmParams;
 // Active box [origin xyz, dims xyz, count, 0] (grid_box.wgsl).
 @group(0) @binding(1) var<storage, read> node_box: array<u32, 8>;
-@group(0) @binding(2) var<storage, read> grid: array<f32>;
+@group(0) @binding(2) var<storage, read> grid: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> grid_anchored: array<u32>;
-@group(0) @binding(4) var<storage, read_write> grid_velocity: array<f32>;
+@group(0) @binding(4) var<storage, read_write> grid_velocity: array<vec4<f32>>;
 
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgroups) num_workgroups: vec3<u32>) {
@@ -22,16 +22,13 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
     }
     let res = nodes_per_axis(params);
     let n = box_node(t, vec3<u32>(node_box[0], node_box[1], node_box[2]), vec3<u32>(node_box[3], node_box[4], node_box[5]), res);
-    let g = n * GRID_STRIDE;
-    let m = grid[g];
+    let node = grid[n];
+    let m = node.x;
     var v = vec3<f32>(0.0);
     if m > 0.0 {
-        v = vec3<f32>(grid[g + 1u], grid[g + 2u], grid[g + 3u]) / m;
+        v = node.yzw / m;
         v = (v + params.dt * params.gravity) * params.damping_factor;
         v *= boundary_mask(v, grid_anchored[n] != 0u, node_coords(n, res), params);
     }
-    grid_velocity[g] = v.x;
-    grid_velocity[g + 1u] = v.y;
-    grid_velocity[g + 2u] = v.z;
-    grid_velocity[g + 3u] = 0.0;
+    grid_velocity[n] = vec4<f32>(v, 0.0);
 }

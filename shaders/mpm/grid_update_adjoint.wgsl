@@ -13,10 +13,10 @@
 @group(0) @binding(0) var<uniform> params: MpmParams;
 // Active box [origin xyz, dims xyz, count, 0] (grid_box.wgsl).
 @group(0) @binding(1) var<storage, read> node_box: array<u32, 8>;
-@group(0) @binding(2) var<storage, read> grid: array<f32>;
+@group(0) @binding(2) var<storage, read> grid: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> grid_anchored: array<u32>;
-@group(0) @binding(4) var<storage, read> grid_velocity_grad: array<f32>;
-@group(0) @binding(5) var<storage, read_write> grid_grad: array<f32>;
+@group(0) @binding(4) var<storage, read> grid_velocity_grad: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read_write> grid_grad: array<vec4<f32>>;
 
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgroups) num_workgroups: vec3<u32>) {
@@ -26,21 +26,18 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
     }
     let res = nodes_per_axis(params);
     let n = box_node(t, vec3<u32>(node_box[0], node_box[1], node_box[2]), vec3<u32>(node_box[3], node_box[4], node_box[5]), res);
-    let g = n * GRID_STRIDE;
-    let m = grid[g];
+    let node = grid[n];
+    let m = node.x;
     var g_mv = vec3<f32>(0.0);
     var g_m = 0.0;
     if m > 0.0 {
-        let mv = vec3<f32>(grid[g + 1u], grid[g + 2u], grid[g + 3u]);
+        let mv = node.yzw;
         let v = (mv / m + params.dt * params.gravity) * params.damping_factor;
         let mask = boundary_mask(v, grid_anchored[n] != 0u, node_coords(n, res), params);
-        let gv = vec3<f32>(grid_velocity_grad[g], grid_velocity_grad[g + 1u], grid_velocity_grad[g + 2u]);
+        let gv = grid_velocity_grad[n].xyz;
         let g_vhat = params.damping_factor * mask * gv;
         g_mv = g_vhat / m;
         g_m = -dot(g_vhat, mv) / (m * m);
     }
-    grid_grad[g] = g_mv.x;
-    grid_grad[g + 1u] = g_mv.y;
-    grid_grad[g + 2u] = g_mv.z;
-    grid_grad[g + 3u] = g_m;
+    grid_grad[n] = vec4<f32>(g_mv, g_m);
 }

@@ -9,7 +9,7 @@
 #import mpm/stencil_node
 
 @group(0) @binding(0) var<uniform> params: MpmParams;
-@group(0) @binding(1) var<storage, read> state: array<f32>;
+@group(0) @binding(1) var<storage, read> state: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> youngs: array<f32>;
 @group(0) @binding(3) var<storage, read> anchored: array<u32>;
 @group(0) @binding(4) var<storage, read_write> grid: array<AtomicF32>;
@@ -22,9 +22,9 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
     if p >= params.particle_count {
         return;
     }
-    let o = p * STATE_STRIDE;
-    var state_record: array<f32, STATE_STRIDE>;
-    for (var k = 0u; k < STATE_STRIDE; k++) {
+    let o = p * STATE_QUADS;
+    var state_record: array<vec4<f32>, STATE_QUADS>;
+    for (var k = 0u; k < STATE_QUADS; k++) {
         state_record[k] = state[o + k];
     }
     let ps = particle_state(state_record);

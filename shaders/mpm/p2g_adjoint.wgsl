@@ -14,10 +14,10 @@
 #import mpm/stencil_node
 
 @group(0) @binding(0) var<uniform> params: MpmParams;
-@group(0) @binding(1) var<storage, read> state: array<f32>;
+@group(0) @binding(1) var<storage, read> state: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> youngs: array<f32>;
-@group(0) @binding(3) var<storage, read> grid_grad: array<f32>;
-@group(0) @binding(4) var<storage, read_write> state_grad: array<f32>;
+@group(0) @binding(3) var<storage, read> grid_grad: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read_write> state_grad: array<vec4<f32>>;
 @group(0) @binding(5) var<storage, read_write> youngs_grad: array<f32>;
 
 @compute @workgroup_size(64)
@@ -26,9 +26,9 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
     if p >= params.particle_count {
         return;
     }
-    let o = p * STATE_STRIDE;
-    var state_record: array<f32, STATE_STRIDE>;
-    for (var k = 0u; k < STATE_STRIDE; k++) {
+    let o = p * STATE_QUADS;
+    var state_record: array<vec4<f32>, STATE_QUADS>;
+    for (var k = 0u; k < STATE_QUADS; k++) {
         state_record[k] = state[o + k];
     }
     let ps = particle_state(state_record);
@@ -55,9 +55,9 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
                 let w = node.w;
                 let grad_w = node.grad_w;
                 let dpos = node.dpos;
-                let g = node.node * GRID_STRIDE;
-                let g_mv = vec3<f32>(grid_grad[g], grid_grad[g + 1u], grid_grad[g + 2u]);
-                let g_m = grid_grad[g + 3u];
+                let g_node = grid_grad[node.node];
+                let g_mv = g_node.xyz;
+                let g_m = g_node.w;
                 gv += w * mp * g_mv;
                 ga += mat3x3<f32>(w * dpos.x * g_mv, w * dpos.y * g_mv, w * dpos.z * g_mv);
                 gx += (mp * g_m + dot(g_mv, momentum + affine * dpos)) * grad_w - w * (transpose(affine) * g_mv);
@@ -68,16 +68,8 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
     let gp = -k * ga * f;
     let gf = -k * transpose(ga) * stress + corotated_stress_adjoint(f, svd, e, params.mu_per_youngs, params.lambda_per_youngs, gp);
     youngs_grad[p] += frobenius(gp, stress_hat);
-    state_grad[o] += gx.x;
-    state_grad[o + 1u] += gx.y;
-    state_grad[o + 2u] += gx.z;
-    state_grad[o + 3u] += gv.x;
-    state_grad[o + 4u] += gv.y;
-    state_grad[o + 5u] += gv.z;
-    for (var r = 0u; r < 3u; r++) {
-        for (var cc = 0u; cc < 3u; cc++) {
-            state_grad[o + 6u + r * 3u + cc] += gc[cc][r];
-            state_grad[o + 15u + r * 3u + cc] += gf[cc][r];
-        }
+    let record = state_quads(gx, gv, gc, gf);
+    for (var q = 0u; q < STATE_QUADS; q++) {
+        state_grad[o + q] += record[q];
     }
 }

@@ -15,10 +15,10 @@
 #import mpm/binned_particle
 
 @group(0) @binding(0) var<uniform> params: MpmParams;
-@group(0) @binding(1) var<storage, read> state: array<f32>;
+@group(0) @binding(1) var<storage, read> state: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> youngs: array<f32>;
 @group(0) @binding(3) var<storage, read> anchored: array<u32>;
-@group(0) @binding(4) var<storage, read_write> binned: array<f32>;
+@group(0) @binding(4) var<storage, read_write> binned: array<vec4<f32>>;
 @group(0) @binding(5) var<storage, read_write> cell_head: array<atomic<u32>>;
 @group(0) @binding(6) var<storage, read_write> particle_next: array<u32>;
 @group(0) @binding(7) var<storage, read_write> grid_anchored: array<atomic<u32>>;
@@ -29,9 +29,9 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
     if p >= params.particle_count {
         return;
     }
-    let o = p * STATE_STRIDE;
-    var state_record: array<f32, STATE_STRIDE>;
-    for (var k = 0u; k < STATE_STRIDE; k++) {
+    let o = p * STATE_QUADS;
+    var state_record: array<vec4<f32>, STATE_QUADS>;
+    for (var k = 0u; k < STATE_QUADS; k++) {
         state_record[k] = state[o + k];
     }
     let ps = particle_state(state_record);
@@ -39,9 +39,9 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
     let particle = p2g_particle(ps, youngs[p], params);
     let affine = particle.affine;
     let momentum = particle.momentum;
-    let b = p * BINNED_STRIDE;
+    let b = p * BINNED_QUADS;
     let record = binned_record(x, momentum, affine);
-    for (var k = 0u; k < BINNED_STRIDE; k++) {
+    for (var k = 0u; k < BINNED_QUADS; k++) {
         binned[b + k] = record[k];
     }
     let s = stencil(x, params);

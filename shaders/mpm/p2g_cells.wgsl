@@ -14,7 +14,7 @@
 @group(0) @binding(0) var<uniform> params: MpmParams;
 // Active box [origin xyz, dims xyz, count, 0] (grid_box.wgsl).
 @group(0) @binding(1) var<storage, read> node_box: array<u32, 8>;
-@group(0) @binding(2) var<storage, read> binned: array<f32>;
+@group(0) @binding(2) var<storage, read> binned: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> cell_head: array<u32>;
 @group(0) @binding(4) var<storage, read> particle_next: array<u32>;
 @group(0) @binding(5) var<storage, read_write> grid: array<AtomicF32>;
@@ -42,9 +42,9 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
     // kernel (src/gpu/kernel.rs `physfit_runtime_checks`).
     for (var links = 0u; links < params.particle_count && q != 0u; links++) {
         let p = q - 1u;
-        let b = p * BINNED_STRIDE;
-        var record: array<f32, BINNED_STRIDE>;
-        for (var k = 0u; k < BINNED_STRIDE; k++) {
+        let b = p * BINNED_QUADS;
+        var record: array<vec4<f32>, BINNED_QUADS>;
+        for (var k = 0u; k < BINNED_QUADS; k++) {
             record[k] = binned[b + k];
         }
         let particle = binned_particle(record);
