@@ -21,7 +21,7 @@ use physfit::gpu::{GpuContext, GpuOptions};
 use physfit::mpm::layout::STATE_STRIDE;
 use physfit::mpm::{
     BackwardOptions, FrameGradient, GradientFlow, MpmGradients, MpmSetup, MpmSimulator,
-    ParticleState,
+    ParticleState, RolloutOptions,
 };
 
 const FRAMES: u32 = 2;
@@ -85,7 +85,19 @@ impl Case {
     }
 
     fn gradients(&self, ctx: &GpuContext, options: &BackwardOptions) -> MpmGradients {
-        let rollout = self.sim.rollout(ctx, &self.start, FRAMES).unwrap();
+        self.gradients_of_rollout(ctx, &RolloutOptions::default(), options)
+    }
+
+    fn gradients_of_rollout(
+        &self,
+        ctx: &GpuContext,
+        rollout_options: &RolloutOptions,
+        options: &BackwardOptions,
+    ) -> MpmGradients {
+        let rollout = self
+            .sim
+            .rollout_with(ctx, &self.start, FRAMES, rollout_options)
+            .unwrap();
         let bufs: Vec<_> = self
             .weights
             .iter()
@@ -238,6 +250,130 @@ fn checkpointed_backward_equals_store_everything() {
         eprintln!("K = {every}: relative difference dE {de:.2e}, d(state 0) {dv:.2e}");
         assert!(de <= 1e-6 && dv <= 1e-6, "K = {every}: {de}, {dv}");
     }
+}
+
+/// A rollout that keeps its in-frame checkpoints hands the backward pass
+/// the states it would otherwise recompute: the same gradients for the
+/// default K and an explicit one, in both flows, and a backward with another
+/// K than the kept one falls back to recomputing.
+#[test]
+fn checkpoints_kept_by_the_forward_equal_recomputed_ones() {
+    let ctx = common::gpu();
+    let c = case(&ctx);
+    let substeps = c.sim.config().substeps_per_frame;
+    assert!(substeps >= 8, "the case needs several segments per frame");
+    for flow in [GradientFlow::Full, GradientFlow::Truncated] {
+        for (kept, every) in [(None, None), (Some(3), Some(3)), (Some(3), Some(4))] {
+            let options = BackwardOptions {
+                flow,
+                checkpoint_every: every,
+            };
+            let recomputed = c.gradients(&ctx, &options);
+            let from_forward = c.gradients_of_rollout(
+                &ctx,
+                &RolloutOptions {
+                    keep_checkpoints: Some(kept),
+                },
+                &options,
+            );
+            let (de, dv) = gradient_difference(&from_forward, &recomputed);
+            eprintln!(
+                "{flow:?}, kept K {kept:?}, backward K {every:?}: dE {de:.2e}, d(state 0) {dv:.2e}"
+            );
+            assert!(
+                de <= 1e-6 && dv <= 1e-6,
+                "{flow:?} {kept:?} {every:?}: {de}, {dv}"
+            );
+        }
+    }
+    // The kept checkpoints change nothing in the frames themselves.
+    let plain = c.sim.rollout(&ctx, &c.start, FRAMES).unwrap();
+    let kept = c
+        .sim
+        .rollout_with(
+            &ctx,
+            &c.start,
+            FRAMES,
+            &RolloutOptions {
+                keep_checkpoints: Some(Some(3)),
+            },
+        )
+        .unwrap();
+    assert_eq!(kept.kept_checkpoint_every(), Some(3));
+    assert_eq!(plain.kept_checkpoint_every(), None);
+    assert!(plain.kept_checkpoints(1).is_none());
+    assert_eq!(
+        kept.kept_checkpoints(FRAMES as usize).map(<[_]>::len),
+        Some(3)
+    ); // S = 10, K = 3
+    for k in 1..=FRAMES as usize {
+        let a: Vec<f32> = ctx.read_buffer(&plain.frames[k]).unwrap();
+        let b: Vec<f32> = ctx.read_buffer(&kept.frames[k]).unwrap();
+        let worst = a
+            .iter()
+            .zip(&b)
+            .map(|(x, y)| (x - y).abs() / (1.0 + x.abs()))
+            .fold(0.0f32, f32::max);
+        assert!(worst <= 1e-6, "frame {k}: {worst}");
+    }
+}
+
+/// The backward pass really starts from the kept checkpoints: moving the
+/// particles of one kept checkpoint changes the gradients when the backward
+/// uses that K, and not when it recomputes its own (another K).
+#[test]
+fn backward_uses_the_kept_checkpoints() {
+    let ctx = common::gpu();
+    let c = case(&ctx);
+    let gradients = |every: u32, tamper: bool| {
+        let rollout = c
+            .sim
+            .rollout_with(
+                &ctx,
+                &c.start,
+                1,
+                &RolloutOptions {
+                    keep_checkpoints: Some(Some(3)),
+                },
+            )
+            .unwrap();
+        if tamper {
+            let checkpoint = &rollout.kept_checkpoints(1).unwrap()[1];
+            let mut s = c.sim.read_state(&ctx, checkpoint).unwrap();
+            for x in &mut s.x {
+                x[0] += 0.01;
+            }
+            ctx.write(checkpoint, &s.to_packed());
+        }
+        let seed = ctx
+            .storage_from_slice("dL/dstate 1", &c.weights[0])
+            .unwrap();
+        c.sim
+            .backward(
+                &ctx,
+                &rollout,
+                &[FrameGradient {
+                    frame: 1,
+                    grad: &seed,
+                }],
+                &BackwardOptions {
+                    flow: GradientFlow::Full,
+                    checkpoint_every: Some(every),
+                },
+            )
+            .unwrap()
+    };
+    let (de, dv) = gradient_difference(&gradients(3, true), &gradients(3, false));
+    eprintln!("tampered kept checkpoint, same K: dE {de:.2e}, d(state 0) {dv:.2e}");
+    assert!(
+        de > 1e-3,
+        "the backward ignored the kept checkpoints: {de}, {dv}"
+    );
+    let (de, dv) = gradient_difference(&gradients(4, true), &gradients(4, false));
+    assert!(
+        de <= 1e-6 && dv <= 1e-6,
+        "another K must recompute: {de}, {dv}"
+    );
 }
 
 /// The backward pass keeps each segment substep's grid from the replay

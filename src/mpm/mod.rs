@@ -42,5 +42,7 @@ pub mod uniforms;
 pub use config::{MpmConfig, WallMode};
 pub use error::MpmError;
 pub use layout::ParticleState;
-pub use rollout::{BackwardOptions, FrameGradient, GradientFlow, MpmGradients, Rollout};
+pub use rollout::{
+    BackwardOptions, FrameGradient, GradientFlow, MpmGradients, Rollout, RolloutOptions,
+};
 pub use simulator::{MpmSetup, MpmSimulator, StageBuffers, SubstepStage};

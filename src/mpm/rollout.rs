@@ -15,6 +15,15 @@
 //! update* and P2G* only, without recomputing P2G and the grid update.
 //! K = S is "store everything" (one segment); the default is ⌈√S⌉.
 //!
+//! A rollout run with [`RolloutOptions::keep_checkpoints`] also keeps each
+//! frame's in-frame checkpoints (S/K − 1 states per frame, written by the
+//! forward substeps themselves, at no extra time), and a backward pass with
+//! the same K starts from them instead of recomputing them: per frame it
+//! then runs S replayed substeps and S substep adjoints instead of also
+//! (⌈S/K⌉ − 1)·K forward substeps (case (a) of `physfit bench mpm`: 33 of
+//! 40). Worth it where memory allows, e.g. stage 2 of the fit, whose
+//! backward of frame k follows its forward.
+//!
 //! [`GradientFlow::Truncated`] is stage 2 of the fit: the state at frame k−1
 //! is a constant, so each frame's gradient flows through its own substeps
 //! only and the per-frame `∂L/∂E` are summed.
@@ -49,6 +58,62 @@ use crate::gpu::{GpuBuffer, GpuContext};
 pub struct Rollout {
     /// One state buffer (24 f32 per particle, [`super::layout`]) per frame.
     pub frames: Vec<GpuBuffer>,
+    /// `checkpoints[k − 1]`: frame k's in-frame checkpoints, when the
+    /// rollout kept them ([`RolloutOptions::keep_checkpoints`]).
+    checkpoints: Vec<Option<FrameCheckpoints>>,
+}
+
+impl Rollout {
+    /// K of the in-frame checkpoints this rollout kept, if it kept them.
+    pub fn kept_checkpoint_every(&self) -> Option<u32> {
+        self.checkpoints.iter().flatten().map(|c| c.every).next()
+    }
+
+    /// Frame `k`'s kept in-frame checkpoints (the states after substeps
+    /// j·K, j = 1..⌈S/K⌉ − 1, of the substeps from frame k − 1 to k), if the
+    /// rollout kept them.
+    pub fn kept_checkpoints(&self, k: usize) -> Option<&[GpuBuffer]> {
+        self.checkpoints
+            .get(k.checked_sub(1)?)?
+            .as_ref()
+            .map(|c| c.states.as_slice())
+    }
+
+    /// Frame k's start state and its kept checkpoints if they were kept
+    /// every `every` substeps.
+    fn frame_start(&self, k: usize, every: u32) -> FrameStart<'_> {
+        FrameStart {
+            state: &self.frames[k - 1],
+            kept: self.checkpoints[k - 1]
+                .as_ref()
+                .filter(|c| c.every == every)
+                .map(|c| c.states.as_slice()),
+        }
+    }
+}
+
+/// Where the backward of one frame starts: the state before its first
+/// substep and, if the rollout kept them, its in-frame checkpoints.
+struct FrameStart<'a> {
+    state: &'a GpuBuffer,
+    kept: Option<&'a [GpuBuffer]>,
+}
+
+/// One frame's states after substeps j·K, j = 1..⌈S/K⌉ − 1.
+struct FrameCheckpoints {
+    every: u32,
+    states: Vec<GpuBuffer>,
+}
+
+/// Options of [`MpmSimulator::rollout_with`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RolloutOptions {
+    /// Keep every K-th substep state of every frame (`Some(None)`: the
+    /// backward's default K = ⌈√S⌉; `Some(Some(k))`: K = k, clamped to
+    /// 1..=S), so that [`MpmSimulator::backward`] with the same K does not
+    /// recompute them. Costs ⌈S/K⌉ − 1 state buffers per frame; `None`
+    /// (the default) keeps frame states only.
+    pub keep_checkpoints: Option<Option<u32>>,
 }
 
 /// How far gradients flow back in [`MpmSimulator::backward`].
@@ -108,8 +173,19 @@ impl MpmSimulator {
         initial: &ParticleState,
         frames: u32,
     ) -> Result<Rollout, MpmError> {
+        self.rollout_with(ctx, initial, frames, &RolloutOptions::default())
+    }
+
+    /// [`MpmSimulator::rollout`] with options (in-frame checkpoints).
+    pub fn rollout_with(
+        &self,
+        ctx: &GpuContext,
+        initial: &ParticleState,
+        frames: u32,
+        options: &RolloutOptions,
+    ) -> Result<Rollout, MpmError> {
         let first = self.upload_state(ctx, "mpm frame 0", initial)?;
-        self.rollout_from(ctx, first, frames)
+        self.rollout_from_with(ctx, first, frames, options)
     }
 
     /// [`MpmSimulator::rollout`] from a state already on the GPU (not
@@ -121,13 +197,59 @@ impl MpmSimulator {
         initial: GpuBuffer,
         frames: u32,
     ) -> Result<Rollout, MpmError> {
+        self.rollout_from_with(ctx, initial, frames, &RolloutOptions::default())
+    }
+
+    /// [`MpmSimulator::rollout_from`] with options (in-frame checkpoints).
+    pub fn rollout_from_with(
+        &self,
+        ctx: &GpuContext,
+        initial: GpuBuffer,
+        frames: u32,
+        options: &RolloutOptions,
+    ) -> Result<Rollout, MpmError> {
+        let every = options.keep_checkpoints.map(|k| self.checkpoint_every(k));
         let mut states = vec![initial];
+        let mut checkpoints = Vec::with_capacity(frames as usize);
         for k in 1..=frames {
             let next = self.state_buffer(ctx, &format!("mpm frame {k}"))?;
-            self.run_frame(ctx, &states[(k - 1) as usize], &next, k)?;
+            let kept = match every {
+                Some(every) => Some(FrameCheckpoints {
+                    every,
+                    states: self.checkpoint_buffers(ctx, every, &format!("frame {k} "))?,
+                }),
+                None => None,
+            };
+            let through = kept.as_ref().map(|c| (c.every, c.states.as_slice()));
+            self.run_frame_through(ctx, &states[(k - 1) as usize], through, &next, k)?;
             states.push(next);
+            checkpoints.push(kept);
         }
-        Ok(Rollout { frames: states })
+        Ok(Rollout {
+            frames: states,
+            checkpoints,
+        })
+    }
+
+    /// K for a requested `checkpoint_every` (`None` = ⌈√S⌉), clamped to 1..=S.
+    fn checkpoint_every(&self, requested: Option<u32>) -> u32 {
+        let substeps = self.config().substeps_per_frame;
+        requested
+            .unwrap_or_else(|| (substeps as f64).sqrt().ceil() as u32)
+            .clamp(1, substeps)
+    }
+
+    /// ⌈S/K⌉ − 1 state buffers for a frame's in-frame checkpoints.
+    pub(crate) fn checkpoint_buffers(
+        &self,
+        ctx: &GpuContext,
+        every: u32,
+        label: &str,
+    ) -> Result<Vec<GpuBuffer>, MpmError> {
+        let segments = self.config().substeps_per_frame.div_ceil(every);
+        (1..segments)
+            .map(|j| self.state_buffer(ctx, &format!("mpm {label}checkpoint {j}")))
+            .collect()
     }
 
     /// Back-propagates `∂L/∂(frame states)` to `∂L/∂E` and `∂L/∂(frame 0)`.
@@ -176,11 +298,12 @@ impl MpmSimulator {
                 )));
             }
         }
-        let substeps = self.config().substeps_per_frame;
-        let every = options
-            .checkpoint_every
-            .unwrap_or_else(|| (substeps as f64).sqrt().ceil() as u32)
-            .clamp(1, substeps);
+        // The rollout's kept checkpoints set the default K.
+        let every = self.checkpoint_every(
+            options
+                .checkpoint_every
+                .or_else(|| rollout.kept_checkpoint_every()),
+        );
         let last = match by_frame.iter().rposition(|g| g.is_some()) {
             Some(l) => l,
             None => {
@@ -223,7 +346,7 @@ impl MpmSimulator {
                         ctx,
                         &mut encoder,
                         work,
-                        &rollout.frames[k - 1],
+                        rollout.frame_start(k, work.every),
                         &adj,
                         target,
                         &youngs_grad,
@@ -245,7 +368,7 @@ impl MpmSimulator {
                         ctx,
                         &mut encoder,
                         work,
-                        &rollout.frames[k - 1],
+                        rollout.frame_start(k, work.every),
                         g,
                         target,
                         &youngs_grad,
@@ -274,7 +397,7 @@ impl MpmSimulator {
         ctx: &GpuContext,
         encoder: &mut wgpu::CommandEncoder,
         work: &mut FrameWork,
-        start: &GpuBuffer,
+        start: FrameStart,
         grad_end: &GpuBuffer,
         grad_start: &GpuBuffer,
         youngs_grad: &GpuBuffer,
@@ -282,20 +405,28 @@ impl MpmSimulator {
         let substeps = self.config().substeps_per_frame;
         let every = work.every;
         let segments = substeps.div_ceil(every);
-        // Checkpoints at substeps j·K, j ≥ 1 (j = 0 is `start`).
-        for j in 1..segments as usize {
-            let from = if j == 1 {
-                start
-            } else {
-                &work.checkpoints[j - 2]
-            };
-            self.encode_substeps(ctx, encoder, from, &work.checkpoints[j - 1], every);
-        }
+        let FrameStart { state: start, kept } = start;
+        // Checkpoints at substeps j·K, j ≥ 1 (j = 0 is `start`): the
+        // rollout's own when it kept them, else recomputed.
+        let checkpoints = match kept {
+            Some(kept) => kept,
+            None => {
+                for j in 1..segments as usize {
+                    let from = if j == 1 {
+                        start
+                    } else {
+                        &work.checkpoints[j - 2]
+                    };
+                    self.encode_substeps(ctx, encoder, from, &work.checkpoints[j - 1], every);
+                }
+                &work.checkpoints
+            }
+        };
         for j in (0..segments).rev() {
             let base = if j == 0 {
                 start
             } else {
-                &work.checkpoints[j as usize - 1]
+                &checkpoints[j as usize - 1]
             };
             let len = every.min(substeps - j * every);
             // Segment states: t = 0 is the checkpoint, t ≥ 1 in work.segment[t−1].
@@ -378,11 +509,7 @@ pub(crate) struct FrameWork {
 
 impl FrameWork {
     pub(crate) fn new(ctx: &GpuContext, sim: &MpmSimulator, every: u32) -> Result<Self, MpmError> {
-        let substeps = sim.config().substeps_per_frame;
-        let segments = substeps.div_ceil(every);
-        let checkpoints = (1..segments)
-            .map(|j| sim.state_buffer(ctx, &format!("mpm checkpoint {j}")))
-            .collect::<Result<_, _>>()?;
+        let checkpoints = sim.checkpoint_buffers(ctx, every, "")?;
         let segment = (1..every)
             .map(|t| sim.state_buffer(ctx, &format!("mpm segment state {t}")))
             .collect::<Result<_, _>>()?;

@@ -983,7 +983,21 @@ impl MpmSimulator {
         end: &GpuBuffer,
         frame: u32,
     ) -> Result<(), MpmError> {
-        let result = self.run_frame_checked(ctx, start, end, frame);
+        self.run_frame_through(ctx, start, None, end, frame)
+    }
+
+    /// [`MpmSimulator::run_frame`] writing the state after every K-th
+    /// substep into the ⌈S/K⌉ − 1 buffers of `checkpoints = Some((K,
+    /// buffers))` on the way (`checkpoint_buffers` makes them).
+    pub(crate) fn run_frame_through(
+        &self,
+        ctx: &GpuContext,
+        start: &GpuBuffer,
+        checkpoints: Option<(u32, &[GpuBuffer])>,
+        end: &GpuBuffer,
+        frame: u32,
+    ) -> Result<(), MpmError> {
+        let result = self.run_frame_checked(ctx, start, checkpoints, end, frame);
         // The frame's bind groups hold `start` and `end`: let them go.
         self.release_bind_groups();
         result
@@ -998,13 +1012,32 @@ impl MpmSimulator {
         &self,
         ctx: &GpuContext,
         start: &GpuBuffer,
+        checkpoints: Option<(u32, &[GpuBuffer])>,
         end: &GpuBuffer,
         frame: u32,
     ) -> Result<(), MpmError> {
         let substeps = self.config.substeps_per_frame;
         SimulationStatus::reset(ctx, &self.status);
         let mut encoder = crate::gpu::encoder(ctx, "mpm frame");
-        self.encode_substeps(ctx, &mut encoder, start, end, substeps);
+        // Segments of K substeps between checkpoints (one segment when none
+        // are kept).
+        let (every, checkpoints) = checkpoints.unwrap_or((substeps, &[]));
+        let segments = substeps.div_ceil(every);
+        debug_assert_eq!(checkpoints.len() as u32 + 1, segments);
+        for j in 0..segments {
+            let from = if j == 0 {
+                start
+            } else {
+                &checkpoints[j as usize - 1]
+            };
+            let to = if j + 1 == segments {
+                end
+            } else {
+                &checkpoints[j as usize]
+            };
+            let len = every.min(substeps - j * every);
+            self.encode_substeps(ctx, &mut encoder, from, to, len);
+        }
         ctx.queue.submit([encoder.finish()]);
         let status = SimulationStatus::read(ctx, &self.status)?;
         if status.is_ok() {
