@@ -5,9 +5,16 @@
 //! frame; (b) 100,000 particles, 64³; (c) 500,000 particles, 128³. Particles
 //! fill a cube at 8 per cell (spacing dx/2) with a swirling initial velocity
 //! and E = 1e4 (stable at every substep count used). One frame is timed
-//! forward ([`MpmSimulator::rollout`], including its once-per-frame health
-//! check) and backward ([`MpmSimulator::backward`] with the default ⌈√S⌉
-//! checkpointing, so it includes the replay). Large cases may time fewer
+//! forward ([`MpmSimulator::rollout_with`], including its once-per-frame
+//! health check, keeping its in-frame checkpoints as stage 2 of the fit
+//! does) and backward ([`MpmSimulator::backward`] with ⌈√S⌉ checkpointing
+//! by default: the segment replays and substep adjoints, starting from the
+//! kept checkpoints; `adjoint_recompute_*` is the same backward of a
+//! rollout that kept none, recomputing them). Each figure is the median of
+//! `repetitions` runs after a warm-up, as wall time and as process CPU time
+//! (`*_cpu_s`: on a software adapter the driver's worker threads run in
+//! this process, so it measures the work whatever else the machine runs;
+//! on a GPU it is the host's share only). Large cases may time fewer
 //! substeps per frame (`substeps` in the case, with fps scaled so that dt
 //! = 1/1200 s everywhere): the rate is per particle-substep. Per-kernel times submit
 //! each stage alone and wait for it, averaged over a few substeps.
@@ -19,7 +26,7 @@ use serde::Serialize;
 use crate::gpu::GpuContext;
 use crate::mpm::{
     BackwardOptions, FrameGradient, MpmConfig, MpmError, MpmSetup, MpmSimulator, ParticleState,
-    StageBuffers, SubstepStage, WallMode,
+    Rollout, RolloutOptions, StageBuffers, SubstepStage, WallMode,
 };
 
 /// One benchmark case.
@@ -66,20 +73,34 @@ pub struct MpmBenchResult {
     pub case: MpmBenchCase,
     /// Particles simulated.
     pub particles: u64,
-    /// Seconds for one forward frame.
+    /// Timed runs of each figure (medians are reported).
+    pub repetitions: u32,
+    /// Seconds for one forward frame (median wall time).
     pub forward_s: f64,
+    /// Process CPU seconds for one forward frame (median).
+    pub forward_cpu_s: f64,
     /// K used by the backward pass (every K-th substep state kept).
     pub checkpoint_every: u32,
-    /// Seconds for the backward pass of that frame.
+    /// Seconds for the backward pass of that frame, from the in-frame
+    /// checkpoints the forward kept (median wall time).
     pub adjoint_s: f64,
+    /// Process CPU seconds of that backward pass (median).
+    pub adjoint_cpu_s: f64,
+    /// Seconds for the backward pass of a rollout that kept no in-frame
+    /// checkpoints (recomputing them; median wall time).
+    pub adjoint_recompute_s: f64,
+    /// Process CPU seconds of that backward pass (median).
+    pub adjoint_recompute_cpu_s: f64,
+    /// `adjoint_s / forward_s` and `adjoint_cpu_s / forward_cpu_s`.
+    pub adjoint_over_forward: [f64; 2],
     /// Forward particle-substeps per second.
     pub forward_particle_substeps_per_s: f64,
     /// Adjoint particle-substeps per second.
     pub adjoint_particle_substeps_per_s: f64,
     /// Peak bytes allocated through the context during the case.
     pub peak_memory_bytes: u64,
-    /// Milliseconds per substep of each stage, submitted alone.
-    pub kernel_ms: Vec<(String, f64)>,
+    /// Time per substep of each stage, submitted alone.
+    pub kernel_ms: Vec<StageTime>,
 }
 
 fn scene(case: &MpmBenchCase) -> (MpmConfig, ParticleState, f64) {
@@ -120,14 +141,67 @@ fn scene(case: &MpmBenchCase) -> (MpmConfig, ParticleState, f64) {
     )
 }
 
-/// Runs one case.
+/// Wall and process CPU seconds of one timed run.
+#[derive(Clone, Copy, Debug)]
+struct Timing {
+    wall_s: f64,
+    cpu_s: f64,
+}
+
+/// Runs `f` once, timing it.
+fn timed<T>(f: impl FnOnce() -> Result<T, MpmError>) -> Result<(T, Timing), MpmError> {
+    let cpu = process_cpu_seconds();
+    let t = Instant::now();
+    let out = f()?;
+    let wall_s = t.elapsed().as_secs_f64();
+    let cpu_s = process_cpu_seconds() - cpu;
+    Ok((out, Timing { wall_s, cpu_s }))
+}
+
+/// Medians (wall, CPU) of a set of runs.
+fn medians(runs: &[Timing]) -> (f64, f64) {
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        }
+    };
+    (
+        median(runs.iter().map(|r| r.wall_s).collect()),
+        median(runs.iter().map(|r| r.cpu_s).collect()),
+    )
+}
+
+/// CPU seconds this process has used (user + system, all threads); 0 where
+/// the platform offers no `getrusage`.
+fn process_cpu_seconds() -> f64 {
+    #[cfg(unix)]
+    {
+        let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+        // SAFETY: getrusage writes a rusage into the pointer it is given.
+        if unsafe { libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) } == 0 {
+            // SAFETY: initialised by the successful call above.
+            let usage = unsafe { usage.assume_init() };
+            let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+            return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+        }
+    }
+    0.0
+}
+
+/// Runs one case: `repetitions` timed runs of each figure after a warm-up.
 ///
 /// `checkpoint_every`: K of the backward pass (`None`: the default ⌈√S⌉).
 pub fn run_case(
     ctx: &GpuContext,
     case: &MpmBenchCase,
     checkpoint_every: Option<u32>,
+    repetitions: u32,
 ) -> Result<MpmBenchResult, MpmError> {
+    let repetitions = repetitions.max(1);
     ctx.memory.reset_peak();
     let (config, start, volume) = scene(case);
     let n = start.len();
@@ -141,45 +215,67 @@ pub fn run_case(
             youngs_max: youngs,
         },
     )?;
-    // Warm-up: pipelines, first-touch of buffers.
+    let keep = RolloutOptions {
+        keep_checkpoints: Some(checkpoint_every),
+    };
+    let seed = sim.upload_state(ctx, "bench dL/dstate", &start)?;
+    let backward = |rollout: &Rollout| {
+        sim.backward(
+            ctx,
+            rollout,
+            &[FrameGradient {
+                frame: 1,
+                grad: &seed,
+            }],
+            &BackwardOptions {
+                checkpoint_every,
+                ..Default::default()
+            },
+        )
+        .map(|_| ())
+    };
+    // Warm-up: pipelines, first touch of buffers, the backward's buffers.
+    let warm = sim.rollout_with(ctx, &start, 1, &keep)?;
+    backward(&warm)?;
+    drop(warm);
+
+    let mut forward = Vec::new();
+    let mut adjoint = Vec::new();
+    let mut recompute = Vec::new();
+    for _ in 0..repetitions {
+        let (rollout, t) = timed(|| {
+            let r = sim.rollout_with(ctx, &start, 1, &keep)?;
+            ctx.wait()?;
+            Ok(r)
+        })?;
+        forward.push(t);
+        adjoint.push(timed(|| backward(&rollout))?.1);
+        drop(rollout);
+        let plain = sim.rollout(ctx, &start, 1)?;
+        recompute.push(timed(|| backward(&plain))?.1);
+    }
+    let (forward_s, forward_cpu_s) = medians(&forward);
+    let (adjoint_s, adjoint_cpu_s) = medians(&adjoint);
+    let (adjoint_recompute_s, adjoint_recompute_cpu_s) = medians(&recompute);
+
     let warm = sim.upload_state(ctx, "bench warm-up", &start)?;
     let warm_next = sim.state_buffer(ctx, "bench warm-up next")?;
-    let mut encoder = crate::gpu::encoder(ctx, "bench warm-up");
-    sim.encode_substep(ctx, &mut encoder, &warm, &warm_next);
-    ctx.queue.submit([encoder.finish()]);
-    ctx.wait()?;
-
-    let t = Instant::now();
-    let rollout = sim.rollout(ctx, &start, 1)?;
-    ctx.wait()?;
-    let forward_s = t.elapsed().as_secs_f64();
-
-    let seed = sim.upload_state(ctx, "bench dL/dstate", &start)?;
-    let t = Instant::now();
-    sim.backward(
-        ctx,
-        &rollout,
-        &[FrameGradient {
-            frame: 1,
-            grad: &seed,
-        }],
-        &BackwardOptions {
-            checkpoint_every,
-            ..Default::default()
-        },
-    )?;
-    let adjoint_s = t.elapsed().as_secs_f64();
-
     let kernel_ms = time_stages(ctx, &sim, &warm, &warm_next, &seed)?;
     let work = (n as u64 * case.substeps as u64) as f64;
     Ok(MpmBenchResult {
         case: case.clone(),
         particles: n as u64,
+        repetitions,
         forward_s,
+        forward_cpu_s,
         checkpoint_every: checkpoint_every
             .unwrap_or_else(|| (case.substeps as f64).sqrt().ceil() as u32)
             .clamp(1, case.substeps),
         adjoint_s,
+        adjoint_cpu_s,
+        adjoint_recompute_s,
+        adjoint_recompute_cpu_s,
+        adjoint_over_forward: [adjoint_s / forward_s, adjoint_cpu_s / forward_cpu_s],
         forward_particle_substeps_per_s: work / forward_s,
         adjoint_particle_substeps_per_s: work / adjoint_s,
         peak_memory_bytes: ctx.memory.peak(),
@@ -187,15 +283,19 @@ pub fn run_case(
     })
 }
 
-/// Milliseconds per stage, each submitted alone and waited for.
+/// Milliseconds per stage, wall and process CPU: each stage recorded
+/// several times in one submission (about 160,000 particle-stages, at most
+/// 20 runs, so one submit/wait round trip is spread over them) and waited
+/// for, three times over, in substep order so each sees realistic inputs.
 fn time_stages(
     ctx: &GpuContext,
     sim: &MpmSimulator,
     state: &crate::gpu::GpuBuffer,
     next: &crate::gpu::GpuBuffer,
     grad_next: &crate::gpu::GpuBuffer,
-) -> Result<Vec<(String, f64)>, MpmError> {
+) -> Result<Vec<StageTime>, MpmError> {
     const REPEATS: u32 = 3;
+    let runs = (160_000 / sim.particle_count().max(1)).clamp(1, 20) as u32;
     let grad = sim.state_buffer(ctx, "bench grad")?;
     let youngs_grad = ctx.storage_zeroed::<f32>("bench youngs grad", sim.particle_count())?;
     let b = StageBuffers {
@@ -211,21 +311,40 @@ fn time_stages(
             .iter()
             .filter(|s| !SubstepStage::FORWARD.contains(s)),
     );
-    let mut totals = vec![0.0f64; stages.len()];
+    let mut totals = vec![(0.0f64, 0.0f64); stages.len()];
     for _ in 0..REPEATS {
-        // Run every stage in substep order so each sees realistic inputs.
         for (i, stage) in stages.iter().enumerate() {
-            let t = Instant::now();
-            let mut encoder = crate::gpu::encoder(ctx, "bench stage");
-            sim.encode_stage(ctx, &mut encoder, *stage, &b);
-            ctx.queue.submit([encoder.finish()]);
-            ctx.wait()?;
-            totals[i] += t.elapsed().as_secs_f64();
+            let ((), t) = timed(|| {
+                let mut encoder = crate::gpu::encoder(ctx, "bench stage");
+                for _ in 0..runs {
+                    sim.encode_stage(ctx, &mut encoder, *stage, &b);
+                }
+                ctx.queue.submit([encoder.finish()]);
+                Ok(ctx.wait()?)
+            })?;
+            totals[i].0 += t.wall_s;
+            totals[i].1 += t.cpu_s;
         }
     }
+    let per_run = 1e3 / (REPEATS * runs) as f64;
     Ok(stages
         .iter()
         .zip(totals)
-        .map(|(s, t)| (s.name().to_string(), t * 1e3 / REPEATS as f64))
+        .map(|(s, (wall, cpu))| StageTime {
+            stage: s.name().to_string(),
+            ms: wall * per_run,
+            cpu_ms: cpu * per_run,
+        })
         .collect())
+}
+
+/// Time per substep of one stage.
+#[derive(Clone, Debug, Serialize)]
+pub struct StageTime {
+    /// Stage name ([`SubstepStage::name`]).
+    pub stage: String,
+    /// Wall milliseconds.
+    pub ms: f64,
+    /// Process CPU milliseconds.
+    pub cpu_ms: f64,
 }

@@ -16,6 +16,9 @@ pub struct BenchMpmArgs {
     /// Keep every K-th substep state in the backward pass (default ⌈√substeps⌉; the substep count = store everything).
     #[arg(long)]
     pub checkpoint_every: Option<u32>,
+    /// Timed runs of each figure (after one warm-up); medians are reported.
+    #[arg(long, default_value_t = 3)]
+    pub repetitions: u32,
 }
 
 /// Runs the MPM benchmark cases named in `args.cases` (all when empty) with
@@ -42,7 +45,7 @@ pub fn run(args: &BenchMpmArgs) -> Result<()> {
             case.grid_res,
             case.substeps
         );
-        match run_case(&ctx, case, checkpoint_every) {
+        match run_case(&ctx, case, checkpoint_every, args.repetitions) {
             Ok(r) => results.push(r),
             // "where memory allows": a case over the device's limits is
             // reported as skipped, with the reason, not as a failure.

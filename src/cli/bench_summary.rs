@@ -32,7 +32,7 @@ pub fn run() -> Result<()> {
         case.grid_res,
         case.substeps
     );
-    let mpm = run_case(&ctx, &case, None)?;
+    let mpm = run_case(&ctx, &case, None, 3)?;
 
     let scene_path = Path::new(DEMO_SCENE);
     let scene = Scene::load(scene_path).with_context(|| {
@@ -63,6 +63,10 @@ pub fn run() -> Result<()> {
             "substeps": case.substeps,
             "forward_particle_substeps_per_s": mpm.forward_particle_substeps_per_s,
             "adjoint_particle_substeps_per_s": mpm.adjoint_particle_substeps_per_s,
+            "forward_s": mpm.forward_s,
+            "adjoint_s": mpm.adjoint_s,
+            "forward_cpu_s": mpm.forward_cpu_s,
+            "adjoint_cpu_s": mpm.adjoint_cpu_s,
             "peak_gpu_bytes": mpm.peak_memory_bytes,
         },
         "raster": {
