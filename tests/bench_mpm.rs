@@ -40,6 +40,15 @@ fn tiny_case_reports_every_figure() {
         ("adjoint_recompute_cpu_s", r.adjoint_recompute_cpu_s),
     ] {
         assert!(v.is_finite() && v >= 0.0, "{name} = {v}");
+        // getrusage measures every platform CI runs on.
+        #[cfg(unix)]
+        assert!(v > 0.0, "{name} = {v}");
+    }
+    for r in r.adjoint_over_forward {
+        #[cfg(unix)]
+        assert!(r.is_some_and(|r| r.is_finite() && r > 0.0), "{r:?}");
+        #[cfg(not(unix))]
+        let _ = r;
     }
     assert!(r.peak_memory_bytes > 0);
     let stages: Vec<&str> = r.kernel_ms.iter().map(|s| s.stage.as_str()).collect();

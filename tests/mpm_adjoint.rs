@@ -263,16 +263,33 @@ fn checkpoints_kept_by_the_forward_equal_recomputed_ones() {
     let substeps = c.sim.config().substeps_per_frame;
     assert!(substeps >= 8, "the case needs several segments per frame");
     for flow in [GradientFlow::Full, GradientFlow::Truncated] {
-        for (kept, every) in [(None, None), (Some(3), Some(3)), (Some(3), Some(4))] {
+        // (K kept by the rollout, K asked of the backward): the defaults,
+        // K not dividing S = 10, K = 1, K = S, K clamped to S, and a
+        // mismatch (recomputes).
+        for (kept, every) in [
+            (None, None),
+            (Some(3), Some(3)),
+            (Some(1), Some(1)),
+            (Some(10), None),
+            (Some(100), Some(10)),
+            (Some(3), Some(4)),
+        ] {
             let options = BackwardOptions {
                 flow,
                 checkpoint_every: every,
             };
-            let recomputed = c.gradients(&ctx, &options);
+            let recomputed = c.gradients(
+                &ctx,
+                &BackwardOptions {
+                    checkpoint_every: every.or(kept),
+                    ..options
+                },
+            );
             let from_forward = c.gradients_of_rollout(
                 &ctx,
                 &RolloutOptions {
-                    keep_checkpoints: Some(kept),
+                    keep_checkpoints: true,
+                    checkpoint_every: kept,
                 },
                 &options,
             );
@@ -295,7 +312,8 @@ fn checkpoints_kept_by_the_forward_equal_recomputed_ones() {
             &c.start,
             FRAMES,
             &RolloutOptions {
-                keep_checkpoints: Some(Some(3)),
+                keep_checkpoints: true,
+                checkpoint_every: Some(3),
             },
         )
         .unwrap();
@@ -333,7 +351,8 @@ fn backward_uses_the_kept_checkpoints() {
                 &c.start,
                 1,
                 &RolloutOptions {
-                    keep_checkpoints: Some(Some(3)),
+                    keep_checkpoints: true,
+                    checkpoint_every: Some(3),
                 },
             )
             .unwrap();

@@ -9,7 +9,7 @@ mod common;
 mod mpm_support;
 
 use mpm_support::*;
-use physfit::mpm::{MpmError, MpmSetup, MpmSimulator, ParticleState};
+use physfit::mpm::{MpmError, MpmSetup, MpmSimulator, ParticleState, RolloutOptions};
 
 fn setup(n: usize, spacing: f32, youngs_max: f64) -> MpmSetup {
     MpmSetup {
@@ -221,6 +221,20 @@ fn blow_up_is_caught_and_named() {
     let (frame, substep) = failed_at(err);
     assert!((1..=5).contains(&frame));
     assert!(substep < config.substeps_per_frame);
+    // Keeping in-frame checkpoints changes neither the stop nor its place.
+    let kept = sim
+        .rollout_with(
+            &ctx,
+            &rest_state(x.clone(), v.clone()),
+            5,
+            &RolloutOptions {
+                keep_checkpoints: true,
+                checkpoint_every: Some(3),
+            },
+        )
+        .err()
+        .expect("the run keeping checkpoints must stop too");
+    assert_eq!(failed_at(kept), (frame, substep));
     // The same run with one substep per frame (same dt) checks health after
     // every substep, so the frame where it stops is the failing substep.
     let mut one = config.clone();

@@ -38,7 +38,7 @@ const GRID_STRIDE: u32 = 4u;
 const STATUS_NON_FINITE: u32 = 1u;
 const STATUS_LEFT_BOX: u32 = 2u;
 
-// 3×3 matrix from 9 row-major values starting at `o` of a particle record.
+// 3×3 matrix from its three rows.
 fn mat3_from_rows(r0: vec3<f32>, r1: vec3<f32>, r2: vec3<f32>) -> mat3x3<f32> {
     return transpose(mat3x3<f32>(r0, r1, r2));
 }

@@ -14,7 +14,7 @@
 // own binding.
 #import mpm/params
 
-const STATE_QUADS: u32 = 6u;
+const STATE_QUADS: u32 = STATE_STRIDE / 4u;
 
 struct ParticleState {
     x: vec3<f32>,

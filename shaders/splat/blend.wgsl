@@ -40,7 +40,9 @@ fn main(@builtin(workgroup_id) tile: vec3<u32>, @builtin(local_invocation_id) lo
     var transmittance = 1.0;
     var color = vec3<f32>(0.0);
     var last = 0u;
-    let total = range.y - range.x;
+    // An empty (or corrupt, end < start) range walks nothing: `total` must
+    // not wrap, every loop has to end (src/gpu/kernel.rs).
+    let total = select(0u, range.y - range.x, range.y > range.x);
     for (var batch_start = 0u; batch_start < total; batch_start += TILE_PIXELS) {
         workgroupBarrier();
         if local_index == 0u {

@@ -16,8 +16,13 @@
 //! this process, so it measures the work whatever else the machine runs;
 //! on a GPU it is the host's share only). Large cases may time fewer
 //! substeps per frame (`substeps` in the case, with fps scaled so that dt
-//! = 1/1200 s everywhere): the rate is per particle-substep. Per-kernel times submit
-//! each stage alone and wait for it, averaged over a few substeps.
+//! = 1/1200 s everywhere): the rate is per particle-substep. Per-kernel
+//! times record each stage several times in one submission and wait for it
+//! (see `time_stages`).
+//!
+//! Since 2026-11-29 `adjoint_s` (and the adjoint rate) is the backward from
+//! the forward's kept checkpoints; earlier figures recomputed them, as
+//! `adjoint_recompute_s` does now.
 
 use std::time::Instant;
 
@@ -91,15 +96,16 @@ pub struct MpmBenchResult {
     pub adjoint_recompute_s: f64,
     /// Process CPU seconds of that backward pass (median).
     pub adjoint_recompute_cpu_s: f64,
-    /// `adjoint_s / forward_s` and `adjoint_cpu_s / forward_cpu_s`.
-    pub adjoint_over_forward: [f64; 2],
+    /// `adjoint_s / forward_s` and `adjoint_cpu_s / forward_cpu_s` (the
+    /// latter `None` where no CPU time is measured).
+    pub adjoint_over_forward: [Option<f64>; 2],
     /// Forward particle-substeps per second.
     pub forward_particle_substeps_per_s: f64,
-    /// Adjoint particle-substeps per second.
+    /// Adjoint particle-substeps per second (from `adjoint_s`).
     pub adjoint_particle_substeps_per_s: f64,
     /// Peak bytes allocated through the context during the case.
     pub peak_memory_bytes: u64,
-    /// Time per substep of each stage, submitted alone.
+    /// Time per substep of each stage, each stage submitted on its own.
     pub kernel_ms: Vec<StageTime>,
 }
 
@@ -175,6 +181,11 @@ fn medians(runs: &[Timing]) -> (f64, f64) {
     )
 }
 
+/// `a / b` where both were measured (positive).
+fn ratio(a: f64, b: f64) -> Option<f64> {
+    (a > 0.0 && b > 0.0).then(|| a / b)
+}
+
 /// CPU seconds this process has used (user + system, all threads); 0 where
 /// the platform offers no `getrusage`.
 fn process_cpu_seconds() -> f64 {
@@ -216,7 +227,8 @@ pub fn run_case(
         },
     )?;
     let keep = RolloutOptions {
-        keep_checkpoints: Some(checkpoint_every),
+        keep_checkpoints: true,
+        checkpoint_every,
     };
     let seed = sim.upload_state(ctx, "bench dL/dstate", &start)?;
     let backward = |rollout: &Rollout| {
@@ -275,7 +287,10 @@ pub fn run_case(
         adjoint_cpu_s,
         adjoint_recompute_s,
         adjoint_recompute_cpu_s,
-        adjoint_over_forward: [adjoint_s / forward_s, adjoint_cpu_s / forward_cpu_s],
+        adjoint_over_forward: [
+            ratio(adjoint_s, forward_s),
+            ratio(adjoint_cpu_s, forward_cpu_s),
+        ],
         forward_particle_substeps_per_s: work / forward_s,
         adjoint_particle_substeps_per_s: work / adjoint_s,
         peak_memory_bytes: ctx.memory.peak(),

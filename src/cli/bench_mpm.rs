@@ -13,11 +13,11 @@ pub struct BenchMpmArgs {
     /// Cases to run (a: 8k particles 64³; b: 100k 64³; c: 500k 128³); all by default.
     #[arg(long, value_delimiter = ',')]
     pub cases: Vec<String>,
-    /// Keep every K-th substep state in the backward pass (default ⌈√substeps⌉; the substep count = store everything).
+    /// K of the in-frame checkpoints: the forward keeps every K-th substep state and the backward starts from them (default ⌈√substeps⌉; the substep count = store everything).
     #[arg(long)]
     pub checkpoint_every: Option<u32>,
     /// Timed runs of each figure (after one warm-up); medians are reported.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     pub repetitions: u32,
 }
 

@@ -33,12 +33,14 @@ pub enum BindingKind {
 /// (docs/benchmarks.md).
 ///
 /// The contract (wgpu's: no shader may contain an infinite loop) holds for
-/// every shader under shaders/: `for` loops have bounds fixed at dispatch,
-/// the cell-list walks of the binned MPM scatters stop after
-/// `particle_count` links even on a corrupt list, and the compare-and-swap
-/// loops of the `#atomic_f32_ops` emulation and the rasterizer's workgroup
-/// reductions are lock-free (each round one lane succeeds). A new shader
-/// must keep it.
+/// every shader under shaders/: `for` loops count up to bounds that cannot
+/// wrap (constants, uniforms, or data-dependent counts clamped so that a
+/// corrupt range walks nothing), the cell-list walks of the binned MPM
+/// scatters stop after `particle_count` links even on a corrupt list, and
+/// the compare-and-swap loops of the `#atomic_f32_ops` emulation and the
+/// rasterizer's workgroup reductions are lock-free (an exchange fails only
+/// because another lane's succeeded, or spuriously for the weak form). A
+/// new shader must keep it.
 pub fn physfit_runtime_checks() -> wgpu::ShaderRuntimeChecks {
     let mut checks = wgpu::ShaderRuntimeChecks::checked();
     // SAFETY: see above; every loop in physfit's shaders terminates.

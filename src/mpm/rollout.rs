@@ -2,27 +2,31 @@
 //! Memory; § Loss, parameters, fit).
 //!
 //! Forward: [`MpmSimulator::rollout`] keeps the state (x, v, C, F) at every
-//! frame boundary, nothing inside frames, and checks health once per frame.
+//! frame boundary and checks health once per frame; inside frames it keeps
+//! nothing unless asked to ([`RolloutOptions::keep_checkpoints`], below).
 //!
 //! Backward: [`MpmSimulator::backward`] takes `∂L/∂(state at frame k)` for any
 //! set of frames and returns `∂L/∂E` per particle and `∂L/∂(state at frame
 //! 0)` (whose `v` part is the initial-velocity gradient). Inside a frame of
 //! S substeps it keeps every K-th substep state (checkpoints), then replays
 //! each segment of K substeps in reverse order, keeping its K states, and
-//! runs the substep adjoints over them: S/K + K states per frame, never S.
+//! runs the substep adjoints over them: ⌈S/K⌉ + K states per frame, never S.
 //! The replay of a segment also keeps each substep's grid (within
 //! [`KEPT_GRIDS_BUDGET_BYTES`]), so a substep adjoint runs G2P*, grid
 //! update* and P2G* only, without recomputing P2G and the grid update.
-//! K = S is "store everything" (one segment); the default is ⌈√S⌉.
+//! K = S is "store everything" (one segment); the default is the K of the
+//! rollout's kept checkpoints if it kept them, else ⌈√S⌉.
 //!
 //! A rollout run with [`RolloutOptions::keep_checkpoints`] also keeps each
-//! frame's in-frame checkpoints (S/K − 1 states per frame, written by the
+//! frame's in-frame checkpoints (⌈S/K⌉ − 1 states per frame, written by the
 //! forward substeps themselves, at no extra time), and a backward pass with
 //! the same K starts from them instead of recomputing them: per frame it
 //! then runs S replayed substeps and S substep adjoints instead of also
-//! (⌈S/K⌉ − 1)·K forward substeps (case (a) of `physfit bench mpm`: 33 of
+//! (⌈S/K⌉ − 1)·K forward substeps (case (a) of `physfit bench mpm`: 35 of
 //! 40). Worth it where memory allows, e.g. stage 2 of the fit, whose
-//! backward of frame k follows its forward.
+//! backward of frame k follows its forward. The kept checkpoints belong to
+//! the frame states the rollout computed: a caller that replaces
+//! `Rollout::frames[k − 1]` must not backpropagate frame k through them.
 //!
 //! [`GradientFlow::Truncated`] is stage 2 of the fit: the state at frame k−1
 //! is a constant, so each frame's gradient flows through its own substeps
@@ -84,11 +88,17 @@ impl Rollout {
     fn frame_start(&self, k: usize, every: u32) -> FrameStart<'_> {
         FrameStart {
             state: &self.frames[k - 1],
-            kept: self.checkpoints[k - 1]
-                .as_ref()
-                .filter(|c| c.every == every)
-                .map(|c| c.states.as_slice()),
+            kept: self.kept_every(k, every),
         }
+    }
+
+    /// Frame k's kept checkpoints if they were kept every `every` substeps.
+    fn kept_every(&self, k: usize, every: u32) -> Option<&[GpuBuffer]> {
+        self.checkpoints
+            .get(k.checked_sub(1)?)?
+            .as_ref()
+            .filter(|c| c.every == every)
+            .map(|c| c.states.as_slice())
     }
 }
 
@@ -108,12 +118,14 @@ struct FrameCheckpoints {
 /// Options of [`MpmSimulator::rollout_with`].
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RolloutOptions {
-    /// Keep every K-th substep state of every frame (`Some(None)`: the
-    /// backward's default K = ⌈√S⌉; `Some(Some(k))`: K = k, clamped to
-    /// 1..=S), so that [`MpmSimulator::backward`] with the same K does not
-    /// recompute them. Costs ⌈S/K⌉ − 1 state buffers per frame; `None`
-    /// (the default) keeps frame states only.
-    pub keep_checkpoints: Option<Option<u32>>,
+    /// Keep every K-th substep state of every frame, so that
+    /// [`MpmSimulator::backward`] with the same K does not recompute them.
+    /// Costs ⌈S/K⌉ − 1 state buffers per frame. Off by default (frame states
+    /// only).
+    pub keep_checkpoints: bool,
+    /// K of the kept checkpoints: `None` = ⌈√S⌉ (the backward's default);
+    /// clamped to 1..=S. Ignored unless `keep_checkpoints`.
+    pub checkpoint_every: Option<u32>,
 }
 
 /// How far gradients flow back in [`MpmSimulator::backward`].
@@ -131,8 +143,10 @@ pub enum GradientFlow {
 pub struct BackwardOptions {
     /// Gradient flow.
     pub flow: GradientFlow,
-    /// Keep every K-th substep state; `None` = ⌈√substeps⌉. Values above
-    /// the substep count mean "store every substep of the frame".
+    /// Keep every K-th substep state; `None` = the K of the rollout's kept
+    /// checkpoints ([`RolloutOptions`]) if it kept them, else ⌈√substeps⌉.
+    /// Values above the substep count mean "store every substep of the
+    /// frame".
     pub checkpoint_every: Option<u32>,
 }
 
@@ -208,7 +222,9 @@ impl MpmSimulator {
         frames: u32,
         options: &RolloutOptions,
     ) -> Result<Rollout, MpmError> {
-        let every = options.keep_checkpoints.map(|k| self.checkpoint_every(k));
+        let every = options
+            .keep_checkpoints
+            .then(|| self.checkpoint_every(options.checkpoint_every));
         let mut states = vec![initial];
         let mut checkpoints = Vec::with_capacity(frames as usize);
         for k in 1..=frames {
@@ -314,6 +330,18 @@ impl MpmSimulator {
             }
         };
         let mut work = self.take_frame_work(ctx, every)?;
+        // Frames that will be backpropagated without kept checkpoints need
+        // the work's own.
+        let backpropagated = |k: &usize| match options.flow {
+            GradientFlow::Full => true,
+            GradientFlow::Truncated => by_frame[*k].is_some(),
+        };
+        if (1..=last)
+            .filter(backpropagated)
+            .any(|k| rollout.kept_every(k, every).is_none())
+        {
+            work.ensure_checkpoints(ctx, self)?;
+        }
         let result = self.backward_on(ctx, rollout, &by_frame, last, options, &mut work);
         self.keep_frame_work(work);
         result
@@ -492,7 +520,8 @@ impl MpmSimulator {
 /// again, ~40% more backward time on lavapipe).
 pub const KEPT_GRIDS_BUDGET_BYTES: u64 = 512 << 20;
 
-/// Buffers of a frame's backward pass: S/K − 1 checkpoints, K − 1 segment
+/// Buffers of a frame's backward pass: ⌈S/K⌉ − 1 checkpoints (allocated
+/// only when some frame's are not kept by the rollout), K − 1 segment
 /// states, two substep adjoints (plus the frame-boundary states the rollout
 /// already holds) and, within [`KEPT_GRIDS_BUDGET_BYTES`], K − 1 substep
 /// grids so that the replay of a segment keeps the grid of each substep for
@@ -509,7 +538,6 @@ pub(crate) struct FrameWork {
 
 impl FrameWork {
     pub(crate) fn new(ctx: &GpuContext, sim: &MpmSimulator, every: u32) -> Result<Self, MpmError> {
-        let checkpoints = sim.checkpoint_buffers(ctx, every, "")?;
         let segment = (1..every)
             .map(|t| sim.state_buffer(ctx, &format!("mpm segment state {t}")))
             .collect::<Result<_, _>>()?;
@@ -523,7 +551,7 @@ impl FrameWork {
         };
         Ok(Self {
             every,
-            checkpoints,
+            checkpoints: Vec::new(),
             segment,
             grids,
             grids_kept,
@@ -543,6 +571,14 @@ impl FrameWork {
 
     fn keeps_grids_for(sim: &MpmSimulator, every: u32) -> bool {
         (every as u64 - 1) * sim.substep_grid_bytes() <= sim.kept_grids_budget()
+    }
+
+    /// Allocates the checkpoint buffers (for frames whose rollout kept none).
+    fn ensure_checkpoints(&mut self, ctx: &GpuContext, sim: &MpmSimulator) -> Result<(), MpmError> {
+        if self.checkpoints.is_empty() {
+            self.checkpoints = sim.checkpoint_buffers(ctx, self.every, "")?;
+        }
+        Ok(())
     }
 
     /// Whether segment replays keep their substeps' grids.
