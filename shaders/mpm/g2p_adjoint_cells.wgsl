@@ -14,7 +14,7 @@
 // Active box [origin xyz, dims xyz, count, 0] (grid_box.wgsl).
 @group(0) @binding(1) var<storage, read> node_box: array<u32, 8>;
 @group(0) @binding(2) var<storage, read> binned: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read> cell_head: array<u32>;
+@group(0) @binding(3) var<storage, read_write> cell_head: array<u32>;
 @group(0) @binding(4) var<storage, read> particle_next: array<u32>;
 @group(0) @binding(5) var<storage, read_write> grid_velocity_grad: array<AtomicF32>;
 #atomic_f32_ops grid_velocity_grad
@@ -31,6 +31,10 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
     if head == 0u {
         return;
     }
+    // Reset the list for the next binning: cell_head is all zeros between
+    // scatters (buffers start zeroed; every list built is walked here), so
+    // no dispatch has to clear it.
+    cell_head[cell] = 0u;
     let base = vec3<f32>(node_coords(cell, res));
     // Per stencil node (i, j, l) at index (i·3 + j)·3 + l: ∂L/∂v_i summed
     // over the cell's particles (the loops have constant bounds, so the

@@ -1,30 +1,43 @@
-// Zeroes `words_per_node` u32 words of every node of the active box (the
-// grid mass/momentum, the anchored flags, or ∂L/∂(grid velocity)). Nodes
-// outside the box may hold stale values: no kernel reads them this substep.
+// Zeroes the nodes of the active box before a scatter: `clear_grid` the
+// grid's mass/momentum and anchored flags before P2G (one dispatch for
+// both), `clear_nodes` ∂L/∂(grid velocity) before G2P*. Nodes outside the
+// box may hold stale values: no kernel reads them this substep. (The cell
+// lists of the binned scatters need no clear: their walkers reset them,
+// see p2g_cells.wgsl.)
 #import common/dispatch
 #import mpm/params
 #import mpm/node_box
 
-struct ClearParams {
-    words_per_node: u32,
-    _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
+@group(0) @binding(0) var<uniform> params: MpmParams;
+@group(0) @binding(1) var<storage, read> node_box: array<u32, 8>;
+// Four words per node: (m, mv) or ∂L/∂v (f32, bound as plain vec4 here).
+@group(0) @binding(2) var<storage, read_write> nodes: array<vec4<f32>>;
+// One word per node: the anchored flags (clear_grid only).
+@group(0) @binding(3) var<storage, read_write> flags: array<u32>;
+
+// Flat index of active-box node t, or none (0xffffffff) past the box.
+fn box_thread_node(t: u32) -> u32 {
+    if t >= node_box[6] {
+        return 0xffffffffu;
+    }
+    return box_node(t, vec3<u32>(node_box[0], node_box[1], node_box[2]), vec3<u32>(node_box[3], node_box[4], node_box[5]), nodes_per_axis(params));
 }
 
-@group(0) @binding(0) var<uniform> params: MpmParams;
-@group(0) @binding(1) var<uniform> clear: ClearParams;
-@group(0) @binding(2) var<storage, read> node_box: array<u32, 8>;
-@group(0) @binding(3) var<storage, read_write> values: array<u32>;
-
 @compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgroups) num_workgroups: vec3<u32>) {
-    let t = flat_thread_index(global_id, num_workgroups, 256u);
-    if t >= node_box[6] {
+fn clear_grid(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgroups) num_workgroups: vec3<u32>) {
+    let n = box_thread_node(flat_thread_index(global_id, num_workgroups, 256u));
+    if n == 0xffffffffu {
         return;
     }
-    let n = box_node(t, vec3<u32>(node_box[0], node_box[1], node_box[2]), vec3<u32>(node_box[3], node_box[4], node_box[5]), nodes_per_axis(params));
-    for (var w = 0u; w < clear.words_per_node; w++) {
-        values[n * clear.words_per_node + w] = 0u;
+    nodes[n] = vec4<f32>(0.0);
+    flags[n] = 0u;
+}
+
+@compute @workgroup_size(256)
+fn clear_nodes(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgroups) num_workgroups: vec3<u32>) {
+    let n = box_thread_node(flat_thread_index(global_id, num_workgroups, 256u));
+    if n == 0xffffffffu {
+        return;
     }
+    nodes[n] = vec4<f32>(0.0);
 }

@@ -23,8 +23,8 @@ pub struct G2pAdjointBinBuffers<'a> {
     /// Output: [`super::p2g_bin::BINNED_STRIDE`] f32 per particle: x,
     /// gv'', 4/dx²·gC'' (row-major).
     pub binned: &'a GpuBuffer,
-    /// List heads per base cell (p + 1, 0 = empty), zeroed over the active
-    /// box before the dispatch.
+    /// List heads per base cell (p + 1, 0 = empty), all zero before the
+    /// dispatch ([`super::g2p_adjoint_cells`] resets each list it walks).
     pub cell_head: &'a GpuBuffer,
     /// Output: list links per particle.
     pub particle_next: &'a GpuBuffer,

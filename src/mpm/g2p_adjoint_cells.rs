@@ -14,7 +14,8 @@ pub struct G2pAdjointCellsBuffers<'a> {
     pub node_box: &'a GpuBuffer,
     /// Per-particle records from [`super::g2p_adjoint_bin`].
     pub binned: &'a GpuBuffer,
-    /// List heads per base cell from [`super::g2p_adjoint_bin`].
+    /// List heads per base cell from [`super::g2p_adjoint_bin`]; reset to 0
+    /// as they are walked (all zero between scatters).
     pub cell_head: &'a GpuBuffer,
     /// List links per particle from [`super::g2p_adjoint_bin`].
     pub particle_next: &'a GpuBuffer,
@@ -55,7 +56,7 @@ impl G2pAdjointCells {
                     Uniform,
                     StorageRead,
                     StorageRead,
-                    StorageRead,
+                    StorageReadWrite,
                     StorageRead,
                     StorageReadWrite,
                 ],

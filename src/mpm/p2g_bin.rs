@@ -28,7 +28,8 @@ pub struct P2gBinBuffers<'a> {
     /// Output: [`BINNED_STRIDE`] f32 per particle.
     pub binned: &'a GpuBuffer,
     /// Per node (as base cell): p + 1 of the list's first particle, 0 =
-    /// empty; zeroed over the active box before the dispatch.
+    /// empty; all zero before the dispatch ([`super::p2g_cells`] resets
+    /// each list it walks).
     pub cell_head: &'a GpuBuffer,
     /// Output: per particle, the next particle of its cell's list (p + 1, 0 = end).
     pub particle_next: &'a GpuBuffer,

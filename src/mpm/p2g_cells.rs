@@ -13,7 +13,8 @@ pub struct P2gCellsBuffers<'a> {
     pub node_box: &'a GpuBuffer,
     /// Per-particle records from [`super::p2g_bin`].
     pub binned: &'a GpuBuffer,
-    /// List heads per base cell from [`super::p2g_bin`].
+    /// List heads per base cell from [`super::p2g_bin`]; reset to 0 as
+    /// they are walked (all zero between scatters).
     pub cell_head: &'a GpuBuffer,
     /// List links per particle from [`super::p2g_bin`].
     pub particle_next: &'a GpuBuffer,
@@ -54,7 +55,7 @@ impl P2gCells {
                     Uniform,
                     StorageRead,
                     StorageRead,
-                    StorageRead,
+                    StorageReadWrite,
                     StorageRead,
                     StorageReadWrite,
                 ],

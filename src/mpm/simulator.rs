@@ -14,7 +14,7 @@ use super::g2p_adjoint_bin::{G2pAdjointBin, G2pAdjointBinBuffers};
 use super::g2p_adjoint_cells::{G2pAdjointCells, G2pAdjointCellsBuffers};
 use super::grid_bounds::{GridBounds, GridBoundsBuffers, EMPTY_BOUNDS};
 use super::grid_box::{GridBox, GridBoxBuffers};
-use super::grid_clear::{GridClear, GridClearBuffers, GridClearUniforms};
+use super::grid_clear::{GridClear, GridClearBuffers, NodeClearBuffers};
 use super::grid_update::{GridUpdate, GridUpdateBuffers};
 use super::grid_update_adjoint::{GridUpdateAdjoint, GridUpdateAdjointBuffers};
 use super::layout::{ParticleState, STATE_STRIDE};
@@ -191,8 +191,6 @@ pub struct MpmSimulator {
     status: GpuBuffer,
     add_uniforms: GpuBuffer,
     bounds: GpuBuffer,
-    clear4: GpuBuffer,
-    clear1: GpuBuffer,
     scratch: [GpuBuffer; 2],
     kernels: Kernels,
     kept_grids_budget: AtomicU64,
@@ -326,20 +324,6 @@ impl MpmSimulator {
                 },
             )?,
             bounds: ctx.storage_from_slice("mpm active-box bounds", &EMPTY_BOUNDS)?,
-            clear4: ctx.uniform_buffer(
-                "mpm clear (4 words per node)",
-                &GridClearUniforms {
-                    words_per_node: 4,
-                    _pad: [0; 3],
-                },
-            )?,
-            clear1: ctx.uniform_buffer(
-                "mpm clear (1 word per node)",
-                &GridClearUniforms {
-                    words_per_node: 1,
-                    _pad: [0; 3],
-                },
-            )?,
             scratch: [
                 ctx.storage_zeroed::<f32>("mpm substep state A", state_floats)?,
                 ctx.storage_zeroed::<f32>("mpm substep state B", state_floats)?,
@@ -528,12 +512,20 @@ impl MpmSimulator {
                 k.grid_box.dispatch(encoder, &box_group);
             }
             SubstepStage::ClearGrid => {
-                self.encode_clear(ctx, encoder, grid, &self.clear4, &grid.mass_momentum);
-                self.encode_clear(ctx, encoder, grid, &self.clear1, &grid.anchored);
+                let b = GridClearBuffers {
+                    uniforms: &self.uniforms,
+                    node_box: &grid.node_box,
+                    mass_momentum: &grid.mass_momentum,
+                    anchored: &grid.anchored,
+                };
+                let bg = cache.get("clear_grid", &b.in_binding_order(), || {
+                    k.grid_clear.bind_grid(ctx, &b)
+                });
+                k.grid_clear
+                    .dispatch_grid(encoder, &bg, &grid.dispatch_args);
             }
             SubstepStage::P2g if self.binned_scatters() => {
                 let lists = self.binned_lists();
-                self.encode_clear(ctx, encoder, grid, &self.clear1, &lists.cell_head);
                 let bin = P2gBinBuffers {
                     uniforms: &self.uniforms,
                     state: b.state,
@@ -600,11 +592,19 @@ impl MpmSimulator {
                 k.g2p.dispatch(encoder, &bg, self.particle_count);
             }
             SubstepStage::ClearGridGrad => {
-                self.encode_clear(ctx, encoder, grid, &self.clear4, &self.grid_velocity_grad);
+                let b = NodeClearBuffers {
+                    uniforms: &self.uniforms,
+                    node_box: &grid.node_box,
+                    nodes: &self.grid_velocity_grad,
+                };
+                let bg = cache.get("clear_nodes", &b.in_binding_order(), || {
+                    k.grid_clear.bind_nodes(ctx, &b)
+                });
+                k.grid_clear
+                    .dispatch_nodes(encoder, &bg, &grid.dispatch_args);
             }
             SubstepStage::G2pAdjoint if self.binned_scatters() => {
                 let lists = self.binned_lists();
-                self.encode_clear(ctx, encoder, grid, &self.clear1, &lists.cell_head);
                 let bin = G2pAdjointBinBuffers {
                     uniforms: &self.uniforms,
                     state: b.state,
@@ -680,30 +680,6 @@ impl MpmSimulator {
                 k.p2g_adjoint.dispatch(encoder, &bg, self.particle_count);
             }
         }
-    }
-
-    fn encode_clear(
-        &self,
-        ctx: &GpuContext,
-        encoder: &mut wgpu::CommandEncoder,
-        grid: &SubstepGrid,
-        clear: &GpuBuffer,
-        values: &GpuBuffer,
-    ) {
-        let b = GridClearBuffers {
-            uniforms: &self.uniforms,
-            clear,
-            node_box: &grid.node_box,
-            values,
-        };
-        let bg = self
-            .bind_groups
-            .get("grid_clear", &b.in_binding_order(), || {
-                self.kernels.grid_clear.bind(ctx, &b)
-            });
-        self.kernels
-            .grid_clear
-            .dispatch(encoder, &bg, &grid.dispatch_args);
     }
 
     /// Records one forward substep `from → to` (distinct buffers).
