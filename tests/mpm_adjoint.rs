@@ -21,7 +21,7 @@ use physfit::gpu::{GpuContext, GpuOptions};
 use physfit::mpm::layout::STATE_STRIDE;
 use physfit::mpm::{
     BackwardOptions, FrameGradient, GradientFlow, MpmGradients, MpmSetup, MpmSimulator,
-    ParticleState, RolloutOptions,
+    ParticleState, Rollout, RolloutOptions,
 };
 
 const FRAMES: u32 = 2;
@@ -98,6 +98,16 @@ impl Case {
             .sim
             .rollout_with(ctx, &self.start, FRAMES, rollout_options)
             .unwrap();
+        self.backward_of(ctx, &rollout, options)
+    }
+
+    /// The backward of `rollout` (frames 0..=FRAMES) for the case's loss.
+    fn backward_of(
+        &self,
+        ctx: &GpuContext,
+        rollout: &Rollout,
+        options: &BackwardOptions,
+    ) -> MpmGradients {
         let bufs: Vec<_> = self
             .weights
             .iter()
@@ -115,7 +125,7 @@ impl Case {
                 grad: b,
             })
             .collect();
-        self.sim.backward(ctx, &rollout, &grads, options).unwrap()
+        self.sim.backward(ctx, rollout, &grads, options).unwrap()
     }
 }
 
@@ -349,7 +359,7 @@ fn backward_uses_the_kept_checkpoints() {
             .rollout_with(
                 &ctx,
                 &c.start,
-                1,
+                FRAMES,
                 &RolloutOptions {
                     keep_checkpoints: true,
                     checkpoint_every: Some(3),
@@ -364,23 +374,14 @@ fn backward_uses_the_kept_checkpoints() {
             }
             ctx.write(checkpoint, &s.to_packed());
         }
-        let seed = ctx
-            .storage_from_slice("dL/dstate 1", &c.weights[0])
-            .unwrap();
-        c.sim
-            .backward(
-                &ctx,
-                &rollout,
-                &[FrameGradient {
-                    frame: 1,
-                    grad: &seed,
-                }],
-                &BackwardOptions {
-                    flow: GradientFlow::Full,
-                    checkpoint_every: Some(every),
-                },
-            )
-            .unwrap()
+        c.backward_of(
+            &ctx,
+            &rollout,
+            &BackwardOptions {
+                flow: GradientFlow::Full,
+                checkpoint_every: Some(every),
+            },
+        )
     };
     let (de, dv) = gradient_difference(&gradients(3, true), &gradients(3, false));
     eprintln!("tampered kept checkpoint, same K: dE {de:.2e}, d(state 0) {dv:.2e}");

@@ -280,9 +280,7 @@ pub fn run_case(
         repetitions,
         forward_s,
         forward_cpu_s,
-        checkpoint_every: checkpoint_every
-            .unwrap_or_else(|| (case.substeps as f64).sqrt().ceil() as u32)
-            .clamp(1, case.substeps),
+        checkpoint_every: sim.checkpoint_every(checkpoint_every),
         adjoint_s,
         adjoint_cpu_s,
         adjoint_recompute_s,

@@ -248,7 +248,7 @@ impl MpmSimulator {
     }
 
     /// K for a requested `checkpoint_every` (`None` = ⌈√S⌉), clamped to 1..=S.
-    fn checkpoint_every(&self, requested: Option<u32>) -> u32 {
+    pub fn checkpoint_every(&self, requested: Option<u32>) -> u32 {
         let substeps = self.config().substeps_per_frame;
         requested
             .unwrap_or_else(|| (substeps as f64).sqrt().ceil() as u32)
