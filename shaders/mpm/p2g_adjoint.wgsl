@@ -45,25 +45,27 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
     let affine = -k * stress * transpose(f) + mp * c;
     let momentum = mp * v;
     let s = stencil(x, params);
+    // Per node only what depends on the node: Σ w gmv_i (which gives gv
+    // and the −Σ w Aᵀ gmv_i term of gx once, after the loop), gA and the
+    // ∇w terms of gx.
     var gx = vec3<f32>(0.0);
-    var gv = vec3<f32>(0.0);
+    var sum_w_gmv = vec3<f32>(0.0);
     var ga = mat3x3<f32>();
     for (var i = 0u; i < 3u; i++) {
         for (var j = 0u; j < 3u; j++) {
             for (var l = 0u; l < 3u; l++) {
                 let node = stencil_node(s, vec3<u32>(i, j, l), params);
-                let w = node.w;
-                let grad_w = node.grad_w;
-                let dpos = node.dpos;
                 let g_node = grid_grad[node.node];
                 let g_mv = g_node.xyz;
-                let g_m = g_node.w;
-                gv += w * mp * g_mv;
-                ga += mat3x3<f32>(w * dpos.x * g_mv, w * dpos.y * g_mv, w * dpos.z * g_mv);
-                gx += (mp * g_m + dot(g_mv, momentum + affine * dpos)) * grad_w - w * (transpose(affine) * g_mv);
+                let w_gmv = node.w * g_mv;
+                sum_w_gmv += w_gmv;
+                ga += mat3x3<f32>(node.dpos.x * w_gmv, node.dpos.y * w_gmv, node.dpos.z * w_gmv);
+                gx += (mp * g_node.w + dot(g_mv, momentum + affine * node.dpos)) * node.grad_w;
             }
         }
     }
+    let gv = mp * sum_w_gmv;
+    gx -= transpose(affine) * sum_w_gmv;
     let gc = mp * ga;
     let gp = -k * ga * f;
     let gf = -k * transpose(ga) * stress + corotated_stress_adjoint(f, svd, e, params.mu_per_youngs, params.lambda_per_youngs, gp);
