@@ -346,6 +346,101 @@ fn checkpoints_kept_by_the_forward_equal_recomputed_ones() {
     }
 }
 
+/// A rollout that keeps its checkpoints also leaves its last frame's last
+/// segment (states and grids) for the backward of that frame, which then
+/// replays K substeps fewer and gives the same gradients. The segment is
+/// used once: a backward's replays, or another keeping forward, overwrite
+/// it, and the next backward replays it again; a forward that keeps
+/// nothing leaves it in place.
+#[test]
+fn last_segment_kept_by_the_forward_is_used_once() {
+    let ctx = common::gpu();
+    let c = case(&ctx);
+    let s = c.sim.config().substeps_per_frame as u64;
+    let frames = FRAMES as u64;
+    const K: u32 = 3;
+    let keep = RolloutOptions {
+        keep_checkpoints: true,
+        checkpoint_every: Some(K),
+    };
+    let k = K as u64;
+    for flow in [GradientFlow::Full, GradientFlow::Truncated] {
+        let options = BackwardOptions {
+            flow,
+            checkpoint_every: Some(K),
+        };
+        let same = |g: &MpmGradients, reference: &MpmGradients, what: &str| {
+            let (de, dv) = gradient_difference(g, reference);
+            eprintln!("{flow:?}, {what}: dE {de:.2e}, d(state 0) {dv:.2e}");
+            assert!(de <= 1e-6 && dv <= 1e-6, "{flow:?}, {what}: {de}, {dv}");
+        };
+        // A plain rollout: per frame the checkpoints (S − K substeps) and
+        // every segment (S) are recomputed.
+        let reference = c.gradients(&ctx, &options);
+        assert_eq!(reference.replayed_substeps, frames * (2 * s - k));
+
+        let rollout = c.sim.rollout_with(&ctx, &c.start, FRAMES, &keep).unwrap();
+        let first = c.backward_of(&ctx, &rollout, &options);
+        assert_eq!(first.replayed_substeps, frames * s - k, "{flow:?}");
+        same(&first, &reference, "kept last segment");
+        let second = c.backward_of(&ctx, &rollout, &options);
+        assert_eq!(second.replayed_substeps, frames * s, "{flow:?}: used once");
+        same(&second, &reference, "second backward");
+
+        // Another keeping forward in between: the segment is not this
+        // rollout's any more.
+        let mut moved = c.start.clone();
+        for v in &mut moved.v {
+            v[1] += 0.05;
+        }
+        let a = c.sim.rollout_with(&ctx, &c.start, FRAMES, &keep).unwrap();
+        let b = c.sim.rollout_with(&ctx, &moved, FRAMES, &keep).unwrap();
+        let from_a = c.backward_of(&ctx, &a, &options);
+        assert_eq!(from_a.replayed_substeps, frames * s, "{flow:?}");
+        same(&from_a, &reference, "after another forward");
+        let from_b = c.backward_of(&ctx, &b, &options);
+        assert_eq!(from_b.replayed_substeps, frames * s, "{flow:?}");
+
+        // A forward that keeps nothing leaves it in place.
+        let a = c.sim.rollout_with(&ctx, &c.start, FRAMES, &keep).unwrap();
+        let plain = c.sim.rollout(&ctx, &moved, FRAMES).unwrap();
+        drop(plain);
+        let from_a = c.backward_of(&ctx, &a, &options);
+        assert_eq!(from_a.replayed_substeps, frames * s - k, "{flow:?}");
+        same(&from_a, &reference, "after a plain forward");
+    }
+    // K = S: the forward keeps the whole last frame, whose backward replays
+    // nothing.
+    let whole = RolloutOptions {
+        keep_checkpoints: true,
+        checkpoint_every: Some(s as u32),
+    };
+    let options = BackwardOptions {
+        flow: GradientFlow::Full,
+        checkpoint_every: Some(s as u32),
+    };
+    let reference = c.gradients(&ctx, &options);
+    let g = c.gradients_of_rollout(&ctx, &whole, &options);
+    assert_eq!(g.replayed_substeps, (frames - 1) * s);
+    let (de, dv) = gradient_difference(&g, &reference);
+    assert!(de <= 1e-6 && dv <= 1e-6, "K = S: {de}, {dv}");
+    // Without kept grids (over the budget) the forward keeps no segment;
+    // the replays then stop short of each inner segment's last substep
+    // (whose state is the next checkpoint and whose grid the substep
+    // adjoint recomputes).
+    c.sim.set_kept_grids_budget_for_tests(0);
+    let g = c.gradients_of_rollout(
+        &ctx,
+        &keep,
+        &BackwardOptions {
+            flow: GradientFlow::Full,
+            checkpoint_every: Some(K),
+        },
+    );
+    let segments = s.div_ceil(k);
+    assert_eq!(g.replayed_substeps, frames * (s - (segments - 1)));
+}
+
 /// The backward pass really starts from the kept checkpoints: moving the
 /// particles of one kept checkpoint changes the gradients when the backward
 /// uses that K, and not when it recomputes its own (another K).

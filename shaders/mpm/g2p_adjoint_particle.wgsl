@@ -8,21 +8,30 @@
 #import mpm/particle_state
 #import mpm/stencil_node
 
-// One particle's inputs, unpacked from its state record (x, F) and from its
-// record of ∂L/∂(state n+1) (STATE_QUADS vec4s each: x, v, C, F).
+// One particle's inputs, unpacked from its state record at substep n (x, F),
+// its state record at substep n+1 (v' and C', what G2P computed from the
+// grid, so they need not be summed again over the 27 nodes) and its record
+// of ∂L/∂(state n+1) (STATE_QUADS vec4s each: x, v, C, F).
 struct G2pAdjointInputs {
     x: vec3<f32>,
     f: mat3x3<f32>,
+    v_next: vec3<f32>,
+    c_next: mat3x3<f32>,
     gx_next: vec3<f32>,
     gv_next: vec3<f32>,
     gc_next: mat3x3<f32>,
     gf_next: mat3x3<f32>,
 }
 
-fn g2p_adjoint_inputs(state: array<vec4<f32>, STATE_QUADS>, grad_next: array<vec4<f32>, STATE_QUADS>) -> G2pAdjointInputs {
+fn g2p_adjoint_inputs(
+    state: array<vec4<f32>, STATE_QUADS>,
+    state_next: array<vec4<f32>, STATE_QUADS>,
+    grad_next: array<vec4<f32>, STATE_QUADS>,
+) -> G2pAdjointInputs {
     let ps = particle_state(state);
+    let next = particle_state(state_next);
     let g = particle_state(grad_next);
-    return G2pAdjointInputs(ps.x, ps.f, g.x, g.v, g.c, g.f);
+    return G2pAdjointInputs(ps.x, ps.f, next.v, next.c, g.x, g.v, g.c, g.f);
 }
 
 // What a non-anchored particle carries through its 27 stencil nodes:
@@ -41,29 +50,29 @@ fn g2p_adjoint_carry(inputs: G2pAdjointInputs, params: MpmParams) -> G2pAdjointC
     return G2pAdjointCarry(gv, gc, apic, stencil(inputs.x, params));
 }
 
-// One node's terms given its velocity v_i: the node's share of
-// B = Σ w_ip v_i (x_i − x_p)ᵀ (C' = 4/dx²·B), of gx and ∂L/∂v_i.
+// One node's terms given its velocity v_i: with h_i = gv'' + 4/dx²·gC''·(x_i − x_p),
+// ∂L/∂v_i = w_ip h_i and the node's share (v_i·h_i) ∇w_ip of gx. The
+// −4/dx²·w_ip gC''ᵀ v_i share sums to −4/dx²·gC''ᵀ v' over the nodes
+// (v' = Σ w_ip v_i): `g2p_adjoint_gx_affine` adds it once.
 struct G2pAdjointNodeTerms {
-    b: mat3x3<f32>,
     gx: vec3<f32>,
     grid_velocity_grad: vec3<f32>,
 }
 
 fn g2p_adjoint_node_terms(carry: G2pAdjointCarry, node: StencilNode, vi: vec3<f32>) -> G2pAdjointNodeTerms {
-    let w = node.w;
-    let dpos = node.dpos;
-    let b = mat3x3<f32>(w * dpos.x * vi, w * dpos.y * vi, w * dpos.z * vi);
-    let gc_dpos = carry.gc * dpos;
-    let gvi = w * (carry.gv + carry.apic * gc_dpos);
-    let gx = (dot(carry.gv, vi) + carry.apic * dot(vi, gc_dpos)) * node.grad_w - carry.apic * w * (transpose(carry.gc) * vi);
-    return G2pAdjointNodeTerms(b, gx, gvi);
+    let h = carry.gv + carry.apic * (carry.gc * node.dpos);
+    return G2pAdjointNodeTerms(dot(vi, h) * node.grad_w, node.w * h);
 }
 
-// gF = (I + dt C')ᵀ gF' with C' = 4/dx²·B.
-fn g2p_adjoint_gf(carry: G2pAdjointCarry, b: mat3x3<f32>, gf_next: mat3x3<f32>, params: MpmParams) -> mat3x3<f32> {
-    let c_new = carry.apic * b;
+// The node-independent part of gx: −4/dx²·gC''ᵀ v'.
+fn g2p_adjoint_gx_affine(carry: G2pAdjointCarry, inputs: G2pAdjointInputs) -> vec3<f32> {
+    return -carry.apic * (transpose(carry.gc) * inputs.v_next);
+}
+
+// gF = (I + dt C')ᵀ gF'.
+fn g2p_adjoint_gf(inputs: G2pAdjointInputs, params: MpmParams) -> mat3x3<f32> {
     let identity = mat3x3<f32>(vec3<f32>(1.0, 0.0, 0.0), vec3<f32>(0.0, 1.0, 0.0), vec3<f32>(0.0, 0.0, 1.0));
-    return transpose(identity + params.dt * c_new) * gf_next;
+    return transpose(identity + params.dt * inputs.c_next) * inputs.gf_next;
 }
 
 // The G2P part of ∂L/∂(state n) as a record: [gx, gv = 0, gC = 0, gF row-major].

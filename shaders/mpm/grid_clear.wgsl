@@ -1,18 +1,17 @@
-// Zeroes the nodes of the active box before a scatter: `clear_grid` the
-// grid's mass/momentum and anchored flags before P2G (one dispatch for
-// both), `clear_nodes` ∂L/∂(grid velocity) before G2P*. Nodes outside the
-// box may hold stale values: no kernel reads them this substep. (The cell
-// lists of the binned scatters need no clear: their walkers reset them,
-// see p2g_cells.wgsl.)
+// Zeroes the nodes of the active box before P2G: the grid's mass/momentum
+// and anchored flags, in one dispatch. Nodes outside the box may hold stale
+// values: no kernel reads them this substep. (The cell lists of the binned
+// scatters need no clear: their walkers reset them, see p2g_cells.wgsl; nor
+// does ∂L/∂(grid velocity): grid_update_adjoint.wgsl zeroes what it reads.)
 #import common/dispatch
 #import mpm/params
 #import mpm/node_box
 
 @group(0) @binding(0) var<uniform> params: MpmParams;
 @group(0) @binding(1) var<storage, read> node_box: array<u32, 8>;
-// Four words per node: (m, mv) or ∂L/∂v (f32, bound as plain vec4 here).
+// Four words per node: (m, mv).
 @group(0) @binding(2) var<storage, read_write> nodes: array<vec4<f32>>;
-// One word per node: the anchored flags (clear_grid only).
+// One word per node: the anchored flags.
 @group(0) @binding(3) var<storage, read_write> flags: array<u32>;
 
 // Flat index of active-box node t, or none (0xffffffff) past the box.
@@ -33,11 +32,3 @@ fn clear_grid(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_
     flags[n] = 0u;
 }
 
-@compute @workgroup_size(256)
-fn clear_nodes(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgroups) num_workgroups: vec3<u32>) {
-    let n = box_thread_node(flat_thread_index(global_id, num_workgroups, 256u));
-    if n == 0xffffffffu {
-        return;
-    }
-    nodes[n] = vec4<f32>(0.0);
-}

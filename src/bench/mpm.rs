@@ -96,9 +96,15 @@ pub struct MpmBenchResult {
     pub adjoint_recompute_s: f64,
     /// Process CPU seconds of that backward pass (median).
     pub adjoint_recompute_cpu_s: f64,
-    /// `adjoint_s / forward_s` and `adjoint_cpu_s / forward_cpu_s` (the
-    /// latter `None` where no CPU time is measured).
+    /// Backward over forward time, wall and CPU (the latter `None` where no
+    /// CPU time is measured): the median over the repetitions of each
+    /// forward/backward pair's ratio. The pair runs back to back, so a
+    /// slow spell of a shared machine slows both and cancels out, which a
+    /// ratio of medians does not do.
     pub adjoint_over_forward: [Option<f64>; 2],
+    /// Forward substeps the backward pass ran again (its segment replays;
+    /// [`crate::mpm::MpmGradients::replayed_substeps`]), of `case.substeps`.
+    pub replayed_substeps: u64,
     /// Forward particle-substeps per second.
     pub forward_particle_substeps_per_s: f64,
     /// Adjoint particle-substeps per second (from `adjoint_s`).
@@ -164,26 +170,37 @@ fn timed<T>(f: impl FnOnce() -> Result<T, MpmError>) -> Result<(T, Timing), MpmE
     Ok((out, Timing { wall_s, cpu_s }))
 }
 
+/// Median of a non-empty set.
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
 /// Medians (wall, CPU) of a set of runs.
 fn medians(runs: &[Timing]) -> (f64, f64) {
-    let median = |mut v: Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        let n = v.len();
-        if n % 2 == 1 {
-            v[n / 2]
-        } else {
-            (v[n / 2 - 1] + v[n / 2]) / 2.0
-        }
-    };
     (
         median(runs.iter().map(|r| r.wall_s).collect()),
         median(runs.iter().map(|r| r.cpu_s).collect()),
     )
 }
 
-/// `a / b` where both were measured (positive).
-fn ratio(a: f64, b: f64) -> Option<f64> {
-    (a > 0.0 && b > 0.0).then(|| a / b)
+/// Median over the pairs of `a[i] / b[i]`, wall and CPU; `None` where a
+/// time of some pair was not measured (0).
+fn pair_ratios(a: &[Timing], b: &[Timing]) -> [Option<f64>; 2] {
+    let ratio = |time: fn(&Timing) -> f64| {
+        let ratios: Option<Vec<f64>> = a
+            .iter()
+            .zip(b)
+            .map(|(x, y)| (time(x) > 0.0 && time(y) > 0.0).then(|| time(x) / time(y)))
+            .collect();
+        ratios.filter(|r| !r.is_empty()).map(median)
+    };
+    [ratio(|t| t.wall_s), ratio(|t| t.cpu_s)]
 }
 
 /// CPU seconds this process has used (user + system, all threads); 0 where
@@ -244,7 +261,6 @@ pub fn run_case(
                 ..Default::default()
             },
         )
-        .map(|_| ())
     };
     // Warm-up: pipelines, first touch of buffers, the backward's buffers.
     let warm = sim.rollout_with(ctx, &start, 1, &keep)?;
@@ -254,6 +270,7 @@ pub fn run_case(
     let mut forward = Vec::new();
     let mut adjoint = Vec::new();
     let mut recompute = Vec::new();
+    let mut replayed_substeps = 0;
     for _ in 0..repetitions {
         let (rollout, t) = timed(|| {
             let r = sim.rollout_with(ctx, &start, 1, &keep)?;
@@ -261,10 +278,12 @@ pub fn run_case(
             Ok(r)
         })?;
         forward.push(t);
-        adjoint.push(timed(|| backward(&rollout))?.1);
+        let (gradients, t) = timed(|| backward(&rollout))?;
+        replayed_substeps = gradients.replayed_substeps;
+        adjoint.push(t);
         drop(rollout);
         let plain = sim.rollout(ctx, &start, 1)?;
-        recompute.push(timed(|| backward(&plain))?.1);
+        recompute.push(timed(|| backward(&plain).map(|_| ()))?.1);
     }
     let (forward_s, forward_cpu_s) = medians(&forward);
     let (adjoint_s, adjoint_cpu_s) = medians(&adjoint);
@@ -285,10 +304,8 @@ pub fn run_case(
         adjoint_cpu_s,
         adjoint_recompute_s,
         adjoint_recompute_cpu_s,
-        adjoint_over_forward: [
-            ratio(adjoint_s, forward_s),
-            ratio(adjoint_cpu_s, forward_cpu_s),
-        ],
+        adjoint_over_forward: pair_ratios(&adjoint, &forward),
+        replayed_substeps,
         forward_particle_substeps_per_s: work / forward_s,
         adjoint_particle_substeps_per_s: work / adjoint_s,
         peak_memory_bytes: ctx.memory.peak(),

@@ -8,6 +8,9 @@ pub struct G2pAdjointBuffers<'a> {
     pub uniforms: &'a GpuBuffer,
     /// Particle state at substep n.
     pub state: &'a GpuBuffer,
+    /// Particle state at substep n+1, as G2P wrote it from `state` (the
+    /// kernel reads its v and C instead of summing them again).
+    pub state_next: &'a GpuBuffer,
     /// Grid velocity of substep n (recomputed forward).
     pub grid_velocity: &'a GpuBuffer,
     /// Anchored flag per particle.
@@ -23,10 +26,11 @@ pub struct G2pAdjointBuffers<'a> {
 impl<'a> G2pAdjointBuffers<'a> {
     /// The buffers in binding order: what the bind group binds, and the
     /// simulator's bind-group cache key ([`super::bind_group_cache`]).
-    pub fn in_binding_order(&self) -> [&'a GpuBuffer; 7] {
+    pub fn in_binding_order(&self) -> [&'a GpuBuffer; 8] {
         [
             self.uniforms,
             self.state,
+            self.state_next,
             self.grid_velocity,
             self.anchored,
             self.state_grad_next,
@@ -52,6 +56,7 @@ impl G2pAdjoint {
                 "main",
                 &[
                     Uniform,
+                    StorageRead,
                     StorageRead,
                     StorageRead,
                     StorageRead,

@@ -12,6 +12,9 @@ pub struct G2pAdjointBinBuffers<'a> {
     pub uniforms: &'a GpuBuffer,
     /// Particle state at substep n.
     pub state: &'a GpuBuffer,
+    /// Particle state at substep n+1, as G2P wrote it from `state` (the
+    /// kernel reads its v and C instead of summing them again).
+    pub state_next: &'a GpuBuffer,
     /// Grid velocity of substep n.
     pub grid_velocity: &'a GpuBuffer,
     /// Anchored flag per particle.
@@ -33,10 +36,11 @@ pub struct G2pAdjointBinBuffers<'a> {
 impl<'a> G2pAdjointBinBuffers<'a> {
     /// The buffers in binding order: what the bind group binds, and the
     /// simulator's bind-group cache key ([`super::bind_group_cache`]).
-    pub fn in_binding_order(&self) -> [&'a GpuBuffer; 9] {
+    pub fn in_binding_order(&self) -> [&'a GpuBuffer; 10] {
         [
             self.uniforms,
             self.state,
+            self.state_next,
             self.grid_velocity,
             self.anchored,
             self.state_grad_next,
@@ -64,6 +68,7 @@ impl G2pAdjointBin {
                 "main",
                 &[
                     Uniform,
+                    StorageRead,
                     StorageRead,
                     StorageRead,
                     StorageRead,

@@ -1,9 +1,10 @@
-//! Zeroes the active box's nodes before a scatter
-//! (shaders/mpm/grid_clear.wgsl): the grid's (m, mv) and anchored flags
-//! before P2G in one dispatch, ∂L/∂(grid velocity) before G2P*. Cheaper
-//! than clearing whole grid buffers when the object is small, and one
-//! dispatch fewer per substep than clearing each buffer on its own (each
-//! costs ~0.15 ms of CPU on lavapipe).
+//! Zeroes the active box's nodes before P2G (shaders/mpm/grid_clear.wgsl):
+//! the grid's (m, mv) and anchored flags in one dispatch. Cheaper than
+//! clearing whole grid buffers when the object is small, and one dispatch
+//! fewer per substep than clearing each buffer on its own (each costs
+//! ~0.15 ms of CPU on lavapipe). ∂L/∂(grid velocity) needs no clear: the
+//! adjoint of the grid update zeroes the nodes it reads
+//! ([`super::grid_update_adjoint`]).
 
 use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
 
@@ -32,32 +33,13 @@ impl<'a> GridClearBuffers<'a> {
     }
 }
 
-/// Buffers of one `clear_nodes` dispatch, in binding order.
-pub struct NodeClearBuffers<'a> {
-    /// [`super::uniforms::MpmUniforms`].
-    pub uniforms: &'a GpuBuffer,
-    /// Active box from [`super::grid_box`].
-    pub node_box: &'a GpuBuffer,
-    /// Four words per node, zeroed (∂L/∂(grid velocity)).
-    pub nodes: &'a GpuBuffer,
-}
-
-impl<'a> NodeClearBuffers<'a> {
-    /// The buffers in binding order: what the bind group binds, and the
-    /// simulator's bind-group cache key ([`super::bind_group_cache`]).
-    pub fn in_binding_order(&self) -> [&'a GpuBuffer; 3] {
-        [self.uniforms, self.node_box, self.nodes]
-    }
-}
-
-/// The two entry points of `mpm/grid_clear`.
+/// The `mpm/grid_clear` kernel.
 pub struct GridClear {
     grid: ComputeKernel,
-    nodes: ComputeKernel,
 }
 
 impl GridClear {
-    /// Compiles both entry points.
+    /// Compiles the kernel.
     pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
         use BindingKind::*;
         Ok(Self {
@@ -67,23 +49,12 @@ impl GridClear {
                 "clear_grid",
                 &[Uniform, StorageRead, StorageReadWrite, StorageReadWrite],
             )?,
-            nodes: ComputeKernel::new(
-                ctx,
-                "mpm/grid_clear",
-                "clear_nodes",
-                &[Uniform, StorageRead, StorageReadWrite],
-            )?,
         })
     }
 
     /// Bind group of a `clear_grid` dispatch.
     pub fn bind_grid(&self, ctx: &GpuContext, b: &GridClearBuffers) -> wgpu::BindGroup {
         self.grid.bind(ctx, &b.in_binding_order())
-    }
-
-    /// Bind group of a `clear_nodes` dispatch.
-    pub fn bind_nodes(&self, ctx: &GpuContext, b: &NodeClearBuffers) -> wgpu::BindGroup {
-        self.nodes.bind(ctx, &b.in_binding_order())
     }
 
     /// Records `clear_grid` over the active box (indirect arguments from
@@ -95,17 +66,6 @@ impl GridClear {
         dispatch_args: &GpuBuffer,
     ) {
         self.grid
-            .dispatch_indirect(encoder, bind_group, dispatch_args, 0);
-    }
-
-    /// Records `clear_nodes` over the active box.
-    pub fn dispatch_nodes(
-        &self,
-        encoder: &mut wgpu::CommandEncoder,
-        bind_group: &wgpu::BindGroup,
-        dispatch_args: &GpuBuffer,
-    ) {
-        self.nodes
             .dispatch_indirect(encoder, bind_group, dispatch_args, 0);
     }
 }

@@ -12,7 +12,7 @@ pub struct GridUpdateAdjointBuffers<'a> {
     pub grid: &'a GpuBuffer,
     /// Anchored flag per node.
     pub grid_anchored: &'a GpuBuffer,
-    /// ∂L/∂(grid velocity) from G2P*.
+    /// ∂L/∂(grid velocity) from G2P*; zeroed at every box node once read.
     pub grid_velocity_grad: &'a GpuBuffer,
     /// Output: (∂L/∂mv, ∂L/∂m) per node.
     pub grid_grad: &'a GpuBuffer,
@@ -52,7 +52,7 @@ impl GridUpdateAdjoint {
                     StorageRead,
                     StorageRead,
                     StorageRead,
-                    StorageRead,
+                    StorageReadWrite,
                     StorageReadWrite,
                 ],
             )?,

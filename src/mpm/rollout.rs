@@ -8,25 +8,32 @@
 //! Backward: [`MpmSimulator::backward`] takes `∂L/∂(state at frame k)` for any
 //! set of frames and returns `∂L/∂E` per particle and `∂L/∂(state at frame
 //! 0)` (whose `v` part is the initial-velocity gradient). Inside a frame of
-//! S substeps it keeps every K-th substep state (checkpoints), then replays
-//! each segment of K substeps in reverse order, keeping its K states, and
-//! runs the substep adjoints over them: ⌈S/K⌉ + K states per frame, never S.
-//! The replay of a segment also keeps each substep's grid (within
-//! [`KEPT_GRIDS_BUDGET_BYTES`]), so a substep adjoint runs G2P*, grid
-//! update* and P2G* only, without recomputing P2G and the grid update.
-//! K = S is "store everything" (one segment); the default is the K of the
-//! rollout's kept checkpoints if it kept them, else ⌈√S⌉.
+//! S substeps it keeps a state every K substeps (checkpoints, at the starts
+//! of ⌈S/K⌉ segments: the first takes the remainder of S/K, the others K
+//! substeps, `segment_span`), then replays each segment in reverse order,
+//! keeping its K states, and runs the substep adjoints over them: ⌈S/K⌉ + K
+//! states per frame, never S. The replay of a segment also keeps each
+//! substep's grid (within [`KEPT_GRIDS_BUDGET_BYTES`]), so a substep adjoint
+//! runs G2P*, grid update* and P2G* only, without recomputing P2G and the
+//! grid update; G2P* also reads the v and C of the state the substep
+//! produced. K = S is "store everything" (one segment); the default is the
+//! K of the rollout's kept checkpoints if it kept them, else ⌈√S⌉.
 //!
 //! A rollout run with [`RolloutOptions::keep_checkpoints`] also keeps each
 //! frame's in-frame checkpoints (⌈S/K⌉ − 1 states per frame, written by the
 //! forward substeps themselves, at no extra time), and a backward pass with
 //! the same K starts from them instead of recomputing them: per frame it
 //! then runs S replayed substeps and S substep adjoints instead of also
-//! (⌈S/K⌉ − 1)·K forward substeps (case (a) of `physfit bench mpm`: 35 of
-//! 40). Worth it where memory allows, e.g. stage 2 of the fit, whose
-//! backward of frame k follows its forward. The kept checkpoints belong to
-//! the frame states the rollout computed: a caller that replaces
-//! `Rollout::frames[k − 1]` must not backpropagate frame k through them.
+//! S − K forward substeps (case (a) of `physfit bench mpm`: 33 of 40).
+//! Such a rollout also leaves its last frame's last segment (K states and
+//! K grids) in the backward pass's buffers, and the backward of that frame,
+//! if it comes next with the same K, starts there: it replays S − K
+//! substeps instead of S (the whole frame at K = S: no replay at all).
+//! Worth it where memory allows, e.g. stage 2 of the fit, whose backward of
+//! frame k follows its forward. The kept states belong to the frame states
+//! the rollout computed: a caller that replaces `Rollout::frames[k − 1]`
+//! must not backpropagate frame k through them. `MpmGradients::
+//! replayed_substeps` says how many forward substeps a backward pass ran.
 //!
 //! [`GradientFlow::Truncated`] is stage 2 of the fit: the state at frame k−1
 //! is a constant, so each frame's gradient flows through its own substeps
@@ -56,12 +63,16 @@ use super::error::MpmError;
 use super::layout::{ParticleState, STATE_STRIDE};
 use super::simulator::{MpmSimulator, SubstepGrid};
 use crate::gpu::{GpuBuffer, GpuContext};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// States at frame boundaries: `frames[0]` is the initial state, `frames[k]`
 /// the state at time k/fps.
 pub struct Rollout {
     /// One state buffer (24 f32 per particle, [`super::layout`]) per frame.
     pub frames: Vec<GpuBuffer>,
+    /// Unique per rollout: names the segment a forward left in the
+    /// simulator's [`FrameWork`] ([`KeptSegment`]).
+    id: u64,
     /// `checkpoints[k − 1]`: frame k's in-frame checkpoints, when the
     /// rollout kept them ([`RolloutOptions::keep_checkpoints`]).
     checkpoints: Vec<Option<FrameCheckpoints>>,
@@ -73,9 +84,10 @@ impl Rollout {
         self.checkpoints.iter().flatten().map(|c| c.every).next()
     }
 
-    /// Frame `k`'s kept in-frame checkpoints (the states after substeps
-    /// j·K, j = 1..⌈S/K⌉ − 1, of the substeps from frame k − 1 to k), if the
-    /// rollout kept them.
+    /// Frame `k`'s kept in-frame checkpoints (the states at the starts of
+    /// segments 1..⌈S/K⌉ − 1 of the substeps from frame k − 1 to k: the
+    /// first segment takes the remainder of S/K substeps, the others K),
+    /// if the rollout kept them.
     pub fn kept_checkpoints(&self, k: usize) -> Option<&[GpuBuffer]> {
         self.checkpoints
             .get(k.checked_sub(1)?)?
@@ -89,6 +101,10 @@ impl Rollout {
         FrameStart {
             state: &self.frames[k - 1],
             kept: self.kept_every(k, every),
+            segment: KeptSegment {
+                rollout: self.id,
+                frame: k,
+            },
         }
     }
 
@@ -103,13 +119,55 @@ impl Rollout {
 }
 
 /// Where the backward of one frame starts: the state before its first
-/// substep and, if the rollout kept them, its in-frame checkpoints.
+/// substep and, if the rollout kept them, its in-frame checkpoints and its
+/// last segment.
 struct FrameStart<'a> {
     state: &'a GpuBuffer,
     kept: Option<&'a [GpuBuffer]>,
+    /// The frame's last segment, which the forward may have left in the
+    /// backward pass's buffers.
+    segment: KeptSegment,
 }
 
-/// One frame's states after substeps j·K, j = 1..⌈S/K⌉ − 1.
+/// Substeps `[start, start + len)` of segment `j` (0-based) of a frame of
+/// `substeps` substeps with checkpoints every `every`: ⌈S/K⌉ segments, the
+/// first taking the remainder (1..=K substeps) and the others K each, so
+/// that the last one, which a forward can leave kept for the backward pass
+/// ([`KeptSegment`]), is a full K. Checkpoint j (1-based) is the state at
+/// the start of segment j.
+pub(crate) fn segment_span(substeps: u32, every: u32, j: u32) -> (u32, u32) {
+    let segments = substeps.div_ceil(every);
+    let first = substeps - (segments - 1) * every;
+    if j == 0 {
+        (0, first)
+    } else {
+        (first + (j - 1) * every, every)
+    }
+}
+
+/// Source of [`Rollout`] ids.
+static NEXT_ROLLOUT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// The last segment of frame `frame` of rollout `rollout`, whose states and
+/// grids a forward left in the simulator's [`FrameWork`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct KeptSegment {
+    rollout: u64,
+    frame: usize,
+}
+
+/// What a forward frame keeps on its way ([`MpmSimulator::run_frame_through`]):
+/// the states at the segment starts into `checkpoints` (⌈S/K⌉ − 1
+/// buffers) and, with `last_segment`, the states and grids of the frame's
+/// last segment into that [`FrameWork`].
+#[derive(Clone, Copy)]
+pub(crate) struct KeptThrough<'a> {
+    pub(crate) every: u32,
+    pub(crate) checkpoints: &'a [GpuBuffer],
+    pub(crate) last_segment: Option<&'a FrameWork>,
+}
+
+/// One frame's states at the starts of segments 1..⌈S/K⌉ − 1.
 struct FrameCheckpoints {
     every: u32,
     states: Vec<GpuBuffer>,
@@ -118,10 +176,12 @@ struct FrameCheckpoints {
 /// Options of [`MpmSimulator::rollout_with`].
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RolloutOptions {
-    /// Keep every K-th substep state of every frame, so that
-    /// [`MpmSimulator::backward`] with the same K does not recompute them.
-    /// Costs ⌈S/K⌉ − 1 state buffers per frame. Off by default (frame states
-    /// only).
+    /// Keep a state every K substeps of every frame (the checkpoints), so
+    /// that [`MpmSimulator::backward`] with the same K does not recompute
+    /// them, and leave the last frame's last segment (K states and grids)
+    /// in the simulator for the backward of that frame. Costs ⌈S/K⌉ − 1
+    /// state buffers per frame, and the backward pass's buffers are
+    /// allocated by the forward. Off by default (frame states only).
     pub keep_checkpoints: bool,
     /// K of the kept checkpoints: `None` = ⌈√S⌉ (the backward's default);
     /// clamped to 1..=S. Ignored unless `keep_checkpoints`.
@@ -175,6 +235,12 @@ pub struct MpmGradients {
     /// `∂L/∂(state at frame 0)`; `.v` is the initial-velocity gradient. In
     /// [`GradientFlow::Truncated`] mode only frames 0 and 1 contribute.
     pub initial_state: ParticleState,
+    /// Forward substeps the pass ran again (checkpoints it had to recompute
+    /// and segment replays): what checkpointing cost on top of the substep
+    /// adjoints. Per frame at most (S − K) + S; S − K when the rollout kept
+    /// its checkpoints, and S − K fewer again for the frame whose last
+    /// segment the forward kept ([`RolloutOptions::keep_checkpoints`]).
+    pub replayed_substeps: u64,
 }
 
 impl MpmSimulator {
@@ -225,6 +291,7 @@ impl MpmSimulator {
         let every = options
             .keep_checkpoints
             .then(|| self.checkpoint_every(options.checkpoint_every));
+        let id = NEXT_ROLLOUT_ID.fetch_add(1, Ordering::Relaxed);
         let mut states = vec![initial];
         let mut checkpoints = Vec::with_capacity(frames as usize);
         for k in 1..=frames {
@@ -236,15 +303,64 @@ impl MpmSimulator {
                 }),
                 None => None,
             };
-            let through = kept.as_ref().map(|c| (c.every, c.states.as_slice()));
-            self.run_frame_through(ctx, &states[(k - 1) as usize], through, &next, k)?;
+            let start = &states[(k - 1) as usize];
+            match &kept {
+                // The last frame also leaves its last segment in the
+                // backward pass's buffers.
+                Some(c) if k == frames => {
+                    self.run_frame_keeping_last_segment(ctx, start, c, &next, id, k)?
+                }
+                Some(c) => {
+                    let through = KeptThrough {
+                        every: c.every,
+                        checkpoints: &c.states,
+                        last_segment: None,
+                    };
+                    self.run_frame_through(ctx, start, Some(through), &next, k)?
+                }
+                None => self.run_frame_through(ctx, start, None, &next, k)?,
+            }
             states.push(next);
             checkpoints.push(kept);
         }
         Ok(Rollout {
             frames: states,
+            id,
             checkpoints,
         })
+    }
+
+    /// Runs frame `k` of rollout `id` keeping its checkpoints and, when the
+    /// backward pass's buffers for K keep grids, its last segment's states
+    /// and grids there ([`KeptSegment`]): the backward of this frame then
+    /// starts without replaying that segment.
+    fn run_frame_keeping_last_segment(
+        &self,
+        ctx: &GpuContext,
+        start: &GpuBuffer,
+        kept: &FrameCheckpoints,
+        end: &GpuBuffer,
+        id: u64,
+        k: u32,
+    ) -> Result<(), MpmError> {
+        let mut work = self.take_frame_work(ctx, kept.every)?;
+        // Whatever segment the buffers held is overwritten from here on.
+        work.kept_segment = None;
+        let through = KeptThrough {
+            every: kept.every,
+            checkpoints: &kept.states,
+            last_segment: work.keeps_grids().then_some(&work),
+        };
+        let keeping = through.last_segment.is_some();
+        let result = self.run_frame_through(ctx, start, Some(through), end, k);
+        if result.is_ok() && keeping {
+            work.kept_segment = Some(KeptSegment {
+                rollout: id,
+                frame: k as usize,
+            });
+        }
+        self.keep_frame_work(work);
+        result
     }
 
     /// K for a requested `checkpoint_every` (`None` = ⌈√S⌉), clamped to 1..=S.
@@ -326,6 +442,7 @@ impl MpmSimulator {
                 return Ok(MpmGradients {
                     youngs: vec![0.0; self.particle_count()],
                     initial_state: ParticleState::zeros(self.particle_count()),
+                    replayed_substeps: 0,
                 })
             }
         };
@@ -359,6 +476,10 @@ impl MpmSimulator {
     ) -> Result<MpmGradients, MpmError> {
         let youngs_grad = ctx.storage_zeroed::<f32>("mpm youngs grad", self.particle_count())?;
         let initial = self.state_buffer(ctx, "mpm grad frame 0")?;
+        let mut replayed_substeps = 0;
+        let mut encoder = crate::gpu::encoder(ctx, "mpm backward start");
+        self.encode_clear_grid_velocity_grad(&mut encoder);
+        ctx.queue.submit([encoder.finish()]);
         match options.flow {
             GradientFlow::Full => {
                 // adjoint[k]: ∂L/∂(state k) including every later frame.
@@ -378,6 +499,7 @@ impl MpmSimulator {
                         &adj,
                         target,
                         &youngs_grad,
+                        &mut replayed_substeps,
                     );
                     ctx.queue.submit([encoder.finish()]);
                     ctx.check()?;
@@ -388,8 +510,10 @@ impl MpmSimulator {
             }
             GradientFlow::Truncated => {
                 let scratch = self.state_buffer(ctx, "mpm grad (frame k-1, discarded)")?;
-                for (k, g) in by_frame.iter().enumerate().take(last + 1).skip(1) {
-                    let Some(g) = *g else { continue };
+                // Last frame first, as in the full flow: it may find its
+                // last segment kept by the forward.
+                for k in (1..=last).rev() {
+                    let Some(g) = by_frame[k] else { continue };
                     let target = if k == 1 { &initial } else { &scratch };
                     let mut encoder = crate::gpu::encoder(ctx, "mpm backward frame (truncated)");
                     self.encode_frame_adjoint(
@@ -400,6 +524,7 @@ impl MpmSimulator {
                         g,
                         target,
                         &youngs_grad,
+                        &mut replayed_substeps,
                     );
                     ctx.queue.submit([encoder.finish()]);
                     ctx.check()?;
@@ -414,6 +539,7 @@ impl MpmSimulator {
         Ok(MpmGradients {
             youngs: ctx.read_buffer(&youngs_grad)?,
             initial_state: self.read_state(ctx, &initial)?,
+            replayed_substeps,
         })
     }
 
@@ -429,13 +555,21 @@ impl MpmSimulator {
         grad_end: &GpuBuffer,
         grad_start: &GpuBuffer,
         youngs_grad: &GpuBuffer,
+        replayed_substeps: &mut u64,
     ) {
         let substeps = self.config().substeps_per_frame;
         let every = work.every;
         let segments = substeps.div_ceil(every);
-        let FrameStart { state: start, kept } = start;
-        // Checkpoints at substeps j·K, j ≥ 1 (j = 0 is `start`): the
-        // rollout's own when it kept them, else recomputed.
+        let FrameStart {
+            state: start,
+            kept,
+            segment,
+        } = start;
+        // The forward's kept last segment is used once: every replay below
+        // overwrites the buffers.
+        let kept_last = work.kept_segment.take() == Some(segment);
+        // Checkpoints at the starts of segments j ≥ 1 (segment 0 starts at
+        // `start`): the rollout's own when it kept them, else recomputed.
         let checkpoints = match kept {
             Some(kept) => kept,
             None => {
@@ -445,7 +579,9 @@ impl MpmSimulator {
                     } else {
                         &work.checkpoints[j - 2]
                     };
-                    self.encode_substeps(ctx, encoder, from, &work.checkpoints[j - 1], every);
+                    let (_, len) = segment_span(substeps, every, j as u32 - 1);
+                    self.encode_substeps(ctx, encoder, from, &work.checkpoints[j - 1], len);
+                    *replayed_substeps += len as u64;
                 }
                 &work.checkpoints
             }
@@ -456,33 +592,36 @@ impl MpmSimulator {
             } else {
                 &checkpoints[j as usize - 1]
             };
-            let len = every.min(substeps - j * every);
-            // Segment states: t = 0 is the checkpoint, t ≥ 1 in work.segment[t−1].
+            let (first, len) = segment_span(substeps, every, j);
+            let len = len as usize;
+            // Segment states: t = 0 is the checkpoint, t ≥ 1 in
+            // work.segment[t−1]; the state after the segment's last substep
+            // is the next checkpoint, except after the frame's last
+            // substep, which the replay writes into work.segment[len − 1]
+            // (the adjoint of each substep reads the v and C of the state
+            // it produced).
+            let last_segment = j + 1 == segments;
+            let replayed = if last_segment { len } else { len - 1 };
             let keep_grids = work.keeps_grids();
-            if keep_grids {
-                // Replay all `len` substeps keeping each grid (the last one
-                // needs no G2P: its output is the next checkpoint's state).
-                for t in 0..len as usize {
-                    let from = match t {
-                        0 => base,
-                        _ => &work.segment[t - 1],
-                    };
-                    let to = (t + 1 < len as usize).then(|| &work.segment[t]);
-                    let grid = self.segment_grid(&work.grids, t);
-                    self.encode_substep_keeping_grid(ctx, encoder, from, to, grid);
-                }
+            if last_segment && kept_last {
+                // Left by the forward (KeptSegment): states and grids.
+            } else if keep_grids {
+                self.encode_segment_keeping_grids(ctx, encoder, work, base, len, last_segment);
+                *replayed_substeps += len as u64;
             } else {
-                for t in 1..len as usize {
+                for t in 1..=replayed {
                     let from = if t == 1 { base } else { &work.segment[t - 2] };
                     self.encode_substeps(ctx, encoder, from, &work.segment[t - 1], 1);
                 }
+                *replayed_substeps += replayed as u64;
             }
             for t in (0..len).rev() {
-                let g = j * every + t;
-                let state = if t == 0 {
-                    base
+                let g = first + t as u32;
+                let state = if t == 0 { base } else { &work.segment[t - 1] };
+                let state_next = if t < replayed {
+                    &work.segment[t]
                 } else {
-                    &work.segment[t as usize - 1]
+                    &checkpoints[j as usize]
                 };
                 let next = if g + 1 == substeps {
                     grad_end
@@ -495,18 +634,27 @@ impl MpmSimulator {
                     &work.grads[(g % 2) as usize]
                 };
                 if keep_grids {
-                    let grid = self.segment_grid(&work.grids, t as usize);
+                    let grid = &work.grids[t];
                     self.encode_substep_adjoint_on(
                         ctx,
                         encoder,
                         state,
+                        state_next,
                         next,
                         out,
                         youngs_grad,
                         grid,
                     );
                 } else {
-                    self.encode_substep_adjoint(ctx, encoder, state, next, out, youngs_grad);
+                    self.encode_substep_adjoint(
+                        ctx,
+                        encoder,
+                        state,
+                        state_next,
+                        next,
+                        out,
+                        youngs_grad,
+                    );
                 }
             }
         }
@@ -514,19 +662,21 @@ impl MpmSimulator {
 }
 
 /// Most bytes the backward pass spends on keeping the grids of a segment's
-/// substeps (K − 1 grids besides the simulator's own, 36 bytes per node
-/// each: 6 × 9.9 MB for a 64³ grid at K = 7, 27 × 9.9 MB at K = 28). Above
-/// it, each substep adjoint recomputes its grid instead (P2G + grid update
-/// again, ~40% more backward time on lavapipe).
+/// substeps (K grids, 36 bytes per node each: 7 × 9.9 MB for a 64³ grid at
+/// K = 7, 28 × 9.9 MB at K = 28). Above it, each substep adjoint recomputes
+/// its grid instead (P2G + grid update again, ~40% more backward time on
+/// lavapipe).
 pub const KEPT_GRIDS_BUDGET_BYTES: u64 = 512 << 20;
 
 /// Buffers of a frame's backward pass: ⌈S/K⌉ − 1 checkpoints (allocated
-/// only when some frame's are not kept by the rollout), K − 1 segment
-/// states, two substep adjoints (plus the frame-boundary states the rollout
-/// already holds) and, within [`KEPT_GRIDS_BUDGET_BYTES`], K − 1 substep
-/// grids so that the replay of a segment keeps the grid of each substep for
-/// its adjoint instead of recomputing it. The simulator keeps them between
-/// calls ([`MpmSimulator::release_backward_buffers`] frees them).
+/// only when some frame's are not kept by the rollout), K segment states,
+/// two substep adjoints (plus the frame-boundary states the rollout already
+/// holds) and, within [`KEPT_GRIDS_BUDGET_BYTES`], K substep grids so that
+/// the replay of a segment keeps the grid of each substep for its adjoint
+/// instead of recomputing it. A forward that keeps checkpoints leaves its
+/// last frame's last segment here ([`KeptSegment`]). The simulator keeps
+/// them between calls ([`MpmSimulator::release_backward_buffers`] frees
+/// them).
 pub(crate) struct FrameWork {
     every: u32,
     checkpoints: Vec<GpuBuffer>,
@@ -534,16 +684,20 @@ pub(crate) struct FrameWork {
     grads: [GpuBuffer; 2],
     grids: Vec<SubstepGrid>,
     grids_kept: bool,
+    /// The segment whose states and grids `segment` and `grids` hold, when
+    /// a forward left them (None once a replay or another forward may have
+    /// overwritten them).
+    kept_segment: Option<KeptSegment>,
 }
 
 impl FrameWork {
     pub(crate) fn new(ctx: &GpuContext, sim: &MpmSimulator, every: u32) -> Result<Self, MpmError> {
-        let segment = (1..every)
+        let segment = (1..=every)
             .map(|t| sim.state_buffer(ctx, &format!("mpm segment state {t}")))
             .collect::<Result<_, _>>()?;
         let grids_kept = Self::keeps_grids_for(sim, every);
         let grids = if grids_kept {
-            (1..every as usize)
+            (0..every as usize)
                 .map(|t| sim.new_substep_grid(ctx, t))
                 .collect::<Result<_, _>>()?
         } else {
@@ -555,6 +709,7 @@ impl FrameWork {
             segment,
             grids,
             grids_kept,
+            kept_segment: None,
             grads: [
                 sim.state_buffer(ctx, "mpm substep grad A")?,
                 sim.state_buffer(ctx, "mpm substep grad B")?,
@@ -570,7 +725,7 @@ impl FrameWork {
     }
 
     fn keeps_grids_for(sim: &MpmSimulator, every: u32) -> bool {
-        (every as u64 - 1) * sim.substep_grid_bytes() <= sim.kept_grids_budget()
+        every as u64 * sim.substep_grid_bytes() <= sim.kept_grids_budget()
     }
 
     /// Allocates the checkpoint buffers (for frames whose rollout kept none).
@@ -584,5 +739,32 @@ impl FrameWork {
     /// Whether segment replays keep their substeps' grids.
     fn keeps_grids(&self) -> bool {
         self.grids_kept
+    }
+}
+
+impl MpmSimulator {
+    /// Records the `len` substeps of a segment from `base`, keeping grid t
+    /// in `work.grids[t]` and the state after substep t in
+    /// `work.segment[t]`, for t < len − 1 and, with `through_end`, for the
+    /// last substep too (else its G2P is not run: the next checkpoint holds
+    /// that state). Returns the state after the last substep when it was
+    /// written. Needs `work.keeps_grids()`.
+    pub(crate) fn encode_segment_keeping_grids<'w>(
+        &self,
+        ctx: &GpuContext,
+        encoder: &mut wgpu::CommandEncoder,
+        work: &'w FrameWork,
+        base: &GpuBuffer,
+        len: usize,
+        through_end: bool,
+    ) -> Option<&'w GpuBuffer> {
+        debug_assert!(work.keeps_grids() && len >= 1 && len <= work.segment.len());
+        let written = if through_end { len } else { len - 1 };
+        for t in 0..len {
+            let from = if t == 0 { base } else { &work.segment[t - 1] };
+            let to = (t < written).then(|| &work.segment[t]);
+            self.encode_substep_keeping_grid(ctx, encoder, from, to, &work.grids[t]);
+        }
+        through_end.then(|| &work.segment[len - 1])
     }
 }

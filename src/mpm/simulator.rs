@@ -14,7 +14,7 @@ use super::g2p_adjoint_bin::{G2pAdjointBin, G2pAdjointBinBuffers};
 use super::g2p_adjoint_cells::{G2pAdjointCells, G2pAdjointCellsBuffers};
 use super::grid_bounds::{GridBounds, GridBoundsBuffers, EMPTY_BOUNDS};
 use super::grid_box::{GridBox, GridBoxBuffers};
-use super::grid_clear::{GridClear, GridClearBuffers, NodeClearBuffers};
+use super::grid_clear::{GridClear, GridClearBuffers};
 use super::grid_update::{GridUpdate, GridUpdateBuffers};
 use super::grid_update_adjoint::{GridUpdateAdjoint, GridUpdateAdjointBuffers};
 use super::layout::{ParticleState, STATE_STRIDE};
@@ -22,7 +22,7 @@ use super::p2g::{P2g, P2gBuffers};
 use super::p2g_adjoint::{P2gAdjoint, P2gAdjointBuffers};
 use super::p2g_bin::{P2gBin, P2gBinBuffers, BINNED_STRIDE};
 use super::p2g_cells::{P2gCells, P2gCellsBuffers};
-use super::rollout::FrameWork;
+use super::rollout::{segment_span, FrameWork, KeptThrough};
 use super::stability::min_substeps_per_frame;
 use super::status::{SimulationStatus, STATUS_WORDS};
 use super::uniforms::MpmUniforms;
@@ -45,8 +45,6 @@ pub enum SubstepStage {
     GridUpdate,
     /// Grid-to-particle gather and particle update.
     G2p,
-    /// Zero ∂L/∂(grid velocity) (active box).
-    ClearGridGrad,
     /// Adjoint of G2P.
     G2pAdjoint,
     /// Adjoint of the grid update.
@@ -66,24 +64,19 @@ impl SubstepStage {
     ];
     /// A backward substep: the grid of the substep is recomputed, then the
     /// adjoints run in reverse order (DESIGN.md § Adjoint).
-    pub const ADJOINT: [SubstepStage; 8] = [
+    pub const ADJOINT: [SubstepStage; 7] = [
         Self::ActiveBox,
         Self::ClearGrid,
         Self::P2g,
         Self::GridUpdate,
-        Self::ClearGridGrad,
         Self::G2pAdjoint,
         Self::GridUpdateAdjoint,
         Self::P2gAdjoint,
     ];
     /// A backward substep whose grid was kept from the forward replay of
-    /// its segment: the last four stages of [`SubstepStage::ADJOINT`].
-    pub const ADJOINT_ON_KEPT_GRID: [SubstepStage; 4] = [
-        Self::ClearGridGrad,
-        Self::G2pAdjoint,
-        Self::GridUpdateAdjoint,
-        Self::P2gAdjoint,
-    ];
+    /// its segment: the last three stages of [`SubstepStage::ADJOINT`].
+    pub const ADJOINT_ON_KEPT_GRID: [SubstepStage; 3] =
+        [Self::G2pAdjoint, Self::GridUpdateAdjoint, Self::P2gAdjoint];
 
     /// Short name (benchmark output).
     pub fn name(self) -> &'static str {
@@ -93,7 +86,6 @@ impl SubstepStage {
             Self::P2g => "p2g",
             Self::GridUpdate => "grid_update",
             Self::G2p => "g2p",
-            Self::ClearGridGrad => "clear_grid_grad",
             Self::G2pAdjoint => "g2p_adjoint",
             Self::GridUpdateAdjoint => "grid_update_adjoint",
             Self::P2gAdjoint => "p2g_adjoint",
@@ -105,7 +97,7 @@ impl SubstepStage {
 pub struct StageBuffers<'a> {
     /// State at substep n.
     pub state: &'a GpuBuffer,
-    /// G2P output: state at substep n+1.
+    /// State at substep n+1: G2P writes it; G2P* reads its v and C.
     pub next: &'a GpuBuffer,
     /// ∂L/∂(state n+1).
     pub grad_next: &'a GpuBuffer,
@@ -591,23 +583,12 @@ impl MpmSimulator {
                 let bg = cache.get("g2p", &g2p.in_binding_order(), || k.g2p.bind(ctx, &g2p));
                 k.g2p.dispatch(encoder, &bg, self.particle_count);
             }
-            SubstepStage::ClearGridGrad => {
-                let b = NodeClearBuffers {
-                    uniforms: &self.uniforms,
-                    node_box: &grid.node_box,
-                    nodes: &self.grid_velocity_grad,
-                };
-                let bg = cache.get("clear_nodes", &b.in_binding_order(), || {
-                    k.grid_clear.bind_nodes(ctx, &b)
-                });
-                k.grid_clear
-                    .dispatch_nodes(encoder, &bg, &grid.dispatch_args);
-            }
             SubstepStage::G2pAdjoint if self.binned_scatters() => {
                 let lists = self.binned_lists();
                 let bin = G2pAdjointBinBuffers {
                     uniforms: &self.uniforms,
                     state: b.state,
+                    state_next: b.next,
                     grid_velocity: &grid.velocity,
                     anchored: &self.anchored,
                     state_grad_next: b.grad_next,
@@ -639,6 +620,7 @@ impl MpmSimulator {
                 let adj = G2pAdjointBuffers {
                     uniforms: &self.uniforms,
                     state: b.state,
+                    state_next: b.next,
                     grid_velocity: &grid.velocity,
                     anchored: &self.anchored,
                     state_grad_next: b.grad_next,
@@ -702,24 +684,27 @@ impl MpmSimulator {
         }
     }
 
-    /// Records the adjoint of the substep leaving `state`: from
-    /// `grad_next = ∂L/∂(state n+1)` writes `grad = ∂L/∂(state n)` and adds
-    /// this substep's `∂L/∂E` to `youngs_grad`. Recomputes the substep's
-    /// grid first (the backward pass of [`super::rollout`] keeps each
-    /// segment substep's grid from its replay instead, unless they exceed
+    /// Records the adjoint of the substep `state → next` (`next` as the
+    /// forward substep wrote it from `state`): from `grad_next = ∂L/∂(state
+    /// n+1)` writes `grad = ∂L/∂(state n)` and adds this substep's `∂L/∂E`
+    /// to `youngs_grad`. Recomputes the substep's grid first (the backward
+    /// pass of [`super::rollout`] keeps each segment substep's grid from its
+    /// replay instead, unless they exceed
     /// [`super::rollout::KEPT_GRIDS_BUDGET_BYTES`]).
+    #[allow(clippy::too_many_arguments)]
     pub fn encode_substep_adjoint(
         &self,
         ctx: &GpuContext,
         encoder: &mut wgpu::CommandEncoder,
         state: &GpuBuffer,
+        next: &GpuBuffer,
         grad_next: &GpuBuffer,
         grad: &GpuBuffer,
         youngs_grad: &GpuBuffer,
     ) {
         let b = StageBuffers {
             state,
-            next: grad,
+            next,
             grad_next,
             grad,
             youngs_grad,
@@ -825,8 +810,7 @@ impl MpmSimulator {
         self.node_count() as u64 * SubstepGrid::BYTES_PER_NODE
     }
 
-    /// A grid for one substep of a backward segment (`index` ≥ 1; index 0
-    /// is the simulator's own grid, see [`MpmSimulator::segment_grid`]).
+    /// The grid of substep `index` of a kept segment ([`super::rollout`]).
     pub(crate) fn new_substep_grid(
         &self,
         ctx: &GpuContext,
@@ -835,18 +819,12 @@ impl MpmSimulator {
         SubstepGrid::new(ctx, &format!("mpm segment {index}"), self.node_count())
     }
 
-    /// Grid of substep `t` of a segment: the simulator's own for t = 0,
-    /// else `extra[t − 1]`.
-    pub(crate) fn segment_grid<'a>(
-        &'a self,
-        extra: &'a [SubstepGrid],
-        t: usize,
-    ) -> &'a SubstepGrid {
-        if t == 0 {
-            &self.grid
-        } else {
-            &extra[t - 1]
-        }
+    /// Zeroes ∂L/∂(grid velocity) whole. The substep adjoints keep it zero
+    /// between them (grid update* zeroes the box nodes it reads); a
+    /// backward pass starts with this so that nothing left by an earlier,
+    /// failed one can leak in.
+    pub(crate) fn encode_clear_grid_velocity_grad(&self, encoder: &mut wgpu::CommandEncoder) {
+        encoder.clear_buffer(self.grid_velocity_grad.raw(), 0, None);
     }
 
     /// Records a forward substep from `from` that leaves its grid in `grid`
@@ -886,6 +864,7 @@ impl MpmSimulator {
         ctx: &GpuContext,
         encoder: &mut wgpu::CommandEncoder,
         state: &GpuBuffer,
+        next: &GpuBuffer,
         grad_next: &GpuBuffer,
         grad: &GpuBuffer,
         youngs_grad: &GpuBuffer,
@@ -893,7 +872,7 @@ impl MpmSimulator {
     ) {
         let b = StageBuffers {
             state,
-            next: grad,
+            next,
             grad_next,
             grad,
             youngs_grad,
@@ -962,18 +941,20 @@ impl MpmSimulator {
         self.run_frame_through(ctx, start, None, end, frame)
     }
 
-    /// [`MpmSimulator::run_frame`] writing the state after every K-th
-    /// substep into the ⌈S/K⌉ − 1 buffers of `checkpoints = Some((K,
-    /// buffers))` on the way (`checkpoint_buffers` makes them).
+    /// [`MpmSimulator::run_frame`] writing the states at the segment starts
+    /// (every K substeps, [`super::rollout::segment_span`]) into the
+    /// ⌈S/K⌉ − 1 buffers of `through.checkpoints` on the way (`checkpoint_buffers` makes them) and, with `through.last_segment`,
+    /// keeping the states and grids of the frame's last segment there for
+    /// the backward pass.
     pub(crate) fn run_frame_through(
         &self,
         ctx: &GpuContext,
         start: &GpuBuffer,
-        checkpoints: Option<(u32, &[GpuBuffer])>,
+        through: Option<KeptThrough>,
         end: &GpuBuffer,
         frame: u32,
     ) -> Result<(), MpmError> {
-        let result = self.run_frame_checked(ctx, start, checkpoints, end, frame);
+        let result = self.run_frame_checked(ctx, start, through, end, frame);
         // The frame's bind groups hold `start` and `end`: let them go.
         self.release_bind_groups();
         result
@@ -988,16 +969,19 @@ impl MpmSimulator {
         &self,
         ctx: &GpuContext,
         start: &GpuBuffer,
-        checkpoints: Option<(u32, &[GpuBuffer])>,
+        through: Option<KeptThrough>,
         end: &GpuBuffer,
         frame: u32,
     ) -> Result<(), MpmError> {
         let substeps = self.config.substeps_per_frame;
         SimulationStatus::reset(ctx, &self.status);
         let mut encoder = crate::gpu::encoder(ctx, "mpm frame");
-        // Segments of K substeps between checkpoints (one segment when none
-        // are kept).
-        let (every, checkpoints) = checkpoints.unwrap_or((substeps, &[]));
+        // Segments between checkpoints (one segment when none are kept;
+        // `segment_span` says where each starts).
+        let (every, checkpoints, last_segment) = match through {
+            Some(t) => (t.every, t.checkpoints, t.last_segment),
+            None => (substeps, &[][..], None),
+        };
         let segments = substeps.div_ceil(every);
         debug_assert_eq!(checkpoints.len() as u32 + 1, segments);
         for j in 0..segments {
@@ -1011,8 +995,23 @@ impl MpmSimulator {
             } else {
                 &checkpoints[j as usize]
             };
-            let len = every.min(substeps - j * every);
-            self.encode_substeps(ctx, &mut encoder, from, to, len);
+            let (_, len) = segment_span(substeps, every, j);
+            match last_segment {
+                Some(work) if j + 1 == segments => {
+                    let kept = self.encode_segment_keeping_grids(
+                        ctx,
+                        &mut encoder,
+                        work,
+                        from,
+                        len as usize,
+                        true,
+                    );
+                    if let Some(kept) = kept {
+                        encoder.copy_buffer_to_buffer(kept.raw(), 0, to.raw(), 0, None);
+                    }
+                }
+                _ => self.encode_substeps(ctx, &mut encoder, from, to, len),
+            }
         }
         ctx.queue.submit([encoder.finish()]);
         let status = SimulationStatus::read(ctx, &self.status)?;
