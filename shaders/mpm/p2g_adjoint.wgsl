@@ -1,24 +1,36 @@
-// Adjoint of P2G (mirrors p2g.wgsl). Each particle gathers (∂L/∂mv_i,
-// ∂L/∂m_i) from its 27 nodes, so no atomics. With
-// A = −k·P(F)Fᵀ + m_p C (k = dt·4/dx²·V_p) and mv_i += w (m_p v + A dpos):
-//   gv += Σ w m_p gmv_i,   gA = Σ w gmv_i dposᵀ,   gC += m_p gA,
+// Particle side of a substep's adjoint: the adjoint of P2G (mirrors
+// p2g.wgsl) plus the particle terms of the adjoint of G2P, which read the
+// grid at the same 27 nodes of x_n (mpm/g2p_adjoint_particle.wgsl; the grid
+// side of G2P* is g2p_adjoint.wgsl / g2p_adjoint_bin.wgsl). Each particle
+// gathers (∂L/∂mv_i, ∂L/∂m_i) and v_i from its nodes, so no atomics, and
+// writes the whole ∂L/∂(state n). P2G*: with A = −k·P(F)Fᵀ + m_p C
+// (k = dt·4/dx²·V_p) and mv_i += w (m_p v + A dpos):
+//   gv = Σ w m_p gmv_i,   gA = Σ w gmv_i dposᵀ,   gC = m_p gA,
 //   gx += Σ [(m_p gm_i + gmv_i·(m_p v + A dpos)) ∇w − w Aᵀ gmv_i],
 //   gP = −k gA F,   gF += −k gAᵀ P + ∂⟨gP, P(F)⟩/∂F (mpm/corotated),
-//   gE += ⟨gP, P/E⟩.
-// Adds into `state_grad` (written by G2P*) and `youngs_grad` (accumulated
-// over substeps).
+//   gE += ⟨gP, P/E⟩,
+// where gx and gF start from G2P*'s gx' + Σ (v_i·h_i) ∇w − 4/dx² gC''ᵀ v'
+// and (I + dt C')ᵀ gF'. Per node only what depends on the node: Σ w gmv_i
+// (which gives gv and the −Σ w Aᵀ gmv_i term once, after the loop), gA and
+// the ∇w terms. Adds into `youngs_grad` (accumulated over substeps).
 #import common/dispatch
 #import mpm/params
 #import mpm/corotated
 #import mpm/particle_state
 #import mpm/stencil_node
+#import mpm/g2p_adjoint_particle
 
 @group(0) @binding(0) var<uniform> params: MpmParams;
 @group(0) @binding(1) var<storage, read> state: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read> youngs: array<f32>;
-@group(0) @binding(3) var<storage, read> grid_grad: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read_write> state_grad: array<vec4<f32>>;
-@group(0) @binding(5) var<storage, read_write> youngs_grad: array<f32>;
+// State n+1 as G2P wrote it (its v' and C').
+@group(0) @binding(2) var<storage, read> state_next: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> youngs: array<f32>;
+@group(0) @binding(4) var<storage, read> anchored: array<u32>;
+@group(0) @binding(5) var<storage, read> state_grad_next: array<vec4<f32>>;
+@group(0) @binding(6) var<storage, read> grid_grad: array<vec4<f32>>;
+@group(0) @binding(7) var<storage, read> grid_velocity: array<vec4<f32>>;
+@group(0) @binding(8) var<storage, read_write> state_grad: array<vec4<f32>>;
+@group(0) @binding(9) var<storage, read_write> youngs_grad: array<f32>;
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgroups) num_workgroups: vec3<u32>) {
@@ -28,27 +40,32 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
     }
     let o = p * STATE_QUADS;
     var state_record: array<vec4<f32>, STATE_QUADS>;
+    var next_record: array<vec4<f32>, STATE_QUADS>;
+    var grad_next_record: array<vec4<f32>, STATE_QUADS>;
     for (var k = 0u; k < STATE_QUADS; k++) {
         state_record[k] = state[o + k];
+        next_record[k] = state_next[o + k];
+        grad_next_record[k] = state_grad_next[o + k];
     }
     let ps = particle_state(state_record);
+    let next = particle_state(next_record);
+    let g_next = particle_state(grad_next_record);
     let x = ps.x;
-    let v = ps.v;
-    let c = ps.c;
     let f = ps.f;
+    // G2P*, particle side (node-independent parts).
+    let carry = g2p_adjoint_carry(f, g_next.x, g_next.v, g_next.c, g_next.f, anchored[p] != 0u, params);
+    var gx = g_next.x + g2p_adjoint_gx_affine(carry, next.v);
+    let gf_g2p = g2p_adjoint_gf(next.c, g_next.f, params);
+    // P2G*.
     let e = youngs[p];
     let svd = svd3(f);
     let stress_hat = corotated_stress_per_youngs(f, svd, params.mu_per_youngs, params.lambda_per_youngs);
     let stress = e * stress_hat;
     let mp = params.particle_mass;
     let k = params.dt * 4.0 * params.inv_dx * params.inv_dx * params.particle_volume;
-    let affine = -k * stress * transpose(f) + mp * c;
-    let momentum = mp * v;
+    let affine = -k * stress * transpose(f) + mp * ps.c;
+    let momentum = mp * ps.v;
     let s = stencil(x, params);
-    // Per node only what depends on the node: Σ w gmv_i (which gives gv
-    // and the −Σ w Aᵀ gmv_i term of gx once, after the loop), gA and the
-    // ∇w terms of gx.
-    var gx = vec3<f32>(0.0);
     var sum_w_gmv = vec3<f32>(0.0);
     var ga = mat3x3<f32>();
     for (var i = 0u; i < 3u; i++) {
@@ -60,7 +77,10 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
                 let w_gmv = node.w * g_mv;
                 sum_w_gmv += w_gmv;
                 ga += mat3x3<f32>(node.dpos.x * w_gmv, node.dpos.y * w_gmv, node.dpos.z * w_gmv);
-                gx += (mp * g_node.w + dot(g_mv, momentum + affine * node.dpos)) * node.grad_w;
+                let vi = grid_velocity[node.node].xyz;
+                let p2g_term = mp * g_node.w + dot(g_mv, momentum + affine * node.dpos);
+                let g2p_term = dot(vi, g2p_adjoint_h(carry, node.dpos));
+                gx += (p2g_term + g2p_term) * node.grad_w;
             }
         }
     }
@@ -68,10 +88,10 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
     gx -= transpose(affine) * sum_w_gmv;
     let gc = mp * ga;
     let gp = -k * ga * f;
-    let gf = -k * transpose(ga) * stress + corotated_stress_adjoint(f, svd, e, params.mu_per_youngs, params.lambda_per_youngs, gp);
+    let gf = gf_g2p - k * transpose(ga) * stress + corotated_stress_adjoint(f, svd, e, params.mu_per_youngs, params.lambda_per_youngs, gp);
     youngs_grad[p] += frobenius(gp, stress_hat);
     let record = state_quads(gx, gv, gc, gf);
     for (var q = 0u; q < STATE_QUADS; q++) {
-        state_grad[o + q] += record[q];
+        state_grad[o + q] = record[q];
     }
 }

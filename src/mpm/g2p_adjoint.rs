@@ -1,4 +1,7 @@
-//! Adjoint of G2P (shaders/mpm/g2p_adjoint.wgsl): from ∂L/∂(state n+1), writes the G2P part of ∂L/∂(state n) and scatter-adds ∂L/∂(grid velocity).
+//! Adjoint of G2P, grid side (shaders/mpm/g2p_adjoint.wgsl): each
+//! non-anchored particle scatter-adds its ∂L/∂(grid velocity) terms with
+//! f32 atomics (GPUs; CPU adapters bin: [`super::g2p_adjoint_bin`]). The
+//! particle side of G2P* is in [`super::p2g_adjoint`].
 
 use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
 
@@ -8,33 +11,23 @@ pub struct G2pAdjointBuffers<'a> {
     pub uniforms: &'a GpuBuffer,
     /// Particle state at substep n.
     pub state: &'a GpuBuffer,
-    /// Particle state at substep n+1, as G2P wrote it from `state` (the
-    /// kernel reads its v and C instead of summing them again).
-    pub state_next: &'a GpuBuffer,
-    /// Grid velocity of substep n (recomputed forward).
-    pub grid_velocity: &'a GpuBuffer,
     /// Anchored flag per particle.
     pub anchored: &'a GpuBuffer,
     /// ∂L/∂(state n+1), 24 f32 per particle.
     pub state_grad_next: &'a GpuBuffer,
-    /// Output: ∂L/∂(state n), G2P part (overwritten).
-    pub state_grad: &'a GpuBuffer,
-    /// ∂L/∂(grid velocity), zeroed before the dispatch (atomic f32).
+    /// ∂L/∂(grid velocity), zero before the dispatch (atomic f32).
     pub grid_velocity_grad: &'a GpuBuffer,
 }
 
 impl<'a> G2pAdjointBuffers<'a> {
     /// The buffers in binding order: what the bind group binds, and the
     /// simulator's bind-group cache key ([`super::bind_group_cache`]).
-    pub fn in_binding_order(&self) -> [&'a GpuBuffer; 8] {
+    pub fn in_binding_order(&self) -> [&'a GpuBuffer; 5] {
         [
             self.uniforms,
             self.state,
-            self.state_next,
-            self.grid_velocity,
             self.anchored,
             self.state_grad_next,
-            self.state_grad,
             self.grid_velocity_grad,
         ]
     }
@@ -59,9 +52,6 @@ impl G2pAdjoint {
                     StorageRead,
                     StorageRead,
                     StorageRead,
-                    StorageRead,
-                    StorageRead,
-                    StorageReadWrite,
                     StorageReadWrite,
                 ],
             )?,

@@ -1,8 +1,9 @@
-//! Cell-binned adjoint of G2P, first half (shaders/mpm/g2p_adjoint_bin.wgsl):
-//! the G2P part of ∂L/∂(state n) as [`super::g2p_adjoint`], plus each
-//! particle's ∂L/∂(grid velocity) terms and its cell-list link, so that
+//! Cell-binned adjoint of G2P, grid side, first half
+//! (shaders/mpm/g2p_adjoint_bin.wgsl): each non-anchored particle's
+//! ∂L/∂(grid velocity) terms as a record and its cell-list link, so that
 //! [`super::g2p_adjoint_cells`] scatters one atomic per node and component
-//! per cell (CPU adapters; [`super::p2g_bin`] explains why).
+//! per cell (CPU adapters; [`super::p2g_bin`] explains why). The particle
+//! side of G2P* is in [`super::p2g_adjoint`].
 
 use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
 
@@ -12,17 +13,10 @@ pub struct G2pAdjointBinBuffers<'a> {
     pub uniforms: &'a GpuBuffer,
     /// Particle state at substep n.
     pub state: &'a GpuBuffer,
-    /// Particle state at substep n+1, as G2P wrote it from `state` (the
-    /// kernel reads its v and C instead of summing them again).
-    pub state_next: &'a GpuBuffer,
-    /// Grid velocity of substep n.
-    pub grid_velocity: &'a GpuBuffer,
     /// Anchored flag per particle.
     pub anchored: &'a GpuBuffer,
     /// ∂L/∂(state n+1), 24 f32 per particle.
     pub state_grad_next: &'a GpuBuffer,
-    /// Output: ∂L/∂(state n), G2P part (overwritten).
-    pub state_grad: &'a GpuBuffer,
     /// Output: [`super::p2g_bin::BINNED_STRIDE`] f32 per particle: x,
     /// gv'', 4/dx²·gC'' (row-major).
     pub binned: &'a GpuBuffer,
@@ -36,15 +30,12 @@ pub struct G2pAdjointBinBuffers<'a> {
 impl<'a> G2pAdjointBinBuffers<'a> {
     /// The buffers in binding order: what the bind group binds, and the
     /// simulator's bind-group cache key ([`super::bind_group_cache`]).
-    pub fn in_binding_order(&self) -> [&'a GpuBuffer; 10] {
+    pub fn in_binding_order(&self) -> [&'a GpuBuffer; 7] {
         [
             self.uniforms,
             self.state,
-            self.state_next,
-            self.grid_velocity,
             self.anchored,
             self.state_grad_next,
-            self.state_grad,
             self.binned,
             self.cell_head,
             self.particle_next,
@@ -71,9 +62,6 @@ impl G2pAdjointBin {
                     StorageRead,
                     StorageRead,
                     StorageRead,
-                    StorageRead,
-                    StorageRead,
-                    StorageReadWrite,
                     StorageReadWrite,
                     StorageReadWrite,
                     StorageReadWrite,

@@ -9,8 +9,11 @@
 //! Shader files without a kernel are `#import` modules of shared math
 //! (values in, values out): `params`, `boundary`, `corotated`, `node_box`,
 //! `particle_state` (state record), `stencil_node` (w, ∇w, x_i − x_p),
-//! `p2g_particle` (p2g ↔ p2g_bin), `g2p_adjoint_particle` (g2p_adjoint ↔
-//! g2p_adjoint_bin), `binned_particle` (binned record and cell walk terms).
+//! `p2g_particle` (p2g ↔ p2g_bin), `g2p_adjoint_particle` (the adjoint of
+//! G2P, shared by its grid side `g2p_adjoint` / `g2p_adjoint_bin` and its
+//! particle side, which `p2g_adjoint` computes in the same walk over the 27
+//! nodes of x_n as the adjoint of P2G), `binned_particle` (binned record
+//! and cell walk terms).
 //! [`MpmSimulator`] owns the buffers and encodes substeps, reusing bind
 //! groups per set of bound buffers ([`bind_group_cache`]); [`rollout`] runs
 //! frames and the checkpointed backward pass.

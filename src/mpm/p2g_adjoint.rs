@@ -1,4 +1,8 @@
-//! Adjoint of P2G (shaders/mpm/p2g_adjoint.wgsl): particles gather (∂L/∂mv_i, ∂L/∂m_i) and add to ∂L/∂(state n) and ∂L/∂E (stress, polar derivative, affine and mass paths).
+//! Particle side of a substep's adjoint (shaders/mpm/p2g_adjoint.wgsl):
+//! particles gather (∂L/∂mv_i, ∂L/∂m_i) and v_i from their 27 nodes and
+//! write ∂L/∂(state n), the adjoint of P2G (stress, polar derivative,
+//! affine and mass paths) plus the particle terms of the adjoint of G2P,
+//! and add to ∂L/∂E.
 
 use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
 
@@ -8,11 +12,20 @@ pub struct P2gAdjointBuffers<'a> {
     pub uniforms: &'a GpuBuffer,
     /// Particle state at substep n.
     pub state: &'a GpuBuffer,
+    /// Particle state at substep n+1, as G2P wrote it from `state` (its v
+    /// and C are read instead of summed again).
+    pub state_next: &'a GpuBuffer,
     /// Young's modulus per particle.
     pub youngs: &'a GpuBuffer,
+    /// Anchored flag per particle.
+    pub anchored: &'a GpuBuffer,
+    /// ∂L/∂(state n+1), 24 f32 per particle.
+    pub state_grad_next: &'a GpuBuffer,
     /// (∂L/∂mv, ∂L/∂m) per node from grid update*.
     pub grid_grad: &'a GpuBuffer,
-    /// ∂L/∂(state n): the P2G part is added.
+    /// Grid velocity of substep n.
+    pub grid_velocity: &'a GpuBuffer,
+    /// Output: ∂L/∂(state n) (overwritten).
     pub state_grad: &'a GpuBuffer,
     /// ∂L/∂E per particle, accumulated over substeps.
     pub youngs_grad: &'a GpuBuffer,
@@ -21,12 +34,16 @@ pub struct P2gAdjointBuffers<'a> {
 impl<'a> P2gAdjointBuffers<'a> {
     /// The buffers in binding order: what the bind group binds, and the
     /// simulator's bind-group cache key ([`super::bind_group_cache`]).
-    pub fn in_binding_order(&self) -> [&'a GpuBuffer; 6] {
+    pub fn in_binding_order(&self) -> [&'a GpuBuffer; 10] {
         [
             self.uniforms,
             self.state,
+            self.state_next,
             self.youngs,
+            self.anchored,
+            self.state_grad_next,
             self.grid_grad,
+            self.grid_velocity,
             self.state_grad,
             self.youngs_grad,
         ]
@@ -49,6 +66,10 @@ impl P2gAdjoint {
                 "main",
                 &[
                     Uniform,
+                    StorageRead,
+                    StorageRead,
+                    StorageRead,
+                    StorageRead,
                     StorageRead,
                     StorageRead,
                     StorageRead,

@@ -45,11 +45,12 @@ pub enum SubstepStage {
     GridUpdate,
     /// Grid-to-particle gather and particle update.
     G2p,
-    /// Adjoint of G2P.
+    /// Adjoint of G2P, grid side: the scatter of ∂L/∂(grid velocity).
     G2pAdjoint,
     /// Adjoint of the grid update.
     GridUpdateAdjoint,
-    /// Adjoint of P2G.
+    /// Adjoint of P2G and the particle side of the adjoint of G2P:
+    /// ∂L/∂(state n).
     P2gAdjoint,
 }
 
@@ -101,7 +102,7 @@ pub struct StageBuffers<'a> {
     pub next: &'a GpuBuffer,
     /// ∂L/∂(state n+1).
     pub grad_next: &'a GpuBuffer,
-    /// ∂L/∂(state n) (G2P* writes, P2G* adds).
+    /// ∂L/∂(state n) (P2G*, with the particle side of G2P*, writes it).
     pub grad: &'a GpuBuffer,
     /// ∂L/∂E accumulator.
     pub youngs_grad: &'a GpuBuffer,
@@ -588,11 +589,8 @@ impl MpmSimulator {
                 let bin = G2pAdjointBinBuffers {
                     uniforms: &self.uniforms,
                     state: b.state,
-                    state_next: b.next,
-                    grid_velocity: &grid.velocity,
                     anchored: &self.anchored,
                     state_grad_next: b.grad_next,
-                    state_grad: b.grad,
                     binned: &lists.binned,
                     cell_head: &lists.cell_head,
                     particle_next: &lists.particle_next,
@@ -620,11 +618,8 @@ impl MpmSimulator {
                 let adj = G2pAdjointBuffers {
                     uniforms: &self.uniforms,
                     state: b.state,
-                    state_next: b.next,
-                    grid_velocity: &grid.velocity,
                     anchored: &self.anchored,
                     state_grad_next: b.grad_next,
-                    state_grad: b.grad,
                     grid_velocity_grad: &self.grid_velocity_grad,
                 };
                 let bg = cache.get("g2p_adjoint", &adj.in_binding_order(), || {
@@ -651,8 +646,12 @@ impl MpmSimulator {
                 let adj = P2gAdjointBuffers {
                     uniforms: &self.uniforms,
                     state: b.state,
+                    state_next: b.next,
                     youngs: &self.youngs,
+                    anchored: &self.anchored,
+                    state_grad_next: b.grad_next,
                     grid_grad: &self.grid_grad,
+                    grid_velocity: &grid.velocity,
                     state_grad: b.grad,
                     youngs_grad: b.youngs_grad,
                 };
