@@ -7,10 +7,11 @@
 //! and E = 1e4 (stable at every substep count used). One frame is timed
 //! forward ([`MpmSimulator::rollout_with`], including its once-per-frame
 //! health check, keeping its in-frame checkpoints as stage 2 of the fit
-//! does) and backward ([`MpmSimulator::backward`] with ⌈√S⌉ checkpointing
-//! by default: the segment replays and substep adjoints, starting from the
-//! kept checkpoints; `adjoint_recompute_*` is the same backward of a
-//! rollout that kept none, recomputing them). Each figure is the median of
+//! does, which also leaves its last segment to the backward) and backward
+//! ([`MpmSimulator::backward`] with ⌈√S⌉ checkpointing by default: the
+//! segment replays and substep adjoints, starting from the kept checkpoints
+//! and last segment; `adjoint_recompute_*` is the same backward of a
+//! rollout that kept nothing, recomputing them). Each figure is the median of
 //! `repetitions` runs after a warm-up, as wall time and as process CPU time
 //! (`*_cpu_s`: on a software adapter the driver's worker threads run in
 //! this process, so it measures the work whatever else the machine runs;
@@ -22,7 +23,9 @@
 //!
 //! Since 2026-11-29 `adjoint_s` (and the adjoint rate) is the backward from
 //! the forward's kept checkpoints; earlier figures recomputed them, as
-//! `adjoint_recompute_s` does now.
+//! `adjoint_recompute_s` does now. Since 20:00 UTC that day the forward
+//! also keeps its last segment and `adjoint_over_forward` is the median of
+//! per-pair ratios (it was the ratio of the medians).
 
 use std::time::Instant;
 
