@@ -35,11 +35,18 @@ struct Case {
 }
 
 fn case(ctx: &GpuContext) -> Case {
+    case_with(ctx, false)
+}
+
+/// The case, with its bottom layer of particles anchored when `anchor`.
+fn case_with(ctx: &GpuContext, anchor: bool) -> Case {
     let config = small_config();
     let spacing = 1.0 / 32.0;
     let centre = [0.5, 0.5, 0.5];
     let x = block(4, spacing, centre);
     let n = x.len();
+    let lowest = x.iter().map(|p| p[1]).fold(f32::INFINITY, f32::min);
+    let anchored: Vec<bool> = x.iter().map(|p| anchor && p[1] == lowest).collect();
     let v = swirl(&x, centre, 0.5);
     let youngs: Vec<f32> = pseudo_random(n, 7)
         .iter()
@@ -50,7 +57,7 @@ fn case(ctx: &GpuContext) -> Case {
         &config,
         &MpmSetup {
             particle_volume: (spacing as f64).powi(3),
-            anchored: vec![false; n],
+            anchored,
             youngs_max: 3e4,
         },
     )
@@ -439,6 +446,24 @@ fn last_segment_kept_by_the_forward_is_used_once() {
     );
     let segments = s.div_ceil(k);
     assert_eq!(g.replayed_substeps, frames * (s - (segments - 1)));
+
+    // Anchored particles (no G2P* carry, v' = C' = 0) through the kept
+    // segment.
+    let anchored = case_with(&ctx, true);
+    let options = BackwardOptions {
+        flow: GradientFlow::Full,
+        checkpoint_every: Some(K),
+    };
+    let reference = anchored.gradients(&ctx, &options);
+    let g = anchored.gradients_of_rollout(&ctx, &keep, &options);
+    assert_eq!(g.replayed_substeps, frames * s - k);
+    let (de, dv) = gradient_difference(&g, &reference);
+    eprintln!("anchored, kept last segment: dE {de:.2e}, d(state 0) {dv:.2e}");
+    assert!(de <= 1e-6 && dv <= 1e-6, "anchored: {de}, {dv}");
+    assert!(
+        g.youngs.iter().any(|e| *e != 0.0),
+        "the anchored case has a gradient"
+    );
 }
 
 /// The backward pass really starts from the kept checkpoints: moving the

@@ -28,7 +28,7 @@ struct G2pAdjointCarry {
     apic: f32,
 }
 
-// From the particle's F and its ∂L/∂(state n+1) parts gx', gv', gF'.
+// From the particle's F and its ∂L/∂(state n+1) parts gx', gv', gC', gF'.
 fn g2p_adjoint_carry(
     f: mat3x3<f32>,
     gx_next: vec3<f32>,

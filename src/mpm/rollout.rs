@@ -15,8 +15,8 @@
 //! states per frame, never S. The replay of a segment also keeps each
 //! substep's grid (within [`KEPT_GRIDS_BUDGET_BYTES`]), so a substep adjoint
 //! runs G2P*, grid update* and P2G* only, without recomputing P2G and the
-//! grid update; G2P* also reads the v and C of the state the substep
-//! produced. K = S is "store everything" (one segment); the default is the
+//! grid update; the particle side of G2P* (computed by P2G*) also reads
+//! the v and C of the state the substep produced. K = S is "store everything" (one segment); the default is the
 //! K of the rollout's kept checkpoints if it kept them, else ⌈√S⌉.
 //!
 //! A rollout run with [`RolloutOptions::keep_checkpoints`] also keeps each
@@ -30,10 +30,12 @@
 //! if it comes next with the same K, starts there: it replays S − K
 //! substeps instead of S (the whole frame at K = S: no replay at all).
 //! Worth it where memory allows, e.g. stage 2 of the fit, whose backward of
-//! frame k follows its forward. The kept states belong to the frame states
-//! the rollout computed: a caller that replaces `Rollout::frames[k − 1]`
-//! must not backpropagate frame k through them. `MpmGradients::
-//! replayed_substeps` says how many forward substeps a backward pass ran.
+//! frame k follows its forward. The kept states and grids belong to the
+//! frame states and Young's moduli the rollout ran with: a caller that
+//! replaces `Rollout::frames[k − 1]`, or calls `set_youngs`, before the
+//! backward must not backpropagate frame k through them (run a new
+//! rollout). `MpmGradients::replayed_substeps` says how many forward
+//! substeps a backward pass ran.
 //!
 //! [`GradientFlow::Truncated`] is stage 2 of the fit: the state at frame k−1
 //! is a constant, so each frame's gradient flows through its own substeps
@@ -237,9 +239,11 @@ pub struct MpmGradients {
     pub initial_state: ParticleState,
     /// Forward substeps the pass ran again (checkpoints it had to recompute
     /// and segment replays): what checkpointing cost on top of the substep
-    /// adjoints. Per frame at most (S − K) + S; S − K when the rollout kept
-    /// its checkpoints, and S − K fewer again for the frame whose last
-    /// segment the forward kept ([`RolloutOptions::keep_checkpoints`]).
+    /// adjoints. Per frame (S − K) + S when it recomputes the checkpoints,
+    /// S when the rollout kept them, and K fewer for the frame whose last
+    /// segment the forward kept ([`RolloutOptions::keep_checkpoints`]);
+    /// without kept grids (over [`KEPT_GRIDS_BUDGET_BYTES`]) each inner
+    /// segment's replay stops one substep short.
     pub replayed_substeps: u64,
 }
 
@@ -598,8 +602,8 @@ impl MpmSimulator {
             // work.segment[t−1]; the state after the segment's last substep
             // is the next checkpoint, except after the frame's last
             // substep, which the replay writes into work.segment[len − 1]
-            // (the adjoint of each substep reads the v and C of the state
-            // it produced).
+            // (each substep's P2G*, which holds G2P*'s particle side, reads
+            // the v and C of the state the substep produced).
             let last_segment = j + 1 == segments;
             let replayed = if last_segment { len } else { len - 1 };
             let keep_grids = work.keeps_grids();

@@ -98,7 +98,8 @@ impl SubstepStage {
 pub struct StageBuffers<'a> {
     /// State at substep n.
     pub state: &'a GpuBuffer,
-    /// State at substep n+1: G2P writes it; G2P* reads its v and C.
+    /// State at substep n+1: G2P writes it; P2G* (with G2P*'s particle
+    /// side) reads its v and C.
     pub next: &'a GpuBuffer,
     /// ∂L/∂(state n+1).
     pub grad_next: &'a GpuBuffer,
@@ -458,7 +459,11 @@ impl MpmSimulator {
     }
 
     /// Records one stage of a substep (forward or adjoint) on `b`, with the
-    /// simulator's own grid.
+    /// simulator's own grid. [`SubstepStage::G2pAdjoint`] adds into
+    /// ∂L/∂(grid velocity), which must be zero over the substep's active box
+    /// beforehand; [`SubstepStage::GridUpdateAdjoint`] zeroes the box after
+    /// reading it (the buffer starts zeroed, and
+    /// [`MpmSimulator::backward`] zeroes it whole at its start).
     pub fn encode_stage(
         &self,
         ctx: &GpuContext,
@@ -689,7 +694,9 @@ impl MpmSimulator {
     /// to `youngs_grad`. Recomputes the substep's grid first (the backward
     /// pass of [`super::rollout`] keeps each segment substep's grid from its
     /// replay instead, unless they exceed
-    /// [`super::rollout::KEPT_GRIDS_BUDGET_BYTES`]).
+    /// [`super::rollout::KEPT_GRIDS_BUDGET_BYTES`]). Leaves ∂L/∂(grid
+    /// velocity) zero over the box, as it needs it on entry (see
+    /// [`MpmSimulator::encode_stage`]).
     #[allow(clippy::too_many_arguments)]
     pub fn encode_substep_adjoint(
         &self,
