@@ -13,12 +13,20 @@
 // and (I + dt C')ᵀ gF'. Per node only what depends on the node: Σ w gmv_i
 // (which gives gv and the −Σ w Aᵀ gmv_i term once, after the loop), gA and
 // the ∇w terms. Adds into `youngs_grad` (accumulated over substeps).
+//
+// Entry points: `main`; and, for the cell-binned scatters (CPU adapters),
+// `main_binning_previous`, which then also bins each non-anchored particle
+// for the G2P* scatter of substep n − 1, as g2p_adjoint_bin.wgsl would, from
+// the ∂L/∂(state n) it just computed (that kernel would read it back) and
+// state n − 1: one dispatch and one read of ∂L/∂(state n) fewer per
+// substep adjoint.
 #import common/dispatch
 #import mpm/params
 #import mpm/corotated
 #import mpm/particle_state
 #import mpm/stencil_node
 #import mpm/g2p_adjoint_particle
+#import mpm/binned_particle
 
 @group(0) @binding(0) var<uniform> params: MpmParams;
 @group(0) @binding(1) var<storage, read> state: array<vec4<f32>>;
@@ -31,6 +39,12 @@
 @group(0) @binding(7) var<storage, read> grid_velocity: array<vec4<f32>>;
 @group(0) @binding(8) var<storage, read_write> state_grad: array<vec4<f32>>;
 @group(0) @binding(9) var<storage, read_write> youngs_grad: array<f32>;
+// `main_binning_previous` only: state n − 1 and g2p_adjoint_bin.wgsl's
+// outputs for substep n − 1 (cell_head all zero before the dispatch).
+@group(0) @binding(10) var<storage, read> state_previous: array<vec4<f32>>;
+@group(0) @binding(11) var<storage, read_write> binned: array<vec4<f32>>;
+@group(0) @binding(12) var<storage, read_write> cell_head: array<atomic<u32>>;
+@group(0) @binding(13) var<storage, read_write> particle_next: array<u32>;
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgroups) num_workgroups: vec3<u32>) {
@@ -38,6 +52,38 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
     if p >= params.particle_count {
         return;
     }
+    particle_adjoint(p);
+}
+
+@compute @workgroup_size(64)
+fn main_binning_previous(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgroups) num_workgroups: vec3<u32>) {
+    let p = flat_thread_index(global_id, num_workgroups, 64u);
+    if p >= params.particle_count {
+        return;
+    }
+    let g = particle_adjoint(p);
+    if anchored[p] != 0u {
+        return;
+    }
+    let o = p * STATE_QUADS;
+    var previous_record: array<vec4<f32>, STATE_QUADS>;
+    for (var k = 0u; k < STATE_QUADS; k++) {
+        previous_record[k] = state_previous[o + k];
+    }
+    let previous = particle_state(previous_record);
+    let carry = g2p_adjoint_carry(previous.f, g.x, g.v, g.c, g.f, false, params);
+    let record = binned_record(previous.x, carry.gv, carry.apic * carry.gc);
+    let r = p * BINNED_QUADS;
+    for (var k = 0u; k < BINNED_QUADS; k++) {
+        binned[r + k] = record[k];
+    }
+    let base = stencil(previous.x, params).base;
+    particle_next[p] = atomicExchange(&cell_head[node_index(base, nodes_per_axis(params))], p + 1u);
+}
+
+// Writes particle p's ∂L/∂(state n) to `state_grad` (and returns it) and
+// adds its ∂L/∂E.
+fn particle_adjoint(p: u32) -> ParticleState {
     let o = p * STATE_QUADS;
     var state_record: array<vec4<f32>, STATE_QUADS>;
     var next_record: array<vec4<f32>, STATE_QUADS>;
@@ -94,4 +140,5 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
     for (var q = 0u; q < STATE_QUADS; q++) {
         state_grad[o + q] = record[q];
     }
+    return ParticleState(gx, gv, gc, gf);
 }

@@ -63,7 +63,7 @@
 
 use super::error::MpmError;
 use super::layout::{ParticleState, STATE_STRIDE};
-use super::simulator::{MpmSimulator, SubstepGrid};
+use super::simulator::{AdjointBinning, MpmSimulator, SubstepGrid};
 use crate::gpu::{GpuBuffer, GpuContext};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -638,7 +638,17 @@ impl MpmSimulator {
                     &work.grads[(g % 2) as usize]
                 };
                 if keep_grids {
-                    let grid = &work.grids[t];
+                    // Inside the segment, P2G* of substep t bins the
+                    // particles for G2P* of substep t − 1 (whose state is
+                    // already replayed; across segments it is not yet).
+                    let binning = AdjointBinning {
+                        binned: t + 1 < len,
+                        previous: match t {
+                            0 => None,
+                            1 => Some(base),
+                            _ => Some(&work.segment[t - 2]),
+                        },
+                    };
                     self.encode_substep_adjoint_on(
                         ctx,
                         encoder,
@@ -647,7 +657,8 @@ impl MpmSimulator {
                         next,
                         out,
                         youngs_grad,
-                        grid,
+                        &work.grids[t],
+                        binning,
                     );
                 } else {
                     self.encode_substep_adjoint(

@@ -19,7 +19,7 @@ use super::grid_update::{GridUpdate, GridUpdateBuffers};
 use super::grid_update_adjoint::{GridUpdateAdjoint, GridUpdateAdjointBuffers};
 use super::layout::{ParticleState, STATE_STRIDE};
 use super::p2g::{P2g, P2gBuffers};
-use super::p2g_adjoint::{P2gAdjoint, P2gAdjointBuffers};
+use super::p2g_adjoint::{P2gAdjoint, P2gAdjointBinningBuffers, P2gAdjointBuffers};
 use super::p2g_bin::{P2gBin, P2gBinBuffers, BINNED_STRIDE};
 use super::p2g_cells::{P2gCells, P2gCellsBuffers};
 use super::rollout::{segment_span, FrameWork, KeptThrough};
@@ -107,6 +107,22 @@ pub struct StageBuffers<'a> {
     pub grad: &'a GpuBuffer,
     /// ∂L/∂E accumulator.
     pub youngs_grad: &'a GpuBuffer,
+}
+
+/// Who bins the particles for the cell-binned G2P* scatter of a substep
+/// adjoint (CPU adapters; ignored with atomic scatters). By default
+/// (`Default`) the substep's own [`SubstepStage::G2pAdjoint`] does; inside
+/// a kept segment, the P2G* of substep n + 1, which runs just before and
+/// holds ∂L/∂(state n + 1), can do it for substep n instead
+/// (`p2g_adjoint.wgsl`'s `main_binning_previous`).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct AdjointBinning<'a> {
+    /// The particles are already binned for this substep's G2P* (by the
+    /// P2G* of the substep after it).
+    pub(crate) binned: bool,
+    /// This substep's P2G* also bins them for the G2P* of the substep
+    /// before it, whose state this is.
+    pub(crate) previous: Option<&'a GpuBuffer>,
 }
 
 /// Per-particle settings fixed for the simulator's lifetime.
@@ -471,10 +487,18 @@ impl MpmSimulator {
         stage: SubstepStage,
         b: &StageBuffers,
     ) {
-        self.encode_stage_on(ctx, encoder, stage, b, &self.grid);
+        self.encode_stage_on(
+            ctx,
+            encoder,
+            stage,
+            b,
+            &self.grid,
+            AdjointBinning::default(),
+        );
     }
 
-    /// [`MpmSimulator::encode_stage`] with the grid-side buffers of `grid`.
+    /// [`MpmSimulator::encode_stage`] with the grid-side buffers of `grid`
+    /// and, for the adjoint stages, `binning`.
     pub(crate) fn encode_stage_on(
         &self,
         ctx: &GpuContext,
@@ -482,6 +506,7 @@ impl MpmSimulator {
         stage: SubstepStage,
         b: &StageBuffers,
         grid: &SubstepGrid,
+        binning: AdjointBinning,
     ) {
         let k = &self.kernels;
         let cache = &self.bind_groups;
@@ -600,11 +625,13 @@ impl MpmSimulator {
                     cell_head: &lists.cell_head,
                     particle_next: &lists.particle_next,
                 };
-                let bin_group = cache.get("g2p_adjoint_bin", &bin.in_binding_order(), || {
-                    k.g2p_adjoint_bin.bind(ctx, &bin)
-                });
-                k.g2p_adjoint_bin
-                    .dispatch(encoder, &bin_group, self.particle_count);
+                if !binning.binned {
+                    let bin_group = cache.get("g2p_adjoint_bin", &bin.in_binding_order(), || {
+                        k.g2p_adjoint_bin.bind(ctx, &bin)
+                    });
+                    k.g2p_adjoint_bin
+                        .dispatch(encoder, &bin_group, self.particle_count);
+                }
                 let cells = G2pAdjointCellsBuffers {
                     uniforms: &self.uniforms,
                     node_box: &grid.node_box,
@@ -660,10 +687,31 @@ impl MpmSimulator {
                     state_grad: b.grad,
                     youngs_grad: b.youngs_grad,
                 };
-                let bg = cache.get("p2g_adjoint", &adj.in_binding_order(), || {
-                    k.p2g_adjoint.bind(ctx, &adj)
-                });
-                k.p2g_adjoint.dispatch(encoder, &bg, self.particle_count);
+                match binning.previous {
+                    Some(previous) if self.binned_scatters() => {
+                        let lists = self.binned_lists();
+                        let fused = P2gAdjointBinningBuffers {
+                            adjoint: adj,
+                            state_previous: previous,
+                            binned: &lists.binned,
+                            cell_head: &lists.cell_head,
+                            particle_next: &lists.particle_next,
+                        };
+                        let bg = cache.get(
+                            "p2g_adjoint_binning_previous",
+                            &fused.in_binding_order(),
+                            || k.p2g_adjoint.bind_binning_previous(ctx, &fused),
+                        );
+                        k.p2g_adjoint
+                            .dispatch_binning_previous(encoder, &bg, self.particle_count);
+                    }
+                    _ => {
+                        let bg = cache.get("p2g_adjoint", &adj.in_binding_order(), || {
+                            k.p2g_adjoint.bind(ctx, &adj)
+                        });
+                        k.p2g_adjoint.dispatch(encoder, &bg, self.particle_count);
+                    }
+                }
             }
         }
     }
@@ -857,13 +905,14 @@ impl MpmSimulator {
             &SubstepStage::FORWARD[..SubstepStage::FORWARD.len() - 1]
         };
         for &stage in stages {
-            self.encode_stage_on(ctx, encoder, stage, &b, grid);
+            self.encode_stage_on(ctx, encoder, stage, &b, grid, AdjointBinning::default());
         }
     }
 
     /// [`MpmSimulator::encode_substep_adjoint`] with the substep's grid
     /// already in `grid` (from [`MpmSimulator::encode_substep_keeping_grid`]
-    /// on `state`): runs only [`SubstepStage::ADJOINT_ON_KEPT_GRID`].
+    /// on `state`): runs only [`SubstepStage::ADJOINT_ON_KEPT_GRID`], its
+    /// G2P* binning as `binning` says.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn encode_substep_adjoint_on(
         &self,
@@ -875,6 +924,7 @@ impl MpmSimulator {
         grad: &GpuBuffer,
         youngs_grad: &GpuBuffer,
         grid: &SubstepGrid,
+        binning: AdjointBinning,
     ) {
         let b = StageBuffers {
             state,
@@ -884,7 +934,7 @@ impl MpmSimulator {
             youngs_grad,
         };
         for stage in SubstepStage::ADJOINT_ON_KEPT_GRID {
-            self.encode_stage_on(ctx, encoder, stage, &b, grid);
+            self.encode_stage_on(ctx, encoder, stage, &b, grid, binning);
         }
     }
 
