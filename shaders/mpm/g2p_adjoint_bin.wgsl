@@ -35,12 +35,9 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
     }
     let ps = particle_state(state_record);
     let g = particle_state(grad_next_record);
-    let carry = g2p_adjoint_carry(ps.f, g.x, g.v, g.c, g.f, false, params);
-    let record = binned_record(ps.x, carry.gv, carry.apic * carry.gc);
-    let r = p * BINNED_QUADS;
+    let bin = g2p_adjoint_binned(ps.x, ps.f, g, params);
     for (var k = 0u; k < BINNED_QUADS; k++) {
-        binned[r + k] = record[k];
+        binned[p * BINNED_QUADS + k] = bin.record[k];
     }
-    let base = stencil(ps.x, params).base;
-    particle_next[p] = atomicExchange(&cell_head[node_index(base, nodes_per_axis(params))], p + 1u);
+    particle_next[p] = atomicExchange(&cell_head[node_index(bin.base, nodes_per_axis(params))], p + 1u);
 }

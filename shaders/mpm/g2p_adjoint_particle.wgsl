@@ -19,6 +19,8 @@
 // loads and writes (naga takes no storage pointers as function
 // parameters).
 #import mpm/params
+#import mpm/particle_state
+#import mpm/binned_particle
 
 // (gv'', gC'') of a particle, and 4/dx² (zero for an anchored particle, so
 // that its node terms vanish without a branch).
@@ -44,6 +46,21 @@ fn g2p_adjoint_carry(
     let gv = gv_next + params.dt * gx_next;
     let gc = gc_next + params.dt * gf_next * transpose(f);
     return G2pAdjointCarry(gv, gc, 4.0 * params.inv_dx * params.inv_dx);
+}
+
+// What the cell-binned G2P* scatter needs of a non-anchored particle at x
+// with deformation gradient F and ∂L/∂(state n+1) = g: its record
+// [x, gv'', 4/dx²·gC''] for g2p_adjoint_cells.wgsl and its base cell (the
+// list to link it into). The kernels write both (g2p_adjoint_bin.wgsl,
+// p2g_adjoint.wgsl's `main_binning_previous`).
+struct G2pAdjointBinned {
+    record: array<vec4<f32>, BINNED_QUADS>,
+    base: vec3<i32>,
+}
+
+fn g2p_adjoint_binned(x: vec3<f32>, f: mat3x3<f32>, g: ParticleState, params: MpmParams) -> G2pAdjointBinned {
+    let carry = g2p_adjoint_carry(f, g.x, g.v, g.c, g.f, false, params);
+    return G2pAdjointBinned(binned_record(x, carry.gv, carry.apic * carry.gc), stencil(x, params).base);
 }
 
 // h_i = gv'' + 4/dx²·gC''·(x_i − x_p) for a node at `dpos` = x_i − x_p.

@@ -71,14 +71,11 @@ fn main_binning_previous(@builtin(global_invocation_id) global_id: vec3<u32>, @b
         previous_record[k] = state_previous[o + k];
     }
     let previous = particle_state(previous_record);
-    let carry = g2p_adjoint_carry(previous.f, g.x, g.v, g.c, g.f, false, params);
-    let record = binned_record(previous.x, carry.gv, carry.apic * carry.gc);
-    let r = p * BINNED_QUADS;
+    let bin = g2p_adjoint_binned(previous.x, previous.f, g, params);
     for (var k = 0u; k < BINNED_QUADS; k++) {
-        binned[r + k] = record[k];
+        binned[p * BINNED_QUADS + k] = bin.record[k];
     }
-    let base = stencil(previous.x, params).base;
-    particle_next[p] = atomicExchange(&cell_head[node_index(base, nodes_per_axis(params))], p + 1u);
+    particle_next[p] = atomicExchange(&cell_head[node_index(bin.base, nodes_per_axis(params))], p + 1u);
 }
 
 // Writes particle p's ∂L/∂(state n) to `state_grad` (and returns it) and

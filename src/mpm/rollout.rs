@@ -63,7 +63,7 @@
 
 use super::error::MpmError;
 use super::layout::{ParticleState, STATE_STRIDE};
-use super::simulator::{AdjointBinning, MpmSimulator, SubstepGrid};
+use super::simulator::{AdjointBinning, MpmSimulator, StageBuffers, SubstepGrid};
 use crate::gpu::{GpuBuffer, GpuContext};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -637,10 +637,10 @@ impl MpmSimulator {
                 } else {
                     &work.grads[(g % 2) as usize]
                 };
-                if keep_grids {
-                    // Inside the segment, P2G* of substep t bins the
-                    // particles for G2P* of substep t − 1 (whose state is
-                    // already replayed; across segments it is not yet).
+                // Inside a kept segment, P2G* of substep t bins the particles
+                // for G2P* of substep t − 1 (whose state is already replayed;
+                // across segments it is not yet).
+                let kept = keep_grids.then(|| {
                     let binning = AdjointBinning {
                         binned: t + 1 < len,
                         previous: match t {
@@ -649,28 +649,16 @@ impl MpmSimulator {
                             _ => Some(&work.segment[t - 2]),
                         },
                     };
-                    self.encode_substep_adjoint_on(
-                        ctx,
-                        encoder,
-                        state,
-                        state_next,
-                        next,
-                        out,
-                        youngs_grad,
-                        &work.grids[t],
-                        binning,
-                    );
-                } else {
-                    self.encode_substep_adjoint(
-                        ctx,
-                        encoder,
-                        state,
-                        state_next,
-                        next,
-                        out,
-                        youngs_grad,
-                    );
-                }
+                    (&work.grids[t], binning)
+                });
+                let buffers = StageBuffers {
+                    state,
+                    next: state_next,
+                    grad_next: next,
+                    grad: out,
+                    youngs_grad,
+                };
+                self.encode_substep_adjoint_with(ctx, encoder, &buffers, kept);
             }
         }
     }

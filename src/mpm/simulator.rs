@@ -763,9 +763,7 @@ impl MpmSimulator {
             grad,
             youngs_grad,
         };
-        for stage in SubstepStage::ADJOINT {
-            self.encode_stage(ctx, encoder, stage, &b);
-        }
+        self.encode_substep_adjoint_with(ctx, encoder, &b, None);
     }
 
     /// Nodes of the grid (grid_res + 1 per axis).
@@ -909,32 +907,29 @@ impl MpmSimulator {
         }
     }
 
-    /// [`MpmSimulator::encode_substep_adjoint`] with the substep's grid
-    /// already in `grid` (from [`MpmSimulator::encode_substep_keeping_grid`]
-    /// on `state`): runs only [`SubstepStage::ADJOINT_ON_KEPT_GRID`], its
-    /// G2P* binning as `binning` says.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn encode_substep_adjoint_on(
+    /// The substep adjoint on buffers `b`: with `kept = Some((grid,
+    /// binning))` on the substep's grid already in `grid` (from
+    /// [`MpmSimulator::encode_substep_keeping_grid`] on `b.state`), running
+    /// only [`SubstepStage::ADJOINT_ON_KEPT_GRID`] with its G2P* binning as
+    /// `binning` says; with `None` as [`MpmSimulator::encode_substep_adjoint`].
+    pub(crate) fn encode_substep_adjoint_with(
         &self,
         ctx: &GpuContext,
         encoder: &mut wgpu::CommandEncoder,
-        state: &GpuBuffer,
-        next: &GpuBuffer,
-        grad_next: &GpuBuffer,
-        grad: &GpuBuffer,
-        youngs_grad: &GpuBuffer,
-        grid: &SubstepGrid,
-        binning: AdjointBinning,
+        b: &StageBuffers,
+        kept: Option<(&SubstepGrid, AdjointBinning)>,
     ) {
-        let b = StageBuffers {
-            state,
-            next,
-            grad_next,
-            grad,
-            youngs_grad,
-        };
-        for stage in SubstepStage::ADJOINT_ON_KEPT_GRID {
-            self.encode_stage_on(ctx, encoder, stage, &b, grid, binning);
+        match kept {
+            Some((grid, binning)) => {
+                for stage in SubstepStage::ADJOINT_ON_KEPT_GRID {
+                    self.encode_stage_on(ctx, encoder, stage, b, grid, binning);
+                }
+            }
+            None => {
+                for stage in SubstepStage::ADJOINT {
+                    self.encode_stage(ctx, encoder, stage, b);
+                }
+            }
         }
     }
 
