@@ -366,10 +366,10 @@ fn binned_and_scatter_p2g_agree() {
     assert!(*ends[1] != start.to_packed());
 }
 
-/// Host twin of `ComputeKernel::workgroups_for` for 256-thread workgroups
-/// and the 65,535-workgroup dimension limit.
-fn folded_workgroups(threads: u32) -> [u32; 3] {
-    let groups = threads.div_ceil(256);
+/// Host twin of `ComputeKernel::workgroups_for` for `size`-thread
+/// workgroups and the 65,535-workgroup dimension limit.
+fn folded_workgroups(threads: u32, size: u32) -> [u32; 3] {
+    let groups = threads.div_ceil(size);
     let x = groups.min(65_535);
     [x, groups.div_ceil(x.max(1)), 1]
 }
@@ -396,7 +396,7 @@ fn active_box_dispatch_folds_past_65535_workgroups() {
             .collect();
         let bounds = ctx.storage_from_slice("test bounds", &bounds).unwrap();
         let node_box = ctx.storage_zeroed::<u32>("test node box", 8).unwrap();
-        let args = ctx.storage_zeroed::<u32>("test dispatch args", 3).unwrap();
+        let args = ctx.storage_zeroed::<u32>("test dispatch args", 6).unwrap();
         let bg = kernel.bind(
             &ctx,
             &GridBoxBuffers {
@@ -414,15 +414,24 @@ fn active_box_dispatch_folds_past_65535_workgroups() {
         let node_box: Vec<u32> = ctx.read_buffer(&node_box).unwrap();
         assert_eq!(node_box[..7], [4, 5, 6, dims[0], dims[1], dims[2], count]);
         let args: Vec<u32> = ctx.read_buffer(&args).unwrap();
-        assert_eq!(args, folded_workgroups(count), "box {dims:?}");
+        // Per-node kernels (256 per workgroup), then per-column kernels (one
+        // thread per (x, y) column, 32 per workgroup, from byte 12).
+        assert_eq!(args[..3], folded_workgroups(count, 256), "box {dims:?}");
         assert!(args[0] <= 65_535 && args[1] <= 65_535);
         assert!(args[0] as u64 * args[1] as u64 * 256 >= count as u64);
+        let columns = dims[0] * dims[1];
+        assert_eq!(args[3..], folded_workgroups(columns, 32), "box {dims:?}");
+        assert!(args[3] as u64 * args[4] as u64 * 32 >= columns as u64);
+        assert_eq!(
+            physfit::mpm::grid_box::COLUMN_DISPATCH_OFFSET,
+            3 * std::mem::size_of::<u32>() as u64
+        );
         // The bounds are reset for the next substep.
         let reset: Vec<u32> = ctx.read_buffer(&bounds).unwrap();
         assert_eq!(reset, physfit::mpm::grid_bounds::EMPTY_BOUNDS);
     }
-    assert_eq!(folded_workgroups(300 * 300 * 300), [65_535, 2, 1]);
-    assert_eq!(folded_workgroups(256 * 255 * 257), [65_535, 1, 1]);
+    assert_eq!(folded_workgroups(300 * 300 * 300, 256), [65_535, 2, 1]);
+    assert_eq!(folded_workgroups(256 * 255 * 257, 256), [65_535, 1, 1]);
 }
 
 #[test]

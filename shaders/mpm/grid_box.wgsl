@@ -1,11 +1,16 @@
 // Turns the node bounds of grid_bounds into the active box (origin, dims,
 // node count) and the indirect dispatch arguments of the per-node kernels
-// (256 threads per workgroup, folded into 2-D past 65,535 workgroups), then resets the bounds for the next substep.
+// (256 threads per workgroup) and of the per-column kernels (one thread per
+// (x, y) column of the box, 32 per workgroup: g2p_adjoint_cells.wgsl),
+// folded into 2-D past 65,535 workgroups, then resets the bounds for the
+// next substep.
 // One invocation.
 #import mpm/params
 
 // Workgroup size of the per-node kernels (grid_clear, grid_update, grid_update_adjoint).
 const NODE_WORKGROUP: u32 = 256u;
+// Workgroup size of the per-column kernels (g2p_adjoint_cells).
+const COLUMN_WORKGROUP: u32 = 32u;
 // Workgroups per dispatch dimension every adapter allows (WebGPU's
 // guaranteed maxComputeWorkgroupsPerDimension).
 const MAX_WORKGROUPS_PER_DIM: u32 = 65535u;
@@ -14,8 +19,9 @@ const MAX_WORKGROUPS_PER_DIM: u32 = 65535u;
 @group(0) @binding(1) var<storage, read_write> bounds: array<u32, 6>;
 // [origin x, y, z, dims x, y, z, node count, 0].
 @group(0) @binding(2) var<storage, read_write> node_box: array<u32, 8>;
-// [workgroups x, y, z].
-@group(0) @binding(3) var<storage, read_write> dispatch_args: array<u32, 3>;
+// [workgroups x, y, z] of the per-node kernels, then of the per-column
+// kernels.
+@group(0) @binding(3) var<storage, read_write> dispatch_args: array<u32, 6>;
 
 @compute @workgroup_size(1)
 fn main() {
@@ -43,6 +49,10 @@ fn main() {
     dispatch_args[0] = min(groups, MAX_WORKGROUPS_PER_DIM);
     dispatch_args[1] = (groups + MAX_WORKGROUPS_PER_DIM - 1u) / MAX_WORKGROUPS_PER_DIM;
     dispatch_args[2] = 1u;
+    let column_groups = (dims.x * dims.y + COLUMN_WORKGROUP - 1u) / COLUMN_WORKGROUP;
+    dispatch_args[3] = min(column_groups, MAX_WORKGROUPS_PER_DIM);
+    dispatch_args[4] = (column_groups + MAX_WORKGROUPS_PER_DIM - 1u) / MAX_WORKGROUPS_PER_DIM;
+    dispatch_args[5] = 1u;
     bounds[0] = 0xffffffffu;
     bounds[1] = 0xffffffffu;
     bounds[2] = 0xffffffffu;

@@ -1,8 +1,9 @@
-//! Cell-binned adjoint of G2P, second half: per base cell of the active
-//! box, sums its particles' ∂L/∂(grid velocity) terms for the 27 stencil
-//! nodes and adds them with one atomic per node and component
+//! Cell-binned adjoint of G2P, second half: per (x, y) column of the
+//! active box, walks its cells in z order, sums each cell's particles'
+//! ∂L/∂(grid velocity) terms over a sliding 3 × 3 × 3 window of nodes and
+//! adds each node's complete sum with one atomic per component
 //! (shaders/mpm/g2p_adjoint_cells.wgsl; [`super::p2g_bin`] explains the
-//! scheme).
+//! binning).
 
 use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
 
@@ -69,15 +70,19 @@ impl G2pAdjointCells {
         self.kernel.bind(ctx, &b.in_binding_order())
     }
 
-    /// Records one dispatch over the active box (`dispatch_args` from
-    /// [`super::grid_box`]).
+    /// Records one dispatch over the (x, y) columns of the active box
+    /// (`dispatch_args` from [`super::grid_box`]).
     pub fn dispatch(
         &self,
         encoder: &mut wgpu::CommandEncoder,
         bind_group: &wgpu::BindGroup,
         dispatch_args: &GpuBuffer,
     ) {
-        self.kernel
-            .dispatch_indirect(encoder, bind_group, dispatch_args, 0);
+        self.kernel.dispatch_indirect(
+            encoder,
+            bind_group,
+            dispatch_args,
+            super::grid_box::COLUMN_DISPATCH_OFFSET,
+        );
     }
 }

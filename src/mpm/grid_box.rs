@@ -10,6 +10,11 @@
 
 use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
 
+/// Byte offset, in the dispatch arguments written by `mpm/grid_box`, of
+/// those of the per-column kernels (one thread per (x, y) column of the
+/// active box: [`super::g2p_adjoint_cells`]).
+pub const COLUMN_DISPATCH_OFFSET: u64 = 12;
+
 /// Buffers of `mpm/grid_box`, in binding order.
 pub struct GridBoxBuffers<'a> {
     /// [`super::uniforms::MpmUniforms`].
@@ -18,7 +23,9 @@ pub struct GridBoxBuffers<'a> {
     pub bounds: &'a GpuBuffer,
     /// Output: `[origin xyz, dims xyz, count, 0]` (8 u32).
     pub node_box: &'a GpuBuffer,
-    /// Output: indirect dispatch arguments (3 u32) of the per-node kernels.
+    /// Output: indirect dispatch arguments of the per-node kernels (3 u32)
+    /// then of the per-column kernels (3 u32, from byte
+    /// [`COLUMN_DISPATCH_OFFSET`]).
     pub dispatch_args: &'a GpuBuffer,
 }
 

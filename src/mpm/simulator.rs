@@ -164,7 +164,7 @@ impl SubstepGrid {
             node_box: ctx.storage_zeroed::<u32>(&format!("{label} active box"), 8)?,
             dispatch_args: ctx.buffer_from_slice(
                 &format!("{label} active-box dispatch"),
-                &[0u32; 3],
+                &[0u32; 6],
                 crate::gpu::STORAGE | wgpu::BufferUsages::INDIRECT,
             )?,
         })
