@@ -1,14 +1,16 @@
 // Second half of the cell-binned P2G (after p2g_bin.wgsl): one invocation
-// per node of the active box, taken as the base cell of the particles on
-// its list. For each of the 27 stencil nodes it sums, over the cell's
-// particles, m_p·w_ip and w_ip·(m_p v_p + A_p (x_i − x_p)) (the same terms
-// as p2g.wgsl; all particles of a cell share the stencil's base node, so
-// only the weights differ) and adds the sums to the grid with one atomic
-// per node and component.
+// per (x, y) column of the active box, walking its cells in z order (the
+// scheme of g2p_adjoint_cells.wgsl). Each cell is the base cell of the
+// particles on its list; their terms m_p·w_ip and w_ip·(m_p v_p + A_p (x_i
+// − x_p)) (those of p2g.wgsl; all particles of a cell share the stencil's
+// base node, so only the weights differ) are summed into a window of the
+// 3 × 3 × 3 nodes around the cell. Once a cell is done, the window's plane
+// at the cell's own z is complete, so it is added to the grid with one
+// atomic per node and component, and the window moves up one plane: 9
+// nodes of atomics per cell instead of 27. Nodes whose sum is zero are
+// skipped.
 #import common/dispatch
 #import mpm/params
-#import mpm/boundary
-#import mpm/node_box
 #import mpm/binned_particle
 
 @group(0) @binding(0) var<uniform> params: MpmParams;
@@ -20,53 +22,12 @@
 @group(0) @binding(5) var<storage, read_write> grid: array<AtomicF32>;
 #atomic_f32_ops grid
 
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgroups) num_workgroups: vec3<u32>) {
-    let t = flat_thread_index(global_id, num_workgroups, 256u);
-    if t >= node_box[6] {
-        return;
-    }
-    let res = nodes_per_axis(params);
-    let cell = box_node(t, vec3<u32>(node_box[0], node_box[1], node_box[2]), vec3<u32>(node_box[3], node_box[4], node_box[5]), res);
-    let head = cell_head[cell];
-    if head == 0u {
-        return;
-    }
-    // Reset the list for the next binning: cell_head is all zeros between
-    // scatters (buffers start zeroed; every list built is walked here), so
-    // no dispatch has to clear it.
-    cell_head[cell] = 0u;
-    let base = vec3<f32>(node_coords(cell, res));
-    // Per stencil node (i, j, l) at index (i·3 + j)·3 + l: (m, mv) summed
-    // over the cell's particles (the loops have constant bounds, so the
-    // compiler unrolls them and keeps the array in registers).
-    var acc: array<vec4<f32>, 27>;
-    var q = head;
-    // At most particle_count links: a corrupt (cyclic) list cannot hang the
-    // kernel (src/gpu/kernel.rs `physfit_runtime_checks`).
-    for (var links = 0u; links < params.particle_count && q != 0u; links++) {
-        let p = q - 1u;
-        let b = p * BINNED_QUADS;
-        var record: array<vec4<f32>, BINNED_QUADS>;
-        for (var k = 0u; k < BINNED_QUADS; k++) {
-            record[k] = binned[b + k];
-        }
-        let particle = binned_particle(record);
-        let cw = cell_weights(particle.x, base, params);
-        for (var i = 0u; i < 3u; i++) {
-            for (var j = 0u; j < 3u; j++) {
-                for (var l = 0u; l < 3u; l++) {
-                    let term = cell_node_term(particle, cw, vec3<u32>(i, j, l), params);
-                    acc[(i * 3u + j) * 3u + l] += vec4<f32>(term.x * params.particle_mass, term.yzw);
-                }
-            }
-        }
-        q = particle_next[p];
-    }
+// Adds the window's plane `l` (nodes at z = base.z + l) to the grid.
+fn flush_plane(window: array<vec4<f32>, 27>, l: u32, base: vec3<f32>, res: u32) {
     for (var i = 0u; i < 3u; i++) {
         for (var j = 0u; j < 3u; j++) {
-            for (var l = 0u; l < 3u; l++) {
-                let a = acc[(i * 3u + j) * 3u + l];
+            let a = window[(i * 3u + j) * 3u + l];
+            if any(a != vec4<f32>(0.0)) {
                 let node = cell_node_index(base, vec3<u32>(i, j, l), res);
                 grid_atomic_add(node * GRID_STRIDE, a.x);
                 grid_atomic_add(node * GRID_STRIDE + 1u, a.y);
@@ -75,4 +36,68 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
             }
         }
     }
+}
+
+@compute @workgroup_size(32)
+fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgroups) num_workgroups: vec3<u32>) {
+    let t = flat_thread_index(global_id, num_workgroups, 32u);
+    let origin = vec3<u32>(node_box[0], node_box[1], node_box[2]);
+    let dims = vec3<u32>(node_box[3], node_box[4], node_box[5]);
+    if t >= dims.x * dims.y {
+        return;
+    }
+    let res = nodes_per_axis(params);
+    let column = vec2<u32>(origin.x + t / dims.y, origin.y + t % dims.y);
+    // Per stencil node (i, j, l) at index (i·3 + j)·3 + l, l relative to
+    // the current cell's z: (m, mv) summed over the cells walked so far
+    // (constant indices only, so the compiler keeps it in registers).
+    var window: array<vec4<f32>, 27>;
+    // At most particle_count links over the whole column: a corrupt
+    // (cyclic) list cannot hang the kernel (src/gpu/kernel.rs
+    // `physfit_runtime_checks`).
+    var links = 0u;
+    for (var dz = 0u; dz < dims.z; dz++) {
+        let base = vec3<f32>(vec3<u32>(column, origin.z + dz));
+        let cell = node_index(vec3<i32>(base), res);
+        var q = cell_head[cell];
+        if q != 0u {
+            // Reset the list for the next binning: cell_head is all zeros
+            // between scatters (buffers start zeroed; every list built is
+            // walked here), so no dispatch has to clear it.
+            cell_head[cell] = 0u;
+        }
+        for (; links < params.particle_count && q != 0u; links++) {
+            let p = q - 1u;
+            let b = p * BINNED_QUADS;
+            var record: array<vec4<f32>, BINNED_QUADS>;
+            for (var k = 0u; k < BINNED_QUADS; k++) {
+                record[k] = binned[b + k];
+            }
+            let particle = binned_particle(record);
+            let cw = cell_weights(particle.x, base, params);
+            for (var i = 0u; i < 3u; i++) {
+                for (var j = 0u; j < 3u; j++) {
+                    for (var l = 0u; l < 3u; l++) {
+                        let term = cell_node_term(particle, cw, vec3<u32>(i, j, l), params);
+                        window[(i * 3u + j) * 3u + l] += vec4<f32>(term.x * params.particle_mass, term.yzw);
+                    }
+                }
+            }
+            q = particle_next[p];
+        }
+        flush_plane(window, 0u, base, res);
+        for (var i = 0u; i < 3u; i++) {
+            for (var j = 0u; j < 3u; j++) {
+                let n = (i * 3u + j) * 3u;
+                window[n] = window[n + 1u];
+                window[n + 1u] = window[n + 2u];
+                window[n + 2u] = vec4<f32>(0.0);
+            }
+        }
+    }
+    // Planes past the column's last cell (empty when the box holds every
+    // stencil, as grid_box.wgsl makes it).
+    let top = vec3<f32>(vec3<u32>(column, origin.z + dims.z));
+    flush_plane(window, 0u, top, res);
+    flush_plane(window, 1u, top, res);
 }

@@ -1,7 +1,8 @@
-//! Cell-binned P2G, second half: per base cell of the active box, sums its
-//! particles' mass and momentum contributions to the 27 stencil nodes and
-//! adds them to the grid with one atomic per node and component
-//! (shaders/mpm/p2g_cells.wgsl; [`super::p2g_bin`] explains the scheme).
+//! Cell-binned P2G, second half: per (x, y) column of the active box, walks
+//! its cells in z order, sums each cell's particles' mass and momentum
+//! contributions over a sliding 3 × 3 × 3 window of nodes and adds each
+//! node's complete sum to the grid with one atomic per component
+//! (shaders/mpm/p2g_cells.wgsl; [`super::p2g_bin`] explains the binning).
 
 use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
 
@@ -68,15 +69,19 @@ impl P2gCells {
         self.kernel.bind(ctx, &b.in_binding_order())
     }
 
-    /// Records one dispatch over the active box (`dispatch_args` from
-    /// [`super::grid_box`]).
+    /// Records one dispatch over the (x, y) columns of the active box
+    /// (`dispatch_args` from [`super::grid_box`]).
     pub fn dispatch(
         &self,
         encoder: &mut wgpu::CommandEncoder,
         bind_group: &wgpu::BindGroup,
         dispatch_args: &GpuBuffer,
     ) {
-        self.kernel
-            .dispatch_indirect(encoder, bind_group, dispatch_args, 0);
+        self.kernel.dispatch_indirect(
+            encoder,
+            bind_group,
+            dispatch_args,
+            super::grid_box::COLUMN_DISPATCH_OFFSET,
+        );
     }
 }
