@@ -1,6 +1,6 @@
 // The cell-binned scatters' particle record and per-cell stencil, shared by
 // p2g_bin.wgsl / g2p_adjoint_bin.wgsl (which write records) and
-// p2g_cells.wgsl / g2p_adjoint_cells.wgsl (which walk a cell's list and sum
+// cell_scatter.wgsl (whose entry points walk a cell's list and sum
 // its particles' contributions to the 27 stencil nodes). Both scatters send
 // a node w_ip·(u_p + M_p (x_i − x_p)) (P2G: u = m v, M = A_p; G2P*:
 // u = gv'', M = 4/dx²·gC''), so one record layout and one node term serve

@@ -4,7 +4,7 @@
 // 4/dx²·gC''·(x_i − x_p)) as g2p_adjoint.wgsl does, each non-anchored
 // particle writes its record [x (3), gv'' (3), 4/dx²·gC'' row-major (9), 0]
 // to `binned` and links itself into its base cell's list (cell_head holds
-// p + 1, 0 = empty); g2p_adjoint_cells.wgsl sums each cell's particles.
+// p + 1, 0 = empty); cell_scatter.wgsl (`g2p_adjoint`) sums each cell's particles.
 // No node loop here: the particle side of G2P* is in p2g_adjoint.wgsl.
 #import common/dispatch
 #import mpm/params

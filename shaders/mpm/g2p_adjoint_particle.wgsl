@@ -11,7 +11,7 @@
 //
 // The work splits by where it runs. The scatter of ∂L/∂v_i needs only the
 // particle's carry (gv'', gC''): g2p_adjoint.wgsl (atomics) or
-// g2p_adjoint_bin.wgsl + g2p_adjoint_cells.wgsl (cell lists). The
+// g2p_adjoint_bin.wgsl + cell_scatter.wgsl (cell lists). The
 // particle's own terms (gx, gF) read v_i at the 27 nodes of x_n, the
 // stencil P2G*'s gather walks, so p2g_adjoint.wgsl adds them in its node
 // loop; C' and v' are read from state n+1 rather than summed again.
@@ -50,7 +50,7 @@ fn g2p_adjoint_carry(
 
 // What the cell-binned G2P* scatter needs of a non-anchored particle at x
 // with deformation gradient F and ∂L/∂(state n+1) = g: its record
-// [x, gv'', 4/dx²·gC''] for g2p_adjoint_cells.wgsl and its base cell (the
+// [x, gv'', 4/dx²·gC''] for cell_scatter.wgsl and its base cell (the
 // list to link it into). The kernels write both (g2p_adjoint_bin.wgsl,
 // p2g_adjoint.wgsl's `main_binning_previous`).
 struct G2pAdjointBinned {

@@ -1,8 +1,7 @@
 // Turns the node bounds of grid_bounds into the active box (origin, dims,
 // node count) and the indirect dispatch arguments of the per-node kernels
 // (256 threads per workgroup) and of the per-column kernels (one thread per
-// (x, y) column of the box, 32 per workgroup: p2g_cells.wgsl,
-// g2p_adjoint_cells.wgsl),
+// (x, y) column of the box, 32 per workgroup: cell_scatter.wgsl),
 // folded into 2-D past 65,535 workgroups, then resets the bounds for the
 // next substep.
 // One invocation.
@@ -10,7 +9,7 @@
 
 // Workgroup size of the per-node kernels (grid_clear, grid_update, grid_update_adjoint).
 const NODE_WORKGROUP: u32 = 256u;
-// Workgroup size of the per-column kernels (p2g_cells, g2p_adjoint_cells).
+// Workgroup size of the per-column kernels (cell_scatter.wgsl).
 const COLUMN_WORKGROUP: u32 = 32u;
 // Workgroups per dispatch dimension every adapter allows (WebGPU's
 // guaranteed maxComputeWorkgroupsPerDimension).

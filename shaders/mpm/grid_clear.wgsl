@@ -1,7 +1,7 @@
 // Zeroes the nodes of the active box before P2G: the grid's mass/momentum
 // and anchored flags, in one dispatch. Nodes outside the box may hold stale
 // values: no kernel reads them this substep. (The cell lists of the binned
-// scatters need no clear: their walkers reset them, see p2g_cells.wgsl; nor
+// scatters need no clear: their walkers reset them, see cell_scatter.wgsl; nor
 // does ∂L/∂(grid velocity): grid_update_adjoint.wgsl zeroes what it reads.)
 #import common/dispatch
 #import mpm/params

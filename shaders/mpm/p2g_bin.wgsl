@@ -5,7 +5,7 @@
 // A row-major (9), 0] (16 f32), and the particle pushed onto the list of
 // its stencil's base cell (`cell_head[base node]` holds p + 1, 0 = empty;
 // `particle_next[p]` the previous head). Anchored particles mark their nodes
-// as p2g.wgsl does. p2g_cells.wgsl then sums each cell's particles in
+// as p2g.wgsl does. cell_scatter.wgsl (`p2g`) then sums each cell's particles in
 // registers: one atomic per node and component per cell instead of per
 // particle.
 #import common/dispatch

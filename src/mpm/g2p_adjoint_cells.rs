@@ -2,12 +2,12 @@
 //! active box, walks its cells in z order, sums each cell's particles'
 //! ∂L/∂(grid velocity) terms over a sliding 3 × 3 × 3 window of nodes and
 //! adds each node's complete sum with one atomic per component
-//! (shaders/mpm/g2p_adjoint_cells.wgsl; [`super::p2g_bin`] explains the
-//! binning).
+//! (shaders/mpm/cell_scatter.wgsl, entry point `g2p_adjoint`;
+//! [`super::p2g_bin`] explains the binning).
 
 use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
 
-/// Buffers of one `mpm/g2p_adjoint_cells` dispatch, named, in binding order.
+/// Buffers of one `mpm/cell_scatter::g2p_adjoint` dispatch, named, in binding order.
 pub struct G2pAdjointCellsBuffers<'a> {
     /// [`super::uniforms::MpmUniforms`].
     pub uniforms: &'a GpuBuffer,
@@ -39,7 +39,7 @@ impl<'a> G2pAdjointCellsBuffers<'a> {
     }
 }
 
-/// The `mpm/g2p_adjoint_cells` kernel.
+/// The `mpm/cell_scatter::g2p_adjoint` kernel.
 pub struct G2pAdjointCells {
     kernel: ComputeKernel,
 }
@@ -51,8 +51,8 @@ impl G2pAdjointCells {
         Ok(Self {
             kernel: ComputeKernel::new(
                 ctx,
-                "mpm/g2p_adjoint_cells",
-                "main",
+                "mpm/cell_scatter",
+                "g2p_adjoint",
                 &[
                     Uniform,
                     StorageRead,

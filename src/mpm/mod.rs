@@ -3,7 +3,9 @@
 //! One kernel, one file pair: `p2g`, `grid_update`, `g2p` and their adjoints
 //! `g2p_adjoint`, `grid_update_adjoint`, `p2g_adjoint` (shaders/mpm/*.wgsl).
 //! On CPU adapters the two scatters run cell-binned instead (`p2g_bin` +
-//! `p2g_cells`, `g2p_adjoint_bin` + `g2p_adjoint_cells`; see [`p2g_bin`]).
+//! `p2g_cells`, `g2p_adjoint_bin` + `g2p_adjoint_cells`; see [`p2g_bin`]);
+//! the two cell kernels are the entry points of one shader,
+//! shaders/mpm/cell_scatter.wgsl, which share its column walk.
 //! The per-node kernels run over the active box that `grid_bounds` +
 //! `grid_box` compute on the GPU (indirect dispatch).
 //! Shader files without a kernel are `#import` modules of shared math

@@ -2,11 +2,13 @@
 //! its cells in z order, sums each cell's particles' mass and momentum
 //! contributions over a sliding 3 × 3 × 3 window of nodes and adds each
 //! node's complete sum to the grid with one atomic per component
-//! (shaders/mpm/p2g_cells.wgsl; [`super::p2g_bin`] explains the binning).
+//! (shaders/mpm/cell_scatter.wgsl, entry point `p2g`, whose column walk
+//! [`super::g2p_adjoint_cells`] shares; [`super::p2g_bin`] explains the
+//! binning).
 
 use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
 
-/// Buffers of one `mpm/p2g_cells` dispatch, named, in binding order.
+/// Buffers of one `mpm/cell_scatter::p2g` dispatch, named, in binding order.
 pub struct P2gCellsBuffers<'a> {
     /// [`super::uniforms::MpmUniforms`].
     pub uniforms: &'a GpuBuffer,
@@ -38,7 +40,7 @@ impl<'a> P2gCellsBuffers<'a> {
     }
 }
 
-/// The `mpm/p2g_cells` kernel.
+/// The `mpm/cell_scatter::p2g` kernel.
 pub struct P2gCells {
     kernel: ComputeKernel,
 }
@@ -50,8 +52,8 @@ impl P2gCells {
         Ok(Self {
             kernel: ComputeKernel::new(
                 ctx,
-                "mpm/p2g_cells",
-                "main",
+                "mpm/cell_scatter",
+                "p2g",
                 &[
                     Uniform,
                     StorageRead,
