@@ -91,6 +91,14 @@ impl Case {
         loss
     }
 
+    /// A rollout of the case that keeps its checkpoints every `every`
+    /// substeps (and its last segment).
+    fn rollout_keeping(&self, ctx: &GpuContext, every: u32) -> Rollout {
+        self.sim
+            .rollout_with(ctx, &self.start, FRAMES, &keeping(Some(every)))
+            .unwrap()
+    }
+
     fn gradients(&self, ctx: &GpuContext, options: &BackwardOptions) -> MpmGradients {
         self.gradients_of_rollout(ctx, &RolloutOptions::default(), options)
     }
@@ -133,6 +141,14 @@ impl Case {
             })
             .collect();
         self.sim.backward(ctx, rollout, &grads, options).unwrap()
+    }
+}
+
+/// Rollout options keeping the checkpoints every `every` substeps.
+fn keeping(every: Option<u32>) -> RolloutOptions {
+    RolloutOptions {
+        keep_checkpoints: true,
+        checkpoint_every: every,
     }
 }
 
@@ -302,14 +318,7 @@ fn checkpoints_kept_by_the_forward_equal_recomputed_ones() {
                     ..options
                 },
             );
-            let from_forward = c.gradients_of_rollout(
-                &ctx,
-                &RolloutOptions {
-                    keep_checkpoints: true,
-                    checkpoint_every: kept,
-                },
-                &options,
-            );
+            let from_forward = c.gradients_of_rollout(&ctx, &keeping(kept), &options);
             let (de, dv) = gradient_difference(&from_forward, &recomputed);
             eprintln!(
                 "{flow:?}, kept K {kept:?}, backward K {every:?}: dE {de:.2e}, d(state 0) {dv:.2e}"
@@ -322,18 +331,7 @@ fn checkpoints_kept_by_the_forward_equal_recomputed_ones() {
     }
     // The kept checkpoints change nothing in the frames themselves.
     let plain = c.sim.rollout(&ctx, &c.start, FRAMES).unwrap();
-    let kept = c
-        .sim
-        .rollout_with(
-            &ctx,
-            &c.start,
-            FRAMES,
-            &RolloutOptions {
-                keep_checkpoints: true,
-                checkpoint_every: Some(3),
-            },
-        )
-        .unwrap();
+    let kept = c.rollout_keeping(&ctx, 3);
     assert_eq!(kept.kept_checkpoint_every(), Some(3));
     assert_eq!(plain.kept_checkpoint_every(), None);
     assert!(plain.kept_checkpoints(1).is_none());
@@ -366,10 +364,7 @@ fn last_segment_kept_by_the_forward_is_used_once() {
     let s = c.sim.config().substeps_per_frame as u64;
     let frames = FRAMES as u64;
     const K: u32 = 3;
-    let keep = RolloutOptions {
-        keep_checkpoints: true,
-        checkpoint_every: Some(K),
-    };
+    let keep = keeping(Some(K));
     let k = K as u64;
     for flow in [GradientFlow::Full, GradientFlow::Truncated] {
         let options = BackwardOptions {
@@ -386,7 +381,7 @@ fn last_segment_kept_by_the_forward_is_used_once() {
         let reference = c.gradients(&ctx, &options);
         assert_eq!(reference.replayed_substeps, frames * (2 * s - k));
 
-        let rollout = c.sim.rollout_with(&ctx, &c.start, FRAMES, &keep).unwrap();
+        let rollout = c.rollout_keeping(&ctx, K);
         let first = c.backward_of(&ctx, &rollout, &options);
         assert_eq!(first.replayed_substeps, frames * s - k, "{flow:?}");
         same(&first, &reference, "kept last segment");
@@ -400,7 +395,7 @@ fn last_segment_kept_by_the_forward_is_used_once() {
         for v in &mut moved.v {
             v[1] += 0.05;
         }
-        let a = c.sim.rollout_with(&ctx, &c.start, FRAMES, &keep).unwrap();
+        let a = c.rollout_keeping(&ctx, K);
         let b = c.sim.rollout_with(&ctx, &moved, FRAMES, &keep).unwrap();
         let from_a = c.backward_of(&ctx, &a, &options);
         assert_eq!(from_a.replayed_substeps, frames * s, "{flow:?}");
@@ -409,7 +404,7 @@ fn last_segment_kept_by_the_forward_is_used_once() {
         assert_eq!(from_b.replayed_substeps, frames * s, "{flow:?}");
 
         // A forward that keeps nothing leaves it in place.
-        let a = c.sim.rollout_with(&ctx, &c.start, FRAMES, &keep).unwrap();
+        let a = c.rollout_keeping(&ctx, K);
         let plain = c.sim.rollout(&ctx, &moved, FRAMES).unwrap();
         drop(plain);
         let from_a = c.backward_of(&ctx, &a, &options);
@@ -418,10 +413,7 @@ fn last_segment_kept_by_the_forward_is_used_once() {
     }
     // K = S: the forward keeps the whole last frame, whose backward replays
     // nothing.
-    let whole = RolloutOptions {
-        keep_checkpoints: true,
-        checkpoint_every: Some(s as u32),
-    };
+    let whole = keeping(Some(s as u32));
     let options = BackwardOptions {
         flow: GradientFlow::Full,
         checkpoint_every: Some(s as u32),
@@ -474,18 +466,7 @@ fn backward_uses_the_kept_checkpoints() {
     let ctx = common::gpu();
     let c = case(&ctx);
     let gradients = |every: u32, tamper: bool| {
-        let rollout = c
-            .sim
-            .rollout_with(
-                &ctx,
-                &c.start,
-                FRAMES,
-                &RolloutOptions {
-                    keep_checkpoints: true,
-                    checkpoint_every: Some(3),
-                },
-            )
-            .unwrap();
+        let rollout = c.rollout_keeping(&ctx, 3);
         if tamper {
             let checkpoint = &rollout.kept_checkpoints(1).unwrap()[1];
             let mut s = c.sim.read_state(&ctx, checkpoint).unwrap();
