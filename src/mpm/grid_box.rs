@@ -12,7 +12,7 @@ use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
 
 /// Byte offset, in the dispatch arguments written by `mpm/grid_box`, of
 /// those of the per-column kernels (one thread per (x, y) column of the
-/// active box: [`super::p2g_cells`], [`super::g2p_adjoint_cells`]).
+/// active box: [`super::cell_scatter`]).
 pub const COLUMN_DISPATCH_OFFSET: u64 = 12;
 
 /// Buffers of `mpm/grid_box`, in binding order.

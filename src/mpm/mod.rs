@@ -2,10 +2,9 @@
 //!
 //! One kernel, one file pair: `p2g`, `grid_update`, `g2p` and their adjoints
 //! `g2p_adjoint`, `grid_update_adjoint`, `p2g_adjoint` (shaders/mpm/*.wgsl).
-//! On CPU adapters the two scatters run cell-binned instead (`p2g_bin` +
-//! `p2g_cells`, `g2p_adjoint_bin` + `g2p_adjoint_cells`; see [`p2g_bin`]);
-//! the two cell kernels are the entry points of one shader,
-//! shaders/mpm/cell_scatter.wgsl, which share its column walk.
+//! On CPU adapters the two scatters run cell-binned instead (`p2g_bin` or
+//! `g2p_adjoint_bin`, then the matching entry point of `cell_scatter`,
+//! which share its column walk; see [`p2g_bin`]).
 //! The per-node kernels run over the active box that `grid_bounds` +
 //! `grid_box` compute on the GPU (indirect dispatch).
 //! Shader files without a kernel are `#import` modules of shared math
@@ -22,12 +21,12 @@
 
 pub mod add_assign;
 pub mod bind_group_cache;
+pub mod cell_scatter;
 pub mod config;
 pub mod error;
 pub mod g2p;
 pub mod g2p_adjoint;
 pub mod g2p_adjoint_bin;
-pub mod g2p_adjoint_cells;
 pub mod grid_bounds;
 pub mod grid_box;
 pub mod grid_clear;
@@ -37,7 +36,6 @@ pub mod layout;
 pub mod p2g;
 pub mod p2g_adjoint;
 pub mod p2g_bin;
-pub mod p2g_cells;
 pub mod rollout;
 pub mod simulator;
 pub mod stability;

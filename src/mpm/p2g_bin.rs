@@ -4,7 +4,7 @@
 //! On CPU adapters (lavapipe) every f32 atomic add is a per-lane
 //! compare-and-swap loop, and P2G's 108 per particle are ~75% of its time.
 //! Binned P2G links each particle into the list of its stencil's base cell
-//! (one u32 exchange per particle), then [`super::p2g_cells`] sums each
+//! (one u32 exchange per particle), then [`super::cell_scatter`] sums each
 //! cell's particles in registers before one atomic per node and component
 //! per cell. GPUs keep the one-kernel scatter of [`super::p2g`] (fast L2
 //! atomics, no list walks); [`super::simulator::MpmSimulator`] picks by
@@ -28,7 +28,7 @@ pub struct P2gBinBuffers<'a> {
     /// Output: [`BINNED_STRIDE`] f32 per particle.
     pub binned: &'a GpuBuffer,
     /// Per node (as base cell): p + 1 of the list's first particle, 0 =
-    /// empty; all zero before the dispatch ([`super::p2g_cells`] resets
+    /// empty; all zero before the dispatch ([`super::cell_scatter`] resets
     /// each list it walks).
     pub cell_head: &'a GpuBuffer,
     /// Output: per particle, the next particle of its cell's list (p + 1, 0 = end).

@@ -6,12 +6,12 @@
 
 use super::add_assign::{AddAssign, AddAssignBuffers, AddAssignUniforms};
 use super::bind_group_cache::BindGroupCache;
+use super::cell_scatter::{CellScatter, CellScatterBuffers, CellScatterKind};
 use super::config::{MpmConfig, WALL_MARGIN_CELLS};
 use super::error::MpmError;
 use super::g2p::{G2p, G2pBuffers};
 use super::g2p_adjoint::{G2pAdjoint, G2pAdjointBuffers};
 use super::g2p_adjoint_bin::{G2pAdjointBin, G2pAdjointBinBuffers};
-use super::g2p_adjoint_cells::{G2pAdjointCells, G2pAdjointCellsBuffers};
 use super::grid_bounds::{GridBounds, GridBoundsBuffers, EMPTY_BOUNDS};
 use super::grid_box::{GridBox, GridBoxBuffers};
 use super::grid_clear::{GridClear, GridClearBuffers};
@@ -21,7 +21,6 @@ use super::layout::{ParticleState, STATE_STRIDE};
 use super::p2g::{P2g, P2gBuffers};
 use super::p2g_adjoint::{P2gAdjoint, P2gAdjointBinningBuffers, P2gAdjointBuffers};
 use super::p2g_bin::{P2gBin, P2gBinBuffers, BINNED_STRIDE};
-use super::p2g_cells::{P2gCells, P2gCellsBuffers};
 use super::rollout::{segment_span, FrameWork, KeptThrough};
 use super::stability::min_substeps_per_frame;
 use super::status::{SimulationStatus, STATUS_WORDS};
@@ -174,12 +173,11 @@ impl SubstepGrid {
 struct Kernels {
     p2g: P2g,
     p2g_bin: P2gBin,
-    p2g_cells: P2gCells,
+    cell_scatter: CellScatter,
     grid_update: GridUpdate,
     g2p: G2p,
     g2p_adjoint: G2pAdjoint,
     g2p_adjoint_bin: G2pAdjointBin,
-    g2p_adjoint_cells: G2pAdjointCells,
     grid_update_adjoint: GridUpdateAdjoint,
     p2g_adjoint: P2gAdjoint,
     add_assign: AddAssign,
@@ -341,12 +339,11 @@ impl MpmSimulator {
             kernels: Kernels {
                 p2g: P2g::new(ctx)?,
                 p2g_bin: P2gBin::new(ctx)?,
-                p2g_cells: P2gCells::new(ctx)?,
+                cell_scatter: CellScatter::new(ctx)?,
                 grid_update: GridUpdate::new(ctx)?,
                 g2p: G2p::new(ctx)?,
                 g2p_adjoint: G2pAdjoint::new(ctx)?,
                 g2p_adjoint_bin: G2pAdjointBin::new(ctx)?,
-                g2p_adjoint_cells: G2pAdjointCells::new(ctx)?,
                 grid_update_adjoint: GridUpdateAdjoint::new(ctx)?,
                 p2g_adjoint: P2gAdjoint::new(ctx)?,
                 add_assign: AddAssign::new(ctx)?,
@@ -563,19 +560,13 @@ impl MpmSimulator {
                     k.p2g_bin.bind(ctx, &bin)
                 });
                 k.p2g_bin.dispatch(encoder, &bin_group, self.particle_count);
-                let cells = P2gCellsBuffers {
-                    uniforms: &self.uniforms,
-                    node_box: &grid.node_box,
-                    binned: &lists.binned,
-                    cell_head: &lists.cell_head,
-                    particle_next: &lists.particle_next,
-                    grid: &grid.mass_momentum,
-                };
-                let cells_group = cache.get("p2g_cells", &cells.in_binding_order(), || {
-                    k.p2g_cells.bind(ctx, &cells)
-                });
-                k.p2g_cells
-                    .dispatch(encoder, &cells_group, &grid.dispatch_args);
+                self.encode_cell_scatter(
+                    ctx,
+                    encoder,
+                    CellScatterKind::P2g,
+                    &grid.mass_momentum,
+                    grid,
+                );
             }
             SubstepStage::P2g => {
                 let p2g = P2gBuffers {
@@ -632,19 +623,13 @@ impl MpmSimulator {
                     k.g2p_adjoint_bin
                         .dispatch(encoder, &bin_group, self.particle_count);
                 }
-                let cells = G2pAdjointCellsBuffers {
-                    uniforms: &self.uniforms,
-                    node_box: &grid.node_box,
-                    binned: &lists.binned,
-                    cell_head: &lists.cell_head,
-                    particle_next: &lists.particle_next,
-                    grid_velocity_grad: &self.grid_velocity_grad,
-                };
-                let cells_group = cache.get("g2p_adjoint_cells", &cells.in_binding_order(), || {
-                    k.g2p_adjoint_cells.bind(ctx, &cells)
-                });
-                k.g2p_adjoint_cells
-                    .dispatch(encoder, &cells_group, &grid.dispatch_args);
+                self.encode_cell_scatter(
+                    ctx,
+                    encoder,
+                    CellScatterKind::G2pAdjoint,
+                    &self.grid_velocity_grad,
+                    grid,
+                );
             }
             SubstepStage::G2pAdjoint => {
                 let adj = G2pAdjointBuffers {
@@ -714,6 +699,36 @@ impl MpmSimulator {
                 }
             }
         }
+    }
+
+    /// Records the cell-binned scatter `kind` of the particles binned for
+    /// `grid`'s substep into `nodes` ([`super::cell_scatter`]).
+    fn encode_cell_scatter(
+        &self,
+        ctx: &GpuContext,
+        encoder: &mut wgpu::CommandEncoder,
+        kind: CellScatterKind,
+        nodes: &GpuBuffer,
+        grid: &SubstepGrid,
+    ) {
+        let lists = self.binned_lists();
+        let b = CellScatterBuffers {
+            uniforms: &self.uniforms,
+            node_box: &grid.node_box,
+            binned: &lists.binned,
+            cell_head: &lists.cell_head,
+            particle_next: &lists.particle_next,
+            nodes,
+        };
+        let name = match kind {
+            CellScatterKind::P2g => "cell_scatter p2g",
+            CellScatterKind::G2pAdjoint => "cell_scatter g2p_adjoint",
+        };
+        let k = &self.kernels.cell_scatter;
+        let bg = self
+            .bind_groups
+            .get(name, &b.in_binding_order(), || k.bind(ctx, kind, &b));
+        k.dispatch(encoder, kind, &bg, &grid.dispatch_args);
     }
 
     /// Records one forward substep `from → to` (distinct buffers).
@@ -787,8 +802,8 @@ impl MpmSimulator {
 
     /// Whether the two scatters, P2G and the adjoint of G2P, run cell-binned
     /// (the default on CPU adapters: [`super::p2g_bin`] then
-    /// [`super::p2g_cells`], [`super::g2p_adjoint_bin`] then
-    /// [`super::g2p_adjoint_cells`]) or as one-kernel atomic scatters (the
+    /// [`super::cell_scatter`], [`super::g2p_adjoint_bin`] then
+    /// [`super::cell_scatter`]) or as one-kernel atomic scatters (the
     /// default on GPUs: [`super::p2g`], [`super::g2p_adjoint`]).
     pub fn binned_scatters(&self) -> bool {
         self.binned_scatters.load(Ordering::Relaxed)
