@@ -24,7 +24,6 @@
 #import mpm/params
 #import mpm/corotated
 #import mpm/particle_state
-#import mpm/stencil_node
 #import mpm/g2p_adjoint_particle
 #import mpm/binned_particle
 
@@ -109,24 +108,56 @@ fn particle_adjoint(p: u32) -> ParticleState {
     let affine = -k * stress * transpose(f) + mp * ps.c;
     let momentum = mp * ps.v;
     let s = stencil(x, params);
+    // The node terms split by axis, so that a node adds only what depends
+    // on it. With x_i − x_p = (o − fx)·dx for stencil offset o:
+    //   m_p v + A (x_i − x_p) = a0 + dx·Σ_c o_c A[c],
+    //   h_i = h0 + dx·apic·Σ_c o_c gC''[c]   (g2p_adjoint_h; [c]: column c),
+    //   gA = Σ w gmv (x_i − x_p)ᵀ = dx·(Σ w gmv oᵀ − (Σ w gmv) fxᵀ),
+    // and w, ∇w are products of per-axis factors. The sums are the same;
+    // on lavapipe the kernel runs 8% fewer instructions (valgrind) and
+    // ~5% less time than evaluating each term at its node (its 54 gathers
+    // per particle cost more than all of its arithmetic: docs/benchmarks.md).
+    let fx_dpos = s.fx * params.dx;
+    let a0 = momentum - affine * fx_dpos;
+    let h0 = g2p_adjoint_h(carry, -fx_dpos);
+    let a_step = params.dx * affine;
+    let h_step = (params.dx * carry.apic) * carry.gc;
+    let res = nodes_per_axis(params);
+    let base_node = node_index(s.base, res);
     var sum_w_gmv = vec3<f32>(0.0);
-    var ga = mat3x3<f32>();
+    // Σ w gmv oᵀ, column c = Σ o_c w gmv.
+    var ga_offset = mat3x3<f32>();
     for (var i = 0u; i < 3u; i++) {
+        let wx = stencil_w(s, i).x;
+        let dwx = params.inv_dx * stencil_dw(s, i).x;
+        let a_x = a0 + f32(i) * a_step[0];
+        let h_x = h0 + f32(i) * h_step[0];
         for (var j = 0u; j < 3u; j++) {
+            let wy = stencil_w(s, j).y;
+            let dwy = params.inv_dx * stencil_dw(s, j).y;
+            let w_xy = wx * wy;
+            let dw_x = dwx * wy;
+            let dw_y = wx * dwy;
+            let a_xy = a_x + f32(j) * a_step[1];
+            let h_xy = h_x + f32(j) * h_step[1];
             for (var l = 0u; l < 3u; l++) {
-                let node = stencil_node(s, vec3<u32>(i, j, l), params);
-                let g_node = grid_grad[node.node];
-                let g_mv = g_node.xyz;
-                let w_gmv = node.w * g_mv;
+                let wz = stencil_w(s, l).z;
+                let dwz = params.inv_dx * stencil_dw(s, l).z;
+                let w = w_xy * wz;
+                let grad_w = vec3<f32>(dw_x * wz, dw_y * wz, w_xy * dwz);
+                let node = base_node + (i * res + j) * res + l;
+                let g_node = grid_grad[node];
+                let vi = grid_velocity[node].xyz;
+                let w_gmv = w * g_node.xyz;
                 sum_w_gmv += w_gmv;
-                ga += mat3x3<f32>(node.dpos.x * w_gmv, node.dpos.y * w_gmv, node.dpos.z * w_gmv);
-                let vi = grid_velocity[node.node].xyz;
-                let p2g_term = mp * g_node.w + dot(g_mv, momentum + affine * node.dpos);
-                let g2p_term = dot(vi, g2p_adjoint_h(carry, node.dpos));
-                gx += (p2g_term + g2p_term) * node.grad_w;
+                ga_offset += mat3x3<f32>(f32(i) * w_gmv, f32(j) * w_gmv, f32(l) * w_gmv);
+                let p2g_term = mp * g_node.w + dot(g_node.xyz, a_xy + f32(l) * a_step[2]);
+                let g2p_term = dot(vi, h_xy + f32(l) * h_step[2]);
+                gx += (p2g_term + g2p_term) * grad_w;
             }
         }
     }
+    let ga = params.dx * (ga_offset - mat3x3<f32>(s.fx.x * sum_w_gmv, s.fx.y * sum_w_gmv, s.fx.z * sum_w_gmv));
     let gv = mp * sum_w_gmv;
     gx -= transpose(affine) * sum_w_gmv;
     let gc = mp * ga;
