@@ -86,10 +86,11 @@ fn scatter_column(t: u32, mass: bool) {
         let base = vec3<f32>(vec3<u32>(column, origin.z + dz));
         let cell = node_index(vec3<i32>(base), res);
         var q = cell_head[cell];
-        if q != 0u {
+        if mass && q != 0u {
             // Reset the list for the next binning: cell_head is all zeros
             // between scatters (buffers start zeroed; every list built is
-            // walked here), so no dispatch has to clear it.
+            // walked here), so no dispatch has to clear it. G2P*'s lists
+            // are walked again, and reset, by p2g_adjoint_cells.wgsl.
             cell_head[cell] = 0u;
         }
         for (; links < params.particle_count && q != 0u; links++) {

@@ -1,11 +1,13 @@
 // First half of the cell-binned adjoint of G2P, grid side (CPU adapters;
 // see src/mpm/p2g_bin.rs for the scheme, mpm/g2p_adjoint_particle.wgsl for
 // the equations): instead of scatter-adding ∂L/∂v_i += w_ip (gv'' +
-// 4/dx²·gC''·(x_i − x_p)) as g2p_adjoint.wgsl does, each non-anchored
-// particle writes its record [x (3), gv'' (3), 4/dx²·gC'' row-major (9), 0]
-// to `binned` and links itself into its base cell's list (cell_head holds
-// p + 1, 0 = empty); cell_scatter.wgsl (`g2p_adjoint`) sums each cell's particles.
-// No node loop here: the particle side of G2P* is in p2g_adjoint.wgsl.
+// 4/dx²·gC''·(x_i − x_p)) as g2p_adjoint.wgsl does, each particle writes
+// its record [x (3), gv'' (3), 4/dx²·gC'' row-major (9), 0] to `binned`
+// and links itself into its base cell's list (cell_head holds p + 1,
+// 0 = empty); cell_scatter.wgsl (`g2p_adjoint`) sums each cell's
+// particles, then p2g_adjoint_cells.wgsl walks the same lists (so anchored
+// particles are linked too, with zero terms) and resets them. No node loop
+// here: the particle side of G2P* is in P2G*.
 #import common/dispatch
 #import mpm/params
 #import mpm/particle_state
@@ -23,7 +25,7 @@
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgroups) num_workgroups: vec3<u32>) {
     let p = flat_thread_index(global_id, num_workgroups, 64u);
-    if p >= params.particle_count || anchored[p] != 0u {
+    if p >= params.particle_count {
         return;
     }
     let o = p * STATE_QUADS;
@@ -35,7 +37,7 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
     }
     let ps = particle_state(state_record);
     let g = particle_state(grad_next_record);
-    let bin = g2p_adjoint_binned(ps.x, ps.f, g, params);
+    let bin = g2p_adjoint_binned(ps.x, ps.f, g, anchored[p] != 0u, params);
     for (var k = 0u; k < BINNED_QUADS; k++) {
         binned[p * BINNED_QUADS + k] = bin.record[k];
     }

@@ -319,13 +319,52 @@ pub fn run_case(
 /// Submissions per stage in [`time_stages`] (the least is kept).
 const STAGE_REPEATS: u32 = 9;
 
+/// What one timed run of a stage records: the stage, and around it what
+/// keeps the cell lists consistent when the adjoint scatters run binned
+/// (CPU adapters). There G2P*'s binning builds lists that P2G* walks and
+/// resets, so G2P* is timed followed by a clear of the lists (and the clear
+/// alone is subtracted), and P2G* preceded by G2P* (whose time, with the
+/// clear's, is subtracted).
+#[derive(Clone, Copy, PartialEq)]
+enum StageRun {
+    Stage(SubstepStage),
+    ClearLists,
+    G2pAdjointThenClear,
+    G2pAdjointThenP2gAdjoint,
+}
+
+impl StageRun {
+    fn encode(
+        self,
+        ctx: &GpuContext,
+        sim: &MpmSimulator,
+        encoder: &mut wgpu::CommandEncoder,
+        b: &StageBuffers,
+    ) {
+        match self {
+            Self::Stage(stage) => sim.encode_stage(ctx, encoder, stage, b),
+            Self::ClearLists => sim.encode_clear_cell_lists(encoder),
+            Self::G2pAdjointThenClear => {
+                sim.encode_stage(ctx, encoder, SubstepStage::G2pAdjoint, b);
+                sim.encode_clear_cell_lists(encoder);
+            }
+            Self::G2pAdjointThenP2gAdjoint => {
+                sim.encode_stage(ctx, encoder, SubstepStage::G2pAdjoint, b);
+                sim.encode_stage(ctx, encoder, SubstepStage::P2gAdjoint, b);
+            }
+        }
+    }
+}
+
 /// Milliseconds per stage, wall and process CPU: each stage recorded
 /// several times in one submission (about 80,000 particle-stages, at most
 /// 10 runs, so one submit/wait round trip is spread over them) and waited
 /// for, in substep order so each sees realistic inputs; the least of
 /// [`STAGE_REPEATS`] such submissions, because on a shared machine the
 /// other jobs only ever add time (the mean of three swung by 1.5× between
-/// runs of one build on lavapipe, the minimum of nine by about 10%).
+/// runs of one build on lavapipe, the minimum of nine by about 10%). With
+/// binned scatters the two particle stages of the adjoint are differences
+/// of such times ([`StageRun`]).
 fn time_stages(
     ctx: &GpuContext,
     sim: &MpmSimulator,
@@ -349,13 +388,23 @@ fn time_stages(
             .iter()
             .filter(|s| !SubstepStage::FORWARD.contains(s)),
     );
-    let mut least = vec![(f64::INFINITY, f64::INFINITY); stages.len()];
+    let binned = sim.binned_scatters();
+    let run_of = |stage: SubstepStage| match stage {
+        SubstepStage::G2pAdjoint if binned => StageRun::G2pAdjointThenClear,
+        SubstepStage::P2gAdjoint if binned => StageRun::G2pAdjointThenP2gAdjoint,
+        _ => StageRun::Stage(stage),
+    };
+    let mut timed_runs: Vec<StageRun> = stages.iter().map(|&s| run_of(s)).collect();
+    if binned {
+        timed_runs.push(StageRun::ClearLists);
+    }
+    let mut least = vec![(f64::INFINITY, f64::INFINITY); timed_runs.len()];
     for _ in 0..STAGE_REPEATS {
-        for (i, stage) in stages.iter().enumerate() {
+        for (i, run) in timed_runs.iter().enumerate() {
             let ((), t) = timed(|| {
                 let mut encoder = crate::gpu::encoder(ctx, "bench stage");
                 for _ in 0..runs {
-                    sim.encode_stage(ctx, &mut encoder, *stage, &b);
+                    run.encode(ctx, sim, &mut encoder, &b);
                 }
                 ctx.queue.submit([encoder.finish()]);
                 Ok(ctx.wait()?)
@@ -364,14 +413,31 @@ fn time_stages(
             least[i].1 = least[i].1.min(t.cpu_s);
         }
     }
+    let time_of = |run: StageRun| least[timed_runs.iter().position(|&r| r == run).unwrap_or(0)];
+    let minus = |a: (f64, f64), b: (f64, f64)| ((a.0 - b.0).max(0.0), (a.1 - b.1).max(0.0));
     let per_run = 1e3 / runs as f64;
     Ok(stages
         .iter()
-        .zip(least)
-        .map(|(s, (wall, cpu))| StageTime {
-            stage: s.name().to_string(),
-            ms: wall * per_run,
-            cpu_ms: cpu * per_run,
+        .map(|&s| {
+            let (wall, cpu) = match run_of(s) {
+                StageRun::G2pAdjointThenClear => minus(
+                    time_of(StageRun::G2pAdjointThenClear),
+                    time_of(StageRun::ClearLists),
+                ),
+                StageRun::G2pAdjointThenP2gAdjoint => minus(
+                    time_of(StageRun::G2pAdjointThenP2gAdjoint),
+                    minus(
+                        time_of(StageRun::G2pAdjointThenClear),
+                        time_of(StageRun::ClearLists),
+                    ),
+                ),
+                run => time_of(run),
+            };
+            StageTime {
+                stage: s.name().to_string(),
+                ms: wall * per_run,
+                cpu_ms: cpu * per_run,
+            }
         })
         .collect())
 }

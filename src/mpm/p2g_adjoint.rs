@@ -1,5 +1,6 @@
-//! Particle side of a substep's adjoint (shaders/mpm/p2g_adjoint.wgsl):
-//! particles gather (∂L/∂mv_i, ∂L/∂m_i) and v_i from their 27 nodes and
+//! Particle side of a substep's adjoint, one thread per particle
+//! (shaders/mpm/p2g_adjoint.wgsl; GPUs, CPU adapters run
+//! [`super::p2g_adjoint_cells`]): particles gather (∂L/∂mv_i, ∂L/∂m_i) and v_i from their 27 nodes and
 //! write ∂L/∂(state n), the adjoint of P2G (stress, polar derivative,
 //! affine and mass paths) plus the particle terms of the adjoint of G2P,
 //! and add to ∂L/∂E.
@@ -50,84 +51,33 @@ impl<'a> P2gAdjointBuffers<'a> {
     }
 }
 
-/// Buffers of one `mpm/p2g_adjoint::main_binning_previous` dispatch: those
-/// of `main`, then state n − 1 and the G2P* bin buffers of substep n − 1
-/// ([`super::g2p_adjoint_bin::G2pAdjointBinBuffers`]'s outputs).
-pub struct P2gAdjointBinningBuffers<'a> {
-    /// The buffers of `main`.
-    pub adjoint: P2gAdjointBuffers<'a>,
-    /// Particle state at substep n − 1.
-    pub state_previous: &'a GpuBuffer,
-    /// Output: the binned records of substep n − 1.
-    pub binned: &'a GpuBuffer,
-    /// List heads per base cell, all zero before the dispatch.
-    pub cell_head: &'a GpuBuffer,
-    /// Output: list links per particle.
-    pub particle_next: &'a GpuBuffer,
-}
-
-impl<'a> P2gAdjointBinningBuffers<'a> {
-    /// The buffers in binding order: what the bind group binds, and the
-    /// simulator's bind-group cache key ([`super::bind_group_cache`]).
-    pub fn in_binding_order(&self) -> [&'a GpuBuffer; 14] {
-        let a = self.adjoint.in_binding_order();
-        [
-            a[0],
-            a[1],
-            a[2],
-            a[3],
-            a[4],
-            a[5],
-            a[6],
-            a[7],
-            a[8],
-            a[9],
-            self.state_previous,
-            self.binned,
-            self.cell_head,
-            self.particle_next,
-        ]
-    }
-}
-
-/// The `mpm/p2g_adjoint` kernel: `main`, and `main_binning_previous`,
-/// which also bins the particles for the G2P* of substep n − 1 (cell-binned
-/// scatters only).
+/// The `mpm/p2g_adjoint` kernel (GPUs; CPU adapters run
+/// [`super::p2g_adjoint_cells`]).
 pub struct P2gAdjoint {
     kernel: ComputeKernel,
-    binning_previous: ComputeKernel,
 }
 
 impl P2gAdjoint {
-    /// Compiles both entry points.
+    /// Compiles the kernel.
     pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
         use BindingKind::*;
-        const MAIN: [BindingKind; 10] = [
-            Uniform,
-            StorageRead,
-            StorageRead,
-            StorageRead,
-            StorageRead,
-            StorageRead,
-            StorageRead,
-            StorageRead,
-            StorageReadWrite,
-            StorageReadWrite,
-        ];
-        let mut binning = MAIN.to_vec();
-        binning.extend([
-            StorageRead,
-            StorageReadWrite,
-            StorageReadWrite,
-            StorageReadWrite,
-        ]);
         Ok(Self {
-            kernel: ComputeKernel::new(ctx, "mpm/p2g_adjoint", "main", &MAIN)?,
-            binning_previous: ComputeKernel::new(
+            kernel: ComputeKernel::new(
                 ctx,
                 "mpm/p2g_adjoint",
-                "main_binning_previous",
-                &binning,
+                "main",
+                &[
+                    Uniform,
+                    StorageRead,
+                    StorageRead,
+                    StorageRead,
+                    StorageRead,
+                    StorageRead,
+                    StorageRead,
+                    StorageRead,
+                    StorageReadWrite,
+                    StorageReadWrite,
+                ],
             )?,
         })
     }
@@ -138,15 +88,6 @@ impl P2gAdjoint {
         self.kernel.bind(ctx, &b.in_binding_order())
     }
 
-    /// Bind group of a `main_binning_previous` dispatch.
-    pub fn bind_binning_previous(
-        &self,
-        ctx: &GpuContext,
-        b: &P2gAdjointBinningBuffers,
-    ) -> wgpu::BindGroup {
-        self.binning_previous.bind(ctx, &b.in_binding_order())
-    }
-
     /// Records one `main` dispatch over `count` particles.
     pub fn dispatch(
         &self,
@@ -155,16 +96,5 @@ impl P2gAdjoint {
         count: u32,
     ) {
         self.kernel.dispatch_threads(encoder, bind_group, count);
-    }
-
-    /// Records one `main_binning_previous` dispatch over `count` particles.
-    pub fn dispatch_binning_previous(
-        &self,
-        encoder: &mut wgpu::CommandEncoder,
-        bind_group: &wgpu::BindGroup,
-        count: u32,
-    ) {
-        self.binning_previous
-            .dispatch_threads(encoder, bind_group, count);
     }
 }

@@ -63,7 +63,7 @@
 
 use super::error::MpmError;
 use super::layout::{ParticleState, STATE_STRIDE};
-use super::simulator::{AdjointBinning, MpmSimulator, StageBuffers, SubstepGrid};
+use super::simulator::{MpmSimulator, StageBuffers, SubstepGrid};
 use crate::gpu::{GpuBuffer, GpuContext};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -637,20 +637,7 @@ impl MpmSimulator {
                 } else {
                     &work.grads[(g % 2) as usize]
                 };
-                // Inside a kept segment, P2G* of substep t bins the particles
-                // for G2P* of substep t − 1 (whose state is already replayed;
-                // across segments it is not yet).
-                let kept = keep_grids.then(|| {
-                    let binning = AdjointBinning {
-                        binned: t + 1 < len,
-                        previous: match t {
-                            0 => None,
-                            1 => Some(base),
-                            _ => Some(&work.segment[t - 2]),
-                        },
-                    };
-                    (&work.grids[t], binning)
-                });
+                let kept = keep_grids.then(|| &work.grids[t]);
                 let buffers = StageBuffers {
                     state,
                     next: state_next,

@@ -19,7 +19,8 @@ use super::grid_update::{GridUpdate, GridUpdateBuffers};
 use super::grid_update_adjoint::{GridUpdateAdjoint, GridUpdateAdjointBuffers};
 use super::layout::{ParticleState, STATE_STRIDE};
 use super::p2g::{P2g, P2gBuffers};
-use super::p2g_adjoint::{P2gAdjoint, P2gAdjointBinningBuffers, P2gAdjointBuffers};
+use super::p2g_adjoint::{P2gAdjoint, P2gAdjointBuffers};
+use super::p2g_adjoint_cells::{P2gAdjointCells, P2gAdjointCellsBuffers};
 use super::p2g_bin::{P2gBin, P2gBinBuffers, BINNED_STRIDE};
 use super::rollout::{segment_span, FrameWork, KeptThrough};
 use super::stability::min_substeps_per_frame;
@@ -108,22 +109,6 @@ pub struct StageBuffers<'a> {
     pub youngs_grad: &'a GpuBuffer,
 }
 
-/// Who bins the particles for the cell-binned G2P* scatter of a substep
-/// adjoint (CPU adapters; ignored with atomic scatters). By default
-/// (`Default`) the substep's own [`SubstepStage::G2pAdjoint`] does; inside
-/// a kept segment, the P2G* of substep n + 1, which runs just before and
-/// holds ∂L/∂(state n + 1), can do it for substep n instead
-/// (`p2g_adjoint.wgsl`'s `main_binning_previous`).
-#[derive(Clone, Copy, Default)]
-pub(crate) struct AdjointBinning<'a> {
-    /// The particles are already binned for this substep's G2P* (by the
-    /// P2G* of the substep after it).
-    pub(crate) binned: bool,
-    /// This substep's P2G* also bins them for the G2P* of the substep
-    /// before it, whose state this is.
-    pub(crate) previous: Option<&'a GpuBuffer>,
-}
-
 /// Per-particle settings fixed for the simulator's lifetime.
 #[derive(Clone, Debug)]
 pub struct MpmSetup {
@@ -180,6 +165,7 @@ struct Kernels {
     g2p_adjoint_bin: G2pAdjointBin,
     grid_update_adjoint: GridUpdateAdjoint,
     p2g_adjoint: P2gAdjoint,
+    p2g_adjoint_cells: P2gAdjointCells,
     add_assign: AddAssign,
     grid_bounds: GridBounds,
     grid_box: GridBox,
@@ -208,8 +194,10 @@ pub struct MpmSimulator {
     frame_work: Mutex<Option<FrameWork>>,
 }
 
-/// Buffers of the cell-binned scatters ([`super::p2g_bin`]): 68 bytes per
-/// particle and 4 per node, allocated only when the scatters run binned.
+/// Buffers of the cell-binned scatters ([`super::p2g_bin`]) and of
+/// [`super::p2g_adjoint_cells`], which walks G2P*'s lists again: 68 bytes
+/// per particle and 4 per node, allocated only when the scatters run
+/// binned.
 struct BinnedLists {
     binned: GpuBuffer,
     cell_head: GpuBuffer,
@@ -221,8 +209,8 @@ impl BinnedLists {
         Ok(Self {
             binned: ctx
                 .storage_zeroed::<f32>("mpm binned P2G particles", particles * BINNED_STRIDE)?,
-            cell_head: ctx.storage_zeroed::<u32>("mpm P2G cell list heads", nodes)?,
-            particle_next: ctx.storage_zeroed::<u32>("mpm P2G cell list links", particles)?,
+            cell_head: ctx.storage_zeroed::<u32>("mpm cell list heads", nodes)?,
+            particle_next: ctx.storage_zeroed::<u32>("mpm cell list links", particles)?,
         })
     }
 }
@@ -346,6 +334,7 @@ impl MpmSimulator {
                 g2p_adjoint_bin: G2pAdjointBin::new(ctx)?,
                 grid_update_adjoint: GridUpdateAdjoint::new(ctx)?,
                 p2g_adjoint: P2gAdjoint::new(ctx)?,
+                p2g_adjoint_cells: P2gAdjointCells::new(ctx)?,
                 add_assign: AddAssign::new(ctx)?,
                 grid_bounds: GridBounds::new(ctx)?,
                 grid_box: GridBox::new(ctx)?,
@@ -476,7 +465,10 @@ impl MpmSimulator {
     /// ∂L/∂(grid velocity), which must be zero over the substep's active box
     /// beforehand; [`SubstepStage::GridUpdateAdjoint`] zeroes the box after
     /// reading it (the buffer starts zeroed, and
-    /// [`MpmSimulator::backward`] zeroes it whole at its start).
+    /// [`MpmSimulator::backward`] zeroes it whole at its start). With binned
+    /// scatters (CPU adapters), [`SubstepStage::P2gAdjoint`] walks the cell
+    /// lists that the substep's [`SubstepStage::G2pAdjoint`] built, so the
+    /// two run in that order, as in [`SubstepStage::ADJOINT`].
     pub fn encode_stage(
         &self,
         ctx: &GpuContext,
@@ -484,18 +476,10 @@ impl MpmSimulator {
         stage: SubstepStage,
         b: &StageBuffers,
     ) {
-        self.encode_stage_on(
-            ctx,
-            encoder,
-            stage,
-            b,
-            &self.grid,
-            AdjointBinning::default(),
-        );
+        self.encode_stage_on(ctx, encoder, stage, b, &self.grid);
     }
 
-    /// [`MpmSimulator::encode_stage`] with the grid-side buffers of `grid`
-    /// and, for the adjoint stages, `binning`.
+    /// [`MpmSimulator::encode_stage`] with the grid-side buffers of `grid`.
     pub(crate) fn encode_stage_on(
         &self,
         ctx: &GpuContext,
@@ -503,7 +487,6 @@ impl MpmSimulator {
         stage: SubstepStage,
         b: &StageBuffers,
         grid: &SubstepGrid,
-        binning: AdjointBinning,
     ) {
         let k = &self.kernels;
         let cache = &self.bind_groups;
@@ -616,13 +599,11 @@ impl MpmSimulator {
                     cell_head: &lists.cell_head,
                     particle_next: &lists.particle_next,
                 };
-                if !binning.binned {
-                    let bin_group = cache.get("g2p_adjoint_bin", &bin.in_binding_order(), || {
-                        k.g2p_adjoint_bin.bind(ctx, &bin)
-                    });
-                    k.g2p_adjoint_bin
-                        .dispatch(encoder, &bin_group, self.particle_count);
-                }
+                let bin_group = cache.get("g2p_adjoint_bin", &bin.in_binding_order(), || {
+                    k.g2p_adjoint_bin.bind(ctx, &bin)
+                });
+                k.g2p_adjoint_bin
+                    .dispatch(encoder, &bin_group, self.particle_count);
                 self.encode_cell_scatter(
                     ctx,
                     encoder,
@@ -659,6 +640,29 @@ impl MpmSimulator {
                 k.grid_update_adjoint
                     .dispatch(encoder, &bg, &grid.dispatch_args);
             }
+            SubstepStage::P2gAdjoint if self.binned_scatters() => {
+                let lists = self.binned_lists();
+                let b = P2gAdjointCellsBuffers {
+                    uniforms: &self.uniforms,
+                    node_box: &grid.node_box,
+                    state: b.state,
+                    state_next: b.next,
+                    youngs: &self.youngs,
+                    anchored: &self.anchored,
+                    state_grad_next: b.grad_next,
+                    grid_grad: &self.grid_grad,
+                    grid_velocity: &grid.velocity,
+                    cell_head: &lists.cell_head,
+                    particle_next: &lists.particle_next,
+                    state_grad: b.grad,
+                    youngs_grad: b.youngs_grad,
+                };
+                let bg = cache.get("p2g_adjoint_cells", &b.in_binding_order(), || {
+                    k.p2g_adjoint_cells.bind(ctx, &b)
+                });
+                k.p2g_adjoint_cells
+                    .dispatch(encoder, &bg, &grid.dispatch_args);
+            }
             SubstepStage::P2gAdjoint => {
                 let adj = P2gAdjointBuffers {
                     uniforms: &self.uniforms,
@@ -672,31 +676,10 @@ impl MpmSimulator {
                     state_grad: b.grad,
                     youngs_grad: b.youngs_grad,
                 };
-                match binning.previous {
-                    Some(previous) if self.binned_scatters() => {
-                        let lists = self.binned_lists();
-                        let fused = P2gAdjointBinningBuffers {
-                            adjoint: adj,
-                            state_previous: previous,
-                            binned: &lists.binned,
-                            cell_head: &lists.cell_head,
-                            particle_next: &lists.particle_next,
-                        };
-                        let bg = cache.get(
-                            "p2g_adjoint_binning_previous",
-                            &fused.in_binding_order(),
-                            || k.p2g_adjoint.bind_binning_previous(ctx, &fused),
-                        );
-                        k.p2g_adjoint
-                            .dispatch_binning_previous(encoder, &bg, self.particle_count);
-                    }
-                    _ => {
-                        let bg = cache.get("p2g_adjoint", &adj.in_binding_order(), || {
-                            k.p2g_adjoint.bind(ctx, &adj)
-                        });
-                        k.p2g_adjoint.dispatch(encoder, &bg, self.particle_count);
-                    }
-                }
+                let bg = cache.get("p2g_adjoint", &adj.in_binding_order(), || {
+                    k.p2g_adjoint.bind(ctx, &adj)
+                });
+                k.p2g_adjoint.dispatch(encoder, &bg, self.particle_count);
             }
         }
     }
@@ -886,6 +869,17 @@ impl MpmSimulator {
         SubstepGrid::new(ctx, &format!("mpm segment {index}"), self.node_count())
     }
 
+    /// Empties the cell lists of the binned scatters (a no-op with atomic
+    /// scatters). The substeps keep them empty between stages themselves;
+    /// this is for timing G2P* alone (`physfit bench mpm`), whose lists
+    /// P2G* would otherwise walk and reset.
+    #[doc(hidden)]
+    pub fn encode_clear_cell_lists(&self, encoder: &mut wgpu::CommandEncoder) {
+        if self.binned_scatters() {
+            encoder.clear_buffer(self.binned_lists().cell_head.raw(), 0, None);
+        }
+    }
+
     /// Zeroes ∂L/∂(grid velocity) whole. The substep adjoints keep it zero
     /// between them (grid update* zeroes the box nodes it reads); a
     /// backward pass starts with this so that nothing left by an earlier,
@@ -918,26 +912,26 @@ impl MpmSimulator {
             &SubstepStage::FORWARD[..SubstepStage::FORWARD.len() - 1]
         };
         for &stage in stages {
-            self.encode_stage_on(ctx, encoder, stage, &b, grid, AdjointBinning::default());
+            self.encode_stage_on(ctx, encoder, stage, &b, grid);
         }
     }
 
-    /// The substep adjoint on buffers `b`: with `kept = Some((grid,
-    /// binning))` on the substep's grid already in `grid` (from
+    /// The substep adjoint on buffers `b`: with `kept = Some(grid)` on the
+    /// substep's grid already in `grid` (from
     /// [`MpmSimulator::encode_substep_keeping_grid`] on `b.state`), running
-    /// only [`SubstepStage::ADJOINT_ON_KEPT_GRID`] with its G2P* binning as
-    /// `binning` says; with `None` as [`MpmSimulator::encode_substep_adjoint`].
+    /// only [`SubstepStage::ADJOINT_ON_KEPT_GRID`]; with `None` as
+    /// [`MpmSimulator::encode_substep_adjoint`].
     pub(crate) fn encode_substep_adjoint_with(
         &self,
         ctx: &GpuContext,
         encoder: &mut wgpu::CommandEncoder,
         b: &StageBuffers,
-        kept: Option<(&SubstepGrid, AdjointBinning)>,
+        kept: Option<&SubstepGrid>,
     ) {
         match kept {
-            Some((grid, binning)) => {
+            Some(grid) => {
                 for stage in SubstepStage::ADJOINT_ON_KEPT_GRID {
-                    self.encode_stage_on(ctx, encoder, stage, b, grid, binning);
+                    self.encode_stage_on(ctx, encoder, stage, b, grid);
                 }
             }
             None => {
