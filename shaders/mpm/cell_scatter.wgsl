@@ -31,14 +31,14 @@
 @group(0) @binding(5) var<storage, read_write> nodes: array<AtomicF32>;
 #atomic_f32_ops nodes
 
-@compute @workgroup_size(32)
+@compute @workgroup_size(8)
 fn p2g(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgroups) num_workgroups: vec3<u32>) {
-    scatter_column(flat_thread_index(global_id, num_workgroups, 32u), true);
+    scatter_column(flat_thread_index(global_id, num_workgroups, 8u), true);
 }
 
-@compute @workgroup_size(32)
+@compute @workgroup_size(8)
 fn g2p_adjoint(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgroups) num_workgroups: vec3<u32>) {
-    scatter_column(flat_thread_index(global_id, num_workgroups, 32u), false);
+    scatter_column(flat_thread_index(global_id, num_workgroups, 8u), false);
 }
 
 // Adds the window's plane `l` (nodes at z = base.z + l) to the nodes: the

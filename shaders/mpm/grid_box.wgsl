@@ -1,7 +1,8 @@
 // Turns the node bounds of grid_bounds into the active box (origin, dims,
 // node count) and the indirect dispatch arguments of the per-node kernels
 // (256 threads per workgroup) and of the per-column kernels (one thread per
-// (x, y) column of the box, 32 per workgroup: cell_scatter.wgsl),
+// (x, y) column of the box, 8 per workgroup: cell_scatter.wgsl,
+// p2g_adjoint_cells.wgsl),
 // folded into 2-D past 65,535 workgroups, then resets the bounds for the
 // next substep.
 // One invocation.
@@ -9,8 +10,12 @@
 
 // Workgroup size of the per-node kernels (grid_clear, grid_update, grid_update_adjoint).
 const NODE_WORKGROUP: u32 = 256u;
-// Workgroup size of the per-column kernels (cell_scatter.wgsl).
-const COLUMN_WORKGROUP: u32 = 32u;
+// Workgroup size of the per-column kernels (cell_scatter.wgsl,
+// p2g_adjoint_cells.wgsl): one SIMD row of lavapipe's 8 lanes, so that the
+// few hundred columns of a small object still make enough workgroups to
+// share between the driver's threads (32 per workgroup: ~5% more CPU time
+// in case a's backward, docs/benchmarks.md).
+const COLUMN_WORKGROUP: u32 = 8u;
 // Workgroups per dispatch dimension every adapter allows (WebGPU's
 // guaranteed maxComputeWorkgroupsPerDimension).
 const MAX_WORKGROUPS_PER_DIM: u32 = 65535u;

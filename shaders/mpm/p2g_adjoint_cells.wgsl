@@ -51,9 +51,9 @@ fn window_node(c: vec3<u32>, box_end: vec3<u32>, res: u32) -> WindowNode {
     return WindowNode(grid_grad[n], grid_velocity[n]);
 }
 
-@compute @workgroup_size(32)
+@compute @workgroup_size(8)
 fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgroups) num_workgroups: vec3<u32>) {
-    let t = flat_thread_index(global_id, num_workgroups, 32u);
+    let t = flat_thread_index(global_id, num_workgroups, 8u);
     let origin = vec3<u32>(node_box[0], node_box[1], node_box[2]);
     let dims = vec3<u32>(node_box[3], node_box[4], node_box[5]);
     if t >= dims.x * dims.y {
