@@ -549,21 +549,35 @@ fn backward_buffers_are_reused_between_calls() {
     assert_eq!(ctx.memory.current(), before, "released");
 }
 
-/// Cell-binned scatters (P2G and G2P*, the default on CPU adapters) and the
-/// one-kernel atomic scatters (the default on GPUs) give the same gradients
-/// up to f32 summation order.
+/// Cell-binned scatters (P2G and G2P*, with P2G* walking G2P*'s cell
+/// lists: the default on CPU adapters) and the one-kernel atomic scatters
+/// with the per-particle P2G* (the default on GPUs) give the same gradients
+/// up to f32 summation order: with and without anchored particles (which
+/// the binned P2G* finds on G2P*'s lists too), and with the substep grids
+/// kept by the replay or recomputed in each substep adjoint.
 #[test]
 fn binned_and_atomic_scatters_give_the_same_gradients() {
     let ctx = common::gpu();
-    let c = case(&ctx);
-    let options = BackwardOptions::default();
-    c.sim.set_binned_scatters_for_tests(&ctx, true).unwrap();
-    let binned = c.gradients(&ctx, &options);
-    c.sim.set_binned_scatters_for_tests(&ctx, false).unwrap();
-    let scatter = c.gradients(&ctx, &options);
-    let (de, dv) = gradient_difference(&binned, &scatter);
-    eprintln!("binned vs atomic scatters: dE {de:.2e}, d(state 0) {dv:.2e}");
-    assert!(de <= 1e-4 && dv <= 1e-4, "{de}, {dv}");
+    for (anchor, keep_grids) in [(false, true), (true, true), (true, false)] {
+        let c = case_with(&ctx, anchor);
+        if !keep_grids {
+            c.sim.set_kept_grids_budget_for_tests(0);
+        }
+        let options = BackwardOptions::default();
+        c.sim.set_binned_scatters_for_tests(&ctx, true).unwrap();
+        let binned = c.gradients(&ctx, &options);
+        c.sim.set_binned_scatters_for_tests(&ctx, false).unwrap();
+        let scatter = c.gradients(&ctx, &options);
+        let (de, dv) = gradient_difference(&binned, &scatter);
+        eprintln!(
+            "anchored {anchor}, kept grids {keep_grids}: binned vs atomic scatters: \
+             dE {de:.2e}, d(state 0) {dv:.2e}"
+        );
+        assert!(
+            de <= 1e-4 && dv <= 1e-4,
+            "anchored {anchor}, kept grids {keep_grids}: {de}, {dv}"
+        );
+    }
 }
 
 #[test]

@@ -54,8 +54,7 @@ fn g2p_adjoint_carry(
 // [x, gv'', 4/dx²·gC''] for cell_scatter.wgsl (zero terms for an anchored
 // particle, which is binned all the same: p2g_adjoint_cells.wgsl walks the
 // same lists) and its base cell (the list to link it into). The kernels
-// write both (g2p_adjoint_bin.wgsl, p2g_adjoint_cells.wgsl's
-// `main_binning_previous`).
+// write both (g2p_adjoint_bin.wgsl).
 struct G2pAdjointBinned {
     record: array<vec4<f32>, BINNED_QUADS>,
     base: vec3<i32>,

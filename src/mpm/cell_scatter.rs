@@ -4,8 +4,8 @@
 //! terms over a sliding 3 × 3 × 3 window of nodes and adds each node's
 //! complete sum with one atomic per component. Entry point `p2g` adds the
 //! grid's (m, mv) after [`super::p2g_bin`]; `g2p_adjoint` adds ∂L/∂(grid
-//! velocity) after [`super::g2p_adjoint_bin`] (or the binning that
-//! [`super::p2g_adjoint`] does for the substep before its own).
+//! velocity) after [`super::g2p_adjoint_bin`], leaving the lists to
+//! [`super::p2g_adjoint_cells`], which walks them again.
 
 use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
 
@@ -26,8 +26,10 @@ pub struct CellScatterBuffers<'a> {
     pub node_box: &'a GpuBuffer,
     /// Per-particle records from the binning.
     pub binned: &'a GpuBuffer,
-    /// List heads per base cell from the binning; reset to 0 as they are
-    /// walked (all zero between scatters).
+    /// List heads per base cell from the binning; `p2g` resets them to 0
+    /// as it walks them, `g2p_adjoint` leaves them to
+    /// [`super::p2g_adjoint_cells`], which does (all zero between
+    /// substeps).
     pub cell_head: &'a GpuBuffer,
     /// List links per particle from the binning.
     pub particle_next: &'a GpuBuffer,

@@ -1,7 +1,7 @@
 //! Particle side of a substep's adjoint, one thread per particle
 //! (shaders/mpm/p2g_adjoint.wgsl; GPUs, CPU adapters run
-//! [`super::p2g_adjoint_cells`]): particles gather (∂L/∂mv_i, ∂L/∂m_i) and v_i from their 27 nodes and
-//! write ∂L/∂(state n), the adjoint of P2G (stress, polar derivative,
+//! [`super::p2g_adjoint_cells`]): particles gather (∂L/∂mv_i, ∂L/∂m_i)
+//! and v_i from their 27 nodes and write ∂L/∂(state n), the adjoint of P2G (stress, polar derivative,
 //! affine and mass paths) plus the particle terms of the adjoint of G2P,
 //! and add to ∂L/∂E.
 

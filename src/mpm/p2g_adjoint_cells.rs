@@ -1,8 +1,9 @@
 //! Particle side of a substep's adjoint on CPU adapters
 //! (shaders/mpm/p2g_adjoint_cells.wgsl): the math of [`super::p2g_adjoint`]
 //! run per (x, y) column of the active box over the cell lists that G2P*'s
-//! binning built, with each cell's 27 nodes read once into a window
-//! instead of gathered per particle (why: the shader's header).
+//! binning built, with the 27 nodes around each cell kept in a sliding
+//! window (9 new nodes per cell, 27 after an empty one) instead of
+//! gathered per particle (why: the shader's header).
 
 use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
 

@@ -46,11 +46,16 @@ pub enum SubstepStage {
     /// Grid-to-particle gather and particle update.
     G2p,
     /// Adjoint of G2P, grid side: the scatter of ∂L/∂(grid velocity).
+    /// With binned scatters it leaves its cell lists for the
+    /// [`SubstepStage::P2gAdjoint`] that must follow it.
     G2pAdjoint,
     /// Adjoint of the grid update.
     GridUpdateAdjoint,
     /// Adjoint of P2G and the particle side of the adjoint of G2P:
-    /// ∂L/∂(state n).
+    /// ∂L/∂(state n). With binned scatters it walks (and empties) the cell
+    /// lists of the substep's [`SubstepStage::G2pAdjoint`], so it must run
+    /// right after it (as in [`SubstepStage::ADJOINT`]): alone, it would
+    /// find no particle.
     P2gAdjoint,
 }
 
@@ -786,8 +791,10 @@ impl MpmSimulator {
     /// Whether the two scatters, P2G and the adjoint of G2P, run cell-binned
     /// (the default on CPU adapters: [`super::p2g_bin`] then
     /// [`super::cell_scatter`], [`super::g2p_adjoint_bin`] then
-    /// [`super::cell_scatter`]) or as one-kernel atomic scatters (the
-    /// default on GPUs: [`super::p2g`], [`super::g2p_adjoint`]).
+    /// [`super::cell_scatter`], with P2G* walking G2P*'s lists in
+    /// [`super::p2g_adjoint_cells`]) or as one-kernel atomic scatters (the
+    /// default on GPUs: [`super::p2g`], [`super::g2p_adjoint`], with the
+    /// per-particle [`super::p2g_adjoint`]).
     pub fn binned_scatters(&self) -> bool {
         self.binned_scatters.load(Ordering::Relaxed)
     }
@@ -870,10 +877,10 @@ impl MpmSimulator {
     }
 
     /// Empties the cell lists of the binned scatters (a no-op with atomic
-    /// scatters). The substeps keep them empty between stages themselves;
-    /// this is for timing G2P* alone (`physfit bench mpm`), whose lists
-    /// P2G* would otherwise walk and reset.
-    #[doc(hidden)]
+    /// scatters). Substeps keep them empty between them; this is for a
+    /// caller that runs [`SubstepStage::G2pAdjoint`] without the
+    /// [`SubstepStage::P2gAdjoint`] that walks and empties its lists (as
+    /// `physfit bench mpm` does to time it alone).
     pub fn encode_clear_cell_lists(&self, encoder: &mut wgpu::CommandEncoder) {
         if self.binned_scatters() {
             encoder.clear_buffer(self.binned_lists().cell_head.raw(), 0, None);
