@@ -90,7 +90,7 @@ fn scatter_column(t: u32, mass: bool) {
             // Reset the list for the next binning: cell_head is all zeros
             // between scatters (buffers start zeroed; every list built is
             // walked here), so no dispatch has to clear it. G2P*'s lists
-            // are walked again, and reset, by p2g_adjoint_cells.wgsl.
+            // are walked again, and reset, by p2g_adjoint.wgsl `main_cells`.
             cell_head[cell] = 0u;
         }
         for (; links < params.particle_count && q != 0u; links++) {

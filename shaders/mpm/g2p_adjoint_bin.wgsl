@@ -5,7 +5,7 @@
 // its record [x (3), gv'' (3), 4/dx²·gC'' row-major (9), 0] to `binned`
 // and links itself into its base cell's list (cell_head holds p + 1,
 // 0 = empty); cell_scatter.wgsl (`g2p_adjoint`) sums each cell's
-// particles, then p2g_adjoint_cells.wgsl walks the same lists (so anchored
+// particles, then p2g_adjoint.wgsl `main_cells` walks the same lists (so anchored
 // particles are linked too, with zero terms) and resets them. No node loop
 // here: the particle side of G2P* is in P2G*.
 #import common/dispatch

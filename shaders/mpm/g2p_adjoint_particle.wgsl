@@ -52,7 +52,7 @@ fn g2p_adjoint_carry(
 // What the cell-binned G2P* scatter needs of a particle at x with
 // deformation gradient F and ∂L/∂(state n+1) = g: its record
 // [x, gv'', 4/dx²·gC''] for cell_scatter.wgsl (zero terms for an anchored
-// particle, which is binned all the same: p2g_adjoint_cells.wgsl walks the
+// particle, which is binned all the same: p2g_adjoint.wgsl `main_cells` walks the
 // same lists) and its base cell (the list to link it into). The kernels
 // write both (g2p_adjoint_bin.wgsl).
 struct G2pAdjointBinned {

@@ -2,7 +2,7 @@
 // node count) and the indirect dispatch arguments of the per-node kernels
 // (256 threads per workgroup) and of the per-column kernels (one thread per
 // (x, y) column of the box, 8 per workgroup: cell_scatter.wgsl,
-// p2g_adjoint_cells.wgsl),
+// p2g_adjoint.wgsl `main_cells`),
 // folded into 2-D past 65,535 workgroups, then resets the bounds for the
 // next substep.
 // One invocation.
@@ -11,7 +11,7 @@
 // Workgroup size of the per-node kernels (grid_clear, grid_update, grid_update_adjoint).
 const NODE_WORKGROUP: u32 = 256u;
 // Workgroup size of the per-column kernels (cell_scatter.wgsl,
-// p2g_adjoint_cells.wgsl): one SIMD row of lavapipe's 8 lanes, so that the
+// p2g_adjoint.wgsl `main_cells`): one SIMD row of lavapipe's 8 lanes, so that the
 // few hundred columns of a small object still make enough workgroups to
 // share between the driver's threads (32 per workgroup: ~5% more CPU time
 // in case a's backward, docs/benchmarks.md).

@@ -18,9 +18,9 @@
 //   gA = Σ w gmv (x_i − x_p)ᵀ = dx·(Σ w gmv oᵀ − (Σ w gmv) fxᵀ),
 // and w, ∇w are products of per-axis factors.
 //
-// Three steps, values in and out, so that the per-particle kernel
-// (p2g_adjoint.wgsl, gathering each node) and the per-column one
-// (p2g_adjoint_cells.wgsl, reading a window of nodes) share them:
+// Three steps, values in and out, so that p2g_adjoint.wgsl's two entry
+// points, `main` (gathering each node) and `main_cells` (reading a window
+// of nodes), share them:
 // `p2g_adjoint_particle` (node-independent parts), `p2g_adjoint_node` per
 // stencil node, `p2g_adjoint_finish`.
 #import mpm/params

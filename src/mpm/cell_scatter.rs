@@ -5,7 +5,7 @@
 //! complete sum with one atomic per component. Entry point `p2g` adds the
 //! grid's (m, mv) after [`super::p2g_bin`]; `g2p_adjoint` adds ∂L/∂(grid
 //! velocity) after [`super::g2p_adjoint_bin`], leaving the lists to
-//! [`super::p2g_adjoint_cells`], which walks them again.
+//! [`super::p2g_adjoint`] (`main_cells`), which walks them again.
 
 use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
 
@@ -28,7 +28,7 @@ pub struct CellScatterBuffers<'a> {
     pub binned: &'a GpuBuffer,
     /// List heads per base cell from the binning; `p2g` resets them to 0
     /// as it walks them, `g2p_adjoint` leaves them to
-    /// [`super::p2g_adjoint_cells`], which does (all zero between
+    /// [`super::p2g_adjoint`] (`main_cells`), which does (all zero between
     /// substeps).
     pub cell_head: &'a GpuBuffer,
     /// List links per particle from the binning.

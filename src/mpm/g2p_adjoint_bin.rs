@@ -3,7 +3,7 @@
 //! velocity) terms as a record (zero for anchored particles) and its
 //! cell-list link, so that [`super::cell_scatter`] scatters one atomic per
 //! node and component per cell (CPU adapters; [`super::p2g_bin`] explains
-//! why) and [`super::p2g_adjoint_cells`], the particle side of G2P* with
+//! why) and [`super::p2g_adjoint`] (`main_cells`), the particle side of G2P* with
 //! P2G*, then walks the same lists.
 
 use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
@@ -22,7 +22,7 @@ pub struct G2pAdjointBinBuffers<'a> {
     /// gv'', 4/dx²·gC'' (row-major).
     pub binned: &'a GpuBuffer,
     /// List heads per base cell (p + 1, 0 = empty), all zero before the
-    /// dispatch ([`super::p2g_adjoint_cells`] resets each list it walks).
+    /// dispatch ([`super::p2g_adjoint`] (`main_cells`) resets each list it walks).
     pub cell_head: &'a GpuBuffer,
     /// Output: list links per particle.
     pub particle_next: &'a GpuBuffer,

@@ -5,7 +5,7 @@
 //! On CPU adapters the two scatters run cell-binned instead (`p2g_bin` or
 //! `g2p_adjoint_bin`, then the matching entry point of `cell_scatter`,
 //! which share its column walk; see [`p2g_bin`]), and P2G* walks G2P*'s
-//! cell lists per column too (`p2g_adjoint_cells`).
+//! cell lists per column too (`p2g_adjoint` `main_cells`).
 //! The per-node kernels run over the active box that `grid_bounds` +
 //! `grid_box` compute on the GPU (indirect dispatch).
 //! Shader files without a kernel are `#import` modules of shared math
@@ -15,7 +15,7 @@
 //! G2P, shared by its grid side `g2p_adjoint` / `g2p_adjoint_bin` and its
 //! particle side, which P2G* computes in the same walk over the 27 nodes of
 //! x_n as the adjoint of P2G), `p2g_adjoint_particle` (that walk's math,
-//! shared by `p2g_adjoint` and `p2g_adjoint_cells`), `binned_particle`
+//! shared by `p2g_adjoint`'s two entry points), `binned_particle`
 //! (binned record and cell walk terms).
 //! [`MpmSimulator`] owns the buffers and encodes substeps, reusing bind
 //! groups per set of bound buffers ([`bind_group_cache`]); [`rollout`] runs
@@ -37,7 +37,6 @@ pub mod grid_update_adjoint;
 pub mod layout;
 pub mod p2g;
 pub mod p2g_adjoint;
-pub mod p2g_adjoint_cells;
 pub mod p2g_bin;
 pub mod rollout;
 pub mod simulator;

@@ -1,9 +1,11 @@
-//! Particle side of a substep's adjoint, one thread per particle
-//! (shaders/mpm/p2g_adjoint.wgsl; GPUs, CPU adapters run
-//! [`super::p2g_adjoint_cells`]): particles gather (∂L/∂mv_i, ∂L/∂m_i)
-//! and v_i from their 27 nodes and write ∂L/∂(state n), the adjoint of P2G (stress, polar derivative,
+//! Particle side of a substep's adjoint (shaders/mpm/p2g_adjoint.wgsl):
+//! particles read (∂L/∂mv_i, ∂L/∂m_i) and v_i at their 27 nodes and write
+//! ∂L/∂(state n), the adjoint of P2G (stress, polar derivative,
 //! affine and mass paths) plus the particle terms of the adjoint of G2P,
-//! and add to ∂L/∂E.
+//! and add to ∂L/∂E. Entry point `main` (GPUs) runs one thread per
+//! particle; `main_cells` (CPU adapters) walks G2P*'s cell lists per (x, y)
+//! column of the active box with a sliding window of nodes instead of
+//! gathering them per particle (why: the shader's header).
 
 use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
 
@@ -51,34 +53,70 @@ impl<'a> P2gAdjointBuffers<'a> {
     }
 }
 
-/// The `mpm/p2g_adjoint` kernel (GPUs; CPU adapters run
-/// [`super::p2g_adjoint_cells`]).
+/// Buffers of one `mpm/p2g_adjoint::main_cells` dispatch: those of `main`,
+/// then the active box and the cell lists G2P*'s binning built.
+pub struct P2gAdjointCellsBuffers<'a> {
+    /// The buffers of `main`.
+    pub adjoint: P2gAdjointBuffers<'a>,
+    /// Active box `[origin xyz, dims xyz, count, 0]` from [`super::grid_box`].
+    pub node_box: &'a GpuBuffer,
+    /// List heads per base cell of every particle at substep n (from
+    /// [`super::g2p_adjoint_bin`]); reset to 0 as they are walked.
+    pub cell_head: &'a GpuBuffer,
+    /// List links per particle.
+    pub particle_next: &'a GpuBuffer,
+}
+
+impl<'a> P2gAdjointCellsBuffers<'a> {
+    /// The buffers in binding order: what the bind group binds, and the
+    /// simulator's bind-group cache key ([`super::bind_group_cache`]).
+    pub fn in_binding_order(&self) -> [&'a GpuBuffer; 13] {
+        let a = self.adjoint.in_binding_order();
+        [
+            a[0],
+            a[1],
+            a[2],
+            a[3],
+            a[4],
+            a[5],
+            a[6],
+            a[7],
+            a[8],
+            a[9],
+            self.node_box,
+            self.cell_head,
+            self.particle_next,
+        ]
+    }
+}
+
+/// The two entry points of `mpm/p2g_adjoint`.
 pub struct P2gAdjoint {
     kernel: ComputeKernel,
+    cells: ComputeKernel,
 }
 
 impl P2gAdjoint {
-    /// Compiles the kernel.
+    /// Compiles both entry points.
     pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
         use BindingKind::*;
+        const MAIN: [BindingKind; 10] = [
+            Uniform,
+            StorageRead,
+            StorageRead,
+            StorageRead,
+            StorageRead,
+            StorageRead,
+            StorageRead,
+            StorageRead,
+            StorageReadWrite,
+            StorageReadWrite,
+        ];
+        let mut cells = MAIN.to_vec();
+        cells.extend([StorageRead, StorageReadWrite, StorageRead]);
         Ok(Self {
-            kernel: ComputeKernel::new(
-                ctx,
-                "mpm/p2g_adjoint",
-                "main",
-                &[
-                    Uniform,
-                    StorageRead,
-                    StorageRead,
-                    StorageRead,
-                    StorageRead,
-                    StorageRead,
-                    StorageRead,
-                    StorageRead,
-                    StorageReadWrite,
-                    StorageReadWrite,
-                ],
-            )?,
+            kernel: ComputeKernel::new(ctx, "mpm/p2g_adjoint", "main", &MAIN)?,
+            cells: ComputeKernel::new(ctx, "mpm/p2g_adjoint", "main_cells", &cells)?,
         })
     }
 
@@ -86,6 +124,11 @@ impl P2gAdjoint {
     /// [`super::bind_group_cache`]).
     pub fn bind(&self, ctx: &GpuContext, b: &P2gAdjointBuffers) -> wgpu::BindGroup {
         self.kernel.bind(ctx, &b.in_binding_order())
+    }
+
+    /// Bind group of a `main_cells` dispatch.
+    pub fn bind_cells(&self, ctx: &GpuContext, b: &P2gAdjointCellsBuffers) -> wgpu::BindGroup {
+        self.cells.bind(ctx, &b.in_binding_order())
     }
 
     /// Records one `main` dispatch over `count` particles.
@@ -96,5 +139,21 @@ impl P2gAdjoint {
         count: u32,
     ) {
         self.kernel.dispatch_threads(encoder, bind_group, count);
+    }
+
+    /// Records one `main_cells` dispatch over the (x, y) columns of the
+    /// active box (`dispatch_args` from [`super::grid_box`]).
+    pub fn dispatch_cells(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        bind_group: &wgpu::BindGroup,
+        dispatch_args: &GpuBuffer,
+    ) {
+        self.cells.dispatch_indirect(
+            encoder,
+            bind_group,
+            dispatch_args,
+            super::grid_box::COLUMN_DISPATCH_OFFSET,
+        );
     }
 }

@@ -29,7 +29,7 @@ pub struct P2gBinBuffers<'a> {
     pub binned: &'a GpuBuffer,
     /// Per node (as base cell): p + 1 of the list's first particle, 0 =
     /// empty; all zero before the dispatch ([`super::cell_scatter`]'s `p2g`
-    /// resets each list it walks, [`super::p2g_adjoint_cells`] those of
+    /// resets each list it walks, [`super::p2g_adjoint`] (`main_cells`) those of
     /// G2P*).
     pub cell_head: &'a GpuBuffer,
     /// Output: per particle, the next particle of its cell's list (p + 1, 0 = end).

@@ -19,8 +19,7 @@ use super::grid_update::{GridUpdate, GridUpdateBuffers};
 use super::grid_update_adjoint::{GridUpdateAdjoint, GridUpdateAdjointBuffers};
 use super::layout::{ParticleState, STATE_STRIDE};
 use super::p2g::{P2g, P2gBuffers};
-use super::p2g_adjoint::{P2gAdjoint, P2gAdjointBuffers};
-use super::p2g_adjoint_cells::{P2gAdjointCells, P2gAdjointCellsBuffers};
+use super::p2g_adjoint::{P2gAdjoint, P2gAdjointBuffers, P2gAdjointCellsBuffers};
 use super::p2g_bin::{P2gBin, P2gBinBuffers, BINNED_STRIDE};
 use super::rollout::{segment_span, FrameWork, KeptThrough};
 use super::stability::min_substeps_per_frame;
@@ -170,7 +169,6 @@ struct Kernels {
     g2p_adjoint_bin: G2pAdjointBin,
     grid_update_adjoint: GridUpdateAdjoint,
     p2g_adjoint: P2gAdjoint,
-    p2g_adjoint_cells: P2gAdjointCells,
     add_assign: AddAssign,
     grid_bounds: GridBounds,
     grid_box: GridBox,
@@ -200,7 +198,7 @@ pub struct MpmSimulator {
 }
 
 /// Buffers of the cell-binned scatters ([`super::p2g_bin`]) and of
-/// [`super::p2g_adjoint_cells`], which walks G2P*'s lists again: 68 bytes
+/// [`super::p2g_adjoint`] (`main_cells`), which walks G2P*'s lists again: 68 bytes
 /// per particle and 4 per node, allocated only when the scatters run
 /// binned.
 struct BinnedLists {
@@ -339,7 +337,6 @@ impl MpmSimulator {
                 g2p_adjoint_bin: G2pAdjointBin::new(ctx)?,
                 grid_update_adjoint: GridUpdateAdjoint::new(ctx)?,
                 p2g_adjoint: P2gAdjoint::new(ctx)?,
-                p2g_adjoint_cells: P2gAdjointCells::new(ctx)?,
                 add_assign: AddAssign::new(ctx)?,
                 grid_bounds: GridBounds::new(ctx)?,
                 grid_box: GridBox::new(ctx)?,
@@ -645,31 +642,8 @@ impl MpmSimulator {
                 k.grid_update_adjoint
                     .dispatch(encoder, &bg, &grid.dispatch_args);
             }
-            SubstepStage::P2gAdjoint if self.binned_scatters() => {
-                let lists = self.binned_lists();
-                let b = P2gAdjointCellsBuffers {
-                    uniforms: &self.uniforms,
-                    node_box: &grid.node_box,
-                    state: b.state,
-                    state_next: b.next,
-                    youngs: &self.youngs,
-                    anchored: &self.anchored,
-                    state_grad_next: b.grad_next,
-                    grid_grad: &self.grid_grad,
-                    grid_velocity: &grid.velocity,
-                    cell_head: &lists.cell_head,
-                    particle_next: &lists.particle_next,
-                    state_grad: b.grad,
-                    youngs_grad: b.youngs_grad,
-                };
-                let bg = cache.get("p2g_adjoint_cells", &b.in_binding_order(), || {
-                    k.p2g_adjoint_cells.bind(ctx, &b)
-                });
-                k.p2g_adjoint_cells
-                    .dispatch(encoder, &bg, &grid.dispatch_args);
-            }
             SubstepStage::P2gAdjoint => {
-                let adj = P2gAdjointBuffers {
+                let adjoint = P2gAdjointBuffers {
                     uniforms: &self.uniforms,
                     state: b.state,
                     state_next: b.next,
@@ -681,10 +655,25 @@ impl MpmSimulator {
                     state_grad: b.grad,
                     youngs_grad: b.youngs_grad,
                 };
-                let bg = cache.get("p2g_adjoint", &adj.in_binding_order(), || {
-                    k.p2g_adjoint.bind(ctx, &adj)
-                });
-                k.p2g_adjoint.dispatch(encoder, &bg, self.particle_count);
+                if self.binned_scatters() {
+                    let lists = self.binned_lists();
+                    let cells = P2gAdjointCellsBuffers {
+                        adjoint,
+                        node_box: &grid.node_box,
+                        cell_head: &lists.cell_head,
+                        particle_next: &lists.particle_next,
+                    };
+                    let bg = cache.get("p2g_adjoint cells", &cells.in_binding_order(), || {
+                        k.p2g_adjoint.bind_cells(ctx, &cells)
+                    });
+                    k.p2g_adjoint
+                        .dispatch_cells(encoder, &bg, &grid.dispatch_args);
+                } else {
+                    let bg = cache.get("p2g_adjoint", &adjoint.in_binding_order(), || {
+                        k.p2g_adjoint.bind(ctx, &adjoint)
+                    });
+                    k.p2g_adjoint.dispatch(encoder, &bg, self.particle_count);
+                }
             }
         }
     }
@@ -792,7 +781,7 @@ impl MpmSimulator {
     /// (the default on CPU adapters: [`super::p2g_bin`] then
     /// [`super::cell_scatter`], [`super::g2p_adjoint_bin`] then
     /// [`super::cell_scatter`], with P2G* walking G2P*'s lists in
-    /// [`super::p2g_adjoint_cells`]) or as one-kernel atomic scatters (the
+    /// [`super::p2g_adjoint`] (`main_cells`)) or as one-kernel atomic scatters (the
     /// default on GPUs: [`super::p2g`], [`super::g2p_adjoint`], with the
     /// per-particle [`super::p2g_adjoint`]).
     pub fn binned_scatters(&self) -> bool {
