@@ -549,12 +549,13 @@ fn backward_buffers_are_reused_between_calls() {
     assert_eq!(ctx.memory.current(), before, "released");
 }
 
-/// Cell-binned scatters (P2G and G2P*, with P2G* walking G2P*'s cell
+/// Cell-binned scatters (P2G, then G2P* and P2G* walking P2G's cell
 /// lists: the default on CPU adapters) and the one-kernel atomic scatters
 /// with the per-particle P2G* (the default on GPUs) give the same gradients
 /// up to f32 summation order: with and without anchored particles (which
-/// the binned P2G* finds on G2P*'s lists too), and with the substep grids
-/// kept by the replay or recomputed in each substep adjoint.
+/// the binned P2G* finds on the lists too), and with the substep grids,
+/// lists included, kept by the replay or recomputed in each substep
+/// adjoint.
 #[test]
 fn binned_and_atomic_scatters_give_the_same_gradients() {
     let ctx = common::gpu();

@@ -1,10 +1,10 @@
-// The cell-binned scatters' particle record and per-cell stencil, shared by
-// p2g_bin.wgsl / g2p_adjoint_bin.wgsl (which write records) and
-// cell_scatter.wgsl (whose entry points walk a cell's list and sum
-// its particles' contributions to the 27 stencil nodes). Both scatters send
-// a node w_ip·(u_p + M_p (x_i − x_p)) (P2G: u = m v, M = A_p; G2P*:
-// u = gv'', M = 4/dx²·gC''), so one record layout and one node term serve
-// both. Functions take and return values (naga takes no storage pointers as
+// The cell-binned scatters' particle record, per-cell stencil and node
+// window, shared by the two column walks that sum a cell's particles'
+// contributions to the 27 stencil nodes: cell_scatter.wgsl (P2G, records
+// from p2g_bin.wgsl) and g2p_adjoint.wgsl `main_cells` (G2P*, records
+// computed as it walks). Both scatters send a node w_ip·(u_p + M_p (x_i −
+// x_p)) (P2G: u = m v, M = A_p; G2P*: u = gv'', M = 4/dx²·gC''), so one
+// record layout, one node term and one window serve both. Functions take and return values (naga takes no storage pointers as
 // function parameters); the kernels keep their own loads and writes.
 #import mpm/params
 
@@ -66,4 +66,42 @@ fn cell_node_term(particle: BinnedParticle, cw: CellWeights, o: vec3<u32>, param
 // Flat index of node `o` of the cell with base node `base`.
 fn cell_node_index(base: vec3<f32>, o: vec3<u32>, res: u32) -> u32 {
     return node_index(vec3<i32>(base) + vec3<i32>(o), res);
+}
+
+// A column walk's window: per stencil node (i, j, l) of the current cell,
+// at index (i·3 + j)·3 + l, the sums (m, u-term) over the cells walked so
+// far. Indexed by constants only (loops of constant trip count), so the
+// compiler keeps it in registers.
+alias CellWindow = array<vec4<f32>, 27>;
+
+// Adds a particle of the cell with base node `base` to the window: node
+// i gets (mass·w_ip, w_ip (u_p + M_p (x_i − x_p))) (`mass` = m_p for P2G,
+// 0 for G2P*).
+fn window_add(window: CellWindow, particle: BinnedParticle, base: vec3<f32>, mass: f32, params: MpmParams) -> CellWindow {
+    var sums = window;
+    let cw = cell_weights(particle.x, base, params);
+    for (var i = 0u; i < 3u; i++) {
+        for (var j = 0u; j < 3u; j++) {
+            for (var l = 0u; l < 3u; l++) {
+                let term = cell_node_term(particle, cw, vec3<u32>(i, j, l), params);
+                sums[(i * 3u + j) * 3u + l] += vec4<f32>(mass * term.x, term.yzw);
+            }
+        }
+    }
+    return sums;
+}
+
+// The window one cell up in z, once its plane l = 0 is added to the nodes:
+// planes 1 and 2 move down, plane 2 starts at zero.
+fn window_slide(window: CellWindow) -> CellWindow {
+    var moved = window;
+    for (var i = 0u; i < 3u; i++) {
+        for (var j = 0u; j < 3u; j++) {
+            let n = (i * 3u + j) * 3u;
+            moved[n] = moved[n + 1u];
+            moved[n + 1u] = moved[n + 2u];
+            moved[n + 2u] = vec4<f32>(0.0);
+        }
+    }
+    return moved;
 }

@@ -1,14 +1,26 @@
 // Adjoint of G2P, grid side (mirrors g2p.wgsl; equations in
 // mpm/g2p_adjoint_particle.wgsl, DESIGN.md § Adjoint): every non-anchored
-// particle scatter-adds ∂L/∂v_i += w_ip h_i, h_i = gv'' + 4/dx²·gC''·(x_i −
-// x_p), to its 27 nodes with f32 atomics (the one-kernel variant, for GPUs;
-// CPU adapters bin instead: g2p_adjoint_bin.wgsl). The particle side of
-// G2P* (gx, gF) is computed by p2g_adjoint.wgsl, which walks the same
-// stencil.
+// particle adds ∂L/∂v_i += w_ip h_i, h_i = gv'' + 4/dx²·gC''·(x_i − x_p),
+// to its 27 nodes. The particle side of G2P* (gx, gF) is computed by
+// p2g_adjoint.wgsl, which walks the same stencil.
+//
+// Entry points:
+// - `main` (GPUs): one thread per particle, with f32 atomics per node and
+//   component.
+// - `main_cells` (CPU adapters, where every f32 atomic is a per-lane
+//   compare-and-swap loop): walks the cell lists that P2G's binning built
+//   for this substep (p2g_bin.wgsl: every particle by its stencil's base
+//   cell at x_n, the stencil G2P* scatters over) as cell_scatter.wgsl
+//   does for P2G: one invocation per (x, y) column of the active box sums
+//   its cells' particles in a window of nodes and adds each node's sum
+//   once. Each particle's record (gv'', 4/dx²·gC'') is computed here from
+//   its state and ∂L/∂(state n+1), so G2P* needs no binning pass; anchored
+//   particles add nothing and are skipped.
 #import common/dispatch
 #import mpm/params
 #import mpm/particle_state
 #import mpm/stencil_node
+#import mpm/binned_particle
 #import mpm/g2p_adjoint_particle
 
 @group(0) @binding(0) var<uniform> params: MpmParams;
@@ -17,6 +29,12 @@
 @group(0) @binding(3) var<storage, read> state_grad_next: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read_write> grid_velocity_grad: array<AtomicF32>;
 #atomic_f32_ops grid_velocity_grad
+// `main_cells` only: the active box [origin xyz, dims xyz, count, 0]
+// (grid_box.wgsl) and the substep's cell lists (heads per base cell,
+// p + 1, 0 = empty; links per particle), only read.
+@group(0) @binding(5) var<storage, read> node_box: array<u32, 8>;
+@group(0) @binding(6) var<storage, read> cell_head: array<u32>;
+@group(0) @binding(7) var<storage, read> particle_next: array<u32>;
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgroups) num_workgroups: vec3<u32>) {
@@ -44,6 +62,77 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
                 grid_velocity_grad_atomic_add(n, gvi.x);
                 grid_velocity_grad_atomic_add(n + 1u, gvi.y);
                 grid_velocity_grad_atomic_add(n + 2u, gvi.z);
+            }
+        }
+    }
+}
+
+// One invocation per (x, y) column of the active box (grid_box.wgsl
+// COLUMN_WORKGROUP per workgroup).
+@compute @workgroup_size(8)
+fn main_cells(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgroups) num_workgroups: vec3<u32>) {
+    let t = flat_thread_index(global_id, num_workgroups, 8u);
+    let origin = vec3<u32>(node_box[0], node_box[1], node_box[2]);
+    let dims = vec3<u32>(node_box[3], node_box[4], node_box[5]);
+    if t >= dims.x * dims.y {
+        return;
+    }
+    let res = nodes_per_axis(params);
+    let column = vec2<u32>(origin.x + t / dims.y, origin.y + t % dims.y);
+    var window: CellWindow;
+    // At most particle_count links over the whole column: a corrupt
+    // (cyclic) list cannot hang the kernel (src/gpu/kernel.rs
+    // `physfit_runtime_checks`).
+    var links = 0u;
+    for (var dz = 0u; dz < dims.z; dz++) {
+        let base = vec3<f32>(vec3<u32>(column, origin.z + dz));
+        var q = cell_head[node_index(vec3<i32>(base), res)];
+        for (; links < params.particle_count && q != 0u; links++) {
+            let p = q - 1u;
+            if anchored[p] == 0u {
+                window = window_add(window, binned_particle(particle_record(p)), base, 0.0, params);
+            }
+            q = particle_next[p];
+        }
+        flush_plane(window, 0u, base, res);
+        window = window_slide(window);
+    }
+    // Planes past the column's last cell (empty when the box holds every
+    // stencil, as grid_box.wgsl makes it).
+    let top = vec3<f32>(vec3<u32>(column, origin.z + dims.z));
+    flush_plane(window, 0u, top, res);
+    flush_plane(window, 1u, top, res);
+}
+
+// Particle p's G2P* record from state n (x in quad 0 and F in quads 3..5
+// of its record, mpm/particle_state: v and C are not needed) and
+// ∂L/∂(state n+1).
+fn particle_record(p: u32) -> array<vec4<f32>, BINNED_QUADS> {
+    let o = p * STATE_QUADS;
+    var state_record: array<vec4<f32>, STATE_QUADS>;
+    var grad_next_record: array<vec4<f32>, STATE_QUADS>;
+    state_record[0] = state[o];
+    for (var k = 3u; k < STATE_QUADS; k++) {
+        state_record[k] = state[o + k];
+    }
+    for (var k = 0u; k < STATE_QUADS; k++) {
+        grad_next_record[k] = state_grad_next[o + k];
+    }
+    let ps = particle_state(state_record);
+    return g2p_adjoint_record(ps.x, ps.f, particle_state(grad_next_record), params);
+}
+
+// Adds the window's plane `l` (nodes at z = base.z + l; ∂L/∂v in .yzw) to
+// ∂L/∂(grid velocity).
+fn flush_plane(window: CellWindow, l: u32, base: vec3<f32>, res: u32) {
+    for (var i = 0u; i < 3u; i++) {
+        for (var j = 0u; j < 3u; j++) {
+            let a = window[(i * 3u + j) * 3u + l];
+            if any(a.yzw != vec3<f32>(0.0)) {
+                let n = cell_node_index(base, vec3<u32>(i, j, l), res) * GRID_STRIDE;
+                grid_velocity_grad_atomic_add(n, a.y);
+                grid_velocity_grad_atomic_add(n + 1u, a.z);
+                grid_velocity_grad_atomic_add(n + 2u, a.w);
             }
         }
     }

@@ -10,8 +10,8 @@
 // v' = C' = 0, so gx = gx', gF = gF' and nothing reaches the grid.
 //
 // The work splits by where it runs. The scatter of ∂L/∂v_i needs only the
-// particle's carry (gv'', gC''): g2p_adjoint.wgsl (atomics) or
-// g2p_adjoint_bin.wgsl + cell_scatter.wgsl (cell lists). The
+// particle's carry (gv'', gC''): g2p_adjoint.wgsl, `main` (atomics per
+// particle) or `main_cells` (per column of cells). The
 // particle's own terms (gx, gF) read v_i at the 27 nodes of x_n, the
 // stencil P2G* walks, so P2G* adds them in its node loop
 // (mpm/p2g_adjoint_particle); C' and v' are read from state n+1 rather
@@ -49,20 +49,12 @@ fn g2p_adjoint_carry(
     return G2pAdjointCarry(gv, gc, 4.0 * params.inv_dx * params.inv_dx);
 }
 
-// What the cell-binned G2P* scatter needs of a particle at x with
-// deformation gradient F and ∂L/∂(state n+1) = g: its record
-// [x, gv'', 4/dx²·gC''] for cell_scatter.wgsl (zero terms for an anchored
-// particle, which is binned all the same: p2g_adjoint.wgsl `main_cells` walks the
-// same lists) and its base cell (the list to link it into). The kernels
-// write both (g2p_adjoint_bin.wgsl).
-struct G2pAdjointBinned {
-    record: array<vec4<f32>, BINNED_QUADS>,
-    base: vec3<i32>,
-}
-
-fn g2p_adjoint_binned(x: vec3<f32>, f: mat3x3<f32>, g: ParticleState, anchored: bool, params: MpmParams) -> G2pAdjointBinned {
-    let carry = g2p_adjoint_carry(f, g.x, g.v, g.c, g.f, anchored, params);
-    return G2pAdjointBinned(binned_record(x, carry.gv, carry.apic * carry.gc), stencil(x, params).base);
+// A non-anchored particle's record for the cell-binned G2P* scatter
+// (g2p_adjoint.wgsl `main_cells`): [x, gv'', 4/dx²·gC''] at x with
+// deformation gradient F and ∂L/∂(state n+1) = g.
+fn g2p_adjoint_record(x: vec3<f32>, f: mat3x3<f32>, g: ParticleState, params: MpmParams) -> array<vec4<f32>, BINNED_QUADS> {
+    let carry = g2p_adjoint_carry(f, g.x, g.v, g.c, g.f, false, params);
+    return binned_record(x, carry.gv, carry.apic * carry.gc);
 }
 
 // h_i = gv'' + 4/dx²·gC''·(x_i − x_p) for a node at `dpos` = x_i − x_p.

@@ -1,8 +1,11 @@
-// Zeroes the nodes of the active box before P2G: the grid's mass/momentum
-// and anchored flags, in one dispatch. Nodes outside the box may hold stale
-// values: no kernel reads them this substep. (The cell lists of the binned
-// scatters need no clear: their walkers reset them, see cell_scatter.wgsl; nor
-// does ∂L/∂(grid velocity): grid_update_adjoint.wgsl zeroes what it reads.)
+// Zeroes the nodes of the active box before P2G: the grid's mass/momentum,
+// anchored flags and cell-list heads (the binned scatters' lists, built by
+// p2g_bin.wgsl and walked by cell_scatter.wgsl, g2p_adjoint.wgsl and
+// p2g_adjoint.wgsl, which only read them), in one dispatch. Nodes outside
+// the box may hold stale values: no kernel reads them this substep (every
+// particle's base cell is in the box, and the walkers walk the box's
+// cells only). ∂L/∂(grid velocity) needs no clear: grid_update_adjoint.wgsl
+// zeroes what it reads.
 #import common/dispatch
 #import mpm/params
 #import mpm/node_box
@@ -13,6 +16,8 @@
 @group(0) @binding(2) var<storage, read_write> nodes: array<vec4<f32>>;
 // One word per node: the anchored flags.
 @group(0) @binding(3) var<storage, read_write> flags: array<u32>;
+// One word per node: the heads of the cell lists (0 = empty).
+@group(0) @binding(4) var<storage, read_write> cell_head: array<u32>;
 
 // Flat index of active-box node t, or none (0xffffffff) past the box.
 fn box_thread_node(t: u32) -> u32 {
@@ -30,5 +35,6 @@ fn clear_grid(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_
     }
     nodes[n] = vec4<f32>(0.0);
     flags[n] = 0u;
+    cell_head[n] = 0u;
 }
 

@@ -1,25 +1,23 @@
 // Particle side of a substep's adjoint: the adjoint of P2G (mirrors
 // p2g.wgsl) plus the particle terms of the adjoint of G2P, which read the
 // grid at the same 27 nodes of x_n (equations: mpm/p2g_adjoint_particle;
-// the grid side of G2P* is g2p_adjoint.wgsl / g2p_adjoint_bin.wgsl +
-// cell_scatter.wgsl). Each particle reads (∂L/∂mv_i, ∂L/∂m_i) and v_i at
+// the grid side of G2P* is g2p_adjoint.wgsl). Each particle reads (∂L/∂mv_i, ∂L/∂m_i) and v_i at
 // its nodes, so no atomics, writes the whole ∂L/∂(state n) and adds its
 // ∂L/∂E into `youngs_grad` (accumulated over substeps).
 //
 // Entry points:
 // - `main` (GPUs): one thread per particle, gathering its 27 nodes.
-// - `main_cells` (CPU adapters): walks the cell lists that G2P*'s binning
-//   built for this substep (g2p_adjoint_bin.wgsl: every particle, by its
-//   stencil's base cell). On lavapipe a storage load whose address differs
+// - `main_cells` (CPU adapters): walks the cell lists that P2G's binning
+//   built for this substep (p2g_bin.wgsl: every particle, by its
+//   stencil's base cell at x_n). On lavapipe a storage load whose address differs
 //   between SIMD lanes is a loop over the lanes with a branch per lane and
 //   component, so `main`'s 54 node gathers per particle are most of its
 //   instructions. Here one invocation per (x, y) column of the active box
 //   walks its cells in z order and keeps the 3 × 3 × 3 nodes around the
 //   current cell in a window: a cell with particles loads the one new
 //   plane of 9 nodes (all 27 after an empty cell), and every particle on
-//   its list reads its nodes from the window. Each list is reset once
-//   walked (cell_scatter.wgsl walked it before without resetting), so the
-//   lists are empty between substeps.
+//   its list reads its nodes from the window. The lists are only read
+//   (grid_clear.wgsl empties them before the grid's next binning).
 #import common/dispatch
 #import mpm/params
 #import mpm/particle_state
@@ -37,10 +35,10 @@
 @group(0) @binding(8) var<storage, read_write> state_grad: array<vec4<f32>>;
 @group(0) @binding(9) var<storage, read_write> youngs_grad: array<f32>;
 // `main_cells` only: the active box [origin xyz, dims xyz, count, 0]
-// (grid_box.wgsl) and the lists walked (and reset): heads per base cell
-// (p + 1, 0 = empty), links.
+// (grid_box.wgsl) and the lists walked: heads per base cell (p + 1,
+// 0 = empty), links.
 @group(0) @binding(10) var<storage, read> node_box: array<u32, 8>;
-@group(0) @binding(11) var<storage, read_write> cell_head: array<u32>;
+@group(0) @binding(11) var<storage, read> cell_head: array<u32>;
 @group(0) @binding(12) var<storage, read> particle_next: array<u32>;
 
 @compute @workgroup_size(64)
@@ -143,7 +141,6 @@ fn main_cells(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_
         if q == 0u {
             continue;
         }
-        cell_head[cell] = 0u;
         if loaded && loaded_z + 1u == z {
             // Slide up one plane and load the new top one.
             for (var i = 0u; i < 3u; i++) {

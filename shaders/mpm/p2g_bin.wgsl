@@ -7,7 +7,10 @@
 // `particle_next[p]` the previous head). Anchored particles mark their nodes
 // as p2g.wgsl does. cell_scatter.wgsl (`p2g`) then sums each cell's particles in
 // registers: one atomic per node and component per cell instead of per
-// particle.
+// particle. The lists are the substep grid's: grid_clear.wgsl empties them
+// (over the active box, which holds every base cell) before this kernel,
+// and the substep's adjoint walks them again (g2p_adjoint.wgsl and
+// p2g_adjoint.wgsl, `main_cells`).
 #import common/dispatch
 #import mpm/params
 #import mpm/particle_state

@@ -319,20 +319,18 @@ pub fn run_case(
 /// Submissions per stage in [`time_stages`] (the least is kept).
 const STAGE_REPEATS: u32 = 9;
 
-/// What one timed run of a stage records: the stage, and around it what
-/// keeps the cell lists consistent when the adjoint scatters run binned
-/// (CPU adapters). There G2P*'s binning builds lists that P2G* walks and
-/// resets, so G2P* is timed followed by a clear of the lists (the clear
-/// alone is subtracted, and an empty submission's time added back, so that
-/// it carries one submit/wait round trip as every other stage does), and
-/// P2G* preceded by G2P* (whose time so measured is subtracted).
+/// What one timed run of a stage records: the stage, or for P2G the grid
+/// clear then P2G. P2G adds into the grid that the clear zeroes and, with
+/// binned scatters (CPU adapters), links the particles into cell lists that
+/// only the clear empties (run again without it, it would link every
+/// particle into its list twice), so it is timed after the clear, whose
+/// own time is subtracted and an empty submission's added back, so that it
+/// carries one submit/wait round trip as every other stage does.
 #[derive(Clone, Copy, PartialEq)]
 enum StageRun {
     Stage(SubstepStage),
     Nothing,
-    ClearLists,
-    G2pAdjointThenClear,
-    G2pAdjointThenP2gAdjoint,
+    ClearGridThenP2g,
 }
 
 impl StageRun {
@@ -346,14 +344,9 @@ impl StageRun {
         match self {
             Self::Stage(stage) => sim.encode_stage(ctx, encoder, stage, b),
             Self::Nothing => {}
-            Self::ClearLists => sim.encode_clear_cell_lists(encoder),
-            Self::G2pAdjointThenClear => {
-                sim.encode_stage(ctx, encoder, SubstepStage::G2pAdjoint, b);
-                sim.encode_clear_cell_lists(encoder);
-            }
-            Self::G2pAdjointThenP2gAdjoint => {
-                sim.encode_stage(ctx, encoder, SubstepStage::G2pAdjoint, b);
-                sim.encode_stage(ctx, encoder, SubstepStage::P2gAdjoint, b);
+            Self::ClearGridThenP2g => {
+                sim.encode_stage(ctx, encoder, SubstepStage::ClearGrid, b);
+                sim.encode_stage(ctx, encoder, SubstepStage::P2g, b);
             }
         }
     }
@@ -365,9 +358,8 @@ impl StageRun {
 /// for, in substep order so each sees realistic inputs; the least of
 /// [`STAGE_REPEATS`] such submissions, because on a shared machine the
 /// other jobs only ever add time (the mean of three swung by 1.5× between
-/// runs of one build on lavapipe, the minimum of nine by about 10%). With
-/// binned scatters the two particle stages of the adjoint are differences
-/// of such times ([`StageRun`]).
+/// runs of one build on lavapipe, the minimum of nine by about 10%). P2G
+/// is the difference of two such times ([`StageRun`]).
 fn time_stages(
     ctx: &GpuContext,
     sim: &MpmSimulator,
@@ -391,16 +383,12 @@ fn time_stages(
             .iter()
             .filter(|s| !SubstepStage::FORWARD.contains(s)),
     );
-    let binned = sim.binned_scatters();
     let run_of = |stage: SubstepStage| match stage {
-        SubstepStage::G2pAdjoint if binned => StageRun::G2pAdjointThenClear,
-        SubstepStage::P2gAdjoint if binned => StageRun::G2pAdjointThenP2gAdjoint,
+        SubstepStage::P2g => StageRun::ClearGridThenP2g,
         _ => StageRun::Stage(stage),
     };
     let mut timed_runs: Vec<StageRun> = stages.iter().map(|&s| run_of(s)).collect();
-    if binned {
-        timed_runs.extend([StageRun::ClearLists, StageRun::Nothing]);
-    }
+    timed_runs.push(StageRun::Nothing);
     let mut least = vec![(f64::INFINITY, f64::INFINITY); timed_runs.len()];
     for _ in 0..STAGE_REPEATS {
         for (i, run) in timed_runs.iter().enumerate() {
@@ -420,28 +408,20 @@ fn time_stages(
         let i = timed_runs.iter().position(|&r| r == run);
         least[i.expect("every run whose time is used is timed")]
     };
-    let minus = |a: (f64, f64), b: (f64, f64)| ((a.0 - b.0).max(0.0), (a.1 - b.1).max(0.0));
-    let plus = |a: (f64, f64), b: (f64, f64)| (a.0 + b.0, a.1 + b.1);
-    // G2P* alone, with one submission's overhead as the other stages have.
-    let g2p_adjoint = || {
-        plus(
-            minus(
-                time_of(StageRun::G2pAdjointThenClear),
-                time_of(StageRun::ClearLists),
-            ),
-            time_of(StageRun::Nothing),
-        )
-    };
     let per_run = 1e3 / runs as f64;
     Ok(stages
         .iter()
         .map(|&s| {
             let (wall, cpu) = match run_of(s) {
-                StageRun::G2pAdjointThenClear => g2p_adjoint(),
-                StageRun::G2pAdjointThenP2gAdjoint => plus(
-                    minus(time_of(StageRun::G2pAdjointThenP2gAdjoint), g2p_adjoint()),
-                    time_of(StageRun::Nothing),
-                ),
+                StageRun::ClearGridThenP2g => {
+                    let both = time_of(StageRun::ClearGridThenP2g);
+                    let clear = time_of(StageRun::Stage(SubstepStage::ClearGrid));
+                    let nothing = time_of(StageRun::Nothing);
+                    (
+                        (both.0 - clear.0).max(0.0) + nothing.0,
+                        (both.1 - clear.1).max(0.0) + nothing.1,
+                    )
+                }
                 run => time_of(run),
             };
             StageTime {

@@ -1,8 +1,12 @@
 //! Adjoint of G2P, grid side (shaders/mpm/g2p_adjoint.wgsl): each
-//! non-anchored particle scatter-adds its ∂L/∂(grid velocity) terms with
-//! f32 atomics (GPUs; CPU adapters bin: [`super::g2p_adjoint_bin`]). The
-//! particle side of G2P* is in [`super::p2g_adjoint`].
+//! non-anchored particle adds its ∂L/∂(grid velocity) terms to its 27
+//! nodes. Entry point `main` (GPUs) does it per particle with f32 atomics;
+//! `main_cells` (CPU adapters) walks the substep's cell lists per (x, y)
+//! column of the active box, as [`super::cell_scatter`] does for P2G, and
+//! adds each node's sum once. The particle side of G2P* is in
+//! [`super::p2g_adjoint`].
 
+use super::p2g_bin::CellLists;
 use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
 
 /// Buffers of one `mpm/g2p_adjoint` dispatch, named, in binding order.
@@ -33,28 +37,47 @@ impl<'a> G2pAdjointBuffers<'a> {
     }
 }
 
-/// The `mpm/g2p_adjoint` kernel.
+/// Buffers of one `mpm/g2p_adjoint::main_cells` dispatch: those of `main`,
+/// then the substep's active box and cell lists.
+pub struct G2pAdjointCellsBuffers<'a> {
+    /// The buffers of `main`.
+    pub adjoint: G2pAdjointBuffers<'a>,
+    /// The lists walked (only read).
+    pub lists: CellLists<'a>,
+}
+
+impl<'a> G2pAdjointCellsBuffers<'a> {
+    /// The buffers in binding order: what the bind group binds, and the
+    /// simulator's bind-group cache key ([`super::bind_group_cache`]).
+    pub fn in_binding_order(&self) -> [&'a GpuBuffer; 8] {
+        let [a0, a1, a2, a3, a4] = self.adjoint.in_binding_order();
+        let [l0, l1, l2] = self.lists.in_binding_order();
+        [a0, a1, a2, a3, a4, l0, l1, l2]
+    }
+}
+
+/// The two entry points of `mpm/g2p_adjoint`.
 pub struct G2pAdjoint {
     kernel: ComputeKernel,
+    cells: ComputeKernel,
 }
 
 impl G2pAdjoint {
-    /// Compiles the kernel for this context's atomic mode.
+    /// Compiles both entry points for this context's atomic mode.
     pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
         use BindingKind::*;
+        const MAIN: [BindingKind; 5] = [
+            Uniform,
+            StorageRead,
+            StorageRead,
+            StorageRead,
+            StorageReadWrite,
+        ];
+        let mut cells = MAIN.to_vec();
+        cells.extend([StorageRead; 3]);
         Ok(Self {
-            kernel: ComputeKernel::new(
-                ctx,
-                "mpm/g2p_adjoint",
-                "main",
-                &[
-                    Uniform,
-                    StorageRead,
-                    StorageRead,
-                    StorageRead,
-                    StorageReadWrite,
-                ],
-            )?,
+            kernel: ComputeKernel::new(ctx, "mpm/g2p_adjoint", "main", &MAIN)?,
+            cells: ComputeKernel::new(ctx, "mpm/g2p_adjoint", "main_cells", &cells)?,
         })
     }
 
@@ -72,5 +95,28 @@ impl G2pAdjoint {
         count: u32,
     ) {
         self.kernel.dispatch_threads(encoder, bind_group, count);
+    }
+}
+
+impl G2pAdjoint {
+    /// Bind group of a `main_cells` dispatch.
+    pub fn bind_cells(&self, ctx: &GpuContext, b: &G2pAdjointCellsBuffers) -> wgpu::BindGroup {
+        self.cells.bind(ctx, &b.in_binding_order())
+    }
+
+    /// Records one `main_cells` dispatch over the (x, y) columns of the
+    /// active box (`dispatch_args` from [`super::grid_box`]).
+    pub fn dispatch_cells(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        bind_group: &wgpu::BindGroup,
+        dispatch_args: &GpuBuffer,
+    ) {
+        self.cells.dispatch_indirect(
+            encoder,
+            bind_group,
+            dispatch_args,
+            super::grid_box::COLUMN_DISPATCH_OFFSET,
+        );
     }
 }

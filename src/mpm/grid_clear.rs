@@ -1,5 +1,6 @@
 //! Zeroes the active box's nodes before P2G (shaders/mpm/grid_clear.wgsl):
-//! the grid's (m, mv) and anchored flags in one dispatch. Cheaper than
+//! the grid's (m, mv), anchored flags and cell-list heads
+//! ([`super::p2g_bin::CellLists`]) in one dispatch. Cheaper than
 //! clearing whole grid buffers when the object is small, and one dispatch
 //! fewer per substep than clearing each buffer on its own (each costs
 //! ~0.15 ms of CPU on lavapipe). ∂L/∂(grid velocity) needs no clear: the
@@ -18,17 +19,20 @@ pub struct GridClearBuffers<'a> {
     pub mass_momentum: &'a GpuBuffer,
     /// Anchored flags: one word per node, zeroed.
     pub anchored: &'a GpuBuffer,
+    /// Heads of the cell lists: one word per node, zeroed (emptied).
+    pub cell_head: &'a GpuBuffer,
 }
 
 impl<'a> GridClearBuffers<'a> {
     /// The buffers in binding order: what the bind group binds, and the
     /// simulator's bind-group cache key ([`super::bind_group_cache`]).
-    pub fn in_binding_order(&self) -> [&'a GpuBuffer; 4] {
+    pub fn in_binding_order(&self) -> [&'a GpuBuffer; 5] {
         [
             self.uniforms,
             self.node_box,
             self.mass_momentum,
             self.anchored,
+            self.cell_head,
         ]
     }
 }
@@ -47,7 +51,13 @@ impl GridClear {
                 ctx,
                 "mpm/grid_clear",
                 "clear_grid",
-                &[Uniform, StorageRead, StorageReadWrite, StorageReadWrite],
+                &[
+                    Uniform,
+                    StorageRead,
+                    StorageReadWrite,
+                    StorageReadWrite,
+                    StorageReadWrite,
+                ],
             )?,
         })
     }

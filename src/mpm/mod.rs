@@ -2,21 +2,21 @@
 //!
 //! One kernel, one file pair: `p2g`, `grid_update`, `g2p` and their adjoints
 //! `g2p_adjoint`, `grid_update_adjoint`, `p2g_adjoint` (shaders/mpm/*.wgsl).
-//! On CPU adapters the two scatters run cell-binned instead (`p2g_bin` or
-//! `g2p_adjoint_bin`, then the matching entry point of `cell_scatter`,
-//! which share its column walk; see [`p2g_bin`]), and P2G* walks G2P*'s
-//! cell lists per column too (`p2g_adjoint` `main_cells`).
+//! On CPU adapters P2G runs cell-binned instead (`p2g_bin`, then
+//! `cell_scatter`; see [`p2g_bin`]), and the adjoint of the substep walks
+//! the same cell lists per column (`g2p_adjoint` and `p2g_adjoint`, entry
+//! points `main_cells`).
 //! The per-node kernels run over the active box that `grid_bounds` +
 //! `grid_box` compute on the GPU (indirect dispatch).
 //! Shader files without a kernel are `#import` modules of shared math
 //! (values in, values out): `params`, `boundary`, `corotated`, `node_box`,
 //! `particle_state` (state record), `stencil_node` (w, ∇w, x_i − x_p),
 //! `p2g_particle` (p2g ↔ p2g_bin), `g2p_adjoint_particle` (the adjoint of
-//! G2P, shared by its grid side `g2p_adjoint` / `g2p_adjoint_bin` and its
+//! G2P, shared by its grid side `g2p_adjoint` and its
 //! particle side, which P2G* computes in the same walk over the 27 nodes of
 //! x_n as the adjoint of P2G), `p2g_adjoint_particle` (that walk's math,
 //! shared by `p2g_adjoint`'s two entry points), `binned_particle`
-//! (binned record and cell walk terms).
+//! (binned record, cell walk terms and window).
 //! [`MpmSimulator`] owns the buffers and encodes substeps, reusing bind
 //! groups per set of bound buffers ([`bind_group_cache`]); [`rollout`] runs
 //! frames and the checkpointed backward pass.
@@ -28,7 +28,6 @@ pub mod config;
 pub mod error;
 pub mod g2p;
 pub mod g2p_adjoint;
-pub mod g2p_adjoint_bin;
 pub mod grid_bounds;
 pub mod grid_box;
 pub mod grid_clear;

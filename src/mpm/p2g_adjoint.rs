@@ -3,10 +3,11 @@
 //! ∂L/∂(state n), the adjoint of P2G (stress, polar derivative,
 //! affine and mass paths) plus the particle terms of the adjoint of G2P,
 //! and add to ∂L/∂E. Entry point `main` (GPUs) runs one thread per
-//! particle; `main_cells` (CPU adapters) walks G2P*'s cell lists per (x, y)
+//! particle; `main_cells` (CPU adapters) walks the substep's cell lists per (x, y)
 //! column of the active box with a sliding window of nodes instead of
 //! gathering them per particle (why: the shader's header).
 
+use super::p2g_bin::CellLists;
 use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
 
 /// Buffers of one `mpm/p2g_adjoint` dispatch, named, in binding order.
@@ -54,39 +55,21 @@ impl<'a> P2gAdjointBuffers<'a> {
 }
 
 /// Buffers of one `mpm/p2g_adjoint::main_cells` dispatch: those of `main`,
-/// then the active box and the cell lists G2P*'s binning built.
+/// then the substep's active box and cell lists.
 pub struct P2gAdjointCellsBuffers<'a> {
     /// The buffers of `main`.
     pub adjoint: P2gAdjointBuffers<'a>,
-    /// Active box `[origin xyz, dims xyz, count, 0]` from [`super::grid_box`].
-    pub node_box: &'a GpuBuffer,
-    /// List heads per base cell of every particle at substep n (from
-    /// [`super::g2p_adjoint_bin`]); reset to 0 as they are walked.
-    pub cell_head: &'a GpuBuffer,
-    /// List links per particle.
-    pub particle_next: &'a GpuBuffer,
+    /// The lists walked (only read).
+    pub lists: CellLists<'a>,
 }
 
 impl<'a> P2gAdjointCellsBuffers<'a> {
     /// The buffers in binding order: what the bind group binds, and the
     /// simulator's bind-group cache key ([`super::bind_group_cache`]).
     pub fn in_binding_order(&self) -> [&'a GpuBuffer; 13] {
-        let a = self.adjoint.in_binding_order();
-        [
-            a[0],
-            a[1],
-            a[2],
-            a[3],
-            a[4],
-            a[5],
-            a[6],
-            a[7],
-            a[8],
-            a[9],
-            self.node_box,
-            self.cell_head,
-            self.particle_next,
-        ]
+        let [a0, a1, a2, a3, a4, a5, a6, a7, a8, a9] = self.adjoint.in_binding_order();
+        let [l0, l1, l2] = self.lists.in_binding_order();
+        [a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, l0, l1, l2]
     }
 }
 
@@ -113,7 +96,7 @@ impl P2gAdjoint {
             StorageReadWrite,
         ];
         let mut cells = MAIN.to_vec();
-        cells.extend([StorageRead, StorageReadWrite, StorageRead]);
+        cells.extend([StorageRead; 3]);
         Ok(Self {
             kernel: ComputeKernel::new(ctx, "mpm/p2g_adjoint", "main", &MAIN)?,
             cells: ComputeKernel::new(ctx, "mpm/p2g_adjoint", "main_cells", &cells)?,

@@ -6,14 +6,38 @@
 //! Binned P2G links each particle into the list of its stencil's base cell
 //! (one u32 exchange per particle), then [`super::cell_scatter`] sums each
 //! cell's particles in registers before one atomic per node and component
-//! per cell. GPUs keep the one-kernel scatter of [`super::p2g`] (fast L2
-//! atomics, no list walks); [`super::simulator::MpmSimulator`] picks by
-//! adapter type.
+//! per cell. The lists ([`CellLists`]) belong to the substep's grid: the
+//! adjoint of the substep walks them again, for G2P*'s scatter
+//! ([`super::g2p_adjoint`] `main_cells`) and for P2G*
+//! ([`super::p2g_adjoint`] `main_cells`), and [`super::grid_clear`] empties
+//! them before the grid's next binning. GPUs keep the one-kernel scatter of
+//! [`super::p2g`] (fast L2 atomics, no list walks);
+//! [`super::simulator::MpmSimulator`] picks by adapter type.
 
 use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
 
 /// f32 per particle in the binned record: x (3), m v (3), A row-major (9), 0.
 pub const BINNED_STRIDE: usize = 16;
+
+/// What a column walk over a substep's particles reads: the substep's
+/// active box and the cell lists its P2G binning built (every particle,
+/// anchored or not, on the list of its stencil's base cell at x_n).
+#[derive(Clone, Copy)]
+pub struct CellLists<'a> {
+    /// Active box `[origin xyz, dims xyz, count, 0]` from [`super::grid_box`].
+    pub node_box: &'a GpuBuffer,
+    /// Per node (as base cell): p + 1 of the list's first particle, 0 = empty.
+    pub cell_head: &'a GpuBuffer,
+    /// Per particle: the next particle of its cell's list (p + 1, 0 = end).
+    pub particle_next: &'a GpuBuffer,
+}
+
+impl<'a> CellLists<'a> {
+    /// The three buffers in the binding order every walker declares them.
+    pub fn in_binding_order(&self) -> [&'a GpuBuffer; 3] {
+        [self.node_box, self.cell_head, self.particle_next]
+    }
+}
 
 /// Buffers of one `mpm/p2g_bin` dispatch, named, in binding order.
 pub struct P2gBinBuffers<'a> {
@@ -28,9 +52,8 @@ pub struct P2gBinBuffers<'a> {
     /// Output: [`BINNED_STRIDE`] f32 per particle.
     pub binned: &'a GpuBuffer,
     /// Per node (as base cell): p + 1 of the list's first particle, 0 =
-    /// empty; all zero before the dispatch ([`super::cell_scatter`]'s `p2g`
-    /// resets each list it walks, [`super::p2g_adjoint`] (`main_cells`) those of
-    /// G2P*).
+    /// empty; zero over the active box before the dispatch
+    /// ([`super::grid_clear`]).
     pub cell_head: &'a GpuBuffer,
     /// Output: per particle, the next particle of its cell's list (p + 1, 0 = end).
     pub particle_next: &'a GpuBuffer,

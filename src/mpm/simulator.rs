@@ -6,12 +6,11 @@
 
 use super::add_assign::{AddAssign, AddAssignBuffers, AddAssignUniforms};
 use super::bind_group_cache::BindGroupCache;
-use super::cell_scatter::{CellScatter, CellScatterBuffers, CellScatterKind};
+use super::cell_scatter::{CellScatter, CellScatterBuffers};
 use super::config::{MpmConfig, WALL_MARGIN_CELLS};
 use super::error::MpmError;
 use super::g2p::{G2p, G2pBuffers};
-use super::g2p_adjoint::{G2pAdjoint, G2pAdjointBuffers};
-use super::g2p_adjoint_bin::{G2pAdjointBin, G2pAdjointBinBuffers};
+use super::g2p_adjoint::{G2pAdjoint, G2pAdjointBuffers, G2pAdjointCellsBuffers};
 use super::grid_bounds::{GridBounds, GridBoundsBuffers, EMPTY_BOUNDS};
 use super::grid_box::{GridBox, GridBoxBuffers};
 use super::grid_clear::{GridClear, GridClearBuffers};
@@ -20,7 +19,7 @@ use super::grid_update_adjoint::{GridUpdateAdjoint, GridUpdateAdjointBuffers};
 use super::layout::{ParticleState, STATE_STRIDE};
 use super::p2g::{P2g, P2gBuffers};
 use super::p2g_adjoint::{P2gAdjoint, P2gAdjointBuffers, P2gAdjointCellsBuffers};
-use super::p2g_bin::{P2gBin, P2gBinBuffers, BINNED_STRIDE};
+use super::p2g_bin::{CellLists, P2gBin, P2gBinBuffers, BINNED_STRIDE};
 use super::rollout::{segment_span, FrameWork, KeptThrough};
 use super::stability::min_substeps_per_frame;
 use super::status::{SimulationStatus, STATUS_WORDS};
@@ -38,23 +37,24 @@ pub enum SubstepStage {
     ActiveBox,
     /// Zero the grid mass/momentum and the anchored-node flags (active box).
     ClearGrid,
-    /// Particle-to-grid scatter.
+    /// Particle-to-grid scatter. With binned scatters (CPU adapters) it
+    /// also builds the substep's cell lists, which G2P* and P2G* walk
+    /// again and [`SubstepStage::ClearGrid`] empties: like the grid's
+    /// (m, mv), they are only right after a ClearGrid.
     P2g,
     /// Grid velocity update with boundary conditions.
     GridUpdate,
     /// Grid-to-particle gather and particle update.
     G2p,
     /// Adjoint of G2P, grid side: the scatter of ∂L/∂(grid velocity).
-    /// With binned scatters it leaves its cell lists for the
-    /// [`SubstepStage::P2gAdjoint`] that must follow it.
+    /// With binned scatters it walks the cell lists of the substep's
+    /// [`SubstepStage::P2g`].
     G2pAdjoint,
     /// Adjoint of the grid update.
     GridUpdateAdjoint,
     /// Adjoint of P2G and the particle side of the adjoint of G2P:
-    /// ∂L/∂(state n). With binned scatters it walks (and empties) the cell
-    /// lists of the substep's [`SubstepStage::G2pAdjoint`], so it must run
-    /// right after it (as in [`SubstepStage::ADJOINT`]): alone, it would
-    /// find no particle.
+    /// ∂L/∂(state n). With binned scatters it walks the cell lists of the
+    /// substep's [`SubstepStage::P2g`].
     P2gAdjoint,
 }
 
@@ -128,7 +128,8 @@ pub struct MpmSetup {
 
 /// The grid of one substep: what P2G and the grid update produce and the
 /// adjoint kernels read (grid mass/momentum, anchored-node flags, grid
-/// velocity) and the substep's active box. The simulator owns one; the
+/// velocity, and with binned scatters the cell lists of P2G's binning) and
+/// the substep's active box. The simulator owns one; the
 /// backward pass keeps one per substep of a segment so that the substep
 /// adjoints need not recompute them ([`super::rollout`]).
 pub(crate) struct SubstepGrid {
@@ -137,14 +138,29 @@ pub(crate) struct SubstepGrid {
     velocity: GpuBuffer,
     node_box: GpuBuffer,
     dispatch_args: GpuBuffer,
+    /// Per node (as base cell): the head of its particle list
+    /// ([`CellLists`]; unused with atomic scatters, but small).
+    cell_head: GpuBuffer,
+    /// Per particle: the link of its cell's list.
+    particle_next: GpuBuffer,
 }
 
 impl SubstepGrid {
-    /// Bytes per node of the three per-node buffers (4 + 1 + 4 words).
-    pub(crate) const BYTES_PER_NODE: u64 = 9 * 4;
+    /// Bytes per node of the four per-node buffers (4 + 1 + 4 + 1 words).
+    const BYTES_PER_NODE: u64 = 10 * 4;
+    /// Bytes per particle (the list links).
+    const BYTES_PER_PARTICLE: u64 = 4;
 
-    fn new(ctx: &GpuContext, label: &str, nodes: usize) -> Result<Self, MpmError> {
+    fn new(
+        ctx: &GpuContext,
+        label: &str,
+        nodes: usize,
+        particles: usize,
+    ) -> Result<Self, MpmError> {
         Ok(Self {
+            cell_head: ctx.storage_zeroed::<u32>(&format!("{label} cell list heads"), nodes)?,
+            particle_next: ctx
+                .storage_zeroed::<u32>(&format!("{label} cell list links"), particles)?,
             mass_momentum: ctx
                 .storage_zeroed::<f32>(&format!("{label} grid (m, mv)"), nodes * 4)?,
             anchored: ctx.storage_zeroed::<u32>(&format!("{label} grid anchored"), nodes)?,
@@ -157,6 +173,15 @@ impl SubstepGrid {
             )?,
         })
     }
+
+    /// The active box and cell lists, for the kernels that walk them.
+    fn lists(&self) -> CellLists<'_> {
+        CellLists {
+            node_box: &self.node_box,
+            cell_head: &self.cell_head,
+            particle_next: &self.particle_next,
+        }
+    }
 }
 
 struct Kernels {
@@ -166,7 +191,6 @@ struct Kernels {
     grid_update: GridUpdate,
     g2p: G2p,
     g2p_adjoint: G2pAdjoint,
-    g2p_adjoint_bin: G2pAdjointBin,
     grid_update_adjoint: GridUpdateAdjoint,
     p2g_adjoint: P2gAdjoint,
     add_assign: AddAssign,
@@ -192,28 +216,24 @@ pub struct MpmSimulator {
     kernels: Kernels,
     kept_grids_budget: AtomicU64,
     binned_scatters: AtomicBool,
-    binned_lists: OnceLock<BinnedLists>,
+    binned_records: OnceLock<BinnedRecords>,
     bind_groups: BindGroupCache,
     frame_work: Mutex<Option<FrameWork>>,
 }
 
-/// Buffers of the cell-binned scatters ([`super::p2g_bin`]) and of
-/// [`super::p2g_adjoint`] (`main_cells`), which walks G2P*'s lists again: 68 bytes
-/// per particle and 4 per node, allocated only when the scatters run
-/// binned.
-struct BinnedLists {
+/// The per-particle records of the binned P2G ([`super::p2g_bin`], read by
+/// [`super::cell_scatter`] right after): 64 bytes per particle, allocated
+/// only when the scatters run binned. (The cell lists belong to each
+/// [`SubstepGrid`].)
+struct BinnedRecords {
     binned: GpuBuffer,
-    cell_head: GpuBuffer,
-    particle_next: GpuBuffer,
 }
 
-impl BinnedLists {
-    fn new(ctx: &GpuContext, particles: usize, nodes: usize) -> Result<Self, MpmError> {
+impl BinnedRecords {
+    fn new(ctx: &GpuContext, particles: usize) -> Result<Self, MpmError> {
         Ok(Self {
             binned: ctx
                 .storage_zeroed::<f32>("mpm binned P2G particles", particles * BINNED_STRIDE)?,
-            cell_head: ctx.storage_zeroed::<u32>("mpm cell list heads", nodes)?,
-            particle_next: ctx.storage_zeroed::<u32>("mpm cell list links", particles)?,
         })
     }
 }
@@ -301,9 +321,9 @@ impl MpmSimulator {
         let anchored: Vec<u32> = setup.anchored.iter().map(|&a| a as u32).collect();
         let state_floats = n * STATE_STRIDE;
         let binned = ctx.adapter_info.device_type == wgpu::DeviceType::Cpu;
-        let binned_lists = OnceLock::new();
+        let binned_records = OnceLock::new();
         if binned {
-            let _ = binned_lists.set(BinnedLists::new(ctx, n, nodes)?);
+            let _ = binned_records.set(BinnedRecords::new(ctx, n)?);
         }
         Ok(Self {
             config: config.clone(),
@@ -311,7 +331,7 @@ impl MpmSimulator {
             uniforms: ctx.uniform_buffer("mpm uniforms", &uniforms)?,
             youngs: ctx.storage_from_slice("mpm youngs", &vec![setup.youngs_max as f32; n])?,
             anchored: ctx.storage_from_slice("mpm anchored particles", &anchored)?,
-            grid: SubstepGrid::new(ctx, "mpm", nodes)?,
+            grid: SubstepGrid::new(ctx, "mpm", nodes, n)?,
             grid_velocity_grad: ctx.storage_zeroed::<f32>("mpm grid velocity grad", nodes * 4)?,
             grid_grad: ctx.storage_zeroed::<f32>("mpm grid (mv, m) grad", nodes * 4)?,
             status: ctx.storage_zeroed::<u32>("mpm status", STATUS_WORDS)?,
@@ -334,7 +354,6 @@ impl MpmSimulator {
                 grid_update: GridUpdate::new(ctx)?,
                 g2p: G2p::new(ctx)?,
                 g2p_adjoint: G2pAdjoint::new(ctx)?,
-                g2p_adjoint_bin: G2pAdjointBin::new(ctx)?,
                 grid_update_adjoint: GridUpdateAdjoint::new(ctx)?,
                 p2g_adjoint: P2gAdjoint::new(ctx)?,
                 add_assign: AddAssign::new(ctx)?,
@@ -344,7 +363,7 @@ impl MpmSimulator {
             },
             kept_grids_budget: AtomicU64::new(super::rollout::KEPT_GRIDS_BUDGET_BYTES),
             binned_scatters: AtomicBool::new(binned),
-            binned_lists,
+            binned_records,
             bind_groups: BindGroupCache::default(),
             frame_work: Mutex::new(None),
         })
@@ -468,9 +487,9 @@ impl MpmSimulator {
     /// beforehand; [`SubstepStage::GridUpdateAdjoint`] zeroes the box after
     /// reading it (the buffer starts zeroed, and
     /// [`MpmSimulator::backward`] zeroes it whole at its start). With binned
-    /// scatters (CPU adapters), [`SubstepStage::P2gAdjoint`] walks the cell
-    /// lists that the substep's [`SubstepStage::G2pAdjoint`] built, so the
-    /// two run in that order, as in [`SubstepStage::ADJOINT`].
+    /// scatters (CPU adapters), G2P* and P2G* walk the cell lists of the
+    /// substep's [`SubstepStage::P2g`], which must follow a
+    /// [`SubstepStage::ClearGrid`] (as in [`SubstepStage::ADJOINT`]).
     pub fn encode_stage(
         &self,
         ctx: &GpuContext,
@@ -522,6 +541,7 @@ impl MpmSimulator {
                     node_box: &grid.node_box,
                     mass_momentum: &grid.mass_momentum,
                     anchored: &grid.anchored,
+                    cell_head: &grid.cell_head,
                 };
                 let bg = cache.get("clear_grid", &b.in_binding_order(), || {
                     k.grid_clear.bind_grid(ctx, &b)
@@ -530,28 +550,32 @@ impl MpmSimulator {
                     .dispatch_grid(encoder, &bg, &grid.dispatch_args);
             }
             SubstepStage::P2g if self.binned_scatters() => {
-                let lists = self.binned_lists();
+                let binned = &self.binned_records().binned;
                 let bin = P2gBinBuffers {
                     uniforms: &self.uniforms,
                     state: b.state,
                     youngs: &self.youngs,
                     anchored: &self.anchored,
-                    binned: &lists.binned,
-                    cell_head: &lists.cell_head,
-                    particle_next: &lists.particle_next,
+                    binned,
+                    cell_head: &grid.cell_head,
+                    particle_next: &grid.particle_next,
                     grid_anchored: &grid.anchored,
                 };
                 let bin_group = cache.get("p2g_bin", &bin.in_binding_order(), || {
                     k.p2g_bin.bind(ctx, &bin)
                 });
                 k.p2g_bin.dispatch(encoder, &bin_group, self.particle_count);
-                self.encode_cell_scatter(
-                    ctx,
-                    encoder,
-                    CellScatterKind::P2g,
-                    &grid.mass_momentum,
-                    grid,
-                );
+                let scatter = CellScatterBuffers {
+                    uniforms: &self.uniforms,
+                    binned,
+                    lists: grid.lists(),
+                    nodes: &grid.mass_momentum,
+                };
+                let scatter_group = cache.get("cell_scatter", &scatter.in_binding_order(), || {
+                    k.cell_scatter.bind(ctx, &scatter)
+                });
+                k.cell_scatter
+                    .dispatch(encoder, &scatter_group, &grid.dispatch_args);
             }
             SubstepStage::P2g => {
                 let p2g = P2gBuffers {
@@ -590,42 +614,30 @@ impl MpmSimulator {
                 let bg = cache.get("g2p", &g2p.in_binding_order(), || k.g2p.bind(ctx, &g2p));
                 k.g2p.dispatch(encoder, &bg, self.particle_count);
             }
-            SubstepStage::G2pAdjoint if self.binned_scatters() => {
-                let lists = self.binned_lists();
-                let bin = G2pAdjointBinBuffers {
-                    uniforms: &self.uniforms,
-                    state: b.state,
-                    anchored: &self.anchored,
-                    state_grad_next: b.grad_next,
-                    binned: &lists.binned,
-                    cell_head: &lists.cell_head,
-                    particle_next: &lists.particle_next,
-                };
-                let bin_group = cache.get("g2p_adjoint_bin", &bin.in_binding_order(), || {
-                    k.g2p_adjoint_bin.bind(ctx, &bin)
-                });
-                k.g2p_adjoint_bin
-                    .dispatch(encoder, &bin_group, self.particle_count);
-                self.encode_cell_scatter(
-                    ctx,
-                    encoder,
-                    CellScatterKind::G2pAdjoint,
-                    &self.grid_velocity_grad,
-                    grid,
-                );
-            }
             SubstepStage::G2pAdjoint => {
-                let adj = G2pAdjointBuffers {
+                let adjoint = G2pAdjointBuffers {
                     uniforms: &self.uniforms,
                     state: b.state,
                     anchored: &self.anchored,
                     state_grad_next: b.grad_next,
                     grid_velocity_grad: &self.grid_velocity_grad,
                 };
-                let bg = cache.get("g2p_adjoint", &adj.in_binding_order(), || {
-                    k.g2p_adjoint.bind(ctx, &adj)
-                });
-                k.g2p_adjoint.dispatch(encoder, &bg, self.particle_count);
+                if self.binned_scatters() {
+                    let cells = G2pAdjointCellsBuffers {
+                        adjoint,
+                        lists: grid.lists(),
+                    };
+                    let bg = cache.get("g2p_adjoint cells", &cells.in_binding_order(), || {
+                        k.g2p_adjoint.bind_cells(ctx, &cells)
+                    });
+                    k.g2p_adjoint
+                        .dispatch_cells(encoder, &bg, &grid.dispatch_args);
+                } else {
+                    let bg = cache.get("g2p_adjoint", &adjoint.in_binding_order(), || {
+                        k.g2p_adjoint.bind(ctx, &adjoint)
+                    });
+                    k.g2p_adjoint.dispatch(encoder, &bg, self.particle_count);
+                }
             }
             SubstepStage::GridUpdateAdjoint => {
                 let adj = GridUpdateAdjointBuffers {
@@ -656,12 +668,9 @@ impl MpmSimulator {
                     youngs_grad: b.youngs_grad,
                 };
                 if self.binned_scatters() {
-                    let lists = self.binned_lists();
                     let cells = P2gAdjointCellsBuffers {
                         adjoint,
-                        node_box: &grid.node_box,
-                        cell_head: &lists.cell_head,
-                        particle_next: &lists.particle_next,
+                        lists: grid.lists(),
                     };
                     let bg = cache.get("p2g_adjoint cells", &cells.in_binding_order(), || {
                         k.p2g_adjoint.bind_cells(ctx, &cells)
@@ -676,36 +685,6 @@ impl MpmSimulator {
                 }
             }
         }
-    }
-
-    /// Records the cell-binned scatter `kind` of the particles binned for
-    /// `grid`'s substep into `nodes` ([`super::cell_scatter`]).
-    fn encode_cell_scatter(
-        &self,
-        ctx: &GpuContext,
-        encoder: &mut wgpu::CommandEncoder,
-        kind: CellScatterKind,
-        nodes: &GpuBuffer,
-        grid: &SubstepGrid,
-    ) {
-        let lists = self.binned_lists();
-        let b = CellScatterBuffers {
-            uniforms: &self.uniforms,
-            node_box: &grid.node_box,
-            binned: &lists.binned,
-            cell_head: &lists.cell_head,
-            particle_next: &lists.particle_next,
-            nodes,
-        };
-        let name = match kind {
-            CellScatterKind::P2g => "cell_scatter p2g",
-            CellScatterKind::G2pAdjoint => "cell_scatter g2p_adjoint",
-        };
-        let k = &self.kernels.cell_scatter;
-        let bg = self
-            .bind_groups
-            .get(name, &b.in_binding_order(), || k.bind(ctx, kind, &b));
-        k.dispatch(encoder, kind, &bg, &grid.dispatch_args);
     }
 
     /// Records one forward substep `from → to` (distinct buffers).
@@ -779,40 +758,40 @@ impl MpmSimulator {
 
     /// Whether the two scatters, P2G and the adjoint of G2P, run cell-binned
     /// (the default on CPU adapters: [`super::p2g_bin`] then
-    /// [`super::cell_scatter`], [`super::g2p_adjoint_bin`] then
-    /// [`super::cell_scatter`], with P2G* walking G2P*'s lists in
-    /// [`super::p2g_adjoint`] (`main_cells`)) or as one-kernel atomic scatters (the
-    /// default on GPUs: [`super::p2g`], [`super::g2p_adjoint`], with the
-    /// per-particle [`super::p2g_adjoint`]).
+    /// [`super::cell_scatter`], with G2P* and P2G* walking the same cell
+    /// lists, [`super::g2p_adjoint`] and [`super::p2g_adjoint`] `main_cells`)
+    /// or as one-kernel atomic scatters (the default on GPUs:
+    /// [`super::p2g`], [`super::g2p_adjoint`], with the per-particle
+    /// [`super::p2g_adjoint`]).
     pub fn binned_scatters(&self) -> bool {
         self.binned_scatters.load(Ordering::Relaxed)
     }
 
     /// Chooses the scatter variant: only for tests that compare the two
     /// (both give the same sums up to f32 summation order). Allocates the
-    /// binned lists on first use.
+    /// binned P2G's records on first use.
     #[doc(hidden)]
     pub fn set_binned_scatters_for_tests(
         &self,
         ctx: &GpuContext,
         binned: bool,
     ) -> Result<(), MpmError> {
-        if binned && self.binned_lists.get().is_none() {
-            let lists = BinnedLists::new(ctx, self.particle_count(), self.node_count())?;
-            let _ = self.binned_lists.set(lists);
+        if binned && self.binned_records.get().is_none() {
+            let records = BinnedRecords::new(ctx, self.particle_count())?;
+            let _ = self.binned_records.set(records);
         }
         self.binned_scatters.store(binned, Ordering::Relaxed);
         Ok(())
     }
 
-    /// The binned-scatter buffers: allocated at construction when the
+    /// The binned P2G's records: allocated at construction when the
     /// scatters run binned, or by [`MpmSimulator::set_binned_scatters_for_tests`]
     /// before it turns them on, so always present while
     /// [`MpmSimulator::binned_scatters`] is true.
-    fn binned_lists(&self) -> &BinnedLists {
-        self.binned_lists
+    fn binned_records(&self) -> &BinnedRecords {
+        self.binned_records
             .get()
-            .expect("binned lists are allocated whenever binned scatters are on")
+            .expect("binned records are allocated whenever binned scatters are on")
     }
 
     /// The backward pass's buffers from the previous call when they fit
@@ -854,6 +833,7 @@ impl MpmSimulator {
     /// Bytes of one extra [`SubstepGrid`].
     pub(crate) fn substep_grid_bytes(&self) -> u64 {
         self.node_count() as u64 * SubstepGrid::BYTES_PER_NODE
+            + self.particle_count() as u64 * SubstepGrid::BYTES_PER_PARTICLE
     }
 
     /// The grid of substep `index` of a kept segment ([`super::rollout`]).
@@ -862,18 +842,12 @@ impl MpmSimulator {
         ctx: &GpuContext,
         index: usize,
     ) -> Result<SubstepGrid, MpmError> {
-        SubstepGrid::new(ctx, &format!("mpm segment {index}"), self.node_count())
-    }
-
-    /// Empties the cell lists of the binned scatters (a no-op with atomic
-    /// scatters). Substeps keep them empty between them; this is for a
-    /// caller that runs [`SubstepStage::G2pAdjoint`] without the
-    /// [`SubstepStage::P2gAdjoint`] that walks and empties its lists (as
-    /// `physfit bench mpm` does to time it alone).
-    pub fn encode_clear_cell_lists(&self, encoder: &mut wgpu::CommandEncoder) {
-        if self.binned_scatters() {
-            encoder.clear_buffer(self.binned_lists().cell_head.raw(), 0, None);
-        }
+        SubstepGrid::new(
+            ctx,
+            &format!("mpm segment {index}"),
+            self.node_count(),
+            self.particle_count(),
+        )
     }
 
     /// Zeroes ∂L/∂(grid velocity) whole. The substep adjoints keep it zero
@@ -885,7 +859,7 @@ impl MpmSimulator {
     }
 
     /// Records a forward substep from `from` that leaves its grid in `grid`
-    /// for [`MpmSimulator::encode_substep_adjoint_on`]; runs G2P into `to`
+    /// for [`MpmSimulator::encode_substep_adjoint_with`]; runs G2P into `to`
     /// only when the next state is wanted.
     pub(crate) fn encode_substep_keeping_grid(
         &self,
