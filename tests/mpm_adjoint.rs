@@ -10,6 +10,11 @@
 //! the grid, away from walls and anchored nodes (piecewise rules are tested
 //! in tests/mpm_forward.rs), and motions are smooth (B-spline weights are
 //! C¹, so a particle crossing a cell face does not break the difference).
+//!
+//! Every test runs on [`common::gpu_deterministic`]: several compare two
+//! schedules of the same arithmetic (checkpointed and store-everything,
+//! kept and recomputed grids) to 1e-6, which f32 atomics summed in a
+//! run-dependent order across driver threads would not give.
 
 #![allow(clippy::needless_range_loop)] // parallel per-particle arrays
 
@@ -187,7 +192,7 @@ fn gradient_difference(a: &MpmGradients, b: &MpmGradients) -> (f64, f64) {
 
 #[test]
 fn youngs_gradient_matches_finite_differences() {
-    let ctx = common::gpu();
+    let ctx = common::gpu_deterministic();
     let c = case(&ctx);
     let g = c.gradients(&ctx, &BackwardOptions::default());
     assert!(g.youngs.iter().all(|v| v.is_finite()));
@@ -215,7 +220,7 @@ fn youngs_gradient_matches_finite_differences() {
 
 #[test]
 fn initial_velocity_gradient_matches_finite_differences() {
-    let ctx = common::gpu();
+    let ctx = common::gpu_deterministic();
     let c = case(&ctx);
     let g = c.gradients(&ctx, &BackwardOptions::default());
     let n = c.start.len();
@@ -262,7 +267,7 @@ fn initial_velocity_gradient_matches_finite_differences() {
 
 #[test]
 fn checkpointed_backward_equals_store_everything() {
-    let ctx = common::gpu();
+    let ctx = common::gpu_deterministic();
     let c = case(&ctx);
     let everything = c.gradients(
         &ctx,
@@ -291,7 +296,7 @@ fn checkpointed_backward_equals_store_everything() {
 /// K than the kept one falls back to recomputing.
 #[test]
 fn checkpoints_kept_by_the_forward_equal_recomputed_ones() {
-    let ctx = common::gpu();
+    let ctx = common::gpu_deterministic();
     let c = case(&ctx);
     let substeps = c.sim.config().substeps_per_frame;
     assert!(substeps >= 8, "the case needs several segments per frame");
@@ -359,7 +364,7 @@ fn checkpoints_kept_by_the_forward_equal_recomputed_ones() {
 /// nothing leaves it in place.
 #[test]
 fn last_segment_kept_by_the_forward_is_used_once() {
-    let ctx = common::gpu();
+    let ctx = common::gpu_deterministic();
     let c = case(&ctx);
     let s = c.sim.config().substeps_per_frame as u64;
     let frames = FRAMES as u64;
@@ -463,7 +468,7 @@ fn last_segment_kept_by_the_forward_is_used_once() {
 /// uses that K, and not when it recomputes its own (another K).
 #[test]
 fn backward_uses_the_kept_checkpoints() {
-    let ctx = common::gpu();
+    let ctx = common::gpu_deterministic();
     let c = case(&ctx);
     let gradients = |every: u32, tamper: bool| {
         let rollout = c.rollout_keeping(&ctx, 3);
@@ -502,7 +507,7 @@ fn backward_uses_the_kept_checkpoints() {
 /// adjoint: both must give the same gradients.
 #[test]
 fn kept_grids_equal_recomputed_grids() {
-    let ctx = common::gpu();
+    let ctx = common::gpu_deterministic();
     let c = case(&ctx);
     let options = BackwardOptions {
         flow: GradientFlow::Full,
@@ -522,7 +527,7 @@ fn kept_grids_equal_recomputed_grids() {
 /// another checkpoint interval gets buffers of its own.
 #[test]
 fn backward_buffers_are_reused_between_calls() {
-    let ctx = common::gpu();
+    let ctx = common::gpu_deterministic();
     let c = case(&ctx);
     let options = BackwardOptions {
         flow: GradientFlow::Full,
@@ -558,7 +563,7 @@ fn backward_buffers_are_reused_between_calls() {
 /// adjoint.
 #[test]
 fn binned_and_atomic_scatters_give_the_same_gradients() {
-    let ctx = common::gpu();
+    let ctx = common::gpu_deterministic();
     for (anchor, keep_grids) in [(false, true), (true, true), (true, false)] {
         let c = case_with(&ctx, anchor);
         if !keep_grids {
@@ -583,8 +588,8 @@ fn binned_and_atomic_scatters_give_the_same_gradients() {
 
 #[test]
 fn both_atomic_modes_give_the_same_gradients() {
-    let native = common::gpu();
-    let cas = common::gpu_with(GpuOptions {
+    let native = common::gpu_deterministic();
+    let cas = common::gpu_deterministic_with(GpuOptions {
         force_cas_atomics: true,
     });
     if !native.caps.float_atomics {
@@ -604,7 +609,7 @@ fn both_atomic_modes_give_the_same_gradients() {
 
 #[test]
 fn truncated_flow_matches_one_frame_finite_differences() {
-    let ctx = common::gpu();
+    let ctx = common::gpu_deterministic();
     let c = case(&ctx);
     let g = c.gradients(
         &ctx,

@@ -415,11 +415,14 @@ fn active_box_dispatch_folds_past_65535_workgroups() {
         assert_eq!(node_box[..7], [4, 5, 6, dims[0], dims[1], dims[2], count]);
         let args: Vec<u32> = ctx.read_buffer(&args).unwrap();
         // Per-node kernels (256 per workgroup), then per-column kernels (one
-        // thread per (x, y) column, 8 per workgroup, from byte 12).
+        // thread per (x, y) column of base cells, 8 per workgroup, from byte
+        // 12): the box spans the particles' base nodes plus 2, so dims − 2
+        // cells per axis (none in a box of under 3 nodes, which real bounds
+        // never give).
         assert_eq!(args[..3], folded_workgroups(count, 256), "box {dims:?}");
         assert!(args[0] <= 65_535 && args[1] <= 65_535);
         assert!(args[0] as u64 * args[1] as u64 * 256 >= count as u64);
-        let columns = dims[0] * dims[1];
+        let columns = dims[0].saturating_sub(2) * dims[1].saturating_sub(2);
         assert_eq!(args[3..], folded_workgroups(columns, 8), "box {dims:?}");
         assert!(args[3] as u64 * args[4] as u64 * 8 >= columns as u64);
         assert_eq!(

@@ -5,7 +5,8 @@
 // (x_i − x_p))) (p2g.wgsl; the adjoint of G2P walks the same lists the same
 // way: g2p_adjoint.wgsl `main_cells`).
 //
-// One invocation per (x, y) column of the active box walks its cells in z
+// One invocation per (x, y) column of the active box's base cells
+// (node_box.wgsl `base_cell_extent`) walks its cells in z
 // order. Each cell is the base cell of the particles on its list (all of
 // them share the stencil's base node, so only the weights differ); their
 // terms are summed into a window of the 3 × 3 × 3 nodes around the cell.
@@ -18,6 +19,7 @@
 // before the substep's binning, and G2P* and P2G* walk them again.
 #import common/dispatch
 #import mpm/params
+#import mpm/node_box
 #import mpm/binned_particle
 
 @group(0) @binding(0) var<uniform> params: MpmParams;
@@ -35,19 +37,19 @@
 @compute @workgroup_size(8)
 fn p2g(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgroups) num_workgroups: vec3<u32>) {
     let t = flat_thread_index(global_id, num_workgroups, 8u);
-    let origin = vec3<u32>(node_box[0], node_box[1], node_box[2]);
-    let dims = vec3<u32>(node_box[3], node_box[4], node_box[5]);
-    if t >= dims.x * dims.y {
+    let walk = box_column(node_box, t);
+    if t >= walk.cells.x * walk.cells.y {
         return;
     }
     let res = nodes_per_axis(params);
-    let column = vec2<u32>(origin.x + t / dims.y, origin.y + t % dims.y);
+    let origin = walk.origin;
+    let column = walk.column;
     var window: CellWindow;
     // At most particle_count links over the whole column: a corrupt
     // (cyclic) list cannot hang the kernel (src/gpu/kernel.rs
     // `physfit_runtime_checks`).
     var links = 0u;
-    for (var dz = 0u; dz < dims.z; dz++) {
+    for (var dz = 0u; dz < walk.cells.z; dz++) {
         let base = vec3<f32>(vec3<u32>(column, origin.z + dz));
         var q = cell_head[node_index(vec3<i32>(base), res)];
         for (; links < params.particle_count && q != 0u; links++) {
@@ -63,9 +65,8 @@ fn p2g(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgro
         flush_plane(window, 0u, base, res);
         window = window_slide(window);
     }
-    // Planes past the column's last cell (empty when the box holds every
-    // stencil, as grid_box.wgsl makes it).
-    let top = vec3<f32>(vec3<u32>(column, origin.z + dims.z));
+    // The two planes above the column's last cell.
+    let top = vec3<f32>(vec3<u32>(column, origin.z + walk.cells.z));
     flush_plane(window, 0u, top, res);
     flush_plane(window, 1u, top, res);
 }

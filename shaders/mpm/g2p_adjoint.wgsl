@@ -18,6 +18,7 @@
 //   particles add nothing and are skipped.
 #import common/dispatch
 #import mpm/params
+#import mpm/node_box
 #import mpm/particle_state
 #import mpm/stencil_node
 #import mpm/binned_particle
@@ -67,24 +68,25 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
     }
 }
 
-// One invocation per (x, y) column of the active box (grid_box.wgsl
+// One invocation per (x, y) column of the active box's base cells
+// (node_box.wgsl `base_cell_extent`; grid_box.wgsl
 // COLUMN_WORKGROUP per workgroup).
 @compute @workgroup_size(8)
 fn main_cells(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgroups) num_workgroups: vec3<u32>) {
     let t = flat_thread_index(global_id, num_workgroups, 8u);
-    let origin = vec3<u32>(node_box[0], node_box[1], node_box[2]);
-    let dims = vec3<u32>(node_box[3], node_box[4], node_box[5]);
-    if t >= dims.x * dims.y {
+    let walk = box_column(node_box, t);
+    if t >= walk.cells.x * walk.cells.y {
         return;
     }
     let res = nodes_per_axis(params);
-    let column = vec2<u32>(origin.x + t / dims.y, origin.y + t % dims.y);
+    let origin = walk.origin;
+    let column = walk.column;
     var window: CellWindow;
     // At most particle_count links over the whole column: a corrupt
     // (cyclic) list cannot hang the kernel (src/gpu/kernel.rs
     // `physfit_runtime_checks`).
     var links = 0u;
-    for (var dz = 0u; dz < dims.z; dz++) {
+    for (var dz = 0u; dz < walk.cells.z; dz++) {
         let base = vec3<f32>(vec3<u32>(column, origin.z + dz));
         var q = cell_head[node_index(vec3<i32>(base), res)];
         for (; links < params.particle_count && q != 0u; links++) {
@@ -97,9 +99,8 @@ fn main_cells(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_
         flush_plane(window, 0u, base, res);
         window = window_slide(window);
     }
-    // Planes past the column's last cell (empty when the box holds every
-    // stencil, as grid_box.wgsl makes it).
-    let top = vec3<f32>(vec3<u32>(column, origin.z + dims.z));
+    // The two planes above the column's last cell.
+    let top = vec3<f32>(vec3<u32>(column, origin.z + walk.cells.z));
     flush_plane(window, 0u, top, res);
     flush_plane(window, 1u, top, res);
 }

@@ -1,17 +1,18 @@
 // Turns the node bounds of grid_bounds into the active box (origin, dims,
 // node count) and the indirect dispatch arguments of the per-node kernels
 // (256 threads per workgroup) and of the per-column kernels (one thread per
-// (x, y) column of the box, 8 per workgroup: cell_scatter.wgsl,
-// p2g_adjoint.wgsl `main_cells`),
+// (x, y) column of the box's base cells, 8 per workgroup: cell_scatter.wgsl,
+// g2p_adjoint.wgsl and p2g_adjoint.wgsl `main_cells`),
 // folded into 2-D past 65,535 workgroups, then resets the bounds for the
 // next substep.
 // One invocation.
 #import mpm/params
+#import mpm/node_box
 
 // Workgroup size of the per-node kernels (grid_clear, grid_update, grid_update_adjoint).
 const NODE_WORKGROUP: u32 = 256u;
 // Workgroup size of the per-column kernels (cell_scatter.wgsl,
-// p2g_adjoint.wgsl `main_cells`): one SIMD row of lavapipe's 8 lanes, so that the
+// g2p_adjoint.wgsl and p2g_adjoint.wgsl `main_cells`): one SIMD row of lavapipe's 8 lanes, so that the
 // few hundred columns of a small object still make enough workgroups to
 // share between the driver's threads (32 per workgroup: ~5% more CPU time
 // in case a's backward, docs/benchmarks.md).
@@ -54,7 +55,8 @@ fn main() {
     dispatch_args[0] = min(groups, MAX_WORKGROUPS_PER_DIM);
     dispatch_args[1] = (groups + MAX_WORKGROUPS_PER_DIM - 1u) / MAX_WORKGROUPS_PER_DIM;
     dispatch_args[2] = 1u;
-    let column_groups = (dims.x * dims.y + COLUMN_WORKGROUP - 1u) / COLUMN_WORKGROUP;
+    let cells = base_cell_extent(dims);
+    let column_groups = (cells.x * cells.y + COLUMN_WORKGROUP - 1u) / COLUMN_WORKGROUP;
     dispatch_args[3] = min(column_groups, MAX_WORKGROUPS_PER_DIM);
     dispatch_args[4] = (column_groups + MAX_WORKGROUPS_PER_DIM - 1u) / MAX_WORKGROUPS_PER_DIM;
     dispatch_args[5] = 1u;

@@ -20,6 +20,7 @@
 //   (grid_clear.wgsl empties them before the grid's next binning).
 #import common/dispatch
 #import mpm/params
+#import mpm/node_box
 #import mpm/particle_state
 #import mpm/p2g_adjoint_particle
 
@@ -110,19 +111,20 @@ fn window_node(c: vec3<u32>, box_end: vec3<u32>, res: u32) -> WindowNode {
     return WindowNode(grid_grad[n], grid_velocity[n]);
 }
 
-// One invocation per (x, y) column of the active box (grid_box.wgsl
+// One invocation per (x, y) column of the active box's base cells
+// (node_box.wgsl `base_cell_extent`; grid_box.wgsl
 // COLUMN_WORKGROUP per workgroup).
 @compute @workgroup_size(8)
 fn main_cells(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgroups) num_workgroups: vec3<u32>) {
     let t = flat_thread_index(global_id, num_workgroups, 8u);
-    let origin = vec3<u32>(node_box[0], node_box[1], node_box[2]);
-    let dims = vec3<u32>(node_box[3], node_box[4], node_box[5]);
-    if t >= dims.x * dims.y {
+    let walk = box_column(node_box, t);
+    if t >= walk.cells.x * walk.cells.y {
         return;
     }
     let res = nodes_per_axis(params);
-    let box_end = origin + dims;
-    let column = vec2<u32>(origin.x + t / dims.y, origin.y + t % dims.y);
+    let origin = walk.origin;
+    let box_end = origin + vec3<u32>(node_box[3], node_box[4], node_box[5]);
+    let column = walk.column;
     // Node (i, j, l) around the current cell at index (i·3 + j)·3 + l
     // (constant indices only, so the compiler keeps it in registers).
     var grads: array<vec4<f32>, 27>;
@@ -134,7 +136,7 @@ fn main_cells(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_
     // (cyclic) list cannot hang the kernel (src/gpu/kernel.rs
     // `physfit_runtime_checks`).
     var links = 0u;
-    for (var dz = 0u; dz < dims.z; dz++) {
+    for (var dz = 0u; dz < walk.cells.z; dz++) {
         let z = origin.z + dz;
         let cell = node_index(vec3<i32>(vec3<u32>(column, z)), res);
         var q = cell_head[cell];

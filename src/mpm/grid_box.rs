@@ -12,7 +12,8 @@ use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
 
 /// Byte offset, in the dispatch arguments written by `mpm/grid_box`, of
 /// those of the per-column kernels (one thread per (x, y) column of the
-/// active box: [`super::cell_scatter`]).
+/// active box's base cells, dims − 2 per axis: [`super::cell_scatter`],
+/// [`super::g2p_adjoint`] and [`super::p2g_adjoint`] `main_cells`).
 pub const COLUMN_DISPATCH_OFFSET: u64 = 12;
 
 /// Buffers of `mpm/grid_box`, in binding order.

@@ -15,6 +15,36 @@ pub fn gpu() -> GpuContext {
     gpu_with(GpuOptions::default())
 }
 
+/// [`gpu_with`] whose results do not depend on how the driver schedules
+/// workgroups, for tests that compare two schedules of the same arithmetic
+/// bit for bit (e.g. a checkpointed backward against store-everything).
+///
+/// f32 atomic adds from workgroups that run at the same time on different
+/// driver threads (on a GPU: different compute units) happen in an order
+/// that changes from run to run, and so do the last bits of their sums; an
+/// MPM rollout amplifies such differences (to ~2e-5 relative in
+/// tests/mpm_adjoint.rs's gradients). On lavapipe, one driver thread
+/// (`LP_NUM_THREADS=1`, read when the driver starts) runs every
+/// workgroup in order, so every sum has a fixed order. Every test of a
+/// binary that uses this must call it before any other GPU or environment
+/// access (the variable is set once, while no other test thread can be
+/// reading the environment: they all wait on the same `Once`). No effect on
+/// other adapters.
+pub fn gpu_deterministic_with(options: GpuOptions) -> GpuContext {
+    static ONE_DRIVER_THREAD: std::sync::Once = std::sync::Once::new();
+    ONE_DRIVER_THREAD.call_once(|| {
+        if std::env::var_os("LP_NUM_THREADS").is_none() {
+            std::env::set_var("LP_NUM_THREADS", "1");
+        }
+    });
+    gpu_with(options)
+}
+
+/// [`gpu_deterministic_with`] with the adapter's preferred atomic mode.
+pub fn gpu_deterministic() -> GpuContext {
+    gpu_deterministic_with(GpuOptions::default())
+}
+
 /// Path of a file under ../shared/data.
 pub fn shared_data(name: &str) -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
