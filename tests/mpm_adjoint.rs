@@ -11,10 +11,11 @@
 //! in tests/mpm_forward.rs), and motions are smooth (B-spline weights are
 //! C¹, so a particle crossing a cell face does not break the difference).
 //!
-//! Every test runs on [`common::gpu_deterministic`]: several compare two
-//! schedules of the same arithmetic (checkpointed and store-everything,
-//! kept and recomputed grids) to 1e-6, which f32 atomics summed in a
-//! run-dependent order across driver threads would not give.
+//! Every test runs on [`common::gpu_single_driver_thread`] (the setting is
+//! process-wide): several compare two schedules of the same arithmetic
+//! (checkpointed and store-everything, kept and recomputed grids) to 1e-6,
+//! which f32 atomics summed in a run-dependent order across driver threads
+//! would not give.
 
 #![allow(clippy::needless_range_loop)] // parallel per-particle arrays
 
@@ -192,7 +193,7 @@ fn gradient_difference(a: &MpmGradients, b: &MpmGradients) -> (f64, f64) {
 
 #[test]
 fn youngs_gradient_matches_finite_differences() {
-    let ctx = common::gpu_deterministic();
+    let ctx = common::gpu_single_driver_thread();
     let c = case(&ctx);
     let g = c.gradients(&ctx, &BackwardOptions::default());
     assert!(g.youngs.iter().all(|v| v.is_finite()));
@@ -220,7 +221,7 @@ fn youngs_gradient_matches_finite_differences() {
 
 #[test]
 fn initial_velocity_gradient_matches_finite_differences() {
-    let ctx = common::gpu_deterministic();
+    let ctx = common::gpu_single_driver_thread();
     let c = case(&ctx);
     let g = c.gradients(&ctx, &BackwardOptions::default());
     let n = c.start.len();
@@ -267,7 +268,7 @@ fn initial_velocity_gradient_matches_finite_differences() {
 
 #[test]
 fn checkpointed_backward_equals_store_everything() {
-    let ctx = common::gpu_deterministic();
+    let ctx = common::gpu_single_driver_thread();
     let c = case(&ctx);
     let everything = c.gradients(
         &ctx,
@@ -296,7 +297,7 @@ fn checkpointed_backward_equals_store_everything() {
 /// K than the kept one falls back to recomputing.
 #[test]
 fn checkpoints_kept_by_the_forward_equal_recomputed_ones() {
-    let ctx = common::gpu_deterministic();
+    let ctx = common::gpu_single_driver_thread();
     let c = case(&ctx);
     let substeps = c.sim.config().substeps_per_frame;
     assert!(substeps >= 8, "the case needs several segments per frame");
@@ -364,7 +365,7 @@ fn checkpoints_kept_by_the_forward_equal_recomputed_ones() {
 /// nothing leaves it in place.
 #[test]
 fn last_segment_kept_by_the_forward_is_used_once() {
-    let ctx = common::gpu_deterministic();
+    let ctx = common::gpu_single_driver_thread();
     let c = case(&ctx);
     let s = c.sim.config().substeps_per_frame as u64;
     let frames = FRAMES as u64;
@@ -468,7 +469,7 @@ fn last_segment_kept_by_the_forward_is_used_once() {
 /// uses that K, and not when it recomputes its own (another K).
 #[test]
 fn backward_uses_the_kept_checkpoints() {
-    let ctx = common::gpu_deterministic();
+    let ctx = common::gpu_single_driver_thread();
     let c = case(&ctx);
     let gradients = |every: u32, tamper: bool| {
         let rollout = c.rollout_keeping(&ctx, 3);
@@ -507,7 +508,7 @@ fn backward_uses_the_kept_checkpoints() {
 /// adjoint: both must give the same gradients.
 #[test]
 fn kept_grids_equal_recomputed_grids() {
-    let ctx = common::gpu_deterministic();
+    let ctx = common::gpu_single_driver_thread();
     let c = case(&ctx);
     let options = BackwardOptions {
         flow: GradientFlow::Full,
@@ -527,7 +528,7 @@ fn kept_grids_equal_recomputed_grids() {
 /// another checkpoint interval gets buffers of its own.
 #[test]
 fn backward_buffers_are_reused_between_calls() {
-    let ctx = common::gpu_deterministic();
+    let ctx = common::gpu_single_driver_thread();
     let c = case(&ctx);
     let options = BackwardOptions {
         flow: GradientFlow::Full,
@@ -563,7 +564,7 @@ fn backward_buffers_are_reused_between_calls() {
 /// adjoint.
 #[test]
 fn binned_and_atomic_scatters_give_the_same_gradients() {
-    let ctx = common::gpu_deterministic();
+    let ctx = common::gpu_single_driver_thread();
     for (anchor, keep_grids) in [(false, true), (true, true), (true, false)] {
         let c = case_with(&ctx, anchor);
         if !keep_grids {
@@ -584,12 +585,39 @@ fn binned_and_atomic_scatters_give_the_same_gradients() {
             "anchored {anchor}, kept grids {keep_grids}: {de}, {dv}"
         );
     }
+    // A forward that keeps its last segment (grids, and with binned
+    // scatters their cell lists) in one variant, then a backward in the
+    // other: switching drops the kept segment, so the backward replays it
+    // in its own variant instead of walking lists that were never built.
+    let c = case(&ctx);
+    let keep = RolloutOptions {
+        keep_checkpoints: true,
+        checkpoint_every: None,
+    };
+    let options = BackwardOptions::default();
+    c.sim.set_binned_scatters_for_tests(&ctx, true).unwrap();
+    let binned = c.gradients(&ctx, &options);
+    for forward_binned in [false, true] {
+        c.sim
+            .set_binned_scatters_for_tests(&ctx, forward_binned)
+            .unwrap();
+        let rollout = c.sim.rollout_with(&ctx, &c.start, FRAMES, &keep).unwrap();
+        c.sim
+            .set_binned_scatters_for_tests(&ctx, !forward_binned)
+            .unwrap();
+        let switched = c.backward_of(&ctx, &rollout, &options);
+        let (de, dv) = gradient_difference(&switched, &binned);
+        assert!(
+            de <= 1e-4 && dv <= 1e-4,
+            "forward binned {forward_binned}, backward not: {de}, {dv}"
+        );
+    }
 }
 
 #[test]
 fn both_atomic_modes_give_the_same_gradients() {
-    let native = common::gpu_deterministic();
-    let cas = common::gpu_deterministic_with(GpuOptions {
+    let native = common::gpu_single_driver_thread();
+    let cas = common::gpu_single_driver_thread_with(GpuOptions {
         force_cas_atomics: true,
     });
     if !native.caps.float_atomics {
@@ -609,7 +637,7 @@ fn both_atomic_modes_give_the_same_gradients() {
 
 #[test]
 fn truncated_flow_matches_one_frame_finite_differences() {
-    let ctx = common::gpu_deterministic();
+    let ctx = common::gpu_single_driver_thread();
     let c = case(&ctx);
     let g = c.gradients(
         &ctx,

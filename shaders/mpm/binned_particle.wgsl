@@ -4,8 +4,9 @@
 // from p2g_bin.wgsl) and g2p_adjoint.wgsl `main_cells` (G2P*, records
 // computed as it walks). Both scatters send a node w_ip·(u_p + M_p (x_i −
 // x_p)) (P2G: u = m v, M = A_p; G2P*: u = gv'', M = 4/dx²·gC''), so one
-// record layout, one node term and one window serve both. Functions take and return values (naga takes no storage pointers as
-// function parameters); the kernels keep their own loads and writes.
+// record layout, one node term and one window serve both. Functions take
+// and return values (naga takes no storage pointers as function
+// parameters); the kernels keep their own loads and writes.
 #import mpm/params
 
 // Record of one binned particle: [x (3), u (3), M row-major (9), 0], bound

@@ -11,7 +11,8 @@
 //   compare-and-swap loop): walks the cell lists that P2G's binning built
 //   for this substep (p2g_bin.wgsl: every particle by its stencil's base
 //   cell at x_n, the stencil G2P* scatters over) as cell_scatter.wgsl
-//   does for P2G: one invocation per (x, y) column of the active box sums
+//   does for P2G: one invocation per (x, y) column of the box's base cells
+//   sums
 //   its cells' particles in a window of nodes and adds each node's sum
 //   once. Each particle's record (gv'', 4/dx²·gC'') is computed here from
 //   its state and ∂L/∂(state n+1), so G2P* needs no binning pass; anchored

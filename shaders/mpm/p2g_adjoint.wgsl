@@ -12,8 +12,8 @@
 //   stencil's base cell at x_n). On lavapipe a storage load whose address differs
 //   between SIMD lanes is a loop over the lanes with a branch per lane and
 //   component, so `main`'s 54 node gathers per particle are most of its
-//   instructions. Here one invocation per (x, y) column of the active box
-//   walks its cells in z order and keeps the 3 × 3 × 3 nodes around the
+//   instructions. Here one invocation per (x, y) column of the active
+//   box's base cells walks its cells in z order and keeps the 3 × 3 × 3 nodes around the
 //   current cell in a window: a cell with particles loads the one new
 //   plane of 9 nodes (all 27 after an empty cell), and every particle on
 //   its list reads its nodes from the window. The lists are only read

@@ -322,8 +322,9 @@ const STAGE_REPEATS: u32 = 9;
 /// What one timed run of a stage records: the stage, or for P2G the grid
 /// clear then P2G. P2G adds into the grid that the clear zeroes and, with
 /// binned scatters (CPU adapters), links the particles into cell lists that
-/// only the clear empties (run again without it, it would link every
-/// particle into its list twice), so it is timed after the clear, whose
+/// only the clear empties (run again without it, it would link particles
+/// already on a list again and corrupt the lists), so it is timed after
+/// the clear, whose
 /// own time is subtracted and an empty submission's added back, so that it
 /// carries one submit/wait round trip as every other stage does.
 #[derive(Clone, Copy, PartialEq)]

@@ -1,6 +1,6 @@
 //! Second half of the cell-binned P2G (shaders/mpm/cell_scatter.wgsl;
 //! [`super::p2g_bin`] explains the binning): per (x, y) column of the
-//! active box, walks its cells in z order, sums each cell's particles'
+//! active box's base cells, walks its cells in z order, sums each cell's particles'
 //! records over a sliding 3 × 3 × 3 window of nodes and adds each node's
 //! complete (m, mv) with one atomic per component. The lists are only read:
 //! the substep's adjoint walks them again ([`super::g2p_adjoint`] and

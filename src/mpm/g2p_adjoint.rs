@@ -2,7 +2,7 @@
 //! non-anchored particle adds its ∂L/∂(grid velocity) terms to its 27
 //! nodes. Entry point `main` (GPUs) does it per particle with f32 atomics;
 //! `main_cells` (CPU adapters) walks the substep's cell lists per (x, y)
-//! column of the active box, as [`super::cell_scatter`] does for P2G, and
+//! column of the active box's base cells, as [`super::cell_scatter`] does for P2G, and
 //! adds each node's sum once. The particle side of G2P* is in
 //! [`super::p2g_adjoint`].
 

@@ -4,7 +4,7 @@
 //! affine and mass paths) plus the particle terms of the adjoint of G2P,
 //! and add to ∂L/∂E. Entry point `main` (GPUs) runs one thread per
 //! particle; `main_cells` (CPU adapters) walks the substep's cell lists per (x, y)
-//! column of the active box with a sliding window of nodes instead of
+//! column of the active box's base cells with a sliding window of nodes instead of
 //! gathering them per particle (why: the shader's header).
 
 use super::p2g_bin::CellLists;

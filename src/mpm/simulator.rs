@@ -769,7 +769,8 @@ impl MpmSimulator {
 
     /// Chooses the scatter variant: only for tests that compare the two
     /// (both give the same sums up to f32 summation order). Allocates the
-    /// binned P2G's records on first use.
+    /// binned P2G's records on first use; a change of variant drops the
+    /// backward's kept buffers ([`MpmSimulator::release_backward_buffers`]).
     #[doc(hidden)]
     pub fn set_binned_scatters_for_tests(
         &self,
@@ -780,7 +781,12 @@ impl MpmSimulator {
             let records = BinnedRecords::new(ctx, self.particle_count())?;
             let _ = self.binned_records.set(records);
         }
-        self.binned_scatters.store(binned, Ordering::Relaxed);
+        if self.binned_scatters.swap(binned, Ordering::Relaxed) != binned {
+            // A segment a forward kept in the other mode has no cell lists
+            // (atomic scatters build none), or lists the atomic adjoint
+            // ignores: the next backward must replay it in this mode.
+            self.release_backward_buffers();
+        }
         Ok(())
     }
 
