@@ -1,7 +1,8 @@
-// Zeroes the nodes of the active box before P2G: the grid's mass/momentum,
-// anchored flags and cell-list heads (the binned scatters' lists, built by
-// p2g_bin.wgsl and walked by cell_scatter.wgsl, g2p_adjoint.wgsl and
-// p2g_adjoint.wgsl, which only read them), in one dispatch. Nodes outside
+// Zeroes the nodes of the active box before P2G, in one dispatch: the
+// grid's mass/momentum and anchored flags (`clear_grid`), and with binned
+// scatters also the cell-list heads (`clear_grid_and_lists`: the lists are
+// built by p2g_bin.wgsl and walked by cell_scatter.wgsl, g2p_adjoint.wgsl
+// and p2g_adjoint.wgsl, which only read them). Nodes outside
 // the box may hold stale values: no kernel reads them this substep (every
 // particle's base cell is in the box, and the walkers walk the box's
 // cells only). ∂L/∂(grid velocity) needs no clear: grid_update_adjoint.wgsl
@@ -16,7 +17,8 @@
 @group(0) @binding(2) var<storage, read_write> nodes: array<vec4<f32>>;
 // One word per node: the anchored flags.
 @group(0) @binding(3) var<storage, read_write> flags: array<u32>;
-// One word per node: the heads of the cell lists (0 = empty).
+// `clear_grid_and_lists` only: one word per node, the heads of the cell
+// lists (0 = empty).
 @group(0) @binding(4) var<storage, read_write> cell_head: array<u32>;
 
 // Flat index of active-box node t, or none (0xffffffff) past the box.
@@ -29,6 +31,16 @@ fn box_thread_node(t: u32) -> u32 {
 
 @compute @workgroup_size(256)
 fn clear_grid(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgroups) num_workgroups: vec3<u32>) {
+    let n = box_thread_node(flat_thread_index(global_id, num_workgroups, 256u));
+    if n == 0xffffffffu {
+        return;
+    }
+    nodes[n] = vec4<f32>(0.0);
+    flags[n] = 0u;
+}
+
+@compute @workgroup_size(256)
+fn clear_grid_and_lists(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgroups) num_workgroups: vec3<u32>) {
     let n = box_thread_node(flat_thread_index(global_id, num_workgroups, 256u));
     if n == 0xffffffffu {
         return;

@@ -652,8 +652,9 @@ impl MpmSimulator {
 }
 
 /// Most bytes the backward pass spends on keeping the grids of a segment's
-/// substeps (K grids of 40 bytes per node and 4 per particle each: 7 × 11
-/// MB for a 64³ grid at K = 7, 28 × 11 MB at K = 28). Above it, each substep adjoint recomputes
+/// substeps (K grids of 36 bytes per node each, 40 and 4 per particle with
+/// binned scatters: 7 × 9.9 MB for a 64³ grid at K = 7 on a GPU, 7 × 11 MB
+/// on lavapipe, 28 × 9.9 MB at K = 28). Above it, each substep adjoint recomputes
 /// its grid instead (P2G + grid update again, ~40% more backward time on
 /// lavapipe).
 pub const KEPT_GRIDS_BUDGET_BYTES: u64 = 512 << 20;

@@ -138,19 +138,22 @@ pub(crate) struct SubstepGrid {
     velocity: GpuBuffer,
     node_box: GpuBuffer,
     dispatch_args: GpuBuffer,
-    /// Per node (as base cell): the head of its particle list
-    /// ([`CellLists`]; unused with atomic scatters, but small).
+    /// With binned scatters: the cell lists of P2G's binning (allocated
+    /// when the grid is made in that mode, or on the switch to it:
+    /// [`MpmSimulator::set_binned_scatters_for_tests`]).
+    lists: OnceLock<GridCellLists>,
+}
+
+/// The cell lists a [`SubstepGrid`] holds with binned scatters
+/// ([`CellLists`]).
+struct GridCellLists {
+    /// Per node (as base cell): the head of its particle list.
     cell_head: GpuBuffer,
     /// Per particle: the link of its cell's list.
     particle_next: GpuBuffer,
 }
 
-impl SubstepGrid {
-    /// Bytes per node of the four per-node buffers (4 + 1 + 4 + 1 words).
-    const BYTES_PER_NODE: u64 = 10 * 4;
-    /// Bytes per particle (the list links).
-    const BYTES_PER_PARTICLE: u64 = 4;
-
+impl GridCellLists {
     fn new(
         ctx: &GpuContext,
         label: &str,
@@ -161,6 +164,42 @@ impl SubstepGrid {
             cell_head: ctx.storage_zeroed::<u32>(&format!("{label} cell list heads"), nodes)?,
             particle_next: ctx
                 .storage_zeroed::<u32>(&format!("{label} cell list links"), particles)?,
+        })
+    }
+}
+
+impl SubstepGrid {
+    /// Bytes per node of the three per-node buffers (4 + 1 + 4 words).
+    const BYTES_PER_NODE: u64 = 9 * 4;
+    /// Bytes per node and per particle of the cell lists (one word each).
+    const LIST_BYTES_PER_NODE: u64 = 4;
+    const LIST_BYTES_PER_PARTICLE: u64 = 4;
+
+    /// Bytes of one grid of `nodes` nodes for `particles` particles, with
+    /// cell lists if `binned`.
+    fn bytes(nodes: usize, particles: usize, binned: bool) -> u64 {
+        let lists = if binned {
+            nodes as u64 * Self::LIST_BYTES_PER_NODE
+                + particles as u64 * Self::LIST_BYTES_PER_PARTICLE
+        } else {
+            0
+        };
+        nodes as u64 * Self::BYTES_PER_NODE + lists
+    }
+
+    fn new(
+        ctx: &GpuContext,
+        label: &str,
+        nodes: usize,
+        particles: usize,
+        binned: bool,
+    ) -> Result<Self, MpmError> {
+        let lists = OnceLock::new();
+        if binned {
+            let _ = lists.set(GridCellLists::new(ctx, label, nodes, particles)?);
+        }
+        Ok(Self {
+            lists,
             mass_momentum: ctx
                 .storage_zeroed::<f32>(&format!("{label} grid (m, mv)"), nodes * 4)?,
             anchored: ctx.storage_zeroed::<u32>(&format!("{label} grid anchored"), nodes)?,
@@ -174,12 +213,20 @@ impl SubstepGrid {
         })
     }
 
+    /// The cell lists: present whenever the scatters run binned.
+    fn cell_lists(&self) -> &GridCellLists {
+        self.lists
+            .get()
+            .expect("a grid has cell lists whenever the scatters run binned")
+    }
+
     /// The active box and cell lists, for the kernels that walk them.
     fn lists(&self) -> CellLists<'_> {
+        let lists = self.cell_lists();
         CellLists {
             node_box: &self.node_box,
-            cell_head: &self.cell_head,
-            particle_next: &self.particle_next,
+            cell_head: &lists.cell_head,
+            particle_next: &lists.particle_next,
         }
     }
 }
@@ -331,7 +378,7 @@ impl MpmSimulator {
             uniforms: ctx.uniform_buffer("mpm uniforms", &uniforms)?,
             youngs: ctx.storage_from_slice("mpm youngs", &vec![setup.youngs_max as f32; n])?,
             anchored: ctx.storage_from_slice("mpm anchored particles", &anchored)?,
-            grid: SubstepGrid::new(ctx, "mpm", nodes, n)?,
+            grid: SubstepGrid::new(ctx, "mpm", nodes, n, binned)?,
             grid_velocity_grad: ctx.storage_zeroed::<f32>("mpm grid velocity grad", nodes * 4)?,
             grid_grad: ctx.storage_zeroed::<f32>("mpm grid (mv, m) grad", nodes * 4)?,
             status: ctx.storage_zeroed::<u32>("mpm status", STATUS_WORDS)?,
@@ -541,13 +588,13 @@ impl MpmSimulator {
                     node_box: &grid.node_box,
                     mass_momentum: &grid.mass_momentum,
                     anchored: &grid.anchored,
-                    cell_head: &grid.cell_head,
+                    cell_head: self.binned_scatters().then(|| &grid.cell_lists().cell_head),
                 };
                 let bg = cache.get("clear_grid", &b.in_binding_order(), || {
                     k.grid_clear.bind_grid(ctx, &b)
                 });
                 k.grid_clear
-                    .dispatch_grid(encoder, &bg, &grid.dispatch_args);
+                    .dispatch_grid(encoder, &b, &bg, &grid.dispatch_args);
             }
             SubstepStage::P2g if self.binned_scatters() => {
                 let binned = &self.binned_records().binned;
@@ -557,8 +604,8 @@ impl MpmSimulator {
                     youngs: &self.youngs,
                     anchored: &self.anchored,
                     binned,
-                    cell_head: &grid.cell_head,
-                    particle_next: &grid.particle_next,
+                    cell_head: &grid.cell_lists().cell_head,
+                    particle_next: &grid.cell_lists().particle_next,
                     grid_anchored: &grid.anchored,
                 };
                 let bin_group = cache.get("p2g_bin", &bin.in_binding_order(), || {
@@ -781,6 +828,10 @@ impl MpmSimulator {
             let records = BinnedRecords::new(ctx, self.particle_count())?;
             let _ = self.binned_records.set(records);
         }
+        if binned && self.grid.lists.get().is_none() {
+            let lists = GridCellLists::new(ctx, "mpm", self.node_count(), self.particle_count())?;
+            let _ = self.grid.lists.set(lists);
+        }
         if self.binned_scatters.swap(binned, Ordering::Relaxed) != binned {
             // A segment a forward kept in the other mode has no cell lists
             // (atomic scatters build none), or lists the atomic adjoint
@@ -838,8 +889,11 @@ impl MpmSimulator {
 
     /// Bytes of one extra [`SubstepGrid`].
     pub(crate) fn substep_grid_bytes(&self) -> u64 {
-        self.node_count() as u64 * SubstepGrid::BYTES_PER_NODE
-            + self.particle_count() as u64 * SubstepGrid::BYTES_PER_PARTICLE
+        SubstepGrid::bytes(
+            self.node_count(),
+            self.particle_count(),
+            self.binned_scatters(),
+        )
     }
 
     /// The grid of substep `index` of a kept segment ([`super::rollout`]).
@@ -853,6 +907,7 @@ impl MpmSimulator {
             &format!("mpm segment {index}"),
             self.node_count(),
             self.particle_count(),
+            self.binned_scatters(),
         )
     }
 
