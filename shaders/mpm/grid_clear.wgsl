@@ -29,24 +29,26 @@ fn box_thread_node(t: u32) -> u32 {
     return box_node(t, vec3<u32>(node_box[0], node_box[1], node_box[2]), vec3<u32>(node_box[3], node_box[4], node_box[5]), nodes_per_axis(params));
 }
 
+// Zeroes active-box node t's (m, mv) and anchored flag; its flat index, or
+// none (0xffffffff) past the box.
+fn clear_node(t: u32) -> u32 {
+    let n = box_thread_node(t);
+    if n != 0xffffffffu {
+        nodes[n] = vec4<f32>(0.0);
+        flags[n] = 0u;
+    }
+    return n;
+}
+
 @compute @workgroup_size(256)
 fn clear_grid(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgroups) num_workgroups: vec3<u32>) {
-    let n = box_thread_node(flat_thread_index(global_id, num_workgroups, 256u));
-    if n == 0xffffffffu {
-        return;
-    }
-    nodes[n] = vec4<f32>(0.0);
-    flags[n] = 0u;
+    clear_node(flat_thread_index(global_id, num_workgroups, 256u));
 }
 
 @compute @workgroup_size(256)
 fn clear_grid_and_lists(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgroups) num_workgroups: vec3<u32>) {
-    let n = box_thread_node(flat_thread_index(global_id, num_workgroups, 256u));
-    if n == 0xffffffffu {
-        return;
+    let n = clear_node(flat_thread_index(global_id, num_workgroups, 256u));
+    if n != 0xffffffffu {
+        cell_head[n] = 0u;
     }
-    nodes[n] = vec4<f32>(0.0);
-    flags[n] = 0u;
-    cell_head[n] = 0u;
 }
-
