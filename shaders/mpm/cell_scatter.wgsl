@@ -1,9 +1,10 @@
 // Second half of the cell-binned P2G (CPU adapters; the first half,
-// p2g_bin.wgsl, writes each particle's record and links it into the list
-// of its stencil's base cell): adds (m_i, mv_i) to the grid, node i of
-// particle p getting binned_particle.wgsl's (m_p·w_ip, w_ip (m_p v_p + A_p
-// (x_i − x_p))) (p2g.wgsl; the adjoint of G2P walks the same lists the same
-// way: g2p_adjoint.wgsl `main_cells`).
+// p2g_bin.wgsl, links each particle into the list of its stencil's base
+// cell): adds (m_i, mv_i) to the grid, node i of particle p getting
+// mpm/cell_walk's (m_p·w_ip, w_ip (m_p v_p + A_p (x_i − x_p)))
+// (p2g.wgsl), m_p v_p and A_p computed here from the particle's state and
+// E (mpm/p2g_particle) as the walk reaches it (the adjoint of G2P walks
+// the same lists the same way: g2p_adjoint.wgsl `main_cells`).
 //
 // One invocation per (x, y) column of the active box's base cells
 // (node_box.wgsl `base_cell_extent`) walks its cells in z
@@ -20,18 +21,21 @@
 #import common/dispatch
 #import mpm/params
 #import mpm/node_box
-#import mpm/binned_particle
+#import mpm/particle_state
+#import mpm/p2g_particle
+#import mpm/cell_walk
 
 @group(0) @binding(0) var<uniform> params: MpmParams;
 // Active box [origin xyz, dims xyz, count, 0] (grid_box.wgsl).
 @group(0) @binding(1) var<storage, read> node_box: array<u32, 8>;
-// Records of p2g_bin.wgsl.
-@group(0) @binding(2) var<storage, read> binned: array<vec4<f32>>;
+// Particle state and Young's modulus per particle.
+@group(0) @binding(2) var<storage, read> state: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> youngs: array<f32>;
 // List heads per base cell (p + 1, 0 = empty) and links per particle.
-@group(0) @binding(3) var<storage, read> cell_head: array<u32>;
-@group(0) @binding(4) var<storage, read> particle_next: array<u32>;
+@group(0) @binding(4) var<storage, read> cell_head: array<u32>;
+@group(0) @binding(5) var<storage, read> particle_next: array<u32>;
 // GRID_STRIDE words per node: (m, mv).
-@group(0) @binding(5) var<storage, read_write> nodes: array<AtomicF32>;
+@group(0) @binding(6) var<storage, read_write> nodes: array<AtomicF32>;
 #atomic_f32_ops nodes
 
 @compute @workgroup_size(8)
@@ -54,12 +58,14 @@ fn p2g(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgro
         var q = cell_head[node_index(vec3<i32>(base), res)];
         for (; links < params.particle_count && q != 0u; links++) {
             let p = q - 1u;
-            let b = p * BINNED_QUADS;
-            var record: array<vec4<f32>, BINNED_QUADS>;
-            for (var k = 0u; k < BINNED_QUADS; k++) {
-                record[k] = binned[b + k];
+            let o = p * STATE_QUADS;
+            var state_record: array<vec4<f32>, STATE_QUADS>;
+            for (var k = 0u; k < STATE_QUADS; k++) {
+                state_record[k] = state[o + k];
             }
-            window = window_add(window, binned_particle(record), base, params.particle_mass, params);
+            let ps = particle_state(state_record);
+            let terms = p2g_particle(ps, youngs[p], params);
+            window = window_add(window, CellParticle(ps.x, terms.momentum, terms.affine), base, params.particle_mass, params);
             q = particle_next[p];
         }
         flush_plane(window, 0u, base, res);

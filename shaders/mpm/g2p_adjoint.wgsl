@@ -12,17 +12,16 @@
 //   for this substep (p2g_bin.wgsl: every particle by its stencil's base
 //   cell at x_n, the stencil G2P* scatters over) as cell_scatter.wgsl
 //   does for P2G: one invocation per (x, y) column of the box's base cells
-//   sums
-//   its cells' particles in a window of nodes and adds each node's sum
-//   once. Each particle's record (gv'', 4/dx²·gC'') is computed here from
-//   its state and ∂L/∂(state n+1), so G2P* needs no binning pass; anchored
-//   particles add nothing and are skipped.
+//   sums its cells' particles in a window of nodes (mpm/cell_walk) and
+//   adds each node's sum once. Each particle's terms (gv'', 4/dx²·gC'')
+//   are computed here from its state and ∂L/∂(state n+1), so G2P* needs
+//   no binning pass; anchored particles add nothing and are skipped.
 #import common/dispatch
 #import mpm/params
 #import mpm/node_box
 #import mpm/particle_state
 #import mpm/stencil_node
-#import mpm/binned_particle
+#import mpm/cell_walk
 #import mpm/g2p_adjoint_particle
 
 @group(0) @binding(0) var<uniform> params: MpmParams;
@@ -93,7 +92,7 @@ fn main_cells(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_
         for (; links < params.particle_count && q != 0u; links++) {
             let p = q - 1u;
             if anchored[p] == 0u {
-                window = window_add(window, binned_particle(particle_record(p)), base, 0.0, params);
+                window = window_add(window, cell_particle(p), base, 0.0, params);
             }
             q = particle_next[p];
         }
@@ -106,10 +105,10 @@ fn main_cells(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_
     flush_plane(window, 1u, top, res);
 }
 
-// Particle p's G2P* record from state n (x in quad 0 and F in quads 3..5
-// of its record, mpm/particle_state: v and C are not needed) and
-// ∂L/∂(state n+1).
-fn particle_record(p: u32) -> array<vec4<f32>, BINNED_QUADS> {
+// Particle p as the walk sees it, from state n (x in quad 0 and F in
+// quads 3..5 of its record, mpm/particle_state: v and C are not needed)
+// and ∂L/∂(state n+1).
+fn cell_particle(p: u32) -> CellParticle {
     let o = p * STATE_QUADS;
     var state_record: array<vec4<f32>, STATE_QUADS>;
     var grad_next_record: array<vec4<f32>, STATE_QUADS>;
@@ -121,7 +120,7 @@ fn particle_record(p: u32) -> array<vec4<f32>, BINNED_QUADS> {
         grad_next_record[k] = state_grad_next[o + k];
     }
     let ps = particle_state(state_record);
-    return g2p_adjoint_record(ps.x, ps.f, particle_state(grad_next_record), params);
+    return g2p_adjoint_cell_particle(ps.x, ps.f, particle_state(grad_next_record), params);
 }
 
 // Adds the window's plane `l` (nodes at z = base.z + l; ∂L/∂v in .yzw) to

@@ -21,7 +21,7 @@
 // parameters).
 #import mpm/params
 #import mpm/particle_state
-#import mpm/binned_particle
+#import mpm/cell_walk
 
 // (gv'', gC'') of a particle, and 4/dx² (zero for an anchored particle, so
 // that its node terms vanish without a branch).
@@ -49,12 +49,12 @@ fn g2p_adjoint_carry(
     return G2pAdjointCarry(gv, gc, 4.0 * params.inv_dx * params.inv_dx);
 }
 
-// A non-anchored particle's record for the cell-binned G2P* scatter
-// (g2p_adjoint.wgsl `main_cells`): [x, gv'', 4/dx²·gC''] at x with
-// deformation gradient F and ∂L/∂(state n+1) = g.
-fn g2p_adjoint_record(x: vec3<f32>, f: mat3x3<f32>, g: ParticleState, params: MpmParams) -> array<vec4<f32>, BINNED_QUADS> {
+// A non-anchored particle at x with deformation gradient F and
+// ∂L/∂(state n+1) = g as the cell-list G2P* scatter sees it
+// (g2p_adjoint.wgsl `main_cells`): u = gv'', M = 4/dx²·gC''.
+fn g2p_adjoint_cell_particle(x: vec3<f32>, f: mat3x3<f32>, g: ParticleState, params: MpmParams) -> CellParticle {
     let carry = g2p_adjoint_carry(f, g.x, g.v, g.c, g.f, false, params);
-    return binned_record(x, carry.gv, carry.apic * carry.gc);
+    return CellParticle(x, carry.gv, carry.apic * carry.gc);
 }
 
 // h_i = gv'' + 4/dx²·gC''·(x_i − x_p) for a node at `dpos` = x_i − x_p.

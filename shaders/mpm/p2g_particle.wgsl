@@ -1,6 +1,6 @@
 // The node-independent P2G quantities of one particle (DESIGN.md § MPM
 // step 1, MLS-MPM/APIC, Hu et al. 2018), shared by p2g.wgsl (atomic
-// scatter) and p2g_bin.wgsl (cell-binned): m_p v_p and
+// scatter) and cell_scatter.wgsl (cell-binned): m_p v_p and
 // A_p = −dt·4/dx²·V_p·P(F_p)F_pᵀ + m_p C_p, P the corotated stress.
 #import mpm/params
 #import mpm/corotated

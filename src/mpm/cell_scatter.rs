@@ -1,7 +1,7 @@
 //! Second half of the cell-binned P2G (shaders/mpm/cell_scatter.wgsl;
 //! [`super::p2g_bin`] explains the binning): per (x, y) column of the
 //! active box's base cells, walks its cells in z order, sums each cell's particles'
-//! records over a sliding 3 × 3 × 3 window of nodes and adds each node's
+//! terms (computed from their state and E as it reaches them) over a sliding 3 × 3 × 3 window of nodes and adds each node's
 //! complete (m, mv) with one atomic per component. The lists are only read:
 //! the substep's adjoint walks them again ([`super::g2p_adjoint`] and
 //! [`super::p2g_adjoint`], `main_cells`).
@@ -13,8 +13,10 @@ use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
 pub struct CellScatterBuffers<'a> {
     /// [`super::uniforms::MpmUniforms`].
     pub uniforms: &'a GpuBuffer,
-    /// Per-particle records from [`super::p2g_bin`].
-    pub binned: &'a GpuBuffer,
+    /// Particle state (24 f32 per particle).
+    pub state: &'a GpuBuffer,
+    /// Young's modulus per particle.
+    pub youngs: &'a GpuBuffer,
     /// The active box and the lists walked.
     pub lists: CellLists<'a>,
     /// The grid's (m, mv) (atomic f32, 4 words per node), zero over the box
@@ -25,12 +27,13 @@ pub struct CellScatterBuffers<'a> {
 impl<'a> CellScatterBuffers<'a> {
     /// The buffers in binding order: what the bind group binds, and the
     /// simulator's bind-group cache key ([`super::bind_group_cache`]).
-    pub fn in_binding_order(&self) -> [&'a GpuBuffer; 6] {
+    pub fn in_binding_order(&self) -> [&'a GpuBuffer; 7] {
         let [node_box, cell_head, particle_next] = self.lists.in_binding_order();
         [
             self.uniforms,
             node_box,
-            self.binned,
+            self.state,
+            self.youngs,
             cell_head,
             particle_next,
             self.nodes,
@@ -49,6 +52,7 @@ impl CellScatter {
         use BindingKind::*;
         let bindings = [
             Uniform,
+            StorageRead,
             StorageRead,
             StorageRead,
             StorageRead,

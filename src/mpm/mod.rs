@@ -11,12 +11,12 @@
 //! Shader files without a kernel are `#import` modules of shared math
 //! (values in, values out): `params`, `boundary`, `corotated`, `node_box`,
 //! `particle_state` (state record), `stencil_node` (w, ∇w, x_i − x_p),
-//! `p2g_particle` (p2g ↔ p2g_bin), `g2p_adjoint_particle` (the adjoint of
+//! `p2g_particle` (p2g ↔ cell_scatter), `g2p_adjoint_particle` (the adjoint of
 //! G2P, shared by its grid side `g2p_adjoint` and its
 //! particle side, which P2G* computes in the same walk over the 27 nodes of
 //! x_n as the adjoint of P2G), `p2g_adjoint_particle` (that walk's math,
-//! shared by `p2g_adjoint`'s two entry points), `binned_particle`
-//! (binned record, cell walk terms and window).
+//! shared by `p2g_adjoint`'s two entry points), `cell_walk` (the node
+//! terms and window of the cell-list scatters).
 //! [`MpmSimulator`] owns the buffers and encodes substeps, reusing bind
 //! groups per set of bound buffers ([`bind_group_cache`]); [`rollout`] runs
 //! frames and the checkpointed backward pass.

@@ -1,12 +1,13 @@
-//! Cell-binned P2G, first half: per-particle P2G terms and the per-cell
-//! particle lists (shaders/mpm/p2g_bin.wgsl, DESIGN.md § MPM step 1).
+//! Cell-binned P2G, first half: the per-cell particle lists
+//! (shaders/mpm/p2g_bin.wgsl, DESIGN.md § MPM step 1).
 //!
 //! On CPU adapters (lavapipe) every f32 atomic add is a per-lane
 //! compare-and-swap loop, and P2G's 108 per particle are ~75% of its time.
 //! Binned P2G links each particle into the list of its stencil's base cell
-//! (one u32 exchange per particle), then [`super::cell_scatter`] sums each
-//! cell's particles in registers before one atomic per node and component
-//! per cell. The lists ([`CellLists`]) belong to the substep's grid: the
+//! (one u32 exchange per particle, reading only x), then
+//! [`super::cell_scatter`] computes each particle's P2G terms as it walks
+//! the lists and sums each cell's particles in registers before one atomic
+//! per node and component per cell. The lists ([`CellLists`]) belong to the substep's grid: the
 //! adjoint of the substep walks them again, for G2P*'s scatter
 //! ([`super::g2p_adjoint`] `main_cells`) and for P2G*
 //! ([`super::p2g_adjoint`] `main_cells`), and [`super::grid_clear`] empties
@@ -15,9 +16,6 @@
 //! [`super::simulator::MpmSimulator`] picks by adapter type.
 
 use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
-
-/// f32 per particle in the binned record: x (3), m v (3), A row-major (9), 0.
-pub const BINNED_STRIDE: usize = 16;
 
 /// What a column walk over a substep's particles reads: the substep's
 /// active box and the cell lists its P2G binning built (every particle,
@@ -43,14 +41,11 @@ impl<'a> CellLists<'a> {
 pub struct P2gBinBuffers<'a> {
     /// [`super::uniforms::MpmUniforms`].
     pub uniforms: &'a GpuBuffer,
-    /// Particle state, 24 f32 per particle ([`super::layout`]).
+    /// Particle state, 24 f32 per particle ([`super::layout`]; only x is
+    /// read).
     pub state: &'a GpuBuffer,
-    /// Young's modulus per particle (f32).
-    pub youngs: &'a GpuBuffer,
     /// Anchored flag per particle (u32, 0/1).
     pub anchored: &'a GpuBuffer,
-    /// Output: [`BINNED_STRIDE`] f32 per particle.
-    pub binned: &'a GpuBuffer,
     /// Per node (as base cell): p + 1 of the list's first particle, 0 =
     /// empty; zero over the active box before the dispatch
     /// ([`super::grid_clear`]).
@@ -64,13 +59,11 @@ pub struct P2gBinBuffers<'a> {
 impl<'a> P2gBinBuffers<'a> {
     /// The buffers in binding order: what the bind group binds, and the
     /// simulator's bind-group cache key ([`super::bind_group_cache`]).
-    pub fn in_binding_order(&self) -> [&'a GpuBuffer; 8] {
+    pub fn in_binding_order(&self) -> [&'a GpuBuffer; 6] {
         [
             self.uniforms,
             self.state,
-            self.youngs,
             self.anchored,
-            self.binned,
             self.cell_head,
             self.particle_next,
             self.grid_anchored,
@@ -96,8 +89,6 @@ impl P2gBin {
                     Uniform,
                     StorageRead,
                     StorageRead,
-                    StorageRead,
-                    StorageReadWrite,
                     StorageReadWrite,
                     StorageReadWrite,
                     StorageReadWrite,

@@ -19,7 +19,7 @@ use super::grid_update_adjoint::{GridUpdateAdjoint, GridUpdateAdjointBuffers};
 use super::layout::{ParticleState, STATE_STRIDE};
 use super::p2g::{P2g, P2gBuffers};
 use super::p2g_adjoint::{P2gAdjoint, P2gAdjointBuffers, P2gAdjointCellsBuffers};
-use super::p2g_bin::{CellLists, P2gBin, P2gBinBuffers, BINNED_STRIDE};
+use super::p2g_bin::{CellLists, P2gBin, P2gBinBuffers};
 use super::rollout::{segment_span, FrameWork, KeptThrough};
 use super::stability::min_substeps_per_frame;
 use super::status::{SimulationStatus, STATUS_WORDS};
@@ -263,26 +263,8 @@ pub struct MpmSimulator {
     kernels: Kernels,
     kept_grids_budget: AtomicU64,
     binned_scatters: AtomicBool,
-    binned_records: OnceLock<BinnedRecords>,
     bind_groups: BindGroupCache,
     frame_work: Mutex<Option<FrameWork>>,
-}
-
-/// The per-particle records of the binned P2G ([`super::p2g_bin`], read by
-/// [`super::cell_scatter`] right after): 64 bytes per particle, allocated
-/// only when the scatters run binned. (The cell lists belong to each
-/// [`SubstepGrid`].)
-struct BinnedRecords {
-    binned: GpuBuffer,
-}
-
-impl BinnedRecords {
-    fn new(ctx: &GpuContext, particles: usize) -> Result<Self, MpmError> {
-        Ok(Self {
-            binned: ctx
-                .storage_zeroed::<f32>("mpm binned P2G particles", particles * BINNED_STRIDE)?,
-        })
-    }
 }
 
 /// Checks the explicit time-step bound for Young's modulus up to `youngs_max`.
@@ -368,10 +350,6 @@ impl MpmSimulator {
         let anchored: Vec<u32> = setup.anchored.iter().map(|&a| a as u32).collect();
         let state_floats = n * STATE_STRIDE;
         let binned = ctx.adapter_info.device_type == wgpu::DeviceType::Cpu;
-        let binned_records = OnceLock::new();
-        if binned {
-            let _ = binned_records.set(BinnedRecords::new(ctx, n)?);
-        }
         Ok(Self {
             config: config.clone(),
             particle_count: n as u32,
@@ -410,7 +388,6 @@ impl MpmSimulator {
             },
             kept_grids_budget: AtomicU64::new(super::rollout::KEPT_GRIDS_BUDGET_BYTES),
             binned_scatters: AtomicBool::new(binned),
-            binned_records,
             bind_groups: BindGroupCache::default(),
             frame_work: Mutex::new(None),
         })
@@ -597,13 +574,10 @@ impl MpmSimulator {
                     .dispatch_grid(encoder, &b, &bg, &grid.dispatch_args);
             }
             SubstepStage::P2g if self.binned_scatters() => {
-                let binned = &self.binned_records().binned;
                 let bin = P2gBinBuffers {
                     uniforms: &self.uniforms,
                     state: b.state,
-                    youngs: &self.youngs,
                     anchored: &self.anchored,
-                    binned,
                     cell_head: &grid.cell_lists().cell_head,
                     particle_next: &grid.cell_lists().particle_next,
                     grid_anchored: &grid.anchored,
@@ -614,7 +588,8 @@ impl MpmSimulator {
                 k.p2g_bin.dispatch(encoder, &bin_group, self.particle_count);
                 let scatter = CellScatterBuffers {
                     uniforms: &self.uniforms,
-                    binned,
+                    state: b.state,
+                    youngs: &self.youngs,
                     lists: grid.lists(),
                     nodes: &grid.mass_momentum,
                 };
@@ -816,7 +791,7 @@ impl MpmSimulator {
 
     /// Chooses the scatter variant: only for tests that compare the two
     /// (both give the same sums up to f32 summation order). Allocates the
-    /// binned P2G's records on first use; a change of variant drops the
+    /// simulator grid's cell lists on first use; a change of variant drops the
     /// backward's kept buffers ([`MpmSimulator::release_backward_buffers`]).
     #[doc(hidden)]
     pub fn set_binned_scatters_for_tests(
@@ -824,10 +799,6 @@ impl MpmSimulator {
         ctx: &GpuContext,
         binned: bool,
     ) -> Result<(), MpmError> {
-        if binned && self.binned_records.get().is_none() {
-            let records = BinnedRecords::new(ctx, self.particle_count())?;
-            let _ = self.binned_records.set(records);
-        }
         if binned && self.grid.lists.get().is_none() {
             let lists = GridCellLists::new(ctx, "mpm", self.node_count(), self.particle_count())?;
             let _ = self.grid.lists.set(lists);
@@ -839,16 +810,6 @@ impl MpmSimulator {
             self.release_backward_buffers();
         }
         Ok(())
-    }
-
-    /// The binned P2G's records: allocated at construction when the
-    /// scatters run binned, or by [`MpmSimulator::set_binned_scatters_for_tests`]
-    /// before it turns them on, so always present while
-    /// [`MpmSimulator::binned_scatters`] is true.
-    fn binned_records(&self) -> &BinnedRecords {
-        self.binned_records
-            .get()
-            .expect("binned records are allocated whenever binned scatters are on")
     }
 
     /// The backward pass's buffers from the previous call when they fit

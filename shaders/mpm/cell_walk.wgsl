@@ -1,41 +1,21 @@
-// The cell-binned scatters' particle record, per-cell stencil and node
-// window, shared by the two column walks that sum a cell's particles'
-// contributions to the 27 stencil nodes: cell_scatter.wgsl (P2G, records
-// from p2g_bin.wgsl) and g2p_adjoint.wgsl `main_cells` (G2P*, records
-// computed as it walks). Both scatters send a node w_ip·(u_p + M_p (x_i −
-// x_p)) (P2G: u = m v, M = A_p; G2P*: u = gv'', M = 4/dx²·gC''), so one
-// record layout, one node term and one window serve both. Functions take
-// and return values (naga takes no storage pointers as function
-// parameters); the kernels keep their own loads and writes.
+// What the two cell-list scatters share: the particle's terms, the
+// per-cell stencil and the node window of a column walk. The walks,
+// cell_scatter.wgsl (P2G) and g2p_adjoint.wgsl `main_cells` (G2P*), sum a
+// cell's particles' contributions to the 27 stencil nodes, each particle's
+// terms computed from its state as the walk reaches it. Both send a node
+// w_ip·(u_p + M_p (x_i − x_p)) (P2G: u = m v, M = A_p; G2P*: u = gv'',
+// M = 4/dx²·gC''), so one particle form, one node term and one window
+// serve both. Functions take and return values (naga takes no storage
+// pointers as function parameters); the kernels keep their own loads and
+// writes.
 #import mpm/params
 
-// Record of one binned particle: [x (3), u (3), M row-major (9), 0], bound
-// as BINNED_QUADS vec4s (one vec4 access per four floats, as the state
-// records: mpm/particle_state.wgsl says why).
-const BINNED_QUADS: u32 = 4u;
-
-fn binned_record(x: vec3<f32>, u: vec3<f32>, m: mat3x3<f32>) -> array<vec4<f32>, BINNED_QUADS> {
-    // Rows of M.
-    let mt = transpose(m);
-    return array<vec4<f32>, BINNED_QUADS>(
-        vec4<f32>(x, u.x),
-        vec4<f32>(u.yz, mt[0].xy),
-        vec4<f32>(mt[0].z, mt[1]),
-        vec4<f32>(mt[2], 0.0),
-    );
-}
-
-struct BinnedParticle {
+// A particle at x as a cell walk sees it: the u_p and M_p of its node
+// terms.
+struct CellParticle {
     x: vec3<f32>,
     u: vec3<f32>,
     m: mat3x3<f32>,
-}
-
-fn binned_particle(r: array<vec4<f32>, BINNED_QUADS>) -> BinnedParticle {
-    let x = r[0].xyz;
-    let u = vec3<f32>(r[0].w, r[1].x, r[1].y);
-    let m = mat3_from_rows(vec3<f32>(r[1].z, r[1].w, r[2].x), r[2].yzw, r[3].xyz);
-    return BinnedParticle(x, u, m);
 }
 
 // Quadratic B-spline weights of a particle in the cell whose base node is
@@ -57,7 +37,7 @@ fn cell_weights(x: vec3<f32>, base: vec3<f32>, params: MpmParams) -> CellWeights
 }
 
 // Node `o` (0..2 per axis) of the cell's stencil: (w_ip, w_ip·(u_p + M_p (x_i − x_p))).
-fn cell_node_term(particle: BinnedParticle, cw: CellWeights, o: vec3<u32>, params: MpmParams) -> vec4<f32> {
+fn cell_node_term(particle: CellParticle, cw: CellWeights, o: vec3<u32>, params: MpmParams) -> vec4<f32> {
     let w3 = select(select(cw.w2, cw.w1, o == vec3<u32>(1u)), cw.w0, o == vec3<u32>(0u));
     let w = w3.x * w3.y * w3.z;
     let dpos = (vec3<f32>(o) - cw.fx) * params.dx;
@@ -78,7 +58,7 @@ alias CellWindow = array<vec4<f32>, 27>;
 // Adds a particle of the cell with base node `base` to the window: node
 // i gets (mass·w_ip, w_ip (u_p + M_p (x_i − x_p))) (`mass` = m_p for P2G,
 // 0 for G2P*).
-fn window_add(window: CellWindow, particle: BinnedParticle, base: vec3<f32>, mass: f32, params: MpmParams) -> CellWindow {
+fn window_add(window: CellWindow, particle: CellParticle, base: vec3<f32>, mass: f32, params: MpmParams) -> CellWindow {
     var sums = window;
     let cw = cell_weights(particle.x, base, params);
     for (var i = 0u; i < 3u; i++) {
