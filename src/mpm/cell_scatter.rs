@@ -1,8 +1,9 @@
 //! Second half of the cell-binned P2G (shaders/mpm/cell_scatter.wgsl;
 //! [`super::p2g_bin`] explains the binning): per (x, y) column of the
-//! active box's base cells, walks its cells in z order, sums each cell's particles'
-//! terms (computed from their state and E as it reaches them) over a sliding 3 × 3 × 3 window of nodes and adds each node's
-//! complete (m, mv) with one atomic per component. The lists are only read:
+//! active box's base cells, walks its cells in z order, sums each cell's
+//! particles' terms (computed from their state and E as it reaches them)
+//! over a sliding 3 × 3 × 3 window of nodes and adds each node's complete
+//! (m, mv) with one atomic per component. The lists are only read:
 //! the substep's adjoint walks them again ([`super::g2p_adjoint`] and
 //! [`super::p2g_adjoint`], `main_cells`).
 

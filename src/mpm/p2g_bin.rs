@@ -7,8 +7,8 @@
 //! (one u32 exchange per particle, reading only x), then
 //! [`super::cell_scatter`] computes each particle's P2G terms as it walks
 //! the lists and sums each cell's particles in registers before one atomic
-//! per node and component per cell. The lists ([`CellLists`]) belong to the substep's grid: the
-//! adjoint of the substep walks them again, for G2P*'s scatter
+//! per node and component per cell. The lists ([`CellLists`]) belong to
+//! the substep's grid: the adjoint of the substep walks them again, for G2P*'s scatter
 //! ([`super::g2p_adjoint`] `main_cells`) and for P2G*
 //! ([`super::p2g_adjoint`] `main_cells`), and [`super::grid_clear`] empties
 //! them before the grid's next binning. GPUs keep the one-kernel scatter of

@@ -652,9 +652,9 @@ impl MpmSimulator {
 }
 
 /// Most bytes the backward pass spends on keeping the grids of a segment's
-/// substeps (K grids of 36 bytes per node each, 40 and 4 per particle with
-/// binned scatters: 7 × 9.9 MB for a 64³ grid at K = 7 on a GPU, 7 × 11 MB
-/// on lavapipe, 28 × 9.9 MB at K = 28). Above it, each substep adjoint recomputes
+/// substeps (K grids of 36 B per node each; with binned scatters 40 B per
+/// node + 4 B per particle: 7 × 9.9 MB for a 64³ grid at K = 7 on a GPU,
+/// 7 × 11 MB on lavapipe, 28 × 9.9 MB at K = 28). Above it, each substep adjoint recomputes
 /// its grid instead (P2G + grid update again, ~40% more backward time on
 /// lavapipe).
 pub const KEPT_GRIDS_BUDGET_BYTES: u64 = 512 << 20;
@@ -675,6 +675,9 @@ pub(crate) struct FrameWork {
     grads: [GpuBuffer; 2],
     grids: Vec<SubstepGrid>,
     grids_kept: bool,
+    /// The scatter variant the grids were made for (binned ones hold cell
+    /// lists).
+    binned: bool,
     /// The segment whose states and grids `segment` and `grids` hold, when
     /// a forward left them (None once a replay or another forward may have
     /// overwritten them).
@@ -700,6 +703,7 @@ impl FrameWork {
             segment,
             grids,
             grids_kept,
+            binned: sim.binned_scatters(),
             kept_segment: None,
             grads: [
                 sim.state_buffer(ctx, "mpm substep grad A")?,
@@ -709,10 +713,13 @@ impl FrameWork {
     }
 
     /// Whether these buffers serve a backward pass with checkpoints every
-    /// `every` substeps under the simulator's current kept-grids budget
-    /// (state and grid sizes are fixed for a simulator).
+    /// `every` substeps under the simulator's current kept-grids budget and
+    /// scatter variant (state sizes are fixed for a simulator; a grid's
+    /// holds cell lists only for binned scatters).
     pub(crate) fn fits(&self, sim: &MpmSimulator, every: u32) -> bool {
-        self.every == every && self.grids_kept == Self::keeps_grids_for(sim, every)
+        self.every == every
+            && self.binned == sim.binned_scatters()
+            && self.grids_kept == Self::keeps_grids_for(sim, every)
     }
 
     fn keeps_grids_for(sim: &MpmSimulator, every: u32) -> bool {

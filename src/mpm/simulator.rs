@@ -35,7 +35,8 @@ use crate::gpu::{GpuBuffer, GpuContext};
 pub enum SubstepStage {
     /// Active box of the substep's stencils ([`super::grid_box`]).
     ActiveBox,
-    /// Zero the grid mass/momentum and the anchored-node flags (active box).
+    /// Zero the grid mass/momentum and the anchored-node flags, and with
+    /// binned scatters empty the cell lists (active box).
     ClearGrid,
     /// Particle-to-grid scatter. With binned scatters (CPU adapters) it
     /// also builds the substep's cell lists, which G2P* and P2G* walk
@@ -567,7 +568,11 @@ impl MpmSimulator {
                     anchored: &grid.anchored,
                     cell_head: self.binned_scatters().then(|| &grid.cell_lists().cell_head),
                 };
-                let bg = cache.get("clear_grid", &b.in_binding_order(), || {
+                let name = match b.cell_head {
+                    Some(_) => "clear_grid_and_lists",
+                    None => "clear_grid",
+                };
+                let bg = cache.get(name, &b.in_binding_order(), || {
                     k.grid_clear.bind_grid(ctx, &b)
                 });
                 k.grid_clear
