@@ -75,19 +75,17 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
 fn main_cells(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgroups) num_workgroups: vec3<u32>) {
     let t = flat_thread_index(global_id, num_workgroups, 8u);
     let walk = box_column(node_box, t);
-    if t >= walk.cells.x * walk.cells.y {
+    if !walk.has_column {
         return;
     }
     let res = nodes_per_axis(params);
-    let origin = walk.origin;
-    let column = walk.column;
     var window: CellWindow;
     // At most particle_count links over the whole column: a corrupt
     // (cyclic) list cannot hang the kernel (src/gpu/kernel.rs
     // `physfit_runtime_checks`).
     var links = 0u;
     for (var dz = 0u; dz < walk.cells.z; dz++) {
-        let base = vec3<f32>(vec3<u32>(column, origin.z + dz));
+        let base = column_cell(walk, dz);
         var q = cell_head[node_index(vec3<i32>(base), res)];
         for (; links < params.particle_count && q != 0u; links++) {
             let p = q - 1u;
@@ -100,7 +98,7 @@ fn main_cells(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_
         window = window_slide(window);
     }
     // The two planes above the column's last cell.
-    let top = vec3<f32>(vec3<u32>(column, origin.z + walk.cells.z));
+    let top = column_cell(walk, walk.cells.z);
     flush_plane(window, 0u, top, res);
     flush_plane(window, 1u, top, res);
 }

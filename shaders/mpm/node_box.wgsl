@@ -16,16 +16,24 @@ fn base_cell_extent(dims: vec3<u32>) -> vec3<u32> {
 }
 
 // What a per-column kernel's invocation t walks: the box origin, the base
-// cells' extent, and its column's (x, y) (meaningful for t < cells.x·cells.y).
+// cells' extent, its column's (x, y), and whether t has a column
+// (`has_column`: t < cells.x·cells.y; the last workgroup's excess has none).
 struct BoxColumn {
     origin: vec3<u32>,
     cells: vec3<u32>,
     column: vec2<u32>,
+    has_column: bool,
 }
 
 fn box_column(node_box: array<u32, 8>, t: u32) -> BoxColumn {
     let origin = vec3<u32>(node_box[0], node_box[1], node_box[2]);
     let cells = base_cell_extent(vec3<u32>(node_box[3], node_box[4], node_box[5]));
     let column = origin.xy + vec2<u32>(t / max(cells.y, 1u), t % max(cells.y, 1u));
-    return BoxColumn(origin, cells, column);
+    return BoxColumn(origin, cells, column, t < cells.x * cells.y);
+}
+
+// Base node of cell dz (0-based, in z) of the column, as the f32 position
+// the cell walks take (cells.z: the first plane above the last cell).
+fn column_cell(walk: BoxColumn, dz: u32) -> vec3<f32> {
+    return vec3<f32>(vec3<u32>(walk.column, walk.origin.z + dz));
 }

@@ -118,12 +118,11 @@ fn window_node(c: vec3<u32>, box_end: vec3<u32>, res: u32) -> WindowNode {
 fn main_cells(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgroups) num_workgroups: vec3<u32>) {
     let t = flat_thread_index(global_id, num_workgroups, 8u);
     let walk = box_column(node_box, t);
-    if t >= walk.cells.x * walk.cells.y {
+    if !walk.has_column {
         return;
     }
     let res = nodes_per_axis(params);
-    let origin = walk.origin;
-    let box_end = origin + vec3<u32>(node_box[3], node_box[4], node_box[5]);
+    let box_end = walk.origin + vec3<u32>(node_box[3], node_box[4], node_box[5]);
     let column = walk.column;
     // Node (i, j, l) around the current cell at index (i·3 + j)·3 + l
     // (constant indices only, so the compiler keeps it in registers).
@@ -137,7 +136,7 @@ fn main_cells(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_
     // `physfit_runtime_checks`).
     var links = 0u;
     for (var dz = 0u; dz < walk.cells.z; dz++) {
-        let z = origin.z + dz;
+        let z = walk.origin.z + dz;
         let cell = node_index(vec3<i32>(vec3<u32>(column, z)), res);
         var q = cell_head[cell];
         if q == 0u {

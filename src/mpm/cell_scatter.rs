@@ -78,11 +78,6 @@ impl CellScatter {
         bind_group: &wgpu::BindGroup,
         dispatch_args: &GpuBuffer,
     ) {
-        self.kernel.dispatch_indirect(
-            encoder,
-            bind_group,
-            dispatch_args,
-            super::grid_box::COLUMN_DISPATCH_OFFSET,
-        );
+        super::grid_box::dispatch_columns(&self.kernel, encoder, bind_group, dispatch_args);
     }
 }

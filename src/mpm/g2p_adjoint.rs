@@ -96,9 +96,7 @@ impl G2pAdjoint {
     ) {
         self.kernel.dispatch_threads(encoder, bind_group, count);
     }
-}
 
-impl G2pAdjoint {
     /// Bind group of a `main_cells` dispatch.
     pub fn bind_cells(&self, ctx: &GpuContext, b: &G2pAdjointCellsBuffers) -> wgpu::BindGroup {
         self.cells.bind(ctx, &b.in_binding_order())
@@ -112,11 +110,6 @@ impl G2pAdjoint {
         bind_group: &wgpu::BindGroup,
         dispatch_args: &GpuBuffer,
     ) {
-        self.cells.dispatch_indirect(
-            encoder,
-            bind_group,
-            dispatch_args,
-            super::grid_box::COLUMN_DISPATCH_OFFSET,
-        );
+        super::grid_box::dispatch_columns(&self.cells, encoder, bind_group, dispatch_args);
     }
 }

@@ -16,6 +16,18 @@ use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
 /// [`super::g2p_adjoint`] and [`super::p2g_adjoint`] `main_cells`).
 pub const COLUMN_DISPATCH_OFFSET: u64 = 12;
 
+/// Records one dispatch of a per-column kernel over the (x, y) columns of
+/// the active box's base cells (`dispatch_args` from this kernel, at
+/// [`COLUMN_DISPATCH_OFFSET`]).
+pub fn dispatch_columns(
+    kernel: &ComputeKernel,
+    encoder: &mut wgpu::CommandEncoder,
+    bind_group: &wgpu::BindGroup,
+    dispatch_args: &GpuBuffer,
+) {
+    kernel.dispatch_indirect(encoder, bind_group, dispatch_args, COLUMN_DISPATCH_OFFSET);
+}
+
 /// Buffers of `mpm/grid_box`, in binding order.
 pub struct GridBoxBuffers<'a> {
     /// [`super::uniforms::MpmUniforms`].

@@ -132,11 +132,6 @@ impl P2gAdjoint {
         bind_group: &wgpu::BindGroup,
         dispatch_args: &GpuBuffer,
     ) {
-        self.cells.dispatch_indirect(
-            encoder,
-            bind_group,
-            dispatch_args,
-            super::grid_box::COLUMN_DISPATCH_OFFSET,
-        );
+        super::grid_box::dispatch_columns(&self.cells, encoder, bind_group, dispatch_args);
     }
 }
