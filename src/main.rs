@@ -27,7 +27,7 @@ enum Command {
         /// The scene file.
         scene: PathBuf,
     },
-    /// Render the scene's Gaussians from its cameras to sRGB PNGs.
+    /// Render the scene's Gaussians from its cameras to 8-bit PNGs (3DGS colours, no transfer curve).
     Render(cli::render::RenderArgs),
     /// Simulate a scene from rest with a uniform initial velocity and write one .ply per frame.
     Simulate {

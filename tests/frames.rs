@@ -1,16 +1,16 @@
-//! Reference frames: sRGB decoding to linear RGBA, 8/16-bit PNG and JPEG
-//! input, ordering, errors, the sRGB PNG writer and the GPU upload.
+//! Reference frames: decoding as `value / 255` (3DGS colours, no transfer
+//! curve), 8/16-bit PNG and JPEG input, ordering, errors, the PNG writer and
+//! the GPU upload.
 
 mod common;
 
 use std::path::Path;
 
 use physfit::scene::frames::{
-    linear_to_srgb, list_frames, load_frame, srgb_to_linear, upload_frames, write_png_srgb,
-    write_png_srgb16, FrameError,
+    list_frames, load_frame, upload_frames, write_png, write_png16, FrameError,
 };
 
-/// A smooth linear-RGBA test image.
+/// A smooth RGBA test image.
 fn gradient(w: u32, h: u32) -> Vec<[f32; 4]> {
     (0..w * h)
         .map(|i| {
@@ -24,30 +24,52 @@ fn gradient(w: u32, h: u32) -> Vec<[f32; 4]> {
 }
 
 #[test]
-fn png8_round_trip_within_one_code_value() {
+fn png8_round_trip_within_half_a_code_value() {
     let dir = tempfile::tempdir().unwrap();
     let (w, h) = (17, 9);
     let px = gradient(w, h);
     let p = dir.path().join("a.png");
-    write_png_srgb(&p, w, h, &px).unwrap();
+    write_png(&p, w, h, &px).unwrap();
     let f = load_frame(&p, Some((w, h))).unwrap();
     assert_eq!((f.width, f.height), (w, h));
     for (a, b) in px.iter().zip(&f.pixels) {
-        for c in 0..3 {
-            // Compare in the encoded domain: 8-bit quantisation is ≤ half a code.
-            assert!((linear_to_srgb(a[c]) - linear_to_srgb(b[c])).abs() <= 0.5 / 255.0 + 1e-6);
+        for c in 0..4 {
+            // 8-bit quantisation is at most half a code value.
+            assert!((a[c] - b[c]).abs() <= 0.5 / 255.0 + 1e-6);
         }
-        assert!((a[3] - b[3]).abs() <= 0.5 / 255.0 + 1e-6);
     }
-    // The stored bytes are sRGB-encoded: linear 0.214 is code 128 (sRGB 0.5).
     let img = image::open(&p).unwrap().to_rgba8();
+    assert_eq!(img.dimensions(), (w, h));
+    // No transfer curve: 0.5 is code 128 = round(127.5), not sRGB's 188.
     let q = dir.path().join("mid.png");
-    write_png_srgb(&q, 1, 1, &[[srgb_to_linear(0.5), 0.0, 1.0, 1.0]]).unwrap();
+    write_png(&q, 1, 1, &[[0.5, 0.0, 1.0, 1.0]]).unwrap();
     assert_eq!(
         image::open(&q).unwrap().to_rgba8().get_pixel(0, 0).0,
         [128, 0, 255, 255]
     );
-    assert_eq!(img.dimensions(), (w, h));
+}
+
+#[test]
+fn a_written_frame_reads_back_its_own_values() {
+    // Every 8-bit code written as k/255 and read back is k/255 exactly, and
+    // rewriting what was read gives the same bytes.
+    let dir = tempfile::tempdir().unwrap();
+    let px: Vec<[f32; 4]> = (0..256)
+        .map(|k| {
+            let v = k as f32 / 255.0;
+            [v, (255 - k) as f32 / 255.0, (k % 7) as f32 / 255.0, 1.0]
+        })
+        .collect();
+    let p = dir.path().join("codes.png");
+    write_png(&p, 16, 16, &px).unwrap();
+    let back = load_frame(&p, Some((16, 16))).unwrap();
+    assert_eq!(back.pixels, px);
+    let q = dir.path().join("again.png");
+    write_png(&q, 16, 16, &back.pixels).unwrap();
+    assert_eq!(
+        image::open(&p).unwrap().to_rgba8().into_raw(),
+        image::open(&q).unwrap().to_rgba8().into_raw()
+    );
 }
 
 #[test]
@@ -56,7 +78,7 @@ fn png16_keeps_its_precision() {
     let (w, h) = (33, 5);
     let px = gradient(w, h);
     let p = dir.path().join("a16.png");
-    write_png_srgb16(&p, w, h, &px).unwrap();
+    write_png16(&p, w, h, &px).unwrap();
     let f = load_frame(&p, None).unwrap();
     let worst = px
         .iter()
@@ -77,7 +99,7 @@ fn jpeg_and_grey_images_get_alpha_one() {
     for px in &f.pixels {
         assert_eq!(px[3], 1.0);
         assert!(
-            (px[0] - 1.0).abs() < 0.02 && (px[1] - 0.2158).abs() < 0.02 && px[2] < 0.01,
+            (px[0] - 1.0).abs() < 0.02 && (px[1] - 128.0 / 255.0).abs() < 0.02 && px[2] < 0.01,
             "{px:?}"
         );
     }
@@ -85,7 +107,7 @@ fn jpeg_and_grey_images_get_alpha_one() {
     let p = dir.path().join("g.png");
     grey.save(&p).unwrap();
     let f = load_frame(&p, None).unwrap();
-    let l = srgb_to_linear(188.0 / 255.0);
+    let l = 188.0 / 255.0;
     assert!(f.pixels.iter().all(|px| *px == [l, l, l, 1.0]));
 }
 
@@ -120,7 +142,7 @@ fn frames_are_listed_in_numeric_order() {
 fn bad_frames_are_errors() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("a.png");
-    write_png_srgb(&p, 4, 2, &gradient(4, 2)).unwrap();
+    write_png(&p, 4, 2, &gradient(4, 2)).unwrap();
     match load_frame(&p, Some((4, 3))) {
         Err(e @ FrameError::WrongSize { .. }) => {
             let msg = e.to_string();
@@ -142,11 +164,11 @@ fn bad_frames_are_errors() {
         load_frame(&absent, None),
         Err(FrameError::Unreadable { .. })
     ));
-    let short = write_png_srgb(&dir.path().join("d.png"), 4, 4, &gradient(4, 2));
+    let short = write_png(&dir.path().join("d.png"), 4, 4, &gradient(4, 2));
     assert!(matches!(short, Err(FrameError::PixelCount { .. })));
     // NaN and out-of-range values are written clamped, never as garbage.
     let q = dir.path().join("e.png");
-    write_png_srgb(
+    write_png(
         &q,
         2,
         1,
@@ -170,7 +192,7 @@ fn frames_upload_to_a_storage_buffer() {
             .iter()
             .map(|c| [c[0], c[1], k as f32, 1.0])
             .collect();
-        write_png_srgb16(&p, 5, 3, &px).unwrap();
+        write_png16(&p, 5, 3, &px).unwrap();
         frames.push(load_frame(&p, Some((5, 3))).unwrap());
     }
     let buf = upload_frames(&ctx, "test reference frames", &frames).unwrap();

@@ -7,7 +7,7 @@ use physfit::reference::gsplat_case::{load_gsplat_case, HEIGHT, WIDTH};
 #[test]
 fn reference_cases_load() {
     for (name, n) in [("tiny_case", 4), ("basic_case", 16)] {
-        let case = load_gsplat_case(common::shared_data(&format!(
+        let case = load_gsplat_case(common::fixture(&format!(
             "gsplat_reference/{name}.safetensors"
         )))
         .unwrap();

@@ -14,7 +14,7 @@ use physfit::scene::Camera;
 #[test]
 fn forward_matches_gsplat_references() {
     for name in ["tiny_case", "basic_case"] {
-        let case = load_gsplat_case(common::shared_data(&format!(
+        let case = load_gsplat_case(common::fixture(&format!(
             "gsplat_reference/{name}.safetensors"
         )))
         .unwrap();

@@ -62,8 +62,7 @@ impl Fixture {
         std::fs::create_dir_all(&d).unwrap();
         for k in 0..n {
             let px = vec![[0.5f32, 0.25, 0.0, 1.0]; (w * h) as usize];
-            physfit::scene::frames::write_png_srgb(&d.join(format!("f{k}.png")), w, h, &px)
-                .unwrap();
+            physfit::scene::frames::write_png(&d.join(format!("f{k}.png")), w, h, &px).unwrap();
         }
     }
 }
@@ -514,4 +513,114 @@ fn fit_stages_inherit_and_override_loss_weights() {
     expect_err(fx.load(&both_zero), "fit.velocity.w_ssim");
     let negative = format!("{BASE}\n[fit.stiffness]\ntv_weight = -1.0\n");
     expect_err(fx.load(&negative), "fit.stiffness.tv_weight");
+}
+
+/// A scene in `scene_dir` whose every path field (`gaussians.path`,
+/// `views.frames` as a directory and as a glob, `views.camera.transforms`,
+/// a `points` region, `output.directory`) points into `data` through
+/// `prefix`: the absolute path of `data`, or a path relative to the scene's
+/// directory.
+fn scene_with_paths(prefix: &str, frames_as_glob: bool) -> String {
+    let frames = if frames_as_glob {
+        format!("{prefix}/clip/f*.png")
+    } else {
+        format!("{prefix}/clip")
+    };
+    format!(
+        r#"
+[gaussians]
+path = "{prefix}/splats.ply"
+
+[[views]]
+frames = "{frames}"
+[views.camera]
+transforms = "{prefix}/transforms.json"
+frame = 0
+
+[regions]
+anchored = [{{ points = "{prefix}/feet.ply", radius = 0.6 }}]
+
+[output]
+directory = "{prefix}/out"
+
+[material]
+log10_youngs_range = [3.0, 5.0]
+"#
+    )
+}
+
+#[test]
+fn every_path_field_takes_absolute_and_relative_paths() {
+    // The data lives in one directory, the scene file in a sibling one.
+    let data = Fixture::new();
+    data.frames("clip", 4, 16, 12);
+    let json = r#"{"fl_x": 20.0, "fl_y": 20.0, "cx": 8.0, "cy": 6.0, "w": 16, "h": 12,
+        "frames": [{"file_path": "clip/f0.png",
+                    "transform_matrix": [[1,0,0,0.75],[0,1,0,0.75],[0,0,1,5],[0,0,0,1]]}]}"#;
+    std::fs::write(data.path("transforms.json"), json).unwrap();
+    let mut feet = common::splat_lattice(1);
+    feet.means[0] = [0.0, 0.0, 0.0];
+    let p = data.path("feet.ply");
+    PlyData::from_gaussians(&feet, &p).write(&p, &[]).unwrap();
+    let scene_dir = tempfile::tempdir().unwrap();
+    let scene_file = scene_dir.path().join("scene.toml");
+    let absolute = data.dir.path().to_str().unwrap().to_string();
+    let relative = format!(
+        "../{}",
+        data.dir.path().file_name().unwrap().to_str().unwrap()
+    );
+    assert!(Path::new(&absolute).is_absolute());
+    for prefix in [&absolute, &relative] {
+        for glob in [false, true] {
+            std::fs::write(&scene_file, scene_with_paths(prefix, glob)).unwrap();
+            let s = Scene::load(&scene_file)
+                .unwrap_or_else(|e| panic!("prefix {prefix}, glob {glob}: {e}"));
+            assert_eq!(s.gaussians().len(), 64);
+            assert_eq!(s.frame_count(), Some(4), "prefix {prefix}, glob {glob}");
+            let frames = s.views[0].frames.as_ref().unwrap();
+            assert!(
+                frames.paths.iter().all(|p| p.exists()),
+                "{:?}",
+                frames.paths
+            );
+            // The corner splat at the origin and its 3 neighbours at 0.5.
+            assert_eq!(s.anchored_indices().len(), 4);
+            assert_eq!(
+                s.output_dir.parent().unwrap().canonicalize().unwrap(),
+                data.dir.path().canonicalize().unwrap(),
+                "output dir {}",
+                s.output_dir.display()
+            );
+        }
+    }
+    // The absolute glob is used as written, not joined onto the scene's
+    // directory (which looked for `<scene dir>/<data dir>/clip/f*.png`).
+    std::fs::write(&scene_file, scene_with_paths(&absolute, true)).unwrap();
+    let s = Scene::load(&scene_file).unwrap();
+    let first = &s.views[0].frames.as_ref().unwrap().paths[0];
+    assert_eq!(first, &data.path("clip/f0.png"));
+}
+
+#[test]
+fn a_frames_error_says_its_message_once() {
+    // `physfit` prints errors with their chain (`{:#}`): the frame error
+    // must not also be the scene error's source, or its text appears twice.
+    let f = Fixture::new();
+    let empty = BASE.replace(
+        "[views.camera]",
+        "frames = \"nothing/*.png\"\n[views.camera]",
+    );
+    let e = expect_err(f.load(&empty), "views[0].frames");
+    let shown = format!("{:#}", anyhow::Error::from(e));
+    assert_eq!(
+        shown.matches("no PNG or JPEG frames found").count(),
+        1,
+        "{shown}"
+    );
+    let missing_ply = BASE.replace("splats.ply", "absent.ply");
+    let shown = match f.load(&missing_ply) {
+        Err(e) => format!("{:#}", anyhow::Error::from(e)),
+        Ok(_) => panic!("a missing .ply must be refused"),
+    };
+    assert_eq!(shown.matches("absent.ply").count(), 1, "{shown}");
 }

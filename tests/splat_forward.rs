@@ -22,7 +22,7 @@ fn print_stats(name: &str, max: [f64; 4], mean: [f64; 4]) {
 fn forward_matches_gsplat_references() {
     let ctx = common::gpu();
     for name in ["tiny_case", "basic_case"] {
-        let case = load_gsplat_case(common::shared_data(&format!(
+        let case = load_gsplat_case(common::fixture(&format!(
             "gsplat_reference/{name}.safetensors"
         )))
         .unwrap();
@@ -258,4 +258,36 @@ fn forward_matches_twin_with_rotated_off_centre_camera() {
         near: 0.1,
     };
     check_vs_twin("rotated off-centre camera", &g, &cam, 5e-4);
+}
+
+#[test]
+fn grey_splats_over_a_grey_background_write_code_128() {
+    // DESIGN.md § Units and frames: a splat's `SH + 0.5` is the 8-bit value
+    // / 255 its pixel gets; no transfer curve. Two large opaque splats of
+    // colour 0.5 (SH DC 0) cover every pixel over a 0.5 background: the
+    // 0.99 alpha clamp lets 1% of the background through, which is 0.5 too,
+    // so every pixel is 0.5 and is written as round(127.5) = 128.
+    let ctx = common::gpu();
+    let mut g = physfit::scene::Gaussians::default();
+    for z in [0.0, 0.2] {
+        g.means.push([0.0, 0.0, z]);
+        g.rotations.push([1.0, 0.0, 0.0, 0.0]);
+        g.log_scales.push([10.0f32.ln(); 3]);
+        g.opacity_logits.push(10.0);
+        g.sh.push([0.0; 3]);
+    }
+    let cam = camera_looking_z(16, 16, Vec3::new(0.0, 0.0, -3.0));
+    let img = gpu_render(&ctx, &g, &cam, [0.5; 3]);
+    for p in &img {
+        assert!(p[3] > 0.95, "every pixel is covered: alpha {}", p[3]);
+        for c in 0..3 {
+            assert!((p[c] - 0.5).abs() < 1e-5, "{p:?}");
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("grey.png");
+    let opaque: Vec<[f32; 4]> = img.iter().map(|p| [p[0], p[1], p[2], 1.0]).collect();
+    physfit::scene::frames::write_png(&path, 16, 16, &opaque).unwrap();
+    let png = image::open(&path).unwrap().to_rgb8();
+    assert!(png.pixels().all(|p| p.0 == [128, 128, 128]));
 }

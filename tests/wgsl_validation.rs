@@ -8,7 +8,7 @@ use physfit::gpu::AtomicMode;
 fn every_shader_validates_in_both_atomic_modes() {
     let names: Vec<_> = shader_names().collect();
     assert!(
-        names.contains(&"gpu/scatter_add"),
+        names.contains(&"mpm/p2g"),
         "embedded shader table is incomplete: {names:?}"
     );
     let mut failures = Vec::new();
@@ -34,9 +34,9 @@ fn cas_variant_needs_no_float_atomic_capability() {
     let cas = ShaderOptions {
         atomics: AtomicMode::CompareSwap,
     };
-    assert!(parse_and_validate("gpu/scatter_add", &cas).is_ok());
+    assert!(parse_and_validate("mpm/p2g", &cas).is_ok());
     let source = physfit::gpu::shader::compose(
-        "gpu/scatter_add",
+        "mpm/p2g",
         &ShaderOptions {
             atomics: AtomicMode::Native,
         },

@@ -1,6 +1,6 @@
 //! `physfit render scene.toml --out DIR [--camera I] [--size WxH]`: renders
 //! the scene's Gaussians (at rest) from its cameras with the GPU rasterizer
-//! and writes one opaque 8-bit sRGB PNG per view (`DIR/<view name>.png`),
+//! and writes one opaque 8-bit PNG (3DGS colours: `round(255·v)`, no transfer curve) per view (`DIR/<view name>.png`),
 //! composited over the scene's background colour.
 
 use std::path::{Path, PathBuf};
@@ -10,7 +10,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use physfit::gpu::GpuContext;
-use physfit::scene::frames::write_png_srgb;
+use physfit::scene::frames::write_png;
 use physfit::scene::scene::Scene;
 use physfit::scene::Camera;
 use physfit::splat::{Rasterizer, SplatBuffers};
@@ -34,7 +34,7 @@ pub struct RenderArgs {
 }
 
 /// Renders `splats` from `camera` over `background` and writes the image to
-/// `path` as an opaque 8-bit sRGB PNG (atomically). The colour is already
+/// `path` as an opaque 8-bit PNG (3DGS colours: `round(255·v)`, no transfer curve) (atomically). The colour is already
 /// composited over the background, so the PNG's alpha is 1: storing the
 /// coverage as straight alpha would make viewers composite twice (fringes).
 /// Shared by `render` and `simulate`.
@@ -52,7 +52,7 @@ pub fn render_png(
         .into_iter()
         .map(|[r, g, b, _coverage]| [r, g, b, 1.0])
         .collect();
-    write_png_srgb(path, camera.width, camera.height, &pixels)
+    write_png(path, camera.width, camera.height, &pixels)
         .with_context(|| format!("writing {}", path.display()))?;
     Ok(())
 }

@@ -6,7 +6,7 @@
 //! simulated splats' centres moved. Every simulated splat is a particle
 //! (drivers come later); rotations and scales are unchanged until the
 //! deformation stage exists. Each frame is also rendered from every view of
-//! the scene (`DIR/<view>/frame_0000.png`, 8-bit sRGB; `--size WxH` rescales
+//! the scene (`DIR/<view>/frame_0000.png`, 8-bit, 3DGS colours; `--size WxH` rescales
 //! the cameras), so the motion can be looked at as image sequences. The whole
 //! simulation happens before anything is written, so a refused or
 //! broken-down run writes nothing; each file is written atomically.

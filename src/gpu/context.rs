@@ -202,9 +202,9 @@ impl GpuContext {
             required_limits: limits.clone(),
             ..Default::default()
         }))
-        .map_err(|source| GpuError::RequestDevice {
+        .map_err(|error| GpuError::RequestDevice {
             adapter: info.name.clone(),
-            source,
+            error,
         })?;
 
         let errors = Arc::new(Mutex::new(Vec::new()));

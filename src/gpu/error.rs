@@ -20,13 +20,12 @@ pub enum GpuError {
         detail: String,
     },
     /// The adapter refused the device with the features and limits physfit asks for.
-    #[error("the adapter '{adapter}' refused to create a device: {source}")]
+    #[error("the adapter '{adapter}' refused to create a device: {error}")]
     RequestDevice {
         /// Adapter name.
         adapter: String,
         /// wgpu's reason.
-        #[source]
-        source: wgpu::RequestDeviceError,
+        error: wgpu::RequestDeviceError,
     },
     /// A buffer larger than the device allows in one binding or one allocation.
     #[error(

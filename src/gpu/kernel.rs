@@ -1,7 +1,7 @@
 //! One compute kernel = one WGSL entry point + its bind-group layout + its
 //! workgroup size (read from the shader itself, so Rust and WGSL can never
 //! disagree). Typed wrappers (one Rust type per kernel, e.g.
-//! [`super::scatter_add::ScatterAdd`]) own a `ComputeKernel` and expose one
+//! [`crate::mpm::p2g::P2g`]) own a `ComputeKernel` and expose one
 //! `dispatch` taking a struct of named buffers, so call sites never spell
 //! binding indices: the wrapper lists its buffers once, in binding order.
 

@@ -13,11 +13,8 @@ pub mod prefix_sum_add;
 pub mod prefix_sum_blocks;
 pub mod primitive_error;
 pub mod radix_sort;
-pub mod radix_sort_float_keys;
 pub mod radix_sort_histogram;
-pub mod radix_sort_indirect_params;
 pub mod radix_sort_scatter;
-pub mod scatter_add;
 pub mod shader;
 pub mod sort_bench;
 

@@ -14,21 +14,16 @@
 //!
 //! Passes ping-pong between the caller's buffers and internal scratch; after an
 //! odd number of passes the result is copied back. [`RadixSort::sort`] takes
-//! the count from the host; [`RadixSort::sort_indirect`] reads it from a GPU
-//! buffer when the work runs (no readback). Sorting by float keys:
-//! convert with [`super::radix_sort_float_keys`] and use `key_bits = 32`.
+//! the count from the host (the rasterizer reads its intersection count
+//! back anyway, to size its buffers to the frame).
 
 use bytemuck::{Pod, Zeroable};
 
 use super::buffer::GpuBuffer;
 use super::context::GpuContext;
-use super::prefix_sum::{level_counts, PrefixSum};
-use super::prefix_sum_blocks::PrefixSumUniforms;
+use super::prefix_sum::PrefixSum;
 use super::primitive_error::{check_u32_capacity, check_workgroup_memory, PrimitiveError};
 use super::radix_sort_histogram::{RadixSortHistogram, RadixSortHistogramBuffers};
-use super::radix_sort_indirect_params::{
-    RadixSortIndirectParams, RadixSortIndirectParamsBuffers, RadixSortIndirectParamsUniforms,
-};
 use super::radix_sort_scatter::{RadixSortScatter, RadixSortScatterBuffers};
 
 /// Keys handled by one workgroup (`TILE_SIZE` in shaders/gpu/radix_sort_tile.wgsl).
@@ -79,33 +74,7 @@ pub struct RadixSort {
     keys_scratch: GpuBuffer,
     values_scratch: GpuBuffer,
     histograms: GpuBuffer,
-    indirect_params: RadixSortIndirectParams,
-    /// Output of [`RadixSortIndirectParams`]: pass and level uniforms, status.
-    params: GpuBuffer,
-    indirect_status: GpuBuffer,
     max_count: u32,
-}
-
-/// Where [`RadixSort::sort_indirect`] reads its count: u32 element `index`
-/// of `buffer`, when the recorded work executes.
-#[derive(Clone, Copy)]
-pub struct GpuCount<'a> {
-    /// Buffer holding the count (STORAGE usage).
-    pub buffer: &'a GpuBuffer,
-    /// Index of the count, in u32 elements.
-    pub index: u32,
-}
-
-/// How the passes get their uniforms and their dispatch sizes.
-enum PassSource<'a> {
-    /// Count known on the host: uniforms made from it, dispatches sized to it.
-    Host,
-    /// Count on the GPU: uniforms copied from `params`, dispatches sized to
-    /// the capacity.
-    Gpu {
-        pass_uniforms: &'a [GpuBuffer],
-        level_uniforms: &'a [GpuBuffer],
-    },
 }
 
 /// Key and value ping-pong buffers and per-tile digit histograms for sorts
@@ -143,10 +112,6 @@ impl RadixSort {
             keys_scratch,
             values_scratch,
             histograms,
-            indirect_params: RadixSortIndirectParams::new(ctx)?,
-            // At most 9 passes (8 + a final stable copy) and a few scan levels.
-            params: ctx.storage_zeroed::<u32>("radix sort indirect params", 4 * 9 + 4 * 8 + 2)?,
-            indirect_status: ctx.storage_zeroed::<u32>("radix sort indirect status", 2)?,
             max_count,
         })
     }
@@ -219,7 +184,7 @@ impl RadixSort {
             return Ok(());
         }
         let passes = radix_passes(count, key_bits);
-        self.record_passes(ctx, encoder, keys, values, &passes, count, PassSource::Host)?;
+        self.record_passes(ctx, encoder, keys, values, &passes, count)?;
         if passes.len() % 2 == 1 {
             let bytes = u64::from(count) * 4;
             encoder.copy_buffer_to_buffer(&self.keys_scratch, 0, keys, 0, bytes);
@@ -228,124 +193,8 @@ impl RadixSort {
         Ok(())
     }
 
-    /// Like [`Self::sort`], with the count read on the GPU from `count` when
-    /// the work executes (no readback):
-    /// e.g. the total of the rasterizer's intersection prefix sum.
-    ///
-    /// Every kernel is dispatched for the capacity `max_count`; workgroups
-    /// past the actual count exit at once. A count above `max_count` is
-    /// clamped: only the first `max_count` pairs are sorted, and
-    /// [`Self::indirect_status`] tells afterwards. After an odd number of
-    /// digit passes, one more pass with a constant digit (a stable copy)
-    /// brings the result back, so elements past the count stay untouched.
-    /// `keys` and `values` must hold `max_count` u32.
-    ///
-    /// Errors: as [`Self::sort`], with `max_count` in place of the count.
-    pub fn sort_indirect(
-        &self,
-        ctx: &GpuContext,
-        encoder: &mut wgpu::CommandEncoder,
-        keys: &GpuBuffer,
-        values: &GpuBuffer,
-        count: GpuCount,
-        key_bits: u32,
-    ) -> Result<(), PrimitiveError> {
-        if key_bits > 32 {
-            return Err(PrimitiveError::KeyBits { key_bits });
-        }
-        check_u32_capacity("radix sort", keys, self.max_count)?;
-        check_u32_capacity("radix sort", values, self.max_count)?;
-        check_u32_capacity(
-            "radix sort count",
-            count.buffer,
-            count.index.saturating_add(1),
-        )?;
-        if keys.raw() == values.raw() {
-            return Err(PrimitiveError::AliasedBuffers {
-                label: keys.label().to_string(),
-            });
-        }
-        let mut passes = radix_passes(self.max_count, key_bits);
-        if passes.len() % 2 == 1 {
-            passes.push(RadixPassUniforms {
-                digit_mask: 0,
-                shift: 0,
-                ..passes[0]
-            });
-        }
-        let levels = level_counts(self.scan.max_count()).len();
-        let pass_templates = ctx.storage_from_slice("radix sort pass templates", &passes)?;
-        let uniforms = ctx.uniform_buffer(
-            "radix sort indirect params uniforms",
-            &RadixSortIndirectParamsUniforms {
-                count_index: count.index,
-                max_count: self.max_count,
-                num_passes: passes.len() as u32,
-                num_levels: levels as u32,
-            },
-        )?;
-        // Each pass and level gets its own uniform buffer, filled by copy.
-        let uniform_bytes = std::mem::size_of::<RadixPassUniforms>() as u64;
-        debug_assert_eq!(
-            uniform_bytes,
-            std::mem::size_of::<PrefixSumUniforms>() as u64
-        );
-        let make = |label: String| ctx.create_buffer(&label, uniform_bytes, super::buffer::UNIFORM);
-        let pass_uniforms = (0..passes.len())
-            .map(|p| make(format!("radix sort pass {p} uniforms (indirect)")))
-            .collect::<Result<Vec<_>, _>>()?;
-        let level_uniforms = (0..levels)
-            .map(|l| {
-                make(format!(
-                    "radix sort histogram scan level {l} uniforms (indirect)"
-                ))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        self.indirect_params.dispatch(
-            ctx,
-            encoder,
-            &RadixSortIndirectParamsBuffers {
-                uniforms: &uniforms,
-                count_source: count.buffer,
-                pass_templates: &pass_templates,
-                params: &self.params,
-            },
-        );
-        for (i, target) in pass_uniforms.iter().chain(&level_uniforms).enumerate() {
-            encoder.copy_buffer_to_buffer(
-                &self.params,
-                i as u64 * uniform_bytes,
-                target,
-                0,
-                uniform_bytes,
-            );
-        }
-        let status_offset = (passes.len() + levels) as u64 * uniform_bytes;
-        encoder.copy_buffer_to_buffer(&self.params, status_offset, &self.indirect_status, 0, 8);
-        self.record_passes(
-            ctx,
-            encoder,
-            keys,
-            values,
-            &passes,
-            self.max_count,
-            PassSource::Gpu {
-                pass_uniforms: &pass_uniforms,
-                level_uniforms: &level_uniforms,
-            },
-        )
-    }
-
-    /// Two u32 written by the latest executed [`Self::sort_indirect`]: the
-    /// count read from the GPU and the count sorted (smaller when the first
-    /// exceeded `max_count`).
-    pub fn indirect_status(&self) -> &GpuBuffer {
-        &self.indirect_status
-    }
-
     /// Records the passes, ping-ponging between the caller's buffers (even
-    /// passes read them) and the scratch. `dispatch_count` sizes the
-    /// dispatches (the count, or the capacity for [`PassSource::Gpu`]).
+    /// passes read them) and the scratch, for `count` pairs.
     #[allow(clippy::too_many_arguments)]
     fn record_passes(
         &self,
@@ -354,25 +203,14 @@ impl RadixSort {
         keys: &GpuBuffer,
         values: &GpuBuffer,
         passes: &[RadixPassUniforms],
-        dispatch_count: u32,
-        source: PassSource,
+        count: u32,
     ) -> Result<(), PrimitiveError> {
-        let histogram_count = RADIX * dispatch_count.div_ceil(RADIX_SORT_TILE_SIZE);
-        let scan_dispatch_counts = level_counts(histogram_count);
+        let histogram_count = RADIX * count.div_ceil(RADIX_SORT_TILE_SIZE);
         for (pass, pass_uniforms) in passes.iter().enumerate() {
             // One uniform buffer per pass and call, so passes (and sorts)
             // recorded into one encoder never share a rewritten buffer.
-            let host_uniforms;
-            let uniforms = match source {
-                PassSource::Host => {
-                    host_uniforms = ctx.uniform_buffer(
-                        &format!("radix sort pass {pass} uniforms"),
-                        pass_uniforms,
-                    )?;
-                    &host_uniforms
-                }
-                PassSource::Gpu { pass_uniforms, .. } => &pass_uniforms[pass],
-            };
+            let uniforms =
+                ctx.uniform_buffer(&format!("radix sort pass {pass} uniforms"), pass_uniforms)?;
             let (keys_in, values_in, keys_out, values_out) = if pass % 2 == 0 {
                 (keys, values, &self.keys_scratch, &self.values_scratch)
             } else {
@@ -382,37 +220,26 @@ impl RadixSort {
                 ctx,
                 encoder,
                 &RadixSortHistogramBuffers {
-                    uniforms,
+                    uniforms: &uniforms,
                     keys: keys_in,
                     histograms: &self.histograms,
                 },
-                dispatch_count,
+                count,
             );
-            match source {
-                PassSource::Host => {
-                    self.scan
-                        .scan_in_place(ctx, encoder, &self.histograms, histogram_count)?
-                }
-                PassSource::Gpu { level_uniforms, .. } => self.scan.record_levels(
-                    ctx,
-                    encoder,
-                    &self.histograms,
-                    &level_uniforms[..scan_dispatch_counts.len()],
-                    &scan_dispatch_counts,
-                ),
-            }
+            self.scan
+                .scan_in_place(ctx, encoder, &self.histograms, histogram_count)?;
             self.scatter.dispatch(
                 ctx,
                 encoder,
                 &RadixSortScatterBuffers {
-                    uniforms,
+                    uniforms: &uniforms,
                     keys_in,
                     values_in,
                     histogram_offsets: &self.histograms,
                     keys_out,
                     values_out,
                 },
-                dispatch_count,
+                count,
             );
         }
         Ok(())

@@ -1,4 +1,4 @@
-//! The gsplat reference renders in `shared/data/gsplat_reference/` (see its
+//! The gsplat reference renders in `tests/fixtures/gsplat_reference/` (see its
 //! README): splats, the camera they were rendered with, and gsplat's image,
 //! so CPU and GPU rasterizer tests can compare against an independent
 //! implementation.
@@ -63,7 +63,7 @@ pub fn reference_camera() -> Camera {
     }
 }
 
-/// Load a case, e.g. `shared/data/gsplat_reference/tiny_case.safetensors`.
+/// Load a case, e.g. `tests/fixtures/gsplat_reference/tiny_case.safetensors`.
 pub fn load_gsplat_case(path: impl AsRef<Path>) -> Result<GsplatCase, GsplatCaseError> {
     let path = path.as_ref();
     let mut tensors = read_f32_tensors(path)?;

@@ -1,5 +1,5 @@
 //! Minimal reader for safetensors archives holding f32 tensors (the format of
-//! the gsplat reference renders in `shared/data/gsplat_reference/`): an 8-byte
+//! the gsplat reference renders in `tests/fixtures/gsplat_reference/`): an 8-byte
 //! little-endian header length `n`, `n` bytes of JSON header mapping each
 //! tensor name to `{dtype, shape, data_offsets: [begin, end]}` (offsets
 //! relative to the byte after the header; an optional `__metadata__` entry is
@@ -15,12 +15,12 @@ pub type F32Tensor = (Vec<usize>, Vec<f32>);
 #[derive(Debug, thiserror::Error)]
 pub enum SafetensorsError {
     /// The file could not be read.
-    #[error("cannot read safetensors file {path}: {source}")]
+    #[error("cannot read safetensors file {path}: {error}")]
     Io {
         /// The file.
         path: PathBuf,
         /// The I/O error.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The file is shorter than its declared header.
     #[error("{path}: truncated safetensors file ({len} bytes; header needs {needed}); re-export or re-download it")]
@@ -82,9 +82,9 @@ pub fn read_f32_tensors(
     path: impl AsRef<Path>,
 ) -> Result<HashMap<String, F32Tensor>, SafetensorsError> {
     let path = path.as_ref();
-    let bytes = std::fs::read(path).map_err(|source| SafetensorsError::Io {
+    let bytes = std::fs::read(path).map_err(|error| SafetensorsError::Io {
         path: path.to_owned(),
-        source,
+        error,
     })?;
     parse_f32_tensors(&bytes, path)
 }

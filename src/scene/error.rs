@@ -10,12 +10,12 @@ use super::ply::PlyError;
 #[derive(Debug, thiserror::Error)]
 pub enum SceneError {
     /// The TOML file could not be read.
-    #[error("{path}: cannot read the scene file: {source}")]
+    #[error("{path}: cannot read the scene file: {error}")]
     Read {
         /// The scene file.
         path: PathBuf,
         /// The I/O error.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The TOML is malformed or has an unknown or mistyped field.
     #[error("{path}: {message}")]
@@ -36,24 +36,24 @@ pub enum SceneError {
         file: PathBuf,
     },
     /// The splat or point file is broken.
-    #[error("{path}: `{field}`: {source}")]
+    #[error("{path}: `{field}`: {error}")]
     Ply {
         /// The scene file.
         path: PathBuf,
         /// The field that named the file.
         field: String,
         /// The PLY error (boxed: it is large and rare).
-        source: Box<PlyError>,
+        error: Box<PlyError>,
     },
     /// Reference frames are missing, unreadable or of the wrong size.
-    #[error("{path}: `{field}`: {source}")]
+    #[error("{path}: `{field}`: {error}")]
     Frames {
         /// The scene file.
         path: PathBuf,
         /// The field.
         field: String,
         /// The frame error (names the image file and both sizes).
-        source: FrameError,
+        error: FrameError,
     },
     /// Views have different numbers of reference frames.
     #[error("{path}: `{field}` has {found} frames but `{first_field}` has {expected}; fix: give every view the same number of frames (frame k of every view is time k/fps)")]

@@ -1,17 +1,19 @@
-//! Reference frames: PNG/JPEG sequences decoded to linear RGBA.
+//! Reference frames: PNG/JPEG sequences decoded to RGBA in [0, 1].
 //!
-//! Colour convention: image files are sRGB-encoded; the rasterizer and the
-//! loss work in linear RGB. Loading applies the exact sRGB EOTF
-//! (IEC 61966-2-1: `c ≤ 0.04045 → c/12.92`, else `((c+0.055)/1.055)^2.4`) to
-//! R, G and B; alpha is stored linearly and stays as is; images without alpha
-//! get alpha 1; 16-bit PNGs keep their 16-bit precision. Renders go the other
-//! way through [`write_png_srgb`] (the inverse curve, 8-bit) or
-//! [`write_png_srgb16`]. Pixels are row-major from the top-left corner,
-//! straight (not premultiplied) alpha.
+//! Colour convention (DESIGN.md § Units and frames): the 3DGS one, not
+//! colour science. 3DGS trainers fit a splat's `SH + 0.5` directly against
+//! the image's 8-bit values / 255, so a render's value *is* the value its
+//! pixel gets in the file and no transfer curve (sRGB or gamma) is applied
+//! anywhere: a frame is read as `value / 255` (`/ 65535` for 16-bit PNGs,
+//! which keep their precision), and a render is written as
+//! `round(255 · clamp(v, 0, 1))` by [`write_png`] (or at 16 bits by
+//! [`write_png16`]). This is how every 3DGS tool (the reference trainer,
+//! gsplat, nerfstudio, brush, the viewers) shows a .ply; decoding with the
+//! sRGB curve washes it out. Images without alpha get alpha 1. Pixels are
+//! row-major from the top-left corner, straight (not premultiplied) alpha.
 
 use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
 use crate::gpu::{GpuBuffer, GpuContext, GpuError};
 use crate::scene::atomic_write::write_atomic;
@@ -77,45 +79,15 @@ pub enum FrameError {
     },
 }
 
-/// One decoded frame in linear RGBA.
+/// One decoded frame, RGBA in [0, 1] (module doc: no transfer curve).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Frame {
     /// Width in pixels.
     pub width: u32,
     /// Height in pixels.
     pub height: u32,
-    /// `width × height` linear RGBA pixels, row-major from the top left.
+    /// `width × height` RGBA pixels in [0, 1], row-major from the top left.
     pub pixels: Vec<[f32; 4]>,
-}
-
-/// The sRGB EOTF: encoded value in [0, 1] → linear.
-pub fn srgb_to_linear(c: f32) -> f32 {
-    let c = c as f64;
-    (if c <= 0.04045 {
-        c / 12.92
-    } else {
-        ((c + 0.055) / 1.055).powf(2.4)
-    }) as f32
-}
-
-/// The inverse sRGB EOTF: linear value → encoded, both in [0, 1]; input is
-/// clamped to [0, 1] and NaN maps to 0.
-pub fn linear_to_srgb(l: f32) -> f32 {
-    let l = if l.is_nan() {
-        0.0
-    } else {
-        l.clamp(0.0, 1.0) as f64
-    };
-    (if l <= 0.0031308 {
-        l * 12.92
-    } else {
-        1.055 * l.powf(1.0 / 2.4) - 0.055
-    }) as f32
-}
-
-fn srgb8_table() -> &'static [f32; 256] {
-    static TABLE: OnceLock<[f32; 256]> = OnceLock::new();
-    TABLE.get_or_init(|| std::array::from_fn(|i| srgb_to_linear(i as f32 / 255.0)))
 }
 
 /// Orders file names with digit runs compared as numbers, so `f2.png`
@@ -207,7 +179,7 @@ pub fn frame_size(path: &Path) -> Result<(u32, u32), FrameError> {
         .map_err(|e| unreadable(e.to_string()))
 }
 
-/// Decodes one frame to linear RGBA (module doc); with `expected`, a frame
+/// Decodes one frame to RGBA in [0, 1], `value / max` (module doc); with `expected`, a frame
 /// of another size is [`FrameError::WrongSize`].
 pub fn load_frame(path: &Path, expected: Option<(u32, u32)>) -> Result<Frame, FrameError> {
     let unreadable = |message: String| FrameError::Unreadable {
@@ -236,24 +208,13 @@ pub fn load_frame(path: &Path, expected: Option<(u32, u32)>) -> Result<Frame, Fr
         image
             .to_rgba16()
             .pixels()
-            .map(|p| {
-                let c = |v: u16| srgb_to_linear(v as f32 / 65535.0);
-                [c(p[0]), c(p[1]), c(p[2]), p[3] as f32 / 65535.0]
-            })
+            .map(|p| p.0.map(|v| v as f32 / 65535.0))
             .collect()
     } else {
-        let table = srgb8_table();
         image
             .to_rgba8()
             .pixels()
-            .map(|p| {
-                [
-                    table[p[0] as usize],
-                    table[p[1] as usize],
-                    table[p[2] as usize],
-                    p[3] as f32 / 255.0,
-                ]
-            })
+            .map(|p| p.0.map(|v| v as f32 / 255.0))
             .collect()
     };
     Ok(Frame {
@@ -309,20 +270,14 @@ where
     write_atomic(path, bytes.get_ref()).map_err(|e| err(e.to_string()))
 }
 
-/// Encodes linear RGBA pixels as sRGB samples of `max` levels (255 or
-/// 65535): RGB through [`linear_to_srgb`], alpha clamped to [0, 1] with NaN
-/// as 0.
-fn encode_srgb_samples(pixels: &[[f32; 4]], max: f32) -> impl Iterator<Item = f32> + '_ {
-    let alpha = |a: f32| if a.is_nan() { 0.0 } else { a.clamp(0.0, 1.0) };
-    pixels.iter().flat_map(move |p| {
-        [
-            linear_to_srgb(p[0]),
-            linear_to_srgb(p[1]),
-            linear_to_srgb(p[2]),
-            alpha(p[3]),
-        ]
-        .map(|v| (v * max).round())
-    })
+/// Encodes RGBA pixels as samples of `max` levels (255 or 65535):
+/// `round(max · clamp(v, 0, 1))` per channel, no transfer curve (module
+/// doc); NaN becomes 0.
+fn encode_samples(pixels: &[[f32; 4]], max: f32) -> impl Iterator<Item = f32> + '_ {
+    let unit = |v: f32| if v.is_nan() { 0.0 } else { v.clamp(0.0, 1.0) };
+    pixels
+        .iter()
+        .flat_map(move |p| p.map(|v| (unit(v) * max).round()))
 }
 
 /// Wraps encoded samples into an image of `width × height`.
@@ -341,36 +296,32 @@ fn image_from_samples<P: image::Pixel>(
     })
 }
 
-/// Writes linear RGBA pixels as an 8-bit sRGB PNG, atomically: RGB through
-/// [`linear_to_srgb`], alpha clamped to [0, 1]; NaN becomes 0.
-pub fn write_png_srgb(
+/// Writes RGBA pixels as an 8-bit PNG, atomically:
+/// `round(255 · clamp(v, 0, 1))` per channel (module doc); NaN becomes 0.
+pub fn write_png(
     path: &Path,
     width: u32,
     height: u32,
     pixels: &[[f32; 4]],
 ) -> Result<(), FrameError> {
     check_count(path, width, height, pixels.len())?;
-    let samples = encode_srgb_samples(pixels, 255.0)
-        .map(|v| v as u8)
-        .collect();
+    let samples = encode_samples(pixels, 255.0).map(|v| v as u8).collect();
     encode_and_write(
         path,
         image_from_samples::<image::Rgba<u8>>(path, width, height, samples)?,
     )
 }
 
-/// [`write_png_srgb`] at 16 bits per channel (for synthesised references,
+/// [`write_png`] at 16 bits per channel (for synthesised references,
 /// where 8-bit quantisation would add noise to the loss).
-pub fn write_png_srgb16(
+pub fn write_png16(
     path: &Path,
     width: u32,
     height: u32,
     pixels: &[[f32; 4]],
 ) -> Result<(), FrameError> {
     check_count(path, width, height, pixels.len())?;
-    let samples = encode_srgb_samples(pixels, 65535.0)
-        .map(|v| v as u16)
-        .collect();
+    let samples = encode_samples(pixels, 65535.0).map(|v| v as u16).collect();
     encode_and_write(
         path,
         image_from_samples::<image::Rgba<u16>>(path, width, height, samples)?,
@@ -392,14 +343,9 @@ mod tests {
     }
 
     #[test]
-    fn srgb_curve_inverts_and_is_continuous() {
-        for i in 0..=1000 {
-            let c = i as f32 / 1000.0;
-            assert!((linear_to_srgb(srgb_to_linear(c)) - c).abs() < 2e-6, "{c}");
-        }
-        // Known values of the exact curve.
-        assert!((srgb_to_linear(0.5) - 0.214_041_14).abs() < 1e-6);
-        assert!((srgb_to_linear(0.04045) - 0.04045 / 12.92).abs() < 1e-9);
-        assert_eq!(linear_to_srgb(f32::NAN), 0.0);
+    fn samples_are_values_times_levels_without_a_curve() {
+        let px = [[0.5, 0.0, 1.0, 0.25], [f32::NAN, -1.0, 2.0, 1.0]];
+        let s: Vec<f32> = encode_samples(&px, 255.0).collect();
+        assert_eq!(s, vec![128.0, 0.0, 255.0, 64.0, 0.0, 0.0, 255.0, 255.0]);
     }
 }

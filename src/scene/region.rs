@@ -120,10 +120,10 @@ pub(crate) fn resolve_region(
                 let radius = v.positive(&format!("{f}.radius"), radius)?;
                 let pf = format!("{f}.points");
                 let file = v.existing(&pf, points)?;
-                let points = read_points(&file).map_err(|source| SceneError::Ply {
+                let points = read_points(&file).map_err(|error| SceneError::Ply {
                     path: v.path.to_path_buf(),
                     field: pf.clone(),
-                    source: Box::new(source),
+                    error: Box::new(error),
                 })?;
                 if points.is_empty() {
                     return Err(v.invalid(&pf, "the point set is empty", "give a .ply with at least one vertex"));

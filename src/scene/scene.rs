@@ -236,9 +236,9 @@ fn resolve_stage(
 impl Scene {
     /// Loads and validates `path` (module doc).
     pub fn load(path: &Path) -> Result<Scene, SceneError> {
-        let text = std::fs::read_to_string(path).map_err(|source| SceneError::Read {
+        let text = std::fs::read_to_string(path).map_err(|error| SceneError::Read {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         let config: SceneConfig = toml::from_str(&text).map_err(|e| {
             let table = e.span().and_then(|span| table_at(&text, span.start));
@@ -392,10 +392,10 @@ impl Scene {
         }
         // Splats and regions.
         let gaussians_path = v.existing("gaussians.path", &c.gaussians.path)?;
-        let splats = load_gaussians(&gaussians_path).map_err(|source| SceneError::Ply {
+        let splats = load_gaussians(&gaussians_path).map_err(|error| SceneError::Ply {
             path: v.path.to_path_buf(),
             field: "gaussians.path".into(),
-            source: Box::new(source),
+            error: Box::new(error),
         })?;
         let means = &splats.gaussians.means;
         let simulated = match &c.regions.simulated {

@@ -279,13 +279,17 @@ fn resolve_frames(
             file: spec_path,
         });
     }
-    let frames_err = |source: FrameError| SceneError::Frames {
+    let frames_err = |error: FrameError| SceneError::Frames {
         path: v.path.to_path_buf(),
         field: field.to_string(),
-        source,
+        error,
     };
-    let pattern = if is_pattern {
-        // Escape the scene directory so only the user's pattern is a glob.
+    let pattern = if is_pattern && std::path::Path::new(spec).is_absolute() {
+        // An absolute pattern is the user's whole pattern.
+        PathBuf::from(spec)
+    } else if is_pattern {
+        // A relative one is relative to the scene directory, escaped so
+        // that only the user's part is a glob.
         let dir = glob::Pattern::escape(&v.dir.to_string_lossy());
         PathBuf::from(format!("{dir}/{spec}"))
     } else {

@@ -48,10 +48,11 @@ pub fn gpu_single_driver_thread() -> GpuContext {
     gpu_single_driver_thread_with(GpuOptions::default())
 }
 
-/// Path of a file under ../shared/data.
-pub fn shared_data(name: &str) -> std::path::PathBuf {
+/// Path of a test fixture under tests/fixtures (kept in the repository,
+/// with its provenance and licence in tests/fixtures/README.md).
+pub fn fixture(name: &str) -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/data")
+        .join("tests/fixtures")
         .join(name)
 }
 

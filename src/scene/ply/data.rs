@@ -149,9 +149,9 @@ pub struct PlyData {
 impl PlyData {
     /// Reads and parses a file.
     pub fn read(path: &Path) -> Result<PlyData, PlyError> {
-        let bytes = std::fs::read(path).map_err(|source| PlyError::Io {
+        let bytes = std::fs::read(path).map_err(|error| PlyError::Io {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         PlyData::parse(&bytes, path)
     }

@@ -104,9 +104,9 @@ impl PlyData {
     /// Writes the file to `path` atomically (see [`PlyData::to_bytes`]).
     pub fn write(&self, path: &Path, extras: &[ExtraProperty]) -> Result<(), PlyError> {
         let bytes = self.to_bytes(extras, path)?;
-        write_atomic(path, &bytes).map_err(|source| PlyError::Io {
+        write_atomic(path, &bytes).map_err(|error| PlyError::Io {
             path: path.to_path_buf(),
-            source,
+            error,
         })
     }
 }
