@@ -1,16 +1,17 @@
 //! Tests of the f64 MPM twin (src/reference/mpm): polar derivative and
 //! rollout gradients against central finite differences, and physics
-//! (free fall, momentum conservation, anchoring, thin-bar period).
+//! (free fall, momentum conservation, anchoring, thin-bar period), and
+//! frame-loss gradients in both fit flows (full, truncated).
 
 use physfit::mpm::config::{MpmConfig, WallMode};
 use physfit::reference::mpm::grid_adjoint::AdjointPaths;
 use physfit::reference::mpm::mat3::{self, Mat3, Vec3};
 use physfit::reference::mpm::rollout::rollout_gradient_with;
-use physfit::reference::mpm::{grid, p2g};
 use physfit::reference::mpm::{
-    polar_decomposition, polar_forward_derivative, polar_reverse, rollout, rollout_gradient,
-    substep, MpmSetup64, MpmState64,
+    frame_states, frames_gradient, polar_decomposition, polar_forward_derivative, polar_reverse,
+    rollout, rollout_gradient, substep, GradientFlow, MpmSetup64, MpmState64, RolloutGradient,
 };
+use physfit::reference::mpm::{grid, p2g};
 use std::time::Instant;
 
 /// Deterministic generator (splitmix64) so tests need no dependency.
@@ -666,4 +667,425 @@ fn wall_and_damping_gradients_match_finite_differences() {
         assert!(err <= 1e-5, "{walls:?}: rel err {err:e}");
     }
     println!("wall gradients in {:?}", t0.elapsed());
+}
+
+// ----------------------------------------------------------------- frames
+
+/// Frames of the frame-loss scenes: seeds on frames 0..=FRAMES.
+const FRAMES: usize = 3;
+
+/// The gradient-check cube (512 particles, bottom layer of 64 anchored,
+/// gravity, random E and v, away from the walls) run as 3 frames of 8
+/// substeps (fps 75: dt = 1/600 s as in [`gradient_scene`], 24 substeps in
+/// all), with a loss `L = Σ_k ⟨W_k, state_k⟩` whose seeds `W_k` are random
+/// on every component (x, v, C, F) of every particle, at frames 0..=3.
+struct FramesScene {
+    setup: MpmSetup64,
+    initial: MpmState64,
+    youngs: Vec<f64>,
+    seeds: Vec<(usize, MpmState64)>,
+}
+
+fn random_state(n: usize, rng: &mut Rng) -> MpmState64 {
+    let mut s = MpmState64::zeros(n);
+    for p in 0..n {
+        s.x[p] = rng.vec3();
+        s.v[p] = rng.vec3();
+        s.c[p] = rng.mat3();
+        s.f[p] = rng.mat3();
+    }
+    s
+}
+
+fn frames_scene() -> FramesScene {
+    let base = gradient_scene();
+    let mut setup = base.setup;
+    setup.config.substeps_per_frame = 8;
+    setup.config.fps = 75.0;
+    assert!(setup.anchored.iter().filter(|&&a| a).count() == 64);
+    let n = base.initial.len();
+    let mut rng = Rng(314);
+    let seeds = (0..=FRAMES)
+        .map(|k| (k, random_state(n, &mut rng)))
+        .collect();
+    FramesScene {
+        setup,
+        initial: base.initial,
+        youngs: base.youngs,
+        seeds,
+    }
+}
+
+/// Base cells `floor(x/dx − 0.5)` of every particle in every state.
+fn cells_of<'a>(states: impl IntoIterator<Item = &'a MpmState64>, dx: f64) -> Vec<[i64; 3]> {
+    states
+        .into_iter()
+        .flat_map(|s| s.x.iter())
+        .map(|x| std::array::from_fn(|a| (x[a] / dx - 0.5).floor() as i64))
+        .collect()
+}
+
+/// A direction in (E, initial state).
+struct Direction {
+    youngs: Vec<f64>,
+    state: MpmState64,
+}
+
+impl Direction {
+    fn zero(n: usize) -> Self {
+        Direction {
+            youngs: vec![0.0; n],
+            state: MpmState64::zeros(n),
+        }
+    }
+
+    /// `(E + t·dE, initial + t·d(state))`.
+    fn apply(&self, youngs: &[f64], initial: &MpmState64, t: f64) -> (Vec<f64>, MpmState64) {
+        let e = youngs
+            .iter()
+            .zip(&self.youngs)
+            .map(|(e, d)| e + t * d)
+            .collect();
+        let mut s = initial.clone();
+        s.add_scaled(&self.state, t);
+        (e, s)
+    }
+
+    /// The adjoint's derivative along this direction.
+    fn derivative(&self, grad: &RolloutGradient) -> f64 {
+        let e: f64 = grad
+            .d_youngs
+            .iter()
+            .zip(&self.youngs)
+            .map(|(g, d)| g * d)
+            .sum();
+        e + grad.d_initial.dot(&self.state)
+    }
+}
+
+impl FramesScene {
+    fn substeps(&self) -> usize {
+        self.setup.config.substeps_per_frame as usize
+    }
+
+    /// The full loss `Σ_k ⟨W_k, state_k⟩` and the cells of every particle
+    /// at every substep.
+    fn loss_full(&self, initial: &MpmState64, youngs: &[f64]) -> (f64, Vec<[i64; 3]>) {
+        let s = self.substeps();
+        let states = rollout(&self.setup, initial, youngs, FRAMES * s);
+        let loss = self.seeds.iter().map(|(k, w)| w.dot(&states[k * s])).sum();
+        (loss, cells_of(&states, self.setup.config.dx()))
+    }
+
+    /// The truncated loss `⟨W_0, initial⟩ + Σ_{k≥1} ⟨W_k, Φ_k(start_k; E)⟩`
+    /// with `start_1 = initial` and `start_k = fixed[k − 1]` for k ≥ 2 (the
+    /// unperturbed forward's frame states, held constant); `Φ_k` runs frame
+    /// k's substeps. Also the cells of every particle at every substep.
+    fn loss_truncated(
+        &self,
+        initial: &MpmState64,
+        youngs: &[f64],
+        fixed: &[MpmState64],
+    ) -> (f64, Vec<[i64; 3]>) {
+        let dx = self.setup.config.dx();
+        let mut loss = 0.0;
+        let mut cells = cells_of([initial], dx);
+        for (k, w) in &self.seeds {
+            if *k == 0 {
+                loss += w.dot(initial);
+                continue;
+            }
+            let start = if *k == 1 { initial } else { &fixed[k - 1] };
+            let states = rollout(&self.setup, start, youngs, self.substeps());
+            loss += w.dot(&states[self.substeps()]);
+            cells.extend(cells_of(&states[1..], dx));
+        }
+        (loss, cells)
+    }
+
+    /// Random directions in E (relative to E), v, and x, C, F (scaled to
+    /// their size) over all particles, anchored ones included (their v and
+    /// C do not reach the loss: both sides give 0 there).
+    fn random_directions(&self, rng: &mut Rng) -> Vec<(&'static str, Direction)> {
+        let n = self.initial.len();
+        let mut out = Vec::new();
+        for name in ["E", "E'", "v0", "x0", "C0", "F0"] {
+            let mut d = Direction::zero(n);
+            for p in 0..n {
+                match name {
+                    "E" | "E'" => d.youngs[p] = self.youngs[p] * rng.uniform(),
+                    "v0" => d.state.v[p] = rng.vec3(),
+                    "x0" => d.state.x[p] = rng.vec3().map(|c| c * 1e-2),
+                    "C0" => d.state.c[p] = rng.mat3(),
+                    _ => d.state.f[p] = mat3::scale(&rng.mat3(), 0.1),
+                }
+            }
+            out.push((name, d));
+        }
+        out
+    }
+
+    /// Per-component directions: E_p of free particles in the middle, next
+    /// to the anchored layer and at the top; v0 of two free particles; x0
+    /// of an anchored particle (which only its own seeds see).
+    fn component_directions(&self) -> Vec<(String, Direction)> {
+        let n = self.initial.len();
+        // p = 64 i + 8 j + k, j the height; j = 0 is anchored.
+        let (middle, low, top, anchored) = (
+            4 * 64 + 3 * 8 + 3,
+            4 * 64 + 8 + 4,
+            4 * 64 + 7 * 8 + 4,
+            3 * 64 + 5,
+        );
+        assert!(!self.setup.anchored[middle] && !self.setup.anchored[low]);
+        assert!(!self.setup.anchored[top] && self.setup.anchored[anchored]);
+        let mut out = Vec::new();
+        for p in [middle, low, top] {
+            let mut d = Direction::zero(n);
+            d.youngs[p] = self.youngs[p];
+            out.push((format!("E_{p}"), d));
+        }
+        for (p, a) in [(middle, 1), (low, 0)] {
+            let mut d = Direction::zero(n);
+            d.state.v[p][a] = 1.0;
+            out.push((format!("v0_{p},{a}"), d));
+        }
+        let mut d = Direction::zero(n);
+        d.state.x[anchored][2] = 1e-2;
+        out.push((format!("x0_{anchored},z (anchored)"), d));
+        out
+    }
+}
+
+/// Central differences of `loss(t)` (the loss at `base + t·direction` and
+/// its cells) at steps h and h/2, Richardson-extrapolated to
+/// `(4·D(h/2) − D(h))/3` (truncation error O(h⁴) instead of O(h²)).
+/// Asserts that no perturbed run moved a particle into another cell than the
+/// unperturbed run (`base_cells`) at any substep. Returns the estimate and
+/// `|D(h) − D(h/2)|`, an estimate of the plain difference's error.
+fn richardson(
+    loss: impl Fn(f64) -> (f64, Vec<[i64; 3]>),
+    base_cells: &[[i64; 3]],
+    h: f64,
+) -> (f64, f64) {
+    let central = |t: f64| {
+        let (lp, cp) = loss(t);
+        let (lm, cm) = loss(-t);
+        assert!(
+            cp == base_cells && cm == base_cells,
+            "a particle crossed a cell boundary at step {t:e}"
+        );
+        (lp - lm) / (2.0 * t)
+    };
+    let (d1, d2) = (central(h), central(h / 2.0));
+    ((4.0 * d2 - d1) / 3.0, (d1 - d2).abs())
+}
+
+/// Relative error of the adjoint's derivative `an` against `fd`, printed and
+/// asserted ≤ 1e-5.
+fn check_derivative(label: &str, fd: f64, fd_error: f64, an: f64) -> f64 {
+    let err = (fd - an).abs() / fd.abs();
+    println!(
+        "{label}: fd {fd:.10e} (plain-difference error ~{fd_error:.1e}) adjoint {an:.10e} \
+         rel err {err:.2e}"
+    );
+    assert!(err <= 1e-5, "{label}: rel err {err:e}");
+    err
+}
+
+// Tolerance: the adjoint is exact up to roundoff, so what the comparison
+// measures is the finite difference's own error. A plain central difference
+// has a truncation error O(h²) (printed as |D(h) − D(h/2)|: up to ~1e-6
+// absolute at h = 1e-3 here, on derivatives of 1e-2..3e1), which
+// Richardson's extrapolation cancels to O(h⁴); and a roundoff error ~δL/h,
+// δL the loss's floating-point error over 24 substeps (~1e-12: at h = 1e-4
+// it dominated, up to 9e-9 absolute, 4e-7 relative on a 2e-2 derivative).
+// h = 1e-3 in units of each direction (E ± 1e-3·E·u, v ± 1e-3, x ± 1e-5,
+// C ± 1e-3, F ± 1e-4; no particle changes cell) balances the two: measured
+// worst 2e-8 relative. The bound 1e-5 leaves a margin of ~500 and still
+// catches a missing path, which shows as ≥ 1e-3 (the two flows' ∂L/∂E differ
+// by 0.43; dropping the grid-mass path costs > 1e-2, test above).
+const FD_STEP: f64 = 1e-3;
+
+/// Full flow (fit stage 1): `frames_gradient` of `L = Σ_k ⟨W_k, state_k⟩`
+/// over 3 frames (seeds at frames 0..=3) vs central differences with
+/// respect to E and the initial x, v, C, F, along random directions and
+/// per component.
+#[test]
+fn full_frames_gradient_matches_finite_differences() {
+    let t0 = Instant::now();
+    let scene = frames_scene();
+    let grad = frames_gradient(
+        &scene.setup,
+        &scene.initial,
+        &scene.youngs,
+        FRAMES,
+        &scene.seeds,
+        GradientFlow::Full,
+    );
+    let (_, base_cells) = scene.loss_full(&scene.initial, &scene.youngs);
+    let mut rng = Rng(271);
+    let mut directions: Vec<(String, Direction)> = scene
+        .random_directions(&mut rng)
+        .into_iter()
+        .map(|(name, d)| (format!("random {name}"), d))
+        .collect();
+    directions.extend(scene.component_directions());
+    let mut worst: f64 = 0.0;
+    for (label, d) in &directions {
+        let loss = |t: f64| {
+            let (e, s) = d.apply(&scene.youngs, &scene.initial, t);
+            scene.loss_full(&s, &e)
+        };
+        let (fd, fd_error) = richardson(loss, &base_cells, FD_STEP);
+        let err = check_derivative(&format!("full {label}"), fd, fd_error, d.derivative(&grad));
+        worst = worst.max(err);
+    }
+    println!(
+        "full frames gradient worst rel err {worst:.2e} in {:?}",
+        t0.elapsed()
+    );
+}
+
+/// Truncated flow (fit stage 2): `frames_gradient` vs central differences
+/// of `L_trunc = ⟨W_0, state_0⟩ + Σ_{k≥1} ⟨W_k, Φ_k(state*_{k−1}; E)⟩`
+/// with `state*_{k−1}` the unperturbed forward's for k ≥ 2 (so only frame
+/// 1's term and frame 0's seed see the initial state). The truncated ∂L/∂E
+/// also differs from the full one, so swapped flows fail this test.
+#[test]
+fn truncated_frames_gradient_matches_finite_differences() {
+    let t0 = Instant::now();
+    let scene = frames_scene();
+    let grad = frames_gradient(
+        &scene.setup,
+        &scene.initial,
+        &scene.youngs,
+        FRAMES,
+        &scene.seeds,
+        GradientFlow::Truncated,
+    );
+    let fixed = frame_states(&scene.setup, &scene.initial, &scene.youngs, FRAMES);
+    let (_, base_cells) = scene.loss_truncated(&scene.initial, &scene.youngs, &fixed);
+    let mut rng = Rng(828);
+    let mut directions: Vec<(String, Direction)> = scene
+        .random_directions(&mut rng)
+        .into_iter()
+        .map(|(name, d)| (format!("random {name}"), d))
+        .collect();
+    directions.extend(scene.component_directions());
+    let mut worst: f64 = 0.0;
+    for (label, d) in &directions {
+        let loss = |t: f64| {
+            let (e, s) = d.apply(&scene.youngs, &scene.initial, t);
+            scene.loss_truncated(&s, &e, &fixed)
+        };
+        let (fd, fd_error) = richardson(loss, &base_cells, FD_STEP);
+        let err = check_derivative(
+            &format!("truncated {label}"),
+            fd,
+            fd_error,
+            d.derivative(&grad),
+        );
+        worst = worst.max(err);
+    }
+    // The flows differ: cross-frame paths carry a sizeable part of ∂L/∂E.
+    let full = frames_gradient(
+        &scene.setup,
+        &scene.initial,
+        &scene.youngs,
+        FRAMES,
+        &scene.seeds,
+        GradientFlow::Full,
+    );
+    let norm = |g: &[f64]| g.iter().map(|x| x * x).sum::<f64>().sqrt();
+    let diff: Vec<f64> = grad
+        .d_youngs
+        .iter()
+        .zip(&full.d_youngs)
+        .map(|(a, b)| a - b)
+        .collect();
+    let rel = norm(&diff) / norm(&full.d_youngs);
+    println!(
+        "truncated frames gradient worst rel err {worst:.2e}; |∂L/∂E truncated − full| / \
+         |full| = {rel:.3e}; in {:?}",
+        t0.elapsed()
+    );
+    assert!(
+        rel > 1e-3,
+        "truncated and full ∂L/∂E differ by only {rel:e}"
+    );
+}
+
+/// A frame-0 seed adds to ∂L/∂(state 0) as it is and leaves ∂L/∂E alone,
+/// in both flows; with a seed at frame 2 only, the truncated flow gives
+/// ∂L/∂(state 0) = 0 (only frames 0 and 1 reach it).
+#[test]
+fn frame_zero_seed_adds_to_initial_gradient() {
+    let t0 = Instant::now();
+    let scene = frames_scene();
+    let n = scene.initial.len();
+    let w0 = scene.seeds[0].1.clone();
+    let w2 = scene.seeds[2].1.clone();
+    assert_eq!((scene.seeds[0].0, scene.seeds[2].0), (0, 2));
+    let run = |seeds: &[(usize, MpmState64)], flow| {
+        frames_gradient(
+            &scene.setup,
+            &scene.initial,
+            &scene.youngs,
+            FRAMES,
+            seeds,
+            flow,
+        )
+    };
+    for flow in [GradientFlow::Full, GradientFlow::Truncated] {
+        let only0 = run(&[(0, w0.clone())], flow);
+        assert_eq!(only0.d_initial, w0, "{flow:?}: frame 0 alone");
+        assert!(only0.d_youngs.iter().all(|&g| g == 0.0));
+        let only2 = run(&[(2, w2.clone())], flow);
+        let both = run(&[(2, w2.clone()), (0, w0.clone())], flow);
+        assert_eq!(both.d_youngs, only2.d_youngs, "{flow:?}: ∂L/∂E");
+        let mut expected = only2.d_initial.clone();
+        expected.add_scaled(&w0, 1.0);
+        let mut diff = both.d_initial.clone();
+        diff.add_scaled(&expected, -1.0);
+        let worst = diff.dot(&diff).sqrt() / expected.dot(&expected).sqrt();
+        println!("{flow:?}: frames {{0, 2}} vs {{2}} + W_0: rel diff {worst:.1e}");
+        assert!(worst <= 1e-14, "{flow:?}: {worst:e}");
+        let reached = only2.d_initial.dot(&only2.d_initial).sqrt();
+        match flow {
+            GradientFlow::Full => assert!(reached > 0.0),
+            GradientFlow::Truncated => assert_eq!(only2.d_initial, MpmState64::zeros(n)),
+        }
+    }
+    println!("frame-0 seeds in {:?}", t0.elapsed());
+}
+
+#[test]
+#[should_panic(expected = "seed for frame 4 but the rollout has frames 0..=3")]
+fn frames_gradient_rejects_seed_past_last_frame() {
+    let scene = frames_scene();
+    let w = scene.seeds[1].1.clone();
+    frames_gradient(
+        &scene.setup,
+        &scene.initial,
+        &scene.youngs,
+        FRAMES,
+        &[(4, w)],
+        GradientFlow::Full,
+    );
+}
+
+#[test]
+#[should_panic(expected = "two seeds for frame 1")]
+fn frames_gradient_rejects_duplicate_frames() {
+    let scene = frames_scene();
+    let w = scene.seeds[1].1.clone();
+    frames_gradient(
+        &scene.setup,
+        &scene.initial,
+        &scene.youngs,
+        FRAMES,
+        &[(1, w.clone()), (2, w.clone()), (1, w)],
+        GradientFlow::Truncated,
+    );
 }

@@ -33,7 +33,9 @@ pub mod stress;
 
 pub use grid_adjoint::AdjointPaths;
 pub use polar::{polar_decomposition, polar_forward_derivative, polar_reverse, Polar};
-pub use rollout::{rollout, rollout_gradient, RolloutGradient};
+pub use rollout::{
+    frame_states, frames_gradient, rollout, rollout_gradient, GradientFlow, RolloutGradient,
+};
 
 use crate::mpm::config::MpmConfig;
 use mat3::{Mat3, Vec3};
@@ -78,6 +80,18 @@ impl MpmState64 {
     /// True when there are no particles.
     pub fn is_empty(&self) -> bool {
         self.x.is_empty()
+    }
+
+    /// `self += scale·other`, component by component (seeds summed into an
+    /// adjoint; a state perturbed along a direction in tests).
+    pub fn add_scaled(&mut self, other: &MpmState64, scale: f64) {
+        assert_eq!(self.len(), other.len(), "MpmState64 particle counts differ");
+        for p in 0..self.len() {
+            mat3::vadd_scaled(&mut self.x[p], &other.x[p], scale);
+            mat3::vadd_scaled(&mut self.v[p], &other.v[p], scale);
+            mat3::add_scaled(&mut self.c[p], &other.c[p], scale);
+            mat3::add_scaled(&mut self.f[p], &other.f[p], scale);
+        }
     }
 
     /// `Σ` over all components of `self ⊙ other` (a linear functional of a
