@@ -11,11 +11,13 @@
 //! in tests/mpm_forward.rs), and motions are smooth (B-spline weights are
 //! C¹, so a particle crossing a cell face does not break the difference).
 //!
-//! Every test runs on [`common::gpu_single_driver_thread`] (the setting is
-//! process-wide): several compare two schedules of the same arithmetic
-//! (checkpointed and store-everything, kept and recomputed grids) to 1e-6,
-//! which f32 atomics summed in a run-dependent order across driver threads
-//! would not give.
+//! Comparisons of two schedules of one computation (checkpointed and
+//! store-everything, kept and recomputed grids, kept and recomputed
+//! checkpoints) use [`SCHEDULE_TOLERANCE`], set from the run-to-run noise of
+//! one schedule measured on multi-threaded lavapipe
+//! (`run_to_run_noise_is_below_the_schedule_tolerance`): f32 atomics from
+//! workgroups that run at once sum in a run-dependent order there, as on
+//! every real GPU, and an MPM rollout amplifies the last bits.
 
 #![allow(clippy::needless_range_loop)] // parallel per-particle arrays
 
@@ -26,14 +28,25 @@ use mpm_support::*;
 use physfit::gpu::{GpuContext, GpuOptions};
 use physfit::mpm::layout::STATE_STRIDE;
 use physfit::mpm::{
-    BackwardOptions, FrameGradient, GradientFlow, MpmGradients, MpmSetup, MpmSimulator,
-    ParticleState, Rollout, RolloutOptions,
+    BackwardOptions, BackwardWork, FrameGradient, GradientFlow, HostMpmGradients, MpmError,
+    MpmOptions, MpmSetup, MpmSimulator, ParticleState, Rollout, RolloutOptions, ScatterMode,
 };
 
 const FRAMES: u32 = 2;
 
+/// Largest relative difference (2-norm, as [`relative_difference`]) allowed
+/// between two schedules of one gradient computation: 10× the largest
+/// run-to-run noise of one schedule measured on multi-threaded lavapipe
+/// (2.9e-5 in ∂L/∂E, 1.1e-5 in ∂L/∂(state 0): see
+/// `run_to_run_noise_is_below_the_schedule_tolerance`). Schedule bugs seen
+/// so far (a kept segment replayed in the wrong scatter variant, a list
+/// walked before it was built) gave differences of order 1.
+const SCHEDULE_TOLERANCE: f64 = 3e-4;
+
 struct Case {
     sim: MpmSimulator,
+    /// The backward pass's working memory, reused by every backward.
+    work: std::cell::RefCell<BackwardWork>,
     start: ParticleState,
     youngs: Vec<f32>,
     /// Loss weights per frame 1..=FRAMES (packed state layout).
@@ -41,14 +54,36 @@ struct Case {
 }
 
 fn case(ctx: &GpuContext) -> Case {
-    case_with(ctx, false)
+    case_with(ctx, false, MpmOptions::default())
 }
 
-/// The case, with its bottom layer of particles anchored when `anchor`.
-fn case_with(ctx: &GpuContext, anchor: bool) -> Case {
+/// The case, with its bottom layer of particles anchored when `anchor`, on
+/// a simulator built with `options`.
+fn case_with(ctx: &GpuContext, anchor: bool, options: MpmOptions) -> Case {
+    case_at(ctx, anchor, options, [0.5, 0.5, 0.5])
+}
+
+/// The case near the low-x wall: the block's low face within reach of the
+/// sticky wall nodes (node index < 3 of the 16³ grid) from the start, its
+/// bottom layer anchored.
+fn case_at_the_wall(ctx: &GpuContext) -> Case {
+    let dx = 1.0 / 16.0;
+    let spacing = 1.0 / 32.0;
+    // Lowest particle at ≈ 3.3·dx: base cell 2, so its stencil holds wall node 2.
+    let centre = [3.3 * dx + 1.5 * spacing, 0.5, 0.5];
+    let c = case_at(ctx, true, MpmOptions::default(), centre);
+    assert_eq!(c.sim.config().walls, physfit::mpm::WallMode::Sticky);
+    assert!(c
+        .start
+        .x
+        .iter()
+        .any(|x| (x[0] / dx - 0.5).floor() as i32 <= 2));
+    c
+}
+
+fn case_at(ctx: &GpuContext, anchor: bool, options: MpmOptions, centre: [f32; 3]) -> Case {
     let config = small_config();
     let spacing = 1.0 / 32.0;
-    let centre = [0.5, 0.5, 0.5];
     let x = block(4, spacing, centre);
     let n = x.len();
     let lowest = x.iter().map(|p| p[1]).fold(f32::INFINITY, f32::min);
@@ -58,22 +93,24 @@ fn case_with(ctx: &GpuContext, anchor: bool) -> Case {
         .iter()
         .map(|r| 2e4 * (1.0 + 0.4 * r))
         .collect();
-    let sim = MpmSimulator::new(
+    let sim = MpmSimulator::with_options(
         ctx,
         &config,
         &MpmSetup {
             particle_volume: (spacing as f64).powi(3),
             anchored,
+            youngs: youngs.clone(),
             youngs_max: 3e4,
         },
+        &options,
     )
     .unwrap();
-    sim.set_youngs(ctx, &youngs).unwrap();
     let weights = (1..=FRAMES)
         .map(|k| pseudo_random(n * STATE_STRIDE, 100 + k as u64))
         .collect();
     Case {
         sim,
+        work: Default::default(),
         start: rest_state(x, v),
         youngs,
         weights,
@@ -101,11 +138,17 @@ impl Case {
     /// substeps (and its last segment).
     fn rollout_keeping(&self, ctx: &GpuContext, every: u32) -> Rollout {
         self.sim
-            .rollout_with(ctx, &self.start, FRAMES, &keeping(Some(every)))
+            .rollout_with(
+                ctx,
+                &self.start,
+                FRAMES,
+                &keeping(Some(every)),
+                &mut self.work.borrow_mut(),
+            )
             .unwrap()
     }
 
-    fn gradients(&self, ctx: &GpuContext, options: &BackwardOptions) -> MpmGradients {
+    fn gradients(&self, ctx: &GpuContext, options: &BackwardOptions) -> HostMpmGradients {
         self.gradients_of_rollout(ctx, &RolloutOptions::default(), options)
     }
 
@@ -114,10 +157,16 @@ impl Case {
         ctx: &GpuContext,
         rollout_options: &RolloutOptions,
         options: &BackwardOptions,
-    ) -> MpmGradients {
+    ) -> HostMpmGradients {
         let rollout = self
             .sim
-            .rollout_with(ctx, &self.start, FRAMES, rollout_options)
+            .rollout_with(
+                ctx,
+                &self.start,
+                FRAMES,
+                rollout_options,
+                &mut self.work.borrow_mut(),
+            )
             .unwrap();
         self.backward_of(ctx, &rollout, options)
     }
@@ -128,7 +177,7 @@ impl Case {
         ctx: &GpuContext,
         rollout: &Rollout,
         options: &BackwardOptions,
-    ) -> MpmGradients {
+    ) -> HostMpmGradients {
         let bufs: Vec<_> = self
             .weights
             .iter()
@@ -146,7 +195,11 @@ impl Case {
                 grad: b,
             })
             .collect();
-        self.sim.backward(ctx, rollout, &grads, options).unwrap()
+        self.sim
+            .backward(ctx, rollout, &grads, options, &mut self.work.borrow_mut())
+            .unwrap()
+            .read(ctx)
+            .unwrap()
     }
 }
 
@@ -184,18 +237,17 @@ fn relative_difference(a: &[f32], b: &[f32]) -> f64 {
 }
 
 /// Relative differences of two gradient sets: (dL/dE, dL/d(state 0)).
-fn gradient_difference(a: &MpmGradients, b: &MpmGradients) -> (f64, f64) {
+fn gradient_difference(a: &HostMpmGradients, b: &HostMpmGradients) -> (f64, f64) {
     (
         relative_difference(&a.youngs, &b.youngs),
         relative_difference(&a.initial_state.to_packed(), &b.initial_state.to_packed()),
     )
 }
 
-#[test]
-fn youngs_gradient_matches_finite_differences() {
-    let ctx = common::gpu_single_driver_thread();
-    let c = case(&ctx);
-    let g = c.gradients(&ctx, &BackwardOptions::default());
+/// ∂L/∂E along a random relative perturbation of E against central
+/// differences of the GPU loss.
+fn check_youngs_gradient(ctx: &GpuContext, c: &Case, what: &str) {
+    let g = c.gradients(ctx, &BackwardOptions::default());
     assert!(g.youngs.iter().all(|v| v.is_finite()));
     // Directional derivative along a random relative perturbation of E.
     let dir: Vec<f32> = pseudo_random(c.youngs.len(), 3)
@@ -211,19 +263,18 @@ fn youngs_gradient_matches_finite_differences() {
             .zip(&dir)
             .map(|(e, d)| e + h as f32 * d)
             .collect();
-        c.loss(&ctx, &e, &c.start)
+        c.loss(ctx, &e, &c.start)
     };
     let fd = richardson(loss, 0.1);
     let rel = (fd - analytic).abs() / analytic.abs();
-    eprintln!("dL/dE · δ: adjoint {analytic:.6e}, FD {fd:.6e}, relative {rel:.2e}");
-    assert!(rel <= 1e-2, "adjoint {analytic} vs FD {fd}");
+    eprintln!("{what}: dL/dE · δ: adjoint {analytic:.6e}, FD {fd:.6e}, relative {rel:.2e}");
+    assert!(rel <= 1e-2, "{what}: adjoint {analytic} vs FD {fd}");
 }
 
-#[test]
-fn initial_velocity_gradient_matches_finite_differences() {
-    let ctx = common::gpu_single_driver_thread();
-    let c = case(&ctx);
-    let g = c.gradients(&ctx, &BackwardOptions::default());
+/// ∂L/∂v0 along a random direction, and for its largest x component,
+/// against central differences of the GPU loss.
+fn check_velocity_gradient(ctx: &GpuContext, c: &Case, what: &str) {
+    let g = c.gradients(ctx, &BackwardOptions::default());
     let n = c.start.len();
     let dir = pseudo_random(n * 3, 11);
     let flat_grad: Vec<f32> = g.initial_state.v.iter().flatten().copied().collect();
@@ -235,7 +286,7 @@ fn initial_velocity_gradient_matches_finite_differences() {
                 s.v[p][a] += h as f32 * dir[p * 3 + a];
             }
         }
-        c.loss(&ctx, &c.youngs, &s)
+        c.loss(ctx, &c.youngs, &s)
     };
     // Step 0.16 (central differences at 0.16 and 0.08): below ~0.1 the
     // loss's f32 jitter dominates the directional difference (central
@@ -244,8 +295,8 @@ fn initial_velocity_gradient_matches_finite_differences() {
     // 1.2e-3 (binned scatters) and 2.0e-4 (atomic scatters).
     let fd = richardson(shifted, 0.16);
     let rel = (fd - analytic).abs() / analytic.abs();
-    eprintln!("dL/dv0 · δ: adjoint {analytic:.6e}, FD {fd:.6e}, relative {rel:.2e}");
-    assert!(rel <= 1e-2, "adjoint {analytic} vs FD {fd}");
+    eprintln!("{what}: dL/dv0 · δ: adjoint {analytic:.6e}, FD {fd:.6e}, relative {rel:.2e}");
+    assert!(rel <= 1e-2, "{what}: adjoint {analytic} vs FD {fd}");
     // One component: the largest x-velocity gradient.
     let p = (0..n)
         .max_by(|a, b| {
@@ -257,18 +308,42 @@ fn initial_velocity_gradient_matches_finite_differences() {
     let single = |h: f64| {
         let mut s = c.start.clone();
         s.v[p][0] += h as f32;
-        c.loss(&ctx, &c.youngs, &s)
+        c.loss(ctx, &c.youngs, &s)
     };
     let fd1 = richardson(single, 0.02);
     let a1 = g.initial_state.v[p][0] as f64;
     let rel1 = (fd1 - a1).abs() / a1.abs();
-    eprintln!("dL/dv0[{p}].x: adjoint {a1:.6e}, FD {fd1:.6e}, relative {rel1:.2e}");
-    assert!(rel1 <= 1e-2, "adjoint {a1} vs FD {fd1}");
+    eprintln!("{what}: dL/dv0[{p}].x: adjoint {a1:.6e}, FD {fd1:.6e}, relative {rel1:.2e}");
+    assert!(rel1 <= 1e-2, "{what}: adjoint {a1} vs FD {fd1}");
+}
+
+#[test]
+fn youngs_gradient_matches_finite_differences() {
+    let ctx = common::gpu();
+    check_youngs_gradient(&ctx, &case(&ctx), "free block");
+}
+
+#[test]
+fn initial_velocity_gradient_matches_finite_differences() {
+    let ctx = common::gpu();
+    check_velocity_gradient(&ctx, &case(&ctx), "free block");
+}
+
+/// The same checks with anchored particles and a block within reach of the
+/// sticky wall (the demo's wall rule): the piecewise rules hold a fixed set
+/// of nodes, and the quadratic B-spline weights are C¹, so the loss stays
+/// smooth there.
+#[test]
+fn gradients_with_anchors_and_sticky_walls_match_finite_differences() {
+    let ctx = common::gpu();
+    let c = case_at_the_wall(&ctx);
+    check_youngs_gradient(&ctx, &c, "anchored, at the sticky wall");
+    check_velocity_gradient(&ctx, &c, "anchored, at the sticky wall");
 }
 
 #[test]
 fn checkpointed_backward_equals_store_everything() {
-    let ctx = common::gpu_single_driver_thread();
+    let ctx = common::gpu();
     let c = case(&ctx);
     let everything = c.gradients(
         &ctx,
@@ -287,7 +362,10 @@ fn checkpointed_backward_equals_store_everything() {
         );
         let (de, dv) = gradient_difference(&g, &everything);
         eprintln!("K = {every}: relative difference dE {de:.2e}, d(state 0) {dv:.2e}");
-        assert!(de <= 1e-6 && dv <= 1e-6, "K = {every}: {de}, {dv}");
+        assert!(
+            de <= SCHEDULE_TOLERANCE && dv <= SCHEDULE_TOLERANCE,
+            "K = {every}: {de}, {dv}"
+        );
     }
 }
 
@@ -297,7 +375,7 @@ fn checkpointed_backward_equals_store_everything() {
 /// K than the kept one falls back to recomputing.
 #[test]
 fn checkpoints_kept_by_the_forward_equal_recomputed_ones() {
-    let ctx = common::gpu_single_driver_thread();
+    let ctx = common::gpu();
     let c = case(&ctx);
     let substeps = c.sim.config().substeps_per_frame;
     assert!(substeps >= 8, "the case needs several segments per frame");
@@ -330,7 +408,7 @@ fn checkpoints_kept_by_the_forward_equal_recomputed_ones() {
                 "{flow:?}, kept K {kept:?}, backward K {every:?}: dE {de:.2e}, d(state 0) {dv:.2e}"
             );
             assert!(
-                de <= 1e-6 && dv <= 1e-6,
+                de <= SCHEDULE_TOLERANCE && dv <= SCHEDULE_TOLERANCE,
                 "{flow:?} {kept:?} {every:?}: {de}, {dv}"
             );
         }
@@ -353,7 +431,7 @@ fn checkpoints_kept_by_the_forward_equal_recomputed_ones() {
             .zip(&b)
             .map(|(x, y)| (x - y).abs() / (1.0 + x.abs()))
             .fold(0.0f32, f32::max);
-        assert!(worst <= 1e-6, "frame {k}: {worst}");
+        assert!(worst <= 1e-5, "frame {k}: {worst}");
     }
 }
 
@@ -365,7 +443,7 @@ fn checkpoints_kept_by_the_forward_equal_recomputed_ones() {
 /// nothing leaves it in place.
 #[test]
 fn last_segment_kept_by_the_forward_is_used_once() {
-    let ctx = common::gpu_single_driver_thread();
+    let ctx = common::gpu();
     let c = case(&ctx);
     let s = c.sim.config().substeps_per_frame as u64;
     let frames = FRAMES as u64;
@@ -377,10 +455,13 @@ fn last_segment_kept_by_the_forward_is_used_once() {
             flow,
             checkpoint_every: Some(K),
         };
-        let same = |g: &MpmGradients, reference: &MpmGradients, what: &str| {
+        let same = |g: &HostMpmGradients, reference: &HostMpmGradients, what: &str| {
             let (de, dv) = gradient_difference(g, reference);
             eprintln!("{flow:?}, {what}: dE {de:.2e}, d(state 0) {dv:.2e}");
-            assert!(de <= 1e-6 && dv <= 1e-6, "{flow:?}, {what}: {de}, {dv}");
+            assert!(
+                de <= SCHEDULE_TOLERANCE && dv <= SCHEDULE_TOLERANCE,
+                "{flow:?}, {what}: {de}, {dv}"
+            );
         };
         // A plain rollout: per frame the checkpoints (S − K substeps) and
         // every segment (S) are recomputed.
@@ -402,7 +483,10 @@ fn last_segment_kept_by_the_forward_is_used_once() {
             v[1] += 0.05;
         }
         let a = c.rollout_keeping(&ctx, K);
-        let b = c.sim.rollout_with(&ctx, &moved, FRAMES, &keep).unwrap();
+        let b = c
+            .sim
+            .rollout_with(&ctx, &moved, FRAMES, &keep, &mut c.work.borrow_mut())
+            .unwrap();
         let from_a = c.backward_of(&ctx, &a, &options);
         assert_eq!(from_a.replayed_substeps, frames * s, "{flow:?}");
         same(&from_a, &reference, "after another forward");
@@ -428,12 +512,15 @@ fn last_segment_kept_by_the_forward_is_used_once() {
     let g = c.gradients_of_rollout(&ctx, &whole, &options);
     assert_eq!(g.replayed_substeps, (frames - 1) * s);
     let (de, dv) = gradient_difference(&g, &reference);
-    assert!(de <= 1e-6 && dv <= 1e-6, "K = S: {de}, {dv}");
+    assert!(
+        de <= SCHEDULE_TOLERANCE && dv <= SCHEDULE_TOLERANCE,
+        "K = S: {de}, {dv}"
+    );
     // Without kept grids (over the budget) the forward keeps no segment;
     // the replays then stop short of each inner segment's last substep
     // (whose state is the next checkpoint and whose grid the substep
     // adjoint recomputes).
-    c.sim.set_kept_grids_budget_for_tests(0);
+    let c = case_with(&ctx, false, without_kept_grids());
     let g = c.gradients_of_rollout(
         &ctx,
         &keep,
@@ -447,7 +534,7 @@ fn last_segment_kept_by_the_forward_is_used_once() {
 
     // Anchored particles (no G2P* carry, v' = C' = 0) through the kept
     // segment.
-    let anchored = case_with(&ctx, true);
+    let anchored = case_with(&ctx, true, MpmOptions::default());
     let options = BackwardOptions {
         flow: GradientFlow::Full,
         checkpoint_every: Some(K),
@@ -457,7 +544,10 @@ fn last_segment_kept_by_the_forward_is_used_once() {
     assert_eq!(g.replayed_substeps, frames * s - k);
     let (de, dv) = gradient_difference(&g, &reference);
     eprintln!("anchored, kept last segment: dE {de:.2e}, d(state 0) {dv:.2e}");
-    assert!(de <= 1e-6 && dv <= 1e-6, "anchored: {de}, {dv}");
+    assert!(
+        de <= SCHEDULE_TOLERANCE && dv <= SCHEDULE_TOLERANCE,
+        "anchored: {de}, {dv}"
+    );
     assert!(
         g.youngs.iter().any(|e| *e != 0.0),
         "the anchored case has a gradient"
@@ -469,7 +559,7 @@ fn last_segment_kept_by_the_forward_is_used_once() {
 /// uses that K, and not when it recomputes its own (another K).
 #[test]
 fn backward_uses_the_kept_checkpoints() {
-    let ctx = common::gpu_single_driver_thread();
+    let ctx = common::gpu();
     let c = case(&ctx);
     let gradients = |every: u32, tamper: bool| {
         let rollout = c.rollout_keeping(&ctx, 3);
@@ -498,7 +588,7 @@ fn backward_uses_the_kept_checkpoints() {
     );
     let (de, dv) = gradient_difference(&gradients(4, true), &gradients(4, false));
     assert!(
-        de <= 1e-6 && dv <= 1e-6,
+        de <= SCHEDULE_TOLERANCE && dv <= SCHEDULE_TOLERANCE,
         "another K must recompute: {de}, {dv}"
     );
 }
@@ -508,18 +598,20 @@ fn backward_uses_the_kept_checkpoints() {
 /// adjoint: both must give the same gradients.
 #[test]
 fn kept_grids_equal_recomputed_grids() {
-    let ctx = common::gpu_single_driver_thread();
+    let ctx = common::gpu();
     let c = case(&ctx);
     let options = BackwardOptions {
         flow: GradientFlow::Full,
         checkpoint_every: Some(3),
     };
     let kept = c.gradients(&ctx, &options);
-    c.sim.set_kept_grids_budget_for_tests(0);
-    let recomputed = c.gradients(&ctx, &options);
+    let recomputed = case_with(&ctx, false, without_kept_grids()).gradients(&ctx, &options);
     let (de, dv) = gradient_difference(&kept, &recomputed);
     eprintln!("kept vs recomputed grids: dE {de:.2e}, d(state 0) {dv:.2e}");
-    assert!(de <= 1e-6 && dv <= 1e-6, "{de}, {dv}");
+    assert!(
+        de <= SCHEDULE_TOLERANCE && dv <= SCHEDULE_TOLERANCE,
+        "{de}, {dv}"
+    );
 }
 
 /// The backward pass keeps its checkpoint/segment states and grids in the
@@ -528,7 +620,7 @@ fn kept_grids_equal_recomputed_grids() {
 /// another checkpoint interval gets buffers of its own.
 #[test]
 fn backward_buffers_are_reused_between_calls() {
-    let ctx = common::gpu_single_driver_thread();
+    let ctx = common::gpu();
     let c = case(&ctx);
     let options = BackwardOptions {
         flow: GradientFlow::Full,
@@ -541,7 +633,10 @@ fn backward_buffers_are_reused_between_calls() {
     let second = c.gradients(&ctx, &options);
     assert_eq!(ctx.memory.current(), held, "the kept buffers are reused");
     let (de, dv) = gradient_difference(&first, &second);
-    assert!(de <= 1e-5 && dv <= 1e-5, "{de}, {dv}");
+    assert!(
+        de <= SCHEDULE_TOLERANCE && dv <= SCHEDULE_TOLERANCE,
+        "{de}, {dv}"
+    );
     let other = c.gradients(
         &ctx,
         &BackwardOptions {
@@ -550,8 +645,8 @@ fn backward_buffers_are_reused_between_calls() {
         },
     );
     let de = relative_difference(&first.youngs, &other.youngs);
-    assert!(de <= 1e-5, "{de}");
-    c.sim.release_backward_buffers();
+    assert!(de <= SCHEDULE_TOLERANCE, "{de}");
+    *c.work.borrow_mut() = BackwardWork::new();
     assert_eq!(ctx.memory.current(), before, "released");
 }
 
@@ -564,60 +659,40 @@ fn backward_buffers_are_reused_between_calls() {
 /// adjoint.
 #[test]
 fn binned_and_atomic_scatters_give_the_same_gradients() {
-    let ctx = common::gpu_single_driver_thread();
+    let ctx = common::gpu();
     for (anchor, keep_grids) in [(false, true), (true, true), (true, false)] {
-        let c = case_with(&ctx, anchor);
-        if !keep_grids {
-            c.sim.set_kept_grids_budget_for_tests(0);
-        }
-        let options = BackwardOptions::default();
-        c.sim.set_binned_scatters_for_tests(&ctx, true).unwrap();
-        let binned = c.gradients(&ctx, &options);
-        c.sim.set_binned_scatters_for_tests(&ctx, false).unwrap();
-        let scatter = c.gradients(&ctx, &options);
-        let (de, dv) = gradient_difference(&binned, &scatter);
+        let options = |scatters| MpmOptions {
+            scatters,
+            kept_grids_budget: if keep_grids {
+                MpmOptions::default().kept_grids_budget
+            } else {
+                0
+            },
+            ..Default::default()
+        };
+        let binned = case_with(&ctx, anchor, options(ScatterMode::Binned));
+        let atomic = case_with(&ctx, anchor, options(ScatterMode::Atomic));
+        assert!(binned.sim.binned_scatters() && !atomic.sim.binned_scatters());
+        let backward = BackwardOptions::default();
+        let (de, dv) = gradient_difference(
+            &binned.gradients(&ctx, &backward),
+            &atomic.gradients(&ctx, &backward),
+        );
         eprintln!(
             "anchored {anchor}, kept grids {keep_grids}: binned vs atomic scatters: \
              dE {de:.2e}, d(state 0) {dv:.2e}"
         );
         assert!(
-            de <= 1e-4 && dv <= 1e-4,
+            de <= SCHEDULE_TOLERANCE && dv <= SCHEDULE_TOLERANCE,
             "anchored {anchor}, kept grids {keep_grids}: {de}, {dv}"
-        );
-    }
-    // A forward that keeps its last segment (grids, and with binned
-    // scatters their cell lists) in one variant, then a backward in the
-    // other: switching drops the kept segment, so the backward replays it
-    // in its own variant instead of walking lists that were never built.
-    let c = case(&ctx);
-    let keep = RolloutOptions {
-        keep_checkpoints: true,
-        checkpoint_every: None,
-    };
-    let options = BackwardOptions::default();
-    c.sim.set_binned_scatters_for_tests(&ctx, true).unwrap();
-    let binned = c.gradients(&ctx, &options);
-    for forward_binned in [false, true] {
-        c.sim
-            .set_binned_scatters_for_tests(&ctx, forward_binned)
-            .unwrap();
-        let rollout = c.sim.rollout_with(&ctx, &c.start, FRAMES, &keep).unwrap();
-        c.sim
-            .set_binned_scatters_for_tests(&ctx, !forward_binned)
-            .unwrap();
-        let switched = c.backward_of(&ctx, &rollout, &options);
-        let (de, dv) = gradient_difference(&switched, &binned);
-        assert!(
-            de <= 1e-4 && dv <= 1e-4,
-            "forward binned {forward_binned}, backward not: {de}, {dv}"
         );
     }
 }
 
 #[test]
 fn both_atomic_modes_give_the_same_gradients() {
-    let native = common::gpu_single_driver_thread();
-    let cas = common::gpu_single_driver_thread_with(GpuOptions {
+    let native = common::gpu();
+    let cas = common::gpu_with(GpuOptions {
         force_cas_atomics: true,
     });
     if !native.caps.float_atomics {
@@ -632,12 +707,15 @@ fn both_atomic_modes_give_the_same_gradients() {
     let b = case(&cas).gradients(&cas, &BackwardOptions::default());
     let (de, dv) = gradient_difference(&a, &b);
     eprintln!("native vs compare-and-swap: dE {de:.2e}, d(state 0) {dv:.2e}");
-    assert!(de <= 1e-4 && dv <= 1e-4, "{de}, {dv}");
+    assert!(
+        de <= SCHEDULE_TOLERANCE && dv <= SCHEDULE_TOLERANCE,
+        "{de}, {dv}"
+    );
 }
 
 #[test]
 fn truncated_flow_matches_one_frame_finite_differences() {
-    let ctx = common::gpu_single_driver_thread();
+    let ctx = common::gpu();
     let c = case(&ctx);
     let g = c.gradients(
         &ctx,
@@ -682,4 +760,87 @@ fn truncated_flow_matches_one_frame_finite_differences() {
     // And it differs from the full flow (frame 2 no longer sees frame 1's E).
     let full = c.gradients(&ctx, &BackwardOptions::default());
     assert!(relative_difference(&g.youngs, &full.youngs) > 1e-3);
+}
+
+/// Options with no kept segment grids: every substep adjoint recomputes
+/// its grid.
+fn without_kept_grids() -> MpmOptions {
+    MpmOptions {
+        kept_grids_budget: 0,
+        ..Default::default()
+    }
+}
+
+/// The noise that sets [`SCHEDULE_TOLERANCE`]: one schedule (same options,
+/// same simulator) run several times. On one lavapipe thread or on an
+/// adapter whose atomics happen to sum in a fixed order it is 0; on
+/// multi-threaded lavapipe, as on real GPUs, it is not.
+#[test]
+fn run_to_run_noise_is_below_the_schedule_tolerance() {
+    let ctx = common::gpu();
+    let c = case(&ctx);
+    for options in [
+        BackwardOptions::default(),
+        BackwardOptions {
+            flow: GradientFlow::Truncated,
+            checkpoint_every: Some(3),
+        },
+    ] {
+        let runs: Vec<_> = (0..4).map(|_| c.gradients(&ctx, &options)).collect();
+        let mut worst = (0.0f64, 0.0f64);
+        for r in &runs[1..] {
+            let (de, dv) = gradient_difference(r, &runs[0]);
+            worst = (worst.0.max(de), worst.1.max(dv));
+        }
+        eprintln!(
+            "run-to-run noise ({:?}, K {:?}): dE {:.2e}, d(state 0) {:.2e}",
+            options.flow, options.checkpoint_every, worst.0, worst.1
+        );
+        assert!(
+            worst.0.max(worst.1) <= SCHEDULE_TOLERANCE / 3.0,
+            "run-to-run noise {worst:?} leaves no margin under the schedule tolerance"
+        );
+    }
+}
+
+/// A backward pass against a rollout whose Young's moduli changed after its
+/// forward run is refused, whether E changed through `set_youngs` or through
+/// the buffer an optimiser writes; a new rollout is accepted.
+#[test]
+fn backward_of_a_stale_rollout_is_refused() {
+    let ctx = common::gpu();
+    let c = case(&ctx);
+    let seed = ctx
+        .storage_from_slice("dL/dstate 1", &c.weights[0])
+        .unwrap();
+    let grads = [FrameGradient {
+        frame: 1,
+        grad: &seed,
+    }];
+    let backward = |r: &Rollout| {
+        c.sim.backward(
+            &ctx,
+            r,
+            &grads,
+            &BackwardOptions::default(),
+            &mut c.work.borrow_mut(),
+        )
+    };
+    let rollout = c.sim.rollout(&ctx, &c.start, FRAMES).unwrap();
+    assert!(backward(&rollout).is_ok());
+    c.sim.set_youngs(&ctx, &c.youngs).unwrap();
+    let err = backward(&rollout).err().expect("stale after set_youngs");
+    assert!(matches!(err, MpmError::StaleRollout { .. }), "{err}");
+    assert!(err.to_string().contains("run a new rollout"), "{err}");
+    let fresh = c.sim.rollout(&ctx, &c.start, FRAMES).unwrap();
+    assert!(backward(&fresh).is_ok());
+    let _ = c.sim.youngs_buffer_for_update();
+    assert!(matches!(
+        backward(&fresh),
+        Err(MpmError::StaleRollout { .. })
+    ));
+    // A rollout of another simulator is refused too.
+    let other = case(&ctx);
+    let foreign = other.sim.rollout(&ctx, &other.start, FRAMES).unwrap();
+    assert!(matches!(backward(&foreign), Err(MpmError::InvalidInput(_))));
 }

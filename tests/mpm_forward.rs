@@ -9,14 +9,34 @@ mod common;
 mod mpm_support;
 
 use mpm_support::*;
-use physfit::mpm::{MpmError, MpmSetup, MpmSimulator, ParticleState, RolloutOptions};
+use physfit::mpm::{
+    BackwardWork, MpmError, MpmOptions, MpmSetup, MpmSimulator, ParticleState, RolloutOptions,
+    ScatterMode,
+};
 
+/// `n` free particles of volume `spacing³`, all at E = `youngs_max`.
 fn setup(n: usize, spacing: f32, youngs_max: f64) -> MpmSetup {
     MpmSetup {
         particle_volume: (spacing as f64).powi(3),
         anchored: vec![false; n],
+        youngs: vec![youngs_max as f32; n],
         youngs_max,
     }
+}
+
+/// A simulator whose time step is not checked, at E = 1e10 everywhere:
+/// 1e10 needs thousands of substeps, and the tests give it 10.
+fn unstable(
+    ctx: &physfit::gpu::GpuContext,
+    config: &physfit::mpm::MpmConfig,
+    n: usize,
+    spacing: f32,
+) -> MpmSimulator {
+    let options = MpmOptions {
+        check_time_step: false,
+        ..Default::default()
+    };
+    MpmSimulator::with_options(ctx, config, &setup(n, spacing, 1e10), &options).unwrap()
 }
 
 #[test]
@@ -202,10 +222,8 @@ fn blow_up_is_caught_and_named() {
     let spacing = 1.0 / 32.0;
     let x = block(4, spacing, [0.5, 0.5, 0.5]);
     let n = x.len();
-    let sim = MpmSimulator::new(&ctx, &config, &setup(n, spacing, 1e3)).unwrap();
     // 1e10 needs thousands of substeps; 10 explode.
-    sim.set_youngs_unchecked_for_tests(&ctx, &vec![1e10; n])
-        .unwrap();
+    let sim = unstable(&ctx, &config, n, spacing);
     let v = swirl(&x, [0.5; 3], 1.0);
     let err = sim
         .rollout(&ctx, &rest_state(x.clone(), v.clone()), 5)
@@ -231,6 +249,7 @@ fn blow_up_is_caught_and_named() {
                 keep_checkpoints: true,
                 checkpoint_every: Some(3),
             },
+            &mut BackwardWork::new(),
         )
         .err()
         .expect("the run keeping checkpoints must stop too");
@@ -240,10 +259,7 @@ fn blow_up_is_caught_and_named() {
     let mut one = config.clone();
     one.fps *= config.substeps_per_frame as f64;
     one.substeps_per_frame = 1;
-    let sim_one = MpmSimulator::new(&ctx, &one, &setup(n, spacing, 1e3)).unwrap();
-    sim_one
-        .set_youngs_unchecked_for_tests(&ctx, &vec![1e10; n])
-        .unwrap();
+    let sim_one = unstable(&ctx, &one, n, spacing);
     let frames = 5 * config.substeps_per_frame;
     let err_one = sim_one
         .rollout(&ctx, &rest_state(x, v), frames)
@@ -331,16 +347,19 @@ fn binned_and_scatter_p2g_agree() {
         ..setup(n, spacing, 2e4)
     };
     let sim = MpmSimulator::new(&ctx, &config, &s).unwrap();
-    if ctx.adapter_info.device_type == wgpu::DeviceType::Cpu {
-        assert!(
-            sim.binned_scatters(),
-            "CPU adapters should default to binned P2G"
-        );
-    }
+    assert_eq!(
+        sim.binned_scatters(),
+        ctx.adapter_info.device_type == wgpu::DeviceType::Cpu,
+        "CPU adapters default to binned P2G, GPUs to atomic scatters"
+    );
     let start = rest_state(x, v);
     let mut runs = Vec::new();
-    for binned in [true, false] {
-        sim.set_binned_scatters_for_tests(&ctx, binned).unwrap();
+    for scatters in [ScatterMode::Binned, ScatterMode::Atomic] {
+        let options = MpmOptions {
+            scatters,
+            ..Default::default()
+        };
+        let sim = MpmSimulator::with_options(&ctx, &config, &s, &options).unwrap();
         let rollout = sim.rollout(&ctx, &start, 3).unwrap();
         let frames: Vec<Vec<f32>> = rollout
             .frames

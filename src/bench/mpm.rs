@@ -33,8 +33,8 @@ use serde::Serialize;
 
 use crate::gpu::GpuContext;
 use crate::mpm::{
-    BackwardOptions, FrameGradient, MpmConfig, MpmError, MpmSetup, MpmSimulator, ParticleState,
-    Rollout, RolloutOptions, StageBuffers, SubstepStage, WallMode,
+    BackwardOptions, BackwardWork, FrameGradient, MpmConfig, MpmError, MpmSetup, MpmSimulator,
+    ParticleState, Rollout, RolloutOptions, StageBuffers, SubstepStage, WallMode,
 };
 
 /// One benchmark case.
@@ -243,9 +243,11 @@ pub fn run_case(
         &MpmSetup {
             particle_volume: volume,
             anchored: vec![false; n],
+            youngs: vec![youngs as f32; n],
             youngs_max: youngs,
         },
     )?;
+    let work = std::cell::RefCell::new(BackwardWork::new());
     let keep = RolloutOptions {
         keep_checkpoints: true,
         checkpoint_every,
@@ -263,10 +265,13 @@ pub fn run_case(
                 checkpoint_every,
                 ..Default::default()
             },
+            &mut work.borrow_mut(),
         )
+        // Until the gradients are computed (they stay on the GPU).
+        .and_then(|g| ctx.wait().map(|_| g).map_err(MpmError::from))
     };
     // Warm-up: pipelines, first touch of buffers, the backward's buffers.
-    let warm = sim.rollout_with(ctx, &start, 1, &keep)?;
+    let warm = sim.rollout_with(ctx, &start, 1, &keep, &mut work.borrow_mut())?;
     backward(&warm)?;
     drop(warm);
 
@@ -276,7 +281,7 @@ pub fn run_case(
     let mut replayed_substeps = 0;
     for _ in 0..repetitions {
         let (rollout, t) = timed(|| {
-            let r = sim.rollout_with(ctx, &start, 1, &keep)?;
+            let r = sim.rollout_with(ctx, &start, 1, &keep, &mut work.borrow_mut())?;
             ctx.wait()?;
             Ok(r)
         })?;
@@ -295,6 +300,7 @@ pub fn run_case(
     let warm = sim.upload_state(ctx, "bench warm-up", &start)?;
     let warm_next = sim.state_buffer(ctx, "bench warm-up next")?;
     let kernel_ms = time_stages(ctx, &sim, &warm, &warm_next, &seed)?;
+    drop(work);
     let work = (n as u64 * case.substeps as u64) as f64;
     Ok(MpmBenchResult {
         case: case.clone(),

@@ -4,8 +4,10 @@
 //! and Young's modulus `material.youngs_modulus` everywhere, and writes one
 //! 3DGS .ply per frame (`frame_0000.ply` is the rest state) with the
 //! simulated splats' centres moved. Every simulated splat is a particle
-//! (drivers come later); rotations and scales are unchanged until the
-//! deformation stage exists. Each frame is also rendered from every view of
+//! ([`physfit::drive::SceneParticles`]; drivers come later); rotations and
+//! scales are unchanged until the deformation stage exists. The frames stay
+//! on the GPU, where [`physfit::drive::SplatMotion`] moves the splats for
+//! rendering; states are read back only to write the .ply files. Each frame is also rendered from every view of
 //! the scene (`DIR/<view>/frame_0000.png`, 8-bit, 3DGS colours; `--size WxH` rescales
 //! the cameras), so the motion can be looked at as image sequences. The whole
 //! simulation happens before anything is written, so a refused or
@@ -16,9 +18,9 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
+use physfit::drive::{SceneParticles, SplatMotion};
 use physfit::gpu::{GpuContext, GpuOptions};
-use physfit::mpm::config::particle_volume;
-use physfit::mpm::{MpmSetup, MpmSimulator, ParticleState};
+use physfit::mpm::MpmSimulator;
 use physfit::scene::ply::PlyData;
 use physfit::scene::{Camera, Scene};
 use physfit::splat::{Rasterizer, SplatBuffers};
@@ -34,9 +36,6 @@ pub fn run(
     out: &Path,
 ) -> Result<()> {
     let scene = Scene::load(scene_path)?;
-    if velocity.iter().any(|v| !v.is_finite()) {
-        bail!("--velocity must be three finite numbers, got {velocity:?}");
-    }
     let frames = match frames {
         Some(0) => bail!("--frames must be at least 1"),
         Some(n) => n,
@@ -45,48 +44,21 @@ pub fn run(
             .map(|n| n.saturating_sub(1).max(1) as u32)
             .unwrap_or(30),
     };
-    let indices = scene.simulated_indices();
-    if indices.is_empty() {
-        bail!(
-            "{}: no splat lies in regions.simulated; nothing to simulate",
-            scene_path.display()
-        );
-    }
-    let means = scene.normalised_means();
-    let x: Vec<[f32; 3]> = indices.iter().map(|&i| means[i as usize]).collect();
-    let anchored: Vec<bool> = indices
-        .iter()
-        .map(|&i| scene.anchored[i as usize])
-        .collect();
-    let v_norm = scene
-        .simulation
-        .sim_box
-        .vector_to_normalised(velocity)
-        .map(|c| c as f32);
-    let v: Vec<[f32; 3]> = anchored
-        .iter()
-        .map(|&a| if a { [0.0; 3] } else { v_norm })
-        .collect();
+    let particles = SceneParticles::from_scene(&scene)?;
+    let start = particles
+        .uniform_start(velocity)
+        .context("--velocity VX,VY,VZ")?;
     let config = scene.mpm_config();
-    let x64: Vec<[f64; 3]> = x.iter().map(|p| p.map(f64::from)).collect();
-    let volume = particle_volume(&x64, config.grid_res);
     let youngs = scene.material.youngs_modulus;
 
     let ctx = GpuContext::new(&GpuOptions::default())?;
     let sim = MpmSimulator::new(
         &ctx,
         &config,
-        &MpmSetup {
-            particle_volume: volume,
-            anchored,
-            youngs_max: youngs,
-        },
+        &particles.setup(vec![youngs as f32; particles.len()], youngs),
     )
     .with_context(|| format!("simulating {}", scene_path.display()))?;
-    sim.set_youngs(&ctx, &vec![youngs as f32; x.len()])?;
-    let start = ParticleState::at_rest(x.clone(), v);
-    let mut current = sim.upload_state(&ctx, "simulate frame", &start)?;
-    let mut next = sim.state_buffer(&ctx, "simulate next frame")?;
+    let mut states = vec![sim.upload_state(&ctx, "simulate frame 0", &start)?];
 
     let bar = ProgressBar::new(frames as u64);
     bar.set_style(
@@ -95,13 +67,13 @@ pub fn run(
         )
         .expect("valid template"),
     );
-    let mut positions = vec![x];
     for k in 1..=frames {
-        sim.run_frame(&ctx, &current, &next, k).with_context(|| {
-            format!("simulating {} (nothing was written)", scene_path.display())
-        })?;
-        std::mem::swap(&mut current, &mut next);
-        positions.push(sim.read_state(&ctx, &current)?.x);
+        let next = sim.state_buffer(&ctx, &format!("simulate frame {k}"))?;
+        sim.run_frame(&ctx, &states[k as usize - 1], &next, k)
+            .with_context(|| {
+                format!("simulating {} (nothing was written)", scene_path.display())
+            })?;
+        states.push(next);
         bar.inc(1);
     }
     bar.finish_and_clear();
@@ -122,23 +94,28 @@ pub fn run(
         let dir = out.join(name);
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     }
-    let sim_box = scene.simulation.sim_box;
     let mut gaussians = scene.gaussians().clone();
     let mut raster = Rasterizer::new(&ctx)?;
     let splats = SplatBuffers::upload(&ctx, &gaussians)?;
-    let bar = ProgressBar::new(positions.len() as u64).with_style(
+    let motion = SplatMotion::new(&ctx, &particles)?;
+    let bar = ProgressBar::new(states.len() as u64).with_style(
         ProgressStyle::with_template("writing {bar:40} frame {pos}/{len} ({elapsed}, eta {eta})")
             .expect("valid template"),
     );
-    for (k, frame) in positions.iter().enumerate() {
-        for (p, &i) in indices.iter().enumerate() {
-            gaussians.means[i as usize] = sim_box.to_world(frame[p]);
+    for (k, state) in states.iter().enumerate() {
+        // The .ply output needs the positions on the host.
+        let positions = particles.world_positions(&sim.read_state(&ctx, state)?);
+        for (&i, &p) in particles.splat_indices.iter().zip(&positions) {
+            gaussians.means[i as usize] = p;
         }
         let path = out.join(format!("frame_{k:04}.ply"));
         PlyData::from_gaussians(&gaussians, &path)
             .write(&path, &[])
             .with_context(|| format!("writing {}", path.display()))?;
-        ctx.write(&splats.means, &gaussians.means);
+        // The renders move the splats on the GPU.
+        let mut encoder = physfit::gpu::encoder(&ctx, "simulate: splats follow particles");
+        motion.encode(&ctx, &mut encoder, state, &splats);
+        ctx.queue.submit([encoder.finish()]);
         for (name, camera) in &cameras {
             let path = out.join(name).join(format!("frame_{k:04}.png"));
             render_png(&ctx, &mut raster, &splats, camera, scene.background, &path)
@@ -149,8 +126,8 @@ pub fn run(
     bar.finish_and_clear();
     eprintln!(
         "wrote {} frames ({} particles, {} substeps per frame) to {} (.ply per frame, PNG sequences per view)",
-        positions.len(),
-        indices.len(),
+        states.len(),
+        particles.len(),
         config.substeps_per_frame,
         out.display()
     );

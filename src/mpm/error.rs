@@ -59,6 +59,17 @@ pub enum MpmError {
         /// First offending particle index.
         particle: u32,
     },
+    /// A backward pass against a rollout whose Young's moduli changed after
+    /// its forward run.
+    #[error(
+        "the rollout ran with Young's moduli (version {rollout}) that have changed since          (now version {current}: set_youngs or youngs_buffer_for_update); its states belong          to the old moduli. fix: run a new rollout before its backward pass"
+    )]
+    StaleRollout {
+        /// The version the rollout ran with.
+        rollout: u64,
+        /// The simulator's version now.
+        current: u64,
+    },
     /// Inputs inconsistent with the simulator (a bug in the caller or bad data).
     #[error("invalid MPM input: {0}")]
     InvalidInput(String),

@@ -17,11 +17,17 @@
 //! x_n as the adjoint of P2G), `p2g_adjoint_particle` (that walk's math,
 //! shared by `p2g_adjoint`'s two entry points), `cell_walk` (the node
 //! terms and window of the cell-list scatters).
-//! [`MpmSimulator`] owns the buffers and encodes substeps, reusing bind
-//! groups per set of bound buffers ([`bind_group_cache`]); [`rollout`] runs
-//! frames and the checkpointed backward pass.
+//! The host side reads top to bottom as the pipeline: [`simulator`] (the
+//! [`MpmSimulator`]: settings, buffers, kernels, E and states) →
+//! [`substep`] (one substep's stages, forward and adjoint, recorded into a
+//! command encoder, reusing bind groups per set of bound buffers:
+//! [`bind_group_cache`]) → [`rollout`] (frames forward) → [`backward`] (the
+//! checkpointed backward pass, on the caller's [`BackwardWork`]:
+//! [`backward_work`]).
 
 pub mod add_assign;
+pub mod backward;
+pub mod backward_work;
 pub mod bind_group_cache;
 pub mod cell_scatter;
 pub mod config;
@@ -41,12 +47,15 @@ pub mod rollout;
 pub mod simulator;
 pub mod stability;
 pub mod status;
+pub mod substep;
+pub mod substep_grid;
 pub mod uniforms;
 
+pub use backward::{BackwardOptions, FrameGradient, GradientFlow, HostMpmGradients, MpmGradients};
+pub use backward_work::BackwardWork;
 pub use config::{MpmConfig, WallMode};
 pub use error::MpmError;
 pub use layout::ParticleState;
-pub use rollout::{
-    BackwardOptions, FrameGradient, GradientFlow, MpmGradients, Rollout, RolloutOptions,
-};
-pub use simulator::{MpmSetup, MpmSimulator, StageBuffers, SubstepStage};
+pub use rollout::{Rollout, RolloutOptions};
+pub use simulator::{MpmOptions, MpmSetup, MpmSimulator, ScatterMode, KEPT_GRIDS_BUDGET_BYTES};
+pub use substep::{StageBuffers, SubstepStage};

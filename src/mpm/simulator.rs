@@ -1,120 +1,46 @@
-//! The GPU MLS-MPM simulator: buffers, kernels and the encoding of one
-//! substep forward (P2G → grid update → G2P) and backward (G2P* → grid
-//! update* → P2G*, on the substep's grid kept from the replay of its
-//! segment, or after recomputing it). Rollouts over frames and the backward
-//! pass with checkpointing are in [`super::rollout`].
+//! The GPU MLS-MPM simulator: its settings, buffers and kernels, Young's
+//! moduli and particle states. What runs on it reads top to bottom as the
+//! pipeline: [`super::substep`] encodes one substep forward (P2G → grid
+//! update → G2P) and backward (G2P* → grid update* → P2G*),
+//! [`super::rollout`] runs frames forward, and [`super::backward`] runs the
+//! checkpointed backward pass, whose working memory
+//! ([`super::BackwardWork`]) belongs to its caller.
 
-use super::add_assign::{AddAssign, AddAssignBuffers, AddAssignUniforms};
+use super::add_assign::{AddAssign, AddAssignUniforms};
 use super::bind_group_cache::BindGroupCache;
-use super::cell_scatter::{CellScatter, CellScatterBuffers};
+use super::cell_scatter::CellScatter;
 use super::config::{MpmConfig, WALL_MARGIN_CELLS};
 use super::error::MpmError;
-use super::g2p::{G2p, G2pBuffers};
-use super::g2p_adjoint::{G2pAdjoint, G2pAdjointBuffers, G2pAdjointCellsBuffers};
-use super::grid_bounds::{GridBounds, GridBoundsBuffers, EMPTY_BOUNDS};
-use super::grid_box::{GridBox, GridBoxBuffers};
-use super::grid_clear::{GridClear, GridClearBuffers};
-use super::grid_update::{GridUpdate, GridUpdateBuffers};
-use super::grid_update_adjoint::{GridUpdateAdjoint, GridUpdateAdjointBuffers};
+use super::g2p::G2p;
+use super::g2p_adjoint::G2pAdjoint;
+use super::grid_bounds::{GridBounds, EMPTY_BOUNDS};
+use super::grid_box::GridBox;
+use super::grid_clear::GridClear;
+use super::grid_update::GridUpdate;
+use super::grid_update_adjoint::GridUpdateAdjoint;
 use super::layout::{ParticleState, STATE_STRIDE};
-use super::p2g::{P2g, P2gBuffers};
-use super::p2g_adjoint::{P2gAdjoint, P2gAdjointBuffers, P2gAdjointCellsBuffers};
-use super::p2g_bin::{CellLists, P2gBin, P2gBinBuffers};
-use super::rollout::{segment_span, FrameWork, KeptThrough};
+use super::p2g::P2g;
+use super::p2g_adjoint::P2gAdjoint;
+use super::p2g_bin::P2gBin;
 use super::stability::min_substeps_per_frame;
-use super::status::{SimulationStatus, STATUS_WORDS};
+use super::status::STATUS_WORDS;
+use super::substep_grid::SubstepGrid;
 use super::uniforms::MpmUniforms;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::gpu::{GpuBuffer, GpuContext};
 
-/// One stage of a substep, in the order the kernels run. Exposed so that
-/// benchmarks can submit and time each kernel separately.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SubstepStage {
-    /// Active box of the substep's stencils ([`super::grid_box`]).
-    ActiveBox,
-    /// Zero the grid mass/momentum and the anchored-node flags, and with
-    /// binned scatters empty the cell lists (active box).
-    ClearGrid,
-    /// Particle-to-grid scatter. With binned scatters (CPU adapters) it
-    /// also builds the substep's cell lists, which G2P* and P2G* walk
-    /// again and [`SubstepStage::ClearGrid`] empties: like the grid's
-    /// (m, mv), they are only right after a ClearGrid.
-    P2g,
-    /// Grid velocity update with boundary conditions.
-    GridUpdate,
-    /// Grid-to-particle gather and particle update.
-    G2p,
-    /// Adjoint of G2P, grid side: the scatter of ∂L/∂(grid velocity).
-    /// With binned scatters it walks the cell lists of the substep's
-    /// [`SubstepStage::P2g`].
-    G2pAdjoint,
-    /// Adjoint of the grid update.
-    GridUpdateAdjoint,
-    /// Adjoint of P2G and the particle side of the adjoint of G2P:
-    /// ∂L/∂(state n). With binned scatters it walks the cell lists of the
-    /// substep's [`SubstepStage::P2g`].
-    P2gAdjoint,
-}
+/// Most bytes the backward pass spends on keeping the grids of a segment's
+/// substeps (K grids of 36 B per node each; with binned scatters 40 B per
+/// node + 4 B per particle: 7 × 9.9 MB for a 64³ grid at K = 7 on a GPU,
+/// 7 × 11 MB on lavapipe, 28 × 9.9 MB at K = 28). Above it, each substep
+/// adjoint recomputes its grid instead (P2G + grid update again, ~40% more
+/// backward time on lavapipe). The default of
+/// [`MpmOptions::kept_grids_budget`].
+pub const KEPT_GRIDS_BUDGET_BYTES: u64 = 512 << 20;
 
-impl SubstepStage {
-    /// A forward substep.
-    pub const FORWARD: [SubstepStage; 5] = [
-        Self::ActiveBox,
-        Self::ClearGrid,
-        Self::P2g,
-        Self::GridUpdate,
-        Self::G2p,
-    ];
-    /// A backward substep: the grid of the substep is recomputed, then the
-    /// adjoints run in reverse order (DESIGN.md § Adjoint).
-    pub const ADJOINT: [SubstepStage; 7] = [
-        Self::ActiveBox,
-        Self::ClearGrid,
-        Self::P2g,
-        Self::GridUpdate,
-        Self::G2pAdjoint,
-        Self::GridUpdateAdjoint,
-        Self::P2gAdjoint,
-    ];
-    /// A backward substep whose grid was kept from the forward replay of
-    /// its segment: the last three stages of [`SubstepStage::ADJOINT`].
-    pub const ADJOINT_ON_KEPT_GRID: [SubstepStage; 3] =
-        [Self::G2pAdjoint, Self::GridUpdateAdjoint, Self::P2gAdjoint];
-
-    /// Short name (benchmark output).
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::ActiveBox => "active_box",
-            Self::ClearGrid => "clear_grid",
-            Self::P2g => "p2g",
-            Self::GridUpdate => "grid_update",
-            Self::G2p => "g2p",
-            Self::G2pAdjoint => "g2p_adjoint",
-            Self::GridUpdateAdjoint => "grid_update_adjoint",
-            Self::P2gAdjoint => "p2g_adjoint",
-        }
-    }
-}
-
-/// Particle-side buffers a stage may use (unused ones are ignored).
-pub struct StageBuffers<'a> {
-    /// State at substep n.
-    pub state: &'a GpuBuffer,
-    /// State at substep n+1: G2P writes it; P2G* (with G2P*'s particle
-    /// side) reads its v and C.
-    pub next: &'a GpuBuffer,
-    /// ∂L/∂(state n+1).
-    pub grad_next: &'a GpuBuffer,
-    /// ∂L/∂(state n) (P2G*, with the particle side of G2P*, writes it).
-    pub grad: &'a GpuBuffer,
-    /// ∂L/∂E accumulator.
-    pub youngs_grad: &'a GpuBuffer,
-}
-
-/// Per-particle settings fixed for the simulator's lifetime.
+/// Per-particle settings fixed for the simulator's lifetime, and the
+/// initial Young's moduli.
 #[derive(Clone, Debug)]
 pub struct MpmSetup {
     /// Volume of every particle (normalised units; see
@@ -122,150 +48,101 @@ pub struct MpmSetup {
     pub particle_volume: f64,
     /// Anchored flag per particle (frozen particles; their nodes get v = 0).
     pub anchored: Vec<bool>,
+    /// Young's modulus per particle (normalised units) to start with: one
+    /// per particle, finite and positive, within `youngs_max`. Changed later
+    /// with [`MpmSimulator::set_youngs`] or on the GPU through
+    /// [`MpmSimulator::youngs_buffer_for_update`].
+    pub youngs: Vec<f32>,
     /// Largest Young's modulus the run may use: the explicit time-step bound
-    /// is checked for it at construction (e.g. the top of the fit's range).
+    /// is checked for it at construction (e.g. the top of the fit's range),
+    /// so that an optimiser may move E anywhere below it on the GPU.
     pub youngs_max: f64,
 }
 
-/// The grid of one substep: what P2G and the grid update produce and the
-/// adjoint kernels read (grid mass/momentum, anchored-node flags, grid
-/// velocity, and with binned scatters the cell lists of P2G's binning) and
-/// the substep's active box. The simulator owns one; the
-/// backward pass keeps one per substep of a segment so that the substep
-/// adjoints need not recompute them ([`super::rollout`]).
-pub(crate) struct SubstepGrid {
-    mass_momentum: GpuBuffer,
-    anchored: GpuBuffer,
-    velocity: GpuBuffer,
-    node_box: GpuBuffer,
-    dispatch_args: GpuBuffer,
-    /// With binned scatters: the cell lists of P2G's binning (allocated
-    /// when the grid is made in that mode, or on the switch to it:
-    /// [`MpmSimulator::set_binned_scatters_for_tests`]).
-    lists: OnceLock<GridCellLists>,
+/// How the two scatters, P2G and the adjoint of G2P, run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ScatterMode {
+    /// Cell-binned on CPU adapters (lavapipe), atomic on GPUs.
+    #[default]
+    Auto,
+    /// Cell-binned: [`super::p2g_bin`] then [`super::cell_scatter`], with
+    /// G2P* and P2G* walking the same cell lists ([`super::g2p_adjoint`] and
+    /// [`super::p2g_adjoint`] `main_cells`). Fastest on CPU adapters, whose
+    /// float atomics are slow.
+    Binned,
+    /// One-kernel atomic scatters: [`super::p2g`], [`super::g2p_adjoint`],
+    /// with the per-particle [`super::p2g_adjoint`]. Fastest on GPUs.
+    Atomic,
 }
 
-/// The cell lists a [`SubstepGrid`] holds with binned scatters
-/// ([`CellLists`]).
-struct GridCellLists {
-    /// Per node (as base cell): the head of its particle list.
-    cell_head: GpuBuffer,
-    /// Per particle: the link of its cell's list.
-    particle_next: GpuBuffer,
+/// Construction options of [`MpmSimulator::with_options`]; the defaults
+/// suit every caller but tests that compare variants.
+#[derive(Clone, Copy, Debug)]
+pub struct MpmOptions {
+    /// The scatter variant (fixed for the simulator's lifetime; the two give
+    /// the same sums up to f32 summation order).
+    pub scatters: ScatterMode,
+    /// Bytes the backward pass may spend on kept segment grids (0 = every
+    /// substep adjoint recomputes its grid).
+    pub kept_grids_budget: u64,
+    /// Check the explicit time-step bound for `youngs_max` at construction
+    /// and for every [`MpmSimulator::set_youngs`]. Off only where a blow-up
+    /// is wanted (tests of the breakdown detection): then the run is
+    /// unstable and stops with [`MpmError::NonFinite`] or
+    /// [`MpmError::LeftBox`].
+    pub check_time_step: bool,
 }
 
-impl GridCellLists {
-    fn new(
-        ctx: &GpuContext,
-        label: &str,
-        nodes: usize,
-        particles: usize,
-    ) -> Result<Self, MpmError> {
-        Ok(Self {
-            cell_head: ctx.storage_zeroed::<u32>(&format!("{label} cell list heads"), nodes)?,
-            particle_next: ctx
-                .storage_zeroed::<u32>(&format!("{label} cell list links"), particles)?,
-        })
-    }
-}
-
-impl SubstepGrid {
-    /// Bytes per node of the three per-node buffers (4 + 1 + 4 words).
-    const BYTES_PER_NODE: u64 = 9 * 4;
-    /// Bytes per node and per particle of the cell lists (one word each).
-    const LIST_BYTES_PER_NODE: u64 = 4;
-    const LIST_BYTES_PER_PARTICLE: u64 = 4;
-
-    /// Bytes of one grid of `nodes` nodes for `particles` particles, with
-    /// cell lists if `binned`.
-    fn bytes(nodes: usize, particles: usize, binned: bool) -> u64 {
-        let lists = if binned {
-            nodes as u64 * Self::LIST_BYTES_PER_NODE
-                + particles as u64 * Self::LIST_BYTES_PER_PARTICLE
-        } else {
-            0
-        };
-        nodes as u64 * Self::BYTES_PER_NODE + lists
-    }
-
-    fn new(
-        ctx: &GpuContext,
-        label: &str,
-        nodes: usize,
-        particles: usize,
-        binned: bool,
-    ) -> Result<Self, MpmError> {
-        let lists = OnceLock::new();
-        if binned {
-            let _ = lists.set(GridCellLists::new(ctx, label, nodes, particles)?);
-        }
-        Ok(Self {
-            lists,
-            mass_momentum: ctx
-                .storage_zeroed::<f32>(&format!("{label} grid (m, mv)"), nodes * 4)?,
-            anchored: ctx.storage_zeroed::<u32>(&format!("{label} grid anchored"), nodes)?,
-            velocity: ctx.storage_zeroed::<f32>(&format!("{label} grid velocity"), nodes * 4)?,
-            node_box: ctx.storage_zeroed::<u32>(&format!("{label} active box"), 8)?,
-            dispatch_args: ctx.buffer_from_slice(
-                &format!("{label} active-box dispatch"),
-                &[0u32; 6],
-                crate::gpu::STORAGE | wgpu::BufferUsages::INDIRECT,
-            )?,
-        })
-    }
-
-    /// The cell lists: present whenever the scatters run binned.
-    fn cell_lists(&self) -> &GridCellLists {
-        self.lists
-            .get()
-            .expect("a grid has cell lists whenever the scatters run binned")
-    }
-
-    /// The active box and cell lists, for the kernels that walk them.
-    fn lists(&self) -> CellLists<'_> {
-        let lists = self.cell_lists();
-        CellLists {
-            node_box: &self.node_box,
-            cell_head: &lists.cell_head,
-            particle_next: &lists.particle_next,
+impl Default for MpmOptions {
+    fn default() -> Self {
+        Self {
+            scatters: ScatterMode::Auto,
+            kept_grids_budget: KEPT_GRIDS_BUDGET_BYTES,
+            check_time_step: true,
         }
     }
 }
 
-struct Kernels {
-    p2g: P2g,
-    p2g_bin: P2gBin,
-    cell_scatter: CellScatter,
-    grid_update: GridUpdate,
-    g2p: G2p,
-    g2p_adjoint: G2pAdjoint,
-    grid_update_adjoint: GridUpdateAdjoint,
-    p2g_adjoint: P2gAdjoint,
-    add_assign: AddAssign,
-    grid_bounds: GridBounds,
-    grid_box: GridBox,
-    grid_clear: GridClear,
+pub(crate) struct Kernels {
+    pub(crate) p2g: P2g,
+    pub(crate) p2g_bin: P2gBin,
+    pub(crate) cell_scatter: CellScatter,
+    pub(crate) grid_update: GridUpdate,
+    pub(crate) g2p: G2p,
+    pub(crate) g2p_adjoint: G2pAdjoint,
+    pub(crate) grid_update_adjoint: GridUpdateAdjoint,
+    pub(crate) p2g_adjoint: P2gAdjoint,
+    pub(crate) add_assign: AddAssign,
+    pub(crate) grid_bounds: GridBounds,
+    pub(crate) grid_box: GridBox,
+    pub(crate) grid_clear: GridClear,
 }
+
+/// Source of simulator ids (rollouts and backward work name theirs).
+static NEXT_SIMULATOR_ID: AtomicU64 = AtomicU64::new(1);
 
 /// A GPU MPM simulation of a fixed particle set on a fixed grid.
 pub struct MpmSimulator {
-    config: MpmConfig,
-    particle_count: u32,
-    uniforms: GpuBuffer,
-    youngs: GpuBuffer,
-    anchored: GpuBuffer,
-    grid: SubstepGrid,
-    grid_velocity_grad: GpuBuffer,
-    grid_grad: GpuBuffer,
-    status: GpuBuffer,
-    add_uniforms: GpuBuffer,
-    bounds: GpuBuffer,
-    scratch: [GpuBuffer; 2],
-    kernels: Kernels,
-    kept_grids_budget: AtomicU64,
-    binned_scatters: AtomicBool,
-    bind_groups: BindGroupCache,
-    frame_work: Mutex<Option<FrameWork>>,
+    pub(crate) config: MpmConfig,
+    pub(crate) particle_count: u32,
+    pub(crate) uniforms: GpuBuffer,
+    pub(crate) youngs: GpuBuffer,
+    pub(crate) anchored: GpuBuffer,
+    pub(crate) grid: SubstepGrid,
+    pub(crate) grid_velocity_grad: GpuBuffer,
+    pub(crate) grid_grad: GpuBuffer,
+    pub(crate) status: GpuBuffer,
+    pub(crate) add_uniforms: GpuBuffer,
+    pub(crate) bounds: GpuBuffer,
+    pub(crate) scratch: [GpuBuffer; 2],
+    pub(crate) kernels: Kernels,
+    pub(crate) bind_groups: BindGroupCache,
+    binned: bool,
+    options: MpmOptions,
+    id: u64,
+    /// Bumped by every change of E: a rollout records it, and a backward
+    /// pass against a rollout run with other moduli is refused.
+    youngs_version: AtomicU64,
 }
 
 /// Checks the explicit time-step bound for Young's modulus up to `youngs_max`.
@@ -322,10 +199,20 @@ fn validate_config(config: &MpmConfig) -> Result<(), MpmError> {
 }
 
 impl MpmSimulator {
-    /// Builds the simulator after checking the configuration and the
-    /// explicit time-step bound for `setup.youngs_max`. Young's moduli start
-    /// at `setup.youngs_max`; set them with [`MpmSimulator::set_youngs`].
+    /// Builds the simulator with the default [`MpmOptions`].
     pub fn new(ctx: &GpuContext, config: &MpmConfig, setup: &MpmSetup) -> Result<Self, MpmError> {
+        Self::with_options(ctx, config, setup, &MpmOptions::default())
+    }
+
+    /// Builds the simulator after checking the configuration, the initial
+    /// Young's moduli and (unless `options` says not to) the explicit
+    /// time-step bound for `setup.youngs_max`.
+    pub fn with_options(
+        ctx: &GpuContext,
+        config: &MpmConfig,
+        setup: &MpmSetup,
+        options: &MpmOptions,
+    ) -> Result<Self, MpmError> {
         validate_config(config)?;
         let n = setup.anchored.len();
         if n == 0 {
@@ -343,19 +230,27 @@ impl MpmSimulator {
                 setup.youngs_max
             )));
         }
-        check_stability(config, setup.youngs_max)?;
+        check_youngs(&setup.youngs, n)?;
+        if options.check_time_step {
+            let initial_max = setup.youngs.iter().fold(0.0f32, |a, &b| a.max(b)) as f64;
+            check_stability(config, setup.youngs_max.max(initial_max))?;
+        }
         // Nodes 0..=grid_res per axis (both faces of the box), as the twin.
         let per_axis = config.grid_res as usize + 1;
         let nodes = per_axis * per_axis * per_axis;
         let uniforms = MpmUniforms::new(config, setup.particle_volume, n as u32);
         let anchored: Vec<u32> = setup.anchored.iter().map(|&a| a as u32).collect();
         let state_floats = n * STATE_STRIDE;
-        let binned = ctx.adapter_info.device_type == wgpu::DeviceType::Cpu;
+        let binned = match options.scatters {
+            ScatterMode::Auto => ctx.adapter_info.device_type == wgpu::DeviceType::Cpu,
+            ScatterMode::Binned => true,
+            ScatterMode::Atomic => false,
+        };
         Ok(Self {
             config: config.clone(),
             particle_count: n as u32,
             uniforms: ctx.uniform_buffer("mpm uniforms", &uniforms)?,
-            youngs: ctx.storage_from_slice("mpm youngs", &vec![setup.youngs_max as f32; n])?,
+            youngs: ctx.storage_from_slice("mpm youngs", &setup.youngs)?,
             anchored: ctx.storage_from_slice("mpm anchored particles", &anchored)?,
             grid: SubstepGrid::new(ctx, "mpm", nodes, n, binned)?,
             grid_velocity_grad: ctx.storage_zeroed::<f32>("mpm grid velocity grad", nodes * 4)?,
@@ -387,10 +282,11 @@ impl MpmSimulator {
                 grid_box: GridBox::new(ctx)?,
                 grid_clear: GridClear::new(ctx)?,
             },
-            kept_grids_budget: AtomicU64::new(super::rollout::KEPT_GRIDS_BUDGET_BYTES),
-            binned_scatters: AtomicBool::new(binned),
             bind_groups: BindGroupCache::default(),
-            frame_work: Mutex::new(None),
+            binned,
+            options: *options,
+            id: NEXT_SIMULATOR_ID.fetch_add(1, Ordering::Relaxed),
+            youngs_version: AtomicU64::new(0),
         })
     }
 
@@ -399,57 +295,71 @@ impl MpmSimulator {
         &self.config
     }
 
+    /// The construction options.
+    pub fn options(&self) -> &MpmOptions {
+        &self.options
+    }
+
     /// Number of particles.
     pub fn particle_count(&self) -> usize {
         self.particle_count as usize
     }
 
+    /// Unique per simulator (rollouts and backward work record theirs).
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Whether the two scatters, P2G and the adjoint of G2P, run cell-binned
+    /// ([`ScatterMode`]; fixed at construction).
+    pub fn binned_scatters(&self) -> bool {
+        self.binned
+    }
+
+    /// Bytes the backward pass may spend on kept segment grids.
+    pub(crate) fn kept_grids_budget(&self) -> u64 {
+        self.options.kept_grids_budget
+    }
+
     /// Sets Young's modulus per particle after checking the values (finite,
-    /// positive) and the explicit time-step bound for their maximum.
+    /// positive, one per particle) and, unless the simulator was built
+    /// without it, the explicit time-step bound for their maximum. Rollouts
+    /// run before this call can no longer be back-propagated
+    /// ([`MpmError::StaleRollout`]).
     pub fn set_youngs(&self, ctx: &GpuContext, youngs: &[f32]) -> Result<(), MpmError> {
-        self.check_youngs(youngs)?;
-        let max = youngs.iter().fold(0.0f32, |a, &b| a.max(b));
-        check_stability(&self.config, max as f64)?;
-        ctx.write(&self.youngs, youngs);
-        Ok(())
-    }
-
-    /// [`MpmSimulator::set_youngs`] without the time-step check: only for
-    /// tests that must provoke a blow-up.
-    #[doc(hidden)]
-    pub fn set_youngs_unchecked_for_tests(
-        &self,
-        ctx: &GpuContext,
-        youngs: &[f32],
-    ) -> Result<(), MpmError> {
-        self.check_youngs(youngs)?;
-        ctx.write(&self.youngs, youngs);
-        Ok(())
-    }
-
-    fn check_youngs(&self, youngs: &[f32]) -> Result<(), MpmError> {
-        if youngs.len() != self.particle_count() {
-            return Err(MpmError::InvalidInput(format!(
-                "{} Young's moduli for {} particles",
-                youngs.len(),
-                self.particle_count
-            )));
+        check_youngs(youngs, self.particle_count())?;
+        if self.options.check_time_step {
+            let max = youngs.iter().fold(0.0f32, |a, &b| a.max(b));
+            check_stability(&self.config, max as f64)?;
         }
-        if let Some(i) = youngs.iter().position(|e| !(e.is_finite() && *e > 0.0)) {
-            return Err(MpmError::InvalidInput(format!(
-                "Young's modulus of particle {i} is {}; it must be positive and finite",
-                youngs[i]
-            )));
-        }
+        ctx.write(&self.youngs, youngs);
+        self.youngs_version.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 
-    /// The per-particle Young's modulus buffer (f32), for callers that
-    /// update E on the GPU (e.g. an optimiser step). Writing it bypasses
-    /// [`MpmSimulator::set_youngs`]'s checks: keep E within the `youngs_max`
-    /// given at construction, whose time-step bound was checked.
+    /// The per-particle Young's modulus buffer (f32), to bind in kernels that
+    /// only read E. To write it, use [`MpmSimulator::youngs_buffer_for_update`].
     pub fn youngs_buffer(&self) -> &GpuBuffer {
         &self.youngs
+    }
+
+    /// The Young's modulus buffer for a caller that records writes into it
+    /// on the GPU (an optimiser step). Marks the moduli as changed, so
+    /// rollouts run before can no longer be back-propagated
+    /// ([`MpmError::StaleRollout`]): call it for every recorded update.
+    /// Writes bypass [`MpmSimulator::set_youngs`]'s checks: keep E positive
+    /// and within the `youngs_max` given at construction, whose time-step
+    /// bound was checked (the fit clamps log10 E to its range after every
+    /// step).
+    pub fn youngs_buffer_for_update(&self) -> &GpuBuffer {
+        self.youngs_version.fetch_add(1, Ordering::Relaxed);
+        &self.youngs
+    }
+
+    /// How many times E has changed since construction (rollouts record
+    /// it; [`MpmSimulator::backward`] compares).
+    pub fn youngs_version(&self) -> u64 {
+        self.youngs_version.load(Ordering::Relaxed)
     }
 
     /// A zeroed state-sized buffer (24 f32 per particle).
@@ -506,363 +416,18 @@ impl MpmSimulator {
         Ok(ParticleState::from_packed(&ctx.read_buffer::<f32>(buffer)?))
     }
 
-    /// Records one stage of a substep (forward or adjoint) on `b`, with the
-    /// simulator's own grid. [`SubstepStage::G2pAdjoint`] adds into
-    /// ∂L/∂(grid velocity), which must be zero over the substep's active box
-    /// beforehand; [`SubstepStage::GridUpdateAdjoint`] zeroes the box after
-    /// reading it (the buffer starts zeroed, and
-    /// [`MpmSimulator::backward`] zeroes it whole at its start). With binned
-    /// scatters (CPU adapters), G2P* and P2G* walk the cell lists of the
-    /// substep's [`SubstepStage::P2g`], which must follow a
-    /// [`SubstepStage::ClearGrid`] (as in [`SubstepStage::ADJOINT`]).
-    pub fn encode_stage(
-        &self,
-        ctx: &GpuContext,
-        encoder: &mut wgpu::CommandEncoder,
-        stage: SubstepStage,
-        b: &StageBuffers,
-    ) {
-        self.encode_stage_on(ctx, encoder, stage, b, &self.grid);
-    }
-
-    /// [`MpmSimulator::encode_stage`] with the grid-side buffers of `grid`.
-    pub(crate) fn encode_stage_on(
-        &self,
-        ctx: &GpuContext,
-        encoder: &mut wgpu::CommandEncoder,
-        stage: SubstepStage,
-        b: &StageBuffers,
-        grid: &SubstepGrid,
-    ) {
-        let k = &self.kernels;
-        let cache = &self.bind_groups;
-        // Every key is all the buffers its bind group binds, in binding order.
-        match stage {
-            SubstepStage::ActiveBox => {
-                let bounds = GridBoundsBuffers {
-                    uniforms: &self.uniforms,
-                    state: b.state,
-                    bounds: &self.bounds,
-                };
-                let bounds_group = cache.get("grid_bounds", &bounds.in_binding_order(), || {
-                    k.grid_bounds.bind(ctx, &bounds)
-                });
-                let node_box = GridBoxBuffers {
-                    uniforms: &self.uniforms,
-                    bounds: &self.bounds,
-                    node_box: &grid.node_box,
-                    dispatch_args: &grid.dispatch_args,
-                };
-                let box_group = cache.get("grid_box", &node_box.in_binding_order(), || {
-                    k.grid_box.bind(ctx, &node_box)
-                });
-                k.grid_bounds
-                    .dispatch(encoder, &bounds_group, self.particle_count);
-                k.grid_box.dispatch(encoder, &box_group);
-            }
-            SubstepStage::ClearGrid => {
-                let b = GridClearBuffers {
-                    uniforms: &self.uniforms,
-                    node_box: &grid.node_box,
-                    mass_momentum: &grid.mass_momentum,
-                    anchored: &grid.anchored,
-                    cell_head: self.binned_scatters().then(|| &grid.cell_lists().cell_head),
-                };
-                let name = match b.cell_head {
-                    Some(_) => "clear_grid_and_lists",
-                    None => "clear_grid",
-                };
-                let bg = cache.get(name, &b.in_binding_order(), || {
-                    k.grid_clear.bind_grid(ctx, &b)
-                });
-                k.grid_clear
-                    .dispatch_grid(encoder, &b, &bg, &grid.dispatch_args);
-            }
-            SubstepStage::P2g if self.binned_scatters() => {
-                let bin = P2gBinBuffers {
-                    uniforms: &self.uniforms,
-                    state: b.state,
-                    anchored: &self.anchored,
-                    cell_head: &grid.cell_lists().cell_head,
-                    particle_next: &grid.cell_lists().particle_next,
-                    grid_anchored: &grid.anchored,
-                };
-                let bin_group = cache.get("p2g_bin", &bin.in_binding_order(), || {
-                    k.p2g_bin.bind(ctx, &bin)
-                });
-                k.p2g_bin.dispatch(encoder, &bin_group, self.particle_count);
-                let scatter = CellScatterBuffers {
-                    uniforms: &self.uniforms,
-                    state: b.state,
-                    youngs: &self.youngs,
-                    lists: grid.lists(),
-                    nodes: &grid.mass_momentum,
-                };
-                let scatter_group = cache.get("cell_scatter", &scatter.in_binding_order(), || {
-                    k.cell_scatter.bind(ctx, &scatter)
-                });
-                k.cell_scatter
-                    .dispatch(encoder, &scatter_group, &grid.dispatch_args);
-            }
-            SubstepStage::P2g => {
-                let p2g = P2gBuffers {
-                    uniforms: &self.uniforms,
-                    state: b.state,
-                    youngs: &self.youngs,
-                    anchored: &self.anchored,
-                    grid: &grid.mass_momentum,
-                    grid_anchored: &grid.anchored,
-                };
-                let bg = cache.get("p2g", &p2g.in_binding_order(), || k.p2g.bind(ctx, &p2g));
-                k.p2g.dispatch(encoder, &bg, self.particle_count);
-            }
-            SubstepStage::GridUpdate => {
-                let update = GridUpdateBuffers {
-                    uniforms: &self.uniforms,
-                    node_box: &grid.node_box,
-                    grid: &grid.mass_momentum,
-                    grid_anchored: &grid.anchored,
-                    grid_velocity: &grid.velocity,
-                };
-                let bg = cache.get("grid_update", &update.in_binding_order(), || {
-                    k.grid_update.bind(ctx, &update)
-                });
-                k.grid_update.dispatch(encoder, &bg, &grid.dispatch_args);
-            }
-            SubstepStage::G2p => {
-                let g2p = G2pBuffers {
-                    uniforms: &self.uniforms,
-                    state: b.state,
-                    grid_velocity: &grid.velocity,
-                    anchored: &self.anchored,
-                    state_out: b.next,
-                    status: &self.status,
-                };
-                let bg = cache.get("g2p", &g2p.in_binding_order(), || k.g2p.bind(ctx, &g2p));
-                k.g2p.dispatch(encoder, &bg, self.particle_count);
-            }
-            SubstepStage::G2pAdjoint => {
-                let adjoint = G2pAdjointBuffers {
-                    uniforms: &self.uniforms,
-                    state: b.state,
-                    anchored: &self.anchored,
-                    state_grad_next: b.grad_next,
-                    grid_velocity_grad: &self.grid_velocity_grad,
-                };
-                if self.binned_scatters() {
-                    let cells = G2pAdjointCellsBuffers {
-                        adjoint,
-                        lists: grid.lists(),
-                    };
-                    let bg = cache.get("g2p_adjoint cells", &cells.in_binding_order(), || {
-                        k.g2p_adjoint.bind_cells(ctx, &cells)
-                    });
-                    k.g2p_adjoint
-                        .dispatch_cells(encoder, &bg, &grid.dispatch_args);
-                } else {
-                    let bg = cache.get("g2p_adjoint", &adjoint.in_binding_order(), || {
-                        k.g2p_adjoint.bind(ctx, &adjoint)
-                    });
-                    k.g2p_adjoint.dispatch(encoder, &bg, self.particle_count);
-                }
-            }
-            SubstepStage::GridUpdateAdjoint => {
-                let adj = GridUpdateAdjointBuffers {
-                    uniforms: &self.uniforms,
-                    node_box: &grid.node_box,
-                    grid: &grid.mass_momentum,
-                    grid_anchored: &grid.anchored,
-                    grid_velocity_grad: &self.grid_velocity_grad,
-                    grid_grad: &self.grid_grad,
-                };
-                let bg = cache.get("grid_update_adjoint", &adj.in_binding_order(), || {
-                    k.grid_update_adjoint.bind(ctx, &adj)
-                });
-                k.grid_update_adjoint
-                    .dispatch(encoder, &bg, &grid.dispatch_args);
-            }
-            SubstepStage::P2gAdjoint => {
-                let adjoint = P2gAdjointBuffers {
-                    uniforms: &self.uniforms,
-                    state: b.state,
-                    state_next: b.next,
-                    youngs: &self.youngs,
-                    anchored: &self.anchored,
-                    state_grad_next: b.grad_next,
-                    grid_grad: &self.grid_grad,
-                    grid_velocity: &grid.velocity,
-                    state_grad: b.grad,
-                    youngs_grad: b.youngs_grad,
-                };
-                if self.binned_scatters() {
-                    let cells = P2gAdjointCellsBuffers {
-                        adjoint,
-                        lists: grid.lists(),
-                    };
-                    let bg = cache.get("p2g_adjoint cells", &cells.in_binding_order(), || {
-                        k.p2g_adjoint.bind_cells(ctx, &cells)
-                    });
-                    k.p2g_adjoint
-                        .dispatch_cells(encoder, &bg, &grid.dispatch_args);
-                } else {
-                    let bg = cache.get("p2g_adjoint", &adjoint.in_binding_order(), || {
-                        k.p2g_adjoint.bind(ctx, &adjoint)
-                    });
-                    k.p2g_adjoint.dispatch(encoder, &bg, self.particle_count);
-                }
-            }
-        }
-    }
-
-    /// Records one forward substep `from → to` (distinct buffers).
-    pub fn encode_substep(
-        &self,
-        ctx: &GpuContext,
-        encoder: &mut wgpu::CommandEncoder,
-        from: &GpuBuffer,
-        to: &GpuBuffer,
-    ) {
-        let b = StageBuffers {
-            state: from,
-            next: to,
-            grad_next: to,
-            grad: to,
-            youngs_grad: to,
-        };
-        for stage in SubstepStage::FORWARD {
-            self.encode_stage(ctx, encoder, stage, &b);
-        }
-    }
-
-    /// Records the adjoint of the substep `state → next` (`next` as the
-    /// forward substep wrote it from `state`): from `grad_next = ∂L/∂(state
-    /// n+1)` writes `grad = ∂L/∂(state n)` and adds this substep's `∂L/∂E`
-    /// to `youngs_grad`. Recomputes the substep's grid first (the backward
-    /// pass of [`super::rollout`] keeps each segment substep's grid from its
-    /// replay instead, unless they exceed
-    /// [`super::rollout::KEPT_GRIDS_BUDGET_BYTES`]). Leaves ∂L/∂(grid
-    /// velocity) zero over the box, as it needs it on entry (see
-    /// [`MpmSimulator::encode_stage`]).
-    #[allow(clippy::too_many_arguments)]
-    pub fn encode_substep_adjoint(
-        &self,
-        ctx: &GpuContext,
-        encoder: &mut wgpu::CommandEncoder,
-        state: &GpuBuffer,
-        next: &GpuBuffer,
-        grad_next: &GpuBuffer,
-        grad: &GpuBuffer,
-        youngs_grad: &GpuBuffer,
-    ) {
-        let b = StageBuffers {
-            state,
-            next,
-            grad_next,
-            grad,
-            youngs_grad,
-        };
-        self.encode_substep_adjoint_with(ctx, encoder, &b, None);
-    }
-
     /// Nodes of the grid (grid_res + 1 per axis).
-    fn node_count(&self) -> usize {
+    pub(crate) fn node_count(&self) -> usize {
         let per_axis = self.config.grid_res as usize + 1;
         per_axis * per_axis * per_axis
     }
 
-    /// Bytes the backward pass may spend on kept segment grids
-    /// ([`super::rollout::KEPT_GRIDS_BUDGET_BYTES`] unless changed).
-    pub(crate) fn kept_grids_budget(&self) -> u64 {
-        self.kept_grids_budget.load(Ordering::Relaxed)
-    }
-
-    /// Changes the kept-grids budget: only for tests that compare the
-    /// backward pass with and without kept grids (0 = always recompute).
-    #[doc(hidden)]
-    pub fn set_kept_grids_budget_for_tests(&self, bytes: u64) {
-        self.kept_grids_budget.store(bytes, Ordering::Relaxed);
-    }
-
-    /// Whether the two scatters, P2G and the adjoint of G2P, run cell-binned
-    /// (the default on CPU adapters: [`super::p2g_bin`] then
-    /// [`super::cell_scatter`], with G2P* and P2G* walking the same cell
-    /// lists, [`super::g2p_adjoint`] and [`super::p2g_adjoint`] `main_cells`)
-    /// or as one-kernel atomic scatters (the default on GPUs:
-    /// [`super::p2g`], [`super::g2p_adjoint`], with the per-particle
-    /// [`super::p2g_adjoint`]).
-    pub fn binned_scatters(&self) -> bool {
-        self.binned_scatters.load(Ordering::Relaxed)
-    }
-
-    /// Chooses the scatter variant: only for tests that compare the two
-    /// (both give the same sums up to f32 summation order). Allocates the
-    /// simulator grid's cell lists on first use; a change of variant drops the
-    /// backward's kept buffers ([`MpmSimulator::release_backward_buffers`]).
-    #[doc(hidden)]
-    pub fn set_binned_scatters_for_tests(
-        &self,
-        ctx: &GpuContext,
-        binned: bool,
-    ) -> Result<(), MpmError> {
-        if binned && self.grid.lists.get().is_none() {
-            let lists = GridCellLists::new(ctx, "mpm", self.node_count(), self.particle_count())?;
-            let _ = self.grid.lists.set(lists);
-        }
-        if self.binned_scatters.swap(binned, Ordering::Relaxed) != binned {
-            // A segment a forward kept in the other mode has no cell lists
-            // (atomic scatters build none), or lists the atomic adjoint
-            // ignores: the next backward must replay it in this mode.
-            self.release_backward_buffers();
-        }
-        Ok(())
-    }
-
-    /// The backward pass's buffers from the previous call when they fit
-    /// `every` (and the kept-grids budget), else new ones.
-    pub(crate) fn take_frame_work(
-        &self,
-        ctx: &GpuContext,
-        every: u32,
-    ) -> Result<FrameWork, MpmError> {
-        let kept = self
-            .frame_work
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        match kept {
-            Some(work) if work.fits(self, every) => Ok(work),
-            other => {
-                drop(other); // free the old buffers before allocating
-                FrameWork::new(ctx, self, every)
-            }
-        }
-    }
-
-    /// Keeps the backward pass's buffers for the next call.
-    pub(crate) fn keep_frame_work(&self, work: FrameWork) {
-        *self.frame_work.lock().unwrap_or_else(|e| e.into_inner()) = Some(work);
-    }
-
-    /// Frees the buffers that [`MpmSimulator::backward`] keeps between calls
-    /// (checkpoint and segment states, kept grids; reallocated on the next
-    /// call).
-    pub fn release_backward_buffers(&self) {
-        self.frame_work
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-    }
-
     /// Bytes of one extra [`SubstepGrid`].
     pub(crate) fn substep_grid_bytes(&self) -> u64 {
-        SubstepGrid::bytes(
-            self.node_count(),
-            self.particle_count(),
-            self.binned_scatters(),
-        )
+        SubstepGrid::bytes(self.node_count(), self.particle_count(), self.binned)
     }
 
-    /// The grid of substep `index` of a kept segment ([`super::rollout`]).
+    /// The grid of substep `index` of a kept segment ([`super::backward_work`]).
     pub(crate) fn new_substep_grid(
         &self,
         ctx: &GpuContext,
@@ -873,224 +438,29 @@ impl MpmSimulator {
             &format!("mpm segment {index}"),
             self.node_count(),
             self.particle_count(),
-            self.binned_scatters(),
+            self.binned,
         )
-    }
-
-    /// Zeroes ∂L/∂(grid velocity) whole. The substep adjoints keep it zero
-    /// between them (grid update* zeroes the box nodes it reads); a
-    /// backward pass starts with this so that nothing left by an earlier,
-    /// failed one can leak in.
-    pub(crate) fn encode_clear_grid_velocity_grad(&self, encoder: &mut wgpu::CommandEncoder) {
-        encoder.clear_buffer(self.grid_velocity_grad.raw(), 0, None);
-    }
-
-    /// Records a forward substep from `from` that leaves its grid in `grid`
-    /// for [`MpmSimulator::encode_substep_adjoint_with`]; runs G2P into `to`
-    /// only when the next state is wanted.
-    pub(crate) fn encode_substep_keeping_grid(
-        &self,
-        ctx: &GpuContext,
-        encoder: &mut wgpu::CommandEncoder,
-        from: &GpuBuffer,
-        to: Option<&GpuBuffer>,
-        grid: &SubstepGrid,
-    ) {
-        let b = StageBuffers {
-            state: from,
-            next: to.unwrap_or(from),
-            grad_next: from,
-            grad: from,
-            youngs_grad: from,
-        };
-        let stages = if to.is_some() {
-            &SubstepStage::FORWARD[..]
-        } else {
-            &SubstepStage::FORWARD[..SubstepStage::FORWARD.len() - 1]
-        };
-        for &stage in stages {
-            self.encode_stage_on(ctx, encoder, stage, &b, grid);
-        }
-    }
-
-    /// The substep adjoint on buffers `b`: with `kept = Some(grid)` on the
-    /// substep's grid already in `grid` (from
-    /// [`MpmSimulator::encode_substep_keeping_grid`] on `b.state`), running
-    /// only [`SubstepStage::ADJOINT_ON_KEPT_GRID`]; with `None` as
-    /// [`MpmSimulator::encode_substep_adjoint`].
-    pub(crate) fn encode_substep_adjoint_with(
-        &self,
-        ctx: &GpuContext,
-        encoder: &mut wgpu::CommandEncoder,
-        b: &StageBuffers,
-        kept: Option<&SubstepGrid>,
-    ) {
-        match kept {
-            Some(grid) => {
-                for stage in SubstepStage::ADJOINT_ON_KEPT_GRID {
-                    self.encode_stage_on(ctx, encoder, stage, b, grid);
-                }
-            }
-            None => {
-                for stage in SubstepStage::ADJOINT {
-                    self.encode_stage(ctx, encoder, stage, b);
-                }
-            }
-        }
-    }
-
-    /// Records `dst += src` over state-sized buffers.
-    pub fn encode_add_state(
-        &self,
-        ctx: &GpuContext,
-        encoder: &mut wgpu::CommandEncoder,
-        src: &GpuBuffer,
-        dst: &GpuBuffer,
-    ) {
-        self.kernels.add_assign.dispatch(
-            ctx,
-            encoder,
-            &AddAssignBuffers {
-                uniforms: &self.add_uniforms,
-                src,
-                dst,
-            },
-            self.particle_count * STATE_STRIDE as u32,
-        );
-    }
-
-    /// Records `count` substeps from `start`, the last one writing `end`
-    /// (intermediate states ping-pong in the simulator's scratch buffers).
-    pub(crate) fn encode_substeps(
-        &self,
-        ctx: &GpuContext,
-        encoder: &mut wgpu::CommandEncoder,
-        start: &GpuBuffer,
-        end: &GpuBuffer,
-        count: u32,
-    ) {
-        for i in 0..count {
-            let from = if i == 0 {
-                start
-            } else {
-                &self.scratch[((i - 1) % 2) as usize]
-            };
-            let to = if i + 1 == count {
-                end
-            } else {
-                &self.scratch[(i % 2) as usize]
-            };
-            self.encode_substep(ctx, encoder, from, to);
-        }
-    }
-
-    /// Runs one frame (all substeps) `start → end` and checks the status
-    /// words once at its end. `frame` (1-based) is only for the error.
-    /// On a failure, replays the frame substep by substep to name the
-    /// substep where it started.
-    pub fn run_frame(
-        &self,
-        ctx: &GpuContext,
-        start: &GpuBuffer,
-        end: &GpuBuffer,
-        frame: u32,
-    ) -> Result<(), MpmError> {
-        self.run_frame_through(ctx, start, None, end, frame)
-    }
-
-    /// [`MpmSimulator::run_frame`] writing the states at the segment starts
-    /// (every K substeps, [`super::rollout::segment_span`]) into the
-    /// ⌈S/K⌉ − 1 buffers of `through.checkpoints` on the way (`checkpoint_buffers` makes them) and, with `through.last_segment`,
-    /// keeping the states and grids of the frame's last segment there for
-    /// the backward pass.
-    pub(crate) fn run_frame_through(
-        &self,
-        ctx: &GpuContext,
-        start: &GpuBuffer,
-        through: Option<KeptThrough>,
-        end: &GpuBuffer,
-        frame: u32,
-    ) -> Result<(), MpmError> {
-        let result = self.run_frame_checked(ctx, start, through, end, frame);
-        // The frame's bind groups hold `start` and `end`: let them go.
-        self.release_bind_groups();
-        result
     }
 
     /// Drops the cached bind groups (and their hold on the buffers they bind).
     pub(crate) fn release_bind_groups(&self) {
         self.bind_groups.clear();
     }
+}
 
-    fn run_frame_checked(
-        &self,
-        ctx: &GpuContext,
-        start: &GpuBuffer,
-        through: Option<KeptThrough>,
-        end: &GpuBuffer,
-        frame: u32,
-    ) -> Result<(), MpmError> {
-        let substeps = self.config.substeps_per_frame;
-        SimulationStatus::reset(ctx, &self.status);
-        let mut encoder = crate::gpu::encoder(ctx, "mpm frame");
-        // Segments between checkpoints (one segment when none are kept;
-        // `segment_span` says where each starts).
-        let (every, checkpoints, last_segment) = match through {
-            Some(t) => (t.every, t.checkpoints, t.last_segment),
-            None => (substeps, &[][..], None),
-        };
-        let segments = substeps.div_ceil(every);
-        debug_assert_eq!(checkpoints.len() as u32 + 1, segments);
-        for j in 0..segments {
-            let from = if j == 0 {
-                start
-            } else {
-                &checkpoints[j as usize - 1]
-            };
-            let to = if j + 1 == segments {
-                end
-            } else {
-                &checkpoints[j as usize]
-            };
-            let (_, len) = segment_span(substeps, every, j);
-            match last_segment {
-                Some(work) if j + 1 == segments => {
-                    let kept = self.encode_segment_keeping_grids(
-                        ctx,
-                        &mut encoder,
-                        work,
-                        from,
-                        len as usize,
-                        true,
-                    );
-                    if let Some(kept) = kept {
-                        encoder.copy_buffer_to_buffer(kept.raw(), 0, to.raw(), 0, None);
-                    }
-                }
-                _ => self.encode_substeps(ctx, &mut encoder, from, to, len),
-            }
-        }
-        ctx.queue.submit([encoder.finish()]);
-        let status = SimulationStatus::read(ctx, &self.status)?;
-        if status.is_ok() {
-            return Ok(());
-        }
-        // Locate the first failing substep (rare path): replay the frame
-        // once from its start, one substep per submission, and read the
-        // status after each; stop at the first bad one. O(S) substeps.
-        let mut from = start;
-        for s in 0..substeps {
-            let to = &self.scratch[(s % 2) as usize];
-            SimulationStatus::reset(ctx, &self.status);
-            let mut encoder = crate::gpu::encoder(ctx, "mpm frame replay");
-            self.encode_substep(ctx, &mut encoder, from, to);
-            ctx.queue.submit([encoder.finish()]);
-            let replay = SimulationStatus::read(ctx, &self.status)?;
-            if !replay.is_ok() {
-                return Err(replay.error(frame, s));
-            }
-            from = to;
-        }
-        Err(status.error(frame, substeps - 1))
+/// Checks Young's moduli: one per particle, finite and positive.
+fn check_youngs(youngs: &[f32], particles: usize) -> Result<(), MpmError> {
+    if youngs.len() != particles {
+        return Err(MpmError::InvalidInput(format!(
+            "{} Young's moduli for {particles} particles",
+            youngs.len(),
+        )));
     }
+    if let Some(i) = youngs.iter().position(|e| !(e.is_finite() && *e > 0.0)) {
+        return Err(MpmError::InvalidInput(format!(
+            "Young's modulus of particle {i} is {}; it must be positive and finite",
+            youngs[i]
+        )));
+    }
+    Ok(())
 }

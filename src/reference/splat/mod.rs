@@ -3,7 +3,7 @@
 //! § Gaussian splatting, § Verification strategy 1–3). Classic 3DGS as gsplat
 //! implements it ("classic" mode): EWA projection with 0.3 px² dilation
 //! ([`project`]), SH colour ([`sh`]), front-to-back blending in camera-z order
-//! ([`blend`]); backward in [`blend_backward`] and [`project_backward`].
+//! ([`blend`]); backward in [`blend_backward`](mod@blend_backward) and [`project_backward`](mod@project_backward).
 //!
 //! Simple rather than fast: every splat is projected once, then each pixel
 //! loops over the depth-sorted splats whose extent square contains it.

@@ -17,7 +17,7 @@
 //! - `p = R μ + t`: `dμ += Rᵀ dp`; `Σc = R Σ Rᵀ`: `G_Σ = Rᵀ G_Σc R`;
 //! - `Σ = M Mᵀ`: `G_M = 2 G_Σ M`; `M = Rot·diag(s)`: `G_Rot = G_M diag(s)`,
 //!   `ds_j = Σ_i G_M[i][j] Rot[i][j]`, `dlog s = s ⊙ ds`;
-//! - `Rot(q̂)` entry by entry (table in [`rotation_backward`]);
+//! - `Rot(q̂)` entry by entry (table in `rotation_backward`);
 //! - `q̂ = q/|q|`: `dq = (dq̂ − q̂ (q̂·dq̂))/|q|`.
 
 use glam::{DMat2, DMat3, DVec2, DVec3};
