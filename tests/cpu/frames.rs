@@ -1,14 +1,8 @@
 //! Reference frames: decoding as `value / 255` (3DGS colours, no transfer
-//! curve), 8/16-bit PNG and JPEG input, ordering, errors, the PNG writer and
-//! the GPU upload.
+//! curve), 8/16-bit PNG and JPEG input, ordering, errors and the PNG writer
+//! (the GPU upload: tests/gpu_splat/frames_upload.rs).
 
-mod common;
-
-use std::path::Path;
-
-use physfit::scene::frames::{
-    list_frames, load_frame, upload_frames, write_png, write_png16, FrameError,
-};
+use physfit::scene::frames::{list_frames, load_frame, write_png, write_png16, FrameError};
 
 /// A smooth RGBA test image.
 fn gradient(w: u32, h: u32) -> Vec<[f32; 4]> {
@@ -179,25 +173,4 @@ fn bad_frames_are_errors() {
         image::open(&q).unwrap().to_rgba8().get_pixel(0, 0).0,
         [0, 255, 0, 0]
     );
-}
-
-#[test]
-fn frames_upload_to_a_storage_buffer() {
-    let ctx = common::gpu();
-    let dir = tempfile::tempdir().unwrap();
-    let mut frames = Vec::new();
-    for k in 0..2 {
-        let p = dir.path().join(format!("f{k}.png"));
-        let px: Vec<[f32; 4]> = gradient(5, 3)
-            .iter()
-            .map(|c| [c[0], c[1], k as f32, 1.0])
-            .collect();
-        write_png16(&p, 5, 3, &px).unwrap();
-        frames.push(load_frame(&p, Some((5, 3))).unwrap());
-    }
-    let buf = upload_frames(&ctx, "test reference frames", &frames).unwrap();
-    let back: Vec<[f32; 4]> = ctx.read_buffer(&buf).unwrap();
-    let expected: Vec<[f32; 4]> = frames.iter().flat_map(|f| f.pixels.clone()).collect();
-    assert_eq!(back, expected);
-    assert!(Path::new(&dir.path().join("f1.png")).exists());
 }

@@ -21,10 +21,9 @@
 
 #![allow(clippy::needless_range_loop)] // parallel per-particle arrays
 
-mod common;
-mod mpm_support;
+use crate::common;
 
-use mpm_support::*;
+use crate::support::*;
 use physfit::gpu::{GpuContext, GpuOptions};
 use physfit::mpm::layout::STATE_STRIDE;
 use physfit::mpm::{

@@ -5,10 +5,9 @@
 
 #![allow(clippy::needless_range_loop)] // parallel per-particle arrays
 
-mod common;
-mod mpm_support;
+use crate::common;
 
-use mpm_support::*;
+use crate::support::*;
 use physfit::mpm::{
     BackwardWork, MpmError, MpmOptions, MpmSetup, MpmSimulator, ParticleState, RolloutOptions,
     ScatterMode,

@@ -1,6 +1,6 @@
 //! The gsplat reference cases load with the shapes their README states.
 
-mod common;
+use crate::common;
 
 use physfit::reference::gsplat_case::{load_gsplat_case, HEIGHT, WIDTH};
 

@@ -2,7 +2,7 @@
 //! simulated splat, anchored flags, the uniform initial velocity in
 //! normalised units, and the GPU move of the splats to their particles.
 
-mod common;
+use crate::common;
 
 use physfit::drive::{DriveError, SceneParticles, SplatMotion};
 use physfit::mpm::ParticleState;

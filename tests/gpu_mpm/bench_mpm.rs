@@ -2,7 +2,7 @@
 //! (positive, finite) and every stage is timed. Timings are never asserted against targets here
 //! (docs/benchmarks.md holds those).
 
-mod common;
+use crate::common;
 
 use physfit::bench::mpm::{run_case, MpmBenchCase};
 

@@ -1,7 +1,7 @@
 //! scene.toml loading: a valid scene resolves as documented, and each kind
 //! of mistake gives its own error naming the file and the field.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -8,10 +8,9 @@
 
 #![allow(clippy::needless_range_loop)] // parallel per-particle arrays
 
-mod common;
-mod mpm_support;
+use crate::common;
 
-use mpm_support::*;
+use crate::support::*;
 use physfit::gpu::GpuContext;
 use physfit::mpm::layout::STATE_STRIDE;
 use physfit::mpm::{

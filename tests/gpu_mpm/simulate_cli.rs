@@ -3,7 +3,7 @@
 //! view, and a run that breaks down
 //! (particles thrown out of the box) writes nothing and names the frame.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

@@ -1,0 +1,21 @@
+//! Tests that need no GPU device: scene files, .ply, reference frames, the
+//! f64 CPU twins against finite differences and against gsplat's renders,
+//! `physfit check`, and every WGSL file through naga. One test binary
+//! (fewer to link than one per file; DESIGN.md § Verification 1–2).
+
+mod common;
+
+#[path = "cpu/frames.rs"]
+mod frames;
+#[path = "cpu/ply.rs"]
+mod ply;
+#[path = "cpu/reference_gsplat_case.rs"]
+mod reference_gsplat_case;
+#[path = "cpu/reference_mpm.rs"]
+mod reference_mpm;
+#[path = "cpu/scene.rs"]
+mod scene;
+#[path = "cpu/scene_check.rs"]
+mod scene_check;
+#[path = "cpu/wgsl_validation.rs"]
+mod wgsl_validation;

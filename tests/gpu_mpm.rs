@@ -1,0 +1,23 @@
+//! The GPU MPM on the present adapter (lavapipe in CI): forward physics,
+//! the adjoint against finite differences of the GPU loss and against the
+//! f64 twin (also at a fit's length), schedules of one computation against
+//! each other, the scene → particles → splats glue, `physfit simulate` and
+//! `physfit bench mpm` end to end (DESIGN.md § Verification 3–7). One test
+//! binary, which also travels to GPU machines (../shared/gpu/prepare.sh).
+
+mod common;
+#[path = "gpu_mpm/support.rs"]
+mod support;
+
+#[path = "gpu_mpm/adjoint.rs"]
+mod adjoint;
+#[path = "gpu_mpm/bench_mpm.rs"]
+mod bench_mpm;
+#[path = "gpu_mpm/drive.rs"]
+mod drive;
+#[path = "gpu_mpm/forward.rs"]
+mod forward;
+#[path = "gpu_mpm/simulate_cli.rs"]
+mod simulate_cli;
+#[path = "gpu_mpm/twin.rs"]
+mod twin;
