@@ -10,7 +10,7 @@ use glam::{Mat3, Vec3};
 use physfit::gpu::{GpuContext, GpuOptions};
 use physfit::reference::splat::{project_all, Camera64, SplatParams64};
 use physfit::scene::{Camera, Gaussians};
-use physfit::splat::{upload_grad_image, HostGradients, Rasterizer, SplatBuffers};
+use physfit::splat::{upload_grad_image, HostGradients, Rasterizer, SplatBuffers, SplatError};
 use splat_common::*;
 
 /// Flattens one parameter kind of GPU and twin gradients to (gpu, twin) pairs.
@@ -280,11 +280,8 @@ fn finite_difference_check(ctx: &GpuContext) {
     let mut raster = Rasterizer::new(ctx).unwrap();
     let mut loss = |g: &Gaussians| -> f64 {
         let splats = SplatBuffers::upload(ctx, g).unwrap();
-        let img = raster
-            .render(ctx, &splats, &cam, bg)
-            .unwrap()
-            .read_image(ctx)
-            .unwrap();
+        let out = raster.render(ctx, &splats, &cam, bg).unwrap();
+        let img = raster.read_image(ctx, &out).unwrap();
         img.iter()
             .zip(&weights)
             .map(|(p, w)| (0..4).map(|c| p[c] as f64 * w[c] as f64).sum::<f64>())
@@ -298,7 +295,7 @@ fn finite_difference_check(ctx: &GpuContext) {
         r.backward(ctx, &splats, &out, &grad_buf)
             .unwrap()
             .gradients
-            .read(ctx, 5)
+            .read(ctx)
             .unwrap()
     };
     let h = 1e-2f32;
@@ -385,4 +382,210 @@ fn backward_with_non_finite_splats_is_finite_and_zero_for_them() {
         assert_eq!(grads.opacity_logits[i], 0.0, "splat {i}");
     }
     assert!(grads.means.iter().flatten().any(|v| *v != 0.0));
+}
+
+/// Largest |a − b| over one gradient kind, relative to the largest |b| of
+/// that kind (a per-kind floor: a component far below the kind's scale is a
+/// sum that cancelled, whose own relative error says nothing).
+fn max_scaled_difference(a: &[f32], b: &[f32]) -> f64 {
+    assert_eq!(a.len(), b.len());
+    let scale = b.iter().fold(0.0f64, |m, v| m.max(f64::from(v.abs())));
+    let diff = a
+        .iter()
+        .zip(b)
+        .fold(0.0f64, |m, (x, y)| m.max(f64::from((x - y).abs())));
+    if scale == 0.0 {
+        diff
+    } else {
+        diff / scale
+    }
+}
+
+fn flat(g: &HostGradients) -> [(&'static str, Vec<f32>); 5] {
+    [
+        ("means", g.means.iter().flatten().copied().collect()),
+        ("quats", g.rotations.iter().flatten().copied().collect()),
+        (
+            "log_scales",
+            g.log_scales.iter().flatten().copied().collect(),
+        ),
+        ("opacity_logits", g.opacity_logits.clone()),
+        ("sh", g.sh.iter().flatten().copied().collect()),
+    ]
+}
+
+#[test]
+fn one_rasterizer_back_propagates_alternating_frames_like_fresh_ones() {
+    // As the forward test of the same name (tests/splat_forward.rs), through
+    // the backward: the reused 2D-gradient accumulator must be cleared each
+    // time and the reused parameter gradients fully rewritten. Images must be
+    // equal bit for bit; gradients only to 1e-6 of each kind's largest
+    // component, because blend_backward sums every splat's per-tile
+    // contributions with f32 atomics, whose order (and so the last bits of
+    // the sum) changes from run to run with the driver's threads (lavapipe
+    // runs workgroups on several; a GPU's atomics are unordered too). 1e-6
+    // is ~8 f32 ulps of the largest component: far below any real error (a
+    // stale accumulator doubles a gradient) and above the measured
+    // reordering noise, printed below.
+    let ctx = common::gpu();
+    let mut shared = Rasterizer::new(&ctx).unwrap();
+    let mut rng = Rng(41);
+    let mut worst = 0.0f64;
+    for frame in alternating_frames() {
+        let pixels = (frame.camera.width * frame.camera.height) as usize;
+        let grad = random_grad_image(&mut rng, pixels);
+        let grad_buf = upload_grad_image(&ctx, &grad).unwrap();
+        let splats = SplatBuffers::upload(&ctx, &frame.gaussians).unwrap();
+        let out = shared
+            .render(&ctx, &splats, &frame.camera, frame.background)
+            .unwrap();
+        let image = shared.read_image(&ctx, &out).unwrap();
+        let got = shared
+            .backward(&ctx, &splats, &out, &grad_buf)
+            .unwrap()
+            .gradients
+            .read(&ctx)
+            .unwrap();
+        let (want_image, want) = gpu_render_backward(
+            &ctx,
+            &frame.gaussians,
+            &frame.camera,
+            frame.background,
+            &grad,
+        );
+        assert!(image == want_image, "{}: images differ", frame.name);
+        assert_eq!(got.means.len(), frame.gaussians.len(), "{}", frame.name);
+        assert_eq!(got.sh.len(), frame.gaussians.sh.len(), "{}", frame.name);
+        for ((kind, a), (_, b)) in flat(&got).iter().zip(flat(&want).iter()) {
+            let d = max_scaled_difference(a, b);
+            println!(
+                "{}: {kind}: max |shared − fresh| / max |fresh| = {d:.2e}",
+                frame.name
+            );
+            assert!(d <= 1e-6, "{}: {kind} differs by {d:.2e}", frame.name);
+            worst = worst.max(d);
+        }
+    }
+    println!("worst scaled difference {worst:.2e}");
+}
+
+#[test]
+fn repeated_frames_allocate_no_frame_buffers() {
+    // Render + backward of one frame, repeated: after the first, each frame
+    // allocates only the small uniform buffers of the sort and scan
+    // primitives and the 4-byte staging buffer of the intersection-count
+    // readback; live and peak GPU bytes stay put.
+    let ctx = common::gpu();
+    let mut rng = Rng(43);
+    let g = random_gaussians(&mut rng, 300, 3, 1.5);
+    let cam = camera_looking_z(128, 96, Vec3::ZERO);
+    let grad = upload_grad_image(&ctx, &random_grad_image(&mut rng, 128 * 96)).unwrap();
+    let splats = SplatBuffers::upload(&ctx, &g).unwrap();
+    let mut r = Rasterizer::new(&ctx).unwrap();
+    // Two frames first: the first one's render runs before the gradient
+    // buffers exist, so the peak of its transient buffers is lower.
+    let mut gradient_bytes = 0;
+    for _ in 0..2 {
+        let out = r.render(&ctx, &splats, &cam, [0.0; 3]).unwrap();
+        let back = r.backward(&ctx, &splats, &out, &grad).unwrap();
+        gradient_bytes = back.gradients.sh.size();
+    }
+    ctx.wait().unwrap();
+    let live = ctx.memory.current();
+    let peak = ctx.memory.peak();
+    let mut per_frame = Vec::new();
+    for _ in 0..5 {
+        let (count, bytes) = (ctx.memory.allocations(), ctx.memory.allocated_bytes());
+        let out = r.render(&ctx, &splats, &cam, [0.0; 3]).unwrap();
+        r.backward(&ctx, &splats, &out, &grad).unwrap();
+        ctx.wait().unwrap();
+        per_frame.push((
+            ctx.memory.allocations() - count,
+            ctx.memory.allocated_bytes() - bytes,
+        ));
+        assert_eq!(ctx.memory.current(), live, "live GPU bytes grew");
+    }
+    println!(
+        "per frame after the first two: (buffers, bytes) allocated {per_frame:?}; \
+         live {live} bytes, SH gradient buffer {gradient_bytes} bytes"
+    );
+    assert_eq!(ctx.memory.peak(), peak, "peak GPU bytes grew");
+    for &(count, bytes) in &per_frame {
+        assert_eq!(count, per_frame[0].0, "allocations per frame changed");
+        assert!(bytes <= 4096, "{bytes} bytes allocated in one frame");
+    }
+}
+
+#[test]
+fn a_stale_or_foreign_render_output_is_refused() {
+    let ctx = common::gpu();
+    let frames = alternating_frames();
+    let (a, b) = (&frames[0], &frames[1]);
+    let splats_a = SplatBuffers::upload(&ctx, &a.gaussians).unwrap();
+    let splats_b = SplatBuffers::upload(&ctx, &b.gaussians).unwrap();
+    let pixels = |f: &Frame| (f.camera.width * f.camera.height) as usize;
+    let grad_a = upload_grad_image(&ctx, &vec![[1.0; 4]; pixels(a)]).unwrap();
+    let grad_b = upload_grad_image(&ctx, &vec![[1.0; 4]; pixels(b)]).unwrap();
+    let mut r = Rasterizer::new(&ctx).unwrap();
+    let out_a = r.render(&ctx, &splats_a, &a.camera, a.background).unwrap();
+    let out_b = r.render(&ctx, &splats_b, &b.camera, b.background).unwrap();
+
+    let stale = |e: SplatError| {
+        let msg = e.to_string();
+        assert!(
+            matches!(
+                e,
+                SplatError::StaleRender {
+                    rendered: 1,
+                    latest: 2
+                }
+            ),
+            "expected a stale-frame error, got {msg}"
+        );
+        assert!(msg.contains("before rendering the next one"), "{msg}");
+    };
+    stale(r.backward(&ctx, &splats_a, &out_a, &grad_a).err().unwrap());
+    stale(r.image(&out_a).err().unwrap());
+    stale(r.read_image(&ctx, &out_a).err().unwrap());
+    // The latest frame is fine, and may be back-propagated more than once.
+    r.backward(&ctx, &splats_b, &out_b, &grad_b).unwrap();
+    r.backward(&ctx, &splats_b, &out_b, &grad_b).unwrap();
+
+    // Another rasterizer holds none of its buffers.
+    let mut other = Rasterizer::new(&ctx).unwrap();
+    let err = other
+        .backward(&ctx, &splats_b, &out_b, &grad_b)
+        .err()
+        .unwrap();
+    assert!(matches!(err, SplatError::ForeignRender), "{err}");
+    assert!(matches!(
+        other.image(&out_b),
+        Err(SplatError::ForeignRender)
+    ));
+
+    // A render refused before it touches the workspace (bad camera) leaves
+    // the latest frame valid; one that fails after (a tile grid over the
+    // device's binding limit) retires it.
+    let mut bad = b.camera.clone();
+    bad.fx = f32::NAN;
+    assert!(r.render(&ctx, &splats_b, &bad, b.background).is_err());
+    r.image(&out_b).unwrap();
+    let mut huge = b.camera.clone();
+    (huge.width, huge.height) = (200_000, 200_000);
+    let err = r
+        .render(&ctx, &splats_b, &huge, b.background)
+        .err()
+        .unwrap();
+    assert!(matches!(err, SplatError::Gpu(_)), "{err}");
+    let err = r.image(&out_b).err().unwrap();
+    assert!(
+        matches!(
+            err,
+            SplatError::StaleRender {
+                rendered: 2,
+                latest: 3
+            }
+        ),
+        "{err}"
+    );
 }

@@ -291,3 +291,75 @@ fn grey_splats_over_a_grey_background_write_code_128() {
     let png = image::open(&path).unwrap().to_rgb8();
     assert!(png.pixels().all(|p| p.0 == [128, 128, 128]));
 }
+
+#[test]
+fn one_rasterizer_renders_alternating_frames_like_fresh_ones() {
+    // The workspace is reused and grown, never shrunk: a frame rendered
+    // after a larger one finds longer buffers holding that frame's data
+    // (per-tile ranges, intersections, pixels), one after a smaller one finds
+    // them regrown. Neither may change a bit: the forward has no atomics and
+    // its sorts are stable, so the images must be exactly equal.
+    let ctx = common::gpu();
+    let mut shared = Rasterizer::new(&ctx).unwrap();
+    for frame in alternating_frames() {
+        let splats = SplatBuffers::upload(&ctx, &frame.gaussians).unwrap();
+        let out = shared
+            .render(&ctx, &splats, &frame.camera, frame.background)
+            .unwrap();
+        let got = shared.read_image(&ctx, &out).unwrap();
+        let mut fresh = Rasterizer::new(&ctx).unwrap();
+        let fresh_out = fresh
+            .render(&ctx, &splats, &frame.camera, frame.background)
+            .unwrap();
+        let want = fresh.read_image(&ctx, &fresh_out).unwrap();
+        println!(
+            "{}: {} intersections, image of render {}",
+            frame.name,
+            out.intersection_count,
+            out.generation()
+        );
+        assert_eq!(out.intersection_count, fresh_out.intersection_count);
+        assert_eq!(got.len(), want.len(), "{}", frame.name);
+        assert!(got == want, "{}: images differ", frame.name);
+    }
+}
+
+#[test]
+fn repeated_renders_of_one_frame_allocate_no_frame_buffers() {
+    // After the first frame, a render allocates only the small uniform
+    // buffers the sort and scan primitives make per call and the 4-byte
+    // staging buffer of the intersection-count readback: no buffer that
+    // grows with the splats, intersections or pixels.
+    let ctx = common::gpu();
+    let mut rng = Rng(31);
+    let g = random_gaussians(&mut rng, 300, 2, 1.5);
+    let cam = camera_looking_z(128, 96, Vec3::ZERO);
+    let splats = SplatBuffers::upload(&ctx, &g).unwrap();
+    let mut r = Rasterizer::new(&ctx).unwrap();
+    let out = r.render(&ctx, &splats, &cam, [0.0; 3]).unwrap();
+    let image_bytes = r.image(&out).unwrap().size();
+    ctx.wait().unwrap();
+    let live = ctx.memory.current();
+    let peak = ctx.memory.peak();
+    let mut per_frame = Vec::new();
+    for _ in 0..5 {
+        let (count, bytes) = (ctx.memory.allocations(), ctx.memory.allocated_bytes());
+        let out = r.render(&ctx, &splats, &cam, [0.0; 3]).unwrap();
+        ctx.wait().unwrap();
+        per_frame.push((
+            ctx.memory.allocations() - count,
+            ctx.memory.allocated_bytes() - bytes,
+        ));
+        assert_eq!(ctx.memory.current(), live, "live GPU bytes grew");
+        assert!(out.intersection_count > 1000);
+    }
+    println!(
+        "per render after the first: (buffers, bytes) allocated {per_frame:?}; \
+         live {live} bytes, image buffer {image_bytes} bytes"
+    );
+    assert_eq!(ctx.memory.peak(), peak, "peak GPU bytes grew");
+    for &(count, bytes) in &per_frame {
+        assert_eq!(count, per_frame[0].0, "allocations per frame changed");
+        assert!(bytes <= 4096, "{bytes} bytes allocated in one render");
+    }
+}

@@ -47,8 +47,8 @@ pub fn render_png(
     path: &Path,
 ) -> Result<()> {
     let frame = raster.render(ctx, splats, camera, background)?;
-    let pixels: Vec<[f32; 4]> = frame
-        .read_image(ctx)?
+    let pixels: Vec<[f32; 4]> = raster
+        .read_image(ctx, &frame)?
         .into_iter()
         .map(|[r, g, b, _coverage]| [r, g, b, 1.0])
         .collect();

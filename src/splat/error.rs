@@ -30,6 +30,27 @@ pub enum SplatError {
         /// Bytes needed.
         needed: u64,
     },
+    /// A [`super::RenderOutput`] that is no longer its rasterizer's latest
+    /// frame: the rasterizer reuses its buffers, so a later render (even one
+    /// that failed) has overwritten what this frame's backward would replay.
+    #[error(
+        "this frame is render {rendered} of its rasterizer, but render {latest} has started \
+         since and reused its buffers: call backward (and read the image) for a frame \
+         before rendering the next one with the same Rasterizer, or render frames that must \
+         stay alive together with separate Rasterizers"
+    )]
+    StaleRender {
+        /// The frame's render number.
+        rendered: u64,
+        /// The rasterizer's latest render number.
+        latest: u64,
+    },
+    /// A [`super::RenderOutput`] passed to a rasterizer that did not render it.
+    #[error(
+        "this frame was rendered by another Rasterizer, whose buffers hold it: call backward \
+         (and read the image) on the Rasterizer that rendered it"
+    )]
+    ForeignRender,
     /// A blending kernel needs more workgroup memory than the device offers.
     #[error(
         "{kernel} needs {needed} bytes of workgroup memory but the device limit \

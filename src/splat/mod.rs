@@ -11,13 +11,13 @@
 //! 3. [`intersect_tiles`] `count`: tiles per splat in depth order; GPU
 //!    exclusive prefix sum → write offsets and the intersection total.
 //! 4. **One readback per frame**: the intersection total, 4 bytes. The
-//!    intersection buffers (and the sort's scratch) are sized to it, so
+//!    intersection buffers (and the sort's scratch) are grown to it, so
 //!    memory follows the scene instead of a worst-case bound (N × tiles,
 //!    which for 500k splats at 1024×576 would be ~9 GiB) and a frame too big
 //!    for the device gets a typed [`GpuError::OverLimit`] naming the buffer.
-//!    It costs one GPU round trip per frame, small next to blending. (The
-//!    readback-free alternative, `RadixSort::sort_indirect` over buffers
-//!    sized for a worst case, trades it for that worst-case memory.)
+//!    It costs one GPU round trip per frame, small next to blending. (A
+//!    readback-free sort over buffers sized for the worst case would trade
+//!    it for that worst-case memory.)
 //! 5. [`intersect_tiles`] `write`: (tile id, splat id) pairs grouped by splat
 //!    in depth order; stable radix sort by tile id (⌈log₂ tiles⌉ bits) →
 //!    per-tile front-to-back lists (= sorting by the 64-bit key tile·2³² + depth).
@@ -34,6 +34,25 @@
 //!    behind it (never a chained division recovering T): see the shader.
 //! 2. [`project_backward`]: per splat, to means, raw quaternions, log-scales,
 //!    opacity logits and SH coefficients.
+//!
+//! Workspace: every per-frame buffer (projected splats, tile rectangles,
+//! depth keys and order, tile counts and offsets, the intersection lists,
+//! per-tile ranges, image, per-pixel stop index, uniforms, and the backward's
+//! 2D and parameter gradients) belongs to the [`Rasterizer`] and is reused
+//! by every frame, grown with 25% headroom when a frame needs more and never
+//! shrunk, like the sort and scan scratch; a steady fitting loop allocates
+//! none of them (only the primitives' per-call uniform buffers, ~20 of 16
+//! bytes, and the 4-byte readback staging buffer). Kernels that write a
+//! buffer in full need nothing; the per-tile ranges and the atomically
+//! accumulated 2D gradients are cleared in the frame's encoder (the
+//! reasoning per buffer is in `workspace.rs`). Capacity past a frame's counts
+//! holds stale data and is never read: kernels take their counts from the
+//! uniforms. The price is the rule for callers, enforced at run time: **a
+//! frame's image and backward are available until the next render on the
+//! same rasterizer** (see [`Rasterizer`]; a stale [`RenderOutput`] gets
+//! [`SplatError::StaleRender`]), and the gradients [`Rasterizer::backward`]
+//! returns are borrowed from it, so the compiler keeps them from outliving
+//! the next render or backward.
 //!
 //! Depth ties: splats whose f32 camera depths are equal keep index order (the
 //! sorts are stable), which can differ from an f64 reference where the depths
@@ -56,6 +75,7 @@ pub mod splat_buffers;
 pub mod stage_recorder;
 pub mod tile_ranges;
 pub mod uniforms;
+mod workspace;
 
 pub use error::SplatError;
 pub use splat_buffers::{HostGradients, SplatBuffers, SplatGradients};
@@ -70,16 +90,20 @@ use crate::scene::Camera;
 use blend::{Blend, BlendBuffers};
 use blend_backward::{BlendBackward, BlendBackwardBuffers, GRAD_2D_STRIDE};
 use intersect_tiles::{IntersectTiles, IntersectTilesBuffers};
-use project::{Project, ProjectBuffers, PROJECTED_SPLAT_BYTES};
+use project::{Project, ProjectBuffers};
 use project_backward::{ProjectBackward, ProjectBackwardBuffers};
 use stage_recorder::StageRecorder;
 use tile_ranges::{TileRanges, TileRangesBuffers};
 use uniforms::RasterUniforms;
+use workspace::{grown_u32, reserve, Workspace};
 
-/// A rendered frame: the image and everything the backward pass replays.
+/// A rendered frame: its size and intersection count, and which render of
+/// which [`Rasterizer`] it is. The image and everything the backward pass
+/// replays live in that rasterizer's workspace, valid until its next render:
+/// get the image with [`Rasterizer::image`] / [`Rasterizer::read_image`] and
+/// the gradients with [`Rasterizer::backward`], which refuse a frame that is
+/// no longer the latest ([`SplatError::StaleRender`]).
 pub struct RenderOutput {
-    /// `vec4<f32>` per pixel, row-major: linear RGB over the background, alpha.
-    pub image: GpuBuffer,
     /// Image width in pixels.
     pub width: u32,
     /// Image height in pixels.
@@ -88,36 +112,49 @@ pub struct RenderOutput {
     pub intersection_count: u32,
     /// Per-stage wall times when the rasterizer was profiling, else empty.
     pub timings: Vec<StageTiming>,
-    uniforms: GpuBuffer,
-    projected: GpuBuffer,
-    tile_rects: GpuBuffer,
-    splat_ids: GpuBuffer,
-    ranges: GpuBuffer,
-    last_index: GpuBuffer,
+    rasterizer: u64,
+    generation: u64,
     tiles: [u32; 2],
     splat_count: u32,
     coeffs_per_splat: u32,
 }
 
 impl RenderOutput {
-    /// Reads the image back, RGBA per pixel, row-major.
-    pub fn read_image(&self, ctx: &GpuContext) -> Result<Vec<[f32; 4]>, SplatError> {
-        let mut pixels: Vec<[f32; 4]> = ctx.read_buffer(&self.image)?;
-        pixels.truncate((self.width * self.height) as usize);
-        Ok(pixels)
+    /// Number of this render among its rasterizer's (1 for the first).
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 }
 
 /// Backward result: parameter gradients (+ timings when profiling).
-pub struct BackwardOutput {
-    /// dL/d every splat parameter.
-    pub gradients: SplatGradients,
+///
+/// The gradients are the rasterizer's own buffers, borrowed: they stay valid
+/// while this value lives, and the borrow checker keeps the rasterizer from
+/// rendering or back-propagating again (which would overwrite them) until it
+/// is dropped. Consume them (or copy them with
+/// `wgpu::CommandEncoder::copy_buffer_to_buffer`) before the next frame.
+pub struct BackwardOutput<'a> {
+    /// dL/d every splat parameter (buffers possibly longer than the splats
+    /// need: see [`SplatGradients`]).
+    pub gradients: &'a SplatGradients,
     /// Per-stage wall times when the rasterizer was profiling, else empty.
     pub timings: Vec<StageTiming>,
 }
 
-/// The rasterizer: compiled kernels plus the sort / scan primitives, whose
-/// scratch grows to the largest frame seen.
+/// The rasterizer: compiled kernels, the sort / scan primitives and a
+/// workspace of per-frame buffers, all grown to the largest frame seen and
+/// reused by every frame (a fitting loop renders thousands).
+///
+/// The rule for callers: **a frame's image and backward are available until
+/// the next [`Rasterizer::render`] on the same rasterizer.** Render, use the
+/// image, back-propagate (as many times as needed), then render the next
+/// frame. A [`RenderOutput`] kept past the next render is stale: its buffers
+/// have been overwritten, so [`Rasterizer::image`], [`Rasterizer::read_image`]
+/// and [`Rasterizer::backward`] return [`SplatError::StaleRender`] instead of
+/// silently using the newer frame's data (each render gets a number, the
+/// output records it). Frames that must stay alive together need one
+/// rasterizer each; an output passed to another rasterizer than its own is
+/// refused with [`SplatError::ForeignRender`].
 pub struct Rasterizer {
     project: Project,
     intersect_tiles: IntersectTiles,
@@ -128,14 +165,9 @@ pub struct Rasterizer {
     prefix_sum: Option<PrefixSum>,
     depth_sort: Option<RadixSort>,
     tile_sort: Option<RadixSort>,
+    workspace: Workspace,
     /// Submit and wait after every stage, recording wall times (benchmarks).
     pub profile: bool,
-}
-
-/// Capacity to allocate for `needed` elements: some headroom so a slowly
-/// growing scene does not reallocate every frame.
-fn grown(needed: u32) -> u32 {
-    needed.saturating_add(needed / 4).max(1024)
 }
 
 fn validate_camera(camera: &Camera) -> Result<(), SplatError> {
@@ -160,7 +192,8 @@ fn validate_camera(camera: &Camera) -> Result<(), SplatError> {
 }
 
 impl Rasterizer {
-    /// Compiles every kernel for the context's atomic mode.
+    /// Compiles every kernel for the context's atomic mode. The workspace
+    /// starts empty and grows on the first frames.
     ///
     /// Errors: [`SplatError::WorkgroupMemory`] on an adapter with less
     /// workgroup memory than the blending kernels stage (22.5 KiB for the
@@ -187,11 +220,16 @@ impl Rasterizer {
             prefix_sum: None,
             depth_sort: None,
             tile_sort: None,
+            workspace: Workspace::new(ctx)?,
             profile: false,
         })
     }
 
-    /// Renders `splats` seen by `camera` over `background` (linear RGB).
+    /// Renders `splats` seen by `camera` over `background` (linear RGB),
+    /// into the workspace: every earlier [`RenderOutput`] of this rasterizer
+    /// becomes stale (see [`Rasterizer`]), also when this render fails after
+    /// checking its inputs (a render refused for a bad camera or background
+    /// touches nothing and leaves the latest frame valid).
     ///
     /// Errors: [`SplatError::InvalidCamera`], [`SplatError::InvalidBackground`];
     /// [`SplatError::Gpu`] with
@@ -225,25 +263,22 @@ impl Rasterizer {
         if !background.iter().all(|c| c.is_finite()) {
             return Err(SplatError::InvalidBackground(background));
         }
+        // From here on the workspace may be overwritten: retire the previous
+        // frame first, so that an error below cannot leave it looking valid.
+        self.workspace.generation += 1;
+        let generation = self.workspace.generation;
         let n = splats.count;
         let mut uniform_values = RasterUniforms::new(camera, background, n, splats.sh_degree);
         let tiles = uniform_values.tile_count;
         let tile_total = tiles[0] * tiles[1];
-        let pixels = camera.width as usize * camera.height as usize;
-        let uniforms = ctx.uniform_buffer("splat raster uniforms", &uniform_values)?;
-        // At least one element: WGSL arrays of vec4 cannot bind 4-byte buffers.
-        let projected = ctx.create_buffer(
-            "splat projected",
-            u64::from(n.max(1)) * PROJECTED_SPLAT_BYTES,
-            crate::gpu::STORAGE,
-        )?;
-        let tile_rects = ctx.storage_zeroed::<[u32; 4]>("splat tile rects", n.max(1) as usize)?;
-        let depth_keys = ctx.storage_zeroed::<u32>("splat depth keys", n as usize)?;
-        let depth_order = ctx.storage_zeroed::<u32>("splat depth order", n as usize)?;
-        let counts = ctx.storage_zeroed::<u32>("splat tile counts", n as usize + 1)?;
-        let offsets = ctx.storage_zeroed::<u32>("splat intersection offsets", n as usize + 1)?;
-        let total_buffer = ctx.storage_zeroed::<u32>("splat intersection total", 1)?;
+        let pixels = u64::from(camera.width) * u64::from(camera.height);
+        self.workspace
+            .reserve_frame(ctx, n, pixels, u64::from(tile_total))?;
         self.ensure_capacity(ctx, n, 0)?;
+        let ws = &self.workspace;
+        // Queued writes land before the next submission and after every
+        // earlier one (the previous frame's backward included).
+        ctx.write(&ws.uniforms, &[uniform_values]);
         let (prefix_sum, depth_sort) = (
             self.prefix_sum.as_ref().expect("allocated above"),
             self.depth_sort.as_ref().expect("allocated above"),
@@ -255,53 +290,58 @@ impl Rasterizer {
                 ctx,
                 enc,
                 &ProjectBuffers {
-                    uniforms: &uniforms,
+                    uniforms: &ws.uniforms,
                     means: &splats.means,
                     rotations: &splats.rotations,
                     log_scales: &splats.log_scales,
                     opacity_logits: &splats.opacity_logits,
                     sh: &splats.sh,
-                    projected: &projected,
-                    tile_rects: &tile_rects,
-                    depth_keys: &depth_keys,
-                    depth_order: &depth_order,
+                    projected: &ws.projected,
+                    tile_rects: &ws.tile_rects,
+                    depth_keys: &ws.depth_keys,
+                    depth_order: &ws.depth_order,
                 },
                 n,
             );
             Ok(())
         })?;
         rec.stage("depth sort", |enc| {
-            Ok(depth_sort.sort(ctx, enc, &depth_keys, &depth_order, n, 32)?)
+            Ok(depth_sort.sort(ctx, enc, &ws.depth_keys, &ws.depth_order, n, 32)?)
         })?;
         // The binding set of both binning passes; tile ids / splat ids are
-        // placeholders until the intersection buffers exist.
+        // placeholders (never written by `count`) until the intersection
+        // buffers are sized.
         rec.stage("count tiles + prefix sum", |enc| {
             self.intersect_tiles.dispatch_count(
                 ctx,
                 enc,
                 &IntersectTilesBuffers {
-                    uniforms: &uniforms,
-                    tile_rects: &tile_rects,
-                    depth_order: &depth_order,
-                    offsets: &offsets,
-                    counts: &counts,
-                    tile_ids: &depth_keys,
-                    splat_ids: &total_buffer,
+                    uniforms: &ws.uniforms,
+                    tile_rects: &ws.tile_rects,
+                    depth_order: &ws.depth_order,
+                    offsets: &ws.offsets,
+                    counts: &ws.counts,
+                    tile_ids: &ws.depth_keys,
+                    splat_ids: &ws.total,
                 },
                 n,
             );
-            prefix_sum.scan(ctx, enc, &counts, &offsets, n + 1)?;
-            enc.copy_buffer_to_buffer(&offsets, u64::from(n) * 4, &total_buffer, 0, 4);
+            prefix_sum.scan(ctx, enc, &ws.counts, &ws.offsets, n + 1)?;
+            enc.copy_buffer_to_buffer(&ws.offsets, u64::from(n) * 4, &ws.total, 0, 4);
             Ok(())
         })?;
         rec.submit();
-        let intersection_count = ctx.read_buffer::<u32>(&total_buffer)?[0];
+        let intersection_count = ctx.read_buffer::<u32>(&ws.total)?[0];
         // The u32 scan wraps past 2³² intersections; only possible when
         // splats × tiles exceeds that, and then the true total is summed in
         // u64 on the host (one more readback, only for such frames).
         if u64::from(n) * u64::from(tile_total) > u64::from(u32::MAX) {
-            let counts_host: Vec<u32> = ctx.read_buffer(&counts)?;
-            let exact: u64 = counts_host.iter().map(|&c| u64::from(c)).sum();
+            let counts_host: Vec<u32> = ctx.read_buffer(&ws.counts)?;
+            let exact: u64 = counts_host
+                .iter()
+                .take(n as usize + 1)
+                .map(|&c| u64::from(c))
+                .sum();
             if exact > u64::from(u32::MAX) {
                 return Err(GpuError::OverLimit {
                     label: "splat intersection tile ids".to_string(),
@@ -312,18 +352,14 @@ impl Rasterizer {
                 .into());
             }
         }
-        drop(depth_keys);
 
         uniform_values.intersection_count = intersection_count;
-        ctx.write(&uniforms, &[uniform_values]);
-        let m = intersection_count as usize;
-        let tile_ids = ctx.storage_zeroed::<u32>("splat intersection tile ids", m)?;
-        let splat_ids = ctx.storage_zeroed::<u32>("splat intersection splat ids", m)?;
+        ctx.write(&ws.uniforms, &[uniform_values]);
+        self.workspace
+            .reserve_intersections(ctx, intersection_count)?;
         self.ensure_capacity(ctx, n, intersection_count)?;
+        let ws = &self.workspace;
         let tile_sort = self.tile_sort.as_ref().expect("allocated above");
-        let ranges = ctx.storage_zeroed::<[u32; 2]>("splat tile ranges", tile_total as usize)?;
-        let image = ctx.storage_zeroed::<[f32; 4]>("splat image", pixels)?;
-        let last_index = ctx.storage_zeroed::<u32>("splat last index", pixels)?;
         let tile_bits = 32 - tile_total.saturating_sub(1).leading_zeros();
 
         rec.stage("write intersections", |enc| {
@@ -331,13 +367,13 @@ impl Rasterizer {
                 ctx,
                 enc,
                 &IntersectTilesBuffers {
-                    uniforms: &uniforms,
-                    tile_rects: &tile_rects,
-                    depth_order: &depth_order,
-                    offsets: &offsets,
-                    counts: &counts,
-                    tile_ids: &tile_ids,
-                    splat_ids: &splat_ids,
+                    uniforms: &ws.uniforms,
+                    tile_rects: &ws.tile_rects,
+                    depth_order: &ws.depth_order,
+                    offsets: &ws.offsets,
+                    counts: &ws.counts,
+                    tile_ids: &ws.tile_ids,
+                    splat_ids: &ws.splat_ids,
                 },
                 n,
             );
@@ -347,20 +383,23 @@ impl Rasterizer {
             Ok(tile_sort.sort(
                 ctx,
                 enc,
-                &tile_ids,
-                &splat_ids,
+                &ws.tile_ids,
+                &ws.splat_ids,
                 intersection_count,
                 tile_bits,
             )?)
         })?;
         rec.stage("tile ranges", |enc| {
+            // tile_ranges writes only tiles that have intersections: the
+            // others must read (0, 0), not an earlier frame's range.
+            enc.clear_buffer(&ws.ranges, 0, Some(u64::from(tile_total) * 8));
             self.tile_ranges.dispatch(
                 ctx,
                 enc,
                 &TileRangesBuffers {
-                    uniforms: &uniforms,
-                    tile_ids: &tile_ids,
-                    ranges: &ranges,
+                    uniforms: &ws.uniforms,
+                    tile_ids: &ws.tile_ids,
+                    ranges: &ws.ranges,
                 },
                 intersection_count,
             );
@@ -371,12 +410,12 @@ impl Rasterizer {
                 ctx,
                 enc,
                 &BlendBuffers {
-                    uniforms: &uniforms,
-                    projected: &projected,
-                    splat_ids: &splat_ids,
-                    ranges: &ranges,
-                    image: &image,
-                    last_index: &last_index,
+                    uniforms: &ws.uniforms,
+                    projected: &ws.projected,
+                    splat_ids: &ws.splat_ids,
+                    ranges: &ws.ranges,
+                    image: &ws.image,
+                    last_index: &ws.last_index,
                 },
                 tiles,
             );
@@ -385,33 +424,74 @@ impl Rasterizer {
         rec.submit();
         ctx.check()?;
         Ok(RenderOutput {
-            image,
             width: camera.width,
             height: camera.height,
             intersection_count,
             timings: std::mem::take(&mut rec.timings),
-            uniforms,
-            projected,
-            tile_rects,
-            splat_ids,
-            ranges,
-            last_index,
+            rasterizer: ws.id,
+            generation,
             tiles,
             splat_count: n,
             coeffs_per_splat: splats.coeffs_per_splat(),
         })
     }
 
+    /// Errors unless `output` is this rasterizer's latest frame.
+    fn check_current(&self, output: &RenderOutput) -> Result<(), SplatError> {
+        if output.rasterizer != self.workspace.id {
+            return Err(SplatError::ForeignRender);
+        }
+        if output.generation != self.workspace.generation {
+            return Err(SplatError::StaleRender {
+                rendered: output.generation,
+                latest: self.workspace.generation,
+            });
+        }
+        Ok(())
+    }
+
+    /// The image of `output`: `vec4<f32>` per pixel, row-major, linear RGB
+    /// over the background and alpha. The buffer may be longer than
+    /// `width · height` pixels (the workspace keeps the largest image seen);
+    /// the rest is unspecified.
+    ///
+    /// Errors: [`SplatError::StaleRender`], [`SplatError::ForeignRender`].
+    pub fn image(&self, output: &RenderOutput) -> Result<&GpuBuffer, SplatError> {
+        self.check_current(output)?;
+        Ok(&self.workspace.image)
+    }
+
+    /// Reads the image of `output` back, RGBA per pixel, row-major
+    /// (`width · height` of them). Errors as [`Rasterizer::image`].
+    pub fn read_image(
+        &self,
+        ctx: &GpuContext,
+        output: &RenderOutput,
+    ) -> Result<Vec<[f32; 4]>, SplatError> {
+        let mut pixels: Vec<[f32; 4]> = ctx.read_buffer(self.image(output)?)?;
+        pixels.truncate(output.width as usize * output.height as usize);
+        Ok(pixels)
+    }
+
     /// Gradients of a loss with respect to every parameter of `splats`, given
     /// `grad_image` = dL/d(R, G, B, A) per pixel (`vec4<f32>`, the layout of
-    /// [`RenderOutput::image`]) for the frame `output` rendered from them.
+    /// [`Rasterizer::image`]) for the frame `output` rendered from them.
+    ///
+    /// `output` must be this rasterizer's latest frame (see [`Rasterizer`]);
+    /// it may be back-propagated several times. The gradients are returned
+    /// in the rasterizer's own buffers, borrowed (see [`BackwardOutput`]).
+    ///
+    /// Errors: [`SplatError::StaleRender`], [`SplatError::ForeignRender`],
+    /// [`SplatError::GradientSize`], [`SplatError::InvalidGaussians`] when
+    /// `splats` do not match the frame's.
     pub fn backward(
-        &self,
+        &mut self,
         ctx: &GpuContext,
         splats: &SplatBuffers,
         output: &RenderOutput,
         grad_image: &GpuBuffer,
-    ) -> Result<BackwardOutput, SplatError> {
+    ) -> Result<BackwardOutput<'_>, SplatError> {
+        self.check_current(output)?;
         let needed = u64::from(output.width) * u64::from(output.height) * 16;
         if grad_image.size() < needed {
             return Err(SplatError::GradientSize {
@@ -432,22 +512,29 @@ impl Rasterizer {
             )));
         }
         let n = splats.count;
-        let grad_2d = ctx.storage_zeroed::<f32>("splat grad 2d", (GRAD_2D_STRIDE * n) as usize)?;
-        let gradients = SplatGradients::zeroed(ctx, n, splats.coeffs_per_splat())?;
+        let grad_2d_floats = u64::from(GRAD_2D_STRIDE) * u64::from(n);
+        let ws = &mut self.workspace;
+        reserve(ctx, &mut ws.grad_2d, grad_2d_floats, 4)?;
+        ws.gradients.reserve(ctx, n, splats.coeffs_per_splat())?;
+        let ws = &self.workspace;
         let mut rec = StageRecorder::new(ctx, "splat backward", self.profile);
         rec.stage("blend backward", |enc| {
+            // blend_backward adds into grad_2d with atomics.
+            if grad_2d_floats > 0 {
+                enc.clear_buffer(&ws.grad_2d, 0, Some(grad_2d_floats * 4));
+            }
             self.blend_backward.dispatch(
                 ctx,
                 enc,
                 &BlendBackwardBuffers {
-                    uniforms: &output.uniforms,
-                    projected: &output.projected,
-                    splat_ids: &output.splat_ids,
-                    ranges: &output.ranges,
-                    image: &output.image,
-                    last_index: &output.last_index,
+                    uniforms: &ws.uniforms,
+                    projected: &ws.projected,
+                    splat_ids: &ws.splat_ids,
+                    ranges: &ws.ranges,
+                    image: &ws.image,
+                    last_index: &ws.last_index,
                     grad_image,
-                    grad_2d: &grad_2d,
+                    grad_2d: &ws.grad_2d,
                 },
                 output.tiles,
             );
@@ -458,19 +545,19 @@ impl Rasterizer {
                 ctx,
                 enc,
                 &ProjectBackwardBuffers {
-                    uniforms: &output.uniforms,
+                    uniforms: &ws.uniforms,
                     means: &splats.means,
                     rotations: &splats.rotations,
                     log_scales: &splats.log_scales,
                     opacity_logits: &splats.opacity_logits,
                     sh: &splats.sh,
-                    tile_rects: &output.tile_rects,
-                    grad_2d: &grad_2d,
-                    grad_means: &gradients.means,
-                    grad_rotations: &gradients.rotations,
-                    grad_log_scales: &gradients.log_scales,
-                    grad_opacity_logits: &gradients.opacity_logits,
-                    grad_sh: &gradients.sh,
+                    tile_rects: &ws.tile_rects,
+                    grad_2d: &ws.grad_2d,
+                    grad_means: &ws.gradients.means,
+                    grad_rotations: &ws.gradients.rotations,
+                    grad_log_scales: &ws.gradients.log_scales,
+                    grad_opacity_logits: &ws.gradients.opacity_logits,
+                    grad_sh: &ws.gradients.sh,
                 },
                 n,
             );
@@ -479,7 +566,7 @@ impl Rasterizer {
         rec.submit();
         ctx.check()?;
         Ok(BackwardOutput {
-            gradients,
+            gradients: &self.workspace.gradients,
             timings: std::mem::take(&mut rec.timings),
         })
     }
@@ -496,19 +583,19 @@ impl Rasterizer {
         // compiled sort and scan kernels are kept.
         let scan_needed = splats + 1;
         match self.prefix_sum.as_mut() {
-            None => self.prefix_sum = Some(PrefixSum::new(ctx, grown(scan_needed))?),
-            Some(p) if p.max_count() < scan_needed => p.reserve(ctx, grown(scan_needed))?,
+            None => self.prefix_sum = Some(PrefixSum::new(ctx, grown_u32(scan_needed))?),
+            Some(p) if p.max_count() < scan_needed => p.reserve(ctx, grown_u32(scan_needed))?,
             Some(_) => {}
         }
         match self.depth_sort.as_mut() {
-            None => self.depth_sort = Some(RadixSort::new(ctx, grown(splats))?),
-            Some(s) if s.max_count() < splats => s.reserve(ctx, grown(splats))?,
+            None => self.depth_sort = Some(RadixSort::new(ctx, grown_u32(splats))?),
+            Some(s) if s.max_count() < splats => s.reserve(ctx, grown_u32(splats))?,
             Some(_) => {}
         }
         // Headroom capped at the largest count the device can bind.
         let limit =
             (ctx.limits.max_storage_buffer_binding_size / 4).min(u64::from(u32::MAX)) as u32;
-        let capacity = grown(intersections).min(limit).max(intersections);
+        let capacity = grown_u32(intersections).min(limit).max(intersections);
         match self.tile_sort.as_mut() {
             None => self.tile_sort = Some(RadixSort::new(ctx, capacity)?),
             Some(s) if s.max_count() < intersections => s.reserve(ctx, capacity)?,

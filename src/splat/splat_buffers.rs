@@ -9,10 +9,11 @@
 //!
 //! Gradient buffers use exactly the same layouts.
 
-use crate::gpu::{GpuBuffer, GpuContext};
+use crate::gpu::{GpuBuffer, GpuContext, GpuError};
 use crate::scene::Gaussians;
 
 use super::error::SplatError;
+use super::workspace::{placeholder, reserve};
 
 /// Splat parameters resident on the GPU (inputs of [`super::Rasterizer`]).
 pub struct SplatBuffers {
@@ -98,7 +99,14 @@ impl SplatBuffers {
 }
 
 /// Gradients of a loss with respect to every splat parameter, same layouts
-/// as [`SplatBuffers`]. Culled splats have zero gradients.
+/// as [`SplatBuffers`], for [`SplatGradients::count`] splats. Culled splats
+/// have zero gradients.
+///
+/// The buffers may be longer than `count` splats need: the rasterizer keeps
+/// one set and grows it with headroom (see [`super::Rasterizer::backward`]).
+/// Entries past `count` (per-splat stride as in [`SplatBuffers`]) are
+/// unspecified; a kernel that binds these buffers must take the splat count
+/// from its own uniforms, not from `arrayLength`.
 pub struct SplatGradients {
     /// dL/d means.
     pub means: GpuBuffer,
@@ -110,6 +118,8 @@ pub struct SplatGradients {
     pub opacity_logits: GpuBuffer,
     /// dL/d SH coefficients.
     pub sh: GpuBuffer,
+    count: u32,
+    coeffs_per_splat: u32,
 }
 
 /// [`SplatGradients`] read back to the host, in [`Gaussians`]' shapes.
@@ -129,7 +139,7 @@ pub struct HostGradients {
 
 impl SplatGradients {
     /// Allocates zeroed gradient buffers for `count` splats with `coeffs` SH
-    /// coefficients each.
+    /// coefficients each (exactly that size).
     pub fn zeroed(ctx: &GpuContext, count: u32, coeffs: u32) -> Result<Self, SplatError> {
         let n = count as usize;
         Ok(Self {
@@ -138,22 +148,68 @@ impl SplatGradients {
             log_scales: ctx.storage_zeroed::<f32>("splat grad log scales", 3 * n)?,
             opacity_logits: ctx.storage_zeroed::<f32>("splat grad opacity logits", n)?,
             sh: ctx.storage_zeroed::<f32>("splat grad sh coefficients", 3 * n * coeffs as usize)?,
+            count,
+            coeffs_per_splat: coeffs,
         })
     }
 
-    /// Reads every gradient back (waits for the GPU).
-    pub fn read(&self, ctx: &GpuContext, count: u32) -> Result<HostGradients, SplatError> {
-        let n = count as usize;
+    /// 4-byte placeholders for 0 splats, grown by [`Self::reserve`].
+    pub(crate) fn placeholders(ctx: &GpuContext) -> Result<Self, GpuError> {
+        Ok(Self {
+            means: placeholder(ctx, "splat grad means")?,
+            rotations: placeholder(ctx, "splat grad rotations")?,
+            log_scales: placeholder(ctx, "splat grad log scales")?,
+            opacity_logits: placeholder(ctx, "splat grad opacity logits")?,
+            sh: placeholder(ctx, "splat grad sh coefficients")?,
+            count: 0,
+            coeffs_per_splat: 1,
+        })
+    }
+
+    /// Makes the buffers hold `count` splats with `coeffs` SH coefficients
+    /// each (growing them with headroom when they do not; contents are then
+    /// lost) and sets [`Self::count`] and [`Self::coeffs_per_splat`].
+    pub(crate) fn reserve(
+        &mut self,
+        ctx: &GpuContext,
+        count: u32,
+        coeffs: u32,
+    ) -> Result<(), GpuError> {
+        let n = u64::from(count);
+        reserve(ctx, &mut self.means, 3 * n, 4)?;
+        reserve(ctx, &mut self.rotations, 4 * n, 4)?;
+        reserve(ctx, &mut self.log_scales, 3 * n, 4)?;
+        reserve(ctx, &mut self.opacity_logits, n, 4)?;
+        reserve(ctx, &mut self.sh, 3 * n * u64::from(coeffs), 4)?;
+        self.count = count;
+        self.coeffs_per_splat = coeffs;
+        Ok(())
+    }
+
+    /// Number of splats the gradients are for.
+    pub fn count(&self) -> u32 {
+        self.count
+    }
+
+    /// SH coefficients per splat, `(sh_degree + 1)²`.
+    pub fn coeffs_per_splat(&self) -> u32 {
+        self.coeffs_per_splat
+    }
+
+    /// Reads the gradients of the [`Self::count`] splats back (waits for the
+    /// GPU; for tests and tools, not for a fitting loop).
+    pub fn read(&self, ctx: &GpuContext) -> Result<HostGradients, SplatError> {
+        let n = self.count as usize;
         let mut means: Vec<[f32; 3]> = ctx.read_buffer(&self.means)?;
         let mut rotations: Vec<[f32; 4]> = ctx.read_buffer(&self.rotations)?;
         let mut log_scales: Vec<[f32; 3]> = ctx.read_buffer(&self.log_scales)?;
         let mut opacity_logits: Vec<f32> = ctx.read_buffer(&self.opacity_logits)?;
-        let sh: Vec<[f32; 3]> = ctx.read_buffer(&self.sh)?;
+        let mut sh: Vec<[f32; 3]> = ctx.read_buffer(&self.sh)?;
         means.truncate(n);
         rotations.truncate(n);
         log_scales.truncate(n);
         opacity_logits.truncate(n);
-        let sh = if n == 0 { Vec::new() } else { sh };
+        sh.truncate(n * self.coeffs_per_splat as usize);
         Ok(HostGradients {
             means,
             rotations,

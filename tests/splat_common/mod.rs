@@ -13,7 +13,7 @@ pub fn gpu_render(ctx: &GpuContext, g: &Gaussians, cam: &Camera, bg: [f32; 3]) -
     let mut r = Rasterizer::new(ctx).unwrap();
     let splats = SplatBuffers::upload(ctx, g).unwrap();
     let out = r.render(ctx, &splats, cam, bg).unwrap();
-    out.read_image(ctx).unwrap()
+    r.read_image(ctx, &out).unwrap()
 }
 
 /// Renders and back-propagates `grad` (dL/dRGBA per pixel) on the GPU.
@@ -28,11 +28,9 @@ pub fn gpu_render_backward(
     let splats = SplatBuffers::upload(ctx, g).unwrap();
     let out = r.render(ctx, &splats, cam, bg).unwrap();
     let grad_buf = upload_grad_image(ctx, grad).unwrap();
+    let image = r.read_image(ctx, &out).unwrap();
     let back = r.backward(ctx, &splats, &out, &grad_buf).unwrap();
-    (
-        out.read_image(ctx).unwrap(),
-        back.gradients.read(ctx, splats.count).unwrap(),
-    )
+    (image, back.gradients.read(ctx).unwrap())
 }
 
 /// Twin image as RGBA f64.
@@ -133,4 +131,55 @@ pub fn random_gaussians(rng: &mut Rng, n: usize, sh_degree: u32, spread: f32) ->
         }
     }
     g
+}
+
+/// One frame to render: splats, camera, background.
+#[derive(Clone)]
+pub struct Frame {
+    pub name: &'static str,
+    pub gaussians: Gaussians,
+    pub camera: Camera,
+    pub background: [f32; 3],
+}
+
+/// Frames that differ in every size the rasterizer's workspace follows:
+/// splat count, SH degree, image size and tile-grid shape, intersection
+/// count, and an empty scene. Rendered in this order with one rasterizer,
+/// each frame finds buffers sized (and filled) by a larger or smaller one.
+pub fn alternating_frames() -> Vec<Frame> {
+    let small = Frame {
+        name: "small: 40 splats, SH 1, 40×24",
+        gaussians: random_gaussians(&mut Rng(11), 40, 1, 1.0),
+        camera: camera_looking_z(40, 24, Vec3::ZERO),
+        background: [0.1, 0.2, 0.3],
+    };
+    let large = Frame {
+        name: "large: 400 splats, SH 3, 96×72",
+        gaussians: random_gaussians(&mut Rng(12), 400, 3, 1.5),
+        camera: camera_looking_z(96, 72, Vec3::ZERO),
+        background: [0.3, 0.2, 0.1],
+    };
+    let wide = Frame {
+        name: "wide: 150 splats, SH 0, 136×20",
+        gaussians: random_gaussians(&mut Rng(13), 150, 0, 2.0),
+        camera: camera_looking_z(136, 20, Vec3::new(0.1, 0.0, -0.5)),
+        background: [0.0; 3],
+    };
+    let empty = Frame {
+        name: "empty: 0 splats, 30×30",
+        gaussians: Gaussians::default(),
+        camera: camera_looking_z(30, 30, Vec3::ZERO),
+        background: [0.5, 0.25, 0.75],
+    };
+    vec![
+        small.clone(),
+        large.clone(),
+        small.clone(),
+        wide.clone(),
+        empty,
+        large.clone(),
+        small,
+        wide,
+        large,
+    ]
 }
