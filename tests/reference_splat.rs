@@ -11,6 +11,16 @@ use physfit::reference::splat::{
 };
 use physfit::scene::Camera;
 
+/// Bounds on |twin − gsplat| per channel (R, G, B, A), over both cases:
+/// just above what was measured (max 6.2e-7, 5.9e-7, 7.7e-7, 1.25e-6; mean
+/// 3.9e-8, 3.8e-8, 3.5e-8, 8.3e-8). The twin is f64 and deterministic, so
+/// the difference is gsplat's own f32 rounding (a few ulps of values ≤ ~1)
+/// and does not change from run to run or machine to machine: the bounds
+/// need no headroom for noise, and a regression of the twin of a few 1e-7
+/// fails them.
+const TWIN_MAX: [f64; 4] = [1e-6, 1e-6, 1e-6, 1.5e-6];
+const TWIN_MEAN: [f64; 4] = [5e-8, 5e-8, 5e-8, 1e-7];
+
 #[test]
 fn forward_matches_gsplat_references() {
     for name in ["tiny_case", "basic_case"] {
@@ -38,19 +48,21 @@ fn forward_matches_gsplat_references() {
         }
         let mean = sum.map(|s| s / case.image.len() as f64);
         println!(
-            "{name}: max |diff| (r, g, b, a) = {:.3e} {:.3e} {:.3e} {:.3e}, mean = {:.3e} {:.3e} {:.3e} {:.3e}",
+            "twin vs gsplat {name}: max |diff| (r, g, b, a) = {:.3e} {:.3e} {:.3e} {:.3e}, mean = {:.3e} {:.3e} {:.3e} {:.3e}",
             max[0], max[1], max[2], max[3], mean[0], mean[1], mean[2], mean[3]
         );
         for ch in 0..4 {
             assert!(
-                max[ch] <= 5e-4,
-                "{name} channel {ch}: max diff {:.3e}",
-                max[ch]
+                max[ch] <= TWIN_MAX[ch],
+                "{name} channel {ch}: max diff {:.3e} > {:.1e}",
+                max[ch],
+                TWIN_MAX[ch]
             );
             assert!(
-                mean[ch] <= 1e-5,
-                "{name} channel {ch}: mean diff {:.3e}",
-                mean[ch]
+                mean[ch] <= TWIN_MEAN[ch],
+                "{name} channel {ch}: mean diff {:.3e} > {:.1e}",
+                mean[ch],
+                TWIN_MEAN[ch]
             );
         }
     }

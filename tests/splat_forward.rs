@@ -18,6 +18,22 @@ fn print_stats(name: &str, max: [f64; 4], mean: [f64; 4]) {
     );
 }
 
+/// Bounds on |GPU − gsplat| per channel (R, G, B, A), over both cases.
+/// Measured on lavapipe (deterministic: the forward has no atomics): max
+/// 5.5e-7, 5.7e-7, 4.8e-7, 8.3e-7; mean 4.7e-8, 4.5e-8, 3.8e-8, 8.9e-8 —
+/// a few f32 ulps, both renderers being f32. The bounds are ~3× that
+/// (2.6–3.1× for the max, 2.8–3.9× for the mean; one bound for the three
+/// colour channels): a real GPU may contract multiply-adds differently
+/// (WGSL allows fusing, e.g. in the conic power and the colour
+/// accumulation) and evaluate `exp` with a few ulps of error (NVIDIA's fast
+/// ex2 has ~2), which moves each of a pixel's blended terms by another few
+/// ulps, a difference of the same order again. 3× leaves room for that and
+/// stays far below the errors this test exists to catch (a plain 3σ extent
+/// misses gsplat by ~3e-3, DESIGN.md § Gaussian splatting). Not yet
+/// measured on a hardware GPU.
+const GPU_MAX: [f64; 4] = [1.5e-6, 1.5e-6, 1.5e-6, 2.5e-6];
+const GPU_MEAN: [f64; 4] = [1.5e-7, 1.5e-7, 1.5e-7, 2.5e-7];
+
 #[test]
 fn forward_matches_gsplat_references() {
     let ctx = common::gpu();
@@ -31,8 +47,18 @@ fn forward_matches_gsplat_references() {
         let (max, mean) = diff_stats(&got, &want);
         print_stats(&format!("GPU vs gsplat {name}"), max, mean);
         for c in 0..4 {
-            assert!(max[c] <= 5e-4, "{name}: channel {c} max diff {}", max[c]);
-            assert!(mean[c] <= 1e-5, "{name}: channel {c} mean diff {}", mean[c]);
+            assert!(
+                max[c] <= GPU_MAX[c],
+                "{name}: channel {c} max diff {:.2e} > {:.1e}",
+                max[c],
+                GPU_MAX[c]
+            );
+            assert!(
+                mean[c] <= GPU_MEAN[c],
+                "{name}: channel {c} mean diff {:.2e} > {:.1e}",
+                mean[c],
+                GPU_MEAN[c]
+            );
         }
     }
 }
