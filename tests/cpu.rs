@@ -13,6 +13,8 @@ mod ply;
 mod reference_gsplat_case;
 #[path = "cpu/reference_mpm.rs"]
 mod reference_mpm;
+#[path = "cpu/reference_splat.rs"]
+mod reference_splat;
 #[path = "cpu/scene.rs"]
 mod scene;
 #[path = "cpu/scene_check.rs"]

@@ -2,7 +2,7 @@
 //! (DESIGN.md § Verification 4: ordering-heavy kernels are tested on the
 //! software driver itself).
 
-mod common;
+use crate::common;
 
 use physfit::gpu::prefix_sum::PrefixSum;
 use physfit::gpu::primitive_error::PrimitiveError;

@@ -1,7 +1,7 @@
 //! The f64 splat twin: forward against gsplat's renders, backward against
 //! central finite differences, the alpha clamp, and robustness.
 
-mod common;
+use crate::common;
 
 use glam::{DVec3, Mat3, Vec3};
 use physfit::reference::gsplat_case::load_gsplat_case;

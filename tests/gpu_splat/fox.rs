@@ -3,17 +3,16 @@
 //! (tests/golden/fox_256.png, 8-bit, 3DGS colours: no transfer curve). The render is also written to
 //! target/test-output/fox_256.png for a person to look at.
 //! Regenerate the golden (after an intended change) with
-//! `PHYSFIT_UPDATE_GOLDEN=1 cargo test --test splat_fox`.
+//! `PHYSFIT_UPDATE_GOLDEN=1 cargo test --test gpu_splat fox::`.
 
-mod common;
-mod splat_common;
+use crate::common;
 
 use std::path::PathBuf;
 
 use physfit::scene::scene::Scene;
 use physfit::scene::{Camera, Gaussians};
 
-use splat_common::*;
+use crate::support::*;
 
 const SIZE: u32 = 256;
 

@@ -3,13 +3,12 @@
 //! tile, splats behind / straddling the near plane, huge and tiny splats,
 //! non-finite inputs.
 
-mod common;
-mod splat_common;
+use crate::common;
 
+use crate::support::*;
 use glam::Vec3;
 use physfit::reference::gsplat_case::load_gsplat_case;
 use physfit::splat::{Rasterizer, SplatBuffers};
-use splat_common::*;
 
 fn print_stats(name: &str, max: [f64; 4], mean: [f64; 4]) {
     println!(

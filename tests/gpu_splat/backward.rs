@@ -3,15 +3,14 @@
 //! finite differences of the GPU's own loss on a smooth case (DESIGN.md §
 //! Verification 3).
 
-mod common;
-mod splat_common;
+use crate::common;
 
+use crate::support::*;
 use glam::{Mat3, Vec3};
 use physfit::gpu::{GpuContext, GpuOptions};
 use physfit::reference::splat::{project_all, Camera64, SplatParams64};
 use physfit::scene::{Camera, Gaussians};
 use physfit::splat::{upload_grad_image, HostGradients, Rasterizer, SplatBuffers, SplatError};
-use splat_common::*;
 
 /// Flattens one parameter kind of GPU and twin gradients to (gpu, twin) pairs.
 fn kinds(
@@ -416,7 +415,7 @@ fn flat(g: &HostGradients) -> [(&'static str, Vec<f32>); 5] {
 
 #[test]
 fn one_rasterizer_back_propagates_alternating_frames_like_fresh_ones() {
-    // As the forward test of the same name (tests/splat_forward.rs), through
+    // As the forward test of the same name (tests/gpu_splat/forward.rs), through
     // the backward: the reused 2D-gradient accumulator must be cleared each
     // time and the reused parameter gradients fully rewritten. Images must be
     // equal bit for bit; gradients only to 1e-6 of each kind's largest

@@ -2,7 +2,7 @@
 //! Verification 4). Values are the original indices, so equal keys out of
 //! input order (an unstable or lossy sort) show as a mismatch.
 
-mod common;
+use crate::common;
 
 use physfit::gpu::primitive_error::PrimitiveError;
 use physfit::gpu::radix_sort::RadixSort;
@@ -162,7 +162,7 @@ fn bad_requests_are_typed_errors() {
 }
 
 #[test]
-#[ignore = "benchmark: cargo test --release --test gpu_radix_sort -- --ignored --nocapture"]
+#[ignore = "benchmark: cargo test --release --test gpu_splat radix_sort -- --ignored --nocapture"]
 fn bench_radix_sort_1m() {
     let ctx = common::gpu();
     for key_bits in [16, 32] {

@@ -1,0 +1,26 @@
+//! The GPU rasterizer and its primitives on the present adapter (lavapipe
+//! in CI): forward against gsplat's renders and the f64 twin, backward
+//! against the twin and finite differences, the fox against a golden image,
+//! workspace reuse and stale frames, the prefix sum and radix sort against
+//! CPU ones, reference frames uploaded to the GPU, and `physfit render` end
+//! to end (DESIGN.md § Gaussian splatting, § Verification 3–4). One test
+//! binary, which also travels to GPU machines (../shared/gpu/prepare.sh).
+
+mod common;
+#[path = "gpu_splat/support.rs"]
+mod support;
+
+#[path = "gpu_splat/backward.rs"]
+mod backward;
+#[path = "gpu_splat/forward.rs"]
+mod forward;
+#[path = "gpu_splat/fox.rs"]
+mod fox;
+#[path = "gpu_splat/frames_upload.rs"]
+mod frames_upload;
+#[path = "gpu_splat/prefix_sum.rs"]
+mod prefix_sum;
+#[path = "gpu_splat/radix_sort.rs"]
+mod radix_sort;
+#[path = "gpu_splat/render_cli.rs"]
+mod render_cli;
