@@ -5,7 +5,7 @@
 
 use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
 
-/// Bytes of one `ProjectedSplat` (three vec4<f32>).
+/// Bytes of one `ProjectedSplat` (three `vec4<f32>`).
 pub const PROJECTED_SPLAT_BYTES: u64 = 48;
 
 /// Buffers of one dispatch, named.
