@@ -384,6 +384,41 @@ impl MpmSimulator {
             }
         }
         ctx.queue.submit([encoder.finish()]);
+        self.check_frame(ctx, start, frame)
+    }
+
+    /// Records frame `frame`'s substeps `start → end` into the caller's
+    /// encoder, so that a caller can submit them with other work (the
+    /// render of the frame before, say) in one submission. Health is not
+    /// checked: after the submission, [`MpmSimulator::check_frame`] must
+    /// pass before `end` is used. The status words are reset now (a queue
+    /// write, ordered before the next submission); record one frame per
+    /// check.
+    pub fn encode_frame(
+        &self,
+        ctx: &GpuContext,
+        encoder: &mut wgpu::CommandEncoder,
+        start: &GpuBuffer,
+        end: &GpuBuffer,
+    ) {
+        SimulationStatus::reset(ctx, &self.status);
+        self.encode_substeps(ctx, encoder, start, end, self.config.substeps_per_frame);
+    }
+
+    /// Checks the status words of a frame run from `start` (by
+    /// [`MpmSimulator::encode_frame`] or internally): one readback of two
+    /// words. On a failure, replays the frame from `start` substep by
+    /// substep to name the substep where it started (`frame`, 1-based, is
+    /// only for the error).
+    pub fn check_frame(
+        &self,
+        ctx: &GpuContext,
+        start: &GpuBuffer,
+        frame: u32,
+    ) -> Result<(), MpmError> {
+        // The frame's bind groups hold `start` and its end: let them go.
+        self.release_bind_groups();
+        let substeps = self.config.substeps_per_frame;
         let status = SimulationStatus::read(ctx, &self.status)?;
         if status.is_ok() {
             return Ok(());

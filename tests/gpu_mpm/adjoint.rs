@@ -430,7 +430,12 @@ fn checkpoints_kept_by_the_forward_equal_recomputed_ones() {
             .zip(&b)
             .map(|(x, y)| (x - y).abs() / (1.0 + x.abs()))
             .fold(0.0f32, f32::max);
-        assert!(worst <= 1e-5, "frame {k}: {worst}");
+        // Two runs of the forward differ by f32 atomics' summation order
+        // only: measured ≤ 9e-6 after three frames even between the two
+        // scatter variants (tests/gpu_mpm/forward.rs); 1e-4 leaves a margin
+        // for real GPUs, and a kept checkpoint written wrongly moves
+        // states by far more.
+        assert!(worst <= 1e-4, "frame {k}: {worst}");
     }
 }
 

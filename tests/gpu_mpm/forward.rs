@@ -493,3 +493,52 @@ fn bind_groups_are_built_once_per_set_of_buffers() {
     assert!(cache.is_empty());
     ctx.check().unwrap();
 }
+
+/// A frame recorded into the caller's encoder (with other work in the same
+/// submission) gives the frame `run_frame` gives, and its check names a
+/// blow-up's frame and substep as `run_frame` does.
+#[test]
+fn a_frame_recorded_into_the_callers_encoder_matches_run_frame() {
+    let ctx = common::gpu();
+    let config = small_config();
+    let spacing = 1.0 / 32.0;
+    let x = block(4, spacing, [0.5, 0.5, 0.5]);
+    let n = x.len();
+    let v = swirl(&x, [0.5; 3], 0.5);
+    let start = rest_state(x.clone(), v.clone());
+    let sim = MpmSimulator::new(&ctx, &config, &setup(n, spacing, 1e4)).unwrap();
+    let first = sim.upload_state(&ctx, "start", &start).unwrap();
+    let by_run = sim.state_buffer(&ctx, "run_frame end").unwrap();
+    sim.run_frame(&ctx, &first, &by_run, 1).unwrap();
+    let recorded = sim.state_buffer(&ctx, "encode_frame end").unwrap();
+    let other = sim.state_buffer(&ctx, "other work").unwrap();
+    let mut encoder = physfit::gpu::encoder(&ctx, "caller's encoder");
+    encoder.clear_buffer(other.raw(), 0, None);
+    sim.encode_frame(&ctx, &mut encoder, &first, &recorded);
+    ctx.queue.submit([encoder.finish()]);
+    sim.check_frame(&ctx, &first, 1).unwrap();
+    let a = sim.read_state(&ctx, &by_run).unwrap().to_packed();
+    let b = sim.read_state(&ctx, &recorded).unwrap().to_packed();
+    let worst = a
+        .iter()
+        .zip(&b)
+        .map(|(x, y)| (x - y).abs() / (1.0 + x.abs()))
+        .fold(0.0f32, f32::max);
+    // The same substeps: equal up to f32 atomics' summation order.
+    assert!(worst <= 1e-4, "{worst}");
+    assert_ne!(a, start.to_packed(), "the frame moved");
+
+    // A blow-up is caught by the check, at the substep run_frame names.
+    let sim = unstable(&ctx, &config, n, spacing);
+    let first = sim.upload_state(&ctx, "start", &start).unwrap();
+    let end = sim.state_buffer(&ctx, "end").unwrap();
+    let by_run = sim
+        .run_frame(&ctx, &first, &end, 1)
+        .unwrap_err()
+        .to_string();
+    let mut encoder = physfit::gpu::encoder(&ctx, "caller's encoder");
+    sim.encode_frame(&ctx, &mut encoder, &first, &end);
+    ctx.queue.submit([encoder.finish()]);
+    let by_check = sim.check_frame(&ctx, &first, 1).unwrap_err().to_string();
+    assert_eq!(by_run, by_check);
+}
