@@ -40,3 +40,16 @@ pub fn splat_lattice(n: usize) -> physfit::scene::Gaussians {
     }
     g
 }
+
+/// A smooth `w × h` RGBA test image (every channel varies, alpha too).
+pub fn gradient_image(w: u32, h: u32) -> Vec<[f32; 4]> {
+    (0..w * h)
+        .map(|i| {
+            let (x, y) = (
+                (i % w) as f32 / (w - 1) as f32,
+                (i / w) as f32 / (h - 1) as f32,
+            );
+            [x, y, x * y, 0.25 + 0.5 * x]
+        })
+        .collect()
+}

@@ -2,26 +2,14 @@
 //! curve), 8/16-bit PNG and JPEG input, ordering, errors and the PNG writer
 //! (the GPU upload: tests/gpu_splat/frames_upload.rs).
 
+use crate::common;
 use physfit::scene::frames::{list_frames, load_frame, write_png, write_png16, FrameError};
-
-/// A smooth RGBA test image.
-fn gradient(w: u32, h: u32) -> Vec<[f32; 4]> {
-    (0..w * h)
-        .map(|i| {
-            let (x, y) = (
-                (i % w) as f32 / (w - 1) as f32,
-                (i / w) as f32 / (h - 1) as f32,
-            );
-            [x, y, x * y, 0.25 + 0.5 * x]
-        })
-        .collect()
-}
 
 #[test]
 fn png8_round_trip_within_half_a_code_value() {
     let dir = tempfile::tempdir().unwrap();
     let (w, h) = (17, 9);
-    let px = gradient(w, h);
+    let px = common::gradient_image(w, h);
     let p = dir.path().join("a.png");
     write_png(&p, w, h, &px).unwrap();
     let f = load_frame(&p, Some((w, h))).unwrap();
@@ -70,7 +58,7 @@ fn a_written_frame_reads_back_its_own_values() {
 fn png16_keeps_its_precision() {
     let dir = tempfile::tempdir().unwrap();
     let (w, h) = (33, 5);
-    let px = gradient(w, h);
+    let px = common::gradient_image(w, h);
     let p = dir.path().join("a16.png");
     write_png16(&p, w, h, &px).unwrap();
     let f = load_frame(&p, None).unwrap();
@@ -136,7 +124,7 @@ fn frames_are_listed_in_numeric_order() {
 fn bad_frames_are_errors() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("a.png");
-    write_png(&p, 4, 2, &gradient(4, 2)).unwrap();
+    write_png(&p, 4, 2, &common::gradient_image(4, 2)).unwrap();
     match load_frame(&p, Some((4, 3))) {
         Err(e @ FrameError::WrongSize { .. }) => {
             let msg = e.to_string();
@@ -158,7 +146,12 @@ fn bad_frames_are_errors() {
         load_frame(&absent, None),
         Err(FrameError::Unreadable { .. })
     ));
-    let short = write_png(&dir.path().join("d.png"), 4, 4, &gradient(4, 2));
+    let short = write_png(
+        &dir.path().join("d.png"),
+        4,
+        4,
+        &common::gradient_image(4, 2),
+    );
     assert!(matches!(short, Err(FrameError::PixelCount { .. })));
     // NaN and out-of-range values are written clamped, never as garbage.
     let q = dir.path().join("e.png");

@@ -427,7 +427,7 @@ fn fit_scale_scene() -> Scene {
     let n = x.len();
     let top = x.iter().map(|p| p[1]).fold(f32::NEG_INFINITY, f32::max);
     let anchored: Vec<bool> = x.iter().map(|p| p[1] > top - 0.5 * spacing).collect();
-    let centre = [origin[0] + 1.5 * spacing * nx as f32 / 2.0, 0.5, 0.5];
+    let centre = [origin[0] + (nx - 1) as f32 * spacing / 2.0, 0.5, 0.5];
     let v = swirl(&x, centre, 0.3);
     let youngs = pseudo_random(n, 31)
         .iter()
@@ -509,11 +509,14 @@ fn fit_scale_gradients_match_the_twin_per_component() {
                 relative(&gpu_v, &twin_v)
             );
             // Measured on lavapipe (both variants, both flows): dL/dE
-            // 3.1e-3–6.7e-3, dL/dv0 4.8e-4–6.1e-4 (norms 1.2e-4–1.4e-4 and
-            // 5e-6–1e-5): f32 rounding grown over 300 substeps. The bounds
-            // leave 3× for other adapters' rounding.
+            // 3.4e-3–9.3e-3, dL/dv0 1.3e-4–3.2e-4 (norms 2.2e-4–2.4e-4 and
+            // 3e-6–6.5e-6): f32 rounding grown over 300 substeps, worst on
+            // particles whose gradient is near the floor. The bounds leave
+            // 3× for other adapters' rounding; dropping an adjoint path
+            // moves them far more (the grid-mass path alone changes ∂L/∂v0
+            // by more than 1e-2 of its norm: tests/cpu/reference_mpm.rs).
             assert!(
-                de <= 2e-2,
+                de <= 3e-2,
                 "{flow:?} {scatters:?}: dL/dE particle {pe}: {de}"
             );
             assert!(

@@ -5,19 +5,6 @@ use std::path::Path;
 use crate::common;
 use physfit::scene::frames::{load_frame, upload_frames, write_png16};
 
-/// A smooth RGBA test image.
-fn gradient(w: u32, h: u32) -> Vec<[f32; 4]> {
-    (0..w * h)
-        .map(|i| {
-            let (x, y) = (
-                (i % w) as f32 / (w - 1) as f32,
-                (i / w) as f32 / (h - 1) as f32,
-            );
-            [x, y, x * y, 0.25 + 0.5 * x]
-        })
-        .collect()
-}
-
 #[test]
 fn frames_upload_to_a_storage_buffer() {
     let ctx = common::gpu();
@@ -25,7 +12,7 @@ fn frames_upload_to_a_storage_buffer() {
     let mut frames = Vec::new();
     for k in 0..2 {
         let p = dir.path().join(format!("f{k}.png"));
-        let px: Vec<[f32; 4]> = gradient(5, 3)
+        let px: Vec<[f32; 4]> = common::gradient_image(5, 3)
             .iter()
             .map(|c| [c[0], c[1], k as f32, 1.0])
             .collect();

@@ -3,24 +3,11 @@
 //! software driver itself).
 
 use crate::common;
+use crate::support::random_u32s;
 
 use physfit::gpu::prefix_sum::PrefixSum;
 use physfit::gpu::primitive_error::PrimitiveError;
 use physfit::gpu::{encoder, GpuContext};
-
-/// Deterministic pseudo-random u32 (SplitMix64).
-fn random_u32s(count: usize, seed: u64) -> Vec<u32> {
-    let mut state = seed;
-    (0..count)
-        .map(|_| {
-            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = state;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            (z ^ (z >> 31)) as u32
-        })
-        .collect()
-}
 
 /// Exclusive scan and total, wrapping like the GPU.
 fn cpu_scan(values: &[u32]) -> (Vec<u32>, u32) {

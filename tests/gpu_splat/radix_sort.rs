@@ -3,24 +3,11 @@
 //! input order (an unstable or lossy sort) show as a mismatch.
 
 use crate::common;
+use crate::support::random_u32s;
 
 use physfit::gpu::primitive_error::PrimitiveError;
 use physfit::gpu::radix_sort::RadixSort;
 use physfit::gpu::{encoder, GpuContext, GpuError, GpuOptions};
-
-/// Deterministic pseudo-random u32 (SplitMix64).
-fn random_u32s(count: usize, seed: u64) -> Vec<u32> {
-    let mut state = seed;
-    (0..count)
-        .map(|_| {
-            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = state;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            (z ^ (z >> 31)) as u32
-        })
-        .collect()
-}
 
 /// Random keys with many duplicates: drawn from a pool of `distinct` random
 /// 32-bit values (all bits set at random, so bits above key_bits are present

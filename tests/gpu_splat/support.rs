@@ -183,3 +183,17 @@ pub fn alternating_frames() -> Vec<Frame> {
         large,
     ]
 }
+
+/// Deterministic pseudo-random u32 (SplitMix64).
+pub fn random_u32s(count: usize, seed: u64) -> Vec<u32> {
+    let mut state = seed;
+    (0..count)
+        .map(|_| {
+            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            (z ^ (z >> 31)) as u32
+        })
+        .collect()
+}
