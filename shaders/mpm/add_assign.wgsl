@@ -1,5 +1,5 @@
 // dst[i] += src[i]: adds a frame's ∂L/∂(state) to the adjoint flowing back
-// from later frames (src/mpm/rollout.rs).
+// from later frames (src/mpm/backward.rs).
 #import common/dispatch
 
 struct Uniforms {

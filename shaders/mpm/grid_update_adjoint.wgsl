@@ -7,7 +7,7 @@
 // node, no atomics. Zeroes ∂L/∂v at every box node once read: G2P* of the
 // next substep adjoint scatters into it only inside that substep's box, so
 // the buffer is zero before every G2P* without a clearing dispatch (the
-// backward pass zeroes it whole once per call, see src/mpm/rollout.rs).
+// backward pass zeroes it whole once per call, see src/mpm/backward.rs).
 #import common/dispatch
 #import mpm/params
 #import mpm/boundary

@@ -114,7 +114,7 @@ pub fn run(
             .with_context(|| format!("writing {}", path.display()))?;
         // The renders move the splats on the GPU.
         let mut encoder = physfit::gpu::encoder(&ctx, "simulate: splats follow particles");
-        motion.encode(&ctx, &mut encoder, state, &splats);
+        motion.encode(&ctx, &mut encoder, state, &splats)?;
         ctx.queue.submit([encoder.finish()]);
         for (name, camera) in &cameras {
             let path = out.join(name).join(format!("frame_{k:04}.png"));

@@ -29,6 +29,9 @@ pub enum DriveError {
         /// The scene file.
         scene: String,
     },
+    /// Buffers of another particle set or scene than the motion's.
+    #[error("{0}")]
+    Mismatch(String),
     /// A velocity that is not finite.
     #[error("initial velocity {0:?} must be three finite numbers (world units per second)")]
     BadVelocity([f64; 3]),
@@ -134,6 +137,8 @@ pub struct SplatMotion {
     uniforms: GpuBuffer,
     splat_index: GpuBuffer,
     count: u32,
+    /// Splats the scene must have at least (largest splat index + 1).
+    min_splats: u32,
 }
 
 impl SplatMotion {
@@ -156,18 +161,37 @@ impl SplatMotion {
             splat_index: ctx
                 .storage_from_slice("particles to splats: splat index", &particles.splat_indices)?,
             count: particles.len() as u32,
+            min_splats: particles.splat_indices.iter().max().map_or(0, |&i| i + 1),
         })
     }
 
     /// Records the move of the simulated splats of `splats` to the
     /// positions in `state` (an MPM state buffer of the same particles).
+    /// Refuses a state of another particle count or splats of a smaller
+    /// scene, whose writes would otherwise be dropped silently.
     pub fn encode(
         &self,
         ctx: &GpuContext,
         encoder: &mut wgpu::CommandEncoder,
         state: &GpuBuffer,
         splats: &SplatBuffers,
-    ) {
+    ) -> Result<(), DriveError> {
+        let state_bytes = self.count as u64 * (crate::mpm::layout::STATE_STRIDE * 4) as u64;
+        if state.size() != state_bytes {
+            return Err(DriveError::Mismatch(format!(
+                "state '{}' has {} bytes, {} particles need {state_bytes}",
+                state.label(),
+                state.size(),
+                self.count
+            )));
+        }
+        if splats.count < self.min_splats {
+            return Err(DriveError::Mismatch(format!(
+                "{} splats uploaded, but the particles move splats up to index {}",
+                splats.count,
+                self.min_splats - 1
+            )));
+        }
         self.kernel.dispatch(
             ctx,
             encoder,
@@ -179,5 +203,6 @@ impl SplatMotion {
             },
             self.count,
         );
+        Ok(())
     }
 }

@@ -21,7 +21,7 @@
 //!
 //! A backward pass is refused ([`MpmError::StaleRollout`]) when the
 //! simulator's Young's moduli changed after the rollout's forward run
-//! ([`MpmSimulator::set_youngs`], [`MpmSimulator::youngs_buffer_for_update`]):
+//! ([`MpmSimulator::set_youngs`], [`MpmSimulator::youngs_buffer_mut`]):
 //! its states, checkpoints and kept segment belong to the old moduli.
 //!
 //! [`GradientFlow::Truncated`] is stage 2 of the fit: the state at frame k−1
@@ -53,7 +53,7 @@
 //!     &mut work)?;
 //! // g.youngs: ∂L/∂E, g.initial_state: ∂L/∂(state 0), both GPU buffers,
 //! // for an optimiser kernel; an optimiser step that writes E goes through
-//! // sim.youngs_buffer_for_update(), after which `rollout` is stale.
+//! // sim.youngs_buffer_mut(), after which `rollout` is stale.
 //! # Ok(()) }
 //! ```
 

@@ -62,7 +62,9 @@ pub enum MpmError {
     /// A backward pass against a rollout whose Young's moduli changed after
     /// its forward run.
     #[error(
-        "the rollout ran with Young's moduli (version {rollout}) that have changed since          (now version {current}: set_youngs or youngs_buffer_for_update); its states belong          to the old moduli. fix: run a new rollout before its backward pass"
+        "the rollout ran with Young's moduli (version {rollout}) that have changed since \
+         (now version {current}: set_youngs or youngs_buffer_mut); its states belong \
+         to the old moduli. fix: run a new rollout before its backward pass"
     )]
     StaleRollout {
         /// The version the rollout ran with.

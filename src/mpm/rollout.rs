@@ -5,7 +5,8 @@
 //! boundary and checks health once per frame (a few status words: the only
 //! readback); inside frames it keeps nothing unless asked to
 //! ([`RolloutOptions::keep_checkpoints`], below). The backward pass over a
-//! rollout is [`super::backward`].
+//! rollout is [`super::backward`], whose module doc shows a fit iteration
+//! end to end.
 //!
 //! A rollout run with [`RolloutOptions::keep_checkpoints`] keeps each
 //! frame's in-frame checkpoints (⌈S/K⌉ − 1 states per frame, written by the
@@ -14,7 +15,8 @@
 //! then runs S replayed substeps and S substep adjoints instead of also
 //! S − K forward substeps (case (a) of `physfit bench mpm`: 33 of 40).
 //! Such a rollout also leaves its last frame's last segment (K states and
-//! K grids) in the caller's [`BackwardWork`], and the backward of that
+//! K grids) in the caller's [`BackwardWork`] when the K grids fit the
+//! simulator's kept-grids budget, and the backward of that
 //! frame, if it comes next with the same work and K, starts there: it
 //! replays S − K substeps instead of S (the whole frame at K = S: no replay
 //! at all). Worth it where memory allows, e.g. stage 2 of the fit, whose
@@ -150,7 +152,8 @@ pub struct RolloutOptions {
     /// Keep a state every K substeps of every frame (the checkpoints), so
     /// that [`MpmSimulator::backward`] with the same K does not recompute
     /// them, and leave the last frame's last segment (K states and grids)
-    /// in the caller's [`BackwardWork`] for the backward of that frame.
+    /// in the caller's [`BackwardWork`] for the backward of that frame
+    /// (when the K grids fit [`super::MpmOptions::kept_grids_budget`]).
     /// Costs ⌈S/K⌉ − 1 state buffers per frame, and the backward pass's
     /// buffers are allocated by the forward. Off by default (frame states
     /// only).
@@ -387,13 +390,13 @@ impl MpmSimulator {
         self.check_frame(ctx, start, frame)
     }
 
-    /// Records frame `frame`'s substeps `start → end` into the caller's
-    /// encoder, so that a caller can submit them with other work (the
-    /// render of the frame before, say) in one submission. Health is not
-    /// checked: after the submission, [`MpmSimulator::check_frame`] must
-    /// pass before `end` is used. The status words are reset now (a queue
-    /// write, ordered before the next submission); record one frame per
-    /// check.
+    /// Records a frame's substeps `start → end` into the caller's encoder,
+    /// so that a caller can submit them with other work (the render of the
+    /// frame before, say) in one submission. Health is not checked: after
+    /// the submission, [`MpmSimulator::check_frame`] must pass before `end`
+    /// is used. The status words are cleared at the start of the recorded
+    /// work (in the encoder, so in submission order): check each frame
+    /// before the next recorded frame is submitted.
     pub fn encode_frame(
         &self,
         ctx: &GpuContext,
@@ -401,7 +404,7 @@ impl MpmSimulator {
         start: &GpuBuffer,
         end: &GpuBuffer,
     ) {
-        SimulationStatus::reset(ctx, &self.status);
+        encoder.copy_buffer_to_buffer(self.status_clear.raw(), 0, self.status.raw(), 0, None);
         self.encode_substeps(ctx, encoder, start, end, self.config.substeps_per_frame);
     }
 

@@ -23,7 +23,7 @@ use super::p2g::P2g;
 use super::p2g_adjoint::P2gAdjoint;
 use super::p2g_bin::P2gBin;
 use super::stability::min_substeps_per_frame;
-use super::status::STATUS_WORDS;
+use super::status::{SimulationStatus, STATUS_WORDS};
 use super::substep_grid::SubstepGrid;
 use super::uniforms::MpmUniforms;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -49,9 +49,10 @@ pub struct MpmSetup {
     /// Anchored flag per particle (frozen particles; their nodes get v = 0).
     pub anchored: Vec<bool>,
     /// Young's modulus per particle (normalised units) to start with: one
-    /// per particle, finite and positive, within `youngs_max`. Changed later
+    /// per particle, finite and positive (the time-step bound is checked
+    /// for the larger of `youngs_max` and their maximum). Changed later
     /// with [`MpmSimulator::set_youngs`] or on the GPU through
-    /// [`MpmSimulator::youngs_buffer_for_update`].
+    /// [`MpmSimulator::youngs_buffer_mut`].
     pub youngs: Vec<f32>,
     /// Largest Young's modulus the run may use: the explicit time-step bound
     /// is checked for it at construction (e.g. the top of the fit's range),
@@ -132,6 +133,9 @@ pub struct MpmSimulator {
     pub(crate) grid_velocity_grad: GpuBuffer,
     pub(crate) grid_grad: GpuBuffer,
     pub(crate) status: GpuBuffer,
+    /// [`super::status::SimulationStatus::CLEAR`], copied over `status` by
+    /// [`MpmSimulator::encode_frame`] inside the caller's encoder.
+    pub(crate) status_clear: GpuBuffer,
     pub(crate) add_uniforms: GpuBuffer,
     pub(crate) bounds: GpuBuffer,
     pub(crate) scratch: [GpuBuffer; 2],
@@ -256,6 +260,7 @@ impl MpmSimulator {
             grid_velocity_grad: ctx.storage_zeroed::<f32>("mpm grid velocity grad", nodes * 4)?,
             grid_grad: ctx.storage_zeroed::<f32>("mpm grid (mv, m) grad", nodes * 4)?,
             status: ctx.storage_zeroed::<u32>("mpm status", STATUS_WORDS)?,
+            status_clear: ctx.storage_from_slice("mpm status clear", &SimulationStatus::CLEAR)?,
             add_uniforms: ctx.uniform_buffer(
                 "mpm add_assign uniforms",
                 &AddAssignUniforms {
@@ -337,21 +342,18 @@ impl MpmSimulator {
         Ok(())
     }
 
-    /// The per-particle Young's modulus buffer (f32), to bind in kernels that
-    /// only read E. To write it, use [`MpmSimulator::youngs_buffer_for_update`].
-    pub fn youngs_buffer(&self) -> &GpuBuffer {
-        &self.youngs
-    }
-
-    /// The Young's modulus buffer for a caller that records writes into it
-    /// on the GPU (an optimiser step). Marks the moduli as changed, so
-    /// rollouts run before can no longer be back-propagated
-    /// ([`MpmError::StaleRollout`]): call it for every recorded update.
-    /// Writes bypass [`MpmSimulator::set_youngs`]'s checks: keep E positive
-    /// and within the `youngs_max` given at construction, whose time-step
-    /// bound was checked (the fit clamps log10 E to its range after every
-    /// step).
-    pub fn youngs_buffer_for_update(&self) -> &GpuBuffer {
+    /// The per-particle Young's modulus buffer (f32), for a caller that
+    /// reads or writes E on the GPU (an optimiser step). It is only handed
+    /// out mutably, and marks the moduli as changed, so that rollouts run
+    /// before can no longer be back-propagated ([`MpmError::StaleRollout`]):
+    /// borrow it for every update, and submit the update before the next
+    /// rollout (a rollout submitted between the recording and the
+    /// submission of an update would run with the old E under the new
+    /// version). Writes bypass [`MpmSimulator::set_youngs`]'s checks: keep E
+    /// positive and within the `youngs_max` given at construction, whose
+    /// time-step bound was checked (the fit clamps log10 E to its range
+    /// after every step).
+    pub fn youngs_buffer_mut(&mut self) -> &GpuBuffer {
         self.youngs_version.fetch_add(1, Ordering::Relaxed);
         &self.youngs
     }

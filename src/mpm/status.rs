@@ -25,8 +25,11 @@ pub struct SimulationStatus {
 impl SimulationStatus {
     /// Queues the reset of the status words (before the next submission).
     pub fn reset(ctx: &GpuContext, buffer: &GpuBuffer) {
-        ctx.write(buffer, &[0u32, u32::MAX]);
+        ctx.write(buffer, &Self::CLEAR);
     }
+
+    /// The status words of a healthy run: no flag, no particle.
+    pub const CLEAR: [u32; STATUS_WORDS] = [0, u32::MAX];
 
     /// Waits for submitted work and reads the status words.
     pub fn read(ctx: &GpuContext, buffer: &GpuBuffer) -> Result<Self, GpuError> {

@@ -341,9 +341,9 @@ impl MpmSimulator {
     /// forward substep wrote it from `state`): from `grad_next = ∂L/∂(state
     /// n+1)` writes `grad = ∂L/∂(state n)` and adds this substep's `∂L/∂E`
     /// to `youngs_grad`. Recomputes the substep's grid first (the backward
-    /// pass of [`super::rollout`] keeps each segment substep's grid from its
-    /// replay instead, unless they exceed
-    /// [`super::KEPT_GRIDS_BUDGET_BYTES`]). Leaves ∂L/∂(grid
+    /// pass of [`super::backward`] keeps each segment substep's grid from
+    /// its replay instead, unless they exceed
+    /// [`super::MpmOptions::kept_grids_budget`]). Leaves ∂L/∂(grid
     /// velocity) zero over the box, as it needs it on entry (see
     /// [`MpmSimulator::encode_stage`]).
     #[allow(clippy::too_many_arguments)]

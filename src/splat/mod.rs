@@ -480,6 +480,10 @@ impl Rasterizer {
     /// `output` must be this rasterizer's latest frame (see [`Rasterizer`]);
     /// it may be back-propagated several times. The gradients are returned
     /// in the rasterizer's own buffers, borrowed (see [`BackwardOutput`]).
+    /// The blending replays the frame's projected splats, while the
+    /// projection's backward reads `splats` as they are now: they must hold
+    /// the values the frame was rendered from (do not move them, e.g. with
+    /// [`crate::drive::SplatMotion`], between the render and its backward).
     ///
     /// Errors: [`SplatError::StaleRender`], [`SplatError::ForeignRender`],
     /// [`SplatError::GradientSize`], [`SplatError::InvalidGaussians`] when

@@ -6,10 +6,12 @@
 //!
 //! The loss is linear in the frame states, `L = Σ_k ⟨W_k, state_k⟩` with
 //! fixed pseudo-random weights, so `∂L/∂state_k = W_k` exactly and every
-//! error measured is the simulator's. The scene keeps particles well inside
-//! the grid, away from walls and anchored nodes (piecewise rules are tested
-//! in tests/mpm_forward.rs), and motions are smooth (B-spline weights are
-//! C¹, so a particle crossing a cell face does not break the difference).
+//! error measured is the simulator's. The main scene keeps particles well
+//! inside the grid, away from walls and anchored nodes (piecewise rules are
+//! tested in tests/gpu_mpm/forward.rs); one more sits at a sticky wall with
+//! anchored particles (`case_at_the_wall`), whose rules hold a fixed set of
+//! nodes. Motions are smooth (B-spline weights are C¹, so a particle
+//! crossing a cell face does not break the difference).
 //!
 //! Comparisons of two schedules of one computation (checkpointed and
 //! store-everything, kept and recomputed grids, kept and recomputed
@@ -619,9 +621,10 @@ fn kept_grids_equal_recomputed_grids() {
 }
 
 /// The backward pass keeps its checkpoint/segment states and grids in the
-/// simulator between calls: a second call allocates nothing more and gives
-/// the same gradients (no state leaks from the first), and a call with
-/// another checkpoint interval gets buffers of its own.
+/// caller's `BackwardWork` between calls: a second call allocates nothing
+/// more and gives the same gradients (no state leaks from the first), a
+/// call with another checkpoint interval gives the same gradients on
+/// buffers of its own, and dropping the work frees them.
 #[test]
 fn backward_buffers_are_reused_between_calls() {
     let ctx = common::gpu();
@@ -813,15 +816,15 @@ fn run_to_run_noise_is_below_the_schedule_tolerance() {
 #[test]
 fn backward_of_a_stale_rollout_is_refused() {
     let ctx = common::gpu();
-    let c = case(&ctx);
+    let mut c = case(&ctx);
     let seed = ctx
         .storage_from_slice("dL/dstate 1", &c.weights[0])
         .unwrap();
-    let grads = [FrameGradient {
-        frame: 1,
-        grad: &seed,
-    }];
-    let backward = |r: &Rollout| {
+    let backward = |c: &Case, r: &Rollout| {
+        let grads = [FrameGradient {
+            frame: 1,
+            grad: &seed,
+        }];
         c.sim.backward(
             &ctx,
             r,
@@ -831,20 +834,27 @@ fn backward_of_a_stale_rollout_is_refused() {
         )
     };
     let rollout = c.sim.rollout(&ctx, &c.start, FRAMES).unwrap();
-    assert!(backward(&rollout).is_ok());
+    assert!(backward(&c, &rollout).is_ok());
     c.sim.set_youngs(&ctx, &c.youngs).unwrap();
-    let err = backward(&rollout).err().expect("stale after set_youngs");
+    let err = backward(&c, &rollout)
+        .err()
+        .expect("stale after set_youngs");
     assert!(matches!(err, MpmError::StaleRollout { .. }), "{err}");
     assert!(err.to_string().contains("run a new rollout"), "{err}");
     let fresh = c.sim.rollout(&ctx, &c.start, FRAMES).unwrap();
-    assert!(backward(&fresh).is_ok());
-    let _ = c.sim.youngs_buffer_for_update();
+    assert!(backward(&c, &fresh).is_ok());
+    // An optimiser's write through the buffer makes it stale too.
+    let youngs = c.sim.youngs_buffer_mut();
+    ctx.write(youngs, &c.youngs);
     assert!(matches!(
-        backward(&fresh),
+        backward(&c, &fresh),
         Err(MpmError::StaleRollout { .. })
     ));
     // A rollout of another simulator is refused too.
     let other = case(&ctx);
     let foreign = other.sim.rollout(&ctx, &other.start, FRAMES).unwrap();
-    assert!(matches!(backward(&foreign), Err(MpmError::InvalidInput(_))));
+    assert!(matches!(
+        backward(&c, &foreign),
+        Err(MpmError::InvalidInput(_))
+    ));
 }

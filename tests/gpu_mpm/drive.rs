@@ -115,7 +115,7 @@ fn splats_follow_their_particles_on_the_gpu() {
         .unwrap();
     let motion = SplatMotion::new(&ctx, &p).unwrap();
     let mut encoder = physfit::gpu::encoder(&ctx, "test splat motion");
-    motion.encode(&ctx, &mut encoder, &buffer, &splats);
+    motion.encode(&ctx, &mut encoder, &buffer, &splats).unwrap();
     ctx.queue.submit([encoder.finish()]);
     let means: Vec<[f32; 3]> = ctx.read_buffer(&splats.means).unwrap();
     let want = p.world_positions(&state);
@@ -139,4 +139,22 @@ fn splats_follow_their_particles_on_the_gpu() {
         }
     }
     assert!(moved.iter().any(|m| !m));
+    // Buffers of another particle set or a smaller scene are refused.
+    let short = ctx.storage_zeroed::<f32>("short state", 24).unwrap();
+    let mut encoder = physfit::gpu::encoder(&ctx, "test splat motion");
+    assert!(matches!(
+        motion.encode(&ctx, &mut encoder, &short, &splats),
+        Err(DriveError::Mismatch(_))
+    ));
+    let mut few = scene.gaussians().clone();
+    few.means.truncate(2);
+    few.rotations.truncate(2);
+    few.log_scales.truncate(2);
+    few.opacity_logits.truncate(2);
+    few.sh.truncate(2);
+    let few = SplatBuffers::upload(&ctx, &few).unwrap();
+    let err = motion
+        .encode(&ctx, &mut encoder, &buffer, &few)
+        .unwrap_err();
+    assert!(err.to_string().contains("2 splats"), "{err}");
 }

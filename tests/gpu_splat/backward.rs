@@ -461,7 +461,11 @@ fn one_rasterizer_back_propagates_alternating_frames_like_fresh_ones() {
                 "{}: {kind}: max |shared − fresh| / max |fresh| = {d:.2e}",
                 frame.name
             );
-            assert!(d <= 1e-6, "{}: {kind} differs by {d:.2e}", frame.name);
+            // Float atomics sum the per-tile contributions in a
+            // run-dependent order: measured at most 8.9e-8 on lavapipe;
+            // 1e-5 leaves room for real GPUs, while a buffer left uncleared
+            // or stale differs by O(1).
+            assert!(d <= 1e-5, "{}: {kind} differs by {d:.2e}", frame.name);
             worst = worst.max(d);
         }
     }

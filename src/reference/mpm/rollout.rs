@@ -1,7 +1,7 @@
 //! Rollouts over substeps and frames and their gradients: a reverse pass
 //! over stored states (the twin keeps every state, it only runs small
 //! scenes; DESIGN.md § Verification 1–2). The GPU keeps frame states and
-//! in-frame checkpoints instead (§ Adjoint, Memory; src/mpm/rollout.rs);
+//! in-frame checkpoints instead (§ Adjoint, Memory; src/mpm/backward.rs);
 //! both compute the same gradient, and this one is the oracle.
 //!
 //! Frames (DESIGN.md § Units and frames): frame k is the state after k·S
@@ -9,7 +9,7 @@
 //! [`frames_gradient`] takes seeds `∂L/∂(state at frame k)` for any set of
 //! frames and follows one of the fit's two gradient flows (§ Loss,
 //! parameters, fit), with the semantics of the GPU's
-//! `MpmSimulator::backward` (src/mpm/rollout.rs, `backward_on`):
+//! `MpmSimulator::backward` (src/mpm/backward.rs, `backward_on`):
 //! - [`GradientFlow::Full`] (stage 1): back through the whole rollout to
 //!   frame 0; a seed at frame k reaches E through every substep before it.
 //! - [`GradientFlow::Truncated`] (stage 2): the state at frame k − 1 is a
