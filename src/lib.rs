@@ -5,6 +5,7 @@
 //! twins used as test oracles.
 
 pub mod bench;
+pub mod deform;
 pub mod drive;
 pub mod gpu;
 pub mod mpm;

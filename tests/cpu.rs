@@ -9,6 +9,8 @@ mod common;
 mod frames;
 #[path = "cpu/ply.rs"]
 mod ply;
+#[path = "cpu/reference_deform.rs"]
+mod reference_deform;
 #[path = "cpu/reference_gsplat_case.rs"]
 mod reference_gsplat_case;
 #[path = "cpu/reference_mpm.rs"]

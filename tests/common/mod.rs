@@ -53,3 +53,5 @@ pub fn gradient_image(w: u32, h: u32) -> Vec<[f32; 4]> {
         })
         .collect()
 }
+
+pub mod deform_cases;

@@ -1,0 +1,78 @@
+//! Reverse mode of [`super::gaussian_motion`] per deformed Gaussian
+//! (shaders/deform/gaussian_motion_adjoint.wgsl): from the rasterizer's
+//! `∂L/∂means` and `∂L/∂(raw quaternion)`, each Gaussian's contribution to
+//! `∂L/∂x_j` of each of its drivers, one slot per (Gaussian, driver place);
+//! [`super::driver_gather`] sums them per driver (DESIGN.md § Drivers and
+//! the deformation of Gaussians, § Adjoint: the polar derivative).
+
+use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
+
+/// Buffers of one dispatch, named, in binding order.
+pub struct GaussianMotionAdjointBuffers<'a> {
+    /// [`super::layout::DeformUniforms`].
+    pub uniforms: &'a GpuBuffer,
+    /// The drivers' MPM state of the frame (the forward's input).
+    pub state: &'a GpuBuffer,
+    /// Rest position of each driver (`vec4<f32>`, w unused).
+    pub rest_drivers: &'a GpuBuffer,
+    /// One [`super::layout::GaussianRecord`] per deformed Gaussian.
+    pub gaussians: &'a GpuBuffer,
+    /// `∂L/∂means`, 3 f32 per splat ([`crate::splat::SplatGradients::means`]).
+    pub grad_means: &'a GpuBuffer,
+    /// `∂L/∂(raw quaternion)`, 4 f32 per splat
+    /// ([`crate::splat::SplatGradients::rotations`]).
+    pub grad_rotations: &'a GpuBuffer,
+    /// Output: [`super::DRIVERS_PER_GAUSSIAN`] `vec4<f32>` per Gaussian.
+    pub contributions: &'a GpuBuffer,
+}
+
+/// The `deform/gaussian_motion_adjoint` kernel.
+pub struct GaussianMotionAdjoint {
+    kernel: ComputeKernel,
+}
+
+impl GaussianMotionAdjoint {
+    /// Compiles the kernel.
+    pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
+        use BindingKind::*;
+        Ok(Self {
+            kernel: ComputeKernel::new(
+                ctx,
+                "deform/gaussian_motion_adjoint",
+                "main",
+                &[
+                    Uniform,
+                    StorageRead,
+                    StorageRead,
+                    StorageRead,
+                    StorageRead,
+                    StorageRead,
+                    StorageReadWrite,
+                ],
+            )?,
+        })
+    }
+
+    /// Records the adjoint of `count` deformed Gaussians.
+    pub fn dispatch(
+        &self,
+        ctx: &GpuContext,
+        encoder: &mut wgpu::CommandEncoder,
+        b: &GaussianMotionAdjointBuffers,
+        count: u32,
+    ) {
+        let bind_group = self.kernel.bind(
+            ctx,
+            &[
+                b.uniforms,
+                b.state,
+                b.rest_drivers,
+                b.gaussians,
+                b.grad_means,
+                b.grad_rotations,
+                b.contributions,
+            ],
+        );
+        self.kernel.dispatch_threads(encoder, &bind_group, count);
+    }
+}
