@@ -58,8 +58,10 @@ pub struct RigidFit64 {
 /// Fits the rigid motion taking the drivers' rest positions `rest` to their
 /// current positions `current` (module doc).
 pub fn rigid_fit(rest: &[Vec3; K], current: &[Vec3; K]) -> RigidFit64 {
+    // Relative to the first driver, as the GPU does: K drivers at one point
+    // give A = 0 exactly.
     let mean = |p: &[Vec3; K]| -> Vec3 {
-        std::array::from_fn(|a| p.iter().map(|v| v[a]).sum::<f64>() / K as f64)
+        std::array::from_fn(|a| p[0][a] + p.iter().map(|v| v[a] - p[0][a]).sum::<f64>() / K as f64)
     };
     let rest_centroid = mean(rest);
     let centroid = mean(current);

@@ -153,12 +153,9 @@ pub fn deformed(
     rng: &mut Rng,
 ) -> Vec<[f64; 3]> {
     let r = rotation(rng.vec3(), angle);
-    let mut f = [[0.0; 3]; 3];
-    for i in 0..3 {
-        for j in 0..3 {
-            f[i][j] = if i == j { 1.0 } else { 0.0 } + strain * rng.uniform();
-        }
-    }
+    let f: [[f64; 3]; 3] = std::array::from_fn(|i| {
+        std::array::from_fn(|j| if i == j { 1.0 } else { 0.0 } + strain * rng.uniform())
+    });
     let t = rng.vec3().map(|c| 0.02 * c);
     rest.iter()
         .map(|p| {

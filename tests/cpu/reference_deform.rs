@@ -4,6 +4,7 @@
 //! the drivers moving the Gaussians rigidly, degenerate neighbourhoods
 //! (coplanar, collinear, all drivers at one point) staying finite, the
 //! quaternion helpers, and the setup's validation and gather list.
+#![allow(clippy::needless_range_loop)] // parallel per-driver arrays
 
 use crate::common::deform_cases::{self, mat_vec, rotation, to64, Rng};
 use physfit::deform::{DeformError, DeformSetup, DRIVERS_PER_GAUSSIAN};
