@@ -189,14 +189,15 @@ fn deform_rigid_motions_move_the_gaussians_rigidly() {
             }
         }
     }
-    // World coordinates up to ~3.5 (f32 spacing 2.4e-7 to 4.8e-7); R from
-    // the f32 SVD, its error times offsets of ~0.1 · side 3.
+    // World coordinates up to ~3.5 (f32 spacing 2.4e-7 to 4.8e-7): measured
+    // 3.6e-7 on lavapipe for centres, 4.0e-7 for rotations, i.e. f32
+    // rounding; the bound leaves room for another adapter's FMA choices.
     eprintln!(
         "rigid motions: centres within {worst_centre:.2e} world units, rotations within \
          {worst_rotation:.2e}"
     );
-    assert!(worst_centre < 2e-6, "{worst_centre:e}");
-    assert!(worst_rotation < 2e-6, "{worst_rotation:e}");
+    assert!(worst_centre < 1e-6, "{worst_centre:e}");
+    assert!(worst_rotation < 1e-6, "{worst_rotation:e}");
 }
 
 #[test]
