@@ -8,6 +8,7 @@ pub mod bench;
 pub mod deform;
 pub mod drive;
 pub mod gpu;
+pub mod loss;
 pub mod mpm;
 pub mod reference;
 pub mod scene;

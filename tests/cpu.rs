@@ -13,6 +13,8 @@ mod ply;
 mod reference_deform;
 #[path = "cpu/reference_gsplat_case.rs"]
 mod reference_gsplat_case;
+#[path = "cpu/reference_loss.rs"]
+mod reference_loss;
 #[path = "cpu/reference_mpm.rs"]
 mod reference_mpm;
 #[path = "cpu/reference_splat.rs"]

@@ -3,6 +3,7 @@
 
 pub mod deform;
 pub mod gsplat_case;
+pub mod loss;
 pub mod mpm;
 pub mod safetensors;
 pub mod splat;

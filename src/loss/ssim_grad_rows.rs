@@ -1,0 +1,47 @@
+//! SSIM backward pass 1 (shaders/loss/ssim_grad_rows.wgsl): the horizontal
+//! window sums of the derivative maps (the adjoint of the forward's
+//! zero-padded convolution with a symmetric window is the same convolution).
+
+use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
+
+/// Buffers of one dispatch, named, in binding order.
+pub struct SsimGradRowsBuffers<'a> {
+    /// The channel's [`super::uniforms::LossUniforms`].
+    pub uniforms: &'a GpuBuffer,
+    /// [`super::ssim_cols`]' derivative maps.
+    pub maps: &'a GpuBuffer,
+    /// Output: `vec4<f32>` per pixel.
+    pub rows: &'a GpuBuffer,
+}
+
+/// The `loss/ssim_grad_rows` kernel.
+pub struct SsimGradRows {
+    kernel: ComputeKernel,
+}
+
+impl SsimGradRows {
+    /// Compiles the kernel.
+    pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
+        use BindingKind::*;
+        Ok(Self {
+            kernel: ComputeKernel::new(
+                ctx,
+                "loss/ssim_grad_rows",
+                "main",
+                &[Uniform, StorageRead, StorageReadWrite],
+            )?,
+        })
+    }
+
+    /// Records the pass over `pixels` pixels.
+    pub fn dispatch(
+        &self,
+        ctx: &GpuContext,
+        encoder: &mut wgpu::CommandEncoder,
+        b: &SsimGradRowsBuffers,
+        pixels: u32,
+    ) {
+        let bind_group = self.kernel.bind(ctx, &[b.uniforms, b.maps, b.rows]);
+        self.kernel.dispatch_threads(encoder, &bind_group, pixels);
+    }
+}
