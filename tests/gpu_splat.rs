@@ -2,8 +2,8 @@
 //! in CI): forward against gsplat's renders and the f64 twin, backward
 //! against the twin and finite differences, the fox against a golden image,
 //! workspace reuse and stale frames, the prefix sum and radix sort against
-//! CPU ones, reference frames uploaded to the GPU, and `physfit render` end
-//! to end (DESIGN.md § Gaussian splatting, § Verification 3–4). One test
+//! CPU ones, reference frames uploaded to the GPU, the image loss against
+//! its f64 twin and finite differences, and `physfit render` end to end (DESIGN.md § Gaussian splatting, § Verification 3–4). One test
 //! binary, which also travels to GPU machines (../shared/gpu/prepare.sh).
 
 mod common;
@@ -18,6 +18,8 @@ mod forward;
 mod fox;
 #[path = "gpu_splat/frames_upload.rs"]
 mod frames_upload;
+#[path = "gpu_splat/loss.rs"]
+mod loss;
 #[path = "gpu_splat/prefix_sum.rs"]
 mod prefix_sum;
 #[path = "gpu_splat/radix_sort.rs"]

@@ -191,15 +191,12 @@ fn ssim_of(m: &Moments) -> f64 {
 /// `ssim_map`, before its mean).
 pub fn ssim_map(x: &Rgb64, y: &Rgb64) -> Vec<[f64; 3]> {
     check_sizes(x, y);
-    let mut out = vec![[0.0; 3]; x.pixels.len()];
-    for py in 0..x.height {
-        for px in 0..x.width {
-            for c in 0..3 {
-                out[py * x.width + px][c] = ssim_of(&moments(x, y, px, py, c));
-            }
-        }
-    }
-    out
+    (0..x.pixels.len())
+        .map(|p| {
+            let (px, py) = (p % x.width, p / x.width);
+            std::array::from_fn(|c| ssim_of(&moments(x, y, px, py, c)))
+        })
+        .collect()
 }
 
 /// The image loss of `render` against `reference` (module doc).
@@ -262,6 +259,8 @@ pub fn image_loss_gradient(
         }
     }
     let scale = -weights.ssim / n;
+    // `c` indexes the channel of every pixel under the window, not one array.
+    #[allow(clippy::needless_range_loop)]
     for py in 0..render.height {
         for px in 0..render.width {
             for c in 0..3 {

@@ -169,17 +169,19 @@ fn ssim_of_a_uniform_brightness_change_matches_its_closed_form() {
             .sum()
     };
     let mass = mass_1d(px, w) * mass_1d(py, h);
+    let got = map[py * w + px];
     for c in 0..3 {
-        let (mx, my) = (mass * x.pixels[0][c], mass * y.pixels[0][c]);
+        let (u, v) = (x.pixels[0][c], y.pixels[0][c]);
+        let (mx, my) = (mass * u, mass * v);
         // σ² = W·u² − (W·u)² ≠ 0 when W < 1: include it.
-        let vx = mass * x.pixels[0][c].powi(2) - mx * mx;
-        let vy = mass * y.pixels[0][c].powi(2) - my * my;
-        let cxy = mass * x.pixels[0][c] * y.pixels[0][c] - mx * my;
+        let vx = mass * u * u - mx * mx;
+        let vy = mass * v * v - my * my;
+        let cxy = mass * u * v - mx * my;
         let c1 = 1e-4;
         let c2 = 9e-4;
         let expected =
             (2.0 * mx * my + c1) * (2.0 * cxy + c2) / ((mx * mx + my * my + c1) * (vx + vy + c2));
-        let got = map[py * w + px][c];
+        let got = got[c];
         // σ² = E[x²] − μx² cancels to ~1e-16, divided by C2 ≈ 1e-3.
         assert!((got - expected).abs() < 1e-11, "{got} vs {expected}");
     }
