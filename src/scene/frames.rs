@@ -312,8 +312,10 @@ pub fn write_png(
     )
 }
 
-/// [`write_png`] at 16 bits per channel (for synthesised references,
-/// where 8-bit quantisation would add noise to the loss).
+/// [`write_png`] at 16 bits per channel (for synthesised references).
+/// Note that the GPU image loss keeps reference frames at 8 bits
+/// ([`crate::loss::ReferenceFrame`]), so the extra precision does not reach
+/// the loss.
 pub fn write_png16(
     path: &Path,
     width: u32,
