@@ -6,7 +6,8 @@ use std::path::Path;
 
 use anyhow::Result;
 use physfit::mpm::WallMode;
-use physfit::scene::Scene;
+use physfit::scene::scene::{AUTO_DRIVERS_PER_CELL, MIN_DRIVERS_PER_CELL};
+use physfit::scene::{DriverCount, Scene};
 
 fn v3<T: std::fmt::Display>(v: &[T; 3]) -> String {
     format!("[{}, {}, {}]", v[0], v[1], v[2])
@@ -93,7 +94,39 @@ pub fn summary(scene: &Scene) -> String {
         m.log10_youngs_range[1]
     );
     let d = &scene.drivers;
-    let _ = writeln!(s, "drivers      {} (k = {}, seed {})", d.count, d.k, d.seed);
+    let rule = match d.rule {
+        DriverCount::Auto => format!("auto, {AUTO_DRIVERS_PER_CELL} per occupied cell"),
+        DriverCount::Given(n) if n > d.count => format!("{n} given, capped at the points"),
+        DriverCount::Given(_) => "given".to_string(),
+        DriverCount::Fraction(f) => format!("fraction {f} of the simulated splats"),
+    };
+    let _ = writeln!(
+        s,
+        "drivers      {} ({rule}; k = {}, seed {}); {:.2} per occupied cell ({} cells{})",
+        d.count,
+        d.k,
+        d.seed,
+        d.per_occupied_cell(),
+        d.occupied_cells,
+        if d.fill {
+            format!(
+                ", {} of them interior, filled with {} points",
+                d.interior_cells, d.fill_points
+            )
+        } else {
+            String::new()
+        }
+    );
+    if d.too_sparse() {
+        let _ = writeln!(
+            s,
+            "WARNING      {:.2} drivers per occupied grid cell is below {MIN_DRIVERS_PER_CELL}: \
+             MPM tears the material numerically; fix: raise `drivers.count` (or use \"auto\", \
+             {AUTO_DRIVERS_PER_CELL} per cell = {}) or lower `simulation.grid_res`",
+            d.per_occupied_cell(),
+            AUTO_DRIVERS_PER_CELL * d.occupied_cells
+        );
+    }
     for (i, view) in scene.views.iter().enumerate() {
         let c = &view.camera;
         let fov_x = 2.0 * (c.width as f32 / (2.0 * c.fx)).atan().to_degrees();

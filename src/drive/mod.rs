@@ -1,14 +1,21 @@
 //! From a scene to MPM particles and back to splats (DESIGN.md § Drivers
 //! and the deformation of Gaussians).
 //!
-//! For now every simulated splat is one particle ([`SceneParticles`]): its
-//! centre is the particle's rest position and follows it, and its rotation
-//! and scales stay as they are. The K-Means drivers, each moving the
-//! Gaussians around it rigidly, replace this mapping; what the fit and
-//! `physfit simulate` call (the particle set, its MPM setup and initial
-//! state, and [`SplatMotion`] on the GPU) keeps its shape.
+//! Two mappings live here. [`SceneParticles`] makes every simulated splat
+//! one particle: its centre is the particle's rest position and follows it,
+//! and its rotation and scales stay as they are ([`SplatMotion`] on the
+//! GPU). [`DriverSet`] is the method's: K-Means driving particles
+//! ([`kmeans`]) over the simulated Gaussians (and the fill points of
+//! [`voxel`]), the k nearest drivers of every free Gaussian, which the
+//! deformation moves rigidly with them, and the drivers' kNN graph for TV.
+//! Both offer the same MPM setup and initial state.
 
+pub mod drivers;
+pub mod kmeans;
 pub mod particles_to_splats;
+pub mod voxel;
+
+pub use drivers::{DriverSet, DriverSource};
 
 use crate::gpu::{GpuBuffer, GpuContext, GpuError};
 use crate::mpm::config::particle_volume;
@@ -32,6 +39,22 @@ pub enum DriveError {
     /// Buffers of another particle set or scene than the motion's.
     #[error("{0}")]
     Mismatch(String),
+    /// A driver count the points cannot give.
+    #[error("cannot make {count} drivers of {points} points (need 1 ≤ drivers ≤ points)")]
+    BadCount {
+        /// Drivers asked for.
+        count: usize,
+        /// Points K-Means runs over.
+        points: usize,
+    },
+    /// A neighbour count outside `1..=count`.
+    #[error("{k} nearest drivers per Gaussian asked of {count} drivers (need 1 ≤ k ≤ drivers)")]
+    BadNeighbours {
+        /// Neighbours asked for.
+        k: usize,
+        /// Drivers.
+        count: usize,
+    },
     /// A velocity that is not finite.
     #[error("initial velocity {0:?} must be three finite numbers (world units per second)")]
     BadVelocity([f64; 3]),

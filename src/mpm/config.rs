@@ -90,15 +90,23 @@ pub fn lame(e: f64, poisson: f64) -> (f64, f64) {
 }
 
 /// Particle volume rule (DESIGN.md § Units and frames): the occupied volume
-/// divided by the particle count, where the occupied volume is the number of
-/// cells of a grid of spacing `dx/2` that hold at least one particle, times
-/// the cell volume `(dx/2)³`. Half-cell voxels resolve thin parts of an
-/// object without counting the gaps between sparse particles as solid.
-/// Positions are in normalised units; those outside [0,1)³ are ignored.
+/// ([`occupied_volume`]) divided by the particle count. For particles that
+/// are the points themselves (one per splat); K-Means drivers divide the
+/// occupied volume of the Gaussians by the driver count instead
+/// (src/drive/drivers.rs).
 pub fn particle_volume(positions: &[[f64; 3]], grid_res: u32) -> f64 {
     if positions.is_empty() {
         return 0.0;
     }
+    occupied_volume(positions, grid_res) / positions.len() as f64
+}
+
+/// The occupied volume of a point set (normalised units): the number of
+/// cells of a grid of spacing `dx/2` that hold at least one point, times
+/// the cell volume `(dx/2)³`. Half-cell voxels resolve thin parts of an
+/// object without counting the gaps between sparse points as solid.
+/// Positions are in normalised units; those outside [0,1)³ are ignored.
+pub fn occupied_volume(positions: &[[f64; 3]], grid_res: u32) -> f64 {
     let n = (grid_res * 2) as i64;
     let mut occupied = std::collections::HashSet::new();
     for p in positions {
@@ -112,7 +120,7 @@ pub fn particle_volume(positions: &[[f64; 3]], grid_res: u32) -> f64 {
         }
     }
     let voxel = (1.0 / n as f64).powi(3);
-    occupied.len() as f64 * voxel / positions.len() as f64
+    occupied.len() as f64 * voxel
 }
 
 #[cfg(test)]
@@ -145,5 +153,8 @@ mod tests {
         }
         let v = particle_volume(&pts, grid_res);
         assert!((v - h * h * h / 8.0).abs() < 1e-15, "{v}");
+        // The 4×4×4 half-cell voxels of side h = dx/2 they occupy.
+        let occupied = occupied_volume(&pts, grid_res);
+        assert!((occupied - 64.0 * h * h * h).abs() < 1e-15, "{occupied}");
     }
 }

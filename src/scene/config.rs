@@ -252,14 +252,17 @@ pub struct RegionsConfig {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct DriversConfig {
-    /// Number of drivers (default 2048 when `fraction` is not given).
-    pub count: Option<usize>,
+    /// Number of drivers: `"auto"` (4 per occupied grid cell, the default
+    /// when `fraction` is not given) or an integer ≥ 1.
+    pub count: Option<CountConfig>,
     /// Drivers as a fraction of the simulated splats, in (0, 1].
     pub fraction: Option<f64>,
     /// Nearest drivers per Gaussian.
     pub k: usize,
     /// K-Means seed.
     pub seed: u64,
+    /// Fill closed objects with particles before K-Means.
+    pub fill: bool,
 }
 
 impl Default for DriversConfig {
@@ -269,8 +272,21 @@ impl Default for DriversConfig {
             fraction: None,
             k: 8,
             seed: 0,
+            fill: false,
         }
     }
+}
+
+/// `drivers.count` as written: a word (only `"auto"` is valid) or an
+/// integer. Both are accepted by the parser so that a wrong value is
+/// refused by the validation, with a message naming the field.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum CountConfig {
+    /// An integer.
+    Number(i64),
+    /// A word; `"auto"`.
+    Word(String),
 }
 
 /// One fit stage (`[fit.velocity]`, `[fit.stiffness]`); missing fields take

@@ -21,6 +21,8 @@ pub use camera::Camera;
 pub use config::SceneConfig;
 pub use error::SceneError;
 pub use gaussians::Gaussians;
-pub use scene::{Drivers, FitSettings, FitStage, Material, Scene, Simulation, Stability};
+pub use scene::{
+    DriverCount, Drivers, FitSettings, FitStage, Material, Scene, Simulation, Stability,
+};
 pub use sim_box::SimBox;
 pub use view::{FrameSet, View};

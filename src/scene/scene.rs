@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::config::{BoxSetting, FitStageConfig, SceneConfig};
+use super::config::{BoxSetting, CountConfig, FitStageConfig, SceneConfig};
 use super::error::SceneError;
 use super::ply::{load_gaussians, LoadedSplats};
 use super::region::{resolve_region, Region};
@@ -17,9 +17,16 @@ use super::Gaussians;
 use crate::mpm::stability::{explicit_dt_bound, min_substeps_per_frame};
 use crate::mpm::{MpmConfig, WallMode};
 
-/// Default driver count when neither `drivers.count` nor `drivers.fraction`
-/// is given (capped at the simulated splat count).
-pub const DEFAULT_DRIVER_COUNT: usize = 2048;
+/// Drivers per occupied grid cell of `drivers.count = "auto"` (the
+/// default): MPM wants several particles per cell (PhysDreamer's author:
+/// about 10) and tears the material numerically with too few (DESIGN.md §
+/// Drivers and the deformation of Gaussians); 4 keeps the fox's K-Means and
+/// simulation cheap while staying clear of [`MIN_DRIVERS_PER_CELL`].
+pub const AUTO_DRIVERS_PER_CELL: usize = 4;
+
+/// Below this many drivers per occupied cell `physfit check` warns: MPM
+/// tears the material numerically (DESIGN.md § Drivers).
+pub const MIN_DRIVERS_PER_CELL: f64 = 2.0;
 
 /// Resolved `[simulation]` settings.
 #[derive(Clone, Debug, PartialEq)]
@@ -53,15 +60,51 @@ pub struct Material {
     pub log10_youngs_range: [f64; 2],
 }
 
+/// How `drivers.count` was chosen.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum DriverCount {
+    /// `"auto"` (the default): [`AUTO_DRIVERS_PER_CELL`] per occupied cell.
+    Auto,
+    /// An integer.
+    Given(usize),
+    /// `drivers.fraction` of the simulated splats.
+    Fraction(f64),
+}
+
 /// Resolved `[drivers]`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Drivers {
-    /// Number of driving particles (≤ simulated splats).
+    /// Number of driving particles, capped at the points K-Means runs over
+    /// (the simulated splats, plus the fill points with `fill`).
     pub count: usize,
+    /// How the count was chosen.
+    pub rule: DriverCount,
+    /// Cells of the simulation grid the material occupies: those holding at
+    /// least one simulated splat (anchored ones included), plus the interior
+    /// cells with `fill` (src/drive/voxel.rs).
+    pub occupied_cells: usize,
+    /// Interior cells filled with points (0 without `fill`).
+    pub interior_cells: usize,
+    /// Fill points (0 without `fill`).
+    pub fill_points: usize,
+    /// Fill closed objects before K-Means.
+    pub fill: bool,
     /// Nearest drivers per Gaussian.
     pub k: usize,
     /// K-Means seed.
     pub seed: u64,
+}
+
+impl Drivers {
+    /// Drivers per occupied cell.
+    pub fn per_occupied_cell(&self) -> f64 {
+        self.count as f64 / self.occupied_cells.max(1) as f64
+    }
+
+    /// True below [`MIN_DRIVERS_PER_CELL`]: the material would tear.
+    pub fn too_sparse(&self) -> bool {
+        self.per_occupied_cell() < MIN_DRIVERS_PER_CELL
+    }
 }
 
 /// One resolved fit stage.
@@ -173,6 +216,9 @@ pub struct Scene {
     pub simulated: Vec<bool>,
     /// Per splat: anchored (always a subset of `simulated`).
     pub anchored: Vec<bool>,
+    /// The anchored region (world units), for points that are not splats
+    /// (the fill points of `drivers.fill`).
+    pub anchored_region: Region,
     /// Driving particles.
     pub drivers: Drivers,
     /// Optimiser settings.
@@ -481,7 +527,28 @@ impl Scene {
         }
         // Drivers.
         let d = &c.drivers;
-        let count = match (d.count, d.fraction) {
+        let normalised: Vec<[f32; 3]> = means
+            .iter()
+            .zip(&simulated)
+            .filter(|(_, s)| **s)
+            .map(|(p, _)| sim_box.to_normalised(*p))
+            .collect();
+        let mut occupied = crate::drive::voxel::occupied_cells(&normalised, s.grid_res);
+        let surface_cells = crate::drive::voxel::count(&occupied);
+        let interior_cells = if d.fill {
+            let interior = crate::drive::voxel::interior_cells(&occupied, s.grid_res);
+            for (o, i) in occupied.iter_mut().zip(&interior) {
+                *o |= *i;
+            }
+            crate::drive::voxel::count(&interior)
+        } else {
+            0
+        };
+        let fill_points =
+            interior_cells * (crate::drive::voxel::FILL_POINTS_PER_AXIS as usize).pow(3);
+        let occupied_cells = surface_cells + interior_cells;
+        let n_points = n_sim + fill_points;
+        let rule = match (&d.count, d.fraction) {
             (Some(_), Some(_)) => {
                 return Err(v.invalid(
                     "drivers.fraction",
@@ -489,16 +556,34 @@ impl Scene {
                     "give one of `count` or `fraction`",
                 ))
             }
-            (Some(0), None) => return Err(v.out_of_range("drivers.count", 0, "must be ≥ 1")),
-            (Some(n), None) => n.min(n_sim),
+            (Some(CountConfig::Word(w)), None) if w == "auto" => DriverCount::Auto,
+            (Some(CountConfig::Word(w)), None) => {
+                return Err(v.invalid(
+                    "drivers.count",
+                    format!("\"{w}\" is not a count"),
+                    "write count = \"auto\" (4 per occupied grid cell) or an integer ≥ 1",
+                ))
+            }
+            (Some(CountConfig::Number(n)), None) if *n < 1 => {
+                return Err(v.out_of_range("drivers.count", n, "must be ≥ 1 (or \"auto\")"))
+            }
+            (Some(CountConfig::Number(n)), None) => {
+                DriverCount::Given(usize::try_from(*n).unwrap_or(usize::MAX))
+            }
             (None, Some(f)) => {
                 if !(f > 0.0 && f <= 1.0) {
                     return Err(v.out_of_range("drivers.fraction", f, "must be in (0, 1]"));
                 }
-                ((f * n_sim as f64).round() as usize).max(1)
+                DriverCount::Fraction(f)
             }
-            (None, None) => DEFAULT_DRIVER_COUNT.min(n_sim),
+            (None, None) => DriverCount::Auto,
         };
+        let count = match rule {
+            DriverCount::Auto => AUTO_DRIVERS_PER_CELL * occupied_cells,
+            DriverCount::Given(n) => n,
+            DriverCount::Fraction(f) => ((f * n_sim as f64).round() as usize).max(1),
+        }
+        .min(n_points);
         if d.k == 0 || d.k > count {
             return Err(v.out_of_range(
                 "drivers.k",
@@ -582,9 +667,15 @@ impl Scene {
             anchored,
             drivers: Drivers {
                 count,
+                rule,
+                occupied_cells,
+                interior_cells,
+                fill_points,
+                fill: d.fill,
                 k: d.k,
                 seed: d.seed,
             },
+            anchored_region,
             fit,
             output_dir,
             config,
