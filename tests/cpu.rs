@@ -5,6 +5,8 @@
 
 mod common;
 
+#[path = "cpu/drivers.rs"]
+mod drivers;
 #[path = "cpu/frames.rs"]
 mod frames;
 #[path = "cpu/ply.rs"]
