@@ -20,14 +20,16 @@ use std::num::NonZero;
 use kiddo::{ImmutableKdTree, SquaredEuclidean};
 
 /// Lloyd iterations at most. Lloyd converges in a few dozen iterations on
-/// the fox; the cap only bounds pathological inputs.
+/// the fox (41 to an unchanged assignment for 50,000 points into 2,000
+/// clusters); the cap only bounds pathological inputs.
 pub const MAX_ITERATIONS: u32 = 300;
 
 /// Relative tolerance on the inertia: Lloyd stops once an iteration lowers
 /// the inertia by less than `TOLERANCE` times its value (or moves no point
-/// to another cluster). At 1e-4 the remaining iterations would move the
-/// inertia by well under the 2% that separates good clusterings (issue 12),
-/// and most of the runtime of a full convergence is spared.
+/// to another cluster). On the fox (50,000 points, 2,000 clusters) it stops
+/// after 22 iterations instead of 41, with an inertia 0.1% above the fully
+/// converged one: far inside the 2% of issue 12's check against a plain
+/// Lloyd run, and the drivers are only as exact as the splats anyway.
 pub const TOLERANCE: f64 = 1e-4;
 
 /// A deterministic random stream (SplitMix64, Steele et al. 2014): small,
@@ -253,7 +255,7 @@ pub fn lloyd_with(
         // An empty cluster can take a point only if some point lies off
         // its centre; when none does (fewer distinct points than clusters),
         // the clustering is exact and the empty clusters stay.
-        let empty = counts.iter().any(|&c| c == 0) && nearest.iter().any(|&(_, d)| d > 0.0);
+        let empty = counts.contains(&0) && nearest.iter().any(|&(_, d)| d > 0.0);
         let settled =
             !changed || (previous.is_finite() && previous - inertia <= tolerance * previous);
         if (settled && !empty) || iterations >= max_iterations {
