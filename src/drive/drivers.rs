@@ -37,7 +37,7 @@ pub struct DriverSource {
 impl DriverSource {
     /// The simulated Gaussians of `scene` and, with `drivers.fill`, the
     /// points filling the interior of their closed shell
-    /// ([`voxel::interior_cells`], [`voxel::fill_points`]).
+    /// ([`voxel::fill`]).
     pub fn from_scene(scene: &Scene) -> Result<Self, DriveError> {
         let splat_indices = scene.simulated_indices();
         if splat_indices.is_empty() {
@@ -54,9 +54,7 @@ impl DriverSource {
             .map(|&i| scene.anchored[i as usize])
             .collect();
         if scene.drivers.fill {
-            let occupied = voxel::occupied_cells(&points, grid_res);
-            let interior = voxel::interior_cells(&occupied, grid_res);
-            for p in voxel::fill_points(&interior, grid_res) {
+            for p in voxel::fill(&points, grid_res).points {
                 points.push(p);
                 anchored.push(scene.anchored_region.contains(sim_box.to_world(p)));
             }

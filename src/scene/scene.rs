@@ -85,7 +85,9 @@ pub struct Drivers {
     pub occupied_cells: usize,
     /// Interior cells filled with points (0 without `fill`).
     pub interior_cells: usize,
-    /// Fill points (0 without `fill`).
+    /// Fill points (0 without `fill`): in every half-cell voxel of the
+    /// interior cells and in the inner empty voxels of the surface cells, as
+    /// many per voxel as the splats have ([`crate::drive::voxel::fill`]).
     pub fill_points: usize,
     /// Fill closed objects before K-Means.
     pub fill: bool,
@@ -533,19 +535,16 @@ impl Scene {
             .filter(|(_, s)| **s)
             .map(|(p, _)| sim_box.to_normalised(*p))
             .collect();
-        let mut occupied = crate::drive::voxel::occupied_cells(&normalised, s.grid_res);
-        let surface_cells = crate::drive::voxel::count(&occupied);
-        let interior_cells = if d.fill {
-            let interior = crate::drive::voxel::interior_cells(&occupied, s.grid_res);
-            for (o, i) in occupied.iter_mut().zip(&interior) {
-                *o |= *i;
-            }
-            crate::drive::voxel::count(&interior)
+        let surface_cells = crate::drive::voxel::count(&crate::drive::voxel::occupied_cells(
+            &normalised,
+            s.grid_res,
+        ));
+        let (interior_cells, fill_points) = if d.fill {
+            let fill = crate::drive::voxel::fill(&normalised, s.grid_res);
+            (fill.interior_count, fill.points.len())
         } else {
-            0
+            (0, 0)
         };
-        let fill_points =
-            interior_cells * (crate::drive::voxel::FILL_POINTS_PER_AXIS as usize).pow(3);
         let occupied_cells = surface_cells + interior_cells;
         let n_points = n_sim + fill_points;
         let rule = match (&d.count, d.fraction) {

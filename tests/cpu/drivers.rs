@@ -409,7 +409,9 @@ fn fill_samples_the_inside_of_a_closed_shell() {
     let scene = scene.unwrap();
     let d = &scene.drivers;
     assert!(d.fill && d.interior_cells > 0);
-    assert_eq!(d.fill_points, 8 * d.interior_cells);
+    // Every voxel of the interior cells, and the inner voxels of the
+    // surface cells, at the splats' density.
+    assert!(d.fill_points > 8 * d.interior_cells);
     assert_eq!(
         d.occupied_cells,
         open.drivers.occupied_cells + d.interior_cells
@@ -436,7 +438,7 @@ fn fill_samples_the_inside_of_a_closed_shell() {
     // shell and of the interior.
     let ball = 4.0 / 3.0 * std::f64::consts::PI * (0.4 / scene.simulation.sim_box.side).powi(3);
     assert!(
-        (set.occupied_volume - ball).abs() < 0.25 * ball,
+        (set.occupied_volume - ball).abs() < 0.1 * ball,
         "{} vs ball {ball}",
         set.occupied_volume
     );
