@@ -278,15 +278,38 @@ impl Default for DriversConfig {
 }
 
 /// `drivers.count` as written: a word (only `"auto"` is valid) or an
-/// integer. Both are accepted by the parser so that a wrong value is
-/// refused by the validation, with a message naming the field.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
-#[serde(untagged)]
+/// integer. Any word or integer is accepted by the parser so that a wrong
+/// one is refused by the validation, with a message naming the field and
+/// the fix; other types fail to parse with a message saying what is
+/// expected.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CountConfig {
     /// An integer.
     Number(i64),
     /// A word; `"auto"`.
     Word(String),
+}
+
+impl<'de> Deserialize<'de> for CountConfig {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct CountVisitor;
+        impl Visitor<'_> for CountVisitor {
+            type Value = CountConfig;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("`drivers.count` to be \"auto\" or an integer ≥ 1")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<CountConfig, E> {
+                Ok(CountConfig::Number(v))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<CountConfig, E> {
+                Ok(CountConfig::Number(i64::try_from(v).unwrap_or(i64::MAX)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<CountConfig, E> {
+                Ok(CountConfig::Word(v.to_string()))
+            }
+        }
+        d.deserialize_any(CountVisitor)
+    }
 }
 
 /// One fit stage (`[fit.velocity]`, `[fit.stiffness]`); missing fields take

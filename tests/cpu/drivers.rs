@@ -372,7 +372,7 @@ fn bad_driver_settings_are_refused_naming_the_field() {
         ("count = 0", "drivers.count"),
         ("count = -3", "drivers.count"),
         ("count = \"many\"", "drivers.count"),
-        ("count = 2.5", "count"),
+        ("count = 2.5", "drivers.count"),
         ("count = 10\nfraction = 0.5", "drivers.fraction"),
         ("count = \"auto\"\nfraction = 0.5", "drivers.fraction"),
         ("fraction = 1.5", "drivers.fraction"),
