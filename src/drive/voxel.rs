@@ -144,9 +144,9 @@ fn voxel_offsets(n: usize) -> Vec<[f64; 3]> {
 ///
 /// Each filled voxel gets as many points as the splats have per voxel they
 /// occupy, on average (rounded, 1 to [`MAX_FILL_PER_VOXEL`]), spread by
-/// [`voxel_offsets`]. K-Means places centres where its points are dense,
-/// and every driver gets the same volume, so the drivers should spread
-/// evenly through the material. With one point per voxel inside a shell of
+/// the R3 low-discrepancy sequence (`voxel_offsets`). K-Means places
+/// centres where its points are dense, and every driver gets the same
+/// volume, so the drivers should spread evenly through the material. With one point per voxel inside a shell of
 /// 6 splats per voxel, the drivers crowd the surface and a filled sphere
 /// sways like a heavy-rimmed one, 9–11% slower than the solid ball sampled
 /// through its volume (at 3 and 4 samples per cell side); with matched
