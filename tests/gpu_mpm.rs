@@ -15,8 +15,6 @@ mod adjoint;
 mod bench_mpm;
 #[path = "gpu_mpm/deform.rs"]
 mod deform;
-#[path = "gpu_mpm/drive.rs"]
-mod drive;
 #[path = "gpu_mpm/fill.rs"]
 mod fill;
 #[path = "gpu_mpm/forward.rs"]

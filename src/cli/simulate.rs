@@ -3,11 +3,13 @@
 //! initial velocity (world units per second; anchored splats start at rest)
 //! and Young's modulus `material.youngs_modulus` everywhere, and writes one
 //! 3DGS .ply per frame (`frame_0000.ply` is the rest state) with the
-//! simulated splats' centres moved. Every simulated splat is a particle
-//! ([`physfit::drive::SceneParticles`]; drivers come later); rotations and
-//! scales are unchanged until the deformation stage exists. The frames stay
-//! on the GPU, where [`physfit::drive::SplatMotion`] moves the splats for
-//! rendering; states are read back only to write the .ply files. Each frame is also rendered from every view of
+//! simulated splats moved. The MPM particles are the scene's K-Means drivers
+//! ([`physfit::drive::DriverSet`]), and every free simulated splat follows
+//! the rigid motion of its 8 nearest drivers, centre and rotation
+//! ([`physfit::deform::Deformation`], DESIGN.md § Drivers and the
+//! deformation of Gaussians); anchored and static splats stay at rest. The
+//! frames stay on the GPU, where the deformation moves the splats for
+//! rendering; splats are read back only to write the .ply files. Each frame is also rendered from every view of
 //! the scene (`DIR/<view>/frame_0000.png`, 8-bit, 3DGS colours; `--size WxH` rescales
 //! the cameras), so the motion can be looked at as image sequences. The whole
 //! simulation happens before anything is written, so a refused or
@@ -18,7 +20,8 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use physfit::drive::{SceneParticles, SplatMotion};
+use physfit::deform::{DeformSetup, Deformation};
+use physfit::drive::DriverSet;
 use physfit::gpu::{GpuContext, GpuOptions};
 use physfit::mpm::MpmSimulator;
 use physfit::scene::ply::PlyData;
@@ -44,10 +47,13 @@ pub fn run(
             .map(|n| n.saturating_sub(1).max(1) as u32)
             .unwrap_or(30),
     };
-    let particles = SceneParticles::from_scene(&scene)?;
-    let start = particles
+    let drivers = DriverSet::from_scene(&scene)
+        .with_context(|| format!("building the drivers of {}", scene_path.display()))?;
+    let start = drivers
         .uniform_start(velocity)
         .context("--velocity VX,VY,VZ")?;
+    let deform_setup = DeformSetup::from_drivers(&drivers, scene.gaussians())
+        .with_context(|| format!("{}: `drivers`", scene_path.display()))?;
     let config = scene.mpm_config();
     let youngs = scene.material.youngs_modulus;
 
@@ -55,7 +61,7 @@ pub fn run(
     let sim = MpmSimulator::new(
         &ctx,
         &config,
-        &particles.setup(vec![youngs as f32; particles.len()], youngs),
+        &drivers.setup(vec![youngs as f32; drivers.len()], youngs),
     )
     .with_context(|| format!("simulating {}", scene_path.display()))?;
     let mut states = vec![sim.upload_state(&ctx, "simulate frame 0", &start)?];
@@ -97,25 +103,23 @@ pub fn run(
     let mut gaussians = scene.gaussians().clone();
     let mut raster = Rasterizer::new(&ctx)?;
     let splats = SplatBuffers::upload(&ctx, &gaussians)?;
-    let motion = SplatMotion::new(&ctx, &particles)?;
+    let deformation = Deformation::new(&ctx, &deform_setup)?;
     let bar = ProgressBar::new(states.len() as u64).with_style(
         ProgressStyle::with_template("writing {bar:40} frame {pos}/{len} ({elapsed}, eta {eta})")
             .expect("valid template"),
     );
     for (k, state) in states.iter().enumerate() {
-        // The .ply output needs the positions on the host.
-        let positions = particles.world_positions(&sim.read_state(&ctx, state)?);
-        for (&i, &p) in particles.splat_indices.iter().zip(&positions) {
-            gaussians.means[i as usize] = p;
-        }
+        // The splats follow their drivers on the GPU, for the renders.
+        let mut encoder = physfit::gpu::encoder(&ctx, "simulate: splats follow drivers");
+        deformation.encode_forward(&ctx, &mut encoder, state, &splats)?;
+        ctx.queue.submit([encoder.finish()]);
+        // The .ply output needs them on the host.
+        gaussians.means = ctx.read_buffer(&splats.means)?;
+        gaussians.rotations = ctx.read_buffer(&splats.rotations)?;
         let path = out.join(format!("frame_{k:04}.ply"));
         PlyData::from_gaussians(&gaussians, &path)
             .write(&path, &[])
             .with_context(|| format!("writing {}", path.display()))?;
-        // The renders move the splats on the GPU.
-        let mut encoder = physfit::gpu::encoder(&ctx, "simulate: splats follow particles");
-        motion.encode(&ctx, &mut encoder, state, &splats)?;
-        ctx.queue.submit([encoder.finish()]);
         for (name, camera) in &cameras {
             let path = out.join(name).join(format!("frame_{k:04}.png"));
             render_png(&ctx, &mut raster, &splats, camera, scene.background, &path)
@@ -125,9 +129,10 @@ pub fn run(
     }
     bar.finish_and_clear();
     eprintln!(
-        "wrote {} frames ({} particles, {} substeps per frame) to {} (.ply per frame, PNG sequences per view)",
+        "wrote {} frames ({} drivers moving {} splats, {} substeps per frame) to {} (.ply per frame, PNG sequences per view)",
         states.len(),
-        particles.len(),
+        drivers.len(),
+        deform_setup.len(),
         config.substeps_per_frame,
         out.display()
     );

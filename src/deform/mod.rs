@@ -61,9 +61,10 @@ pub mod layout;
 
 use bytemuck::Zeroable;
 
+use crate::drive::DriverSet;
 use crate::gpu::{GpuBuffer, GpuContext, GpuError};
 use crate::mpm::layout::STATE_STRIDE;
-use crate::scene::SimBox;
+use crate::scene::{Gaussians, SimBox};
 use crate::splat::{SplatBuffers, SplatGradients};
 use driver_gather::{DriverGather, DriverGatherBuffers, DriverGatherUniforms};
 use gaussian_motion::{GaussianMotion, GaussianMotionBuffers};
@@ -109,6 +110,40 @@ pub struct DeformSetup {
 }
 
 impl DeformSetup {
+    /// The deformation of a scene's free Gaussians by its K-Means drivers
+    /// (DESIGN.md § Drivers and the deformation of Gaussians): each
+    /// follower of `drivers` moves with its k nearest drivers at rest, from
+    /// its rest centre and its splat's rotation in `gaussians`. Refuses a
+    /// driver set built with another k than [`DRIVERS_PER_GAUSSIAN`]
+    /// (fix: `drivers.k = 8` in scene.toml).
+    pub fn from_drivers(drivers: &DriverSet, gaussians: &Gaussians) -> Result<Self, DeformError> {
+        if drivers.k != DRIVERS_PER_GAUSSIAN {
+            return Err(DeformError::Invalid(format!(
+                "the drivers give each Gaussian {} nearest drivers, the deformation takes \
+                 {DRIVERS_PER_GAUSSIAN}; fix: set `drivers.k = {DRIVERS_PER_GAUSSIAN}`",
+                drivers.k
+            )));
+        }
+        let setup = Self {
+            splat_index: drivers.followers.clone(),
+            drivers: drivers
+                .neighbours
+                .chunks_exact(DRIVERS_PER_GAUSSIAN)
+                .map(|c| c.try_into().expect("chunks of DRIVERS_PER_GAUSSIAN"))
+                .collect(),
+            rest_centres: drivers.follower_rest.clone(),
+            rest_rotations: drivers
+                .followers
+                .iter()
+                .map(|&i| gaussians.rotations[i as usize])
+                .collect(),
+            rest_drivers: drivers.rest.clone(),
+            sim_box: drivers.sim_box,
+        };
+        setup.validate()?;
+        Ok(setup)
+    }
+
     /// Number of deformed Gaussians.
     pub fn len(&self) -> usize {
         self.splat_index.len()

@@ -483,7 +483,7 @@ impl Rasterizer {
     /// The blending replays the frame's projected splats, while the
     /// projection's backward reads `splats` as they are now: they must hold
     /// the values the frame was rendered from (do not move them, e.g. with
-    /// [`crate::drive::SplatMotion`], between the render and its backward).
+    /// [`crate::deform::Deformation`], between the render and its backward).
     ///
     /// Errors: [`SplatError::StaleRender`], [`SplatError::ForeignRender`],
     /// [`SplatError::GradientSize`], [`SplatError::InvalidGaussians`] when

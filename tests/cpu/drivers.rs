@@ -539,3 +539,37 @@ fn kmeans_speed_on_the_fox() {
         set.graph.len()
     );
 }
+
+/// The deformation's setup from a driver set: one deformed Gaussian per
+/// follower, its 8 nearest drivers, its rest centre and its splat's
+/// rotation; a driver set with another k is refused naming the field.
+#[test]
+fn the_deformation_setup_comes_from_the_drivers() {
+    use physfit::deform::{DeformError, DeformSetup};
+    let points = clumps(300, 4);
+    let anchored: Vec<bool> = (0..points.len()).map(|i| i % 5 == 0).collect();
+    let src = source(&points, anchored);
+    let mut gaussians = Gaussians::default();
+    for (i, p) in src.points.iter().enumerate() {
+        gaussians.means.push(*p);
+        let t = i as f32 * 0.01;
+        gaussians.rotations.push([t.cos(), t.sin(), 0.0, 0.0]);
+        gaussians.log_scales.push([-4.0; 3]);
+        gaussians.opacity_logits.push(0.0);
+        gaussians.sh.push([0.0; 3]);
+    }
+    let set = DriverSet::build(&src, 30, 8, 2).unwrap();
+    let setup = DeformSetup::from_drivers(&set, &gaussians).unwrap();
+    assert_eq!(setup.splat_index, set.followers);
+    assert_eq!(setup.rest_drivers, set.rest);
+    for (g, &splat) in set.followers.iter().enumerate() {
+        assert_eq!(&setup.drivers[g][..], set.neighbours_of(g));
+        assert_eq!(setup.rest_centres[g], set.follower_rest[g]);
+        assert_eq!(setup.rest_rotations[g], gaussians.rotations[splat as usize]);
+    }
+    let four = DriverSet::build(&src, 30, 4, 2).unwrap();
+    match DeformSetup::from_drivers(&four, &gaussians) {
+        Err(e @ DeformError::Invalid(_)) => assert!(e.to_string().contains("drivers.k"), "{e}"),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}

@@ -87,7 +87,13 @@ fn frames_move_with_the_initial_velocity() {
                 );
             }
         }
-        assert_eq!(frame.rotations, rest.rotations);
+        // The drivers translate rigidly, so the polar rotation of their
+        // motion is the identity (to f32 rounding of its SVD).
+        for (a, b) in frame.rotations.iter().zip(&rest.rotations) {
+            for c in 0..4 {
+                assert!((a[c] - b[c]).abs() < 1e-5, "frame {k}: {a:?} vs {b:?}");
+            }
+        }
     }
     assert!(!out.join("frame_0003.ply").exists());
 
