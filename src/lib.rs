@@ -7,6 +7,7 @@
 pub mod bench;
 pub mod deform;
 pub mod drive;
+pub mod fit;
 pub mod gpu;
 pub mod loss;
 pub mod mpm;

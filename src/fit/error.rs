@@ -1,0 +1,126 @@
+//! Typed errors of the fit problem: each names what to fix (DESIGN.md §
+//! Loss, parameters, fit). `anyhow` is only for the CLI.
+
+use thiserror::Error;
+
+use crate::deform::DeformError;
+use crate::drive::DriveError;
+use crate::gpu::GpuError;
+use crate::loss::LossError;
+use crate::mpm::MpmError;
+use crate::scene::frames::FrameError;
+use crate::splat::SplatError;
+
+/// Why a fit problem cannot be built or evaluated.
+#[derive(Debug, Error)]
+pub enum FitError {
+    /// A selection names a view the scene does not have.
+    #[error("view {view} selected but the scene has {views} views (0..{views})")]
+    NoSuchView {
+        /// The view asked for.
+        view: usize,
+        /// Views in the scene.
+        views: usize,
+    },
+    /// A selected view has no reference frames.
+    #[error(
+        "view {view} ('{name}') has no reference frames to fit against; fix: give it \
+         `frames = \"...\"` in scene.toml, or leave it out of the selection"
+    )]
+    NoFrames {
+        /// The view.
+        view: usize,
+        /// Its name.
+        name: String,
+    },
+    /// A selected frame is past the end of a view's reference frames.
+    #[error(
+        "frame {frame} selected but view {view} ('{name}') has {available} reference frames \
+         (0..{available}); fix: select fewer frames (`fit.*.frames`) or add the missing frames"
+    )]
+    FrameOutOfRange {
+        /// The frame asked for.
+        frame: usize,
+        /// The view.
+        view: usize,
+        /// Its name.
+        name: String,
+        /// Frames the view has.
+        available: usize,
+    },
+    /// A selection without frames or without views.
+    #[error("the selection has no {0}: select at least one frame and one view")]
+    EmptySelection(&'static str),
+    /// Frames listed twice or out of order.
+    #[error("selected frames must be strictly increasing, got {0:?}")]
+    UnsortedFrames(Vec<usize>),
+    /// A parameter vector of the wrong length.
+    #[error("{got} {what} parameters given but the parameterisation has {expected}")]
+    ParameterCount {
+        /// Which parameters.
+        what: &'static str,
+        /// Length given.
+        got: usize,
+        /// Length expected.
+        expected: usize,
+    },
+    /// A parameter that is NaN or infinite.
+    #[error("{what} parameter {index} is {value}: parameters must be finite")]
+    NonFiniteParameter {
+        /// Which parameters.
+        what: &'static str,
+        /// Its index.
+        index: usize,
+        /// Its value.
+        value: f64,
+    },
+    /// A `log10 E` above the range the simulator was built for.
+    #[error(
+        "log10 E = {value} on driver {driver} is above the top of `material.log10_youngs_range` \
+         ({max}), whose time step the simulator checked; fix: clamp the parameters to the range \
+         after each optimiser step"
+    )]
+    YoungsAboveRange {
+        /// The driver.
+        driver: usize,
+        /// Its log10 E.
+        value: f64,
+        /// The top of the range.
+        max: f64,
+    },
+    /// A parameterisation that does not fit the drivers.
+    #[error("invalid parameterisation: {0}")]
+    Parameterisation(String),
+    /// The drivers' neighbour count is not the deformation's.
+    #[error(
+        "the drivers keep {k} neighbours per Gaussian but the deformation needs {needed}; fix: \
+         set `drivers.k = {needed}`"
+    )]
+    NeighbourCount {
+        /// Neighbours per Gaussian of the driver set.
+        k: usize,
+        /// The deformation's.
+        needed: usize,
+    },
+    /// Drivers could not be made.
+    #[error(transparent)]
+    Drive(#[from] DriveError),
+    /// The simulation failed or was refused.
+    #[error(transparent)]
+    Mpm(#[from] MpmError),
+    /// The deformation failed or was refused.
+    #[error(transparent)]
+    Deform(#[from] DeformError),
+    /// The rasterizer failed.
+    #[error(transparent)]
+    Splat(#[from] SplatError),
+    /// The image loss failed.
+    #[error(transparent)]
+    Loss(#[from] LossError),
+    /// A reference frame could not be read.
+    #[error(transparent)]
+    Frame(#[from] FrameError),
+    /// A GPU failure.
+    #[error(transparent)]
+    Gpu(#[from] GpuError),
+}

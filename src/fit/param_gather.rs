@@ -1,0 +1,167 @@
+//! `Mᵀ` of a [`ParamMap`] on the GPU (shaders/fit/param_gather.wgsl): per
+//! parameter, `out_i = init_i + Σ_e w_e · src[s_e] · scale[d_e]`, so the
+//! gradients of a fit stay on the GPU (DESIGN.md § Loss, parameters, fit;
+//! issue 12: "everything stays on the GPU").
+//!
+//! The rows (one per parameter, entries in the map's order) are a CSR list
+//! built once per map; one thread per parameter sums its row in a fixed
+//! order, without atomics, so the result is deterministic. A global
+//! parameter's thread sums every driver: at a few thousand drivers that is
+//! microseconds.
+
+use bytemuck::{Pod, Zeroable};
+
+use super::params::ParamMap;
+use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+struct Uniforms {
+    param_count: u32,
+    use_scale: u32,
+    _pad: [u32; 2],
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+struct Entry {
+    src: u32,
+    scale: u32,
+    weight: f32,
+    _pad: u32,
+}
+
+/// Where a map's per-driver gradient lives in its source buffer: component
+/// `a` of driver `d` is `src[d·stride + offset + a]`, multiplied by
+/// `factor` (a unit change: `ln 10`, `1/side`).
+#[derive(Clone, Copy, Debug)]
+pub struct SourceLayout {
+    /// Floats per driver in the source buffer.
+    pub stride: u32,
+    /// Offset of component 0.
+    pub offset: u32,
+    /// Constant factor on every entry.
+    pub factor: f64,
+    /// Multiply each entry by `scale[d]` (a per-driver buffer).
+    pub scaled: bool,
+}
+
+/// A [`ParamMap`]'s transpose uploaded for [`ParamGather::dispatch`].
+pub struct GatherPlan {
+    uniforms: GpuBuffer,
+    offsets: GpuBuffer,
+    entries: GpuBuffer,
+    params: u32,
+}
+
+impl GatherPlan {
+    /// Builds the CSR rows of `map` for a source of layout `layout`.
+    pub fn new(
+        ctx: &GpuContext,
+        label: &str,
+        map: &ParamMap,
+        layout: SourceLayout,
+    ) -> Result<Self, GpuError> {
+        let mut counts = vec![0u32; map.params + 1];
+        for e in &map.entries {
+            counts[e.param as usize + 1] += 1;
+        }
+        for i in 0..map.params {
+            counts[i + 1] += counts[i];
+        }
+        let mut fill = counts.clone();
+        let mut entries = vec![Entry::zeroed(); map.entries.len().max(1)];
+        for e in &map.entries {
+            let slot = &mut fill[e.param as usize];
+            entries[*slot as usize] = Entry {
+                src: e.driver * layout.stride + layout.offset + e.component,
+                scale: e.driver,
+                weight: (e.weight * layout.factor) as f32,
+                _pad: 0,
+            };
+            *slot += 1;
+        }
+        Ok(Self {
+            uniforms: ctx.uniform_buffer(
+                &format!("{label} gather uniforms"),
+                &Uniforms {
+                    param_count: map.params as u32,
+                    use_scale: u32::from(layout.scaled),
+                    _pad: [0; 2],
+                },
+            )?,
+            offsets: ctx.storage_from_slice(&format!("{label} gather offsets"), &counts)?,
+            entries: ctx.storage_from_slice(&format!("{label} gather entries"), &entries)?,
+            params: map.params as u32,
+        })
+    }
+
+    /// Number of parameters (outputs).
+    pub fn params(&self) -> u32 {
+        self.params
+    }
+}
+
+/// Buffers of one dispatch.
+pub struct GatherBuffers<'a> {
+    /// Per-driver gradients.
+    pub src: &'a GpuBuffer,
+    /// Per-driver scale (ignored unless the plan is scaled; any buffer).
+    pub scale: &'a GpuBuffer,
+    /// Added to every output (one f32 per parameter).
+    pub init: &'a GpuBuffer,
+    /// One f32 per parameter, written in full.
+    pub out: &'a GpuBuffer,
+}
+
+/// The `fit/param_gather` kernel.
+pub struct ParamGather {
+    kernel: ComputeKernel,
+}
+
+impl ParamGather {
+    /// Compiles the kernel.
+    pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
+        use BindingKind::*;
+        Ok(Self {
+            kernel: ComputeKernel::new(
+                ctx,
+                "fit/param_gather",
+                "main",
+                &[
+                    Uniform,
+                    StorageRead,
+                    StorageRead,
+                    StorageRead,
+                    StorageRead,
+                    StorageRead,
+                    StorageReadWrite,
+                ],
+            )?,
+        })
+    }
+
+    /// Records `out = init + Mᵀ·src` for `plan`.
+    pub fn dispatch(
+        &self,
+        ctx: &GpuContext,
+        encoder: &mut wgpu::CommandEncoder,
+        plan: &GatherPlan,
+        b: &GatherBuffers,
+    ) {
+        let bind_group = self.kernel.bind(
+            ctx,
+            &[
+                &plan.uniforms,
+                &plan.offsets,
+                &plan.entries,
+                b.src,
+                b.scale,
+                b.init,
+                b.out,
+            ],
+        );
+        self.kernel
+            .dispatch_threads(encoder, &bind_group, plan.params.max(1));
+    }
+}

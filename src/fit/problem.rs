@@ -1,0 +1,714 @@
+//! The fit problem: one call from parameters to loss and gradient (DESIGN.md
+//! § Loss, parameters, fit; § Drivers and the deformation of Gaussians;
+//! issue 12, "The problem").
+//!
+//! [`FitProblem::new`] builds, once per scene: the K-Means drivers
+//! ([`DriverSet`]), the MPM simulator over them (time step checked for the
+//! top of `material.log10_youngs_range`), the deformation of the free
+//! Gaussians (rest rotations from the splats, rest centres normalised by the
+//! simulation box), the rasterizer, the image loss, every view's reference
+//! frames uploaded as 8-bit RGBA, the backward pass's reusable buffers and
+//! the GPU transposes of the two parameterisations ([`super::params`]).
+//!
+//! [`FitProblem::evaluate`] then, per call:
+//! 1. maps the parameters to `log10 E` and `v0` per driver (host, a few KB
+//!    uploaded), sets `E = 10^p` and runs one rollout from frame 0 through
+//!    the last selected frame;
+//! 2. per selected frame k (one frame's render state at a time): moves the
+//!    splats to the drivers of state k; per selected view renders, evaluates
+//!    the loss (seeding `∂L/∂pixel`), back-propagates through the rasterizer
+//!    and the deformation, which adds `∂L/∂x` of the drivers into frame k's
+//!    state-gradient buffer;
+//! 3. runs one MPM backward over all frames, [`GradientFlow::Full`] (stage
+//!    1: through the whole rollout) or [`GradientFlow::Truncated`] (stage 2:
+//!    frame k's gradient through frame k's substeps only, the state at k−1
+//!    a constant);
+//! 4. maps `∂L/∂E` per driver to `∂L/∂p` (`∂L/∂E · E · ln 10`) and the `v`
+//!    part of `∂L/∂state0` (normalised units) to world units/s (`/ side`),
+//!    both through `Mᵀ` on the GPU, with the TV gradient added.
+//!
+//! Reads back: the loss terms (one small buffer, once per call), the
+//! rasterizer's intersection count per render and the rollout's per-frame
+//! health word: scalars only, never a state or an image.
+//!
+//! TV of `log10 E` over the driver graph runs on the host
+//! ([`crate::loss::tv`]): the parameters are given on the host, so the
+//! per-driver `log10 E` is already there and nothing is read back for it;
+//! its gradient (mapped by `Mᵀ`, a few KB) is uploaded and added by the
+//! gather kernel.
+//!
+//! Memory: the rollout's frame states (96 bytes per driver per frame), one
+//! state-gradient buffer per selected frame, the backward pass's
+//! checkpoints ([`BackwardWork`], reused), one frame's render and loss
+//! workspace (reused), and the reference frames (4 bytes per pixel each).
+
+use super::error::FitError;
+use super::param_gather::{GatherBuffers, GatherPlan, ParamGather, SourceLayout};
+use super::params::{ParamMap, VelocityField, YoungsField};
+use crate::deform::{DeformSetup, Deformation, DRIVERS_PER_GAUSSIAN};
+use crate::drive::DriverSet;
+use crate::gpu::{GpuBuffer, GpuContext};
+use crate::loss::{
+    tv_scalar, ImageLoss, LossTerms, LossTermsBuffer, LossWeights, ReferenceFrame, RenderedImage,
+    TV_EPSILON,
+};
+use crate::mpm::layout::STATE_STRIDE;
+use crate::mpm::{
+    BackwardOptions, BackwardWork, FrameGradient, GradientFlow, MpmSimulator, ParticleState,
+    Rollout,
+};
+use crate::scene::{Camera, FitStage, Scene};
+use crate::splat::{Rasterizer, SplatBuffers};
+
+/// How a [`FitProblem`] is parameterised and weighted.
+#[derive(Clone, Debug)]
+pub struct FitProblemOptions {
+    /// The `log10 E` field.
+    pub youngs: YoungsField,
+    /// The initial-velocity field.
+    pub velocity: VelocityField,
+    /// Image-loss weights.
+    pub weights: LossWeights,
+    /// Weight of TV of `log10 E` over the driver graph (0: off).
+    pub tv_weight: f64,
+}
+
+impl FitProblemOptions {
+    /// Per-driver fields with the weights of `stage` (a scene's
+    /// `fit.velocity` or `fit.stiffness`).
+    pub fn per_driver(stage: &FitStage) -> Self {
+        Self {
+            youngs: YoungsField::PerDriver,
+            velocity: VelocityField::PerDriver,
+            weights: LossWeights {
+                l1: stage.w_l1 as f32,
+                ssim: stage.w_ssim as f32,
+            },
+            tv_weight: stage.tv_weight,
+        }
+    }
+}
+
+/// A point in parameter space (host values; the layouts of
+/// [`YoungsField`] and [`VelocityField`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Parameters {
+    /// `log10 E` parameters (normalised units).
+    pub log10_youngs: Vec<f64>,
+    /// Initial-velocity parameters (world units per second; rad/s for the
+    /// angular part of [`VelocityField::Rigid`]).
+    pub velocity: Vec<f64>,
+}
+
+/// The frames and views a call fits against.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Selection {
+    /// Frame indices, strictly increasing (frame 0 is the rest state: its
+    /// loss is a constant).
+    pub frames: Vec<usize>,
+    /// View indices into [`Scene::views`], each with reference frames.
+    pub views: Vec<usize>,
+}
+
+/// The loss terms of one frame and view.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ImageTerms {
+    /// The frame.
+    pub frame: usize,
+    /// The view.
+    pub view: usize,
+    /// Its terms as the GPU wrote them.
+    pub terms: LossTerms,
+}
+
+/// The loss of one call and its terms.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LossReport {
+    /// `image + tv_weight · tv`.
+    pub loss: f64,
+    /// Σ over frames and views of `w_l1 · l1 + w_ssim · dssim`.
+    pub image: f64,
+    /// Σ of `mean|I − Î|` over frames and views (unweighted).
+    pub l1: f64,
+    /// Σ of `1 − mean SSIM` over frames and views (unweighted).
+    pub dssim: f64,
+    /// TV of `log10 E` over the driver graph (unweighted).
+    pub tv: f64,
+    /// Per frame and view, frame-major.
+    pub images: Vec<ImageTerms>,
+    /// Tile intersections summed over the renders (the rasterizer's one
+    /// readback per render).
+    pub intersections: u64,
+}
+
+/// What [`FitProblem::evaluate`] returns: the loss and its gradients, on
+/// the GPU.
+pub struct Evaluation {
+    /// The loss and its terms.
+    pub report: LossReport,
+    /// `∂loss/∂(log10 E parameters)`, one f32 per parameter.
+    pub youngs_gradient: GpuBuffer,
+    /// `∂loss/∂(velocity parameters)`, one f32 per parameter.
+    pub velocity_gradient: GpuBuffer,
+}
+
+/// [`Evaluation`]'s gradients on the host.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HostGradients {
+    /// `∂loss/∂(log10 E parameters)`.
+    pub youngs: Vec<f32>,
+    /// `∂loss/∂(velocity parameters)`.
+    pub velocity: Vec<f32>,
+}
+
+impl Evaluation {
+    /// Reads both gradients back (tests, hosts with a CPU optimiser).
+    pub fn read(&self, ctx: &GpuContext) -> Result<HostGradients, FitError> {
+        Ok(HostGradients {
+            youngs: ctx.read_buffer(&self.youngs_gradient)?,
+            velocity: ctx.read_buffer(&self.velocity_gradient)?,
+        })
+    }
+}
+
+/// A scene's fit problem, built once (module doc).
+pub struct FitProblem {
+    drivers: DriverSet,
+    sim: MpmSimulator,
+    deformation: Deformation,
+    splats: SplatBuffers,
+    raster: Rasterizer,
+    loss: ImageLoss,
+    cameras: Vec<Camera>,
+    view_names: Vec<String>,
+    references: Vec<Option<Vec<ReferenceFrame>>>,
+    background: [f32; 3],
+    work: BackwardWork,
+    youngs_map: ParamMap,
+    velocity_map: ParamMap,
+    youngs_plan: GatherPlan,
+    velocity_plan: GatherPlan,
+    gather: ParamGather,
+    youngs_scale: GpuBuffer,
+    youngs_init: GpuBuffer,
+    velocity_init: GpuBuffer,
+    state_grads: Vec<GpuBuffer>,
+    log10_max: f64,
+    tv_weight: f64,
+}
+
+impl FitProblem {
+    /// Builds the problem of `scene` (module doc): drivers, simulator,
+    /// deformation, rasterizer, loss, reference frames (read and uploaded
+    /// once), parameter maps.
+    pub fn new(
+        ctx: &GpuContext,
+        scene: &Scene,
+        options: &FitProblemOptions,
+    ) -> Result<Self, FitError> {
+        let drivers = DriverSet::from_scene(scene)?;
+        if drivers.k != DRIVERS_PER_GAUSSIAN {
+            return Err(FitError::NeighbourCount {
+                k: drivers.k,
+                needed: DRIVERS_PER_GAUSSIAN,
+            });
+        }
+        let n = drivers.len();
+        let log10_max = scene.material.log10_youngs_range[1];
+        let start = vec![scene.material.youngs_modulus as f32; n];
+        let sim = MpmSimulator::new(
+            ctx,
+            &scene.mpm_config(),
+            &drivers.setup(start, 10f64.powf(log10_max)),
+        )?;
+        let gaussians = scene.gaussians();
+        let deform = DeformSetup {
+            splat_index: drivers.followers.clone(),
+            drivers: drivers
+                .neighbours
+                .chunks_exact(DRIVERS_PER_GAUSSIAN)
+                .map(|c| std::array::from_fn(|j| c[j]))
+                .collect(),
+            rest_centres: drivers.follower_rest.clone(),
+            rest_rotations: drivers
+                .followers
+                .iter()
+                .map(|&g| gaussians.rotations[g as usize])
+                .collect(),
+            rest_drivers: drivers.rest.clone(),
+            sim_box: drivers.sim_box,
+        };
+        let deformation = Deformation::new(ctx, &deform)?;
+        let splats = SplatBuffers::upload(ctx, gaussians)?;
+        let mut references = Vec::with_capacity(scene.views.len());
+        for (v, view) in scene.views.iter().enumerate() {
+            references.push(match &view.frames {
+                Some(set) => {
+                    let mut frames = Vec::with_capacity(set.len());
+                    for k in 0..set.len() {
+                        let frame = set.load(k)?;
+                        frames.push(ReferenceFrame::upload(
+                            ctx,
+                            &format!("reference view {v} frame {k}"),
+                            &frame,
+                        )?);
+                    }
+                    Some(frames)
+                }
+                None => None,
+            });
+        }
+        let side = drivers.sim_box.side;
+        let youngs_map = ParamMap::youngs(&options.youngs, n)?;
+        let velocity_map =
+            ParamMap::velocity(&options.velocity, &drivers.rest, &drivers.anchored, side)?;
+        let youngs_plan = GatherPlan::new(
+            ctx,
+            "log10 E",
+            &youngs_map,
+            SourceLayout {
+                stride: 1,
+                offset: 0,
+                factor: std::f64::consts::LN_10,
+                scaled: true,
+            },
+        )?;
+        let velocity_plan = GatherPlan::new(
+            ctx,
+            "v0",
+            &velocity_map,
+            SourceLayout {
+                stride: STATE_STRIDE as u32,
+                offset: 3,
+                factor: 1.0 / side,
+                scaled: false,
+            },
+        )?;
+        Ok(Self {
+            youngs_scale: ctx.storage_zeroed::<f32>("fit E per driver", n.max(1))?,
+            youngs_init: ctx.storage_zeroed::<f32>("fit TV gradient", youngs_map.params.max(1))?,
+            velocity_init: ctx
+                .storage_zeroed::<f32>("fit v0 gradient init", velocity_map.params.max(1))?,
+            gather: ParamGather::new(ctx)?,
+            raster: Rasterizer::new(ctx)?,
+            loss: ImageLoss::new(ctx, options.weights)?,
+            cameras: scene.views.iter().map(|v| v.camera.clone()).collect(),
+            view_names: scene.views.iter().map(|v| v.name.clone()).collect(),
+            background: scene.background,
+            work: BackwardWork::new(),
+            state_grads: Vec::new(),
+            tv_weight: options.tv_weight,
+            drivers,
+            sim,
+            deformation,
+            splats,
+            references,
+            youngs_map,
+            velocity_map,
+            youngs_plan,
+            velocity_plan,
+            log10_max,
+        })
+    }
+
+    /// The drivers (rest positions, anchored flags, graph).
+    pub fn drivers(&self) -> &DriverSet {
+        &self.drivers
+    }
+
+    /// The `log10 E` parameterisation.
+    pub fn youngs_map(&self) -> &ParamMap {
+        &self.youngs_map
+    }
+
+    /// The initial-velocity parameterisation.
+    pub fn velocity_map(&self) -> &ParamMap {
+        &self.velocity_map
+    }
+
+    /// The simulator (its configuration, particle count).
+    pub fn simulator(&self) -> &MpmSimulator {
+        &self.sim
+    }
+
+    /// Checks `selection` against the scene's views and reference frames.
+    pub fn check_selection(&self, selection: &Selection) -> Result<(), FitError> {
+        if selection.frames.is_empty() {
+            return Err(FitError::EmptySelection("frames"));
+        }
+        if selection.views.is_empty() {
+            return Err(FitError::EmptySelection("views"));
+        }
+        if selection.frames.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(FitError::UnsortedFrames(selection.frames.clone()));
+        }
+        let last = *selection.frames.last().unwrap();
+        for &view in &selection.views {
+            let Some(refs) = self.references.get(view) else {
+                return Err(FitError::NoSuchView {
+                    view,
+                    views: self.references.len(),
+                });
+            };
+            let Some(refs) = refs else {
+                return Err(FitError::NoFrames {
+                    view,
+                    name: self.view_names[view].clone(),
+                });
+            };
+            if last >= refs.len() {
+                return Err(FitError::FrameOutOfRange {
+                    frame: last,
+                    view,
+                    name: self.view_names[view].clone(),
+                    available: refs.len(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Per-driver `log10 E` of `params`, checked against the range top.
+    fn driver_log10_youngs(&self, params: &Parameters) -> Result<Vec<f64>, FitError> {
+        let p = self.youngs_map.apply(&params.log10_youngs)?;
+        if let Some(d) = p.iter().position(|&v| v > self.log10_max) {
+            return Err(FitError::YoungsAboveRange {
+                driver: d,
+                value: p[d],
+                max: self.log10_max,
+            });
+        }
+        Ok(p)
+    }
+
+    /// Sets E from `params` and returns the initial state (host).
+    fn prepare(
+        &self,
+        ctx: &GpuContext,
+        params: &Parameters,
+    ) -> Result<(Vec<f64>, ParticleState), FitError> {
+        let log10 = self.driver_log10_youngs(params)?;
+        let youngs: Vec<f32> = log10.iter().map(|&p| 10f64.powf(p) as f32).collect();
+        self.sim.set_youngs(ctx, &youngs)?;
+        ctx.write(&self.youngs_scale, &youngs);
+        let v = self.velocity_map.apply(&params.velocity)?;
+        let side = self.drivers.sim_box.side;
+        let velocities = v
+            .chunks_exact(3)
+            .map(|c| {
+                [
+                    (c[0] / side) as f32,
+                    (c[1] / side) as f32,
+                    (c[2] / side) as f32,
+                ]
+            })
+            .collect();
+        Ok((
+            log10,
+            ParticleState::at_rest(self.drivers.rest.clone(), velocities),
+        ))
+    }
+
+    /// Runs the forward simulation of `params` through frame `last`: the
+    /// frame states a stage-2 objective holds constant (see
+    /// [`FitProblem::truncated_loss`]).
+    pub fn forward_states(
+        &mut self,
+        ctx: &GpuContext,
+        params: &Parameters,
+        last: usize,
+    ) -> Result<Rollout, FitError> {
+        let (_, start) = self.prepare(ctx, params)?;
+        Ok(self.sim.rollout(ctx, &start, last as u32)?)
+    }
+
+    /// Renders frame `frame` (drivers in `state`) in every selected view
+    /// into slots `slot0..` of `terms`; with `state_grad`, back-propagates
+    /// each view's loss into it. Returns the intersections rendered.
+    #[allow(clippy::too_many_arguments)]
+    fn frame(
+        &mut self,
+        ctx: &GpuContext,
+        state: &GpuBuffer,
+        frame: usize,
+        views: &[usize],
+        terms: &LossTermsBuffer,
+        slot0: u32,
+        state_grad: Option<&GpuBuffer>,
+    ) -> Result<u64, FitError> {
+        let mut encoder = crate::gpu::encoder(ctx, "fit deform");
+        if let Some(g) = state_grad {
+            encoder.clear_buffer(g.raw(), 0, None);
+        }
+        self.deformation
+            .encode_forward(ctx, &mut encoder, state, &self.splats)?;
+        ctx.queue.submit([encoder.finish()]);
+        let mut intersections = 0u64;
+        for (i, &view) in views.iter().enumerate() {
+            let out =
+                self.raster
+                    .render(ctx, &self.splats, &self.cameras[view], self.background)?;
+            intersections += u64::from(out.intersection_count);
+            let reference = &self.references[view].as_ref().expect("checked selection")[frame];
+            let render = RenderedImage::of_render(&self.raster, &out)?;
+            let slot = slot0 + i as u32;
+            match state_grad {
+                None => self.loss.measure(ctx, render, reference, terms, slot)?,
+                Some(g) => {
+                    let grad_image = self.loss.evaluate(ctx, render, reference, terms, slot)?;
+                    let back = self.raster.backward(ctx, &self.splats, &out, grad_image)?;
+                    let mut encoder = crate::gpu::encoder(ctx, "fit deform backward");
+                    self.deformation.encode_backward(
+                        ctx,
+                        &mut encoder,
+                        state,
+                        back.gradients,
+                        g,
+                    )?;
+                    ctx.queue.submit([encoder.finish()]);
+                }
+            }
+        }
+        Ok(intersections)
+    }
+
+    /// Reads the terms buffer and sums the report.
+    fn report(
+        &self,
+        ctx: &GpuContext,
+        selection: &Selection,
+        terms: &LossTermsBuffer,
+        log10: &[f64],
+        intersections: u64,
+    ) -> Result<(LossReport, Vec<f64>), FitError> {
+        let slots: Vec<LossTerms> = ctx.read_buffer(terms.buffer())?;
+        let mut images = Vec::new();
+        let (mut image, mut l1, mut dssim) = (0.0, 0.0, 0.0);
+        for (f, &frame) in selection.frames.iter().enumerate() {
+            for (v, &view) in selection.views.iter().enumerate() {
+                let t = slots[f * selection.views.len() + v];
+                image += f64::from(t.loss);
+                l1 += f64::from(t.l1);
+                dssim += f64::from(t.dssim);
+                images.push(ImageTerms {
+                    frame,
+                    view,
+                    terms: t,
+                });
+            }
+        }
+        let tv = tv_scalar(log10, &self.drivers.graph, TV_EPSILON)?;
+        Ok((
+            LossReport {
+                loss: image + self.tv_weight * tv.value,
+                image,
+                l1,
+                dssim,
+                tv: tv.value,
+                images,
+                intersections,
+            },
+            tv.gradient,
+        ))
+    }
+
+    fn terms_buffer(
+        &self,
+        ctx: &GpuContext,
+        selection: &Selection,
+    ) -> Result<LossTermsBuffer, FitError> {
+        Ok(LossTermsBuffer::new(
+            ctx,
+            "fit loss terms",
+            (selection.frames.len() * selection.views.len()) as u32,
+        )?)
+    }
+
+    /// The loss of `params` on `selection` without gradients (one rollout
+    /// from frame 0, renders, loss terms): for line searches, reports and
+    /// finite differences.
+    pub fn loss(
+        &mut self,
+        ctx: &GpuContext,
+        params: &Parameters,
+        selection: &Selection,
+    ) -> Result<LossReport, FitError> {
+        self.check_selection(selection)?;
+        let (log10, start) = self.prepare(ctx, params)?;
+        let last = *selection.frames.last().unwrap();
+        let rollout = self.sim.rollout(ctx, &start, last as u32)?;
+        let terms = self.terms_buffer(ctx, selection)?;
+        let views = selection.views.len() as u32;
+        let mut intersections = 0;
+        for (f, &k) in selection.frames.iter().enumerate() {
+            intersections += self.frame(
+                ctx,
+                &rollout.frames[k],
+                k,
+                &selection.views,
+                &terms,
+                f as u32 * views,
+                None,
+            )?;
+        }
+        Ok(self
+            .report(ctx, selection, &terms, &log10, intersections)?
+            .0)
+    }
+
+    /// The stage-2 objective whose gradient [`GradientFlow::Truncated`]
+    /// gives: each selected frame k ≥ 2 simulated one frame from
+    /// `frozen.frames[k − 1]` (held constant) with the E of `params`; frame
+    /// 1 from the initial state of `params`. `frozen` comes from
+    /// [`FitProblem::forward_states`]; at its own parameters this equals
+    /// [`FitProblem::loss`]. For finite-difference checks of stage 2.
+    pub fn truncated_loss(
+        &mut self,
+        ctx: &GpuContext,
+        params: &Parameters,
+        selection: &Selection,
+        frozen: &Rollout,
+    ) -> Result<LossReport, FitError> {
+        self.check_selection(selection)?;
+        let (log10, start) = self.prepare(ctx, params)?;
+        let terms = self.terms_buffer(ctx, selection)?;
+        let views = selection.views.len() as u32;
+        let mut intersections = 0;
+        for (f, &k) in selection.frames.iter().enumerate() {
+            let first = if k <= 1 {
+                self.sim.upload_state(ctx, "fit frame 0", &start)?
+            } else {
+                let Some(src) = frozen.frames.get(k - 1) else {
+                    return Err(FitError::FrameOutOfRange {
+                        frame: k,
+                        view: selection.views[0],
+                        name: "frozen forward states".into(),
+                        available: frozen.frames.len(),
+                    });
+                };
+                let copy = self.sim.state_buffer(ctx, "fit frozen start")?;
+                let mut encoder = crate::gpu::encoder(ctx, "fit copy frozen state");
+                encoder.copy_buffer_to_buffer(src.raw(), 0, copy.raw(), 0, src.size());
+                ctx.queue.submit([encoder.finish()]);
+                copy
+            };
+            let rollout = self.sim.rollout_from(ctx, first, u32::from(k > 0))?;
+            intersections += self.frame(
+                ctx,
+                rollout.frames.last().unwrap(),
+                k,
+                &selection.views,
+                &terms,
+                f as u32 * views,
+                None,
+            )?;
+        }
+        Ok(self
+            .report(ctx, selection, &terms, &log10, intersections)?
+            .0)
+    }
+
+    /// The loss of `params` on `selection` and its gradients w.r.t. the
+    /// `log10 E` and velocity parameters for `flow` (module doc).
+    pub fn evaluate(
+        &mut self,
+        ctx: &GpuContext,
+        params: &Parameters,
+        selection: &Selection,
+        flow: GradientFlow,
+    ) -> Result<Evaluation, FitError> {
+        self.check_selection(selection)?;
+        let (log10, start) = self.prepare(ctx, params)?;
+        let last = *selection.frames.last().unwrap();
+        let rollout = self.sim.rollout(ctx, &start, last as u32)?;
+        let terms = self.terms_buffer(ctx, selection)?;
+        let state_floats = self.sim.particle_count() * STATE_STRIDE;
+        while self.state_grads.len() < selection.frames.len() {
+            let label = format!("fit state gradient {}", self.state_grads.len());
+            self.state_grads
+                .push(ctx.storage_zeroed::<f32>(&label, state_floats)?);
+        }
+        let views = selection.views.len() as u32;
+        let mut intersections = 0;
+        let grads = std::mem::take(&mut self.state_grads);
+        let rendered: Result<(), FitError> = (|| {
+            for (f, &k) in selection.frames.iter().enumerate() {
+                intersections += self.frame(
+                    ctx,
+                    &rollout.frames[k],
+                    k,
+                    &selection.views,
+                    &terms,
+                    f as u32 * views,
+                    Some(&grads[f]),
+                )?;
+            }
+            Ok(())
+        })();
+        let frame_grads: Vec<FrameGradient> = selection
+            .frames
+            .iter()
+            .zip(&grads)
+            .map(|(&frame, grad)| FrameGradient { frame, grad })
+            .collect();
+        let mpm = rendered.and_then(|()| {
+            Ok(self.sim.backward(
+                ctx,
+                &rollout,
+                &frame_grads,
+                &BackwardOptions {
+                    flow,
+                    checkpoint_every: None,
+                },
+                &mut self.work,
+            )?)
+        });
+        drop(frame_grads);
+        self.state_grads = grads;
+        let mpm = mpm?;
+        let (report, tv_gradient) = self.report(ctx, selection, &terms, &log10, intersections)?;
+        let tv: Vec<f32> = self
+            .youngs_map
+            .transpose(&tv_gradient)
+            .iter()
+            .map(|g| (g * self.tv_weight) as f32)
+            .collect();
+        if !tv.is_empty() {
+            ctx.write(&self.youngs_init, &tv);
+        }
+        let youngs_gradient =
+            ctx.storage_zeroed::<f32>("fit log10 E gradient", self.youngs_map.params.max(1))?;
+        let velocity_gradient =
+            ctx.storage_zeroed::<f32>("fit v0 gradient", self.velocity_map.params.max(1))?;
+        let mut encoder = crate::gpu::encoder(ctx, "fit parameter gradients");
+        self.gather.dispatch(
+            ctx,
+            &mut encoder,
+            &self.youngs_plan,
+            &GatherBuffers {
+                src: &mpm.youngs,
+                scale: &self.youngs_scale,
+                init: &self.youngs_init,
+                out: &youngs_gradient,
+            },
+        );
+        self.gather.dispatch(
+            ctx,
+            &mut encoder,
+            &self.velocity_plan,
+            &GatherBuffers {
+                src: &mpm.initial_state,
+                scale: &self.youngs_scale,
+                init: &self.velocity_init,
+                out: &velocity_gradient,
+            },
+        );
+        ctx.queue.submit([encoder.finish()]);
+        ctx.check()?;
+        Ok(Evaluation {
+            report,
+            youngs_gradient,
+            velocity_gradient,
+        })
+    }
+}
