@@ -17,6 +17,8 @@ mod bench_mpm;
 mod deform;
 #[path = "gpu_mpm/fill.rs"]
 mod fill;
+#[path = "gpu_mpm/fit_problem.rs"]
+mod fit_problem;
 #[path = "gpu_mpm/forward.rs"]
 mod forward;
 #[path = "gpu_mpm/simulate_cli.rs"]

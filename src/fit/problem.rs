@@ -57,6 +57,7 @@ use crate::mpm::{
     BackwardOptions, BackwardWork, FrameGradient, GradientFlow, MpmSimulator, ParticleState,
     Rollout,
 };
+use crate::scene::frames::Frame;
 use crate::scene::{Camera, FitStage, Scene};
 use crate::splat::{Rasterizer, SplatBuffers};
 
@@ -420,6 +421,42 @@ impl FitProblem {
     ) -> Result<Rollout, FitError> {
         let (_, start) = self.prepare(ctx, params)?;
         Ok(self.sim.rollout(ctx, &start, last as u32)?)
+    }
+
+    /// Renders frames `0..=last` of `params` in view `view` and reads them
+    /// back (RGBA in [0, 1]): for synthetic reference frames (the twin
+    /// experiment, DESIGN.md § Verification 5) and reports. Not part of a
+    /// fit iteration, which reads back no image.
+    pub fn render_frames(
+        &mut self,
+        ctx: &GpuContext,
+        params: &Parameters,
+        view: usize,
+        last: usize,
+    ) -> Result<Vec<Frame>, FitError> {
+        if view >= self.cameras.len() {
+            return Err(FitError::NoSuchView {
+                view,
+                views: self.cameras.len(),
+            });
+        }
+        let rollout = self.forward_states(ctx, params, last)?;
+        let mut frames = Vec::with_capacity(rollout.frames.len());
+        for state in &rollout.frames {
+            let mut encoder = crate::gpu::encoder(ctx, "fit deform");
+            self.deformation
+                .encode_forward(ctx, &mut encoder, state, &self.splats)?;
+            ctx.queue.submit([encoder.finish()]);
+            let out = self
+                .raster
+                .render(ctx, &self.splats, &self.cameras[view], self.background)?;
+            frames.push(Frame {
+                width: out.width,
+                height: out.height,
+                pixels: self.raster.read_image(ctx, &out)?,
+            });
+        }
+        Ok(frames)
     }
 
     /// Renders frame `frame` (drivers in `state`) in every selected view
