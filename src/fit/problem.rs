@@ -447,9 +447,9 @@ impl FitProblem {
             self.deformation
                 .encode_forward(ctx, &mut encoder, state, &self.splats)?;
             ctx.queue.submit([encoder.finish()]);
-            let out = self
-                .raster
-                .render(ctx, &self.splats, &self.cameras[view], self.background)?;
+            let out =
+                self.raster
+                    .render(ctx, &self.splats, &self.cameras[view], self.background)?;
             frames.push(Frame {
                 width: out.width,
                 height: out.height,
