@@ -4,12 +4,12 @@
 //! loss forward and back on the GPU. `physfit fit` (the optimiser) is a loop
 //! around [`FitProblem::evaluate`].
 //!
-//! - [`params`]: the parameterisations (per driver, global, per region,
-//!   rigid) as sparse linear maps onto the drivers;
-//! - [`param_gather`]: their transposes on the GPU (per-driver gradients →
+//! - the parameterisations ([`params`]) (per driver, global, per region,
+//!   rigid), as sparse linear maps onto the drivers;
+//! - their transposes on the GPU ([`param_gather`]) (per-driver gradients →
 //!   parameter gradients);
-//! - [`problem`]: [`FitProblem`] itself;
-//! - [`error`]: [`FitError`].
+//! - [`FitProblem`] itself ([`problem`]);
+//! - the errors, [`FitError`] ([`mod@error`]).
 
 pub mod error;
 pub mod param_gather;
