@@ -223,22 +223,7 @@ impl FitProblem {
             &drivers.setup(start, 10f64.powf(log10_max)),
         )?;
         let gaussians = scene.gaussians();
-        let deform = DeformSetup {
-            splat_index: drivers.followers.clone(),
-            drivers: drivers
-                .neighbours
-                .chunks_exact(DRIVERS_PER_GAUSSIAN)
-                .map(|c| std::array::from_fn(|j| c[j]))
-                .collect(),
-            rest_centres: drivers.follower_rest.clone(),
-            rest_rotations: drivers
-                .followers
-                .iter()
-                .map(|&g| gaussians.rotations[g as usize])
-                .collect(),
-            rest_drivers: drivers.rest.clone(),
-            sim_box: drivers.sim_box,
-        };
+        let deform = DeformSetup::from_drivers(&drivers, gaussians)?;
         let deformation = Deformation::new(ctx, &deform)?;
         let splats = SplatBuffers::upload(ctx, gaussians)?;
         let mut references = Vec::with_capacity(scene.views.len());
