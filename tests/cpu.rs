@@ -11,6 +11,8 @@ mod drivers;
 mod frames;
 #[path = "cpu/ply.rs"]
 mod ply;
+#[path = "cpu/reference_chain.rs"]
+mod reference_chain;
 #[path = "cpu/reference_deform.rs"]
 mod reference_deform;
 #[path = "cpu/reference_gsplat_case.rs"]

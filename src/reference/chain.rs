@@ -319,6 +319,15 @@ pub fn chain_frame_states(problem: &ChainProblem64, params: &ChainParams64) -> V
 /// render backward twin → deformation adjoint twin, summed over views.
 /// Also returns the per-view losses.
 pub fn frame_seed(problem: &ChainProblem64, k: usize, x: &[Vec3]) -> (Vec<f64>, Vec<Vec3>) {
+    frame_seed_with(problem, k, x, ChainPaths::ALL)
+}
+
+fn frame_seed_with(
+    problem: &ChainProblem64,
+    k: usize,
+    x: &[Vec3],
+    paths: ChainPaths,
+) -> (Vec<f64>, Vec<Vec3>) {
     let splats = problem.posed_splats(x);
     let followers = &problem.deform.splat_index;
     let mut grad_means = vec![[0.0; 3]; followers.len()];
@@ -331,11 +340,13 @@ pub fn frame_seed(problem: &ChainProblem64, k: usize, x: &[Vec3]) -> (Vec<f64>, 
         let d_alpha = vec![0.0; d_rgb.len()];
         let g = render_backward(&splats, cam, problem.background, &d_rgb, &d_alpha);
         for (f, &i) in followers.iter().enumerate() {
-            for a in 0..3 {
-                grad_means[f][a] += g.means[i as usize][a];
+            for (d, s) in grad_means[f].iter_mut().zip(&g.means[i as usize]) {
+                *d += s;
             }
-            for a in 0..4 {
-                grad_rotations[f][a] += g.quats[i as usize][a];
+            if paths.rotations {
+                for (d, s) in grad_rotations[f].iter_mut().zip(&g.quats[i as usize]) {
+                    *d += s;
+                }
             }
         }
     }
@@ -343,11 +354,37 @@ pub fn frame_seed(problem: &ChainProblem64, k: usize, x: &[Vec3]) -> (Vec<f64>, 
     (losses, d_x)
 }
 
+/// Paths of the chain's adjoint that can be switched off, to show in tests
+/// that dropping one breaks the gradient (as the MPM twin's
+/// [`super::mpm::AdjointPaths`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChainPaths {
+    /// The rotation path: `∂L/∂(raw quaternion)` of the followers into the
+    /// deformation adjoint (off: zeros are passed, only the centres reach
+    /// the drivers).
+    pub rotations: bool,
+}
+
+impl ChainPaths {
+    /// Every path (the exact gradient).
+    pub const ALL: ChainPaths = ChainPaths { rotations: true };
+}
+
 /// The chain's loss and its gradient for `flow` (module doc).
 pub fn chain_gradient(
     problem: &ChainProblem64,
     params: &ChainParams64,
     flow: GradientFlow,
+) -> ChainGradient64 {
+    chain_gradient_with(problem, params, flow, ChainPaths::ALL)
+}
+
+/// [`chain_gradient`] with switchable paths (tests only).
+pub fn chain_gradient_with(
+    problem: &ChainProblem64,
+    params: &ChainParams64,
+    flow: GradientFlow,
+    paths: ChainPaths,
 ) -> ChainGradient64 {
     problem.check(params);
     let n = problem.drivers();
@@ -357,8 +394,8 @@ pub fn chain_gradient(
     let states = frame_states(&problem.mpm, &initial, &youngs, frames);
     let mut per_frame = Vec::with_capacity(frames);
     let mut seeds = Vec::with_capacity(frames);
-    for k in 1..=frames {
-        let (losses, d_x) = frame_seed(problem, k, &states[k].x);
+    for (k, state) in states.iter().enumerate().skip(1) {
+        let (losses, d_x) = frame_seed_with(problem, k, &state.x, paths);
         per_frame.push(losses);
         let mut seed = MpmState64::zeros(n);
         seed.x = d_x;
