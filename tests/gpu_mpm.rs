@@ -13,6 +13,8 @@ mod support;
 mod adjoint;
 #[path = "gpu_mpm/bench_mpm.rs"]
 mod bench_mpm;
+#[path = "gpu_mpm/chain_vs_twin.rs"]
+mod chain_vs_twin;
 #[path = "gpu_mpm/deform.rs"]
 mod deform;
 #[path = "gpu_mpm/fill.rs"]

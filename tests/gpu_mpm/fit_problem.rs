@@ -20,7 +20,7 @@ use physfit::scene::{Gaussians, Scene};
 
 const TRUE_LOG10_E: f64 = 3.8;
 const TRUE_V: [f64; 3] = [0.4, 0.0, 0.25];
-const FRAMES: usize = 3;
+pub(crate) const FRAMES: usize = 3;
 
 /// A 6×6×8 block of coloured splats over [0, 0.5]³ (world units).
 fn block() -> Gaussians {
@@ -105,7 +105,7 @@ seed = 0
     )
 }
 
-fn true_params(p: &FitProblem) -> Parameters {
+pub(crate) fn true_params(p: &FitProblem) -> Parameters {
     let n = p.drivers().len();
     Parameters {
         log10_youngs: vec![TRUE_LOG10_E; n],
@@ -115,7 +115,7 @@ fn true_params(p: &FitProblem) -> Parameters {
 
 /// The scene with its reference frames: rendered from its own forward at
 /// the true parameters (a frameless copy of the scene) and written as PNGs.
-fn fixture(ctx: &GpuContext) -> (tempfile::TempDir, Scene) {
+pub(crate) fn fixture(ctx: &GpuContext) -> (tempfile::TempDir, Scene) {
     let dir = tempfile::tempdir().unwrap();
     let ply = dir.path().join("splats.ply");
     PlyData::from_gaussians(&block(), &ply)
@@ -145,13 +145,13 @@ fn fixture(ctx: &GpuContext) -> (tempfile::TempDir, Scene) {
     (dir, scene)
 }
 
-fn options(scene: &Scene) -> FitProblemOptions {
+pub(crate) fn options(scene: &Scene) -> FitProblemOptions {
     let mut o = FitProblemOptions::per_driver(&scene.fit.stiffness);
     o.tv_weight = 0.01;
     o
 }
 
-fn all() -> Selection {
+pub(crate) fn all() -> Selection {
     Selection {
         frames: (1..=FRAMES).collect(),
         views: vec![0, 1],
@@ -160,7 +160,7 @@ fn all() -> Selection {
 
 /// A point away from the truth: E per driver scattered around a softer
 /// value, velocities per driver scattered around a slower one.
-fn start(p: &FitProblem) -> Parameters {
+pub(crate) fn start(p: &FitProblem) -> Parameters {
     let n = p.drivers().len();
     let r = pseudo_random(4 * n, 5);
     Parameters {

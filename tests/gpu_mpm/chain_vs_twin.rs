@@ -1,0 +1,155 @@
+//! The GPU chain against its f64 twin (issue 12, second test; DESIGN.md
+//! § Verification 3 and 6): the fit problem of tests/gpu_mpm/fit_problem.rs
+//! (288 splats, 32 K-Means drivers, some anchored, two 32×32 views, 3
+//! frames; reference PNGs rendered by the problem's own forward at the
+//! "true" parameters) and [`ChainProblem64`] built from exactly the same
+//! data: the problem's own drivers (not a second K-Means), their volume and
+//! anchored flags, the scene's MPM config, the deformation setup of those
+//! drivers, the scene's splats, cameras and background, the references read
+//! back from the same PNGs, the loss weights, TV over the driver graph with
+//! the same weight. Both evaluated at the same per-driver parameters away
+//! from the truth, both flows; compared: the loss (total and per frame and
+//! view) and ∂L/∂log10 E and ∂L/∂v0 per component, as a max relative error
+//! with a stated floor.
+
+use crate::common;
+use crate::fit_problem::{all, fixture, options, start, FRAMES};
+
+use physfit::deform::DeformSetup;
+use physfit::fit::{FitProblem, GradientFlow, Parameters};
+use physfit::reference::chain::{chain_gradient, ChainGradient64, ChainParams64, ChainProblem64};
+use physfit::reference::loss::{LossWeights64, Rgb64};
+use physfit::reference::mpm::MpmSetup64;
+use physfit::reference::splat::SplatParams64;
+use physfit::scene::Scene;
+
+/// The twin of `problem` on `scene` (module doc).
+fn twin(scene: &Scene, problem: &FitProblem) -> ChainProblem64 {
+    let drivers = problem.drivers();
+    let o = options(scene);
+    let references = (1..=FRAMES)
+        .map(|k| {
+            scene
+                .views
+                .iter()
+                .map(|view| {
+                    let f = view.frames.as_ref().unwrap().load(k).unwrap();
+                    Rgb64 {
+                        width: f.width as usize,
+                        height: f.height as usize,
+                        // 8-bit values: `b / 255` exactly.
+                        pixels: f
+                            .pixels
+                            .iter()
+                            .map(|p| {
+                                std::array::from_fn(|c| (f64::from(p[c]) * 255.0).round() / 255.0)
+                            })
+                            .collect(),
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    ChainProblem64 {
+        mpm: MpmSetup64 {
+            config: scene.mpm_config(),
+            particle_volume: drivers.volume,
+            anchored: drivers.anchored.clone(),
+        },
+        deform: DeformSetup::from_drivers(drivers, scene.gaussians()).unwrap(),
+        splats: SplatParams64::from(scene.gaussians()),
+        background: scene.background.map(f64::from),
+        cameras: scene.views.iter().map(|v| v.camera.clone()).collect(),
+        references,
+        weights: LossWeights64 {
+            l1: f64::from(o.weights.l1),
+            ssim: f64::from(o.weights.ssim),
+        },
+        tv_edges: drivers.graph.clone(),
+        tv_weight: o.tv_weight,
+    }
+}
+
+fn twin_params(p: &Parameters) -> ChainParams64 {
+    ChainParams64 {
+        log10_youngs: p.log10_youngs.clone(),
+        velocity: p
+            .velocity
+            .chunks_exact(3)
+            .map(|c| [c[0], c[1], c[2]])
+            .collect(),
+    }
+}
+
+/// Max over components of `|gpu − twin| / max(|twin|, floor)`, floor =
+/// `FLOOR · max|twin|`; also the component where it is reached.
+fn max_relative(gpu: &[f32], twin: &[f64]) -> (f64, usize) {
+    assert_eq!(gpu.len(), twin.len());
+    let scale = twin.iter().fold(0.0f64, |a, b| a.max(b.abs()));
+    let floor = FLOOR * scale;
+    (0..gpu.len())
+        .map(|i| {
+            (
+                (f64::from(gpu[i]) - twin[i]).abs() / twin[i].abs().max(floor),
+                i,
+            )
+        })
+        .fold((0.0, 0), |a, b| if b.0 > a.0 { b } else { a })
+}
+
+/// Floor of the relative error's denominator, as a fraction of the largest
+/// twin component of the same gradient.
+const FLOOR: f64 = 1e-2;
+const TOLERANCE: f64 = 1e-3;
+
+fn compare(flow: GradientFlow) {
+    let ctx = common::gpu();
+    let (_dir, scene) = fixture(&ctx);
+    let mut p = FitProblem::new(&ctx, &scene, &options(&scene)).unwrap();
+    let chain = twin(&scene, &p);
+    let at = start(&p);
+    let e = p.evaluate(&ctx, &at, &all(), flow).unwrap();
+    let g = e.read(&ctx).unwrap();
+    let t: ChainGradient64 = chain_gradient(&chain, &twin_params(&at), flow);
+    let loss_rel = (e.report.loss - t.loss.total).abs() / t.loss.total;
+    eprintln!(
+        "{flow:?}: loss GPU {:.8e} twin {:.8e} (relative {loss_rel:.2e}); TV GPU {:.8e} twin {:.8e}",
+        e.report.loss, t.loss.total, e.report.tv, t.loss.tv
+    );
+    for im in &e.report.images {
+        let tw = t.loss.per_frame[im.frame - 1][im.view];
+        eprintln!(
+            "{flow:?}: frame {} view {}: GPU {:.8e} twin {:.8e} (relative {:.2e})",
+            im.frame,
+            im.view,
+            im.terms.loss,
+            tw,
+            (f64::from(im.terms.loss) - tw).abs() / tw
+        );
+    }
+    let tv: Vec<f64> = t.d_velocity.iter().flatten().copied().collect();
+    let (err_e, ie) = max_relative(&g.youngs, &t.d_log10_youngs);
+    let (err_v, iv) = max_relative(&g.velocity, &tv);
+    for (i, (a, b)) in g.youngs.iter().zip(&t.d_log10_youngs).enumerate() {
+        eprintln!("{flow:?}: dlog10E[{i}] GPU {a:+.6e} twin {b:+.6e}");
+    }
+    for (i, (a, b)) in g.velocity.iter().zip(&tv).enumerate() {
+        eprintln!("{flow:?}: dv0[{i}] GPU {a:+.6e} twin {b:+.6e}");
+    }
+    eprintln!(
+        "{flow:?}: max relative error (floor {FLOOR} of the largest): log10 E {err_e:.2e} at {ie}, v0 {err_v:.2e} at {iv}"
+    );
+    assert!(loss_rel <= 1e-4, "{flow:?}: loss {loss_rel:e}");
+    assert!(err_e <= TOLERANCE, "{flow:?}: log10 E {err_e:e} at {ie}");
+    assert!(err_v <= TOLERANCE, "{flow:?}: v0 {err_v:e} at {iv}");
+}
+
+#[test]
+fn chain_vs_twin_full_flow() {
+    compare(GradientFlow::Full);
+}
+
+#[test]
+fn chain_vs_twin_truncated_flow() {
+    compare(GradientFlow::Truncated);
+}
