@@ -126,6 +126,12 @@ fn compare(flow: GradientFlow) {
             tw,
             (f64::from(im.terms.loss) - tw).abs() / tw
         );
+        assert!(
+            (f64::from(im.terms.loss) - tw).abs() <= 1e-4 * tw,
+            "{flow:?}: frame {} view {}",
+            im.frame,
+            im.view
+        );
     }
     let tv: Vec<f64> = t.d_velocity.iter().flatten().copied().collect();
     let (err_e, ie) = max_relative(&g.youngs, &t.d_log10_youngs);
@@ -152,4 +158,103 @@ fn chain_vs_twin_full_flow() {
 #[test]
 fn chain_vs_twin_truncated_flow() {
     compare(GradientFlow::Truncated);
+}
+
+/// The question tests/gpu_mpm/fit_problem.rs left open (its random
+/// directions agree with FD of the GPU loss to 3–8% only, the v0 FD 4–10%
+/// larger): bias of the GPU v0 gradient, or a loss that is not smooth at
+/// the steps f32 allows? Along that test's smooth random directions, the
+/// f64 twin's own central differences (no f32 noise) at shrinking steps.
+/// Measured: at h = 1e-2 … 1e-4 (the GPU test uses 1e-3) even the f64 FD
+/// scatters by percent (v0: −24% … +8%; truncated v0 up to 250%; log10 E
+/// 1–4%), at h = 1e-5 and 1e-6 (Richardson) it settles on the twin's
+/// gradient to ≤ 2e-5, which the GPU gradient equals to ≤ 2e-5: no bias;
+/// the loss of this scene has kinks spaced below 1e-4 along these
+/// directions (a dense scene: 288 splats of opacity 0.88), which central
+/// differences at f32-usable steps straddle.
+#[test]
+fn chain_vs_twin_gpu_gradient_is_the_limit_of_twin_differences() {
+    use crate::fit_problem::{richardson, smooth_direction};
+    use physfit::reference::chain::{chain_frame_states, chain_loss, chain_loss_held};
+    let ctx = common::gpu();
+    let (_dir, scene) = fixture(&ctx);
+    let mut p = FitProblem::new(&ctx, &scene, &options(&scene)).unwrap();
+    let chain = twin(&scene, &p);
+    let at = start(&p);
+    let rest = p.drivers().rest.clone();
+    let n = rest.len();
+    for flow in [GradientFlow::Full, GradientFlow::Truncated] {
+        let g = p
+            .evaluate(&ctx, &at, &all(), flow)
+            .unwrap()
+            .read(&ctx)
+            .unwrap();
+        let base = twin_params(&at);
+        let t = chain_gradient(&chain, &base, flow);
+        let held = chain_frame_states(&chain, &base);
+        let loss = |q: &ChainParams64| match flow {
+            GradientFlow::Full => chain_loss(&chain, q).total,
+            GradientFlow::Truncated => chain_loss_held(&chain, q, &held).total,
+        };
+        for (what, dim, seed) in [("log10 E", 1, 17), ("v0", 3, 23)] {
+            let dir = smooth_direction(&rest, dim, seed);
+            let shifted = |h: f64| {
+                let mut q = base.clone();
+                if dim == 1 {
+                    for (a, d) in q.log10_youngs.iter_mut().zip(&dir) {
+                        *a += h * d;
+                    }
+                } else {
+                    for (i, v) in q.velocity.iter_mut().enumerate() {
+                        for c in 0..3 {
+                            v[c] += h * dir[3 * i + c];
+                        }
+                    }
+                }
+                q
+            };
+            let (gpu, tw) = if dim == 1 {
+                (
+                    g.youngs
+                        .iter()
+                        .zip(&dir)
+                        .map(|(a, b)| f64::from(*a) * b)
+                        .sum::<f64>(),
+                    t.d_log10_youngs
+                        .iter()
+                        .zip(&dir)
+                        .map(|(a, b)| a * b)
+                        .sum::<f64>(),
+                )
+            } else {
+                let flat: Vec<f64> = t.d_velocity.iter().flatten().copied().collect();
+                (
+                    g.velocity
+                        .iter()
+                        .zip(&dir)
+                        .map(|(a, b)| f64::from(*a) * b)
+                        .sum::<f64>(),
+                    flat.iter().zip(&dir).map(|(a, b)| a * b).sum::<f64>(),
+                )
+            };
+            eprintln!("{flow:?} {what}: GPU {gpu:.6e} twin {tw:.6e} ({n} drivers)");
+            for h in [1e-2, 1e-3, 1e-4, 1e-5, 1e-6] {
+                let plain = (loss(&shifted(h)) - loss(&shifted(-h))) / (2.0 * h);
+                let rich = richardson(|s| loss(&shifted(s)), h);
+                eprintln!(
+                    "{flow:?} {what}: h {h:.0e}: twin FD {plain:.6e} ({:+.2e} of the twin), Richardson {rich:.6e} ({:+.2e}; GPU {:+.2e})",
+                    plain / tw - 1.0,
+                    rich / tw - 1.0,
+                    gpu / rich - 1.0
+                );
+                if h <= 1e-5 {
+                    let rel = (gpu - rich).abs() / rich.abs();
+                    assert!(
+                        rel <= TOLERANCE,
+                        "{flow:?} {what} h {h:e}: GPU {gpu} vs twin FD {rich} ({rel:.2e})"
+                    );
+                }
+            }
+        }
+    }
 }

@@ -174,7 +174,7 @@ pub(crate) fn start(p: &FitProblem) -> Parameters {
 /// As tests/gpu_mpm/adjoint.rs: central differences at `h` and `h/2`
 /// combined by Richardson extrapolation (error O(h⁴)), so steps can be
 /// large enough that f32 jitter of the loss does not dominate.
-fn richardson(mut f: impl FnMut(f64) -> f64, h: f64) -> f64 {
+pub(crate) fn richardson(mut f: impl FnMut(f64) -> f64, h: f64) -> f64 {
     let mut central = |h: f64| (f(h) - f(-h)) / (2.0 * h);
     let a = central(h);
     let b = central(h / 2.0);
@@ -228,7 +228,7 @@ fn shifted(p: &Parameters, youngs: &[f64], velocity: &[f64], h: f64) -> Paramete
 /// neighbouring drivers apart at random reorder overlapping splats of
 /// nearly equal depth, whose blend order is piecewise constant: the loss is
 /// not smooth along them at the steps f32 allows.
-fn smooth_direction(rest: &[[f32; 3]], dim: usize, seed: u64) -> Vec<f64> {
+pub(crate) fn smooth_direction(rest: &[[f32; 3]], dim: usize, seed: u64) -> Vec<f64> {
     let r = &pseudo_random(4 * dim, seed);
     let n = rest.len() as f64;
     let c: [f64; 3] =
