@@ -65,6 +65,8 @@ enum BenchTarget {
     Raster(cli::bench_raster::BenchRasterArgs),
     /// GPU MPM: particle-substeps per second forward and adjoint, peak memory, per-kernel times.
     Mpm(cli::bench_mpm::BenchMpmArgs),
+    /// Fit iterations: seconds per stage-1 and stage-2 iteration split into MPM, deformation, render and loss; peak memory.
+    Fit(cli::bench_fit::BenchFitArgs),
 }
 
 fn main() {
@@ -110,6 +112,9 @@ fn run(cli: Cli) -> Result<()> {
         Command::Bench {
             target: Some(BenchTarget::Mpm(args)),
         } => cli::bench_mpm::run(&args)?,
+        Command::Bench {
+            target: Some(BenchTarget::Fit(args)),
+        } => cli::bench_fit::run(&args)?,
     }
     Ok(())
 }

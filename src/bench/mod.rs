@@ -1,5 +1,6 @@
 //! Benchmarks behind `physfit bench` (JSON output, figures recorded in
 //! docs/benchmarks.md).
 
+pub mod fit;
 pub mod mpm;
 pub mod raster;

@@ -20,6 +20,6 @@ pub use crate::mpm::GradientFlow;
 pub use error::FitError;
 pub use params::{MapEntry, ParamMap, VelocityField, YoungsField};
 pub use problem::{
-    Evaluation, FitProblem, FitProblemOptions, HostGradients, ImageTerms, LossReport, Parameters,
-    Selection,
+    Evaluation, FitProblem, FitProblemOptions, FitTimings, HostGradients, ImageTerms, LossReport,
+    Parameters, Selection,
 };

@@ -37,10 +37,19 @@
 //! its gradient (mapped by `Mᵀ`, a few KB) is uploaded and added by the
 //! gather kernel.
 //!
+//! Profiling ([`FitProblem::set_profile`], for `physfit bench fit`): each
+//! stage of a call is waited for on its own and its wall time added to a
+//! [`FitTimings`], so the stages' times include one submit/wait round trip
+//! each and their sum exceeds an unprofiled call's time.
+//!
 //! Memory: the rollout's frame states (96 bytes per driver per frame), one
 //! state-gradient buffer per selected frame, the backward pass's
 //! checkpoints ([`BackwardWork`], reused), one frame's render and loss
 //! workspace (reused), and the reference frames (4 bytes per pixel each).
+
+use std::time::Instant;
+
+use serde::Serialize;
 
 use super::error::FitError;
 use super::param_gather::{GatherBuffers, GatherPlan, ParamGather, SourceLayout};
@@ -172,6 +181,88 @@ impl Evaluation {
     }
 }
 
+/// Wall seconds of the stages of [`FitProblem`] calls made while profiling
+/// ([`FitProblem::set_profile`]), summed over the calls since the last
+/// [`FitProblem::take_timings`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct FitTimings {
+    /// Setting E and the initial state, and the rollout.
+    pub mpm_forward_s: f64,
+    /// The MPM backward and the map of its gradients to the parameters
+    /// (with the TV gradient).
+    pub mpm_adjoint_s: f64,
+    /// Moving the splats to the drivers and back-propagating through that
+    /// (clearing the frame's state gradient included).
+    pub deformation_s: f64,
+    /// The rasterizer's forward (with its intersection-count readback).
+    pub render_forward_s: f64,
+    /// The rasterizer's backward.
+    pub render_backward_s: f64,
+    /// The image loss and its gradient per render, the terms' readback and
+    /// the host TV.
+    pub loss_s: f64,
+}
+
+impl FitTimings {
+    /// The sum of the stages.
+    pub fn total_s(&self) -> f64 {
+        self.mpm_forward_s
+            + self.mpm_adjoint_s
+            + self.deformation_s
+            + self.render_forward_s
+            + self.render_backward_s
+            + self.loss_s
+    }
+}
+
+/// A stage of [`FitTimings`].
+#[derive(Clone, Copy)]
+enum Stage {
+    MpmForward,
+    MpmAdjoint,
+    Deformation,
+    RenderForward,
+    RenderBackward,
+    Loss,
+}
+
+/// Times stages when on: [`Profiler::lap`] waits for the GPU and charges
+/// the time since the previous lap to a stage.
+struct Profiler {
+    on: bool,
+    since: Instant,
+    timings: FitTimings,
+}
+
+impl Profiler {
+    /// Starts a call's first stage.
+    fn start(&mut self) {
+        self.since = Instant::now();
+    }
+
+    /// When on: waits for submitted work and adds the time since the last
+    /// lap (or [`Profiler::start`]) to `stage`.
+    fn lap(&mut self, ctx: &GpuContext, stage: Stage) -> Result<(), FitError> {
+        if !self.on {
+            return Ok(());
+        }
+        ctx.wait()?;
+        let now = Instant::now();
+        let dt = (now - self.since).as_secs_f64();
+        self.since = now;
+        let t = &mut self.timings;
+        *match stage {
+            Stage::MpmForward => &mut t.mpm_forward_s,
+            Stage::MpmAdjoint => &mut t.mpm_adjoint_s,
+            Stage::Deformation => &mut t.deformation_s,
+            Stage::RenderForward => &mut t.render_forward_s,
+            Stage::RenderBackward => &mut t.render_backward_s,
+            Stage::Loss => &mut t.loss_s,
+        } += dt;
+        Ok(())
+    }
+}
+
 /// A scene's fit problem, built once (module doc).
 pub struct FitProblem {
     drivers: DriverSet,
@@ -196,6 +287,7 @@ pub struct FitProblem {
     state_grads: Vec<GpuBuffer>,
     log10_max: f64,
     tv_weight: f64,
+    profiler: Profiler,
 }
 
 impl FitProblem {
@@ -284,6 +376,11 @@ impl FitProblem {
             work: BackwardWork::new(),
             state_grads: Vec::new(),
             tv_weight: options.tv_weight,
+            profiler: Profiler {
+                on: false,
+                since: Instant::now(),
+                timings: FitTimings::default(),
+            },
             drivers,
             sim,
             deformation,
@@ -295,6 +392,20 @@ impl FitProblem {
             velocity_plan,
             log10_max,
         })
+    }
+
+    /// Turns profiling on or off (module doc): while on, every stage of
+    /// [`FitProblem::evaluate`], [`FitProblem::loss`] and
+    /// [`FitProblem::truncated_loss`] is waited for and
+    /// timed. Off by default; costs nothing when off.
+    pub fn set_profile(&mut self, on: bool) {
+        self.profiler.on = on;
+    }
+
+    /// The stage times summed since the last call (zero when not
+    /// profiling), and restarts them.
+    pub fn take_timings(&mut self) -> FitTimings {
+        std::mem::take(&mut self.profiler.timings)
     }
 
     /// The drivers (rest positions, anchored flags, graph).
@@ -465,20 +576,27 @@ impl FitProblem {
         self.deformation
             .encode_forward(ctx, &mut encoder, state, &self.splats)?;
         ctx.queue.submit([encoder.finish()]);
+        self.profiler.lap(ctx, Stage::Deformation)?;
         let mut intersections = 0u64;
         for (i, &view) in views.iter().enumerate() {
             let out =
                 self.raster
                     .render(ctx, &self.splats, &self.cameras[view], self.background)?;
+            self.profiler.lap(ctx, Stage::RenderForward)?;
             intersections += u64::from(out.intersection_count);
             let reference = &self.references[view].as_ref().expect("checked selection")[frame];
             let render = RenderedImage::of_render(&self.raster, &out)?;
             let slot = slot0 + i as u32;
             match state_grad {
-                None => self.loss.measure(ctx, render, reference, terms, slot)?,
+                None => {
+                    self.loss.measure(ctx, render, reference, terms, slot)?;
+                    self.profiler.lap(ctx, Stage::Loss)?;
+                }
                 Some(g) => {
                     let grad_image = self.loss.evaluate(ctx, render, reference, terms, slot)?;
+                    self.profiler.lap(ctx, Stage::Loss)?;
                     let back = self.raster.backward(ctx, &self.splats, &out, grad_image)?;
+                    self.profiler.lap(ctx, Stage::RenderBackward)?;
                     let mut encoder = crate::gpu::encoder(ctx, "fit deform backward");
                     self.deformation.encode_backward(
                         ctx,
@@ -488,6 +606,7 @@ impl FitProblem {
                         g,
                     )?;
                     ctx.queue.submit([encoder.finish()]);
+                    self.profiler.lap(ctx, Stage::Deformation)?;
                 }
             }
         }
@@ -556,10 +675,12 @@ impl FitProblem {
         selection: &Selection,
     ) -> Result<LossReport, FitError> {
         self.check_selection(selection)?;
+        self.profiler.start();
         let (log10, start) = self.prepare(ctx, params)?;
         let last = *selection.frames.last().unwrap();
         let rollout = self.sim.rollout(ctx, &start, last as u32)?;
         let terms = self.terms_buffer(ctx, selection)?;
+        self.profiler.lap(ctx, Stage::MpmForward)?;
         let views = selection.views.len() as u32;
         let mut intersections = 0;
         for (f, &k) in selection.frames.iter().enumerate() {
@@ -573,9 +694,11 @@ impl FitProblem {
                 None,
             )?;
         }
-        Ok(self
+        let report = self
             .report(ctx, selection, &terms, &log10, intersections)?
-            .0)
+            .0;
+        self.profiler.lap(ctx, Stage::Loss)?;
+        Ok(report)
     }
 
     /// The stage-2 objective whose gradient [`GradientFlow::Truncated`]
@@ -592,6 +715,7 @@ impl FitProblem {
         frozen: &Rollout,
     ) -> Result<LossReport, FitError> {
         self.check_selection(selection)?;
+        self.profiler.start();
         let (log10, start) = self.prepare(ctx, params)?;
         let terms = self.terms_buffer(ctx, selection)?;
         let views = selection.views.len() as u32;
@@ -615,6 +739,7 @@ impl FitProblem {
                 copy
             };
             let rollout = self.sim.rollout_from(ctx, first, u32::from(k > 0))?;
+            self.profiler.lap(ctx, Stage::MpmForward)?;
             intersections += self.frame(
                 ctx,
                 rollout.frames.last().unwrap(),
@@ -625,9 +750,11 @@ impl FitProblem {
                 None,
             )?;
         }
-        Ok(self
+        let report = self
             .report(ctx, selection, &terms, &log10, intersections)?
-            .0)
+            .0;
+        self.profiler.lap(ctx, Stage::Loss)?;
+        Ok(report)
     }
 
     /// The loss of `params` on `selection` and its gradients w.r.t. the
@@ -640,16 +767,19 @@ impl FitProblem {
         flow: GradientFlow,
     ) -> Result<Evaluation, FitError> {
         self.check_selection(selection)?;
+        self.profiler.start();
         let (log10, start) = self.prepare(ctx, params)?;
         let last = *selection.frames.last().unwrap();
         let rollout = self.sim.rollout(ctx, &start, last as u32)?;
         let terms = self.terms_buffer(ctx, selection)?;
+        self.profiler.lap(ctx, Stage::MpmForward)?;
         let state_floats = self.sim.particle_count() * STATE_STRIDE;
         while self.state_grads.len() < selection.frames.len() {
             let label = format!("fit state gradient {}", self.state_grads.len());
             self.state_grads
                 .push(ctx.storage_zeroed::<f32>(&label, state_floats)?);
         }
+        self.profiler.lap(ctx, Stage::MpmForward)?;
         let views = selection.views.len() as u32;
         let mut intersections = 0;
         let grads = std::mem::take(&mut self.state_grads);
@@ -688,7 +818,9 @@ impl FitProblem {
         drop(frame_grads);
         self.state_grads = grads;
         let mpm = mpm?;
+        self.profiler.lap(ctx, Stage::MpmAdjoint)?;
         let (report, tv_gradient) = self.report(ctx, selection, &terms, &log10, intersections)?;
+        self.profiler.lap(ctx, Stage::Loss)?;
         let tv: Vec<f32> = self
             .youngs_map
             .transpose(&tv_gradient)
@@ -726,6 +858,7 @@ impl FitProblem {
             },
         );
         ctx.queue.submit([encoder.finish()]);
+        self.profiler.lap(ctx, Stage::MpmAdjoint)?;
         ctx.check()?;
         Ok(Evaluation {
             report,

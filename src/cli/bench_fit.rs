@@ -1,0 +1,123 @@
+//! `physfit bench fit [--cases fox,synthetic] [--frames N] [--size WxH]
+//! [--repetitions R]`: prints the fit benchmark as JSON
+//! ([`physfit::bench::fit`]).
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+
+use physfit::bench::fit::{run_case, synthetic_scene};
+use physfit::gpu::{GpuContext, GpuOptions};
+use physfit::scene::Scene;
+
+/// Options of `physfit bench fit`.
+#[derive(Args, Debug)]
+pub struct BenchFitArgs {
+    /// Cases to run (fox: the demo scene; synthetic: a 100,000-splat block); both by default.
+    #[arg(long, value_delimiter = ',')]
+    pub cases: Vec<String>,
+    /// The demo scene of the fox case.
+    #[arg(long, default_value = "scenes/fox.toml")]
+    pub scene: PathBuf,
+    /// Reference frames after the rest state: stage 2 fits frames 1..=N, stage 1 frames 1..=min(N, fit.velocity.frames).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    pub frames: u32,
+    /// Image size WxH of every view (square pixels, horizontal field of view kept); default: the fox camera's own, 256x256 for the synthetic case.
+    #[arg(long)]
+    pub size: Option<String>,
+    /// K-Means drivers (MPM particles) of the synthetic case.
+    #[arg(long, default_value_t = 4000)]
+    pub drivers: u32,
+    /// Timed runs of each figure (after one warm-up); medians are reported.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repetitions: u32,
+}
+
+/// A directory under the system's temporary directory, removed on drop
+/// (the reference frames and synthetic scene; tempfile is a dev-dependency).
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(case: &str) -> Result<Self> {
+        let dir =
+            std::env::temp_dir().join(format!("physfit-bench-fit-{}-{case}", std::process::id()));
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        Ok(Self(dir))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Runs the fit benchmark cases named in `args.cases` (all when empty).
+pub fn run(args: &BenchFitArgs) -> Result<()> {
+    const KNOWN: [&str; 2] = ["fox", "synthetic"];
+    for c in &args.cases {
+        if !KNOWN.contains(&c.as_str()) {
+            bail!("unknown fit benchmark case '{c}' (known: fox, synthetic)");
+        }
+    }
+    let wanted = |c: &str| args.cases.is_empty() || args.cases.iter().any(|a| a == c);
+    let size = args.size.as_deref().map(super::parse_size).transpose()?;
+    let ctx = GpuContext::new(&GpuOptions::default())?;
+    let frames = args.frames as usize;
+    let mut results = Vec::new();
+    if wanted("fox") {
+        let mut scene = Scene::load(&args.scene).with_context(|| {
+            format!(
+                "the fox case fits {}: run from the repository root or pass --scene",
+                args.scene.display()
+            )
+        })?;
+        if let Some((w, h)) = size {
+            for view in &mut scene.views {
+                view.camera = view.camera.resized(w, h);
+            }
+        }
+        let dir = TempDir::new("fox")?;
+        eprintln!(
+            "bench fit case fox: {} splats, {} views, {frames} frames",
+            scene.gaussians().means.len(),
+            scene.views.len()
+        );
+        results.push(run_case(
+            &ctx,
+            "fox",
+            scene,
+            frames,
+            args.repetitions,
+            dir.0.as_path(),
+        )?);
+    }
+    if wanted("synthetic") {
+        let (w, h) = size.unwrap_or((256, 256));
+        let dir = TempDir::new("synthetic")?;
+        let scene = synthetic_scene(dir.0.as_path(), w, h, args.drivers)?;
+        eprintln!(
+            "bench fit case synthetic: {} splats, {} drivers, {w}x{h}, {frames} frames",
+            scene.gaussians().means.len(),
+            args.drivers
+        );
+        let refs = dir.0.as_path().join("references");
+        results.push(run_case(
+            &ctx,
+            "synthetic",
+            scene,
+            frames,
+            args.repetitions,
+            &refs,
+        )?);
+    }
+    let out = serde_json::json!({
+        "adapter": ctx.adapter_info.name,
+        "backend": format!("{:?}", ctx.adapter_info.backend),
+        "atomics": format!("{:?}", ctx.shader_options.atomics),
+        "fit": results,
+    });
+    println!("{}", serde_json::to_string_pretty(&out)?);
+    Ok(())
+}
