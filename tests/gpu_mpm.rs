@@ -2,7 +2,7 @@
 //! the adjoint against finite differences of the GPU loss and against the
 //! f64 twin (also at a fit's length), schedules of one computation against
 //! each other, the scene → particles → splats glue, `physfit simulate` and
-//! `physfit bench mpm` end to end (DESIGN.md § Verification 3–7). One test
+//! `physfit bench mpm` and `bench fit` end to end (DESIGN.md § Verification 3–7). One test
 //! binary, which also travels to GPU machines (../shared/gpu/prepare.sh).
 
 mod common;
@@ -11,6 +11,8 @@ mod support;
 
 #[path = "gpu_mpm/adjoint.rs"]
 mod adjoint;
+#[path = "gpu_mpm/bench_fit.rs"]
+mod bench_fit;
 #[path = "gpu_mpm/bench_mpm.rs"]
 mod bench_mpm;
 #[path = "gpu_mpm/chain_vs_twin.rs"]
