@@ -5,6 +5,24 @@
 //! "true" parameters, written as 8-bit PNGs; then the loss and gradient at
 //! other parameters, against central differences of the GPU loss, for
 //! `log10 E` and `v0`, both flows.
+//!
+//! Two scenes ([`Kind`]). The dense one (288 splats of opacity 0.88 filling
+//! the block) is the chain_vs_twin.rs scene: its largest components agree
+//! with FD to ≤ 1e-2, but its loss has ~1 slope jump per 1.4e-5 along a
+//! random `v0` direction (alphas crossing the 1/255 cutoff, depth-order
+//! swaps of overlapping splats), which FD at the steps f32 resolves
+//! straddles: its random directions are checked at a documented, looser
+//! [`RANDOM_TOLERANCE`] (a non-smooth case, not a bound on the gradient,
+//! which chain_vs_twin.rs shows exact). The smooth one (64 sparse,
+//! translucent, anisotropic splats, 32 drivers, some anchored, moving less
+//! than half a cell) carries the issue's random-direction check at 1e-2
+//! (measured figures at [`Random::of`]; truncated-flow `v0` still open:
+//! [`TRUNCATED_V0_TOLERANCE`]).
+//!
+//! Re-measuring: `SER`, `SE1`, `SVR`, `SV1` override the steps (random and
+//! largest, `log10 E` and `v0`), `FD_NOFAIL` prints without asserting, and
+//! the ignored `scan` test prints the smooth scene's loss along both random
+//! directions at steps of `SCAN` (default 1e-4).
 
 use crate::common;
 use crate::support::pseudo_random;
@@ -46,7 +64,75 @@ fn block() -> Gaussians {
     g
 }
 
-fn scene_toml(with_frames: bool) -> String {
+/// The smooth scene's splats (module doc; after tests/cpu/reference_chain.rs):
+/// 4×4×4 sparse splats on a jittered lattice over [0.04, 0.46]³ (world),
+/// random rotations, anisotropic scales (axis ratios up to ~2), opacities
+/// 0.2–0.45, colours 0.5 ± 0.3 (away from the ≥ 0 clamp).
+fn sparse_block() -> Gaussians {
+    let mut g = Gaussians::default();
+    let r = pseudo_random(12 * 64, 77);
+    let ls = -2.4;
+    for i in 0..4 {
+        for j in 0..4 {
+            for k in 0..4 {
+                let s = 12 * g.means.len();
+                let q = &r[s..s + 12];
+                g.means.push([
+                    0.04 + i as f32 * 0.14 + 0.02 * q[0],
+                    0.04 + j as f32 * 0.14 + 0.02 * q[1],
+                    0.04 + k as f32 * 0.14 + 0.02 * q[2],
+                ]);
+                let norm = (q[3] * q[3] + q[4] * q[4] + q[5] * q[5] + q[6] * q[6]).sqrt();
+                g.rotations
+                    .push([q[3] / norm, q[4] / norm, q[5] / norm, q[6] / norm]);
+                g.log_scales.push([
+                    ls + 0.15 * q[7],
+                    ls - 0.7 + 0.15 * q[8],
+                    ls - 0.3 + 0.15 * q[9],
+                ]);
+                let o = 0.5 + 0.125 * q[10];
+                g.opacity_logits.push((o / (1.0 - o)).ln());
+                g.sh.push([1.05 * q[11], 1.05 * q[(s / 12) % 11], -1.05 * q[10]]);
+            }
+        }
+    }
+    g
+}
+
+/// Which test scene (module doc).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// 288 opaque splats (0.88) filling the block: non-smooth at FD steps.
+    Dense,
+    /// 64 sparse, translucent, anisotropic splats: smooth at FD steps.
+    ///
+    /// How it was chosen (measured; FD relative errors of the random
+    /// directions, Full/Truncated × log10 E/v0). The loss along a line is
+    /// piecewise smooth: jumps where an alpha crosses 1/255 (their size
+    /// does not scale with opacity, the smooth slope does), jumps where two
+    /// overlapping splats swap depth order (∝ α₁α₂), f32 noise of ~1e-7
+    /// (a scan at steps of 1e-4: ±1e-7 along log10 E, jumps of ~1e-6 along
+    /// v0), and kinks of the MPM B-splines. Opacity 0.2–0.45 as in the f64
+    /// twin scene (which has no f32 noise) gave 1–15% (the 1/255 jumps
+    /// dominate a slope that small); 0.75–0.85 gave 0.1–7%, v0 FD always
+    /// 4–8% above the gradient (depth swaps); 0.375–0.625 with 32 drivers
+    /// is the optimum found: 2e-3 / 5e-3 / 1.3e-3 / 1.9e-2. Further: start
+    /// v0 at 0.4 of the truth, not 0.8 (a larger smooth slope against the
+    /// same jumps: errors 2–5× lower); directions with a 2× rather than 8×
+    /// random gradient over the drivers (fewer depth swaps; a uniform
+    /// translation, slope 0, was worse: 12% / 43% on v0); FD as a 16-point
+    /// least-squares fit of the odd part over ±4e-3 ([`fitted_slope`]), not
+    /// Richardson at 4e-3 and 2e-3 (whose 4 points amplify the noise). The
+    /// L1 weight (0 or 0.1) and splat size (log scale −2.0 … −2.7) changed
+    /// little; 16 drivers were worse than 32.
+    Smooth,
+}
+
+fn scene_toml_of(kind: Kind, with_frames: bool) -> String {
+    let (res, fx, count) = match kind {
+        Kind::Dense => (32, 100.0, 32),
+        Kind::Smooth => (32, 100.0, 32),
+    };
     let frames = |v: &str| {
         if with_frames {
             format!("frames = \"{v}/*.png\"\n")
@@ -62,9 +148,9 @@ path = "splats.ply"
 [[views]]
 name = "front"
 {}[views.camera]
-width = 32
-height = 32
-fx = 100.0
+width = {res}
+height = {res}
+fx = {fx:.1}
 position = [1.6, -2.0, 1.2]
 look_at = [0.25, 0.25, 0.25]
 up = [0.0, 0.0, 1.0]
@@ -72,9 +158,9 @@ up = [0.0, 0.0, 1.0]
 [[views]]
 name = "side"
 {}[views.camera]
-width = 32
-height = 32
-fx = 100.0
+width = {res}
+height = {res}
+fx = {fx:.1}
 position = [2.6, 1.6, -0.4]
 look_at = [0.25, 0.25, 0.25]
 up = [0.0, 0.0, 1.0]
@@ -96,7 +182,7 @@ log10_youngs_range = [3.0, 4.5]
 anchored = [{{ min = [-1.0, -1.0, -1.0], max = [1.0, 1.0, 0.1] }}]
 
 [drivers]
-count = 32
+count = {count}
 k = 8
 seed = 0
 "#,
@@ -116,13 +202,22 @@ pub(crate) fn true_params(p: &FitProblem) -> Parameters {
 /// The scene with its reference frames: rendered from its own forward at
 /// the true parameters (a frameless copy of the scene) and written as PNGs.
 pub(crate) fn fixture(ctx: &GpuContext) -> (tempfile::TempDir, Scene) {
+    fixture_of(ctx, Kind::Dense)
+}
+
+/// [`fixture`] of either scene.
+pub(crate) fn fixture_of(ctx: &GpuContext, kind: Kind) -> (tempfile::TempDir, Scene) {
     let dir = tempfile::tempdir().unwrap();
     let ply = dir.path().join("splats.ply");
-    PlyData::from_gaussians(&block(), &ply)
+    let splats = match kind {
+        Kind::Dense => block(),
+        Kind::Smooth => sparse_block(),
+    };
+    PlyData::from_gaussians(&splats, &ply)
         .write(&ply, &[])
         .unwrap();
     let path = dir.path().join("scene.toml");
-    std::fs::write(&path, scene_toml(false)).unwrap();
+    std::fs::write(&path, scene_toml_of(kind, false)).unwrap();
     let plain = Scene::load(&path).unwrap();
     let mut maker = FitProblem::new(ctx, &plain, &options(&plain)).unwrap();
     let truth = true_params(&maker);
@@ -140,7 +235,7 @@ pub(crate) fn fixture(ctx: &GpuContext) -> (tempfile::TempDir, Scene) {
             .unwrap();
         }
     }
-    std::fs::write(&path, scene_toml(true)).unwrap();
+    std::fs::write(&path, scene_toml_of(kind, true)).unwrap();
     let scene = Scene::load(&path).unwrap();
     (dir, scene)
 }
@@ -148,6 +243,9 @@ pub(crate) fn fixture(ctx: &GpuContext) -> (tempfile::TempDir, Scene) {
 pub(crate) fn options(scene: &Scene) -> FitProblemOptions {
     let mut o = FitProblemOptions::per_driver(&scene.fit.stiffness);
     o.tv_weight = 0.01;
+    if let Ok(v) = std::env::var("SMOOTH_L1") {
+        o.weights.l1 = v.parse().unwrap();
+    }
     o
 }
 
@@ -161,12 +259,23 @@ pub(crate) fn all() -> Selection {
 /// A point away from the truth: E per driver scattered around a softer
 /// value, velocities per driver scattered around a slower one.
 pub(crate) fn start(p: &FitProblem) -> Parameters {
+    start_of(p, Kind::Dense)
+}
+
+/// [`start`] of either scene; the smooth scene's velocities start further
+/// from the truth (0.4 of it rather than 0.8), so the smooth part of the
+/// loss's slope is larger against its f32 noise and its jumps.
+fn start_of(p: &FitProblem, kind: Kind) -> Parameters {
     let n = p.drivers().len();
+    let scale = match kind {
+        Kind::Dense => 0.8,
+        Kind::Smooth => 0.4,
+    };
     let r = pseudo_random(4 * n, 5);
     Parameters {
         log10_youngs: (0..n).map(|d| 3.6 + 0.15 * r[d] as f64).collect(),
         velocity: (0..3 * n)
-            .map(|i| 0.8 * TRUE_V[i % 3] + 0.08 * r[n + i] as f64)
+            .map(|i| scale * TRUE_V[i % 3] + 0.08 * r[n + i] as f64)
             .collect(),
     }
 }
@@ -181,7 +290,25 @@ pub(crate) fn richardson(mut f: impl FnMut(f64) -> f64, h: f64) -> f64 {
     (4.0 * b - a) / 3.0
 }
 
-/// Tolerance of the random-direction checks. NOT the issue's 1e-2: along
+/// The slope at 0 of `f` from a least-squares fit of its odd part,
+/// `(f(t) − f(−t))/2 ≈ b·t + d·t³`, at `t = h·i/k`, `i = 1..=k`: `b`.
+pub(crate) fn fitted_slope(mut f: impl FnMut(f64) -> f64, h: f64, k: usize) -> f64 {
+    let (mut s11, mut s13, mut s33, mut y1, mut y3) = (0.0, 0.0, 0.0, 0.0, 0.0);
+    for i in 1..=k {
+        let t = h * i as f64 / k as f64;
+        let g = 0.5 * (f(t) - f(-t));
+        let t3 = t * t * t;
+        s11 += t * t;
+        s13 += t * t3;
+        s33 += t3 * t3;
+        y1 += g * t;
+        y3 += g * t3;
+    }
+    (y1 * s33 - y3 * s13) / (s11 * s33 - s13 * s13)
+}
+
+/// Tolerance of the DENSE scene's random-direction checks (a documented
+/// non-smooth case; the smooth scene checks 1e-2). NOT the issue's 1e-2: along
 /// a direction that moves every driver, the FD of the GPU loss scatters by
 /// several percent with the step (measured, steps 5e-4 … 1e-2: Full
 /// log10 E 0.7–17%, v0 4–36%; Truncated log10 E 0.03–7%, v0 3–170% at the
@@ -195,6 +322,66 @@ pub(crate) fn richardson(mut f: impl FnMut(f64) -> f64, h: f64) -> f64 {
 /// converging on the GPU gradient (≤ 2.4e-5) only at h ≤ 1e-5, which f32
 /// cannot resolve.
 const RANDOM_TOLERANCE: f64 = 0.1;
+
+/// How one scene's random-direction checks run (see [`Kind`]).
+struct Random {
+    /// Scale of the directions' random gradient over the drivers.
+    slope: f64,
+    /// Finite-difference step (overridable: `SER`, `SVR`).
+    step: f64,
+    /// Points of the fit of [`fitted_slope`]; 0: [`richardson`].
+    fit_points: usize,
+    youngs_tolerance: f64,
+    velocity_tolerance: f64,
+    /// Of the largest `v0` component (the largest `log10 E` component: 1e-2).
+    largest_velocity_tolerance: f64,
+}
+
+impl Random {
+    fn of(kind: Kind, flow: GradientFlow) -> Self {
+        match kind {
+            Kind::Dense => Self {
+                slope: 8.0,
+                step: 1e-3,
+                fit_points: 0,
+                youngs_tolerance: RANDOM_TOLERANCE,
+                velocity_tolerance: RANDOM_TOLERANCE,
+                largest_velocity_tolerance: 1e-2,
+            },
+            Kind::Smooth => Self {
+                slope: 2.0,
+                step: 4e-3,
+                fit_points: 16,
+                youngs_tolerance: 1e-2,
+                velocity_tolerance: match flow {
+                    GradientFlow::Full => 1e-2,
+                    GradientFlow::Truncated => TRUNCATED_V0_TOLERANCE,
+                },
+                largest_velocity_tolerance: match flow {
+                    GradientFlow::Full => 1e-2,
+                    GradientFlow::Truncated => TRUNCATED_V0_TOLERANCE,
+                },
+            },
+        }
+    }
+
+    fn slope_of(&self, f: impl FnMut(f64) -> f64, h: f64) -> f64 {
+        if self.fit_points == 0 {
+            richardson(f, h)
+        } else {
+            fitted_slope(f, h, self.fit_points)
+        }
+    }
+}
+
+/// The smooth scene's truncated-flow `v0` (random direction and largest
+/// component): NOT the issue's 1e-2 (open). Measured, random direction:
+/// 1.9e-2–2.0e-2 at steps 4e-3 and 8e-3 (fits of 8 and 16 points), 3.8e-2
+/// at 2e-3, the FD always ~2% below the gradient; largest component
+/// (step 1e-2): 1.1e-2 (Richardson), 1.2e-2 (16-point fit). In this flow v0
+/// moves frame 1 only, so its slope is ~9× smaller than in the full flow
+/// against the same jumps. Every other check of this scene is ≤ 5.3e-3.
+const TRUNCATED_V0_TOLERANCE: f64 = 3e-2;
 
 /// A finite-difference step, overridable by the environment (`SER`, `SE1`,
 /// `SVR`, `SV1`) to re-measure the step dependence.
@@ -232,6 +419,12 @@ fn shifted(p: &Parameters, youngs: &[f64], velocity: &[f64], h: f64) -> Paramete
 /// nearly equal depth, whose blend order is piecewise constant: the loss is
 /// not smooth along them at the steps f32 allows.
 pub(crate) fn smooth_direction(rest: &[[f32; 3]], dim: usize, seed: u64) -> Vec<f64> {
+    sloped_direction(rest, dim, seed, 8.0)
+}
+
+/// [`smooth_direction`] with the random gradient scaled by `slope`
+/// (`smooth_direction`: 8).
+fn sloped_direction(rest: &[[f32; 3]], dim: usize, seed: u64, slope: f64) -> Vec<f64> {
     let r = &pseudo_random(4 * dim, seed);
     let n = rest.len() as f64;
     let c: [f64; 3] =
@@ -242,7 +435,7 @@ pub(crate) fn smooth_direction(rest: &[[f32; 3]], dim: usize, seed: u64) -> Vec<
                 let q = &r[4 * k..4 * k + 4];
                 f64::from(q[0])
                     + (0..3)
-                        .map(|a| 8.0 * f64::from(q[a + 1]) * (f64::from(x[a]) - c[a]))
+                        .map(|a| slope * f64::from(q[a + 1]) * (f64::from(x[a]) - c[a]))
                         .sum::<f64>()
             })
         })
@@ -265,7 +458,7 @@ fn check(what: &str, analytic: f64, fd: f64, tolerance: f64) {
     let rel = (fd - analytic).abs() / analytic.abs().max(1e-12);
     eprintln!("{what}: gradient {analytic:.6e}, FD {fd:.6e}, relative {rel:.2e}");
     assert!(
-        rel <= tolerance,
+        rel <= tolerance || std::env::var("FD_NOFAIL").is_ok(),
         "{what}: gradient {analytic} vs FD {fd} ({rel:.2e})"
     );
 }
@@ -355,6 +548,7 @@ fn check_flow(
     p: &mut FitProblem,
     at: &Parameters,
     flow: GradientFlow,
+    kind: Kind,
     mut loss: impl FnMut(&mut FitProblem, &Parameters) -> f64,
 ) {
     let sel = all();
@@ -376,24 +570,25 @@ fn check_flow(
     let zero_n = vec![0.0; n];
     let zero_m = vec![0.0; m];
     let rest = p.drivers().rest.clone();
-    let dir_e = smooth_direction(&rest, 1, 17);
-    let dir_v = smooth_direction(&rest, 3, 23);
+    let random = Random::of(kind, flow);
+    let dir_e = sloped_direction(&rest, 1, 17, random.slope);
+    let dir_v = sloped_direction(&rest, 3, 23, random.slope);
     let name = format!("{flow:?}");
     let (step_e_random, step_e_one, step_v_random, step_v_one) = (
-        step("SER", 0.001),
+        step("SER", random.step),
         step("SE1", 0.02),
-        step("SVR", 0.001),
+        step("SVR", random.step),
         step("SV1", 0.01),
     );
-    let fd = richardson(|h| loss(p, &shifted(at, &dir_e, &zero_m, h)), step_e_random);
+    let fd = random.slope_of(|h| loss(p, &shifted(at, &dir_e, &zero_m, h)), step_e_random);
     check(
         &format!("{name}: log10 E · random"),
         dot(&g.youngs, &dir_e),
         fd,
-        RANDOM_TOLERANCE,
+        random.youngs_tolerance,
     );
     let i = argmax(&g.youngs);
-    let fd = richardson(
+    let fd = random.slope_of(
         |h| loss(p, &shifted(at, &unit(n, i), &zero_m, h)),
         step_e_one,
     );
@@ -403,15 +598,15 @@ fn check_flow(
         fd,
         1e-2,
     );
-    let fd = richardson(|h| loss(p, &shifted(at, &zero_n, &dir_v, h)), step_v_random);
+    let fd = random.slope_of(|h| loss(p, &shifted(at, &zero_n, &dir_v, h)), step_v_random);
     check(
         &format!("{name}: v0 · random"),
         dot(&g.velocity, &dir_v),
         fd,
-        RANDOM_TOLERANCE,
+        random.velocity_tolerance,
     );
     let i = argmax(&g.velocity);
-    let fd = richardson(
+    let fd = random.slope_of(
         |h| loss(p, &shifted(at, &zero_n, &unit(m, i), h)),
         step_v_one,
     );
@@ -419,7 +614,7 @@ fn check_flow(
         &format!("{name}: v0[{i}]"),
         f64::from(g.velocity[i]),
         fd,
-        1e-2,
+        random.largest_velocity_tolerance,
     );
 }
 
@@ -432,9 +627,14 @@ fn full_flow_gradient_matches_finite_differences() {
     assert!(p.drivers().anchored.iter().any(|&a| !a));
     let at = start(&p);
     let sel = all();
-    check_flow(&ctx, &mut p, &at, GradientFlow::Full, |p, x| {
-        p.loss(&ctx, x, &sel).unwrap().loss
-    });
+    check_flow(
+        &ctx,
+        &mut p,
+        &at,
+        GradientFlow::Full,
+        Kind::Dense,
+        |p, x| p.loss(&ctx, x, &sel).unwrap().loss,
+    );
 }
 
 #[test]
@@ -452,9 +652,14 @@ fn truncated_flow_gradient_matches_finite_differences() {
         (full - truncated).abs() <= 1e-6 * full,
         "{full} vs {truncated}"
     );
-    check_flow(&ctx, &mut p, &at, GradientFlow::Truncated, |p, x| {
-        p.truncated_loss(&ctx, x, &sel, &frozen).unwrap().loss
-    });
+    check_flow(
+        &ctx,
+        &mut p,
+        &at,
+        GradientFlow::Truncated,
+        Kind::Dense,
+        |p, x| p.truncated_loss(&ctx, x, &sel, &frozen).unwrap().loss,
+    );
 }
 
 /// Global E and rigid v0: the GPU transposes of their maps equal the host
@@ -497,6 +702,77 @@ fn low_dimensional_fields_map_the_per_driver_gradient() {
                 (f64::from(*a) - b).abs() <= 1e-4 * scale,
                 "{what}[{i}]: {a} vs {b}"
             );
+        }
+    }
+}
+
+#[test]
+fn smooth_scene_full_flow_gradient_matches_finite_differences() {
+    let ctx = common::gpu();
+    let (_dir, scene) = fixture_of(&ctx, Kind::Smooth);
+    let mut p = FitProblem::new(&ctx, &scene, &options(&scene)).unwrap();
+    assert!(p.drivers().anchored.iter().any(|&a| a));
+    assert!(p.drivers().anchored.iter().any(|&a| !a));
+    let at = start_of(&p, Kind::Smooth);
+    let sel = all();
+    check_flow(
+        &ctx,
+        &mut p,
+        &at,
+        GradientFlow::Full,
+        Kind::Smooth,
+        |p, x| p.loss(&ctx, x, &sel).unwrap().loss,
+    );
+}
+
+#[test]
+fn smooth_scene_truncated_flow_gradient_matches_finite_differences() {
+    let ctx = common::gpu();
+    let (_dir, scene) = fixture_of(&ctx, Kind::Smooth);
+    let mut p = FitProblem::new(&ctx, &scene, &options(&scene)).unwrap();
+    let at = start_of(&p, Kind::Smooth);
+    let sel = all();
+    let frozen = p.forward_states(&ctx, &at, FRAMES).unwrap();
+    check_flow(
+        &ctx,
+        &mut p,
+        &at,
+        GradientFlow::Truncated,
+        Kind::Smooth,
+        |p, x| p.truncated_loss(&ctx, x, &sel, &frozen).unwrap().loss,
+    );
+}
+
+#[test]
+#[ignore]
+fn scan() {
+    let ctx = common::gpu();
+    let (_dir, scene) = fixture_of(&ctx, Kind::Smooth);
+    let mut p = FitProblem::new(&ctx, &scene, &options(&scene)).unwrap();
+    let at = start_of(&p, Kind::Smooth);
+    let sel = all();
+    let rest = p.drivers().rest.clone();
+    let n = at.log10_youngs.len();
+    let m = at.velocity.len();
+    let h = step("SCAN", 1e-4);
+    for (what, de, dv) in [
+        ("E", smooth_direction(&rest, 1, 17), vec![0.0; m]),
+        ("v", vec![0.0; n], smooth_direction(&rest, 3, 23)),
+    ] {
+        let mut prev = None;
+        let mut prev2 = None;
+        for k in -20..=20 {
+            let r = p
+                .loss(&ctx, &shifted(&at, &de, &dv, h * k as f64), &sel)
+                .unwrap();
+            let d = prev.map(|q: f64| r.loss - q);
+            let dd = d.and_then(|d| prev2.map(|e: f64| d - e));
+            eprintln!(
+                "{what} {k:+} {:.9e} l1 {:.9e} dssim {:.9e} d {:?} dd {:?}",
+                r.loss, r.l1, r.dssim, d, dd
+            );
+            prev2 = d;
+            prev = Some(r.loss);
         }
     }
 }
