@@ -36,6 +36,14 @@
 //! per-driver `log10 E` is already there and nothing is read back for it;
 //! its gradient (mapped by `Mᵀ`, a few KB) is uploaded and added by the
 //! gather kernel.
+//! The optional smoothness term on the initial velocity
+//! ([`FitProblemOptions::velocity_tv_weight`], default 0: off) is handled
+//! the same way: TV of the per-driver `v0` in world units/s (anchored
+//! drivers at 0) over the same graph ([`crate::loss::tv_vector`], ε =
+//! [`TV_EPSILON`]), reported as [`LossReport::velocity_tv`] whatever its
+//! weight, and with a weight added to the loss and, mapped by the velocity
+//! map's `Mᵀ`, to the v0 gradient through the gather kernel's init buffer
+//! (at weight 0 that buffer stays zeroed).
 //!
 //! Profiling ([`FitProblem::set_profile`], for `physfit bench fit`): each
 //! stage of a call is waited for on its own and its wall time added to a
@@ -58,8 +66,8 @@ use crate::deform::{DeformSetup, Deformation, DRIVERS_PER_GAUSSIAN};
 use crate::drive::DriverSet;
 use crate::gpu::{GpuBuffer, GpuContext};
 use crate::loss::{
-    tv_scalar, ImageLoss, LossTerms, LossTermsBuffer, LossWeights, ReferenceFrame, RenderedImage,
-    TV_EPSILON,
+    tv_scalar, tv_vector, ImageLoss, LossTerms, LossTermsBuffer, LossWeights, ReferenceFrame,
+    RenderedImage, TV_EPSILON,
 };
 use crate::mpm::layout::STATE_STRIDE;
 use crate::mpm::{
@@ -81,6 +89,10 @@ pub struct FitProblemOptions {
     pub weights: LossWeights,
     /// Weight of TV of `log10 E` over the driver graph (0: off).
     pub tv_weight: f64,
+    /// Weight of the smoothness term on the initial velocity: TV of the
+    /// per-driver `v0` (world units/s, anchored drivers at 0) over the
+    /// driver graph, [`crate::loss::tv_vector`] (0, the default: off).
+    pub velocity_tv_weight: f64,
 }
 
 impl FitProblemOptions {
@@ -95,6 +107,7 @@ impl FitProblemOptions {
                 ssim: stage.w_ssim as f32,
             },
             tv_weight: stage.tv_weight,
+            velocity_tv_weight: 0.0,
         }
     }
 }
@@ -134,7 +147,7 @@ pub struct ImageTerms {
 /// The loss of one call and its terms.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LossReport {
-    /// `image + tv_weight · tv`.
+    /// `image + tv_weight · tv + velocity_tv_weight · velocity_tv`.
     pub loss: f64,
     /// Σ over frames and views of `w_l1 · l1 + w_ssim · dssim`.
     pub image: f64,
@@ -144,6 +157,9 @@ pub struct LossReport {
     pub dssim: f64,
     /// TV of `log10 E` over the driver graph (unweighted).
     pub tv: f64,
+    /// TV of the per-driver initial velocity (world units/s) over the
+    /// driver graph (unweighted; reported whatever its weight).
+    pub velocity_tv: f64,
     /// Per frame and view, frame-major.
     pub images: Vec<ImageTerms>,
     /// Tile intersections summed over the renders (the rasterizer's one
@@ -263,6 +279,19 @@ impl Profiler {
     }
 }
 
+/// Per-driver parameters of one call, on the host (for the TV terms).
+struct Prepared {
+    log10: Vec<f64>,
+    /// World units/s, 3 per driver.
+    velocity: Vec<f64>,
+}
+
+/// The gradients of the TV terms w.r.t. the per-driver values (unweighted).
+struct TvGradients {
+    log10: Vec<f64>,
+    velocity: Vec<f64>,
+}
+
 /// A scene's fit problem, built once (module doc).
 pub struct FitProblem {
     drivers: DriverSet,
@@ -288,6 +317,7 @@ pub struct FitProblem {
     log10_max: f64,
     tv_weight: f64,
     profiler: Profiler,
+    velocity_tv_weight: f64,
 }
 
 impl FitProblem {
@@ -381,6 +411,7 @@ impl FitProblem {
                 since: Instant::now(),
                 timings: FitTimings::default(),
             },
+            velocity_tv_weight: options.velocity_tv_weight,
             drivers,
             sim,
             deformation,
@@ -478,12 +509,13 @@ impl FitProblem {
         Ok(p)
     }
 
-    /// Sets E from `params` and returns the initial state (host).
+    /// Sets E from `params` and returns the per-driver `log10 E` and `v0`
+    /// (world units/s) and the initial state (host).
     fn prepare(
         &self,
         ctx: &GpuContext,
         params: &Parameters,
-    ) -> Result<(Vec<f64>, ParticleState), FitError> {
+    ) -> Result<(Prepared, ParticleState), FitError> {
         let log10 = self.driver_log10_youngs(params)?;
         let youngs: Vec<f32> = log10.iter().map(|&p| 10f64.powf(p) as f32).collect();
         self.sim.set_youngs(ctx, &youngs)?;
@@ -501,7 +533,7 @@ impl FitProblem {
             })
             .collect();
         Ok((
-            log10,
+            Prepared { log10, velocity: v },
             ParticleState::at_rest(self.drivers.rest.clone(), velocities),
         ))
     }
@@ -619,9 +651,9 @@ impl FitProblem {
         ctx: &GpuContext,
         selection: &Selection,
         terms: &LossTermsBuffer,
-        log10: &[f64],
+        prepared: &Prepared,
         intersections: u64,
-    ) -> Result<(LossReport, Vec<f64>), FitError> {
+    ) -> Result<(LossReport, TvGradients), FitError> {
         let slots: Vec<LossTerms> = ctx.read_buffer(terms.buffer())?;
         let mut images = Vec::new();
         let (mut image, mut l1, mut dssim) = (0.0, 0.0, 0.0);
@@ -638,18 +670,30 @@ impl FitProblem {
                 });
             }
         }
-        let tv = tv_scalar(log10, &self.drivers.graph, TV_EPSILON)?;
+        let tv = tv_scalar(&prepared.log10, &self.drivers.graph, TV_EPSILON)?;
+        let v: Vec<[f64; 3]> = prepared
+            .velocity
+            .chunks_exact(3)
+            .map(|c| [c[0], c[1], c[2]])
+            .collect();
+        let velocity_tv = tv_vector(&v, &self.drivers.graph, TV_EPSILON)?;
         Ok((
             LossReport {
-                loss: image + self.tv_weight * tv.value,
+                loss: image
+                    + self.tv_weight * tv.value
+                    + self.velocity_tv_weight * velocity_tv.value,
                 image,
                 l1,
                 dssim,
                 tv: tv.value,
+                velocity_tv: velocity_tv.value,
                 images,
                 intersections,
             },
-            tv.gradient,
+            TvGradients {
+                log10: tv.gradient,
+                velocity: velocity_tv.gradient.into_iter().flatten().collect(),
+            },
         ))
     }
 
@@ -676,7 +720,7 @@ impl FitProblem {
     ) -> Result<LossReport, FitError> {
         self.check_selection(selection)?;
         self.profiler.start();
-        let (log10, start) = self.prepare(ctx, params)?;
+        let (prepared, start) = self.prepare(ctx, params)?;
         let last = *selection.frames.last().unwrap();
         let rollout = self.sim.rollout(ctx, &start, last as u32)?;
         let terms = self.terms_buffer(ctx, selection)?;
@@ -695,7 +739,7 @@ impl FitProblem {
             )?;
         }
         let report = self
-            .report(ctx, selection, &terms, &log10, intersections)?
+            .report(ctx, selection, &terms, &prepared, intersections)?
             .0;
         self.profiler.lap(ctx, Stage::Loss)?;
         Ok(report)
@@ -716,7 +760,7 @@ impl FitProblem {
     ) -> Result<LossReport, FitError> {
         self.check_selection(selection)?;
         self.profiler.start();
-        let (log10, start) = self.prepare(ctx, params)?;
+        let (prepared, start) = self.prepare(ctx, params)?;
         let terms = self.terms_buffer(ctx, selection)?;
         let views = selection.views.len() as u32;
         let mut intersections = 0;
@@ -751,7 +795,7 @@ impl FitProblem {
             )?;
         }
         let report = self
-            .report(ctx, selection, &terms, &log10, intersections)?
+            .report(ctx, selection, &terms, &prepared, intersections)?
             .0;
         self.profiler.lap(ctx, Stage::Loss)?;
         Ok(report)
@@ -768,7 +812,7 @@ impl FitProblem {
     ) -> Result<Evaluation, FitError> {
         self.check_selection(selection)?;
         self.profiler.start();
-        let (log10, start) = self.prepare(ctx, params)?;
+        let (prepared, start) = self.prepare(ctx, params)?;
         let last = *selection.frames.last().unwrap();
         let rollout = self.sim.rollout(ctx, &start, last as u32)?;
         let terms = self.terms_buffer(ctx, selection)?;
@@ -819,16 +863,31 @@ impl FitProblem {
         self.state_grads = grads;
         let mpm = mpm?;
         self.profiler.lap(ctx, Stage::MpmAdjoint)?;
-        let (report, tv_gradient) = self.report(ctx, selection, &terms, &log10, intersections)?;
+        let (report, tv_gradient) =
+            self.report(ctx, selection, &terms, &prepared, intersections)?;
         self.profiler.lap(ctx, Stage::Loss)?;
         let tv: Vec<f32> = self
             .youngs_map
-            .transpose(&tv_gradient)
+            .transpose(&tv_gradient.log10)
             .iter()
             .map(|g| (g * self.tv_weight) as f32)
             .collect();
         if !tv.is_empty() {
             ctx.write(&self.youngs_init, &tv);
+        }
+        // The velocity TV's gradient through the velocity map's transpose,
+        // as the E TV's (weight 0: the init buffer stays zeroed, nothing
+        // changes).
+        if self.velocity_tv_weight != 0.0 {
+            let tv: Vec<f32> = self
+                .velocity_map
+                .transpose(&tv_gradient.velocity)
+                .iter()
+                .map(|g| (g * self.velocity_tv_weight) as f32)
+                .collect();
+            if !tv.is_empty() {
+                ctx.write(&self.velocity_init, &tv);
+            }
         }
         let youngs_gradient =
             ctx.storage_zeroed::<f32>("fit log10 E gradient", self.youngs_map.params.max(1))?;

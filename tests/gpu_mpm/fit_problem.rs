@@ -776,3 +776,83 @@ fn scan() {
         }
     }
 }
+
+/// Weight of the velocity smoothness term in its test: its gradient is then
+/// of the order of the images' (largest component 1.3e-2 against 3.7e-2).
+const VELOCITY_TV_WEIGHT: f64 = 0.2;
+
+/// The optional smoothness term on the initial velocity (issue 12): off by
+/// default, and at weight 0 the loss and gradients are those without it;
+/// at a weight, the loss gains `weight · velocity_tv` and the v0 gradient
+/// `weight · Mᵀ ∂TV/∂v` (host [`physfit::loss::tv_vector`] over the driver
+/// graph, through the velocity map's transpose), anchored drivers' stay
+/// exactly 0, and the whole gradient agrees with FD on the smooth scene.
+#[test]
+fn velocity_smoothness_term_matches_finite_differences() {
+    use physfit::loss::{tv_vector, TV_EPSILON};
+    let ctx = common::gpu();
+    let (_dir, scene) = fixture_of(&ctx, Kind::Smooth);
+    let plain = options(&scene);
+    assert_eq!(plain.velocity_tv_weight, 0.0, "off by default");
+    let mut weighted = plain.clone();
+    weighted.velocity_tv_weight = VELOCITY_TV_WEIGHT;
+    let mut p0 = FitProblem::new(&ctx, &scene, &plain).unwrap();
+    let mut pw = FitProblem::new(&ctx, &scene, &weighted).unwrap();
+    let at = start_of(&p0, Kind::Smooth);
+    let e0 = p0.evaluate(&ctx, &at, &all(), GradientFlow::Full).unwrap();
+    let g0 = e0.read(&ctx).unwrap();
+    let ew = pw.evaluate(&ctx, &at, &all(), GradientFlow::Full).unwrap();
+    let gw = ew.read(&ctx).unwrap();
+    // Reported whatever the weight; in the loss only with a weight.
+    assert!(e0.report.velocity_tv > 0.0);
+    assert_eq!(
+        e0.report.loss,
+        e0.report.image + plain.tv_weight * e0.report.tv
+    );
+    assert_eq!(e0.report.velocity_tv, ew.report.velocity_tv);
+    let added = ew.report.loss - e0.report.loss;
+    eprintln!(
+        "velocity TV {:.6e}, weighted {:.6e}, loss {:.6e} → {:.6e}",
+        e0.report.velocity_tv,
+        VELOCITY_TV_WEIGHT * e0.report.velocity_tv,
+        e0.report.loss,
+        ew.report.loss
+    );
+    assert!(
+        (added - VELOCITY_TV_WEIGHT * e0.report.velocity_tv).abs() <= 1e-6 * ew.report.loss,
+        "{added}"
+    );
+    // The gradient's added part: the host TV gradient through Mᵀ.
+    let v = pw.velocity_map().apply(&at.velocity).unwrap();
+    let v3: Vec<[f64; 3]> = v.chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect();
+    let tv = tv_vector(&v3, &pw.drivers().graph, TV_EPSILON).unwrap();
+    assert!((tv.value - e0.report.velocity_tv).abs() <= 1e-12 * tv.value);
+    let flat: Vec<f64> = tv.gradient.iter().flatten().copied().collect();
+    let want = pw.velocity_map().transpose(&flat);
+    let image_scale = g0.velocity.iter().fold(0.0f32, |a, b| a.max(b.abs()));
+    let tv_scale = want.iter().fold(0.0f64, |a, b| a.max(b.abs())) * VELOCITY_TV_WEIGHT;
+    eprintln!("largest |∂/∂v0|: images {image_scale:.3e}, weighted TV {tv_scale:.3e}");
+    assert!(tv_scale > 0.1 * f64::from(image_scale));
+    for (i, ((a, b), w)) in gw.velocity.iter().zip(&g0.velocity).zip(&want).enumerate() {
+        let got = f64::from(*a) - f64::from(*b);
+        assert!(
+            (got - VELOCITY_TV_WEIGHT * w).abs() <= 1e-4 * f64::from(image_scale) + 1e-5 * tv_scale,
+            "v0[{i}]: {got} vs {}",
+            VELOCITY_TV_WEIGHT * w
+        );
+    }
+    // log10 E's gradient is untouched (to the run-to-run noise of atomics).
+    let e_scale = g0.youngs.iter().fold(0.0f32, |a, b| a.max(b.abs()));
+    for (i, (a, b)) in gw.youngs.iter().zip(&g0.youngs).enumerate() {
+        assert!((a - b).abs() <= 1e-5 * e_scale, "log10 E[{i}]: {a} vs {b}");
+    }
+    let sel = all();
+    check_flow(
+        &ctx,
+        &mut pw,
+        &at,
+        GradientFlow::Full,
+        Kind::Smooth,
+        |p, x| p.loss(&ctx, x, &sel).unwrap().loss,
+    );
+}
