@@ -377,7 +377,10 @@ impl Random {
 /// The smooth scene's truncated-flow `v0` (random direction and largest
 /// component): NOT the 1e-2 (open). Measured, random direction:
 /// 1.9e-2–2.0e-2 at steps 4e-3 and 8e-3 (fits of 8 and 16 points), 3.8e-2
-/// at 2e-3, the FD always ~2% below the gradient; largest component
+/// at 2e-3, the FD always ~2% below the gradient; at 1.2e-2, 1.6e-2 and
+/// 2e-2: 1.7e-2, 4.4e-3, 1.1e-2 (scatter, not convergence: a step picked
+/// where it happens to pass would be luck; the full flow's v0 at those
+/// steps: 8.4e-3, 1.8e-2, 3.4e-2); largest component
 /// (step 1e-2): 1.1e-2 (Richardson), 1.2e-2 (16-point fit). In this flow v0
 /// moves frame 1 only, so its slope is ~9× smaller than in the full flow
 /// against the same jumps. Every other check of this scene is ≤ 5.3e-3.
