@@ -4,7 +4,7 @@
 //! workspace reuse and stale frames, the prefix sum and radix sort against
 //! CPU ones, reference frames uploaded to the GPU, the image loss against
 //! its f64 twin and finite differences, and `physfit render` end to end (DESIGN.md § Gaussian splatting, § Verification 3–4). One test
-//! binary, which also travels to GPU machines (../shared/gpu/prepare.sh).
+//! binary, which also travels to GPU machines (shared/gpu/prepare.sh, beside the checkout).
 
 mod common;
 #[path = "gpu_splat/support.rs"]
