@@ -725,21 +725,40 @@ impl FitProblem {
         let rollout = self.sim.rollout(ctx, &start, last as u32)?;
         let terms = self.terms_buffer(ctx, selection)?;
         self.profiler.lap(ctx, Stage::MpmForward)?;
+        let states: Vec<&GpuBuffer> = selection
+            .frames
+            .iter()
+            .map(|&k| &rollout.frames[k])
+            .collect();
+        self.report_frames(ctx, selection, &terms, &prepared, &states)
+    }
+
+    /// The loss report of `selection` whose frame `selection.frames[f]` is
+    /// the MPM state `states[f]`: renders and losses only, no gradients
+    /// (shared by [`FitProblem::loss`] and [`FitProblem::truncated_loss`]).
+    fn report_frames(
+        &mut self,
+        ctx: &GpuContext,
+        selection: &Selection,
+        terms: &LossTermsBuffer,
+        prepared: &Prepared,
+        states: &[&GpuBuffer],
+    ) -> Result<LossReport, FitError> {
         let views = selection.views.len() as u32;
         let mut intersections = 0;
-        for (f, &k) in selection.frames.iter().enumerate() {
+        for (f, (&k, state)) in selection.frames.iter().zip(states).enumerate() {
             intersections += self.frame(
                 ctx,
-                &rollout.frames[k],
+                state,
                 k,
                 &selection.views,
-                &terms,
+                terms,
                 f as u32 * views,
                 None,
             )?;
         }
         let report = self
-            .report(ctx, selection, &terms, &prepared, intersections)?
+            .report(ctx, selection, terms, prepared, intersections)?
             .0;
         self.profiler.lap(ctx, Stage::Loss)?;
         Ok(report)
@@ -762,9 +781,9 @@ impl FitProblem {
         self.profiler.start();
         let (prepared, start) = self.prepare(ctx, params)?;
         let terms = self.terms_buffer(ctx, selection)?;
-        let views = selection.views.len() as u32;
-        let mut intersections = 0;
-        for (f, &k) in selection.frames.iter().enumerate() {
+        // One one-frame rollout per selected frame, from its frozen start.
+        let mut rollouts = Vec::with_capacity(selection.frames.len());
+        for &k in &selection.frames {
             let first = if k <= 1 {
                 self.sim.upload_state(ctx, "fit frame 0", &start)?
             } else {
@@ -782,23 +801,14 @@ impl FitProblem {
                 ctx.queue.submit([encoder.finish()]);
                 copy
             };
-            let rollout = self.sim.rollout_from(ctx, first, u32::from(k > 0))?;
-            self.profiler.lap(ctx, Stage::MpmForward)?;
-            intersections += self.frame(
-                ctx,
-                rollout.frames.last().unwrap(),
-                k,
-                &selection.views,
-                &terms,
-                f as u32 * views,
-                None,
-            )?;
+            rollouts.push(self.sim.rollout_from(ctx, first, u32::from(k > 0))?);
         }
-        let report = self
-            .report(ctx, selection, &terms, &prepared, intersections)?
-            .0;
-        self.profiler.lap(ctx, Stage::Loss)?;
-        Ok(report)
+        self.profiler.lap(ctx, Stage::MpmForward)?;
+        let states: Vec<&GpuBuffer> = rollouts
+            .iter()
+            .map(|r| r.frames.last().expect("a rollout holds its start"))
+            .collect();
+        self.report_frames(ctx, selection, &terms, &prepared, &states)
     }
 
     /// The loss of `params` on `selection` and its gradients w.r.t. the
