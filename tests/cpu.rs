@@ -5,6 +5,8 @@
 
 mod common;
 
+#[path = "cpu/adam.rs"]
+mod adam;
 #[path = "cpu/drivers.rs"]
 mod drivers;
 #[path = "cpu/frames.rs"]

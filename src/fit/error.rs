@@ -102,6 +102,30 @@ pub enum FitError {
         /// The deformation's.
         needed: usize,
     },
+    /// The fit's starting parameters blow the simulation up.
+    #[error(
+        "{stage}: the starting parameters blow the simulation up (NaN or a particle out of the \
+         box) before any step; fix: raise `simulation.substeps`, lower the initial velocity, or \
+         start from a softer `material.youngs_modulus`"
+    )]
+    StartBlewUp {
+        /// The stage, e.g. "round 1 velocity".
+        stage: String,
+    },
+    /// Every retry of a step at a halved rate still blew up.
+    #[error(
+        "{stage} iteration {iteration}: the step blew the simulation up even after {halvings} \
+         halvings of the learning rate; fix: lower `learning_rate` or `grad_clip` of that stage, \
+         or raise `simulation.substeps`"
+    )]
+    StepRejected {
+        /// The stage.
+        stage: String,
+        /// The iteration.
+        iteration: u32,
+        /// Halvings tried.
+        halvings: u32,
+    },
     /// Drivers could not be made.
     #[error(transparent)]
     Drive(#[from] DriveError),

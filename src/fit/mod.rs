@@ -9,15 +9,24 @@
 //! - their transposes on the GPU ([`param_gather`]) (per-driver gradients →
 //!   parameter gradients);
 //! - [`FitProblem`] itself ([`problem`]);
+//! - the optimiser, Adam with its schedule ([`adam`]), and the two-stage
+//!   loop around the problem ([`fitter`]);
 //! - the errors, [`FitError`] ([`mod@error`]).
 
+pub mod adam;
 pub mod error;
+pub mod fitter;
 pub mod param_gather;
 pub mod params;
 pub mod problem;
 
 pub use crate::mpm::GradientFlow;
+pub use adam::{Adam, Schedule};
 pub use error::FitError;
+pub use fitter::{
+    plan_stages, run_fit, Control, FitEnd, FitObserver, FitState, IterationRecord, StageChoice,
+    StageKind, StagePlan,
+};
 pub use params::{MapEntry, ParamMap, VelocityField, YoungsField};
 pub use problem::{
     Evaluation, FitProblem, FitProblemOptions, FitTimings, HostGradients, ImageTerms, LossReport,
