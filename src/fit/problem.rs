@@ -574,29 +574,50 @@ impl FitProblem {
         view: usize,
         last: usize,
     ) -> Result<Vec<Frame>, FitError> {
+        self.check_view(view)?;
+        let rollout = self.forward_states(ctx, params, last)?;
+        rollout
+            .frames
+            .iter()
+            .map(|state| self.render_state(ctx, state, view))
+            .collect()
+    }
+
+    /// Renders the drivers in `state` (a frame of a [`Rollout`] of this
+    /// problem, e.g. from [`FitProblem::forward_states`]) in view `view`
+    /// and reads the image back (RGBA in [0, 1], alpha the coverage): one
+    /// rollout rendered in every view, as `physfit synth` does, instead of
+    /// one rollout per view ([`FitProblem::render_frames`]).
+    pub fn render_state(
+        &mut self,
+        ctx: &GpuContext,
+        state: &GpuBuffer,
+        view: usize,
+    ) -> Result<Frame, FitError> {
+        self.check_view(view)?;
+        let mut encoder = crate::gpu::encoder(ctx, "fit deform");
+        self.deformation
+            .encode_forward(ctx, &mut encoder, state, &self.splats)?;
+        ctx.queue.submit([encoder.finish()]);
+        let out = self
+            .raster
+            .render(ctx, &self.splats, &self.cameras[view], self.background)?;
+        Ok(Frame {
+            width: out.width,
+            height: out.height,
+            pixels: self.raster.read_image(ctx, &out)?,
+        })
+    }
+
+    /// Fails unless the scene has view `view`.
+    fn check_view(&self, view: usize) -> Result<(), FitError> {
         if view >= self.cameras.len() {
             return Err(FitError::NoSuchView {
                 view,
                 views: self.cameras.len(),
             });
         }
-        let rollout = self.forward_states(ctx, params, last)?;
-        let mut frames = Vec::with_capacity(rollout.frames.len());
-        for state in &rollout.frames {
-            let mut encoder = crate::gpu::encoder(ctx, "fit deform");
-            self.deformation
-                .encode_forward(ctx, &mut encoder, state, &self.splats)?;
-            ctx.queue.submit([encoder.finish()]);
-            let out =
-                self.raster
-                    .render(ctx, &self.splats, &self.cameras[view], self.background)?;
-            frames.push(Frame {
-                width: out.width,
-                height: out.height,
-                pixels: self.raster.read_image(ctx, &out)?,
-            });
-        }
-        Ok(frames)
+        Ok(())
     }
 
     /// Renders frame `frame` (drivers in `state`) in every selected view
