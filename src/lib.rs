@@ -14,3 +14,4 @@ pub mod mpm;
 pub mod reference;
 pub mod scene;
 pub mod splat;
+pub mod synth;

@@ -29,5 +29,7 @@ mod reference_splat;
 mod scene;
 #[path = "cpu/scene_check.rs"]
 mod scene_check;
+#[path = "cpu/truth.rs"]
+mod truth;
 #[path = "cpu/wgsl_validation.rs"]
 mod wgsl_validation;

@@ -1,0 +1,24 @@
+//! Twin experiments (DESIGN.md § Verification 5; issue 13, "`physfit
+//! synth`"): reference frames made from a known material and motion, so a
+//! fit can be checked against the truth.
+//!
+//! - the truth file ([`truth`], docs/truth.md): [`Truth::load`], its
+//!   evaluation at world points and on a fit's drivers
+//!   ([`Truth::per_driver`]);
+//! - the fields themselves ([`field`]): constant, per box, a smooth random
+//!   `log10 E`; uniform, per box, a rigid rotation for the velocity;
+//! - the forward run, finer than a fit's ([`run`]): [`SynthPlan`],
+//!   [`Synthesis`];
+//! - the errors ([`mod@error`]).
+//!
+//! `physfit synth` (src/cli/synth.rs) writes the frames.
+
+pub mod error;
+pub mod field;
+pub mod run;
+pub mod truth;
+
+pub use error::{SynthError, TruthError};
+pub use field::{RandomField, ValueBox, VelocityTruth, YoungsTruth};
+pub use run::{SynthOptions, SynthPlan, Synthesis};
+pub use truth::{Truth, TruthValues};
