@@ -51,6 +51,8 @@ enum Command {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Write reference frames of a known material and motion (a twin experiment; docs/truth.md).
+    Synth(cli::synth::SynthArgs),
     /// Time the hot paths on the present adapter; prints JSON. Without a
     /// target: a summary (MPM case a, rasterizer on the demo scene).
     Bench {
@@ -105,6 +107,7 @@ fn run(cli: Cli) -> Result<()> {
             let size = size.as_deref().map(cli::parse_size).transpose()?;
             cli::simulate::run(&scene, [vx, vy, vz], frames, size, &out)?
         }
+        Command::Synth(args) => cli::synth::run(&args)?,
         Command::Bench { target: None } => cli::bench_summary::run()?,
         Command::Bench {
             target: Some(BenchTarget::Raster(args)),

@@ -29,5 +29,7 @@ mod fit_problem;
 mod forward;
 #[path = "gpu_mpm/simulate_cli.rs"]
 mod simulate_cli;
+#[path = "gpu_mpm/synth_cli.rs"]
+mod synth_cli;
 #[path = "gpu_mpm/twin.rs"]
 mod twin;

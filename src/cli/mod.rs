@@ -7,6 +7,8 @@ pub mod bench_summary;
 pub mod check;
 pub mod render;
 pub mod simulate;
+pub mod staged_dir;
+pub mod synth;
 
 use anyhow::{Context, Result};
 

@@ -47,12 +47,24 @@ pub fn render_png(
     path: &Path,
 ) -> Result<()> {
     let frame = raster.render(ctx, splats, camera, background)?;
-    let pixels: Vec<[f32; 4]> = raster
-        .read_image(ctx, &frame)?
-        .into_iter()
-        .map(|[r, g, b, _coverage]| [r, g, b, 1.0])
-        .collect();
-    write_png(path, camera.width, camera.height, &pixels)
+    let pixels = raster.read_image(ctx, &frame)?;
+    write_opaque_png(path, camera.width, camera.height, pixels)
+}
+
+/// Writes a render read back from the rasterizer (colour composited over
+/// the background, alpha its coverage) as an opaque 8-bit PNG, atomically
+/// (see [`render_png`] for why the alpha is 1). Shared by `render`,
+/// `simulate` and `synth`.
+pub fn write_opaque_png(
+    path: &Path,
+    width: u32,
+    height: u32,
+    mut pixels: Vec<[f32; 4]>,
+) -> Result<()> {
+    for p in &mut pixels {
+        p[3] = 1.0;
+    }
+    write_png(path, width, height, &pixels)
         .with_context(|| format!("writing {}", path.display()))?;
     Ok(())
 }

@@ -1,0 +1,177 @@
+//! `physfit synth scene.toml --truth truth.toml --out DIR [--frames N]
+//! [--same-discretisation] [--force] [--quiet]`: reference frames of a twin
+//! experiment (issue 13, "`physfit synth`"; DESIGN.md § Verification 5;
+//! docs/truth.md). The scene is simulated from the truth's `log10 E` and
+//! initial velocity, finer than a fit would (twice the drivers and
+//! substeps, [`physfit::synth::run`]), and one rollout is rendered in every
+//! view: `DIR/<view>/frame_NNNN.png` (frame 0 the rest state, the camera's
+//! size, opaque 8-bit PNG in 3DGS colours as `physfit render` writes them),
+//! plus `DIR/truth.toml` (the truth file as given) and `DIR/synth.json`
+//! (settings, drivers, substeps, adapter). The directory is written
+//! atomically ([`super::staged_dir`]): nothing partial on an error or a
+//! blow-up, and an existing non-empty DIR is refused unless `--force`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+
+use physfit::gpu::{GpuContext, GpuOptions};
+use physfit::scene::atomic_write::write_atomic;
+use physfit::scene::Scene;
+use physfit::synth::{SynthOptions, SynthPlan, Synthesis, Truth};
+
+use super::render::write_opaque_png;
+use super::staged_dir::{relative_to, StagedDir};
+
+/// Options of `physfit synth`.
+#[derive(Args, Debug)]
+pub struct SynthArgs {
+    /// The scene description.
+    pub scene: PathBuf,
+    /// The truth file: the known material and motion (docs/truth.md).
+    #[arg(long)]
+    pub truth: PathBuf,
+    /// Output directory (must not exist or be empty, unless --force).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Frames to write, the rest frame 0 included (default: the truth file's `frames`).
+    #[arg(long)]
+    pub frames: Option<usize>,
+    /// Simulate with the scene's own drivers and substeps instead of twice
+    /// as many (fast, but a fit then recovers its own discretisation).
+    #[arg(long)]
+    pub same_discretisation: bool,
+    /// Replace an existing non-empty output directory.
+    #[arg(long)]
+    pub force: bool,
+    /// Print nothing but errors.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// Runs `physfit synth`.
+pub fn run(args: &SynthArgs) -> Result<()> {
+    let scene = Scene::load(&args.scene)?;
+    let truth = Truth::load(&args.truth, scene.material.log10_youngs_range)?;
+    let options = SynthOptions {
+        frames: args.frames,
+        same_discretisation: args.same_discretisation,
+    };
+    let plan = SynthPlan::new(&scene, &truth, &options)?;
+    let staged = StagedDir::new(&args.out, args.force, "--out")?;
+
+    let ctx = GpuContext::new(&GpuOptions::default())?;
+    let bar = if args.quiet {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new_spinner()
+    };
+    bar.set_message(format!(
+        "simulating {} frames ({} drivers, {} substeps per frame)",
+        plan.frames,
+        plan.drivers(),
+        plan.substeps()
+    ));
+    let mut synthesis = Synthesis::simulate(&ctx, &plan, &truth).with_context(|| {
+        format!(
+            "simulating {} from {} (nothing was written)",
+            args.scene.display(),
+            args.truth.display()
+        )
+    })?;
+    bar.finish_and_clear();
+
+    let views = &plan.scene.views;
+    let bar = if args.quiet {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new((views.len() * plan.frames) as u64)
+    };
+    bar.set_style(
+        ProgressStyle::with_template("rendering {bar:40} {pos}/{len} {msg} ({elapsed}, eta {eta})")
+            .expect("valid template"),
+    );
+    for (v, view) in views.iter().enumerate() {
+        let dir = staged.path().join(&view.name);
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        bar.set_message(view.name.clone());
+        for k in 0..plan.frames {
+            let frame = synthesis
+                .render(&ctx, v, k)
+                .with_context(|| format!("rendering frame {k} in view '{}'", view.name))?;
+            let path = dir.join(format!("frame_{k:04}.png"));
+            write_opaque_png(&path, frame.width, frame.height, frame.pixels)?;
+            bar.inc(1);
+        }
+    }
+    bar.finish_and_clear();
+
+    let truth_copy = staged.path().join("truth.toml");
+    write_atomic(&truth_copy, truth.text.as_bytes())
+        .with_context(|| format!("writing {}", truth_copy.display()))?;
+    let report = summary(args, &plan, &ctx);
+    let json = staged.path().join("synth.json");
+    write_atomic(&json, serde_json::to_string_pretty(&report)?.as_bytes())
+        .with_context(|| format!("writing {}", json.display()))?;
+    staged.commit()?;
+
+    if !args.quiet {
+        eprintln!(
+            "wrote {} frames per view ({} views, {} drivers, {} substeps per frame; the scene's \
+             own: {} drivers, {} substeps) to {}",
+            plan.frames,
+            views.len(),
+            plan.drivers(),
+            plan.substeps(),
+            plan.scene_drivers,
+            plan.scene_substeps,
+            args.out.display()
+        );
+        let scene_dir = match args.scene.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        let rel = relative_to(&args.out, scene_dir)?;
+        eprintln!(
+            "to fit them, give each view its frames in {}:",
+            args.scene.display()
+        );
+        for view in views {
+            let glob = rel.join(&view.name).join("*.png");
+            eprintln!(
+                "  [[views]] name = \"{}\": frames = \"{}\"",
+                view.name,
+                glob.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `synth.json`: what was run, so a twin experiment can be reproduced.
+fn summary(args: &SynthArgs, plan: &SynthPlan, ctx: &GpuContext) -> serde_json::Value {
+    let info = &ctx.adapter_info;
+    serde_json::json!({
+        "scene": args.scene.display().to_string(),
+        "truth": args.truth.display().to_string(),
+        "frames": plan.frames,
+        "fps": plan.scene.fps,
+        "discretisation": if args.same_discretisation { "same" } else { "finer" },
+        "drivers": { "simulated": plan.drivers(), "scene": plan.scene_drivers },
+        "substeps": { "simulated": plan.substeps(), "scene": plan.scene_substeps },
+        "grid_res": plan.scene.simulation.grid_res,
+        "views": plan.scene.views.iter().map(|v| serde_json::json!({
+            "name": v.name,
+            "width": v.camera.width,
+            "height": v.camera.height,
+        })).collect::<Vec<_>>(),
+        "adapter": {
+            "name": info.name,
+            "backend": format!("{:?}", info.backend),
+            "driver": format!("{} {}", info.driver, info.driver_info),
+            "software": ctx.is_software(),
+        },
+    })
+}
