@@ -251,9 +251,11 @@ fn check_count(path: &Path, width: u32, height: u32, found: usize) -> Result<(),
     Ok(())
 }
 
-fn encode_and_write<P>(
+/// Encodes `image` as PNG and writes it to `path` atomically; shared by the
+/// frame writers here and the fit's pictures (`crate::report`).
+pub(crate) fn encode_and_write<P>(
     path: &Path,
-    image: image::ImageBuffer<P, Vec<P::Subpixel>>,
+    image: &image::ImageBuffer<P, Vec<P::Subpixel>>,
 ) -> Result<(), FrameError>
 where
     P: image::Pixel + image::PixelWithColorType,
@@ -270,14 +272,21 @@ where
     write_atomic(path, bytes.get_ref()).map_err(|e| err(e.to_string()))
 }
 
-/// Encodes RGBA pixels as samples of `max` levels (255 or 65535):
-/// `round(max · clamp(v, 0, 1))` per channel, no transfer curve (module
-/// doc); NaN becomes 0.
+/// One value as a sample of `max` levels (255 or 65535):
+/// `round(max · clamp(v, 0, 1))`, no transfer curve (module doc); NaN
+/// becomes 0. The one quantisation of every image the project writes
+/// (frames here, the fit's pictures in `crate::report`).
+pub(crate) fn quantised(v: f32, max: f32) -> f32 {
+    let unit = if v.is_nan() { 0.0 } else { v.clamp(0.0, 1.0) };
+    (unit * max).round()
+}
+
+/// Encodes RGBA pixels as samples of `max` levels per channel with
+/// [`quantised`].
 fn encode_samples(pixels: &[[f32; 4]], max: f32) -> impl Iterator<Item = f32> + '_ {
-    let unit = |v: f32| if v.is_nan() { 0.0 } else { v.clamp(0.0, 1.0) };
     pixels
         .iter()
-        .flat_map(move |p| p.map(|v| (unit(v) * max).round()))
+        .flat_map(move |p| p.map(|v| quantised(v, max)))
 }
 
 /// Wraps encoded samples into an image of `width × height`.
@@ -308,7 +317,7 @@ pub fn write_png(
     let samples = encode_samples(pixels, 255.0).map(|v| v as u8).collect();
     encode_and_write(
         path,
-        image_from_samples::<image::Rgba<u8>>(path, width, height, samples)?,
+        &image_from_samples::<image::Rgba<u8>>(path, width, height, samples)?,
     )
 }
 
@@ -326,7 +335,7 @@ pub fn write_png16(
     let samples = encode_samples(pixels, 65535.0).map(|v| v as u16).collect();
     encode_and_write(
         path,
-        image_from_samples::<image::Rgba<u16>>(path, width, height, samples)?,
+        &image_from_samples::<image::Rgba<u16>>(path, width, height, samples)?,
     )
 }
 
