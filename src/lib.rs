@@ -2,7 +2,7 @@
 //!
 //! The pipeline (DESIGN.md): scene → drivers → MPM → deform → splat → loss →
 //! fit. Each stage is a module named after it; `reference` holds the f64 CPU
-//! twins used as test oracles.
+//! twins used as test oracles; `report` draws the fit's pictures.
 
 pub mod bench;
 pub mod deform;
@@ -12,6 +12,7 @@ pub mod gpu;
 pub mod loss;
 pub mod mpm;
 pub mod reference;
+pub mod report;
 pub mod scene;
 pub mod splat;
 pub mod synth;

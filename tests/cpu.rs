@@ -25,6 +25,8 @@ mod reference_loss;
 mod reference_mpm;
 #[path = "cpu/reference_splat.rs"]
 mod reference_splat;
+#[path = "cpu/report.rs"]
+mod report;
 #[path = "cpu/scene.rs"]
 mod scene;
 #[path = "cpu/scene_check.rs"]

@@ -1,0 +1,114 @@
+//! The `compare/<view>/frame_NNNN.png` triptychs (issue 13, "Outputs"):
+//! reference | fitted | absolute difference, side by side, a caption above
+//! each panel, so a person sees at once where a fit misses.
+
+use image::{GenericImage, Rgb, RgbImage};
+use plotters::element::Text;
+use plotters::prelude::IntoFont;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+use plotters::style::{IntoTextStyle, BLACK};
+
+use super::canvas::draw_rgb;
+use super::font::FONT_FAMILY;
+use super::ReportError;
+use crate::scene::frames::{quantised, Frame};
+
+/// Height in pixels of the caption strip above the panels.
+pub const CAPTION_HEIGHT: u32 = 24;
+
+/// The factor the difference panel multiplies `|reference − fitted|` by
+/// before clamping: differences of a few percent, a typical residual of a
+/// good fit, would be nearly black at ×1. Its caption says so.
+pub const DIFFERENCE_GAIN: f32 = 4.0;
+
+/// Font size of the captions, in pixels.
+const CAPTION_SIZE: f64 = 15.0;
+
+/// The colour channels of `frame` as 8-bit RGB: `round(255·clamp(v))`, no
+/// transfer curve (DESIGN.md § Units and frames), as every PNG of the
+/// project is written; alpha is dropped (renders are already composited
+/// over the background, decoded frames carry 1).
+fn rgb8(frame: &Frame) -> RgbImage {
+    let mut image = RgbImage::new(frame.width, frame.height);
+    for (out, p) in image.pixels_mut().zip(&frame.pixels) {
+        *out = Rgb([0, 1, 2].map(|c| quantised(p[c], 255.0) as u8));
+    }
+    image
+}
+
+/// [`ReportError::Size`] unless `frame` holds `width × height` pixels.
+fn check_size(
+    frame: &Frame,
+    what: &'static str,
+    width: u32,
+    height: u32,
+) -> Result<(), ReportError> {
+    let found = frame.pixels.len();
+    if (frame.width, frame.height) == (width, height) && found == width as usize * height as usize {
+        Ok(())
+    } else {
+        Err(ReportError::Size {
+            picture: "compare triptych",
+            what,
+            expected_w: width,
+            expected_h: height,
+            found_w: frame.width,
+            found_h: frame.height,
+            found,
+        })
+    }
+}
+
+/// The triptych of one frame of one view: `reference` | `fitted` |
+/// `|reference − fitted|·`[`DIFFERENCE_GAIN`] (per channel, on the
+/// values clamped to [0, 1]), each panel the frames' size, under a white
+/// strip [`CAPTION_HEIGHT`] pixels high with the captions "reference",
+/// "fitted" and "|difference| × 4" centred above them: the image is
+/// `3·width × (height + CAPTION_HEIGHT)`. Inputs are frames as loaded or
+/// rendered (RGBA in [0, 1], alpha ignored); both must have the same size,
+/// else [`ReportError::Size`].
+pub fn triptych(reference: &Frame, fitted: &Frame) -> Result<RgbImage, ReportError> {
+    let (w, h) = (reference.width, reference.height);
+    check_size(reference, "the reference frame", w, h)?;
+    check_size(fitted, "the fitted render", w, h)?;
+    let unit = |v: f32| v.clamp(0.0, 1.0);
+    let difference = Frame {
+        width: w,
+        height: h,
+        pixels: reference
+            .pixels
+            .iter()
+            .zip(&fitted.pixels)
+            .map(|(r, f)| [0, 1, 2, 3].map(|c| (unit(r[c]) - unit(f[c])).abs() * DIFFERENCE_GAIN))
+            .collect(),
+    };
+    let captions = [
+        "reference".to_string(),
+        "fitted".to_string(),
+        format!("|difference| × {DIFFERENCE_GAIN}"),
+    ];
+    let strip = draw_rgb("compare triptych", 3 * w, CAPTION_HEIGHT, |area| {
+        let style = (FONT_FAMILY, CAPTION_SIZE)
+            .into_font()
+            .color(&BLACK)
+            .into_text_style(area)
+            .pos(Pos::new(HPos::Center, VPos::Center));
+        for (k, caption) in captions.iter().enumerate() {
+            let centre = ((2 * k as u32 + 1) * w / 2) as i32;
+            area.draw(&Text::new(
+                caption.as_str(),
+                (centre, CAPTION_HEIGHT as i32 / 2),
+                &style,
+            ))?;
+        }
+        Ok(())
+    })?;
+    let mut out = RgbImage::from_pixel(3 * w, h + CAPTION_HEIGHT, Rgb([255; 3]));
+    out.copy_from(&strip, 0, 0)
+        .expect("the strip is the triptych's width");
+    for (k, panel) in [reference, fitted, &difference].into_iter().enumerate() {
+        out.copy_from(&rgb8(panel), k as u32 * w, CAPTION_HEIGHT)
+            .expect("each panel fits in its third");
+    }
+    Ok(out)
+}

@@ -1,0 +1,262 @@
+//! `loss.png` (issue 13, "Outputs"): the loss per iteration (log scale) and
+//! the PSNR per iteration (dB), one curve per stage and round, laid end to
+//! end on one iteration axis with the stage boundaries marked, drawn with
+//! plotters on the embedded font.
+
+use image::RgbImage;
+use plotters::backend::BitMapBackend;
+use plotters::chart::ChartContext;
+use plotters::coord::types::RangedCoordf64;
+use plotters::element::{Circle, Rectangle};
+use plotters::prelude::{
+    Cartesian2d, ChartBuilder, DashedLineSeries, IntoFont, IntoLogRange, LineSeries, RGBColor,
+    Ranged, SeriesLabelPosition,
+};
+use plotters::style::{Color, BLACK, WHITE};
+
+use super::canvas::{draw_rgb, Canvas, DrawError};
+use super::font::FONT_FAMILY;
+use super::ReportError;
+
+/// The usual size of `loss.png`, width × height in pixels.
+pub const LOSS_PLOT_SIZE: (u32, u32) = (900, 600);
+
+/// The curves' colours in order (curve `k` gets entry `k mod 10`):
+/// matplotlib's `tab10` (Tableau 10) palette, distinct on white and for
+/// most colour-blind viewers. With `rounds = 2` the four stage runs are
+/// blue, orange, green and red.
+pub const CURVE_COLOURS: [[u8; 3]; 10] = [
+    [0x1f, 0x77, 0xb4],
+    [0xff, 0x7f, 0x0e],
+    [0x2c, 0xa0, 0x2c],
+    [0xd6, 0x27, 0x28],
+    [0x94, 0x67, 0xbd],
+    [0x8c, 0x56, 0x4b],
+    [0xe3, 0x77, 0xc2],
+    [0x7f, 0x7f, 0x7f],
+    [0xbc, 0xbd, 0x22],
+    [0x17, 0xbe, 0xcf],
+];
+
+/// The colour of curve `index` ([`CURVE_COLOURS`]).
+pub fn curve_colour(index: usize) -> [u8; 3] {
+    CURVE_COLOURS[index % CURVE_COLOURS.len()]
+}
+
+/// One iteration of one stage run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LossPoint {
+    /// The iteration within its stage run, as `loss.jsonl` counts it.
+    pub iteration: usize,
+    /// The total loss.
+    pub loss: f64,
+    /// The PSNR of the rendered frames against the reference, in dB.
+    pub psnr: f64,
+}
+
+/// The iterations of one stage run (one stage of one round), drawn in one
+/// colour and named in the legend by `label` (e.g. "velocity, round 1").
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LossCurve {
+    /// Legend text.
+    pub label: String,
+    /// Its iterations, in order.
+    pub points: Vec<LossPoint>,
+}
+
+/// Where each curve starts on the common axis: curve 0 at 0, each next one
+/// right after the previous one's last iteration (`offset + max iteration +
+/// 1`; an empty curve takes no room). These are the stage boundaries.
+fn curve_offsets(curves: &[LossCurve]) -> Vec<usize> {
+    let mut next = 0;
+    curves
+        .iter()
+        .map(|curve| {
+            let offset = next;
+            if let Some(last) = curve.points.iter().map(|p| p.iteration).max() {
+                next = offset + last + 1;
+            }
+            offset
+        })
+        .collect()
+}
+
+/// `(min, max)` of the values `keep` accepts, `None` when there is none.
+fn extent(values: impl Iterator<Item = f64>, keep: impl Fn(f64) -> bool) -> Option<(f64, f64)> {
+    values.filter(|v| keep(*v)).fold(None, |acc, v| {
+        Some(acc.map_or((v, v), |(lo, hi): (f64, f64)| (lo.min(v), hi.max(v))))
+    })
+}
+
+/// A loss value the log axis can show.
+fn drawable_loss(v: f64) -> bool {
+    v.is_finite() && v > 0.0
+}
+
+/// The plot of `curves` as a `width × height` RGB image ([`LOSS_PLOT_SIZE`]
+/// is the usual size): on top the loss on a log axis, below the PSNR in dB,
+/// both against the iteration running on across the curves
+/// (each curve starts right after the previous one's last iteration), a
+/// dashed grey line at every boundary between curves, curve `k` in
+/// [`curve_colour`]`(k)`, the legend in the loss panel.
+///
+/// Values that cannot be drawn are skipped, never an error: a loss that is
+/// not finite or not positive leaves that iteration out of the loss curve,
+/// a PSNR that is not finite (+∞ for a perfect match) out of the PSNR
+/// curve; the line joins the neighbours. With nothing to draw the axes
+/// are drawn over a default range.
+pub fn loss_plot(curves: &[LossCurve], width: u32, height: u32) -> Result<RgbImage, ReportError> {
+    let offsets = curve_offsets(curves);
+    let x_end = curves
+        .iter()
+        .zip(&offsets)
+        .filter_map(|(c, o)| c.points.iter().map(|p| o + p.iteration).max())
+        .max()
+        .map_or(1.0, |last| (last as f64).max(1.0));
+    let all = || curves.iter().flat_map(|c| c.points.iter());
+    let loss_range = match extent(all().map(|p| p.loss), drawable_loss) {
+        None => (1e-3, 1.0),
+        Some((lo, hi)) if lo == hi => (lo / 2.0, hi * 2.0),
+        Some((lo, hi)) => (lo / 1.25, hi * 1.25),
+    };
+    let psnr_range = match extent(all().map(|p| p.psnr), f64::is_finite) {
+        None => (0.0, 40.0),
+        Some((lo, hi)) if hi - lo < 1.0 => (lo - 0.5, hi + 0.5),
+        Some((lo, hi)) => (lo - 0.05 * (hi - lo), hi + 0.05 * (hi - lo)),
+    };
+    let series = |value: fn(&LossPoint) -> f64, keep: fn(f64) -> bool| {
+        curves
+            .iter()
+            .zip(&offsets)
+            .map(move |(c, o)| {
+                let points: Vec<(f64, f64)> = c
+                    .points
+                    .iter()
+                    .filter(|p| keep(value(p)))
+                    .map(|p| ((o + p.iteration) as f64, value(p)))
+                    .collect();
+                points
+            })
+            .collect::<Vec<_>>()
+    };
+    let loss_series = series(|p| p.loss, drawable_loss);
+    let psnr_series = series(|p| p.psnr, f64::is_finite);
+    let boundaries: Vec<f64> = offsets.iter().skip(1).map(|o| *o as f64).collect();
+    let labels: Vec<&str> = curves.iter().map(|c| c.label.as_str()).collect();
+
+    draw_rgb("loss.png", width, height, |root| {
+        let (upper, lower) = root.split_vertically(height * 3 / 5);
+        draw_loss_panel(
+            &upper,
+            x_end,
+            loss_range,
+            &loss_series,
+            &boundaries,
+            &labels,
+        )?;
+        draw_psnr_panel(&lower, x_end, psnr_range, &psnr_series, &boundaries)
+    })
+}
+
+fn rgb(colour: [u8; 3]) -> RGBColor {
+    RGBColor(colour[0], colour[1], colour[2])
+}
+
+/// Draws the stage boundaries (dashed, over `lo..hi`) and the curves on
+/// `chart`, curve `k` in [`curve_colour`]`(k)`, with a dot where a curve
+/// has a single point (a line of one point draws nothing); with `labels`,
+/// each curve gets its legend entry.
+fn draw_curves<'a, Y>(
+    chart: &mut ChartContext<'a, BitMapBackend<'a>, Cartesian2d<RangedCoordf64, Y>>,
+    (lo, hi): (f64, f64),
+    series: &[Vec<(f64, f64)>],
+    boundaries: &[f64],
+    labels: Option<&[&str]>,
+) -> Result<(), DrawError>
+where
+    Y: Ranged<ValueType = f64>,
+{
+    for x in boundaries {
+        chart.draw_series(DashedLineSeries::new(
+            [(*x, lo), (*x, hi)],
+            6,
+            4,
+            RGBColor(150, 150, 150).stroke_width(1),
+        ))?;
+    }
+    for (k, points) in series.iter().enumerate() {
+        let colour = rgb(curve_colour(k));
+        let drawn = chart.draw_series(LineSeries::new(
+            points.iter().copied(),
+            colour.stroke_width(2),
+        ))?;
+        if let Some(label) = labels.and_then(|l| l.get(k)) {
+            drawn.label(*label).legend(move |(x, y)| {
+                Rectangle::new([(x, y - 4), (x + 18, y + 4)], colour.filled())
+            });
+        }
+        if let [single] = points.as_slice() {
+            chart.draw_series(std::iter::once(Circle::new(*single, 3, colour.filled())))?;
+        }
+    }
+    Ok(())
+}
+
+fn draw_loss_panel(
+    area: &Canvas,
+    x_end: f64,
+    (lo, hi): (f64, f64),
+    series: &[Vec<(f64, f64)>],
+    boundaries: &[f64],
+    labels: &[&str],
+) -> Result<(), DrawError> {
+    let mut chart = ChartBuilder::on(area)
+        .caption("loss per iteration", (FONT_FAMILY, 18))
+        .margin(12)
+        .x_label_area_size(28)
+        .y_label_area_size(72)
+        .build_cartesian_2d(0.0..x_end, (lo..hi).log_scale())?;
+    chart
+        .configure_mesh()
+        .y_desc("loss (log scale)")
+        .x_label_formatter(&|v| format!("{v:.0}"))
+        .y_label_formatter(&|v| format!("{v:.1e}"))
+        .label_style((FONT_FAMILY, 13))
+        .axis_desc_style((FONT_FAMILY, 14))
+        .draw()?;
+    draw_curves(&mut chart, (lo, hi), series, boundaries, Some(labels))?;
+    if !labels.is_empty() {
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.9))
+            .border_style(BLACK)
+            .label_font((FONT_FAMILY, 14).into_font())
+            .draw()?;
+    }
+    Ok(())
+}
+
+fn draw_psnr_panel(
+    area: &Canvas,
+    x_end: f64,
+    (lo, hi): (f64, f64),
+    series: &[Vec<(f64, f64)>],
+    boundaries: &[f64],
+) -> Result<(), DrawError> {
+    let mut chart = ChartBuilder::on(area)
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(72)
+        .build_cartesian_2d(0.0..x_end, lo..hi)?;
+    chart
+        .configure_mesh()
+        .x_desc("iteration (stages end to end)")
+        .y_desc("PSNR (dB)")
+        .x_label_formatter(&|v| format!("{v:.0}"))
+        .label_style((FONT_FAMILY, 13))
+        .axis_desc_style((FONT_FAMILY, 14))
+        .draw()?;
+    draw_curves(&mut chart, (lo, hi), series, boundaries, None)?;
+    Ok(())
+}

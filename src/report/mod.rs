@@ -1,0 +1,29 @@
+//! The fit's pictures (issue 13, "Outputs"): `loss.png` (the loss and PSNR
+//! curves), the `compare/` triptychs (reference | fitted | difference) and
+//! the colour map and colour bar of `stiffness.png`, plus the recolouring
+//! of the splats that `stiffness.png` renders.
+//!
+//! Pure CPU code on `image` RGB buffers: the curves, captions and the colour
+//! bar are drawn with plotters (bitmap backend, `ab_glyph` text) on the one
+//! font embedded from `assets/` ([`font`]); renders are quantised as every
+//! image of the project is (DESIGN.md § Units and frames: 3DGS colours,
+//! `round(255·clamp(v))`, no transfer curve). Every picture is written
+//! atomically by [`write_png`].
+
+mod canvas;
+pub mod colorbar;
+pub mod colormap;
+pub mod compare;
+pub mod error;
+pub mod font;
+pub mod loss_plot;
+pub mod png;
+pub mod recolor;
+
+pub use colorbar::with_colorbar;
+pub use colormap::{map, normalised};
+pub use compare::triptych;
+pub use error::ReportError;
+pub use loss_plot::{loss_plot, LossCurve, LossPoint};
+pub use png::write_png;
+pub use recolor::{recolored, stiffness_colours};
