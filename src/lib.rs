@@ -11,6 +11,7 @@ pub mod fit;
 pub mod gpu;
 pub mod loss;
 pub mod mpm;
+pub mod output;
 pub mod reference;
 pub mod report;
 pub mod scene;

@@ -1,0 +1,9 @@
+//! The files a fit writes (issue 13, "Outputs"): `drivers.safetensors`
+//! ([`FittedDrivers`]: everything a re-simulation needs, refused with
+//! another `.ply` or other settings), `fitted.ply` ([`fitted_ply`]: every
+//! splat with its fitted material as extra properties), the `.ply`'s
+//! SHA-256 ([`ply_sha256`]) and E in world units ([`youngs_world`]).
+//! Safetensors archives are read with the crate through [`tensor_archive`].
+
+pub mod tensor_archive;
+
