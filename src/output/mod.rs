@@ -5,5 +5,10 @@
 //! SHA-256 ([`ply_sha256`]) and E in world units ([`youngs_world`]).
 //! Safetensors archives are read with the crate through [`tensor_archive`].
 
+pub mod metadata_fields;
+pub mod ply_hash;
 pub mod tensor_archive;
+pub mod units;
 
+pub use ply_hash::{ply_sha256, PlyHashError};
+pub use units::youngs_world;
