@@ -5,10 +5,16 @@
 //! SHA-256 ([`ply_sha256`]) and E in world units ([`youngs_world`]).
 //! Safetensors archives are read with the crate through [`tensor_archive`].
 
+pub mod drivers_file;
+pub mod drivers_file_error;
 pub mod metadata_fields;
 pub mod ply_hash;
+pub mod simulation_record;
 pub mod tensor_archive;
 pub mod units;
 
+pub use drivers_file::FittedDrivers;
+pub use drivers_file_error::DriversFileError;
 pub use ply_hash::{ply_sha256, PlyHashError};
+pub use simulation_record::SimulationRecord;
 pub use units::youngs_world;

@@ -1,0 +1,480 @@
+//! `drivers.safetensors`: everything needed to re-simulate a fitted object
+//! without the fit (issue 13, "Outputs"; DESIGN.md § Drivers, § Loss,
+//! parameters, fit), written and read with the `safetensors` crate.
+//!
+//! # Tensors (row-major, little-endian)
+//! | name | dtype | shape | meaning |
+//! | --- | --- | --- | --- |
+//! | `rest` | F32 | `[n, 3]` | driver rest positions, normalised box coordinates (`x_world = box.min + rest · box.side`) |
+//! | `log10_youngs` | F64 | `[n]` | log10 of Young's modulus, normalised units (`E_world = E · box.side²`, [`super::youngs_world`]) |
+//! | `velocity` | F64 | `[n, 3]` | initial velocity, world units / s (0 on anchored drivers) |
+//! | `anchored` | U8 | `[n]` | 1 where the driver is held fixed |
+//! | `fill_only` | U8 | `[n]` | 1 where the driver's cluster holds only fill points |
+//! | `followers` | U32 | `[f]` | the splats (indices into the `.ply`'s kept splats) that follow drivers |
+//! | `neighbours` | U32 | `[f, k]` | each follower's k nearest drivers at rest, nearest first |
+//! | `graph` | U32 | `[edges, 2]` | the drivers' kNN graph (TV), `a < b` |
+//! | `youngs_confidence` | F64 | `[n]` | optional: how strongly the video constrains E there |
+//!
+//! # Metadata (string map)
+//! `format` = `physfit.drivers`, `format_version` = [`FORMAT_VERSION`],
+//! `physfit_version`; the scene settings of [`SimulationRecord`] under their
+//! scene.toml names (`simulation.box.min`, `simulation.grid_res`, ...);
+//! `drivers.volume` (every driver's volume, normalised units);
+//! `gaussians.path` (as the scene wrote it) and `gaussians.sha256`
+//! ([`super::ply_sha256`]); `units.*` notes saying which values are in
+//! which units. Numbers are written so that they read back bit for bit
+//! ([`super::metadata_fields`]).
+
+use std::path::Path;
+
+use safetensors::tensor::TensorView;
+
+use super::drivers_file_error::DriversFileError;
+use super::metadata_fields::{MetadataReader, MetadataWriter};
+use super::ply_hash::ply_sha256;
+use super::simulation_record::SimulationRecord;
+use super::tensor_archive::{read_archive_bytes, TensorArchive, TensorElement};
+use super::units::youngs_world;
+use crate::drive::DriverSet;
+use crate::mpm::{MpmConfig, MpmSetup, ParticleState};
+use crate::scene::atomic_write::write_atomic;
+use crate::scene::Scene;
+
+/// The `format` metadata value.
+pub const FORMAT: &str = "physfit.drivers";
+/// The `format_version` this physfit writes and reads.
+pub const FORMAT_VERSION: &str = "1";
+
+/// A fitted object's drivers with what re-simulating them needs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FittedDrivers {
+    /// The scene settings a re-simulation depends on.
+    pub settings: SimulationRecord,
+    /// Volume of every driver (normalised units).
+    pub particle_volume: f64,
+    /// The `.ply`, as the scene file wrote it (`gaussians.path`).
+    pub ply_path: String,
+    /// SHA-256 of the `.ply`'s bytes, hex.
+    pub ply_sha256: String,
+    /// The physfit version that wrote the file.
+    pub physfit_version: String,
+    /// Driver rest positions, normalised box coordinates.
+    pub rest: Vec<[f32; 3]>,
+    /// log10 E per driver, normalised units.
+    pub log10_youngs: Vec<f64>,
+    /// Initial velocity per driver, world units / s.
+    pub velocity: Vec<[f64; 3]>,
+    /// Per driver: held fixed.
+    pub anchored: Vec<bool>,
+    /// Per driver: its cluster holds only fill points.
+    pub fill_only: Vec<bool>,
+    /// The splats that follow drivers (ascending).
+    pub followers: Vec<u32>,
+    /// `k` nearest drivers per follower, flattened (`settings.k` each).
+    pub neighbours: Vec<u32>,
+    /// Driver graph edges `(a, b)`, `a < b`.
+    pub graph: Vec<(u32, u32)>,
+    /// Per driver: the fit's confidence in E, when the fit gave one.
+    pub youngs_confidence: Option<Vec<f64>>,
+}
+
+/// Why the fit's per-driver values do not fit `drivers` (`None`: they do):
+/// `n` log10 E, `3n` velocity components (driver-major, world units / s),
+/// `n` confidences, all finite. Shared with [`super::fitted_ply`].
+pub(crate) fn fit_values_mismatch(
+    drivers: &DriverSet,
+    log10_youngs: &[f64],
+    velocity: &[f64],
+    confidence: Option<&[f64]>,
+) -> Option<String> {
+    let n = drivers.len();
+    let counts = [
+        ("log10 E values", log10_youngs.len(), n),
+        ("velocity components", velocity.len(), 3 * n),
+        ("confidences", confidence.map_or(n, <[f64]>::len), n),
+    ];
+    for (what, found, expected) in counts {
+        if found != expected {
+            return Some(format!(
+                "{found} {what} for {n} drivers (expected {expected})"
+            ));
+        }
+    }
+    let values = [
+        ("log10 E", log10_youngs),
+        ("velocity", velocity),
+        ("confidence", confidence.unwrap_or(&[])),
+    ];
+    for (what, values) in values {
+        if let Some(i) = values.iter().position(|v| !v.is_finite()) {
+            return Some(format!("{what} value {i} is {}", values[i]));
+        }
+    }
+    None
+}
+
+fn flags(values: &[bool]) -> Vec<u8> {
+    values.iter().map(|&b| b as u8).collect()
+}
+
+impl FittedDrivers {
+    /// The fit's result: `drivers` of `scene` with `log10_youngs` (one per
+    /// driver, normalised units), `velocity` (3 per driver, driver-major,
+    /// world units / s) and optionally a confidence per driver. Hashes the
+    /// scene's `.ply`.
+    pub fn new(
+        scene: &Scene,
+        drivers: &DriverSet,
+        log10_youngs: &[f64],
+        velocity: &[f64],
+        confidence: Option<&[f64]>,
+    ) -> Result<Self, DriversFileError> {
+        if let Some(problem) = fit_values_mismatch(drivers, log10_youngs, velocity, confidence) {
+            return Err(DriversFileError::Inputs(problem));
+        }
+        let mut settings = SimulationRecord::from_scene(scene);
+        settings.driver_count = drivers.len();
+        settings.k = drivers.k;
+        Ok(Self {
+            settings,
+            particle_volume: drivers.volume,
+            ply_path: scene.config.gaussians.path.display().to_string(),
+            ply_sha256: ply_sha256(&scene.gaussians_path)?,
+            physfit_version: env!("CARGO_PKG_VERSION").to_string(),
+            rest: drivers.rest.clone(),
+            log10_youngs: log10_youngs.to_vec(),
+            velocity: velocity
+                .chunks_exact(3)
+                .map(|c| [c[0], c[1], c[2]])
+                .collect(),
+            anchored: drivers.anchored.clone(),
+            fill_only: drivers.fill_only.clone(),
+            followers: drivers.followers.clone(),
+            neighbours: drivers.neighbours.clone(),
+            graph: drivers.graph.clone(),
+            youngs_confidence: confidence.map(<[f64]>::to_vec),
+        })
+    }
+
+    /// Number of drivers.
+    pub fn len(&self) -> usize {
+        self.rest.len()
+    }
+
+    /// True without drivers (never for a file that loads).
+    pub fn is_empty(&self) -> bool {
+        self.rest.is_empty()
+    }
+
+    /// Young's modulus per driver in world units ([`youngs_world`]).
+    pub fn youngs_world(&self) -> Vec<f64> {
+        let side = self.settings.sim_box.side;
+        self.log10_youngs
+            .iter()
+            .map(|&l| youngs_world(10f64.powf(l), side))
+            .collect()
+    }
+
+    /// The simulator's settings.
+    pub fn mpm_config(&self) -> MpmConfig {
+        self.settings.mpm_config()
+    }
+
+    /// The simulator's particles: the fitted E (normalised units, as the
+    /// fit sets it), checked for stability up to the top of the fit's range.
+    pub fn mpm_setup(&self) -> MpmSetup {
+        MpmSetup {
+            particle_volume: self.particle_volume,
+            anchored: self.anchored.clone(),
+            youngs: self
+                .log10_youngs
+                .iter()
+                .map(|&l| 10f64.powf(l) as f32)
+                .collect(),
+            youngs_max: 10f64.powf(self.settings.log10_youngs_range[1]),
+        }
+    }
+
+    /// The initial state: drivers at rest with the fitted velocity
+    /// (normalised units: world / side).
+    pub fn initial_state(&self) -> ParticleState {
+        let side = self.settings.sim_box.side;
+        let v = self
+            .velocity
+            .iter()
+            .map(|v| v.map(|c| (c / side) as f32))
+            .collect();
+        ParticleState::at_rest(self.rest.clone(), v)
+    }
+
+    fn metadata(&self) -> MetadataWriter {
+        let mut w = MetadataWriter::default();
+        w.value("format", FORMAT)
+            .value("format_version", FORMAT_VERSION)
+            .value("physfit_version", &self.physfit_version)
+            .value("gaussians.path", &self.ply_path)
+            .value("gaussians.sha256", &self.ply_sha256)
+            .value("drivers.volume", self.particle_volume)
+            .value(
+                "units.rest",
+                "normalised box coordinates: x_world = simulation.box.min + rest * simulation.box.side",
+            )
+            .value(
+                "units.log10_youngs",
+                "log10 of Young's modulus in normalised units (the box mapped to [0,1]^3, time in seconds); \
+                 E_world = E_normalised * simulation.box.side^2 at the same density",
+            )
+            .value("units.velocity", "world units per second")
+            .value("units.gravity", "simulation.gravity in world units per second squared")
+            .value(
+                "units.material",
+                "material.density and Young's modulus in normalised units, as in PhysDreamer",
+            );
+        self.settings.write(&mut w);
+        w
+    }
+
+    /// Writes the file atomically (temp file, then rename: a reader never
+    /// sees half a file, and an existing file is replaced whole).
+    pub fn save(&self, path: &Path) -> Result<(), DriversFileError> {
+        let n = self.len();
+        let f = self.followers.len();
+        let mut buffers: Vec<(&str, safetensors::Dtype, Vec<usize>, Vec<u8>)> = vec![
+            (
+                "rest",
+                f32::DTYPE,
+                vec![n, 3],
+                f32::to_le_bytes_all(self.rest.as_flattened()),
+            ),
+            (
+                "log10_youngs",
+                f64::DTYPE,
+                vec![n],
+                f64::to_le_bytes_all(&self.log10_youngs),
+            ),
+            (
+                "velocity",
+                f64::DTYPE,
+                vec![n, 3],
+                f64::to_le_bytes_all(self.velocity.as_flattened()),
+            ),
+            ("anchored", u8::DTYPE, vec![n], flags(&self.anchored)),
+            ("fill_only", u8::DTYPE, vec![n], flags(&self.fill_only)),
+            (
+                "followers",
+                u32::DTYPE,
+                vec![f],
+                u32::to_le_bytes_all(&self.followers),
+            ),
+            (
+                "neighbours",
+                u32::DTYPE,
+                vec![f, self.settings.k],
+                u32::to_le_bytes_all(&self.neighbours),
+            ),
+            (
+                "graph",
+                u32::DTYPE,
+                vec![self.graph.len(), 2],
+                self.graph
+                    .iter()
+                    .flat_map(|&(a, b)| [a, b])
+                    .flat_map(u32::to_le_bytes)
+                    .collect(),
+            ),
+        ];
+        if let Some(c) = &self.youngs_confidence {
+            buffers.push((
+                "youngs_confidence",
+                f64::DTYPE,
+                vec![n],
+                f64::to_le_bytes_all(c),
+            ));
+        }
+        let fail = |reason: String| DriversFileError::Write {
+            path: path.to_path_buf(),
+            reason,
+        };
+        let views = buffers
+            .iter()
+            .map(|(name, dtype, shape, data)| {
+                TensorView::new(*dtype, shape.clone(), data)
+                    .map(|v| (*name, v))
+                    .map_err(|e| fail(format!("tensor `{name}`: {e}")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let bytes = safetensors::serialize(views, Some(self.metadata().finish()))
+            .map_err(|e| fail(e.to_string()))?;
+        write_atomic(path, &bytes).map_err(|e| fail(e.to_string()))
+    }
+
+    /// Reads a file written by [`FittedDrivers::save`], checking the format,
+    /// every tensor's dtype and shape, every metadata field, and that the
+    /// indices lie in range.
+    pub fn load(path: &Path) -> Result<FittedDrivers, DriversFileError> {
+        let bytes = read_archive_bytes(path)?;
+        let archive = TensorArchive::parse(&bytes, path)?;
+        let meta = MetadataReader::new(path, archive.metadata());
+        for (field, expected) in [("format", FORMAT), ("format_version", FORMAT_VERSION)] {
+            let found = meta.text(field)?;
+            if found != expected {
+                return Err(DriversFileError::Format {
+                    path: path.to_path_buf(),
+                    field,
+                    found: found.to_string(),
+                    expected: expected.to_string(),
+                });
+            }
+        }
+        let settings = SimulationRecord::read(&meta)?;
+        let particle_volume: f64 = meta.parsed("drivers.volume")?;
+        if !(particle_volume.is_finite() && particle_volume > 0.0) {
+            return Err(meta
+                .invalid(
+                    "drivers.volume",
+                    format!("is {particle_volume}, expected a positive volume"),
+                )
+                .into());
+        }
+        let ply_sha256 = meta.text("gaussians.sha256")?.to_string();
+        if ply_sha256.len() != 64 || !ply_sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(meta
+                .invalid(
+                    "gaussians.sha256",
+                    format!("is \"{ply_sha256}\", expected 64 hex digits"),
+                )
+                .into());
+        }
+
+        let n = settings.driver_count;
+        let k = settings.k;
+        let rows3 = |v: Vec<f64>| v.chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect();
+        let rest = archive
+            .shaped::<f32>("rest", &[Some(n), Some(3)])?
+            .1
+            .chunks_exact(3)
+            .map(|c| [c[0], c[1], c[2]])
+            .collect();
+        let log10_youngs = archive.shaped::<f64>("log10_youngs", &[Some(n)])?.1;
+        let velocity: Vec<[f64; 3]> =
+            rows3(archive.shaped::<f64>("velocity", &[Some(n), Some(3)])?.1);
+        let anchored = archive.shaped::<u8>("anchored", &[Some(n)])?.1;
+        let fill_only = archive.shaped::<u8>("fill_only", &[Some(n)])?.1;
+        let (shape, followers) = archive.shaped::<u32>("followers", &[None])?;
+        let neighbours = archive
+            .shaped::<u32>("neighbours", &[Some(shape[0]), Some(k)])?
+            .1;
+        let graph = archive.shaped::<u32>("graph", &[None, Some(2)])?.1;
+        let youngs_confidence = if archive.contains("youngs_confidence") {
+            Some(archive.shaped::<f64>("youngs_confidence", &[Some(n)])?.1)
+        } else {
+            None
+        };
+
+        let bad = |tensor: &'static str, problem: String| DriversFileError::Tensor {
+            path: path.to_path_buf(),
+            tensor,
+            problem,
+        };
+        let finite = [
+            ("log10_youngs", log10_youngs.as_slice()),
+            ("velocity", velocity.as_flattened()),
+            (
+                "youngs_confidence",
+                youngs_confidence.as_deref().unwrap_or(&[]),
+            ),
+        ];
+        for (tensor, values) in finite {
+            if let Some(i) = values.iter().position(|v| !v.is_finite()) {
+                return Err(bad(tensor, format!("holds {} at element {i}", values[i])));
+            }
+        }
+        for (tensor, values) in [("anchored", &anchored), ("fill_only", &fill_only)] {
+            if let Some(i) = values.iter().position(|&v| v > 1) {
+                return Err(bad(
+                    tensor,
+                    format!("holds {} at element {i}, expected 0 or 1", values[i]),
+                ));
+            }
+        }
+        for (tensor, values) in [("neighbours", &neighbours), ("graph", &graph)] {
+            if let Some(i) = values.iter().position(|&v| v as usize >= n) {
+                return Err(bad(
+                    tensor,
+                    format!(
+                        "holds driver {} at element {i}, but there are {n} drivers",
+                        values[i]
+                    ),
+                ));
+            }
+        }
+        if followers.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(bad("followers", "is not strictly ascending".into()));
+        }
+        let graph: Vec<(u32, u32)> = graph.chunks_exact(2).map(|e| (e[0], e[1])).collect();
+        if let Some(i) = graph.iter().position(|&(a, b)| a >= b) {
+            return Err(bad(
+                "graph",
+                format!("edge {i} is {:?}, expected a < b", graph[i]),
+            ));
+        }
+        Ok(FittedDrivers {
+            settings,
+            particle_volume,
+            ply_path: meta.text("gaussians.path")?.to_string(),
+            ply_sha256,
+            physfit_version: meta.text("physfit_version")?.to_string(),
+            rest,
+            log10_youngs,
+            velocity,
+            anchored: anchored.iter().map(|&v| v == 1).collect(),
+            fill_only: fill_only.iter().map(|&v| v == 1).collect(),
+            followers,
+            neighbours,
+            graph,
+            youngs_confidence,
+        })
+    }
+
+    /// Refuses `scene` when its `.ply` is not the one fitted (by SHA-256)
+    /// or when it differs in a setting a re-simulation depends on (the box,
+    /// grid, substeps, frame rate, material constants, walls, gravity,
+    /// damping, the `[drivers]` settings) or in which splats follow drivers
+    /// (`regions`): every difference is named.
+    pub fn check_against(&self, scene: &Scene) -> Result<(), DriversFileError> {
+        let scene_sha256 = ply_sha256(&scene.gaussians_path)?;
+        if scene_sha256 != self.ply_sha256 {
+            return Err(DriversFileError::PlyChanged {
+                fitted_ply: self.ply_path.clone(),
+                fitted_sha256: self.ply_sha256.clone(),
+                scene: scene.path.clone(),
+                scene_ply: scene.gaussians_path.clone(),
+                scene_sha256,
+            });
+        }
+        let mut differences = self
+            .settings
+            .differences(&SimulationRecord::from_scene(scene));
+        let free: Vec<u32> = scene
+            .simulated_indices()
+            .into_iter()
+            .filter(|&i| !scene.anchored[i as usize])
+            .collect();
+        if free != self.followers {
+            differences.push(format!(
+                "`regions.simulated` / `regions.anchored`: {} free simulated splats in the fit, {} now{}",
+                self.followers.len(),
+                free.len(),
+                if free.len() == self.followers.len() { " (other splats)" } else { "" }
+            ));
+        }
+        if differences.is_empty() {
+            Ok(())
+        } else {
+            Err(DriversFileError::SettingsChanged {
+                scene: scene.path.clone(),
+                differences,
+            })
+        }
+    }
+}
