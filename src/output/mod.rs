@@ -7,6 +7,7 @@
 
 pub mod drivers_file;
 pub mod drivers_file_error;
+pub mod fitted_ply;
 pub mod metadata_fields;
 pub mod ply_hash;
 pub mod simulation_record;
