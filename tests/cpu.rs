@@ -11,6 +11,8 @@ mod adam;
 mod drivers;
 #[path = "cpu/frames.rs"]
 mod frames;
+#[path = "cpu/output_files.rs"]
+mod output_files;
 #[path = "cpu/ply.rs"]
 mod ply;
 #[path = "cpu/reference_chain.rs"]

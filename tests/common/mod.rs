@@ -54,4 +54,38 @@ pub fn gradient_image(w: u32, h: u32) -> Vec<[f32; 4]> {
         .collect()
 }
 
+/// Writes `means` as small splats (`splats.ply`) and a scene around them
+/// (`scene.toml`: one 16×12 camera, log10 E in [3, 5]) with `extra` TOML
+/// appended, in a fresh temporary directory.
+pub fn scene_with(
+    means: &[[f32; 3]],
+    extra: &str,
+) -> (
+    tempfile::TempDir,
+    Result<physfit::scene::Scene, physfit::scene::SceneError>,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut g = physfit::scene::Gaussians::default();
+    for &m in means {
+        g.means.push(m);
+        g.rotations.push([1.0, 0.0, 0.0, 0.0]);
+        g.log_scales.push([-4.0; 3]);
+        g.opacity_logits.push(2.0);
+        g.sh.push([0.5, 0.2, 0.1]);
+    }
+    let ply = dir.path().join("splats.ply");
+    physfit::scene::ply::PlyData::from_gaussians(&g, &ply)
+        .write(&ply, &[])
+        .unwrap();
+    let toml = format!(
+        "[gaussians]\npath = \"splats.ply\"\n\n[[views]]\n[views.camera]\nwidth = 16\nheight = 12\n\
+         fx = 20.0\nposition = [0.5, -4.0, 0.5]\nlook_at = [0.5, 0.5, 0.5]\nup = [0.0, 0.0, 1.0]\n\n\
+         [material]\nlog10_youngs_range = [3.0, 5.0]\n\n{extra}\n"
+    );
+    let path = dir.path().join("scene.toml");
+    std::fs::write(&path, toml).unwrap();
+    let scene = physfit::scene::Scene::load(&path);
+    (dir, scene)
+}
+
 pub mod deform_cases;

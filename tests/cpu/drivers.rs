@@ -8,14 +8,14 @@
 use std::path::Path;
 use std::process::Command;
 
+use crate::common::scene_with;
 use physfit::drive::kmeans::{
     distance2, kmeans, kmeans_plus_plus, SplitMix64, MAX_ITERATIONS, TOLERANCE,
 };
 use physfit::drive::voxel;
 use physfit::drive::{DriverSet, DriverSource};
 use physfit::mpm::config::occupied_volume;
-use physfit::scene::ply::PlyData;
-use physfit::scene::{DriverCount, Gaussians, Scene, SceneError, SimBox};
+use physfit::scene::{DriverCount, Gaussians, Scene, SimBox};
 
 /// `n` points in a few anisotropic clumps inside [0.2, 0.8]³.
 fn clumps(n: usize, seed: u64) -> Vec<[f64; 3]> {
@@ -271,30 +271,6 @@ fn a_driver_is_anchored_when_most_of_its_cluster_is() {
 }
 
 // --- Scenes ---------------------------------------------------------------
-
-/// Writes `means` as splats and a scene around them with `extra` TOML.
-fn scene_with(means: &[[f32; 3]], extra: &str) -> (tempfile::TempDir, Result<Scene, SceneError>) {
-    let dir = tempfile::tempdir().unwrap();
-    let mut g = Gaussians::default();
-    for &m in means {
-        g.means.push(m);
-        g.rotations.push([1.0, 0.0, 0.0, 0.0]);
-        g.log_scales.push([-4.0; 3]);
-        g.opacity_logits.push(2.0);
-        g.sh.push([0.5, 0.2, 0.1]);
-    }
-    let ply = dir.path().join("splats.ply");
-    PlyData::from_gaussians(&g, &ply).write(&ply, &[]).unwrap();
-    let toml = format!(
-        "[gaussians]\npath = \"splats.ply\"\n\n[[views]]\n[views.camera]\nwidth = 16\nheight = 12\n\
-         fx = 20.0\nposition = [0.5, -4.0, 0.5]\nlook_at = [0.5, 0.5, 0.5]\nup = [0.0, 0.0, 1.0]\n\n\
-         [material]\nlog10_youngs_range = [3.0, 5.0]\n\n{extra}\n"
-    );
-    let path = dir.path().join("scene.toml");
-    std::fs::write(&path, toml).unwrap();
-    let scene = Scene::load(&path);
-    (dir, scene)
-}
 
 /// `per_axis³` splats filling the unit cube densely (world units).
 fn dense_block(per_axis: usize) -> Vec<[f32; 3]> {

@@ -1,0 +1,439 @@
+//! The fit's files (src/output; issue 13, "Outputs"): `drivers.safetensors`
+//! round-trips bit for bit, is written atomically, is refused with another
+//! `.ply` or other settings and when truncated or altered (naming the file
+//! and the tensor or field); `fitted.ply` reloads with every splat and the
+//! fitted material of followers, anchored and static splats.
+
+use std::path::Path;
+
+use physfit::drive::DriverSet;
+use physfit::output::fitted_ply::{write_fitted_ply, SplatMaterial};
+use physfit::output::{youngs_world, DriversFileError, FittedDrivers};
+use physfit::scene::ply::load_gaussians;
+use physfit::scene::Scene;
+use safetensors::tensor::TensorView;
+use safetensors::{Dtype, SafeTensors};
+
+use crate::common::scene_with;
+
+/// 5³ splats in the unit cube: the top layer (z = 1) static, the bottom
+/// layer (z = 0) anchored, the rest free; 12 drivers, 4 per splat.
+const REGIONS: &str = "[drivers]\ncount = 12\nk = 4\n\n[regions]\n\
+    simulated = [{ min = [-0.1, -0.1, -0.1], max = [1.1, 1.1, 0.8] }]\n\
+    anchored = [{ min = [-0.1, -0.1, -0.1], max = [1.1, 1.1, 0.1] }]";
+
+fn lattice() -> Vec<[f32; 3]> {
+    let mut means = Vec::new();
+    for i in 0..5 {
+        for j in 0..5 {
+            for k in 0..5 {
+                means.push([i as f32 * 0.25, j as f32 * 0.25, k as f32 * 0.25]);
+            }
+        }
+    }
+    means
+}
+
+/// A scene, its drivers and the "fit": log10 E, v0 (world units/s, 0 on
+/// anchored drivers) and a confidence per driver, all different and with
+/// digits that a lossy encoding would change.
+struct Fitted {
+    dir: tempfile::TempDir,
+    scene: Scene,
+    drivers: DriverSet,
+    log10: Vec<f64>,
+    velocity: Vec<f64>,
+    confidence: Vec<f64>,
+}
+
+fn fitted() -> Fitted {
+    let (dir, scene) = scene_with(&lattice(), REGIONS);
+    let scene = scene.unwrap();
+    let drivers = DriverSet::from_scene(&scene).unwrap();
+    let n = drivers.len();
+    assert_eq!(n, 12);
+    assert!(drivers.anchored.iter().any(|a| *a) && drivers.anchored.iter().any(|a| !*a));
+    let log10 = (0..n).map(|d| 3.0 + d as f64 / 7.0 + 1e-13).collect();
+    let velocity = (0..3 * n)
+        .map(|i| {
+            if drivers.anchored[i / 3] {
+                0.0
+            } else {
+                (i as f64 * 0.37).sin() / 3.0
+            }
+        })
+        .collect();
+    let confidence = (0..n).map(|d| 0.1 * d as f64 + 1.0 / 3.0).collect();
+    Fitted {
+        dir,
+        scene,
+        drivers,
+        log10,
+        velocity,
+        confidence,
+    }
+}
+
+impl Fitted {
+    fn file(&self) -> FittedDrivers {
+        FittedDrivers::new(
+            &self.scene,
+            &self.drivers,
+            &self.log10,
+            &self.velocity,
+            Some(&self.confidence),
+        )
+        .unwrap()
+    }
+
+    fn path(&self, name: &str) -> std::path::PathBuf {
+        self.dir.path().join(name)
+    }
+}
+
+#[test]
+fn drivers_file_round_trips_bit_for_bit_and_matches_its_scene() {
+    let f = fitted();
+    let file = f.file();
+    let path = f.path("drivers.safetensors");
+    file.save(&path).unwrap();
+    let back = FittedDrivers::load(&path).unwrap();
+    assert_eq!(back, file);
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&back.log10_youngs), bits(&f.log10));
+    assert_eq!(bits(back.velocity.as_flattened()), bits(&f.velocity));
+    assert_eq!(
+        bits(&back.settings.sim_box.min),
+        bits(&f.scene.simulation.sim_box.min)
+    );
+    assert_eq!(
+        back.settings.sim_box.side.to_bits(),
+        f.scene.simulation.sim_box.side.to_bits()
+    );
+    assert_eq!(back.rest, f.drivers.rest);
+    assert_eq!(back.neighbours, f.drivers.neighbours);
+    assert_eq!(back.graph, f.drivers.graph);
+    assert_eq!(back.ply_path, "splats.ply");
+    assert_eq!(back.mpm_config(), f.scene.mpm_config());
+    back.check_against(&f.scene).unwrap();
+    // World E: normalised · side².
+    let side = f.scene.simulation.sim_box.side;
+    let e = back.youngs_world();
+    assert!((e[5] / (10f64.powf(f.log10[5]) * side * side) - 1.0).abs() < 1e-12);
+    // Without a confidence the tensor is absent and reads back as None.
+    let bare = FittedDrivers::new(&f.scene, &f.drivers, &f.log10, &f.velocity, None).unwrap();
+    bare.save(&path).unwrap();
+    assert_eq!(FittedDrivers::load(&path).unwrap().youngs_confidence, None);
+}
+
+#[test]
+fn drivers_file_is_written_atomically() {
+    let f = fitted();
+    let path = f.path("drivers.safetensors");
+    // An existing, longer file is replaced whole.
+    std::fs::write(&path, vec![0xAB; 1 << 16]).unwrap();
+    f.file().save(&path).unwrap();
+    let len = std::fs::metadata(&path).unwrap().len();
+    assert!(len < 1 << 16, "{len} bytes: the old file was not replaced");
+    assert_eq!(FittedDrivers::load(&path).unwrap(), f.file());
+    let mut names: Vec<String> = std::fs::read_dir(f.dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["drivers.safetensors", "scene.toml", "splats.ply"]);
+}
+
+#[test]
+fn a_changed_ply_is_refused_naming_both_files() {
+    let f = fitted();
+    let file = f.file();
+    let ply = f.path("splats.ply");
+    let mut bytes = std::fs::read(&ply).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    std::fs::write(&ply, bytes).unwrap();
+    let e = file.check_against(&f.scene).unwrap_err();
+    assert!(matches!(e, DriversFileError::PlyChanged { .. }), "{e}");
+    let m = e.to_string();
+    eprintln!("MSG {m}");
+    assert!(
+        m.contains("splats.ply") && m.contains("scene.toml") && m.contains("gaussians.path"),
+        "{m}"
+    );
+}
+
+/// The scene of `f` with `extra` (`[table]\nkey = value`) added, beside
+/// the first: into the table when the scene has it, else appended.
+fn variant(f: &Fitted, extra: &str) -> Scene {
+    let text = std::fs::read_to_string(f.path("scene.toml")).unwrap();
+    let (header, body) = extra.split_once('\n').unwrap();
+    let text = match text.contains(&format!("{header}\n")) {
+        true => text.replacen(&format!("{header}\n"), &format!("{extra}\n"), 1),
+        false => format!("{text}\n{header}\n{body}\n"),
+    };
+    let path = f.path("variant.toml");
+    std::fs::write(&path, text).unwrap();
+    Scene::load(&path).unwrap()
+}
+
+#[test]
+fn changed_settings_are_refused_naming_the_field() {
+    let f = fitted();
+    let file = f.file();
+    for (extra, field) in [
+        (
+            "[simulation]\ngrid_res = 24",
+            "`simulation.grid_res`: 32 in the fit, 24 now",
+        ),
+        ("[simulation]\nsubsteps = 400", "`simulation.substeps`"),
+        (
+            "[simulation]\nwalls = \"slip\"",
+            "`simulation.walls`: sticky in the fit, slip now",
+        ),
+        (
+            "[reference]\nfps = 24.0",
+            "`reference.fps`: 30 in the fit, 24 now",
+        ),
+        (
+            "[material]\npoisson_ratio = 0.25",
+            "`material.poisson_ratio`",
+        ),
+    ] {
+        let scene = variant(&f, extra);
+        let e = file.check_against(&scene).unwrap_err();
+        assert!(
+            matches!(e, DriversFileError::SettingsChanged { .. }),
+            "{extra}: {e}"
+        );
+        let m = e.to_string();
+        eprintln!("MSG {m}");
+        assert!(
+            m.contains(field) && m.contains("variant.toml"),
+            "{extra}: {m}"
+        );
+    }
+    // Other free splats: named as the regions.
+    let text = std::fs::read_to_string(f.path("scene.toml")).unwrap();
+    let path = f.path("variant.toml");
+    std::fs::write(
+        &path,
+        text.replace("max = [1.1, 1.1, 0.1]", "max = [1.1, 1.1, 0.3]"),
+    )
+    .unwrap();
+    let m = file
+        .check_against(&Scene::load(&path).unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        m.contains("`regions.simulated` / `regions.anchored`"),
+        "{m}"
+    );
+    // A change a re-simulation does not depend on is accepted.
+    let scene = variant(&f, "[fit]\ntv_weight = 0.5");
+    file.check_against(&scene).unwrap();
+}
+
+/// Rewrites the archive at `path` with `edit` applied to its tensors
+/// (name, dtype, shape, bytes) and metadata.
+fn rewrite(
+    path: &Path,
+    edit: impl FnOnce(
+        &mut Vec<(String, Dtype, Vec<usize>, Vec<u8>)>,
+        &mut std::collections::HashMap<String, String>,
+    ),
+) {
+    let bytes = std::fs::read(path).unwrap();
+    let (_, meta) = SafeTensors::read_metadata(&bytes).unwrap();
+    let mut meta = meta.metadata().clone().unwrap();
+    let st = SafeTensors::deserialize(&bytes).unwrap();
+    let mut tensors: Vec<_> = st
+        .tensors()
+        .into_iter()
+        .map(|(n, v)| (n, v.dtype(), v.shape().to_vec(), v.data().to_vec()))
+        .collect();
+    edit(&mut tensors, &mut meta);
+    let views: Vec<_> = tensors
+        .iter()
+        .map(|(n, d, s, b)| (n.clone(), TensorView::new(*d, s.clone(), b).unwrap()))
+        .collect();
+    std::fs::write(path, safetensors::serialize(views, Some(meta)).unwrap()).unwrap();
+}
+
+#[test]
+fn damaged_drivers_files_are_refused_naming_the_tensor_or_field() {
+    let f = fitted();
+    let path = f.path("drivers.safetensors");
+    let message = |path: &Path| FittedDrivers::load(path).unwrap_err().to_string();
+    // Truncated: the last tensor (U8 tensors come last) is cut off.
+    f.file().save(&path).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    std::fs::write(&path, &bytes[..bytes.len() - 3]).unwrap();
+    let m = message(&path);
+    eprintln!("MSG {m}");
+    assert!(
+        m.contains("drivers.safetensors") && m.contains("truncated") && m.contains("`fill_only`"),
+        "{m}"
+    );
+    // Cut inside the header.
+    std::fs::write(&path, &bytes[..40]).unwrap();
+    let m = message(&path);
+    eprintln!("MSG {m}");
+    assert!(m.contains("truncated"), "{m}");
+
+    type Edit = fn(
+        &mut Vec<(String, Dtype, Vec<usize>, Vec<u8>)>,
+        &mut std::collections::HashMap<String, String>,
+    );
+    let cases: [(Edit, &[&str]); 6] = [
+        (
+            |t, _| {
+                let e = t.iter_mut().find(|e| e.0 == "log10_youngs").unwrap();
+                let f64s: Vec<f64> =
+                    e.3.chunks_exact(8)
+                        .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
+                        .collect();
+                e.1 = Dtype::F32;
+                e.3 = f64s
+                    .iter()
+                    .flat_map(|v| (*v as f32).to_le_bytes())
+                    .collect();
+            },
+            &["`log10_youngs`", "F32", "F64"],
+        ),
+        (
+            |t, _| {
+                let e = t.iter_mut().find(|e| e.0 == "neighbours").unwrap();
+                e.2 = vec![e.2[0] * 2, e.2[1] / 2];
+            },
+            &["`neighbours`", "shape"],
+        ),
+        (|t, _| t.retain(|e| e.0 != "graph"), &["`graph`", "missing"]),
+        (
+            |t, _| {
+                let e = t.iter_mut().find(|e| e.0 == "graph").unwrap();
+                e.3[0..4].copy_from_slice(&99u32.to_le_bytes());
+            },
+            &["`graph`", "driver 99", "12 drivers"],
+        ),
+        (
+            |_, m| {
+                m.remove("simulation.grid_res");
+            },
+            &["`simulation.grid_res` is missing"],
+        ),
+        (
+            |_, m| {
+                m.insert("format_version".into(), "7".into());
+            },
+            &["`format_version`", "\"7\""],
+        ),
+    ];
+    for (edit, needles) in cases {
+        f.file().save(&path).unwrap();
+        rewrite(&path, edit);
+        let m = message(&path);
+        eprintln!("MSG {m}");
+        assert!(m.contains("drivers.safetensors"), "{m}");
+        for needle in needles {
+            assert!(m.contains(needle), "lacks {needle}: {m}");
+        }
+    }
+}
+
+#[test]
+fn fitted_ply_reloads_with_every_splat_and_its_material() {
+    let f = fitted();
+    let material = SplatMaterial::new(
+        &f.scene,
+        &f.drivers,
+        &f.log10,
+        &f.velocity,
+        Some(&f.confidence),
+    )
+    .unwrap();
+    let path = f.path("fitted.ply");
+    write_fitted_ply(&path, &f.scene, &material).unwrap();
+    let back = load_gaussians(&path).unwrap();
+    assert_eq!(back.gaussians.means, f.scene.gaussians().means);
+    assert_eq!(back.gaussians.sh, f.scene.gaussians().sh);
+    let text = String::from_utf8_lossy(&std::fs::read(&path).unwrap()[..400]).into_owned();
+    assert!(
+        text.contains(
+            "comment physfit fitted.ply: youngs_modulus is Young's modulus in world units"
+        ),
+        "{text}"
+    );
+    let vertex = back.ply.vertex().unwrap();
+    let column = |name: &str| {
+        vertex
+            .column_f32(name)
+            .unwrap_or_else(|| panic!("no `{name}`"))
+    };
+    let (e, sim, anch) = (
+        column("youngs_modulus"),
+        column("simulated"),
+        column("anchored"),
+    );
+    let v = [column("vx"), column("vy"), column("vz")];
+    let conf = column("youngs_confidence");
+    let side = f.scene.simulation.sim_box.side;
+    let close = |a: f32, b: f64| ((a as f64) - b).abs() <= 1e-6 * b.abs().max(1e-30);
+
+    // A follower: the means over its k drivers (log10 E, then to world units).
+    let g = f.drivers.followers.len() / 2;
+    let s = f.drivers.followers[g] as usize;
+    let near = f.drivers.neighbours_of(g);
+    assert_eq!(near.len(), 4);
+    let mean = |x: &dyn Fn(usize) -> f64| near.iter().map(|&d| x(d as usize)).sum::<f64>() / 4.0;
+    let log10 = mean(&|d| f.log10[d]);
+    assert!(
+        close(e[s], 10f64.powf(log10) * side * side),
+        "{} vs {}",
+        e[s],
+        youngs_world(10f64.powf(log10), side)
+    );
+    for (a, va) in v.iter().enumerate() {
+        assert!(close(va[s], mean(&|d| f.velocity[3 * d + a])), "v{a}");
+    }
+    assert!(close(conf[s], mean(&|d| f.confidence[d])));
+    assert_eq!((sim[s], anch[s]), (1.0, 0.0));
+    let varied = near
+        .iter()
+        .any(|&d| f.log10[d as usize] != f.log10[near[0] as usize]);
+    assert!(varied, "the test wants a follower whose drivers differ");
+
+    // An anchored splat (z = 0): its cluster driver's E and confidence, at rest.
+    let simulated = f.scene.simulated_indices();
+    let j = simulated
+        .iter()
+        .position(|&i| f.scene.anchored[i as usize])
+        .unwrap();
+    let s = simulated[j] as usize;
+    let d = f.drivers.cluster[j] as usize;
+    assert!(close(e[s], 10f64.powf(f.log10[d]) * side * side));
+    assert!(close(conf[s], f.confidence[d]));
+    assert_eq!(
+        (sim[s], anch[s], v[0][s], v[1][s], v[2][s]),
+        (1.0, 1.0, 0.0, 0.0, 0.0)
+    );
+
+    // A static splat (z = 1): zeros.
+    let s = (0..f.scene.simulated.len())
+        .find(|&i| !f.scene.simulated[i])
+        .unwrap();
+    assert_eq!(f.scene.gaussians().means[s][2], 1.0);
+    assert_eq!(
+        (e[s], sim[s], anch[s], v[0][s], conf[s]),
+        (0.0, 0.0, 0.0, 0.0, 0.0)
+    );
+    let counts = |c: &[f32]| c.iter().filter(|x| **x == 1.0).count();
+    assert_eq!((counts(&sim), counts(&anch)), (100, 25));
+
+    // A mismatched fit is refused.
+    let short = SplatMaterial::new(&f.scene, &f.drivers, &f.log10[1..], &f.velocity, None);
+    assert!(short
+        .unwrap_err()
+        .to_string()
+        .contains("11 log10 E values for 12 drivers"));
+}
