@@ -11,11 +11,14 @@
 //! - [`FitProblem`] itself ([`problem`]);
 //! - the optimiser, Adam with its schedule ([`adam`]), and the two-stage
 //!   loop around the problem ([`fitter`]);
+//! - the parameterisations a scene's `field` settings choose, with their
+//!   region assignment ([`field_setting`]);
 //! - the errors, [`FitError`] ([`mod@error`]).
 
 pub mod adam;
 pub mod error;
 pub mod fitter;
+pub mod field_setting;
 pub mod param_gather;
 pub mod params;
 pub mod problem;
@@ -27,6 +30,7 @@ pub use fitter::{
     plan_stages, run_fit, Control, FitEnd, FitObserver, FitState, IterationRecord, StageChoice,
     StageKind, StagePlan,
 };
+pub use field_setting::{ChosenField, RegionAssignment};
 pub use params::{MapEntry, ParamMap, VelocityField, YoungsField};
 pub use problem::{
     Evaluation, FitProblem, FitProblemOptions, FitTimings, HostGradients, ImageTerms, LossReport,

@@ -335,6 +335,54 @@ pub struct FitStageConfig {
     pub w_ssim: Option<f64>,
     /// TV weight for this stage (default: `fit.tv_weight`).
     pub tv_weight: Option<f64>,
+    /// How this stage's unknown is parameterised: `"drivers"` (default),
+    /// `"global"`, `"regions"`, and for the velocity `"rigid"`. A word, so
+    /// that a wrong one is refused by the validation naming the allowed
+    /// values (issue 13, "Parameterisation").
+    pub field: Option<String>,
+    /// `[fit.<stage>.regions]`: `name = [shapes]` for `field = "regions"`.
+    pub regions: Option<NamedRegionsConfig>,
+    /// Weight of the smoothness term on the initial velocity (stage 1 only).
+    pub velocity_tv_weight: Option<f64>,
+}
+
+/// `[fit.stiffness.regions]` / `[fit.velocity.regions]`: named regions,
+/// each a list of shapes with the `[regions]` syntax, in the order the file
+/// writes them. toml (without its `preserve_order` feature) hands a table's
+/// keys over sorted, so the keys are read with their spans and put back in
+/// file order: the order decides which region a driver in two of them
+/// belongs to (the first).
+#[derive(Clone, Debug, Default)]
+pub struct NamedRegionsConfig {
+    /// `(name, shapes)` in file order.
+    pub regions: Vec<(String, Vec<RegionShapeConfig>)>,
+}
+
+impl<'de> Deserialize<'de> for NamedRegionsConfig {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct RegionsVisitor;
+        impl<'de> Visitor<'de> for RegionsVisitor {
+            type Value = NamedRegionsConfig;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a table of `name = [shapes]` (the shapes as in [regions])")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut named = Vec::new();
+                while let Some(name) = map.next_key::<toml::Spanned<String>>()? {
+                    let shapes: Vec<RegionShapeConfig> = map.next_value()?;
+                    named.push((name.span().start, name.into_inner(), shapes));
+                }
+                named.sort_by_key(|(start, _, _)| *start);
+                Ok(NamedRegionsConfig {
+                    regions: named
+                        .into_iter()
+                        .map(|(_, name, shapes)| (name, shapes))
+                        .collect(),
+                })
+            }
+        }
+        d.deserialize_map(RegionsVisitor)
+    }
 }
 
 /// `[fit]`.
@@ -351,6 +399,11 @@ pub struct FitConfig {
     pub velocity: FitStageConfig,
     /// Stage 2: stiffness.
     pub stiffness: FitStageConfig,
+    /// Rounds of stage 1 then stage 2 (an integer ≥ 1; checked by the
+    /// validation, hence signed).
+    pub rounds: i64,
+    /// Iterations between checkpoints (an integer ≥ 1).
+    pub checkpoint_every: i64,
 }
 
 impl Default for FitConfig {
@@ -361,6 +414,8 @@ impl Default for FitConfig {
             tv_weight: 0.01,
             velocity: FitStageConfig::default(),
             stiffness: FitStageConfig::default(),
+            rounds: 1,
+            checkpoint_every: 10,
         }
     }
 }

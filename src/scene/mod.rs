@@ -6,6 +6,7 @@ pub mod atomic_write;
 pub mod camera;
 pub mod config;
 pub mod error;
+pub mod fit_field;
 pub mod frames;
 pub mod gaussians;
 pub mod nerfstudio;
@@ -20,6 +21,7 @@ pub mod view;
 pub use camera::Camera;
 pub use config::SceneConfig;
 pub use error::SceneError;
+pub use fit_field::{FieldSetting, NamedRegion, UNCOVERED_REGION};
 pub use gaussians::Gaussians;
 pub use scene::{
     DriverCount, Drivers, FitSettings, FitStage, Material, Scene, Simulation, Stability,

@@ -9,7 +9,7 @@ use super::ply::read_points;
 use super::validate::Validator;
 
 /// One part of a region.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum RegionShape {
     /// Points `p` with `min ≤ p ≤ max` (world units).
     Box {
@@ -24,7 +24,7 @@ pub enum RegionShape {
 
 /// Balls of one radius around a point set, hashed on a grid of cell size
 /// `radius` so a query looks at 27 cells.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct PointBalls {
     /// Ball radius, world units.
     pub radius: f64,
@@ -79,7 +79,7 @@ impl PointBalls {
 }
 
 /// A union of shapes.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Region {
     /// The shapes.
     pub shapes: Vec<RegionShape>,

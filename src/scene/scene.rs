@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use super::config::{BoxSetting, CountConfig, FitStageConfig, SceneConfig};
 use super::error::SceneError;
+use super::fit_field::{resolve_field, FieldOf, FieldSetting};
 use super::ply::{load_gaussians, LoadedSplats};
 use super::region::{resolve_region, Region};
 use super::sim_box::SimBox;
@@ -130,6 +131,13 @@ pub struct FitStage {
     pub w_ssim: f64,
     /// Total-variation weight on log10 E.
     pub tv_weight: f64,
+    /// Weight of the smoothness term on the initial velocity (TV of v0
+    /// over the driver graph; 0: off). Stage 1 only: stage 2 holds v0
+    /// frozen, where the term is a constant, so `[fit.stiffness]` refuses it
+    /// and its value there is 0.
+    pub velocity_tv_weight: f64,
+    /// How this stage's unknown is parameterised (`field`, `regions`).
+    pub field: FieldSetting,
 }
 
 impl FitStage {
@@ -145,6 +153,8 @@ impl FitStage {
             w_l1: 0.1,
             w_ssim: 0.9,
             tv_weight: 0.01,
+            velocity_tv_weight: 0.0,
+            field: FieldSetting::Drivers,
         }
     }
 
@@ -160,6 +170,8 @@ impl FitStage {
             w_l1: 0.1,
             w_ssim: 0.9,
             tv_weight: 0.01,
+            velocity_tv_weight: 0.0,
+            field: FieldSetting::Drivers,
         }
     }
 }
@@ -178,6 +190,12 @@ pub struct FitSettings {
     pub velocity: FitStage,
     /// Stage 2.
     pub stiffness: FitStage,
+    /// Rounds of stage 1 then stage 2 (≥ 1): with 2, stage 1 runs again
+    /// with the fitted E, then stage 2 again (issue 13).
+    pub rounds: u32,
+    /// Iterations between checkpoints (≥ 1; one is also written at the end
+    /// of each stage).
+    pub checkpoint_every: u32,
 }
 
 /// The explicit time-step check for a scene (DESIGN.md § MPM, Stability).
@@ -232,11 +250,23 @@ pub struct Scene {
 fn resolve_stage(
     v: &Validator,
     field: &str,
+    of: FieldOf,
     c: &FitStageConfig,
     d: FitStage,
 ) -> Result<FitStage, SceneError> {
     let f = |name: &str| format!("{field}.{name}");
+    let velocity_tv_weight = match (of, c.velocity_tv_weight) {
+        (_, None) => d.velocity_tv_weight,
+        (FieldOf::Velocity, Some(w)) => v.non_negative(&f("velocity_tv_weight"), w)?,
+        (FieldOf::Stiffness, Some(_)) => return Err(v.invalid(
+            &f("velocity_tv_weight"),
+            "stage 2 holds the initial velocity frozen, so its smoothness term is a constant there",
+            "move `velocity_tv_weight` to [fit.velocity]",
+        )),
+    };
     let stage = FitStage {
+        velocity_tv_weight,
+        field: resolve_field(v, field, of, c)?,
         iterations: c.iterations.unwrap_or(d.iterations),
         learning_rate: v.positive(
             &f("learning_rate"),
@@ -609,19 +639,37 @@ impl Scene {
             tv_weight,
             ..d
         };
+        let at_least_one = |field: &str, n: i64, why: &str| {
+            u32::try_from(n)
+                .ok()
+                .filter(|&n| n >= 1)
+                .ok_or_else(|| v.out_of_range(field, n, format!("must be an integer ≥ 1 ({why})")))
+        };
         let fit = FitSettings {
+            rounds: at_least_one(
+                "fit.rounds",
+                f.rounds,
+                "rounds of stage 1 then stage 2; default 1",
+            )?,
+            checkpoint_every: at_least_one(
+                "fit.checkpoint_every",
+                f.checkpoint_every,
+                "iterations between checkpoints; default 10",
+            )?,
             w_l1,
             w_ssim,
             tv_weight,
             velocity: resolve_stage(
                 v,
                 "fit.velocity",
+                FieldOf::Velocity,
                 &f.velocity,
                 with_weights(FitStage::velocity_default()),
             )?,
             stiffness: resolve_stage(
                 v,
                 "fit.stiffness",
+                FieldOf::Stiffness,
                 &f.stiffness,
                 with_weights(FitStage::stiffness_default()),
             )?,

@@ -15,7 +15,7 @@ fn lattice() -> Gaussians {
     common::splat_lattice(4)
 }
 
-const BASE: &str = r#"
+pub(crate) const BASE: &str = r#"
 [gaussians]
 path = "splats.ply"
 
@@ -32,12 +32,12 @@ up = [0.0, 0.0, 1.0]
 log10_youngs_range = [3.0, 5.0]
 "#;
 
-struct Fixture {
+pub(crate) struct Fixture {
     dir: tempfile::TempDir,
 }
 
 impl Fixture {
-    fn new() -> Fixture {
+    pub(crate) fn new() -> Fixture {
         let dir = tempfile::tempdir().unwrap();
         let ply = dir.path().join("splats.ply");
         PlyData::from_gaussians(&lattice(), &ply)
@@ -46,11 +46,11 @@ impl Fixture {
         Fixture { dir }
     }
 
-    fn path(&self, name: &str) -> PathBuf {
+    pub(crate) fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
 
-    fn load(&self, toml: &str) -> Result<Scene, SceneError> {
+    pub(crate) fn load(&self, toml: &str) -> Result<Scene, SceneError> {
         let p = self.path("scene.toml");
         std::fs::write(&p, toml).unwrap();
         Scene::load(&p)
@@ -68,7 +68,7 @@ impl Fixture {
 }
 
 /// Asserts `r` failed and its message names `field` and the scene file.
-fn expect_err(r: Result<Scene, SceneError>, field: &str) -> SceneError {
+pub(crate) fn expect_err(r: Result<Scene, SceneError>, field: &str) -> SceneError {
     let e = match r {
         Ok(_) => panic!("expected an error naming {field}"),
         Err(e) => e,
@@ -461,12 +461,27 @@ fn the_demo_scene_loads() {
 fn the_documented_example_matches_the_schema() {
     let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/scene.md"))
         .unwrap();
-    let start = doc.find("```toml\n").expect("an example block") + 8;
+    let example = doc
+        .find("## Complete example")
+        .expect("the complete example");
+    let start = example + doc[example..].find("```toml\n").expect("an example block") + 8;
     let end = start + doc[start..].find("```").unwrap();
     let config: physfit::scene::SceneConfig = toml::from_str(&doc[start..end]).unwrap();
     assert_eq!(config.views.len(), 2);
     assert_eq!(config.simulation.substeps, Some(100));
     assert_eq!(config.regions.anchored.len(), 1);
+    assert_eq!((config.fit.rounds, config.fit.checkpoint_every), (1, 10));
+    let names: Vec<&str> = config
+        .fit
+        .stiffness
+        .regions
+        .as_ref()
+        .unwrap()
+        .regions
+        .iter()
+        .map(|(name, _)| name.as_str())
+        .collect();
+    assert_eq!(names, ["tail", "body"]);
 }
 
 #[test]

@@ -1,0 +1,242 @@
+//! The fit's settings in scene.toml (issue 13): `field` and its regions per
+//! stage, `velocity_tv_weight`, `rounds`, `checkpoint_every`, each mistake
+//! refused naming its field; and the region assignment of
+//! src/fit/field_setting.rs over a scene's K-Means drivers (first region
+//! wins, uncovered drivers form one more region, names in file order).
+
+use crate::scene::{expect_err, Fixture, BASE};
+
+use physfit::drive::DriverSet;
+use physfit::fit::{ChosenField, RegionAssignment, VelocityField, YoungsField};
+use physfit::scene::region::RegionShape;
+use physfit::scene::{FieldSetting, Scene, UNCOVERED_REGION};
+
+/// BASE (64 splats on a lattice of spacing 0.5 over [0, 1.5]³) with `fit`
+/// appended.
+fn load(fx: &Fixture, fit: &str) -> Scene {
+    fx.load(&format!("{BASE}\n{fit}")).unwrap()
+}
+
+#[test]
+fn fit_settings_default_to_per_driver_fields_one_round_and_checkpoints_every_10() {
+    let fx = Fixture::new();
+    let fit = load(&fx, "").fit;
+    assert_eq!((fit.rounds, fit.checkpoint_every), (1, 10));
+    for stage in [&fit.velocity, &fit.stiffness] {
+        assert_eq!(stage.field, FieldSetting::Drivers);
+        assert_eq!(stage.velocity_tv_weight, 0.0);
+    }
+    let fit = load(
+        &fx,
+        "[fit]\nrounds = 2\ncheckpoint_every = 3\n[fit.velocity]\nfield = \"rigid\"\n\
+         velocity_tv_weight = 0.2\n[fit.stiffness]\nfield = \"global\"\n",
+    )
+    .fit;
+    assert_eq!((fit.rounds, fit.checkpoint_every), (2, 3));
+    assert_eq!(fit.velocity.field, FieldSetting::Rigid);
+    assert_eq!(fit.velocity.velocity_tv_weight, 0.2);
+    assert_eq!(fit.stiffness.field, FieldSetting::Global);
+    let fit = load(&fx, "[fit.velocity]\nfield = \"drivers\"\n").fit;
+    assert_eq!(fit.velocity.field, FieldSetting::Drivers);
+}
+
+/// The names come back in the order written, not toml's sorted order, in
+/// every TOML form of a table; each region is the union of its shapes.
+#[test]
+fn named_regions_keep_the_order_written() {
+    let fx = Fixture::new();
+    let tables = "[fit.stiffness]\nfield = \"regions\"\n[fit.stiffness.regions]\n\
+        zeta = [{ min = [0.0, 0.0, 0.0], max = [1.0, 1.0, 1.0] }]\n\
+        alpha = [{ min = [0.0, 0.0, 0.0], max = [1.0, 1.0, 2.0] }, \
+                 { min = [1.2, 0.0, 0.0], max = [2.0, 1.0, 1.0] }]\n\
+        mid = [{ min = [-1.0, -1.0, -1.0], max = [3.0, 3.0, 3.0] }]\n";
+    let inline = "[fit.velocity]\nfield = \"regions\"\nregions = { \
+        zeta = [{ min = [0.0, 0.0, 0.0], max = [1.0, 1.0, 1.0] }], \
+        alpha = [{ min = [0.0, 0.0, 0.0], max = [1.0, 1.0, 2.0] }, \
+                 { min = [1.2, 0.0, 0.0], max = [2.0, 1.0, 1.0] }], \
+        mid = [{ min = [-1.0, -1.0, -1.0], max = [3.0, 3.0, 3.0] }] }\n";
+    let fit = load(&fx, &format!("{tables}{inline}")).fit;
+    for field in [&fit.stiffness.field, &fit.velocity.field] {
+        let FieldSetting::Regions(regions) = field else {
+            panic!("{field:?}")
+        };
+        let names: Vec<&str> = regions.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["zeta", "alpha", "mid"]);
+        let shapes: Vec<usize> = regions.iter().map(|r| r.region.shapes.len()).collect();
+        assert_eq!(shapes, [1, 2, 1]);
+        assert!(matches!(
+            regions[1].region.shapes[1],
+            RegionShape::Box {
+                min: [1.2, 0.0, 0.0],
+                max: [2.0, 1.0, 1.0]
+            }
+        ));
+        assert!(regions[1].region.contains([1.5, 0.5, 0.5]));
+        assert!(!regions[0].region.contains([1.5, 0.5, 0.5]));
+    }
+}
+
+#[test]
+fn each_wrong_fit_setting_is_refused_naming_its_field() {
+    let fx = Fixture::new();
+    let refused = |fit: &str, field: &str| {
+        let e = expect_err(fx.load(&format!("{BASE}\n{fit}")), field);
+        eprintln!("{e}");
+        e.to_string()
+    };
+    // Fields: the stiffness has no rigid field; both list the allowed values.
+    let msg = refused(
+        "[fit.stiffness]\nfield = \"rigid\"\n",
+        "fit.stiffness.field",
+    );
+    for word in ["\"drivers\"", "\"global\"", "\"regions\""] {
+        assert!(msg.contains(word), "{msg}");
+    }
+    let msg = refused("[fit.velocity]\nfield = \"smooth\"\n", "fit.velocity.field");
+    for word in [
+        "\"smooth\"",
+        "\"drivers\"",
+        "\"global\"",
+        "\"rigid\"",
+        "\"regions\"",
+    ] {
+        assert!(msg.contains(word), "{msg}");
+    }
+    // Regions: required and non-empty with "regions", refused otherwise.
+    refused(
+        "[fit.stiffness]\nfield = \"regions\"\n",
+        "fit.stiffness.regions",
+    );
+    refused(
+        "[fit.velocity]\nfield = \"regions\"\n[fit.velocity.regions]\n",
+        "fit.velocity.regions",
+    );
+    let box_region = "tail = [{ min = [0.0, 0.0, 0.0], max = [1.0, 1.0, 1.0] }]\n";
+    let msg = refused(
+        &format!("[fit.stiffness.regions]\n{box_region}"),
+        "fit.stiffness.regions",
+    );
+    assert!(msg.contains("field = \"regions\""), "{msg}");
+    refused(
+        &format!("[fit.velocity]\nfield = \"global\"\n[fit.velocity.regions]\n{box_region}"),
+        "fit.velocity.regions",
+    );
+    let with = |regions: &str| {
+        format!("[fit.stiffness]\nfield = \"regions\"\n[fit.stiffness.regions]\n{regions}")
+    };
+    refused(&with("tail = []\n"), "fit.stiffness.regions.tail");
+    refused(
+        &with("tail = [{ min = [0.0, 0.0, 0.0] }]\n"),
+        "fit.stiffness.regions.tail[0]",
+    );
+    refused(
+        &with("tail = [{ min = [1.0, 0.0, 0.0], max = [0.0, 1.0, 1.0] }]\n"),
+        "fit.stiffness.regions.tail[0]",
+    );
+    refused(
+        &with("tail = [{ points = \"missing.ply\", radius = 0.1 }]\n"),
+        "fit.stiffness.regions.tail[0].points",
+    );
+    refused(
+        &with(&format!(
+            "\"{UNCOVERED_REGION}\" = [{{ min = [0.0, 0.0, 0.0], max = [1.0, 1.0, 1.0] }}]\n"
+        )),
+        &format!("fit.stiffness.regions.{UNCOVERED_REGION}"),
+    );
+    // The velocity smoothness weight: ≥ 0, and stage 1 only.
+    refused(
+        "[fit.velocity]\nvelocity_tv_weight = -0.1\n",
+        "fit.velocity.velocity_tv_weight",
+    );
+    let msg = refused(
+        "[fit.stiffness]\nvelocity_tv_weight = 0.1\n",
+        "fit.stiffness.velocity_tv_weight",
+    );
+    assert!(msg.contains("[fit.velocity]"), "{msg}");
+    // Rounds and the checkpoint interval: integers ≥ 1.
+    refused("[fit]\nrounds = 0\n", "fit.rounds");
+    refused("[fit]\nrounds = -2\n", "fit.rounds");
+    refused("[fit]\ncheckpoint_every = 0\n", "fit.checkpoint_every");
+}
+
+/// Over the lattice's 64 drivers (one per splat: as many drivers as
+/// splats), regions written "low" (z ≤ 0.6: 32 drivers) then "left"
+/// (x ≤ 0.25: 16, 8 of them also low): a driver in both belongs to the
+/// first written, the 24 in neither to one more region; E and v0 get the
+/// same assignment, and the other fields map as named.
+#[test]
+fn drivers_belong_to_the_first_region_holding_them_and_the_rest_to_one_more() {
+    let fx = Fixture::new();
+    let scene = load(
+        &fx,
+        "[fit.stiffness]\nfield = \"regions\"\n[fit.stiffness.regions]\n\
+         low = [{ min = [-1.0, -1.0, -1.0], max = [2.0, 2.0, 0.6] }]\n\
+         left = [{ min = [-1.0, -1.0, -1.0], max = [0.25, 2.0, 2.0] }]\n\
+         [fit.velocity]\nfield = \"regions\"\n[fit.velocity.regions]\n\
+         low = [{ min = [-1.0, -1.0, -1.0], max = [2.0, 2.0, 0.6] }]\n\
+         left = [{ min = [-1.0, -1.0, -1.0], max = [0.25, 2.0, 2.0] }]\n",
+    );
+    let drivers = DriverSet::from_scene(&scene).unwrap();
+    assert_eq!(drivers.len(), 64);
+    let FieldSetting::Regions(regions) = &scene.fit.stiffness.field else {
+        panic!()
+    };
+    let a = RegionAssignment::new(regions, &drivers);
+    assert_eq!(a.names, ["low", "left", UNCOVERED_REGION]);
+    assert_eq!(a.drivers, [32, 8, 24]);
+    for (d, &r) in a.region.iter().enumerate() {
+        let p = drivers.sim_box.to_world(drivers.rest[d]);
+        let want = if p[2] <= 0.6 {
+            0
+        } else if p[0] <= 0.25 {
+            1
+        } else {
+            2
+        };
+        assert_eq!(r, want, "driver {d} at {p:?}");
+    }
+    let youngs = ChosenField::youngs(&scene.fit.stiffness.field, &drivers).unwrap();
+    assert_eq!(
+        youngs.field,
+        YoungsField::Regions {
+            region: a.region.clone(),
+            count: 3
+        }
+    );
+    assert_eq!(youngs.regions, a.names);
+    let velocity = ChosenField::velocity(&scene.fit.velocity.field, &drivers);
+    assert_eq!(
+        velocity.field,
+        VelocityField::Regions {
+            region: a.region.clone(),
+            count: 3
+        }
+    );
+    assert_eq!(velocity.regions, a.names);
+    // Regions covering every driver add no extra region.
+    let all = RegionAssignment::new(&regions[..1], &drivers);
+    assert_eq!(all.names, ["low", UNCOVERED_REGION]);
+    let everything = load(
+        &fx,
+        "[fit.stiffness]\nfield = \"regions\"\n[fit.stiffness.regions]\n\
+         all = [{ min = [-1.0, -1.0, -1.0], max = [2.0, 2.0, 2.0] }]\n",
+    );
+    let FieldSetting::Regions(regions) = &everything.fit.stiffness.field else {
+        panic!()
+    };
+    let a = RegionAssignment::new(regions, &drivers);
+    assert_eq!(
+        (a.names.as_slice(), a.drivers.as_slice()),
+        (&["all".to_string()][..], &[64][..])
+    );
+    // The other settings.
+    let plain = |s: &FieldSetting| ChosenField::youngs(s, &drivers).unwrap();
+    assert_eq!(plain(&FieldSetting::Drivers).field, YoungsField::PerDriver);
+    assert_eq!(plain(&FieldSetting::Global).field, YoungsField::Global);
+    assert!(plain(&FieldSetting::Global).regions.is_empty());
+    assert!(ChosenField::youngs(&FieldSetting::Rigid, &drivers).is_err());
+    let v = |s: &FieldSetting| ChosenField::velocity(s, &drivers).field;
+    assert_eq!(v(&FieldSetting::Drivers), VelocityField::PerDriver);
+    assert_eq!(v(&FieldSetting::Global), VelocityField::Global);
+    assert_eq!(v(&FieldSetting::Rigid), VelocityField::Rigid);
+}
