@@ -2,8 +2,8 @@
 //! the adjoint against finite differences of the GPU loss and against the
 //! f64 twin (also at a fit's length), schedules of one computation against
 //! each other, the scene → particles → splats glue, `physfit simulate` and
-//! `physfit bench mpm` and `bench fit` end to end (DESIGN.md § Verification 3–7). One test
-//! binary, which also travels to GPU machines (shared/gpu/prepare.sh, beside the checkout).
+//! `physfit bench mpm` and `bench fit` end to end, a fit problem built
+//! from scene settings (DESIGN.md § Verification 3–7). One test binary, which also travels to GPU machines (shared/gpu/prepare.sh, beside the checkout).
 
 mod common;
 #[path = "gpu_mpm/support.rs"]
@@ -25,6 +25,8 @@ mod fill;
 mod fit_loop;
 #[path = "gpu_mpm/fit_problem.rs"]
 mod fit_problem;
+#[path = "gpu_mpm/fit_settings.rs"]
+mod fit_settings;
 #[path = "gpu_mpm/forward.rs"]
 mod forward;
 #[path = "gpu_mpm/simulate_cli.rs"]

@@ -3,7 +3,9 @@
 //! issue 12, "The problem").
 //!
 //! [`FitProblem::new`] builds, once per scene: the K-Means drivers
-//! ([`DriverSet`]), the MPM simulator over them (time step checked for the
+//! ([`DriverSet`]; or [`FitProblem::from_drivers`] takes them built, as
+//! the fit does, which resolves the scene's `field` settings over them
+//! first: [`FitProblemOptions::from_scene`]), the MPM simulator over them (time step checked for the
 //! top of `material.log10_youngs_range`), the deformation of the free
 //! Gaussians (rest rotations from the splats, rest centres normalised by the
 //! simulation box), the rasterizer, the image loss, every view's reference
@@ -43,7 +45,11 @@
 //! [`TV_EPSILON`]), reported as [`LossReport::velocity_tv`] whatever its
 //! weight, and with a weight added to the loss and, mapped by the velocity
 //! map's `Mᵀ`, to the v0 gradient through the gather kernel's init buffer
-//! (at weight 0 that buffer stays zeroed).
+//! (at weight 0 it holds zeros).
+//!
+//! One problem serves both stages of a fit: [`FitProblem::set_stage`]
+//! switches the image-loss weights and the two smoothness weights to a
+//! stage's (issue 13: the stages alternate, with different weights).
 //!
 //! Profiling ([`FitProblem::set_profile`], for `physfit bench fit`): each
 //! stage of a call is waited for on its own and its wall time added to a
@@ -60,6 +66,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use super::error::FitError;
+use super::field_setting::ChosenField;
 use super::param_gather::{GatherBuffers, GatherPlan, ParamGather, SourceLayout};
 use super::params::{ParamMap, VelocityField, YoungsField};
 use crate::deform::{DeformSetup, Deformation, DRIVERS_PER_GAUSSIAN};
@@ -93,6 +100,12 @@ pub struct FitProblemOptions {
     /// per-driver `v0` (world units/s, anchored drivers at 0) over the
     /// driver graph, [`crate::loss::tv_vector`] (0, the default: off).
     pub velocity_tv_weight: f64,
+    /// Names of the `log10 E` regions in parameter order (empty unless
+    /// [`YoungsField::Regions`] came from the scene): labels for reports.
+    pub youngs_regions: Vec<String>,
+    /// Names of the velocity regions in parameter order (3 parameters
+    /// each; empty unless [`VelocityField::Regions`] came from the scene).
+    pub velocity_regions: Vec<String>,
 }
 
 impl FitProblemOptions {
@@ -108,7 +121,34 @@ impl FitProblemOptions {
             },
             tv_weight: stage.tv_weight,
             velocity_tv_weight: 0.0,
+            youngs_regions: Vec::new(),
+            velocity_regions: Vec::new(),
         }
+    }
+
+    /// The scene's settings over `drivers`: the `log10 E` field of
+    /// `fit.stiffness.field`, the velocity field of `fit.velocity.field`
+    /// (regions assigned by [`ChosenField`]), and the weights of `stage`
+    /// (one of `scene.fit`'s two; [`FitProblem::set_stage`] switches them
+    /// later).
+    ///
+    /// Errors: [`FitError::Parameterisation`] for a field the scene
+    /// validation refuses (a rigid stiffness).
+    pub fn from_scene(
+        scene: &Scene,
+        drivers: &DriverSet,
+        stage: &FitStage,
+    ) -> Result<Self, FitError> {
+        let youngs = ChosenField::youngs(&scene.fit.stiffness.field, drivers)?;
+        let velocity = ChosenField::velocity(&scene.fit.velocity.field, drivers);
+        Ok(Self {
+            youngs: youngs.field,
+            velocity: velocity.field,
+            velocity_tv_weight: stage.velocity_tv_weight,
+            youngs_regions: youngs.regions,
+            velocity_regions: velocity.regions,
+            ..Self::per_driver(stage)
+        })
     }
 }
 
@@ -329,7 +369,18 @@ impl FitProblem {
         scene: &Scene,
         options: &FitProblemOptions,
     ) -> Result<Self, FitError> {
-        let drivers = DriverSet::from_scene(scene)?;
+        Self::from_drivers(ctx, scene, DriverSet::from_scene(scene)?, options)
+    }
+
+    /// [`FitProblem::new`] over drivers already built from `scene` (the
+    /// fit builds them once, resolves the fields over them with
+    /// [`FitProblemOptions::from_scene`], then builds the problem).
+    pub fn from_drivers(
+        ctx: &GpuContext,
+        scene: &Scene,
+        drivers: DriverSet,
+        options: &FitProblemOptions,
+    ) -> Result<Self, FitError> {
         if drivers.k != DRIVERS_PER_GAUSSIAN {
             return Err(FitError::NeighbourCount {
                 k: drivers.k,
@@ -423,6 +474,22 @@ impl FitProblem {
             velocity_plan,
             log10_max,
         })
+    }
+
+    /// Switches the image-loss weights, the TV weight on `log10 E` and the
+    /// velocity smoothness weight to `stage`'s (module doc); the fields
+    /// stay. Takes effect from the next call.
+    ///
+    /// Errors: [`FitError::Loss`] for invalid image-loss weights (nothing
+    /// changes).
+    pub fn set_stage(&mut self, stage: &FitStage) -> Result<(), FitError> {
+        self.loss.set_weights(LossWeights {
+            l1: stage.w_l1 as f32,
+            ssim: stage.w_ssim as f32,
+        })?;
+        self.tv_weight = stage.tv_weight;
+        self.velocity_tv_weight = stage.velocity_tv_weight;
+        Ok(())
     }
 
     /// Turns profiling on or off (module doc): while on, every stage of
@@ -919,18 +986,17 @@ impl FitProblem {
             ctx.write(&self.youngs_init, &tv);
         }
         // The velocity TV's gradient through the velocity map's transpose,
-        // as the E TV's (weight 0: the init buffer stays zeroed, nothing
-        // changes).
-        if self.velocity_tv_weight != 0.0 {
-            let tv: Vec<f32> = self
-                .velocity_map
-                .transpose(&tv_gradient.velocity)
-                .iter()
-                .map(|g| (g * self.velocity_tv_weight) as f32)
-                .collect();
-            if !tv.is_empty() {
-                ctx.write(&self.velocity_init, &tv);
-            }
+        // as the E TV's; written at weight 0 too (zeros), so that a stage
+        // switched to weight 0 ([`FitProblem::set_stage`]) leaves nothing of
+        // the previous stage's term.
+        let tv: Vec<f32> = self
+            .velocity_map
+            .transpose(&tv_gradient.velocity)
+            .iter()
+            .map(|g| (g * self.velocity_tv_weight) as f32)
+            .collect();
+        if !tv.is_empty() {
+            ctx.write(&self.velocity_init, &tv);
         }
         let youngs_gradient =
             ctx.storage_zeroed::<f32>("fit log10 E gradient", self.youngs_map.params.max(1))?;

@@ -185,6 +185,18 @@ impl ImageLoss {
         self.weights
     }
 
+    /// Replaces the weights of the two terms: they are written into every
+    /// evaluation's uniforms, so nothing is rebuilt (a fit switching stages,
+    /// issue 13).
+    ///
+    /// Errors: [`LossError::InvalidWeights`] for a negative or non-finite
+    /// weight (the weights stay as they were).
+    pub fn set_weights(&mut self, weights: LossWeights) -> Result<(), LossError> {
+        weights.validate()?;
+        self.weights = weights;
+        Ok(())
+    }
+
     /// Evaluates the loss of `render` against `reference`, writes its
     /// [`LossTerms`] to `slot` of `terms`, and returns `∂L/∂pixel`
     /// (`vec4<f32>` per pixel, row-major, alpha gradient 0; possibly longer
