@@ -926,7 +926,6 @@ impl FitProblem {
         let last = *selection.frames.last().unwrap();
         let rollout = self.sim.rollout(ctx, &start, last as u32)?;
         let terms = self.terms_buffer(ctx, selection)?;
-        self.profiler.lap(ctx, Stage::MpmForward)?;
         let state_floats = self.sim.particle_count() * STATE_STRIDE;
         while self.state_grads.len() < selection.frames.len() {
             let label = format!("fit state gradient {}", self.state_grads.len());
