@@ -506,18 +506,6 @@ impl FitProblem {
         std::mem::take(&mut self.profiler.timings)
     }
 
-    /// Switches the image-loss weights and the TV weight of `log10 E` to
-    /// those of `stage` (`[fit.velocity]` or `[fit.stiffness]`), so that one
-    /// problem serves both stages of a fit.
-    pub fn set_stage(&mut self, stage: &FitStage) -> Result<(), FitError> {
-        self.loss.set_weights(LossWeights {
-            l1: stage.w_l1 as f32,
-            ssim: stage.w_ssim as f32,
-        })?;
-        self.tv_weight = stage.tv_weight;
-        Ok(())
-    }
-
     /// The drivers (rest positions, anchored flags, graph).
     pub fn drivers(&self) -> &DriverSet {
         &self.drivers

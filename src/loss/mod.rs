@@ -172,14 +172,6 @@ impl ImageLoss {
         })
     }
 
-    /// Replaces the weights (a fit's stages weigh the terms differently);
-    /// every later evaluation uses them.
-    pub fn set_weights(&mut self, weights: LossWeights) -> Result<(), LossError> {
-        weights.validate()?;
-        self.weights = weights;
-        Ok(())
-    }
-
     /// The weights of the two terms.
     pub fn weights(&self) -> LossWeights {
         self.weights
