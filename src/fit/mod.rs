@@ -17,8 +17,8 @@
 
 pub mod adam;
 pub mod error;
-pub mod fitter;
 pub mod field_setting;
+pub mod fitter;
 pub mod param_gather;
 pub mod params;
 pub mod problem;
@@ -26,11 +26,11 @@ pub mod problem;
 pub use crate::mpm::GradientFlow;
 pub use adam::{Adam, Schedule};
 pub use error::FitError;
+pub use field_setting::{ChosenField, RegionAssignment};
 pub use fitter::{
     plan_stages, run_fit, Control, FitEnd, FitObserver, FitState, IterationRecord, StageChoice,
     StageKind, StagePlan,
 };
-pub use field_setting::{ChosenField, RegionAssignment};
 pub use params::{MapEntry, ParamMap, VelocityField, YoungsField};
 pub use problem::{
     Evaluation, FitProblem, FitProblemOptions, FitTimings, HostGradients, ImageTerms, LossReport,
