@@ -27,6 +27,8 @@ enum Command {
         /// The scene file.
         scene: PathBuf,
     },
+    /// Fit the initial velocity and Young's modulus of the simulated object to the reference frames (two stages; writes fitted.ply, drivers.safetensors, reports).
+    Fit(cli::fit::FitArgs),
     /// Render the scene's Gaussians from its cameras to 8-bit PNGs (3DGS colours, no transfer curve).
     Render(cli::render::RenderArgs),
     /// Simulate a scene from rest with a uniform initial velocity and write one .ply per frame.
@@ -90,6 +92,11 @@ fn run(cli: Cli) -> Result<()> {
             println!("{}", physfit::gpu::info::describe(&ctx));
         }
         Command::Check { scene } => cli::check::run(&scene)?,
+        Command::Fit(args) => {
+            if cli::fit::run(&args)? == cli::fit::FitOutcome::Interrupted {
+                std::process::exit(cli::fit::INTERRUPTED_STATUS);
+            }
+        }
         Command::Render(args) => cli::render::run(&args)?,
         Command::Simulate {
             scene,

@@ -9,6 +9,8 @@ mod common;
 mod adam;
 #[path = "cpu/drivers.rs"]
 mod drivers;
+#[path = "cpu/fit_checkpoint.rs"]
+mod fit_checkpoint;
 #[path = "cpu/fit_settings.rs"]
 mod fit_settings;
 #[path = "cpu/frames.rs"]

@@ -21,6 +21,8 @@ mod chain_vs_twin;
 mod deform;
 #[path = "gpu_mpm/fill.rs"]
 mod fill;
+#[path = "gpu_mpm/fit_cli.rs"]
+mod fit_cli;
 #[path = "gpu_mpm/fit_loop.rs"]
 mod fit_loop;
 #[path = "gpu_mpm/fit_problem.rs"]

@@ -5,6 +5,8 @@ pub mod bench_mpm;
 pub mod bench_raster;
 pub mod bench_summary;
 pub mod check;
+pub mod fit;
+pub mod fit_outputs;
 pub mod render;
 pub mod simulate;
 pub mod staged_dir;

@@ -16,12 +16,15 @@
 //! - the errors, [`FitError`] ([`mod@error`]).
 
 pub mod adam;
+pub mod checkpoint;
 pub mod error;
 pub mod field_setting;
 pub mod fitter;
 pub mod param_gather;
 pub mod params;
+pub mod preflight;
 pub mod problem;
+pub mod recovery;
 
 pub use crate::mpm::GradientFlow;
 pub use adam::{Adam, Schedule};

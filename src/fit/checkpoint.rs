@@ -1,0 +1,236 @@
+//! Fit checkpoints (issue 13, "Checkpoints"): the [`FitState`] of a running
+//! fit with a fingerprint of everything it depends on, written atomically as
+//! JSON (`OUT/checkpoint.json`; serde_json writes every `f64` so that it
+//! reads back bit for bit, so a resumed fit continues from exactly the
+//! parameters and Adam moments it stopped at).
+//!
+//! The fingerprint names each input by its scene.toml field (or `--stage`,
+//! `reference frames`), so that resuming with another scene or other
+//! settings is refused with the list of what differs. Iteration counts are
+//! left out on purpose: `--resume` may raise `iterations`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::fitter::{FitState, StageChoice};
+use crate::output::{ply_sha256, PlyHashError, SimulationRecord};
+use crate::scene::atomic_write::write_atomic;
+use crate::scene::{FieldSetting, FitStage, Scene};
+
+/// The `format` field of a checkpoint.
+pub const CHECKPOINT_FORMAT: &str = "physfit.checkpoint";
+/// The version this physfit writes and reads.
+pub const CHECKPOINT_VERSION: u32 = 1;
+
+/// Why a checkpoint could not be written, read or used.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckpointError {
+    /// Reading or writing the file failed.
+    #[error("{path}: {error}")]
+    Io {
+        /// The checkpoint.
+        path: PathBuf,
+        /// The error.
+        error: std::io::Error,
+    },
+    /// The file is not a checkpoint this physfit reads.
+    #[error("{path}: not a physfit checkpoint ({problem}); fix: run without --resume (with --force to start over)")]
+    Format {
+        /// The checkpoint.
+        path: PathBuf,
+        /// What is wrong.
+        problem: String,
+    },
+    /// The checkpoint belongs to another scene or other settings.
+    #[error("{path} was written for other inputs; fix: restore them, or start over with --force:\n  {}", differences.join("\n  "))]
+    Mismatch {
+        /// The checkpoint.
+        path: PathBuf,
+        /// `field: checkpoint → now`, one per difference.
+        differences: Vec<String>,
+    },
+    /// Hashing the `.ply` failed.
+    #[error(transparent)]
+    Hash(#[from] PlyHashError),
+}
+
+/// Everything a fit depends on apart from iteration counts, by name
+/// (module doc).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FitFingerprint(pub BTreeMap<String, String>);
+
+fn stage_fields(out: &mut BTreeMap<String, String>, table: &str, s: &FitStage) {
+    let mut put = |field: &str, value: String| {
+        out.insert(format!("{table}.{field}"), value);
+    };
+    put("learning_rate", s.learning_rate.to_string());
+    put("frames", format!("{:?}", s.frames));
+    put("warmup", s.warmup.to_string());
+    put("decay", s.decay.to_string());
+    put("grad_clip", s.grad_clip.to_string());
+    put("w_l1", s.w_l1.to_string());
+    put("w_ssim", s.w_ssim.to_string());
+    put("tv_weight", s.tv_weight.to_string());
+    put("velocity_tv_weight", s.velocity_tv_weight.to_string());
+    put(
+        "field",
+        match &s.field {
+            FieldSetting::Drivers => "drivers".to_string(),
+            FieldSetting::Global => "global".to_string(),
+            FieldSetting::Rigid => "rigid".to_string(),
+            FieldSetting::Regions(regions) => format!("regions {regions:?}"),
+        },
+    );
+}
+
+/// SHA-256 over every reference frame's bytes, view by view, in order.
+fn frames_sha256(scene: &Scene) -> Result<String, CheckpointError> {
+    let mut hash = Sha256::new();
+    for view in &scene.views {
+        hash.update(view.name.as_bytes());
+        if let Some(frames) = &view.frames {
+            for path in &frames.paths {
+                let bytes = std::fs::read(path).map_err(|error| CheckpointError::Io {
+                    path: path.clone(),
+                    error,
+                })?;
+                hash.update((bytes.len() as u64).to_le_bytes());
+                hash.update(&bytes);
+            }
+        }
+    }
+    Ok(format!("{:x}", hash.finalize()))
+}
+
+impl FitFingerprint {
+    /// The fingerprint of fitting `scene` with `--stage choice`; `velocity`
+    /// names where a stiffness-only fit takes its velocity from.
+    pub fn of(
+        scene: &Scene,
+        choice: StageChoice,
+        velocity: Option<&str>,
+    ) -> Result<Self, CheckpointError> {
+        let mut m: BTreeMap<String, String> = SimulationRecord::from_scene(scene)
+            .fields()
+            .into_iter()
+            .collect();
+        m.insert(
+            "gaussians.path (SHA-256)".into(),
+            ply_sha256(&scene.gaussians_path)?,
+        );
+        m.insert("reference frames (SHA-256)".into(), frames_sha256(scene)?);
+        m.insert(
+            "material.youngs_modulus".into(),
+            scene.material.youngs_modulus.to_string(),
+        );
+        m.insert("regions (simulated, anchored)".into(), {
+            let count = |v: &[bool]| v.iter().filter(|b| **b).count();
+            format!(
+                "{} simulated, {} anchored splats",
+                count(&scene.simulated),
+                count(&scene.anchored)
+            )
+        });
+        m.insert("fit.rounds".into(), scene.fit.rounds.to_string());
+        stage_fields(&mut m, "fit.velocity", &scene.fit.velocity);
+        stage_fields(&mut m, "fit.stiffness", &scene.fit.stiffness);
+        m.insert("--stage".into(), format!("{choice:?}").to_lowercase());
+        m.insert(
+            "--velocity-from".into(),
+            velocity.unwrap_or("none").to_string(),
+        );
+        Ok(Self(m))
+    }
+
+    /// `field: checkpoint → now` for every field that differs (`self` is
+    /// the checkpoint's).
+    pub fn differences(&self, now: &Self) -> Vec<String> {
+        let mut out = Vec::new();
+        let none = String::from("(absent)");
+        for key in self
+            .0
+            .keys()
+            .chain(now.0.keys().filter(|k| !self.0.contains_key(*k)))
+        {
+            let (a, b) = (
+                self.0.get(key).unwrap_or(&none),
+                now.0.get(key).unwrap_or(&none),
+            );
+            if a != b {
+                out.push(format!("`{key}`: {a} in the checkpoint, {b} now"));
+            }
+        }
+        out
+    }
+}
+
+/// A checkpoint: the state of a fit and what it was fitting.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Checkpoint {
+    /// [`CHECKPOINT_FORMAT`].
+    pub format: String,
+    /// [`CHECKPOINT_VERSION`].
+    pub version: u32,
+    /// The inputs it belongs to.
+    pub fingerprint: FitFingerprint,
+    /// Seconds each finished stage took, in plan order (for `fit.json`).
+    pub stage_seconds: Vec<f64>,
+    /// The fit's state.
+    pub state: FitState,
+}
+
+impl Checkpoint {
+    /// A checkpoint of `state`.
+    pub fn new(fingerprint: FitFingerprint, state: FitState, stage_seconds: Vec<f64>) -> Self {
+        Self {
+            format: CHECKPOINT_FORMAT.into(),
+            version: CHECKPOINT_VERSION,
+            fingerprint,
+            stage_seconds,
+            state,
+        }
+    }
+
+    /// Writes it to `path` atomically (temporary file, then rename).
+    pub fn save(&self, path: &Path) -> Result<(), CheckpointError> {
+        let json = serde_json::to_vec(self).map_err(|e| CheckpointError::Format {
+            path: path.to_path_buf(),
+            problem: e.to_string(),
+        })?;
+        write_atomic(path, &json).map_err(|error| CheckpointError::Io {
+            path: path.to_path_buf(),
+            error,
+        })
+    }
+
+    /// Reads the checkpoint at `path` and refuses it unless it was written
+    /// for `now` (the fingerprint of the fit being resumed).
+    pub fn load(path: &Path, now: &FitFingerprint) -> Result<Self, CheckpointError> {
+        let bytes = std::fs::read(path).map_err(|error| CheckpointError::Io {
+            path: path.to_path_buf(),
+            error,
+        })?;
+        let format = |problem: String| CheckpointError::Format {
+            path: path.to_path_buf(),
+            problem,
+        };
+        let c: Checkpoint = serde_json::from_slice(&bytes).map_err(|e| format(e.to_string()))?;
+        if c.format != CHECKPOINT_FORMAT || c.version != CHECKPOINT_VERSION {
+            return Err(format(format!(
+                "format {} version {}, expected {CHECKPOINT_FORMAT} version {CHECKPOINT_VERSION}",
+                c.format, c.version
+            )));
+        }
+        let differences = c.fingerprint.differences(now);
+        if !differences.is_empty() {
+            return Err(CheckpointError::Mismatch {
+                path: path.to_path_buf(),
+                differences,
+            });
+        }
+        Ok(c)
+    }
+}

@@ -1,0 +1,153 @@
+//! Fit checkpoints (src/fit/checkpoint.rs), the recovery measures of a twin
+//! experiment (src/fit/recovery.rs) and the pre-run refusals
+//! (src/fit/preflight.rs), without a device.
+
+use physfit::fit::adam::Adam;
+use physfit::fit::checkpoint::{Checkpoint, CheckpointError, FitFingerprint};
+use physfit::fit::preflight::{check_memory, memory_needed, preflight, PreflightError};
+use physfit::fit::recovery::{deforming_drivers, green_strain_norm, Recovery};
+use physfit::fit::{FitState, IterationRecord, StageChoice, StageKind};
+use physfit::mpm::ParticleState;
+
+use crate::common::scene_with;
+
+fn means() -> Vec<[f32; 3]> {
+    (0..27)
+        .map(|i| {
+            [
+                (i % 3) as f32 * 0.4 + 0.1,
+                ((i / 3) % 3) as f32 * 0.4 + 0.1,
+                (i / 9) as f32 * 0.4 + 0.1,
+            ]
+        })
+        .collect()
+}
+
+fn state() -> FitState {
+    FitState {
+        stage: 1,
+        iteration: 3,
+        log10_youngs: vec![3.1, 4.000000000000001, 1.0 / 3.0],
+        velocity: vec![0.1, -0.2, std::f64::consts::PI],
+        adam: Adam {
+            m: vec![1e-300, 0.5, -7.25],
+            v: vec![3.0e-17, 2.0, 1.0 / 7.0],
+            t: 3,
+        },
+        confidence: Some(vec![0.25, 1.5, 0.0]),
+        records: vec![IterationRecord {
+            round: 1,
+            stage: StageKind::Velocity,
+            iteration: 0,
+            loss: 0.123456789012345,
+            image: 0.1,
+            l1: 0.2,
+            dssim: 0.3,
+            tv: 0.4,
+            velocity_tv: 0.0,
+            psnr: 31.5,
+            ssim: 0.97,
+            grad_norm: 2.5,
+            learning_rate: 0.05,
+            rejected: 1,
+        }],
+    }
+}
+
+#[test]
+fn a_checkpoint_reads_back_bit_for_bit_and_refuses_other_settings() {
+    let (dir, scene) = scene_with(&means(), "");
+    let scene = scene.unwrap();
+    let fingerprint = FitFingerprint::of(&scene, StageChoice::Both, None).unwrap();
+    let path = dir.path().join("checkpoint.json");
+    let c = Checkpoint::new(fingerprint.clone(), state(), vec![12.5]);
+    c.save(&path).unwrap();
+    let back = Checkpoint::load(&path, &fingerprint).unwrap();
+    assert_eq!(back, c, "every f64 round-trips exactly");
+
+    // Other settings: refused, naming the field.
+    let (_d2, other) = scene_with(&means(), "[fit.stiffness]\nlearning_rate = 0.2\n");
+    let other = FitFingerprint::of(&other.unwrap(), StageChoice::Both, None).unwrap();
+    let err = Checkpoint::load(&path, &other).unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, CheckpointError::Mismatch { .. }), "{text}");
+    assert!(text.contains("fit.stiffness.learning_rate"), "{text}");
+    assert!(!text.contains("fit.velocity.learning_rate"), "{text}");
+    // Another stage choice too.
+    let stage = FitFingerprint::of(&scene, StageChoice::Velocity, None).unwrap();
+    assert!(Checkpoint::load(&path, &stage)
+        .unwrap_err()
+        .to_string()
+        .contains("--stage"));
+    // Raising iterations is not a difference.
+    let (_d3, more) = scene_with(&means(), "[fit.stiffness]\niterations = 500\n");
+    let more = FitFingerprint::of(&more.unwrap(), StageChoice::Both, None).unwrap();
+    assert!(fingerprint.differences(&more).is_empty());
+
+    // Not a checkpoint.
+    std::fs::write(&path, b"{\"format\": \"something else\"}").unwrap();
+    let err = Checkpoint::load(&path, &fingerprint).unwrap_err();
+    assert!(matches!(err, CheckpointError::Format { .. }), "{err}");
+}
+
+#[test]
+fn green_strain_ignores_rotation_and_sees_stretch() {
+    let (s, c) = (0.6f32.sin(), 0.6f32.cos());
+    let rotation = [[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]];
+    assert!(green_strain_norm(&rotation) < 1e-6);
+    let stretch = [[1.01, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]];
+    let e = green_strain_norm(&stretch);
+    assert!((e - 0.5 * (1.01f64 * 1.01 - 1.0)).abs() < 1e-6, "{e}");
+
+    let mut moving = ParticleState::at_rest(vec![[0.5; 3]; 3], vec![[0.0; 3]; 3]);
+    moving.f[0] = rotation;
+    moving.f[2] = stretch;
+    let rest = ParticleState::at_rest(vec![[0.5; 3]; 3], vec![[0.0; 3]; 3]);
+    assert_eq!(deforming_drivers(&[rest, moving]), vec![false, false, true]);
+}
+
+#[test]
+fn recovery_measures_velocity_over_free_drivers_and_e_over_deforming_ones() {
+    let truth_e = [4.0, 4.0, 4.0, 4.0, 3.0];
+    let fitted_e = [4.1, 3.7, 4.0, 9.0, 3.2];
+    let anchored = [false, false, false, true, false];
+    let deforming = [true, true, false, true, true];
+    let truth_v = [
+        1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0,
+    ];
+    let mut fitted_v = truth_v;
+    fitted_v[0] = 1.2; // one driver off by 0.2 of 4 free unit speeds
+    fitted_v[9] = 50.0; // anchored: ignored
+    let r = Recovery::measure(
+        &fitted_e, &fitted_v, &truth_e, &truth_v, &anchored, &deforming,
+    );
+    assert_eq!(r.free_drivers, 4);
+    assert_eq!(r.deforming_drivers, 3, "drivers 0, 1 and 4");
+    assert!(
+        (r.velocity_relative_error - 0.2 / 2.0).abs() < 1e-12,
+        "{r:?}"
+    );
+    // |Δ| = 0.1, 0.3, 0.2: median 0.2, P90 0.3.
+    assert!((r.log10_youngs_median_error - 0.2).abs() < 1e-12, "{r:?}");
+    assert!((r.log10_youngs_p90_error - 0.3).abs() < 1e-12, "{r:?}");
+    assert!(r.summary().contains("10.0%"), "{}", r.summary());
+}
+
+#[test]
+fn preflight_refuses_scenes_without_frames_and_too_much_memory() {
+    let (_d, scene) = scene_with(&means(), "");
+    let scene = scene.unwrap();
+    let err = preflight(&scene, StageChoice::Both).unwrap_err();
+    assert!(matches!(err, PreflightError::NoFrames { .. }), "{err}");
+    assert!(err.to_string().contains("frames"), "{err}");
+
+    let needed = memory_needed(1 << 20, 1000, 10, 5);
+    assert_eq!(needed, (1 << 20) + 2 * 1000 * 96 * 10 * 5);
+    assert!(
+        check_memory(&scene, needed, None).is_ok(),
+        "unknown: not checked"
+    );
+    assert!(check_memory(&scene, needed, Some(needed)).is_ok());
+    let err = check_memory(&scene, needed, Some(needed - 1)).unwrap_err();
+    assert!(err.to_string().contains("drivers.count"), "{err}");
+}

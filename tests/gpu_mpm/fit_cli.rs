@@ -1,0 +1,437 @@
+//! `physfit fit` end to end (issue 13): twin recovery on a small block seen
+//! by two views (frames made by `physfit synth` with its finer default
+//! discretisation, so no inverse crime), every output written, Ctrl-C
+//! writing a checkpoint that `--resume` continues to the uninterrupted
+//! result, and the refusals writing nothing.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use physfit::scene::ply::PlyData;
+use physfit::scene::Gaussians;
+
+/// 8×8×8 opaque splats filling [0, 0.35]³ (world units), a soft checker
+/// over a colour ramp so that motion shows in every direction.
+fn block() -> Gaussians {
+    let n = 8;
+    let mut g = Gaussians::default();
+    for i in 0..n {
+        for j in 0..n {
+            for k in 0..n {
+                let c = if (i + j + k) % 2 == 0 { 0.2 } else { -0.2 };
+                let t = |a: usize| 0.3 * (a as f32 / n as f32 - 0.5);
+                g.means
+                    .push([i as f32 * 0.05, j as f32 * 0.05, k as f32 * 0.05]);
+                g.rotations.push([1.0, 0.0, 0.0, 0.0]);
+                g.log_scales.push([-3.3; 3]);
+                g.opacity_logits.push(3.0);
+                g.sh.push([c + t(i), t(j) - c, t(k)]);
+            }
+        }
+    }
+    g
+}
+
+/// The twin scene: two 32² views, grid 12 ("auto": 256 drivers), the
+/// bottom layer anchored, E starting 10× softer than most of the truth.
+fn scene_toml(stiffness_field: &str, extra: &str) -> String {
+    format!(
+        r#"
+[gaussians]
+path = "splats.ply"
+
+[[views]]
+name = "front"
+frames = "synth/front/*.png"
+[views.camera]
+width = 32
+height = 32
+fx = 64.0
+position = [0.175, -1.6, 0.25]
+look_at = [0.175, 0.175, 0.2]
+up = [0.0, 0.0, 1.0]
+
+[[views]]
+name = "side"
+frames = "synth/side/*.png"
+[views.camera]
+width = 32
+height = 32
+fx = 64.0
+position = [1.9, 0.175, 0.3]
+look_at = [0.175, 0.175, 0.2]
+up = [0.0, 0.0, 1.0]
+
+[simulation]
+box = {{ min = [-0.4, -0.4, -0.4], max = [0.8, 0.8, 0.8] }}
+grid_res = 12
+
+[material]
+youngs_modulus = 1.0e3
+log10_youngs_range = [3.0, 4.5]
+
+[regions]
+anchored = [{{ min = [-1.0, -1.0, -1.0], max = [1.0, 1.0, 0.02] }}]
+
+[fit]
+rounds = 2
+
+[fit.velocity]
+field = "global"
+iterations = 20
+learning_rate = 0.1
+warmup = 3
+frames = 3
+
+[fit.stiffness]
+field = "{stiffness_field}"
+iterations = 20
+learning_rate = 0.1
+warmup = 3
+{extra}
+"#
+    )
+}
+
+/// A soft top on a stiffer base, pushed sideways.
+const TRUTH_BOXES: &str = r#"
+frames = 7
+
+[youngs]
+kind = "boxes"
+default = 4.0
+boxes = [{ min = [-1, -1, 0.2], max = [1, 1, 1], log10 = 3.5 }]
+
+[velocity]
+kind = "uniform"
+value = [1.0, 0.0, 0.0]
+"#;
+
+/// One material throughout (for `field = "global"`).
+const TRUTH_CONSTANT: &str = r#"
+frames = 7
+
+[youngs]
+kind = "constant"
+log10 = 3.8
+
+[velocity]
+kind = "uniform"
+value = [1.0, 0.0, 0.0]
+"#;
+
+fn physfit(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_physfit"))
+        .args(args)
+        .current_dir(dir)
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run physfit")
+}
+
+fn ok(run: &Output) -> String {
+    let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+    assert!(run.status.success(), "{stderr}");
+    stderr
+}
+
+fn refused(run: &Output) -> String {
+    let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+    assert_eq!(run.status.code(), Some(1), "{stderr}");
+    stderr
+}
+
+/// A directory with the block, `scene.toml` and the truth's frames in
+/// `synth/`.
+fn twin(scene: &str, truth: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let ply = d.join("splats.ply");
+    PlyData::from_gaussians(&block(), &ply)
+        .write(&ply, &[])
+        .unwrap();
+    std::fs::write(d.join("truth.toml"), truth).unwrap();
+    // synth renders every view of a scene without frames.
+    let without: String = scene
+        .lines()
+        .filter(|l| !l.starts_with("frames = \"synth"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(d.join("synth.toml"), without).unwrap();
+    ok(&physfit(
+        d,
+        &[
+            "synth",
+            "synth.toml",
+            "--truth",
+            "truth.toml",
+            "--out",
+            "synth",
+            "--quiet",
+        ],
+    ));
+    std::fs::write(d.join("scene.toml"), scene).unwrap();
+    dir
+}
+
+fn fit_json(out: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(out.join("fit.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+fn number(v: &serde_json::Value, path: &[&str]) -> f64 {
+    let mut v = v;
+    for p in path {
+        v = &v[*p];
+    }
+    v.as_f64()
+        .unwrap_or_else(|| panic!("{path:?} is not a number: {v}"))
+}
+
+#[test]
+fn twin_recovery_per_driver_stiffness_writes_every_output() {
+    let dir = twin(&scene_toml("drivers", ""), TRUTH_BOXES);
+    let d = dir.path();
+    let stderr = ok(&physfit(
+        d,
+        &["fit", "scene.toml", "--truth", "truth.toml", "--out", "fit"],
+    ));
+    eprintln!("{stderr}");
+    assert!(stderr.contains("camera check: view 'front'"), "{stderr}");
+    assert!(stderr.contains("recovery of the truth"), "{stderr}");
+    let out = d.join("fit");
+    let json = fit_json(&out);
+    let v0 = number(&json, &["recovery", "velocity_relative_error"]);
+    let median = number(&json, &["recovery", "log10_youngs_median_error"]);
+    let psnr = number(&json, &["final", "mean_psnr"]);
+    eprintln!(
+        "twin (drivers): v0 error {v0:.4}, median |Δ log10 E| {median:.4}, PSNR {psnr:.2} dB"
+    );
+    assert!(v0 <= 0.05, "v0 relative error {v0}");
+    assert!(median <= 0.15, "median |Δ log10 E| {median}");
+    assert!(psnr >= 35.0, "fitted rollout PSNR {psnr}");
+    assert_eq!(json["stages"].as_array().unwrap().len(), 4, "two rounds");
+
+    // Every output, readable.
+    let lines = std::fs::read_to_string(out.join("loss.jsonl")).unwrap();
+    assert_eq!(lines.lines().count(), 80, "one line per iteration");
+    for line in lines.lines() {
+        let r: physfit::fit::IterationRecord = serde_json::from_str(line).unwrap();
+        assert!(r.loss.is_finite() && r.psnr.is_finite());
+    }
+    for png in ["loss.png", "stiffness.png"] {
+        image::open(out.join(png)).unwrap();
+    }
+    for view in ["front", "side"] {
+        for k in 0..7 {
+            let p = out
+                .join("compare")
+                .join(view)
+                .join(format!("frame_{k:04}.png"));
+            let img = image::open(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            assert!(img.width() >= 3 * 32, "{}", p.display());
+        }
+    }
+    let fitted = physfit::output::FittedDrivers::load(&out.join("drivers.safetensors")).unwrap();
+    let scene = physfit::scene::Scene::load(&d.join("scene.toml")).unwrap();
+    fitted.check_against(&scene).unwrap();
+    assert!(fitted.youngs_confidence.is_some());
+    let ply = std::fs::read(out.join("fitted.ply")).unwrap();
+    let header = String::from_utf8_lossy(&ply[..ply.len().min(2000)]).into_owned();
+    for p in [
+        "youngs_modulus",
+        "simulated",
+        "anchored",
+        "vx",
+        "youngs_confidence",
+    ] {
+        assert!(header.contains(&format!("property float {p}")), "{header}");
+    }
+    assert!(!out.join("camera_check").exists(), "cameras agree");
+
+    // A second fit into the same directory is refused unless --force.
+    let again = refused(&physfit(d, &["fit", "scene.toml", "--out", "fit"]));
+    assert!(
+        again.contains("--resume") && again.contains("--force"),
+        "{again}"
+    );
+}
+
+#[test]
+fn twin_recovery_global_stiffness() {
+    let dir = twin(&scene_toml("global", ""), TRUTH_CONSTANT);
+    let d = dir.path();
+    ok(&physfit(
+        d,
+        &[
+            "fit",
+            "scene.toml",
+            "--truth",
+            "truth.toml",
+            "--out",
+            "fit",
+            "--quiet",
+        ],
+    ));
+    let json = fit_json(&d.join("fit"));
+    let v0 = number(&json, &["recovery", "velocity_relative_error"]);
+    let err = number(&json, &["recovery", "log10_youngs_median_error"]);
+    let psnr = number(&json, &["final", "mean_psnr"]);
+    eprintln!("twin (global): v0 error {v0:.4}, |Δ log10 E| {err:.4}, PSNR {psnr:.2} dB");
+    assert!(v0 <= 0.05, "v0 relative error {v0}");
+    assert!(err <= 0.05, "|Δ log10 E| {err}");
+    assert!(psnr >= 35.0, "fitted rollout PSNR {psnr}");
+}
+
+/// The final parameters of a fit.
+fn final_parameters(out: &Path) -> (Vec<f64>, Vec<f64>) {
+    let json = fit_json(out);
+    let youngs = json["youngs_parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["log10_normalised"].as_f64().unwrap())
+        .collect();
+    let velocity = json["velocity_parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    (youngs, velocity)
+}
+
+#[test]
+fn a_fit_interrupted_by_ctrl_c_resumes_to_the_uninterrupted_result() {
+    let extra = "";
+    let scene = scene_toml("global", extra)
+        .replace("rounds = 2", "rounds = 1\ncheckpoint_every = 1")
+        .replace("iterations = 20", "iterations = 6");
+    let dir = twin(&scene, TRUTH_CONSTANT);
+    let d = dir.path();
+    ok(&physfit(
+        d,
+        &["fit", "scene.toml", "--out", "whole", "--quiet"],
+    ));
+
+    let child = Command::new(env!("CARGO_BIN_EXE_physfit"))
+        .args(["fit", "scene.toml", "--out", "cut", "--quiet"])
+        .current_dir(d)
+        .env("RUST_LOG", "warn")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Interrupt once the checkpoint holds a few iterations.
+    let checkpoint = d.join("cut").join("checkpoint.json");
+    let started = Instant::now();
+    loop {
+        let records = std::fs::read_to_string(&checkpoint)
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .map_or(0, |c| c["state"]["records"].as_array().map_or(0, Vec::len));
+        if records >= 2 {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "no checkpoint with 2 iterations"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("--resume"), "{stderr}");
+    assert!(!d.join("cut").join("fit.json").exists(), "no outputs yet");
+    let c: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&checkpoint).unwrap()).unwrap();
+    let cut_at = c["state"]["records"].as_array().unwrap().len();
+    assert!(
+        cut_at < 12,
+        "interrupted before the end ({cut_at} iterations)"
+    );
+
+    // A checkpoint of other settings is refused, naming the field.
+    let changed = scene.replace(
+        "learning_rate = 0.1\nwarmup = 3\nframes = 3",
+        "learning_rate = 0.2\nwarmup = 3\nframes = 3",
+    );
+    assert_ne!(changed, scene);
+    std::fs::write(d.join("changed.toml"), &changed).unwrap();
+    let refusal = refused(&physfit(
+        d,
+        &["fit", "changed.toml", "--out", "cut", "--resume"],
+    ));
+    assert!(refusal.contains("fit.velocity.learning_rate"), "{refusal}");
+
+    ok(&physfit(
+        d,
+        &["fit", "scene.toml", "--out", "cut", "--resume", "--quiet"],
+    ));
+    let lines = std::fs::read_to_string(d.join("cut").join("loss.jsonl")).unwrap();
+    assert_eq!(lines.lines().count(), 12);
+    let (whole_e, whole_v) = final_parameters(&d.join("whole"));
+    let (cut_e, cut_v) = final_parameters(&d.join("cut"));
+    eprintln!("uninterrupted {whole_e:?} {whole_v:?}, resumed after {cut_at}: {cut_e:?} {cut_v:?}");
+    // Run-to-run tolerance: GPU atomics sum in any order.
+    for (a, b) in whole_e.iter().zip(&cut_e).chain(whole_v.iter().zip(&cut_v)) {
+        assert!((a - b).abs() <= 1e-3 * (1.0 + a.abs()), "{a} vs {b}");
+    }
+}
+
+#[test]
+fn fits_that_cannot_work_are_refused_before_anything_is_written() {
+    let scene = scene_toml("drivers", "");
+    let dir = twin(&scene, TRUTH_BOXES);
+    let d = dir.path();
+    let cases: Vec<(&str, String, &str)> = vec![
+        (
+            "no frames",
+            scene
+                .replace("frames = \"synth/front/*.png\"\n", "")
+                .replace("frames = \"synth/side/*.png\"\n", ""),
+            "no view has reference frames",
+        ),
+        (
+            "more stage-1 frames than exist",
+            scene.replace("frames = 3", "frames = 7"),
+            "fit.velocity.frames",
+        ),
+        (
+            "unstable substeps",
+            scene.replace("grid_res = 12", "grid_res = 12\nsubsteps = 1"),
+            "simulation.substeps",
+        ),
+        (
+            "object outside every image",
+            scene.replace(
+                "look_at = [0.175, 0.175, 0.2]",
+                "look_at = [0.175, 0.175, 5.0]",
+            ),
+            "outside every image",
+        ),
+    ];
+    for (what, text, expected) in cases {
+        std::fs::write(d.join("bad.toml"), &text).unwrap();
+        let stderr = refused(&physfit(d, &["fit", "bad.toml", "--out", "bad"]));
+        assert!(stderr.contains(expected), "{what}: {stderr}");
+        assert!(!d.join("bad").exists(), "{what}: nothing written");
+    }
+    let stderr = refused(&physfit(
+        d,
+        &["fit", "scene.toml", "--out", "none", "--resume"],
+    ));
+    assert!(stderr.contains("checkpoint"), "{stderr}");
+    let stderr = refused(&physfit(
+        d,
+        &["fit", "scene.toml", "--out", "none", "--stage", "stiffness"],
+    ));
+    assert!(stderr.contains("--velocity-from"), "{stderr}");
+    assert!(!d.join("none").exists());
+}
