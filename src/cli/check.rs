@@ -9,6 +9,8 @@ use physfit::mpm::WallMode;
 use physfit::scene::scene::{AUTO_DRIVERS_PER_CELL, MIN_DRIVERS_PER_CELL};
 use physfit::scene::{DriverCount, Scene};
 
+use super::check_fit::fit_summary;
+
 fn v3<T: std::fmt::Display>(v: &[T; 3]) -> String {
     format!("[{}, {}, {}]", v[0], v[1], v[2])
 }
@@ -18,7 +20,10 @@ fn f3(v: [f64; 3]) -> String {
 }
 
 /// The summary printed by `physfit check`.
-pub fn summary(scene: &Scene) -> String {
+///
+/// Errors: building the drivers for a stage with regions
+/// ([`fit_summary`]).
+pub fn summary(scene: &Scene) -> Result<String> {
     let mut s = String::new();
     let g = scene.gaussians();
     let _ = writeln!(s, "scene        {}", scene.path.display());
@@ -170,26 +175,15 @@ pub fn summary(scene: &Scene) -> String {
             );
         }
     }
-    let f = &scene.fit;
-    let _ = writeln!(
-        s,
-        "fit          w_l1 {}, w_ssim {}, tv {}; velocity {} it (lr {}), stiffness {} it (lr {})",
-        f.w_l1,
-        f.w_ssim,
-        f.tv_weight,
-        f.velocity.iterations,
-        f.velocity.learning_rate,
-        f.stiffness.iterations,
-        f.stiffness.learning_rate
-    );
+    s.push_str(&fit_summary(scene)?);
     let _ = writeln!(s, "output       {}", scene.output_dir.display());
-    s
+    Ok(s)
 }
 
 /// Runs `physfit check`.
 pub fn run(path: &Path) -> Result<()> {
     let scene = Scene::load(path)?;
-    print!("{}", summary(&scene));
+    print!("{}", summary(&scene)?);
     println!("ok");
     Ok(())
 }

@@ -5,6 +5,7 @@ pub mod bench_mpm;
 pub mod bench_raster;
 pub mod bench_summary;
 pub mod check;
+pub mod check_fit;
 pub mod fit;
 pub mod fit_outputs;
 pub mod render;

@@ -1,8 +1,17 @@
 //! `physfit check` end to end: the demo scene passes with a summary, a
-//! broken scene exits non-zero with a message naming the field.
+//! broken scene exits non-zero with a message naming the field, and the fit
+//! settings (fields, regions with their drivers, rounds, checkpoints,
+//! schedules, E in world units) are printed as the fit will use them.
 
 use std::path::Path;
 use std::process::Command;
+
+use physfit::drive::DriverSet;
+use physfit::fit::RegionAssignment;
+use physfit::output::youngs_world;
+use physfit::scene::{FieldSetting, UNCOVERED_REGION};
+
+use crate::scene::{Fixture, BASE};
 
 fn check(scene: &Path) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_physfit"))
@@ -58,4 +67,69 @@ fn broken_scene_fails_naming_the_field() {
         stderr.contains("views[0].camera.fx") && stderr.contains("broken.toml"),
         "{stderr}"
     );
+}
+
+/// The lattice scene (64 splats, 64 drivers) with a region field for E, a
+/// rigid velocity and every stage setting away from its default: the
+/// summary names each, gives every region the drivers the fit assigns it
+/// (counted here by the library over the same K-Means drivers) and warns
+/// about a region that holds none.
+#[test]
+fn fit_settings_are_summarised_with_the_drivers_per_region() {
+    let fx = Fixture::new();
+    let scene = fx
+        .load(&format!(
+            "{BASE}\n[fit]\nrounds = 2\ncheckpoint_every = 7\n\
+             [fit.velocity]\nfield = \"rigid\"\nvelocity_tv_weight = 0.25\nlearning_rate = 0.2\n\
+             iterations = 40\nframes = 2\nwarmup = 3\n\
+             [fit.stiffness]\nfield = \"regions\"\nlearning_rate = 0.07\niterations = 60\n\
+             [fit.stiffness.regions]\n\
+             low = [{{ min = [-1.0, -1.0, -1.0], max = [2.0, 2.0, 0.6] }}]\n\
+             left = [{{ min = [-1.0, -1.0, -1.0], max = [0.25, 2.0, 2.0] }}]\n\
+             outside = [{{ min = [5.0, 5.0, 5.0], max = [6.0, 6.0, 6.0] }}]\n"
+        ))
+        .unwrap();
+    let FieldSetting::Regions(regions) = &scene.fit.stiffness.field else {
+        panic!("{:?}", scene.fit.stiffness.field)
+    };
+    let a = RegionAssignment::new(regions, &DriverSet::from_scene(&scene).unwrap());
+    assert_eq!(a.names, ["low", "left", "outside", UNCOVERED_REGION]);
+    let out = check(&fx.path("scene.toml"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let side = scene.simulation.sim_box.side;
+    let mut needles = vec![
+        "2 rounds".to_string(),
+        "checkpoint every 7 iterations".to_string(),
+        "velocity   40 it, learning_rate 0.2 (warmup 3".to_string(),
+        "frames 1..=2".to_string(),
+        "velocity_tv_weight 0.25".to_string(),
+        "\"rigid\"".to_string(),
+        "stiffness  60 it, learning_rate 0.07".to_string(),
+        "all frames".to_string(),
+        "tv_weight 0.01".to_string(),
+        "\"regions\": one log10 E per region, 4 regions over 64 drivers".to_string(),
+        "WARNING      region `fit.stiffness.regions.outside` holds no driver".to_string(),
+        format!("side {side:.4}"),
+        format!(
+            "log10 E in [{:.3}, {:.3}]",
+            youngs_world(1e3, side).log10(),
+            youngs_world(1e5, side).log10()
+        ),
+    ];
+    for (name, n) in a.names.iter().zip(&a.drivers) {
+        needles.push(format!("{name}: {n} drivers"));
+    }
+    for needle in &needles {
+        assert!(
+            stdout.contains(needle.as_str()),
+            "summary lacks `{needle}`:\n{stdout}"
+        );
+    }
+    assert_eq!(a.drivers[2], 0);
+    assert_eq!(stdout.matches("holds no driver").count(), 1, "{stdout}");
 }
