@@ -16,8 +16,9 @@
 //! which chain_vs_twin.rs shows exact). The smooth one (64 sparse,
 //! translucent, anisotropic splats, 32 drivers, some anchored, moving less
 //! than half a cell) carries the issue's random-direction check at 1e-2
-//! (measured figures at [`Random::of`]; truncated-flow `v0` still open:
-//! [`TRUNCATED_V0_TOLERANCE`]).
+//! in both flows, its slopes estimated robustly to the loss's isolated jumps
+//! ([`jump_robust_slope`]; measured figures at [`SMOOTH_VELOCITY_STEP`] and
+//! [`Kind::Smooth`]).
 
 use crate::common;
 use crate::support::pseudo_random;
@@ -116,10 +117,11 @@ pub(crate) enum Kind {
     /// same jumps: errors 2–5× lower); directions with a 2× rather than 8×
     /// random gradient over the drivers (fewer depth swaps; a uniform
     /// translation, slope 0, was worse: 12% / 43% on v0); FD as a 16-point
-    /// least-squares fit of the odd part over ±4e-3 ([`fitted_slope`]), not
-    /// Richardson at 4e-3 and 2e-3 (whose 4 points amplify the noise). The
-    /// L1 weight (0 or 0.1) and splat size (log scale −2.0 … −2.7) changed
-    /// little; 16 drivers were worse than 32.
+    /// least-squares fit of the odd part over ±4e-3, not Richardson at 4e-3
+    /// and 2e-3 (whose 4 points amplify the noise), and now as
+    /// [`jump_robust_slope`], which drops the intervals holding a jump
+    /// (figures at [`SMOOTH_VELOCITY_STEP`]). The L1 weight (0 or 0.1) and splat size
+    /// (log scale −2.0 … −2.7) changed little; 16 drivers were worse than 32.
     Smooth,
 }
 
@@ -257,7 +259,7 @@ pub(crate) fn start(p: &FitProblem) -> Parameters {
 /// [`start`] of either scene; the smooth scene's velocities start further
 /// from the truth (0.4 of it rather than 0.8), so the smooth part of the
 /// loss's slope is larger against its f32 noise and its jumps.
-fn start_of(p: &FitProblem, kind: Kind) -> Parameters {
+pub(crate) fn start_of(p: &FitProblem, kind: Kind) -> Parameters {
     let n = p.drivers().len();
     let scale = match kind {
         Kind::Dense => 0.8,
@@ -299,6 +301,77 @@ pub(crate) fn fitted_slope(mut f: impl FnMut(f64) -> f64, h: f64, k: usize) -> f
     (y1 * s33 - y3 * s13) / (s11 * s33 - s13 * s13)
 }
 
+/// The slope at 0 of a function that is smooth but for isolated jumps
+/// (the image loss along a line: alphas crossing the 1/255 cutoff and
+/// depth-order swaps make steps of ~1e-7 in it, while its smooth part's
+/// slope is what the gradient is). `f` at `k + 1` equally spaced points over
+/// `[−h, h]`; the slopes of the `k` intervals fitted, by least squares, with
+/// a quadratic in the interval's midpoint (the smooth part's slope, up to a
+/// quartic loss); intervals whose slope lies more than 4 robust standard
+/// deviations (1.4826 × the median absolute residual) from the fit hold a
+/// jump and are dropped, and the fit repeated until none is; its value at
+/// 0. A jump left in a plain central difference over `[−h, h]` moves it by
+/// `jump / 2h`; here it only removes one interval of `k`.
+pub(crate) fn jump_robust_slope(mut f: impl FnMut(f64) -> f64, h: f64, k: usize) -> f64 {
+    let t: Vec<f64> = (0..=k)
+        .map(|i| -h + 2.0 * h * i as f64 / k as f64)
+        .collect();
+    let values: Vec<f64> = t.iter().map(|&t| f(t)).collect();
+    let samples: Vec<(f64, f64)> = (0..k)
+        .map(|j| {
+            (
+                0.5 * (t[j] + t[j + 1]),
+                (values[j + 1] - values[j]) / (t[j + 1] - t[j]),
+            )
+        })
+        .collect();
+    let mut keep = vec![true; k];
+    for _ in 0..k {
+        let c = quadratic_fit(&samples, &keep);
+        let at = |m: f64| c[0] + c[1] * m + c[2] * m * m;
+        let residuals: Vec<f64> = samples.iter().map(|&(m, s)| (s - at(m)).abs()).collect();
+        let mut kept: Vec<f64> = (0..k).filter(|&j| keep[j]).map(|j| residuals[j]).collect();
+        kept.sort_by(f64::total_cmp);
+        let limit = 4.0 * 1.4826 * kept[kept.len() / 2];
+        let next: Vec<bool> = (0..k).map(|j| keep[j] && residuals[j] <= limit).collect();
+        if next == keep {
+            return c[0];
+        }
+        keep = next;
+    }
+    unreachable!("each pass drops an interval or returns")
+}
+
+/// Least-squares `s ≈ c0 + c1·m + c2·m²` over the kept samples `(m, s)`
+/// (normal equations, centred at 0; a few dozen well-spread points).
+fn quadratic_fit(samples: &[(f64, f64)], keep: &[bool]) -> [f64; 3] {
+    let mut a = [[0.0f64; 3]; 3];
+    let mut b = [0.0f64; 3];
+    for (&(m, s), _) in samples.iter().zip(keep).filter(|(_, &k)| k) {
+        let p = [1.0, m, m * m];
+        for r in 0..3 {
+            b[r] += p[r] * s;
+            for c in 0..3 {
+                a[r][c] += p[r] * p[c];
+            }
+        }
+    }
+    // Cramer's rule on the 3×3 system.
+    let det = |m: &[[f64; 3]; 3]| {
+        m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1])
+            - m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0])
+            + m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0])
+    };
+    let d = det(&a);
+    std::array::from_fn(|i| {
+        let mut m = a;
+        for r in 0..3 {
+            m[r][i] = b[r];
+        }
+        det(&m) / d
+    })
+}
+
 /// Tolerance of the DENSE scene's random-direction checks (a documented
 /// non-smooth case; the smooth scene checks 1e-2). NOT the issue's 1e-2: along
 /// a direction that moves every driver, the FD of the GPU loss scatters by
@@ -315,68 +388,93 @@ pub(crate) fn fitted_slope(mut f: impl FnMut(f64) -> f64, h: f64, k: usize) -> f
 /// cannot resolve.
 const RANDOM_TOLERANCE: f64 = 0.1;
 
+/// How a check turns loss values along a line into a slope.
+#[derive(Clone, Copy, Debug)]
+enum SlopeEstimate {
+    /// [`richardson`].
+    Richardson,
+    /// [`fitted_slope`] of this many points.
+    Fitted(usize),
+    /// [`jump_robust_slope`] over this many intervals.
+    JumpRobust(usize),
+}
+
 /// How one scene's random-direction checks run (see [`Kind`]).
 struct Random {
     /// Scale of the directions' random gradient over the drivers.
     slope: f64,
-    /// Finite-difference step of the random directions.
-    step: f64,
-    /// Points of the fit of [`fitted_slope`]; 0: [`richardson`].
-    fit_points: usize,
+    /// Finite-difference step of the random `log10 E` direction.
+    youngs_step: f64,
+    /// How the `log10 E` checks estimate the slope.
+    youngs_estimate: SlopeEstimate,
+    /// Finite-difference step of the random `v0` direction.
+    velocity_step: f64,
+    /// How the `v0` checks estimate the slope.
+    velocity_estimate: SlopeEstimate,
     youngs_tolerance: f64,
     velocity_tolerance: f64,
-    /// Of the largest `v0` component (the largest `log10 E` component: 1e-2).
-    largest_velocity_tolerance: f64,
 }
 
 impl Random {
-    fn of(kind: Kind, flow: GradientFlow) -> Self {
+    fn of(kind: Kind) -> Self {
         match kind {
             Kind::Dense => Self {
                 slope: 8.0,
-                step: 1e-3,
-                fit_points: 0,
+                youngs_step: 1e-3,
+                youngs_estimate: SlopeEstimate::Richardson,
+                velocity_step: 1e-3,
+                velocity_estimate: SlopeEstimate::Richardson,
                 youngs_tolerance: RANDOM_TOLERANCE,
                 velocity_tolerance: RANDOM_TOLERANCE,
-                largest_velocity_tolerance: 1e-2,
             },
             Kind::Smooth => Self {
                 slope: 2.0,
-                step: 4e-3,
-                fit_points: 16,
+                youngs_step: 4e-3,
+                youngs_estimate: SlopeEstimate::Fitted(16),
+                velocity_step: SMOOTH_VELOCITY_STEP,
+                velocity_estimate: SlopeEstimate::JumpRobust(SMOOTH_VELOCITY_INTERVALS),
                 youngs_tolerance: 1e-2,
-                velocity_tolerance: match flow {
-                    GradientFlow::Full => 1e-2,
-                    GradientFlow::Truncated => TRUNCATED_V0_TOLERANCE,
-                },
-                largest_velocity_tolerance: match flow {
-                    GradientFlow::Full => 1e-2,
-                    GradientFlow::Truncated => TRUNCATED_V0_TOLERANCE,
-                },
+                velocity_tolerance: 1e-2,
             },
-        }
-    }
-
-    fn slope_of(&self, f: impl FnMut(f64) -> f64, h: f64) -> f64 {
-        if self.fit_points == 0 {
-            richardson(f, h)
-        } else {
-            fitted_slope(f, h, self.fit_points)
         }
     }
 }
 
-/// The smooth scene's truncated-flow `v0` (random direction and largest
-/// component): NOT the issue's 1e-2 (open). Measured, random direction:
-/// 1.9e-2–2.0e-2 at steps 4e-3 and 8e-3 (fits of 8 and 16 points), 3.8e-2
-/// at 2e-3, the FD always ~2% below the gradient; at 1.2e-2, 1.6e-2 and
-/// 2e-2: 1.7e-2, 4.4e-3, 1.1e-2 (scatter, not convergence: a step picked
-/// where it happens to pass would be luck; the full flow's v0 at those
-/// steps: 8.4e-3, 1.8e-2, 3.4e-2); largest component
-/// (step 1e-2): 1.1e-2 (Richardson), 1.2e-2 (16-point fit). In this flow v0
-/// moves frame 1 only, so its slope is ~9× smaller than in the full flow
-/// against the same jumps. Every other check of this scene is ≤ 5.3e-3.
-const TRUNCATED_V0_TOLERANCE: f64 = 3e-2;
+impl SlopeEstimate {
+    fn slope_of(self, f: impl FnMut(f64) -> f64, h: f64) -> f64 {
+        match self {
+            SlopeEstimate::Richardson => richardson(f, h),
+            SlopeEstimate::Fitted(k) => fitted_slope(f, h, k),
+            SlopeEstimate::JumpRobust(k) => jump_robust_slope(f, h, k),
+        }
+    }
+}
+
+/// Finite-difference half-width of the smooth scene's random `v0`
+/// direction, and the intervals [`jump_robust_slope`] splits `[−h, h]`
+/// into there and for the largest `v0` component (`log10 E` keeps the
+/// 16-point odd fit at 4e-3, where it measured ≤ 5.5e-3: along E the f32
+/// noise, not jumps, limits it, and the jump-robust fit's wider window at
+/// 8e-3 gave 7–9e-3 there). Why jump-robust (issue 12 asked 1e-2; the
+/// truncated-flow `v0` passed only at 3e-2 with a 16-point fit of the odd
+/// part): along its random `v0` direction the loss is smooth (the slope of
+/// the f64 twin's loss, scanned at 400 points over ±4e-3, varies linearly
+/// by ±2.5% about the gradient) but for isolated jumps of ~1e-7 (the same
+/// with the L1 weight at 0: alphas crossing 1/255, depth swaps), each of
+/// which moves a central difference over `[−h, h]` by `jump / 2h` ≈ 0.5%
+/// of this flow's small slope (v0 moves frame 1 only: the v0 gradient of
+/// frames 1..3 equals frame 1's to 8e-8). Measured on that direction, of
+/// the gradient: the twin's own 16-point odd fit −1.9% (h 4e-3), −2.2%
+/// (8e-3), −0.4% (1.6e-2), −1.0% (3.2e-2), −1.6% (6.4e-2), the GPU's the
+/// same to 1e-3 (the GPU gradient equals the twin's to 1e-5 and per
+/// component to 9e-5): the FD, not the gradient, was off. Jump-robust with
+/// 64 intervals, twin: ≤ 1e-4 at h 4e-3, 8e-3, 1.6e-2 (32 intervals: up to
+/// 1.5e-2, too few to outvote the jumps); GPU: 9.8e-4, 3.2e-3, 1.1e-3;
+/// largest v0 component (twin ≤ 4e-5) GPU 6.1e-3, 1.4e-3, 5.9e-4. In the
+/// tests here (h 8e-3, largest component at [`LARGEST_VELOCITY_STEP`]):
+/// truncated v0 3.2e-3 and 7.4e-4, full v0 4.4e-3 and 4.7e-4.
+const SMOOTH_VELOCITY_STEP: f64 = 8e-3;
+const SMOOTH_VELOCITY_INTERVALS: usize = 64;
 
 /// Finite-difference step of the largest `log10 E` component.
 const LARGEST_YOUNGS_STEP: f64 = 0.02;
@@ -417,7 +515,7 @@ pub(crate) fn smooth_direction(rest: &[[f32; 3]], dim: usize, seed: u64) -> Vec<
 
 /// [`smooth_direction`] with the random gradient scaled by `slope`
 /// (`smooth_direction`: 8).
-fn sloped_direction(rest: &[[f32; 3]], dim: usize, seed: u64, slope: f64) -> Vec<f64> {
+pub(crate) fn sloped_direction(rest: &[[f32; 3]], dim: usize, seed: u64, slope: f64) -> Vec<f64> {
     let r = &pseudo_random(4 * dim, seed);
     let n = rest.len() as f64;
     let c: [f64; 3] =
@@ -563,17 +661,19 @@ fn check_flow(
     let zero_n = vec![0.0; n];
     let zero_m = vec![0.0; m];
     let rest = p.drivers().rest.clone();
-    let random = Random::of(kind, flow);
+    let random = Random::of(kind);
     let dir_e = sloped_direction(&rest, 1, 17, random.slope);
     let dir_v = sloped_direction(&rest, 3, 23, random.slope);
     let name = format!("{flow:?}");
     let (step_e_random, step_e_one, step_v_random, step_v_one) = (
-        random.step,
+        random.youngs_step,
         LARGEST_YOUNGS_STEP,
-        random.step,
+        random.velocity_step,
         LARGEST_VELOCITY_STEP,
     );
-    let fd = random.slope_of(|h| loss(p, &shifted(at, &dir_e, &zero_m, h)), step_e_random);
+    let fd = random
+        .youngs_estimate
+        .slope_of(|h| loss(p, &shifted(at, &dir_e, &zero_m, h)), step_e_random);
     check(
         &format!("{name}: log10 E · random"),
         dot(&g.youngs, &dir_e),
@@ -581,7 +681,7 @@ fn check_flow(
         random.youngs_tolerance,
     );
     let i = argmax(&g.youngs);
-    let fd = random.slope_of(
+    let fd = random.youngs_estimate.slope_of(
         |h| loss(p, &shifted(at, &unit(n, i), &zero_m, h)),
         step_e_one,
     );
@@ -591,7 +691,9 @@ fn check_flow(
         fd,
         1e-2,
     );
-    let fd = random.slope_of(|h| loss(p, &shifted(at, &zero_n, &dir_v, h)), step_v_random);
+    let fd = random
+        .velocity_estimate
+        .slope_of(|h| loss(p, &shifted(at, &zero_n, &dir_v, h)), step_v_random);
     check(
         &format!("{name}: v0 · random"),
         dot(&g.velocity, &dir_v),
@@ -599,7 +701,7 @@ fn check_flow(
         random.velocity_tolerance,
     );
     let i = argmax(&g.velocity);
-    let fd = random.slope_of(
+    let fd = random.velocity_estimate.slope_of(
         |h| loss(p, &shifted(at, &zero_n, &unit(m, i), h)),
         step_v_one,
     );
@@ -607,7 +709,7 @@ fn check_flow(
         &format!("{name}: v0[{i}]"),
         f64::from(g.velocity[i]),
         fd,
-        random.largest_velocity_tolerance,
+        1e-2,
     );
 }
 
