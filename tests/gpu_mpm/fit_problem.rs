@@ -259,7 +259,7 @@ pub(crate) fn start(p: &FitProblem) -> Parameters {
 /// [`start`] of either scene; the smooth scene's velocities start further
 /// from the truth (0.4 of it rather than 0.8), so the smooth part of the
 /// loss's slope is larger against its f32 noise and its jumps.
-pub(crate) fn start_of(p: &FitProblem, kind: Kind) -> Parameters {
+fn start_of(p: &FitProblem, kind: Kind) -> Parameters {
     let n = p.drivers().len();
     let scale = match kind {
         Kind::Dense => 0.8,
@@ -312,7 +312,7 @@ pub(crate) fn fitted_slope(mut f: impl FnMut(f64) -> f64, h: f64, k: usize) -> f
 /// jump and are dropped, and the fit repeated until none is; its value at
 /// 0. A jump left in a plain central difference over `[−h, h]` moves it by
 /// `jump / 2h`; here it only removes one interval of `k`.
-pub(crate) fn jump_robust_slope(mut f: impl FnMut(f64) -> f64, h: f64, k: usize) -> f64 {
+fn jump_robust_slope(mut f: impl FnMut(f64) -> f64, h: f64, k: usize) -> f64 {
     let t: Vec<f64> = (0..=k)
         .map(|i| -h + 2.0 * h * i as f64 / k as f64)
         .collect();
@@ -515,7 +515,7 @@ pub(crate) fn smooth_direction(rest: &[[f32; 3]], dim: usize, seed: u64) -> Vec<
 
 /// [`smooth_direction`] with the random gradient scaled by `slope`
 /// (`smooth_direction`: 8).
-pub(crate) fn sloped_direction(rest: &[[f32; 3]], dim: usize, seed: u64, slope: f64) -> Vec<f64> {
+fn sloped_direction(rest: &[[f32; 3]], dim: usize, seed: u64, slope: f64) -> Vec<f64> {
     let r = &pseudo_random(4 * dim, seed);
     let n = rest.len() as f64;
     let c: [f64; 3] =
