@@ -9,6 +9,7 @@ pub mod deform;
 pub mod drive;
 pub mod fit;
 pub mod gpu;
+pub mod interact;
 pub mod loss;
 pub mod mpm;
 pub mod output;

@@ -15,6 +15,8 @@ mod fit_checkpoint;
 mod fit_settings;
 #[path = "cpu/frames.rs"]
 mod frames;
+#[path = "cpu/interactions.rs"]
+mod interactions;
 #[path = "cpu/output_files.rs"]
 mod output_files;
 #[path = "cpu/ply.rs"]

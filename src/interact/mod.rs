@@ -1,0 +1,20 @@
+//! Interactions with a fitted object (DESIGN.md § Interactions; issue 14):
+//! what `physfit render --params` simulates the object under. Forward only,
+//! no adjoint.
+//!
+//! An [`Interactions`] is one list of [`Interaction`]s, read from an
+//! `[[interactions]]` TOML file ([`Interactions::load`], docs/scene.md
+//! "Interactions file") and from the simple command-line flags
+//! ([`InteractionFlags`]); several combine. Every value is in world units
+//! (positions, lengths, velocities in units/s, accelerations in units/s²,
+//! times in seconds from frame 0); the simulator's normalised units are
+//! applied where they are used ([`ForcePlan`]).
+
+pub mod error;
+pub mod file;
+pub mod flags;
+pub mod interaction;
+
+pub use error::InteractionError;
+pub use flags::InteractionFlags;
+pub use interaction::{Impulse, Interaction, Interactions, Start, VelocityRegion, MAX_IMPULSES};

@@ -1,0 +1,219 @@
+//! The interactions of `physfit render --params` (issue 14; docs/scene.md
+//! "Interactions file"): the file and the flags parse into one list, and
+//! bad values are refused naming the file or flag and the field.
+
+use physfit::interact::{
+    Impulse, Interaction, InteractionFlags, Interactions, Start, VelocityRegion, MAX_IMPULSES,
+};
+
+const FILE: &str = r#"
+[[interactions]]
+kind = "start"
+from = "rest"
+
+[[interactions]]
+kind = "velocity"
+velocity = [0.0, 1.5, 0.0]
+
+[[interactions]]
+kind = "velocity"
+velocity = [0.5, 0.0, 0.0]
+box = { min = [0.0, 0.0, 0.5], max = [1.0, 1.0, 1.0] }
+
+[[interactions]]
+kind = "impulse"
+centre = [0.1, 0.2, 0.3]
+radius = 0.05
+acceleration = [0.0, 0.0, 40.0]
+start = 0.1
+end = 0.2
+
+[[interactions]]
+kind = "gravity"
+acceleration = [0.0, 0.0, -9.81]
+"#;
+
+fn kinds(list: &Interactions) -> Vec<Interaction> {
+    list.entries.iter().map(|e| e.interaction.clone()).collect()
+}
+
+fn error_of(text: &str) -> String {
+    Interactions::parse(text, "poke.toml")
+        .unwrap_err()
+        .to_string()
+}
+
+#[test]
+fn the_file_parses_every_kind() {
+    let list = Interactions::parse(FILE, "poke.toml").unwrap();
+    assert_eq!(list.start(), Start::Rest);
+    assert_eq!(list.gravity(), Some([0.0, 0.0, -9.81]));
+    let v: Vec<&VelocityRegion> = list.velocities().collect();
+    assert_eq!(v.len(), 2);
+    assert_eq!(v[0].within, None);
+    assert!(v[1].applies_at([0.5, 0.5, 0.75]) && !v[1].applies_at([0.5, 0.5, 0.25]));
+    let i: Vec<&Impulse> = list.impulses().collect();
+    assert_eq!(
+        i,
+        [&Impulse {
+            centre: [0.1, 0.2, 0.3],
+            radius: 0.05,
+            acceleration: [0.0, 0.0, 40.0],
+            start: 0.1,
+            end: 0.2,
+        }]
+    );
+    assert_eq!(i[0].velocity_change()[2], 40.0 * (0.2 - 0.1));
+    assert_eq!(list.entries[3].field, "interactions[3]");
+    assert_eq!(list.entries[3].origin, "poke.toml");
+    // Nothing given: the fitted start, the scene's gravity.
+    let empty = Interactions::parse("", "empty.toml").unwrap();
+    assert!(empty.is_empty());
+    assert_eq!((empty.start(), empty.gravity()), (Start::Fitted, None));
+}
+
+#[test]
+fn the_flags_give_the_same_list_as_the_file() {
+    let flags = InteractionFlags {
+        velocity: Some("0.5,0,0".into()),
+        in_box: Some("0,0,0.5..1,1,1".into()),
+        impulses: vec![
+            "centre=0.1,0.2,0.3; radius=0.05; acceleration=0,0,40; start=0.1; end=0.2".into(),
+        ],
+        gravity: Some("0,0,-9.81".into()),
+        from_rest: true,
+    };
+    let from_flags = flags.interactions().unwrap();
+    let mut from_file = kinds(&Interactions::parse(FILE, "poke.toml").unwrap());
+    from_file.remove(1); // the file's global velocity has no flag here
+    assert_eq!(kinds(&from_flags), from_file);
+    assert_eq!(from_flags.entries[2].origin, "--impulse");
+    // `start` defaults to 0.
+    let short = InteractionFlags {
+        impulses: vec!["centre=0,0,0;radius=1;acceleration=1,0,0;end=0.5".into()],
+        ..Default::default()
+    };
+    let list = short.interactions().unwrap();
+    assert_eq!(list.impulses().next().unwrap().start, 0.0);
+    assert!(InteractionFlags::default()
+        .interactions()
+        .unwrap()
+        .is_empty());
+}
+
+#[test]
+fn bad_values_in_the_file_are_refused_naming_the_field() {
+    let with = |table: &str| format!("[[interactions]]\n{table}\n");
+    let impulse = |extra: &str| {
+        with(&format!(
+            "kind = \"impulse\"\ncentre = [0.0, 0.0, 0.0]\nacceleration = [1.0, 0.0, 0.0]\n{extra}"
+        ))
+    };
+    let cases = [
+        (impulse("radius = -0.1\nend = 1.0"), "interactions[0].radius"),
+        (impulse("radius = 0.1\nstart = 0.5\nend = 0.5"), "interactions[0].end"),
+        (impulse("radius = 0.1\nstart = -1.0\nend = 0.5"), "interactions[0].start"),
+        (impulse("radius = 0.1"), "missing field `end`"),
+        (impulse("radious = 0.1\nend = 1.0"), "radious"),
+        (with("kind = \"poke\""), "interactions[0].kind"),
+        (with("velocity = [1.0, 0.0, 0.0]"), "has no `kind`"),
+        (
+            with("kind = \"velocity\"\nvelocity = [1.0, 0.0, 0.0]\nbox = { min = [1.0, 0.0, 0.0], max = [0.0, 1.0, 1.0] }"),
+            "interactions[0].box",
+        ),
+        (with("kind = \"velocity\"\nvelocity = [1.0, 0.0]"), "interactions[0]"),
+        (with("kind = \"start\"\nfrom = \"moving\""), "interactions[0]"),
+        ("gravity = [0.0, 0.0, -9.8]\n".to_string(), "(top level)"),
+        (
+            format!(
+                "{}{}",
+                with("kind = \"gravity\"\nacceleration = [0.0, 0.0, -9.8]"),
+                with("kind = \"gravity\"\nacceleration = [0.0, 0.0, -1.0]")
+            ),
+            "interactions[1]",
+        ),
+    ];
+    for (text, field) in cases {
+        let e = error_of(&text);
+        assert!(e.starts_with("poke.toml: "), "{e}");
+        assert!(e.contains(field), "expected `{field}` in: {e}");
+        assert!(e.contains("fix"), "{e}");
+    }
+    let missing = Interactions::load(std::path::Path::new("/nonexistent/poke.toml")).unwrap_err();
+    assert!(
+        missing.to_string().contains("/nonexistent/poke.toml"),
+        "{missing}"
+    );
+}
+
+#[test]
+fn bad_flags_are_refused_naming_the_flag() {
+    let impulse = |text: &str| InteractionFlags {
+        impulses: vec![text.into()],
+        ..Default::default()
+    };
+    let cases = [
+        (impulse("centre=0,0,0;radius=1;acceleration=1,0,0"), "end"),
+        (
+            impulse("centre=0,0;radius=1;acceleration=1,0,0;end=1"),
+            "centre",
+        ),
+        (
+            impulse("centre=0,0,0;radius=0;acceleration=1,0,0;end=1"),
+            "radius",
+        ),
+        (impulse("centre=0,0,0;radius=1;accel=1,0,0;end=1"), "accel"),
+        (
+            impulse("centre=0,0,0;radius=1;acceleration=1,0,0;end=x"),
+            "end",
+        ),
+        (
+            InteractionFlags {
+                in_box: Some("0,0,0..1,1,1".into()),
+                ..Default::default()
+            },
+            "--in-box",
+        ),
+        (
+            InteractionFlags {
+                velocity: Some("1,0,0".into()),
+                in_box: Some("0,0,0,1,1,1".into()),
+                ..Default::default()
+            },
+            "MIN..MAX",
+        ),
+        (
+            InteractionFlags {
+                gravity: Some("0,0,nan".into()),
+                ..Default::default()
+            },
+            "--gravity",
+        ),
+    ];
+    for (flags, field) in cases {
+        let e = flags.interactions().unwrap_err().to_string();
+        assert!(e.contains(field), "expected `{field}` in: {e}");
+        assert!(e.contains("fix"), "{e}");
+    }
+    // Too many impulses.
+    let many = InteractionFlags {
+        impulses: vec!["centre=0,0,0;radius=1;acceleration=1,0,0;end=1".into(); MAX_IMPULSES + 1],
+        ..Default::default()
+    };
+    let e = many.interactions().unwrap_err().to_string();
+    assert!(e.contains(&format!("more than {MAX_IMPULSES}")), "{e}");
+    // File and flags together: one gravity only, both places named.
+    let mut list = Interactions::parse(FILE, "poke.toml").unwrap();
+    let flags = InteractionFlags {
+        gravity: Some("0,0,-1".into()),
+        ..Default::default()
+    };
+    let e = list
+        .extend(flags.interactions().unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("--gravity") && e.contains("interactions[4]") && e.contains("poke.toml"),
+        "{e}"
+    );
+}
