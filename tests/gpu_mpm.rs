@@ -29,6 +29,8 @@ mod fit_loop;
 mod fit_problem;
 #[path = "gpu_mpm/fit_settings.rs"]
 mod fit_settings;
+#[path = "gpu_mpm/forcing.rs"]
+mod forcing;
 #[path = "gpu_mpm/forward.rs"]
 mod forward;
 #[path = "gpu_mpm/simulate_cli.rs"]

@@ -40,4 +40,28 @@ pub enum InteractionError {
         /// How to fix it.
         fix: String,
     },
+    /// The requested motion breaks the velocity bound: a particle could
+    /// move more than half a grid cell in one substep.
+    #[error(
+        "the initial velocities and impulses reach {speed:.4} world units/s (largest initial \
+         speed {initial:.4} + impulses {impulses:.4}), but one substep of {dt:.3e} s may move a \
+         particle at most half a cell, {bound:.4} world units/s at this grid; fix: lower the \
+         velocities or the impulses' acceleration or duration, or raise `simulation.substeps` \
+         to at least {substeps_needed} (a re-fit is needed: the fitted drivers record the \
+         substeps)"
+    )]
+    TooFast {
+        /// The bound's left side, world units / s.
+        speed: f64,
+        /// Largest initial speed, world units / s.
+        initial: f64,
+        /// Sum of the impulses' velocity changes, world units / s.
+        impulses: f64,
+        /// Largest speed allowed, world units / s.
+        bound: f64,
+        /// Substep length, seconds.
+        dt: f64,
+        /// Substeps per frame that would satisfy the bound.
+        substeps_needed: u64,
+    },
 }

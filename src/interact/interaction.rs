@@ -5,8 +5,8 @@
 use super::error::InteractionError;
 
 /// Most impulses one run may hold: the external-force kernel keeps each
-/// particle's impulses as the bits of one `u32` (src/mpm/external_force.rs).
-pub const MAX_IMPULSES: usize = 32;
+/// particle's impulses as the bits of one `u32`.
+pub use crate::mpm::external_force::MAX_IMPULSES;
 
 /// Where the initial velocity starts from, before the `velocity`
 /// interactions are added.

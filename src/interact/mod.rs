@@ -8,12 +8,13 @@
 //! ([`InteractionFlags`]); several combine. Every value is in world units
 //! (positions, lengths, velocities in units/s, accelerations in units/s²,
 //! times in seconds from frame 0); the simulator's normalised units are
-//! applied where they are used ([`ForcePlan`]).
+//! applied where they are used ([`plan`]).
 
 pub mod error;
 pub mod file;
 pub mod flags;
 pub mod interaction;
+pub mod plan;
 
 pub use error::InteractionError;
 pub use flags::InteractionFlags;

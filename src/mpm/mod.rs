@@ -17,6 +17,8 @@
 //! x_n as the adjoint of P2G), `p2g_adjoint_particle` (that walk's math,
 //! shared by `p2g_adjoint`'s two entry points), `cell_walk` (the node
 //! terms and window of the cell-list scatters).
+//! Impulses (forward only, issue 14) add `external_force` between P2G and
+//! the grid update of the substeps they act in ([`forcing`]).
 //! The host side reads top to bottom as the pipeline: [`simulator`] (the
 //! [`MpmSimulator`]: settings, buffers, kernels, E and states) →
 //! [`substep`] (one substep's stages, forward and adjoint, recorded into a
@@ -32,6 +34,8 @@ pub mod bind_group_cache;
 pub mod cell_scatter;
 pub mod config;
 pub mod error;
+pub mod external_force;
+pub mod forcing;
 pub mod g2p;
 pub mod g2p_adjoint;
 pub mod grid_bounds;
@@ -55,6 +59,7 @@ pub use backward::{BackwardOptions, FrameGradient, GradientFlow, HostMpmGradient
 pub use backward_work::BackwardWork;
 pub use config::{MpmConfig, WallMode};
 pub use error::MpmError;
+pub use forcing::{ForcedRun, ImpulseForce};
 pub use layout::ParticleState;
 pub use rollout::{Rollout, RolloutOptions};
 pub use simulator::{MpmOptions, MpmSetup, MpmSimulator, ScatterMode, KEPT_GRIDS_BUDGET_BYTES};

@@ -217,3 +217,67 @@ fn bad_flags_are_refused_naming_the_flag() {
         "{e}"
     );
 }
+
+#[test]
+fn velocities_add_up_in_their_regions_over_the_start() {
+    let list = Interactions::parse(FILE, "poke.toml").unwrap(); // from rest
+    let rest = [[0.5, 0.5, 0.25], [0.5, 0.5, 0.75], [0.5, 0.5, 0.9]];
+    let fitted = [[9.0, 9.0, 9.0]; 3];
+    let v = list.initial_velocities(&rest, &[false, false, true], &fitted);
+    assert_eq!(v, [[0.0, 1.5, 0.0], [0.5, 1.5, 0.0], [0.0; 3]]);
+    // From the fitted v0 by default.
+    let flags = InteractionFlags {
+        velocity: Some("1,0,0".into()),
+        ..Default::default()
+    };
+    let v = flags
+        .interactions()
+        .unwrap()
+        .initial_velocities(&rest, &[false; 3], &fitted);
+    assert_eq!(v[0], [10.0, 9.0, 9.0]);
+}
+
+#[test]
+fn impulses_and_gravity_go_to_normalised_units_and_the_velocity_bound_is_checked() {
+    use physfit::mpm::{MpmConfig, WallMode};
+    use physfit::scene::SimBox;
+    let sim_box = SimBox {
+        min: [-1.0, 0.0, 1.0],
+        side: 2.0,
+    };
+    let list = Interactions::parse(FILE, "poke.toml").unwrap();
+    let forces = list.impulse_forces(&sim_box);
+    assert_eq!(forces.len(), 1);
+    let f = &forces[0];
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-6;
+    assert!(close(f.centre[0], 0.55) && close(f.centre[1], 0.1) && close(f.centre[2], -0.35));
+    assert_eq!((f.radius, f.acceleration[2]), (0.025, 20.0));
+    assert_eq!((f.start, f.end), (0.1, 0.2));
+    let config = MpmConfig {
+        grid_res: 32,
+        fps: 24.0,
+        substeps_per_frame: 100,
+        gravity: [0.0; 3],
+        damping: 0.0,
+        density: 2000.0,
+        poisson: 0.3,
+        walls: WallMode::Sticky,
+    };
+    assert_eq!(
+        list.apply_gravity(&config, &sim_box).gravity,
+        [0.0, 0.0, -9.81 / 2.0]
+    );
+    // Half a cell per substep: 0.5 · (2 / 32) · 2400 = 75 world units / s.
+    let slow = [[0.0, 70.0, 0.0]];
+    let fast = [[0.0, 72.0, 0.0]]; // + the impulse's 4 units/s
+    list.check_velocity_bound(&slow, &config, &sim_box).unwrap();
+    let e = list
+        .check_velocity_bound(&fast, &config, &sim_box)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("simulation.substeps") && e.contains("half a cell"),
+        "{e}"
+    );
+    assert!(e.contains("at least 102"), "{e}");
+}
