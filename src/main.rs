@@ -35,14 +35,9 @@ enum Command {
     Simulate {
         /// The scene file.
         scene: PathBuf,
-        /// Initial velocity of the simulated (non-anchored) splats, world units per second.
-        #[arg(
-            long,
-            required = true,
-            value_delimiter = ',',
-            allow_hyphen_values = true
-        )]
-        velocity: Vec<f64>,
+        /// Initial velocity VX,VY,VZ of the simulated (non-anchored) splats, world units per second.
+        #[arg(long, required = true, allow_hyphen_values = true)]
+        velocity: String,
         /// Frames to simulate after the rest state (default: the reference frame count − 1, else 30).
         #[arg(long)]
         frames: Option<u32>,
@@ -105,14 +100,8 @@ fn run(cli: Cli) -> Result<()> {
             size,
             out,
         } => {
-            let [vx, vy, vz] = velocity[..] else {
-                anyhow::bail!(
-                    "--velocity needs three numbers VX,VY,VZ (world units per second), got {}",
-                    velocity.len()
-                );
-            };
             let size = size.as_deref().map(cli::parse_size).transpose()?;
-            cli::simulate::run(&scene, [vx, vy, vz], frames, size, &out)?
+            cli::simulate::run(&scene, &velocity, frames, size, &out)?
         }
         Command::Synth(args) => cli::synth::run(&args)?,
         Command::Bench { target: None } => cli::bench_summary::run()?,

@@ -33,6 +33,8 @@ mod fit_settings;
 mod forcing;
 #[path = "gpu_mpm/forward.rs"]
 mod forward;
+#[path = "gpu_mpm/render_params.rs"]
+mod render_params;
 #[path = "gpu_mpm/simulate_cli.rs"]
 mod simulate_cli;
 #[path = "gpu_mpm/synth_cli.rs"]

@@ -9,6 +9,7 @@ pub mod check_fit;
 pub mod fit;
 pub mod fit_outputs;
 pub mod render;
+pub mod render_motion;
 pub mod simulate;
 pub mod staged_dir;
 pub mod synth;

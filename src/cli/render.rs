@@ -1,21 +1,31 @@
-//! `physfit render scene.toml --out DIR [--camera I] [--size WxH]`: renders
-//! the scene's Gaussians (at rest) from its cameras with the GPU rasterizer
+//! `physfit render scene.toml --out DIR [--camera NAME|INDEX]... [--size WxH]`:
+//! renders the scene's Gaussians (at rest) from its cameras with the GPU rasterizer
 //! and writes one opaque 8-bit PNG (3DGS colours: `round(255·v)`, no transfer curve) per view (`DIR/<view name>.png`),
-//! composited over the scene's background colour.
+//! composited over the scene's background colour. With `--params
+//! OUT/drivers.safetensors` it renders the fitted object in motion under
+//! new interactions instead ([`super::render_motion`], issue 14).
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use clap::Args;
+use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use physfit::gpu::GpuContext;
+use physfit::interact::InteractionFlags;
 use physfit::scene::frames::write_png;
 use physfit::scene::scene::Scene;
 use physfit::scene::Camera;
 use physfit::splat::{Rasterizer, SplatBuffers};
 
 use super::parse_size;
+
+/// What `--color-by` colours the splats by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ColorBy {
+    /// The colour map of the fitted log10 E (world units), with a colour bar.
+    Stiffness,
+}
 
 /// Options of `physfit render`.
 #[derive(Args, Debug)]
@@ -25,19 +35,144 @@ pub struct RenderArgs {
     /// Output directory (created if missing).
     #[arg(long)]
     pub out: PathBuf,
-    /// Render only view number I (0-based, in scene.toml order).
+    /// Render only this view: its name or its number (0-based, in
+    /// scene.toml order); repeatable. Default: every view.
     #[arg(long)]
-    pub camera: Option<usize>,
+    pub camera: Vec<String>,
     /// Image size WxH (square pixels, horizontal field of view kept); default: the camera's.
     #[arg(long)]
     pub size: Option<String>,
+    /// The fit's drivers.safetensors: simulate the fitted object and write
+    /// a PNG sequence and a looping GIF per view (`DIR/<view>/frame_NNNN.png`,
+    /// `DIR/<view>.gif`).
+    #[arg(long)]
+    pub params: Option<PathBuf>,
+    /// With --params: frames written, the rest frame 0 included (default:
+    /// the scene's reference frame count, else 48).
+    #[arg(long)]
+    pub frames: Option<usize>,
+    /// With --params: the camera circles the object's centre by this many
+    /// degrees over the sequence, at the scene camera's distance and height.
+    #[arg(long, allow_hyphen_values = true)]
+    pub orbit: Option<f32>,
+    /// With --params: an [[interactions]] file (docs/scene.md "Interactions file").
+    #[arg(long)]
+    pub interactions: Option<PathBuf>,
+    /// With --params: initial velocity VX,VY,VZ (world units/s) added to the start.
+    #[arg(long, allow_hyphen_values = true)]
+    pub velocity: Option<String>,
+    /// With --velocity: only inside the box X0,Y0,Z0..X1,Y1,Z1 (world units).
+    #[arg(long, allow_hyphen_values = true)]
+    pub in_box: Option<String>,
+    /// With --params: an impulse "centre=X,Y,Z;radius=R;acceleration=AX,AY,AZ;start=T0;end=T1"
+    /// (world units, seconds); repeatable.
+    #[arg(long, allow_hyphen_values = true)]
+    pub impulse: Vec<String>,
+    /// With --params: gravity GX,GY,GZ (world units/s²) in place of the scene's.
+    #[arg(long, allow_hyphen_values = true)]
+    pub gravity: Option<String>,
+    /// With --params: start from rest instead of the fitted initial velocity.
+    #[arg(long)]
+    pub from_rest: bool,
+    /// With --params: colour the splats by the fitted stiffness (colour bar added).
+    #[arg(long, value_enum)]
+    pub color_by: Option<ColorBy>,
+    /// With --params: each frame beside the scene's reference frame.
+    #[arg(long)]
+    pub side_by_side: bool,
+    /// With --params: replace a non-empty output directory.
+    #[arg(long)]
+    pub force: bool,
+    /// Print nothing but errors.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+impl RenderArgs {
+    /// The interaction flags as given.
+    pub fn interaction_flags(&self) -> InteractionFlags {
+        InteractionFlags {
+            velocity: self.velocity.clone(),
+            in_box: self.in_box.clone(),
+            impulses: self.impulse.clone(),
+            gravity: self.gravity.clone(),
+            from_rest: self.from_rest,
+        }
+    }
+
+    /// The flags that only make sense with `--params`, when given.
+    fn motion_flags(&self) -> Vec<&'static str> {
+        let flags = self.interaction_flags();
+        [
+            ("--frames", self.frames.is_some()),
+            ("--orbit", self.orbit.is_some()),
+            ("--interactions", self.interactions.is_some()),
+            ("--velocity", flags.velocity.is_some()),
+            ("--in-box", flags.in_box.is_some()),
+            ("--impulse", !flags.impulses.is_empty()),
+            ("--gravity", flags.gravity.is_some()),
+            ("--from-rest", flags.from_rest),
+            ("--color-by", self.color_by.is_some()),
+            ("--side-by-side", self.side_by_side),
+            ("--force", self.force),
+        ]
+        .into_iter()
+        .filter_map(|(flag, given)| given.then_some(flag))
+        .collect()
+    }
+}
+
+/// The views `cameras` names (names or 0-based numbers; all views when
+/// empty), each with its camera at `size`.
+pub fn resolve_views(
+    scene: &Scene,
+    scene_path: &Path,
+    cameras: &[String],
+    size: Option<(u32, u32)>,
+) -> Result<Vec<(String, Camera)>> {
+    let indices: Vec<usize> = if cameras.is_empty() {
+        (0..scene.views.len()).collect()
+    } else {
+        cameras
+            .iter()
+            .map(|c| {
+                scene
+                    .views
+                    .iter()
+                    .position(|v| v.name == *c)
+                    .or_else(|| c.parse::<usize>().ok().filter(|&i| i < scene.views.len()))
+                    .with_context(|| {
+                        let names: Vec<&str> =
+                            scene.views.iter().map(|v| v.name.as_str()).collect();
+                        format!(
+                            "--camera {c}: {} has {} view(s), named {} and numbered 0..{}",
+                            scene_path.display(),
+                            scene.views.len(),
+                            names.join(", "),
+                            scene.views.len()
+                        )
+                    })
+            })
+            .collect::<Result<_>>()?
+    };
+    Ok(indices
+        .into_iter()
+        .map(|i| {
+            let view = &scene.views[i];
+            let camera = match size {
+                Some((w, h)) => view.camera.resized(w, h),
+                None => view.camera.clone(),
+            };
+            (view.name.clone(), camera)
+        })
+        .collect())
 }
 
 /// Renders `splats` from `camera` over `background` and writes the image to
 /// `path` as an opaque 8-bit PNG (3DGS colours: `round(255·v)`, no transfer curve) (atomically). The colour is already
 /// composited over the background, so the PNG's alpha is 1: storing the
 /// coverage as straight alpha would make viewers composite twice (fringes).
-/// Shared by `render` and `simulate`.
+/// The static `render`'s.
 pub fn render_png(
     ctx: &GpuContext,
     raster: &mut Rasterizer,
@@ -71,41 +206,38 @@ pub fn write_opaque_png(
 
 /// Runs `physfit render`.
 pub fn run(args: &RenderArgs) -> Result<()> {
+    if args.params.is_some() {
+        return super::render_motion::run(args);
+    }
+    if let Some(flag) = args.motion_flags().first() {
+        anyhow::bail!(
+            "{flag} needs --params OUT/drivers.safetensors (the fitted object in motion); \
+             without it, render draws the scene at rest"
+        );
+    }
     let scene = Scene::load(&args.scene)?;
-    let views: Vec<_> = match args.camera {
-        Some(i) => {
-            let view = scene.views.get(i).with_context(|| {
-                format!(
-                    "--camera {i}: {} has {} view(s), numbered 0..{}",
-                    args.scene.display(),
-                    scene.views.len(),
-                    scene.views.len()
-                )
-            })?;
-            vec![view]
-        }
-        None => scene.views.iter().collect(),
-    };
     let size = args.size.as_deref().map(parse_size).transpose()?;
+    let views = resolve_views(&scene, &args.scene, &args.camera, size)?;
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating output directory {}", args.out.display()))?;
 
     let ctx = GpuContext::new(&Default::default())?;
     let mut raster = Rasterizer::new(&ctx)?;
     let splats = SplatBuffers::upload(&ctx, scene.gaussians())?;
-    let bar = ProgressBar::new(views.len() as u64).with_style(
+    let bar = if args.quiet {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new(views.len() as u64)
+    }
+    .with_style(
         ProgressStyle::with_template("rendering {bar:30} {pos}/{len} {msg}")
             .expect("static template"),
     );
-    for view in views {
-        bar.set_message(view.name.clone());
-        let camera = match size {
-            Some((w, h)) => view.camera.resized(w, h),
-            None => view.camera.clone(),
-        };
-        let path = args.out.join(format!("{}.png", view.name));
+    for (name, camera) in views {
+        bar.set_message(name.clone());
+        let path = args.out.join(format!("{name}.png"));
         render_png(&ctx, &mut raster, &splats, &camera, scene.background, &path)
-            .with_context(|| format!("rendering view '{}'", view.name))?;
+            .with_context(|| format!("rendering view '{name}'"))?;
         bar.inc(1);
         log::info!("wrote {}", path.display());
     }

@@ -14,26 +14,28 @@
 //! the cameras), so the motion can be looked at as image sequences. The whole
 //! simulation happens before anything is written, so a refused or
 //! broken-down run writes nothing; each file is written atomically.
+//!
+//! The run itself is `physfit render --params`'s ([`Animation`], issue 14:
+//! one forward, not two copies): the scene's drivers at one E, from rest
+//! plus one velocity interaction.
 
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use physfit::deform::{DeformSetup, Deformation};
 use physfit::drive::DriverSet;
 use physfit::gpu::{GpuContext, GpuOptions};
-use physfit::mpm::MpmSimulator;
+use physfit::interact::{Animation, AnimationSetup, InteractionFlags};
 use physfit::scene::ply::PlyData;
-use physfit::scene::{Camera, Scene};
-use physfit::splat::{Rasterizer, SplatBuffers};
+use physfit::scene::Scene;
 
-use super::render::render_png;
+use super::render::resolve_views;
 
-/// Runs the subcommand.
+/// Runs the subcommand; `velocity` is `--velocity VX,VY,VZ` as typed.
 pub fn run(
     scene_path: &Path,
-    velocity: [f64; 3],
+    velocity: &str,
     frames: Option<u32>,
     size: Option<(u32, u32)>,
     out: &Path,
@@ -47,25 +49,20 @@ pub fn run(
             .map(|n| n.saturating_sub(1).max(1) as u32)
             .unwrap_or(30),
     };
+    let interactions = InteractionFlags {
+        velocity: Some(velocity.to_string()),
+        from_rest: true,
+        ..Default::default()
+    }
+    .interactions()?;
     let drivers = DriverSet::from_scene(&scene)
         .with_context(|| format!("building the drivers of {}", scene_path.display()))?;
-    let start = drivers
-        .uniform_start(velocity)
-        .context("--velocity VX,VY,VZ")?;
-    let deform_setup = DeformSetup::from_drivers(&drivers, scene.gaussians())
-        .with_context(|| format!("{}: `drivers`", scene_path.display()))?;
-    let config = scene.mpm_config();
-    let youngs = scene.material.youngs_modulus;
+    let log10_youngs = vec![scene.material.youngs_modulus.log10(); drivers.len()];
+    let setup = AnimationSetup::from_drivers(&scene, &drivers, log10_youngs, &interactions)
+        .with_context(|| format!("simulating {}", scene_path.display()))?;
 
     let ctx = GpuContext::new(&GpuOptions::default())?;
-    let sim = MpmSimulator::new(
-        &ctx,
-        &config,
-        &drivers.setup(vec![youngs as f32; drivers.len()], youngs),
-    )
-    .with_context(|| format!("simulating {}", scene_path.display()))?;
-    let mut states = vec![sim.upload_state(&ctx, "simulate frame 0", &start)?];
-
+    let mut animation = Animation::new(&ctx, &setup, scene.gaussians(), scene.background)?;
     let bar = ProgressBar::new(frames as u64);
     bar.set_style(
         ProgressStyle::with_template(
@@ -73,67 +70,50 @@ pub fn run(
         )
         .expect("valid template"),
     );
-    for k in 1..=frames {
-        let next = sim.state_buffer(&ctx, &format!("simulate frame {k}"))?;
-        sim.run_frame(&ctx, &states[k as usize - 1], &next, k)
-            .with_context(|| {
-                format!("simulating {} (nothing was written)", scene_path.display())
-            })?;
-        states.push(next);
+    for _ in 1..=frames {
+        animation.step(&ctx).with_context(|| {
+            format!("simulating {} (nothing was written)", scene_path.display())
+        })?;
         bar.inc(1);
     }
     bar.finish_and_clear();
 
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
-    let cameras: Vec<(String, Camera)> = scene
-        .views
-        .iter()
-        .map(|view| {
-            let camera = match size {
-                Some((w, h)) => view.camera.resized(w, h),
-                None => view.camera.clone(),
-            };
-            (view.name.clone(), camera)
-        })
-        .collect();
+    let cameras = resolve_views(&scene, scene_path, &[], size)?;
     for (name, _) in &cameras {
         let dir = out.join(name);
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     }
     let mut gaussians = scene.gaussians().clone();
-    let mut raster = Rasterizer::new(&ctx)?;
-    let splats = SplatBuffers::upload(&ctx, &gaussians)?;
-    let deformation = Deformation::new(&ctx, &deform_setup)?;
-    let bar = ProgressBar::new(states.len() as u64).with_style(
+    let bar = ProgressBar::new(animation.frames() as u64).with_style(
         ProgressStyle::with_template("writing {bar:40} frame {pos}/{len} ({elapsed}, eta {eta})")
             .expect("valid template"),
     );
-    for (k, state) in states.iter().enumerate() {
-        // The splats follow their drivers on the GPU, for the renders.
-        let mut encoder = physfit::gpu::encoder(&ctx, "simulate: splats follow drivers");
-        deformation.encode_forward(&ctx, &mut encoder, state, &splats)?;
-        ctx.queue.submit([encoder.finish()]);
-        // The .ply output needs them on the host.
-        gaussians.means = ctx.read_buffer(&splats.means)?;
-        gaussians.rotations = ctx.read_buffer(&splats.rotations)?;
+    for k in 0..animation.frames() {
+        // The splats follow their drivers on the GPU, for the renders; the
+        // .ply output needs them on the host.
+        animation.pose(&ctx, k)?;
+        animation.read_pose(&ctx, &mut gaussians)?;
         let path = out.join(format!("frame_{k:04}.ply"));
         PlyData::from_gaussians(&gaussians, &path)
             .write(&path, &[])
             .with_context(|| format!("writing {}", path.display()))?;
         for (name, camera) in &cameras {
             let path = out.join(name).join(format!("frame_{k:04}.png"));
-            render_png(&ctx, &mut raster, &splats, camera, scene.background, &path)
+            let frame = animation
+                .render(&ctx, camera)
                 .with_context(|| format!("rendering frame {k} from view '{name}'"))?;
+            super::render::write_opaque_png(&path, frame.width, frame.height, frame.pixels)?;
         }
         bar.inc(1);
     }
     bar.finish_and_clear();
     eprintln!(
         "wrote {} frames ({} drivers moving {} splats, {} substeps per frame) to {} (.ply per frame, PNG sequences per view)",
-        states.len(),
+        animation.frames(),
         drivers.len(),
-        deform_setup.len(),
-        config.substeps_per_frame,
+        setup.deform.len(),
+        setup.config.substeps_per_frame,
         out.display()
     );
     Ok(())

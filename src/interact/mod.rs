@@ -10,12 +10,18 @@
 //! times in seconds from frame 0); the simulator's normalised units are
 //! applied where they are used ([`plan`]).
 
+pub mod animation;
+pub mod animation_error;
 pub mod error;
 pub mod file;
 pub mod flags;
+pub mod gif_sequence;
 pub mod interaction;
+pub mod orbit;
 pub mod plan;
 
+pub use animation::{Animation, AnimationSetup};
+pub use animation_error::AnimationError;
 pub use error::InteractionError;
 pub use flags::InteractionFlags;
 pub use interaction::{Impulse, Interaction, Interactions, Start, VelocityRegion, MAX_IMPULSES};

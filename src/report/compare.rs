@@ -28,7 +28,6 @@ const CAPTION_SIZE: f64 = 15.0;
 /// transfer curve (DESIGN.md § Units and frames), as every PNG of the
 /// project is written; alpha is dropped (renders are already composited
 /// over the background, decoded frames carry 1).
-/// A frame as 8-bit RGB (`round(255·clamp(v, 0, 1))`, as PNGs are written).
 pub fn rgb8(frame: &Frame) -> RgbImage {
     let mut image = RgbImage::new(frame.width, frame.height);
     for (out, p) in image.pixels_mut().zip(&frame.pixels) {

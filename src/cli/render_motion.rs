@@ -1,0 +1,205 @@
+//! `physfit render scene.toml --params OUT/drivers.safetensors --frames N
+//! --out DIR [--camera NAME|INDEX]... [--orbit DEG] [--size WxH]
+//! [interactions] [--color-by stiffness] [--side-by-side] [--quiet]`
+//! (issue 14): the fitted object simulated forward under new interactions
+//! (docs/scene.md "Interactions file"), written as a PNG sequence per view
+//! (`DIR/<view>/frame_NNNN.png`, frame 0 the rest state) and a looping GIF
+//! per view (`DIR/<view>.gif`) at the scene's fps rounded to whole
+//! centiseconds ([`gif_fps`]).
+//!
+//! Refused before anything runs: a drivers file of another scene or other
+//! settings, too few substeps for the largest fitted E, a motion faster
+//! than half a cell per substep ([`AnimationSetup`]). Everything is written
+//! into a staging directory that replaces DIR only when the whole run
+//! succeeded ([`StagedDir`]): a blow-up names the frame and substep and
+//! leaves no partial GIF or sequence.
+
+use anyhow::{bail, Context, Result};
+use image::{GenericImage, RgbImage};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use physfit::gpu::{GpuContext, GpuOptions};
+use physfit::interact::gif_sequence::{gif_delay_centiseconds, gif_fps, GifSequence};
+use physfit::interact::orbit::{object_centre, orbit_angle, orbit_camera};
+use physfit::interact::{Animation, AnimationSetup, Interactions};
+use physfit::output::FittedDrivers;
+use physfit::report::{recolored, rgb8, stiffness_colours, with_colorbar, write_png};
+use physfit::scene::frames::Frame;
+use physfit::scene::Scene;
+
+use super::parse_size;
+use super::render::{resolve_views, ColorBy, RenderArgs};
+use super::staged_dir::StagedDir;
+
+/// Frames written when neither `--frames` nor reference frames say.
+pub const DEFAULT_FRAMES: usize = 48;
+
+/// The colour bar's label.
+const STIFFNESS_LABEL: &str = "log10 E (world units)";
+
+/// The interactions of the file and the flags, in that order.
+fn interactions(args: &RenderArgs) -> Result<Interactions> {
+    let mut list = match &args.interactions {
+        Some(path) => Interactions::load(path)?,
+        None => Interactions::default(),
+    };
+    list.extend(args.interaction_flags().interactions()?)?;
+    Ok(list)
+}
+
+/// `render` beside `reference` resized to its height (the scene's
+/// background where the view has no frame `k`).
+fn beside(reference: Option<&Frame>, render: &RgbImage, background: [f32; 3]) -> RgbImage {
+    let (w, h) = (render.width(), render.height());
+    let panel_w = reference.map_or(w, |r| {
+        (r.width as f64 * h as f64 / r.height as f64).round() as u32
+    });
+    let panel = match reference {
+        Some(r) => {
+            image::imageops::resize(&rgb8(r), panel_w, h, image::imageops::FilterType::Triangle)
+        }
+        None => RgbImage::from_pixel(
+            panel_w,
+            h,
+            image::Rgb(background.map(|c| (c.clamp(0.0, 1.0) * 255.0).round() as u8)),
+        ),
+    };
+    let mut out = RgbImage::new(panel_w + w, h);
+    out.copy_from(&panel, 0, 0).expect("the panel fits");
+    out.copy_from(render, panel_w, 0).expect("the render fits");
+    out
+}
+
+/// Runs `physfit render --params` (module doc).
+pub fn run(args: &RenderArgs) -> Result<()> {
+    let params = args.params.as_ref().expect("called with --params");
+    let scene = Scene::load(&args.scene)?;
+    let fitted = FittedDrivers::load(params)?;
+    let interactions = interactions(args)?;
+    let setup = AnimationSetup::from_fitted(
+        &scene,
+        &fitted,
+        &params.display().to_string(),
+        &interactions,
+    )
+    .with_context(|| format!("{} with {}", args.scene.display(), params.display()))?;
+    setup.check_velocity_bound()?;
+    let frames = match args.frames {
+        Some(0) => bail!("--frames must be at least 1 (the rest frame 0 included)"),
+        Some(n) => n,
+        None => scene.frame_count().unwrap_or(DEFAULT_FRAMES),
+    };
+    let size = args.size.as_deref().map(parse_size).transpose()?;
+    let views = resolve_views(&scene, &args.scene, &args.camera, size)?;
+    let references: Vec<_> = views
+        .iter()
+        .map(|(name, _)| {
+            scene
+                .views
+                .iter()
+                .find(|v| v.name == *name)
+                .and_then(|v| v.frames.as_ref())
+        })
+        .collect();
+    if args.side_by_side && references.iter().all(Option::is_none) {
+        bail!(
+            "--side-by-side: no view rendered has reference frames in {} (`views[].frames`); \
+             fix: drop --side-by-side or add the frames",
+            args.scene.display()
+        );
+    }
+
+    let (gaussians, colour_range) = match args.color_by {
+        Some(ColorBy::Stiffness) => {
+            let values = setup.splat_log10_youngs_world(&scene);
+            let finite = values.iter().copied().filter(|v| v.is_finite());
+            let low = finite.clone().fold(f64::INFINITY, f64::min);
+            let high = finite.fold(f64::NEG_INFINITY, f64::max);
+            let colours = stiffness_colours(&values, low, high)?;
+            (recolored(scene.gaussians(), &colours)?, Some((low, high)))
+        }
+        None => (scene.gaussians().clone(), None),
+    };
+
+    let staged = StagedDir::new(&args.out, args.force, "--out")?;
+    let mut gifs = Vec::with_capacity(views.len());
+    for (name, _) in &views {
+        let dir = staged.path().join(name);
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        gifs.push(GifSequence::create(
+            &staged.path().join(format!("{name}.gif")),
+            scene.fps,
+        )?);
+    }
+    let ctx = GpuContext::new(&GpuOptions::default())?;
+    let mut animation = Animation::new(&ctx, &setup, &gaussians, scene.background)?;
+    let centre = object_centre(&scene);
+    let bar = if args.quiet {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new(frames as u64)
+    };
+    bar.set_style(
+        ProgressStyle::with_template(
+            "simulating and rendering {bar:40} frame {pos}/{len} ({elapsed}, eta {eta})",
+        )
+        .expect("valid template"),
+    );
+    for k in 0..frames {
+        if k > 0 {
+            animation.step(&ctx).with_context(|| {
+                format!("simulating {} (nothing was written)", args.scene.display())
+            })?;
+        }
+        animation.pose(&ctx, k)?;
+        for (v, (name, camera)) in views.iter().enumerate() {
+            let camera = match args.orbit {
+                Some(degrees) => orbit_camera(camera, centre, orbit_angle(degrees, k, frames)),
+                None => camera.clone(),
+            };
+            let mut image = rgb8(&animation.render(&ctx, &camera)?);
+            if let Some((low, high)) = colour_range {
+                image = with_colorbar(&image, low, high, STIFFNESS_LABEL)?;
+            }
+            if args.side_by_side {
+                let reference = match references[v] {
+                    Some(set) if k < set.len() => Some(set.load(k)?),
+                    _ => None,
+                };
+                image = beside(reference.as_ref(), &image, scene.background);
+            }
+            write_png(
+                &staged.path().join(name).join(format!("frame_{k:04}.png")),
+                &image,
+            )?;
+            gifs[v].push(&image)?;
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    drop(gifs);
+    staged.commit()?;
+    if !args.quiet {
+        for k in 0..setup.impulses.len() {
+            match animation.impulse_members(k) {
+                Some(m) if m.is_empty() => {
+                    eprintln!(
+                        "warning: impulse {k} held no free driver (check its centre and radius)"
+                    )
+                }
+                Some(m) => eprintln!("impulse {k} pushed {} drivers", m.len()),
+                None => eprintln!("warning: impulse {k} starts after the last frame"),
+            }
+        }
+        eprintln!(
+            "wrote {frames} frames of {} view(s) to {} (PNG sequences, looping GIFs at {:.2} fps: \
+             GIF delays are whole centiseconds, {} cs for the scene's {} fps)",
+            views.len(),
+            args.out.display(),
+            gif_fps(scene.fps),
+            gif_delay_centiseconds(scene.fps),
+            scene.fps
+        );
+    }
+    Ok(())
+}

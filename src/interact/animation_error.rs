@@ -1,0 +1,56 @@
+//! Why an animation (`physfit render --params`, `physfit simulate`) cannot
+//! run: each source error already names its file, field or frame.
+
+use thiserror::Error;
+
+/// Why an [`super::Animation`] cannot be set up or run.
+#[derive(Debug, Error)]
+pub enum AnimationError {
+    /// The fitted drivers do not belong to the scene, or cannot be read.
+    #[error(transparent)]
+    Drivers(#[from] crate::output::drivers_file_error::DriversFileError),
+    /// The interactions are unusable (e.g. the velocity bound).
+    #[error(transparent)]
+    Interaction(#[from] super::InteractionError),
+    /// The simulator refused (the stability bound) or the run broke down
+    /// (the frame and substep are named).
+    #[error(transparent)]
+    Mpm(#[from] crate::mpm::MpmError),
+    /// The deformation of the splats is inconsistent.
+    #[error(transparent)]
+    Deform(#[from] crate::deform::DeformError),
+    /// The drivers could not be built from the scene.
+    #[error(transparent)]
+    Drive(#[from] crate::drive::DriveError),
+    /// Rendering failed.
+    #[error(transparent)]
+    Splat(#[from] crate::splat::SplatError),
+    /// A GPU operation failed.
+    #[error(transparent)]
+    Gpu(#[from] crate::gpu::GpuError),
+    /// Colouring by stiffness failed.
+    #[error(transparent)]
+    Report(#[from] crate::report::ReportError),
+    /// A fitted file whose drivers give each Gaussian another number of
+    /// neighbours than the deformation takes.
+    #[error(
+        "{path}: the drivers give each Gaussian {k} nearest drivers, the deformation takes \
+         {needed}; fix: re-fit with `drivers.k = {needed}`"
+    )]
+    NeighbourCount {
+        /// The drivers file.
+        path: String,
+        /// Its k.
+        k: usize,
+        /// What the deformation takes.
+        needed: usize,
+    },
+    /// The GIF could not be written.
+    #[error("{}: cannot write the GIF: {message}", path.display())]
+    Gif {
+        /// The GIF file.
+        path: std::path::PathBuf,
+        /// The encoder's or file system's message.
+        message: String,
+    },
+}

@@ -1,0 +1,304 @@
+//! `physfit render --params` (issue 14) on a tiny fitted scene: PNG
+//! sequences and a looping GIF of N frames at the requested size, an orbit
+//! whose frames differ and keep the object in the image, the fitted motion
+//! reproduced (the fit's own rollout and renders, within the run-to-run
+//! tolerance), and refusals before anything runs: another scene's drivers,
+//! a motion faster than the velocity bound; a blow-up writes nothing.
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use physfit::drive::DriverSet;
+use physfit::fit::{FitProblem, FitProblemOptions, Parameters};
+use physfit::interact::{Animation, AnimationSetup, Interactions};
+use physfit::output::FittedDrivers;
+use physfit::scene::frames::Frame;
+use physfit::scene::Scene;
+
+const EXTRA: &str =
+    "youngs_modulus = 1.0e4\n\n[simulation]\ngrid_res = 16\n\n[drivers]\ncount = 16\n";
+
+/// 4³ splats of spacing 0.15 around (0.5, 0.5, 0.5), the scene of
+/// `common::scene_with`, and a drivers file of its drivers with a varied
+/// log10 E and a sideways v0.
+struct Fitted {
+    dir: tempfile::TempDir,
+    scene: Scene,
+    params: PathBuf,
+    log10: Vec<f64>,
+    velocity: Vec<f64>,
+}
+
+fn fitted() -> Fitted {
+    let mut means = Vec::new();
+    for i in 0..4 {
+        for j in 0..4 {
+            for k in 0..4 {
+                let c = |a: usize| 0.275 + 0.15 * a as f32;
+                means.push([c(i), c(j), c(k)]);
+            }
+        }
+    }
+    let (dir, scene) = common::scene_with(&means, EXTRA);
+    let scene = scene.unwrap();
+    let drivers = DriverSet::from_scene(&scene).unwrap();
+    let n = drivers.len();
+    let log10: Vec<f64> = (0..n).map(|d| 3.8 + 0.4 * d as f64 / n as f64).collect();
+    let velocity: Vec<f64> = (0..n).flat_map(|_| [0.4, 0.0, 0.2]).collect();
+    let params = dir.path().join("drivers.safetensors");
+    FittedDrivers::new(&scene, &drivers, &log10, &velocity, None)
+        .unwrap()
+        .save(&params)
+        .unwrap();
+    Fitted {
+        dir,
+        scene,
+        params,
+        log10,
+        velocity,
+    }
+}
+
+fn render(f: &Fitted, out: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_physfit"))
+        .arg("render")
+        .arg(f.dir.path().join("scene.toml"))
+        .arg("--params")
+        .arg(&f.params)
+        .arg("--out")
+        .arg(out)
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run physfit")
+}
+
+fn ok(run: &std::process::Output) -> String {
+    let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+    assert!(run.status.success(), "{stderr}");
+    stderr
+}
+
+fn gif_frames(path: &Path) -> Vec<image::RgbaImage> {
+    use image::AnimationDecoder;
+    let file = std::io::BufReader::new(std::fs::File::open(path).unwrap());
+    image::codecs::gif::GifDecoder::new(file)
+        .unwrap()
+        .into_frames()
+        .map(|f| f.unwrap().into_buffer())
+        .collect()
+}
+
+#[test]
+fn render_writes_png_sequences_and_a_looping_gif_of_n_frames() {
+    let f = fitted();
+    let out = f.dir.path().join("out");
+    let stderr = ok(&render(&f, &out, &["--frames", "4", "--size", "32x24"]));
+    // 30 fps: 3 cs per frame, shown at 33.33 fps; the run says so.
+    assert!(
+        stderr.contains("33.33 fps") && stderr.contains("3 cs"),
+        "{stderr}"
+    );
+    let view = out.join("view0");
+    for k in 0..4 {
+        let png = image::open(view.join(format!("frame_{k:04}.png"))).unwrap();
+        assert_eq!((png.width(), png.height()), (32, 24));
+    }
+    assert!(!view.join("frame_0004.png").exists());
+    let gif = gif_frames(&out.join("view0.gif"));
+    assert_eq!(gif.len(), 4);
+    assert!(gif.iter().all(|g| g.dimensions() == (32, 24)));
+    assert_ne!(gif[0], gif[3], "the GIF does not show the motion");
+    let bytes = std::fs::read(out.join("view0.gif")).unwrap();
+    assert!(
+        bytes.windows(11).any(|w| w == b"NETSCAPE2.0"),
+        "the GIF does not loop"
+    );
+    // A non-empty output directory is refused without --force.
+    let again = render(&f, &out, &["--frames", "2"]);
+    assert!(!again.status.success());
+    ok(&render(&f, &out, &["--frames", "2", "--force", "--quiet"]));
+    assert!(
+        !view.join("frame_0003.png").exists(),
+        "--force replaces the directory whole"
+    );
+}
+
+/// Pixels of `image` that differ from the scene's black background.
+fn object_pixels(image: &image::RgbImage) -> Vec<(u32, u32)> {
+    image
+        .enumerate_pixels()
+        .filter(|(_, _, p)| p.0.iter().any(|&c| c > 20))
+        .map(|(x, y, _)| (x, y))
+        .collect()
+}
+
+#[test]
+fn orbit_frames_differ_and_keep_the_object_in_the_image() {
+    let f = fitted();
+    let out = f.dir.path().join("orbit");
+    ok(&render(
+        &f,
+        &out,
+        &[
+            "--frames",
+            "3",
+            "--size",
+            "64x48",
+            "--orbit",
+            "60",
+            "--from-rest",
+            "--camera",
+            "view0",
+        ],
+    ));
+    let frames: Vec<image::RgbImage> = (0..3)
+        .map(|k| {
+            image::open(out.join("view0").join(format!("frame_{k:04}.png")))
+                .unwrap()
+                .to_rgb8()
+        })
+        .collect();
+    for (k, frame) in frames.iter().enumerate() {
+        let pixels = object_pixels(frame);
+        assert!(
+            pixels.len() > 20,
+            "frame {k}: {} object pixels",
+            pixels.len()
+        );
+        let inside = pixels
+            .iter()
+            .all(|&(x, y)| x > 0 && y > 0 && x < frame.width() - 1 && y < frame.height() - 1);
+        assert!(inside, "frame {k}: the object touches the image border");
+    }
+    assert_ne!(frames[0], frames[1]);
+    assert_ne!(frames[1], frames[2]);
+}
+
+fn max_difference(a: &[Frame], b: &[Frame]) -> f32 {
+    a.iter()
+        .zip(b)
+        .flat_map(|(x, y)| x.pixels.iter().zip(&y.pixels))
+        .flat_map(|(p, q)| (0..4).map(move |c| (p[c] - q[c]).abs()))
+        .fold(0.0, f32::max)
+}
+
+#[test]
+fn without_interactions_the_fitted_rollout_is_reproduced() {
+    let f = fitted();
+    let ctx = common::gpu();
+    let frames = 3;
+    let file = FittedDrivers::load(&f.params).unwrap();
+    let setup = AnimationSetup::from_fitted(
+        &f.scene,
+        &file,
+        "drivers.safetensors",
+        &Interactions::default(),
+    )
+    .unwrap();
+    let mut animation =
+        Animation::new(&ctx, &setup, f.scene.gaussians(), f.scene.background).unwrap();
+    let camera = f.scene.views[0].camera.clone();
+    let mut rendered = Vec::new();
+    for k in 0..=frames {
+        if k > 0 {
+            animation.step(&ctx).unwrap();
+        }
+        animation.pose(&ctx, k).unwrap();
+        rendered.push(animation.render(&ctx, &camera).unwrap());
+    }
+    // The fit's own rollout of the same E and v0, twice: the run-to-run
+    // noise of float atomics.
+    let fit_run = || {
+        let options = FitProblemOptions::per_driver(&f.scene.fit.velocity);
+        let mut problem = FitProblem::new(&ctx, &f.scene, &options).unwrap();
+        let params = Parameters {
+            log10_youngs: f.log10.clone(),
+            velocity: f.velocity.clone(),
+        };
+        let rollout = problem.forward_states(&ctx, &params, frames).unwrap();
+        (0..=frames)
+            .map(|k| problem.render_state(&ctx, &rollout.frames[k], 0).unwrap())
+            .collect::<Vec<_>>()
+    };
+    let (first, second) = (fit_run(), fit_run());
+    let noise = max_difference(&first, &second);
+    let difference = max_difference(&rendered, &first);
+    eprintln!("render vs the fit's rollout: {difference:.2e} (two fit runs: {noise:.2e})");
+    assert!(
+        difference <= 2.0 * noise + 1e-5,
+        "{difference} vs run-to-run {noise}"
+    );
+    assert!(
+        max_difference(&first[..1], &first[frames..]) > 1e-3,
+        "nothing moved"
+    );
+}
+
+#[test]
+fn stiffness_colours_and_side_by_side_change_the_pictures() {
+    let f = fitted();
+    let out = f.dir.path().join("stiff");
+    ok(&render(
+        &f,
+        &out,
+        &["--frames", "2", "--color-by", "stiffness"],
+    ));
+    let png = image::open(out.join("view0").join("frame_0001.png")).unwrap();
+    // The colour bar panel is added on the right.
+    assert_eq!(png.height(), 12);
+    assert!(png.width() > 16 + 50, "{}", png.width());
+    // No reference frames in this scene: --side-by-side is refused.
+    let refused = render(
+        &f,
+        &f.dir.path().join("sbs"),
+        &["--frames", "2", "--side-by-side"],
+    );
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("reference frames"));
+}
+
+#[test]
+fn bad_runs_are_refused_or_write_nothing() {
+    let f = fitted();
+    // Another scene's settings.
+    let scene_toml = f.dir.path().join("scene.toml");
+    let text = std::fs::read_to_string(&scene_toml).unwrap();
+    std::fs::write(&scene_toml, text.replace("grid_res = 16", "grid_res = 20")).unwrap();
+    let out = f.dir.path().join("out");
+    let run = render(&f, &out, &["--frames", "2"]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        !run.status.success() && stderr.contains("grid_res"),
+        "{stderr}"
+    );
+    std::fs::write(&scene_toml, &text).unwrap();
+    // Faster than half a cell per substep.
+    let run = render(&f, &out, &["--frames", "2", "--velocity", "1000,0,0"]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        !run.status.success() && stderr.contains("half a cell"),
+        "{stderr}"
+    );
+    // A blow-up (gravity throws the object out of the box) names the frame
+    // and writes nothing.
+    let run = render(&f, &out, &["--frames", "4", "--gravity", "0,0,-20000"]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        !run.status.success() && stderr.contains("frame") && stderr.contains("substep"),
+        "{stderr}"
+    );
+    assert!(
+        !out.exists(),
+        "a refused or broken run wrote {}",
+        out.display()
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(f.dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("staging"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
