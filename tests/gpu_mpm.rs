@@ -1,7 +1,7 @@
 //! The GPU MPM on the present adapter (lavapipe in CI): forward physics,
 //! the adjoint against finite differences of the GPU loss and against the
 //! f64 twin (also at a fit's length), schedules of one computation against
-//! each other, the scene → particles → splats glue, `physfit simulate` and
+//! each other, the scene → particles → splats glue, `physfit simulate`, impulses and `physfit render --params`, and
 //! `physfit bench mpm` and `bench fit` end to end, a fit problem built
 //! from scene settings (DESIGN.md § Verification 3–7). One test binary, which also travels to GPU machines (shared/gpu/prepare.sh, beside the checkout).
 

@@ -1,5 +1,5 @@
 //! The interactions themselves (module doc of [`super`]): their values in
-//! world units, checked once where they are read ([`Check`]), whether from
+//! world units, checked once where they are read (`Check`), whether from
 //! a file or a flag, so both refuse the same things with the same words.
 
 use super::error::InteractionError;

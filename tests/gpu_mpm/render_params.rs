@@ -302,3 +302,27 @@ fn bad_runs_are_refused_or_write_nothing() {
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
+
+#[test]
+fn an_impulse_from_the_command_line_moves_the_object_from_rest() {
+    let f = fitted();
+    let out = f.dir.path().join("poke");
+    let stderr = ok(&render(
+        &f,
+        &out,
+        &[
+            "--frames",
+            "3",
+            "--from-rest",
+            "--impulse",
+            "centre=0.5,0.5,0.5;radius=0.2;acceleration=0,0,20;end=0.05",
+        ],
+    ));
+    assert!(stderr.contains("impulse 0 pushed"), "{stderr}");
+    let frame = |k: usize| {
+        image::open(out.join("view0").join(format!("frame_{k:04}.png")))
+            .unwrap()
+            .to_rgb8()
+    };
+    assert_ne!(frame(0), frame(2), "the impulse moved nothing");
+}
