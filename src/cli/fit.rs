@@ -89,7 +89,8 @@ pub struct FitArgs {
     /// Replace an earlier fit in the output directory.
     #[arg(long)]
     pub force: bool,
-    /// A twin experiment's truth file (docs/truth.md): report how well the fit recovers it.
+    /// A twin experiment's truth file (docs/truth.md): report how well the fit recovers it
+    /// (default: the `truth.toml` that `physfit synth` left beside the frames, if any).
     #[arg(long)]
     pub truth: Option<PathBuf>,
     /// Print nothing but errors.
@@ -349,6 +350,17 @@ fn earlier_velocity(path: &Path, scene: &Scene, drivers: &DriverSet) -> Result<V
     Ok(fitted.velocity.iter().flatten().copied().collect())
 }
 
+/// The truth of frames that `physfit synth` wrote: its output directory
+/// holds `synth.json` and `truth.toml` beside the view folders
+/// (`DIR/<view>/frame_NNNN.png`), so a fit of such frames reports the
+/// recovery without `--truth`.
+fn synth_truth(scene: &Scene) -> Option<PathBuf> {
+    let frames = scene.views.iter().find_map(|v| v.frames.as_ref())?;
+    let dir = frames.paths.first()?.parent()?.parent()?;
+    let truth = dir.join("truth.toml");
+    (dir.join("synth.json").is_file() && truth.is_file()).then_some(truth)
+}
+
 /// Runs `physfit fit`.
 pub fn run(args: &FitArgs) -> Result<FitOutcome> {
     // 1. Refusals.
@@ -384,8 +396,17 @@ pub fn run(args: &FitArgs) -> Result<FitOutcome> {
         ),
         _ => None,
     };
-    let truth = match &args.truth {
-        Some(path) => Some(Truth::load(path, scene.material.log10_youngs_range)?),
+    let truth_path = args.truth.clone().or_else(|| synth_truth(&scene));
+    let truth = match &truth_path {
+        Some(path) => {
+            if args.truth.is_none() && !args.quiet {
+                eprintln!(
+                    "twin experiment: the frames were made by `physfit synth`; measuring the recovery of {}",
+                    path.display()
+                );
+            }
+            Some(Truth::load(path, scene.material.log10_youngs_range)?)
+        }
         None => None,
     };
     let fingerprint = FitFingerprint::of(

@@ -176,16 +176,7 @@ impl ForcedRun {
         SimulationStatus::reset(ctx, &sim.status);
         let mut encoder = crate::gpu::encoder(ctx, "mpm forced frame");
         for s in 0..count {
-            let from = if s == 0 {
-                start
-            } else {
-                &sim.scratch[((s - 1) % 2) as usize]
-            };
-            let to = if s + 1 == count {
-                end
-            } else {
-                &sim.scratch[(s % 2) as usize]
-            };
+            let (from, to) = sim.substep_states(s, count, start, end);
             let t = frame_start + s as f64 * dt;
             let fractions: Vec<f64> = self.impulses.iter().map(|i| i.fraction(t, dt)).collect();
             if fractions.iter().any(|&f| f > 0.0) {

@@ -460,17 +460,30 @@ impl MpmSimulator {
         count: u32,
     ) {
         for i in 0..count {
-            let from = if i == 0 {
-                start
-            } else {
-                &self.scratch[((i - 1) % 2) as usize]
-            };
-            let to = if i + 1 == count {
-                end
-            } else {
-                &self.scratch[(i % 2) as usize]
-            };
+            let (from, to) = self.substep_states(i, count, start, end);
             self.encode_substep(ctx, encoder, from, to);
         }
+    }
+
+    /// The (from, to) states of substep `i` of `count` that run `start` to
+    /// `end`: through the two scratch states in turn in between.
+    pub(crate) fn substep_states<'a>(
+        &'a self,
+        i: u32,
+        count: u32,
+        start: &'a GpuBuffer,
+        end: &'a GpuBuffer,
+    ) -> (&'a GpuBuffer, &'a GpuBuffer) {
+        let from = if i == 0 {
+            start
+        } else {
+            &self.scratch[((i - 1) % 2) as usize]
+        };
+        let to = if i + 1 == count {
+            end
+        } else {
+            &self.scratch[(i % 2) as usize]
+        };
+        (from, to)
     }
 }

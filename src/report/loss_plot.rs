@@ -202,6 +202,15 @@ where
     Ok(())
 }
 
+/// `v` with two significant digits in plain decimals (0.20, 0.0035, 12).
+fn two_significant(v: f64) -> String {
+    if !(v.is_finite() && v > 0.0) {
+        return format!("{v}");
+    }
+    let decimals = (1 - v.log10().floor() as i32).max(0) as usize;
+    format!("{v:.decimals$}")
+}
+
 fn draw_loss_panel(
     area: &Canvas,
     x_end: f64,
@@ -219,8 +228,11 @@ fn draw_loss_panel(
     chart
         .configure_mesh()
         .y_desc("loss (log scale)")
+        // Enough key points that a range inside one decade (the usual
+        // case) gets labels at 1, 2, …, 9 × 10^k, not just at 10^k.
+        .y_labels(24)
         .x_label_formatter(&|v| format!("{v:.0}"))
-        .y_label_formatter(&|v| format!("{v:.1e}"))
+        .y_label_formatter(&|v| two_significant(*v))
         .label_style((FONT_FAMILY, 13))
         .axis_desc_style((FONT_FAMILY, 14))
         .draw()?;

@@ -145,7 +145,7 @@ impl FitStage {
     pub fn velocity_default() -> FitStage {
         FitStage {
             iterations: 100,
-            learning_rate: 0.05,
+            learning_rate: 0.1,
             frames: Some(3),
             warmup: 10,
             decay: 0.1,
@@ -162,7 +162,7 @@ impl FitStage {
     pub fn stiffness_default() -> FitStage {
         FitStage {
             iterations: 100,
-            learning_rate: 0.05,
+            learning_rate: 0.1,
             frames: None,
             warmup: 10,
             decay: 0.1,
