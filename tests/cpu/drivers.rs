@@ -438,12 +438,12 @@ fn check_warns_below_two_drivers_per_cell_and_not_for_the_demo() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}");
     assert!(
-        stdout.contains("4.00 per occupied cell (1176 cells)"),
+        stdout.contains("4.00 per occupied cell (177 cells)"),
         "{stdout}"
     );
     assert!(!stdout.contains("WARNING"), "{stdout}");
 
-    // The fox with 2048 drivers (the old default): 1.74 per cell.
+    // The fox on a grid of 32 with 2048 drivers (the old defaults): 1.74 per cell.
     let dir = tempfile::tempdir().unwrap();
     let text = std::fs::read_to_string(root.join("scenes/fox.toml"))
         .unwrap()
@@ -451,7 +451,16 @@ fn check_warns_below_two_drivers_per_cell_and_not_for_the_demo() {
             "../assets/fox.ply",
             &root.join("assets/fox.ply").to_string_lossy(),
         )
-        .replace("count = \"auto\"", "count = 2048");
+        .replace(
+            "\"fox_frames/",
+            &format!("\"{}/", root.join("scenes/fox_frames").to_string_lossy()),
+        )
+        .replace("count = \"auto\"", "count = 2048")
+        .replace("grid_res = 16", "grid_res = 32")
+        .replace(
+            "log10_youngs_range = [3.0, 5.0]",
+            "log10_youngs_range = [3.0, 4.0]",
+        );
     let scene = dir.path().join("sparse.toml");
     std::fs::write(&scene, text).unwrap();
     let out = check(&scene);

@@ -34,13 +34,14 @@ fn demo_scene_passes_with_a_summary() {
     );
     for needle in [
         "50000 (SH degree 0)",
-        "grid_res 32",
+        "grid_res 16",
         "simulated",
         "anchored",
         "substeps",
-        "512×512",
+        "256×256",
         "fov",
-        "no reference frames",
+        "12 frames per view",
+        "tail: 107 drivers",
     ] {
         assert!(
             stdout.contains(needle),

@@ -442,3 +442,55 @@ fn fits_that_cannot_work_are_refused_before_anything_is_written() {
     assert!(stderr.contains("--velocity-from"), "{stderr}");
     assert!(!d.join("none").exists());
 }
+
+#[test]
+fn a_stiffness_only_fit_holds_the_velocity_of_an_earlier_fit() {
+    let scene = scene_toml("global", "")
+        .replace("rounds = 2", "rounds = 1")
+        .replace("iterations = 20", "iterations = 3")
+        .replace("iterations = 30", "iterations = 3");
+    let dir = twin(&scene, TRUTH_CONSTANT);
+    let d = dir.path();
+    ok(&physfit(
+        d,
+        &[
+            "fit",
+            "scene.toml",
+            "--out",
+            "v",
+            "--stage",
+            "velocity",
+            "--quiet",
+        ],
+    ));
+    let first =
+        physfit::output::FittedDrivers::load(&d.join("v").join("drivers.safetensors")).unwrap();
+    assert!(first.youngs_confidence.is_none(), "no stiffness stage ran");
+    ok(&physfit(
+        d,
+        &[
+            "fit",
+            "scene.toml",
+            "--out",
+            "e",
+            "--stage",
+            "stiffness",
+            "--velocity-from",
+            "v/drivers.safetensors",
+            "--quiet",
+        ],
+    ));
+    let json = fit_json(&d.join("e"));
+    let stages: Vec<_> = json["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["stage"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(stages, ["stiffness"]);
+    let second =
+        physfit::output::FittedDrivers::load(&d.join("e").join("drivers.safetensors")).unwrap();
+    assert_eq!(second.velocity, first.velocity, "v0 held as fitted");
+    assert_ne!(second.log10_youngs, first.log10_youngs, "E fitted");
+    assert!(second.youngs_confidence.is_some());
+}

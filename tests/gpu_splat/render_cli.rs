@@ -54,7 +54,7 @@ fn render_rejects_a_missing_camera() {
     assert!(!result.status.success());
     let stderr = String::from_utf8_lossy(&result.stderr);
     assert!(
-        stderr.contains("--camera 3") && stderr.contains("1 view"),
+        stderr.contains("--camera 3") && stderr.contains("2 view"),
         "{stderr}"
     );
 }
