@@ -191,6 +191,11 @@ fn camera_check(
     out: &Path,
     quiet: bool,
 ) -> Result<Vec<(String, f64)>> {
+    // The pictures of an earlier check are stale whatever this one finds.
+    let dir = out.join("camera_check");
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
+    }
     let mut results = Vec::new();
     for &v in views {
         let view = &scene.views[v];
@@ -199,7 +204,6 @@ fn camera_check(
         let reference = frames.load(0)?;
         let db = psnr(&rendered, &reference);
         if db < CAMERA_CHECK_DB {
-            let dir = out.join("camera_check");
             std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
             let path = dir.join(format!("{}.png", view.name));
             write_png(&path, &triptych(&reference, &rendered)?)?;
@@ -527,7 +531,7 @@ pub fn run(args: &FitArgs) -> Result<FitOutcome> {
         bar: ProgressBar::hidden(),
         checkpoint_every: scene.fit.checkpoint_every.max(1),
         checkpoint: checkpoint_path.clone(),
-        fingerprint,
+        fingerprint: fingerprint.clone(),
         interrupted,
         stage_start: Instant::now(),
         stage_seconds,
@@ -576,6 +580,7 @@ pub fn run(args: &FitArgs) -> Result<FitOutcome> {
         &camera,
         truth_check.as_ref(),
         &inputs,
+        &fingerprint,
         &out,
         args.quiet,
     )?;

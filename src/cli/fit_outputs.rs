@@ -10,7 +10,7 @@
 //! | `loss.png` | the loss and PSNR curves per stage |
 //! | `compare/<view>/frame_NNNN.png` | reference \| fitted \| 4×\|difference\| per frame |
 //! | `stiffness.png` | the object at rest coloured by log10 E (world units), with a colour bar |
-//! | `fit.json` | settings, adapter, final loss, PSNR and SSIM per frame and view, time per stage, recovery |
+//! | `fit.json` | settings (every input by its scene.toml name, as the checkpoint's fingerprint), adapter, final loss, PSNR and SSIM per frame and view, time per stage, recovery |
 
 use std::path::Path;
 
@@ -18,6 +18,7 @@ use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
+use physfit::fit::checkpoint::FitFingerprint;
 use physfit::fit::preflight::FitInputs;
 use physfit::fit::{FitProblem, FitState, ParamMap, Selection, StagePlan};
 use physfit::gpu::GpuContext;
@@ -140,6 +141,7 @@ pub fn write_outputs(
     camera_check: &[(String, f64)],
     truth: Option<&TruthCheck>,
     inputs: &FitInputs,
+    settings: &FitFingerprint,
     out: &Path,
     quiet: bool,
 ) -> Result<()> {
@@ -266,7 +268,10 @@ pub fn write_outputs(
             "velocity": "world units / s",
         },
         "settings": {
-            "fit": format!("{:?}", scene.fit),
+            "inputs": &settings.0,
+            "fit.velocity.iterations": scene.fit.velocity.iterations,
+            "fit.stiffness.iterations": scene.fit.stiffness.iterations,
+            "fit.checkpoint_every": scene.fit.checkpoint_every,
             "drivers": drivers.len(),
             "grid_res": scene.simulation.grid_res,
             "substeps": scene.simulation.substeps,

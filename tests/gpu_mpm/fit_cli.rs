@@ -494,3 +494,65 @@ fn a_stiffness_only_fit_holds_the_velocity_of_an_earlier_fit() {
     assert_ne!(second.log10_youngs, first.log10_youngs, "E fitted");
     assert!(second.youngs_confidence.is_some());
 }
+
+#[test]
+fn steps_that_blow_up_are_retried_at_half_the_rate_and_a_misaligned_camera_is_flagged() {
+    // A velocity rate of 1,000 world units/s (3,000 after warm-up) throws
+    // the block out of the box at once: the step is rejected and retried at
+    // half the rate until the rollout stays in the box.
+    let scene = scene_toml("global", "")
+        .replace("rounds = 2", "rounds = 1")
+        .replace(
+            "iterations = 30\nlearning_rate = 0.1",
+            "iterations = 1\nlearning_rate = 3000.0",
+        )
+        .replace("iterations = 20", "iterations = 1");
+    let dir = twin(&scene, TRUTH_CONSTANT);
+    let d = dir.path();
+    ok(&physfit(
+        d,
+        &["fit", "scene.toml", "--out", "fit", "--quiet"],
+    ));
+    let lines = std::fs::read_to_string(d.join("fit").join("loss.jsonl")).unwrap();
+    let records: Vec<physfit::fit::IterationRecord> = lines
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records.len(), 2);
+    assert!(records[0].rejected >= 1, "{:?}", records[0]);
+    assert!(records[0].learning_rate <= 1000.0 / 2.0, "{:?}", records[0]);
+    let (_, velocity) = final_parameters(&d.join("fit"));
+    assert!(velocity.iter().all(|v| v.is_finite()), "{velocity:?}");
+
+    // At 2,000 (the second iteration's rate) eight halvings are not enough:
+    // the fit stops naming the stage and the setting, and writes no result.
+    let hopeless = scene.replace(
+        "iterations = 1\nlearning_rate = 3000.0",
+        "iterations = 2\nlearning_rate = 3000.0",
+    );
+    std::fs::write(d.join("hopeless.toml"), hopeless).unwrap();
+    let stderr = refused(&physfit(d, &["fit", "hopeless.toml", "--out", "hopeless"]));
+    assert!(
+        stderr.contains("velocity iteration 1") && stderr.contains("learning_rate"),
+        "{stderr}"
+    );
+    assert!(!d.join("hopeless").join("fit.json").exists());
+
+    // The front camera turned off the block by a little: the object stays
+    // in the image, frame 0 no longer matches, and the check says so.
+    let turned = scene.replacen(
+        "look_at = [0.175, 0.175, 0.2]",
+        "look_at = [0.3, 0.175, 0.25]",
+        1,
+    );
+    assert_ne!(turned, scene);
+    std::fs::write(d.join("turned.toml"), turned).unwrap();
+    let stderr = ok(&physfit(d, &["fit", "turned.toml", "--out", "turned"]));
+    assert!(
+        stderr.contains("WARNING: camera check: view 'front'"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("view 'side' renders"), "{stderr}");
+    let picture = image::open(d.join("turned").join("camera_check").join("front.png")).unwrap();
+    assert_eq!(picture.width(), 3 * 32, "reference | render | difference");
+}
