@@ -2,8 +2,8 @@
 //! 13, "Refuse what cannot work, before running"). Each refusal names the
 //! scene file, the field and the fix. (Views with different frame counts
 //! are refused by [`Scene::load`] already; an output directory holding an
-//! earlier fit is the command's to refuse; the GPU memory estimate needs
-//! the built problem, [`super::memory`].)
+//! earlier fit is the command's to refuse.) The GPU memory check,
+//! [`check_memory`], runs once the problem is built.
 
 use std::path::PathBuf;
 
