@@ -493,6 +493,47 @@ fn a_stiffness_only_fit_holds_the_velocity_of_an_earlier_fit() {
     assert_eq!(second.velocity, first.velocity, "v0 held as fitted");
     assert_ne!(second.log10_youngs, first.log10_youngs, "E fitted");
     assert!(second.youngs_confidence.is_some());
+
+    // The fit rendered again beside its reference frames (issue 14,
+    // `--side-by-side`): reference on the left, the fitted motion right.
+    ok(&physfit(
+        d,
+        &[
+            "render",
+            "scene.toml",
+            "--params",
+            "e/drivers.safetensors",
+            "--frames",
+            "4",
+            "--side-by-side",
+            "--camera",
+            "front",
+            "--out",
+            "r",
+            "--quiet",
+        ],
+    ));
+    let pair = image::open(d.join("r").join("front").join("frame_0002.png"))
+        .unwrap()
+        .to_rgb8();
+    assert_eq!(pair.dimensions(), (64, 32));
+    let reference = image::open(d.join("synth").join("front").join("frame_0002.png"))
+        .unwrap()
+        .to_rgb8();
+    let worst = (0..32)
+        .flat_map(|y| (0..32).map(move |x| (x, y)))
+        .flat_map(|(x, y)| {
+            let (a, b) = (pair.get_pixel(x, y).0, reference.get_pixel(x, y).0);
+            (0..3).map(move |c| a[c].abs_diff(b[c]))
+        })
+        .max()
+        .unwrap();
+    assert!(
+        worst <= 2,
+        "left panel = reference frame 2 ({worst} codes off)"
+    );
+    let right_differs = (0..32).any(|y| (32..64).any(|x| pair.get_pixel(x, y).0 != [0, 0, 0]));
+    assert!(right_differs, "the fitted render shows the block");
 }
 
 #[test]
