@@ -159,6 +159,16 @@ pub fn summary(scene: &Scene) -> Result<String> {
                 let _ = writeln!(s, "  frames     none (this view has no reference frames)");
             }
         }
+        if let Some(m) = &view.masks {
+            let _ = writeln!(
+                s,
+                "  masks      {} from {} ({} .. {}): the loss counts only their white pixels",
+                m.len(),
+                m.spec.display(),
+                m.paths[0].display(),
+                m.paths[m.len() - 1].display()
+            );
+        }
     }
     match scene.frame_count() {
         Some(n) => {

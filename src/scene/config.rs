@@ -61,6 +61,9 @@ pub struct ViewConfig {
     /// Reference frames: a directory or a glob of PNG/JPEG files, relative
     /// to the TOML file; optional (then this view has no reference).
     pub frames: Option<String>,
+    /// Loss masks, one PNG per frame: a directory or a glob like `frames`,
+    /// relative to the TOML file; optional (then every pixel counts).
+    pub masks: Option<String>,
 }
 
 /// `[views.camera]`: either inline intrinsics and a pose, or a nerfstudio

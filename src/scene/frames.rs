@@ -57,6 +57,12 @@ pub enum FrameError {
         /// Found height.
         found_h: u32,
     },
+    /// A loss mask in which no pixel counts (all black or transparent).
+    #[error("{path}: mask counts no pixel (every pixel black or transparent); fix: make the mask white (or opaque) where the object is, or remove the view's `masks`")]
+    EmptyMask {
+        /// The mask file.
+        path: PathBuf,
+    },
     /// The pixel slice given to a writer does not match `width × height`.
     #[error("{path}: {found} pixels given for a {width}×{height} image")]
     PixelCount {
@@ -179,9 +185,12 @@ pub fn frame_size(path: &Path) -> Result<(u32, u32), FrameError> {
         .map_err(|e| unreadable(e.to_string()))
 }
 
-/// Decodes one frame to RGBA in [0, 1], `value / max` (module doc); with `expected`, a frame
-/// of another size is [`FrameError::WrongSize`].
-pub fn load_frame(path: &Path, expected: Option<(u32, u32)>) -> Result<Frame, FrameError> {
+/// Decodes an image file (frame or mask, `crate::scene::masks`); with
+/// `expected`, an image of another size is [`FrameError::WrongSize`].
+pub(crate) fn decode_image(
+    path: &Path,
+    expected: Option<(u32, u32)>,
+) -> Result<image::DynamicImage, FrameError> {
     let unreadable = |message: String| FrameError::Unreadable {
         path: path.to_path_buf(),
         message,
@@ -204,6 +213,14 @@ pub fn load_frame(path: &Path, expected: Option<(u32, u32)>) -> Result<Frame, Fr
             });
         }
     }
+    Ok(image)
+}
+
+/// Decodes one frame to RGBA in [0, 1], `value / max` (module doc); with `expected`, a frame
+/// of another size is [`FrameError::WrongSize`].
+pub fn load_frame(path: &Path, expected: Option<(u32, u32)>) -> Result<Frame, FrameError> {
+    let image = decode_image(path, expected)?;
+    let (width, height) = (image.width(), image.height());
     let pixels = if image.color().bytes_per_pixel() / image.color().channel_count() > 1 {
         image
             .to_rgba16()

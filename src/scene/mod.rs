@@ -1,5 +1,6 @@
 //! Scene input: 3DGS splats (`ply`), cameras (`camera`, `view`,
-//! `nerfstudio`), reference frames (`frames`), and `scene.toml` (`config`
+//! `nerfstudio`), reference frames (`frames`) and their loss masks
+//! (`masks`), and `scene.toml` (`config`
 //! for the schema, `scene` for [`Scene::load`] and its validation).
 
 pub mod atomic_write;
@@ -9,6 +10,7 @@ pub mod error;
 pub mod fit_field;
 pub mod frames;
 pub mod gaussians;
+pub mod masks;
 pub mod nerfstudio;
 pub mod ply;
 pub mod region;

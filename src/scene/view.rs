@@ -24,6 +24,9 @@ pub struct View {
     pub camera: Camera,
     /// Reference frames; `None` when the view has none.
     pub frames: Option<FrameSet>,
+    /// Loss masks, one per reference frame ([`super::masks`]); `None` when
+    /// every pixel counts.
+    pub masks: Option<FrameSet>,
 }
 
 /// A view's reference frame files, all of the camera's size (checked from
@@ -316,6 +319,51 @@ fn resolve_frames(
     })
 }
 
+/// Resolves `views[i].masks` (`field`) like frames (same listing, order and
+/// size check), then checks what is particular to masks: PNG only (a JPEG's
+/// ringing would blur the mask's edge), frames to mask, and one mask per
+/// frame.
+fn resolve_masks(
+    v: &Validator,
+    field: &str,
+    spec: &str,
+    camera: &Camera,
+    frames: Option<&FrameSet>,
+) -> Result<FrameSet, SceneError> {
+    let Some(frames) = frames else {
+        return Err(v.invalid(
+            field,
+            "given without `frames`: a mask limits the loss against reference frames",
+            "add the view's `frames`, or remove `masks`",
+        ));
+    };
+    let masks = resolve_frames(v, field, spec, camera)?;
+    if let Some(jpeg) = masks
+        .paths
+        .iter()
+        .find(|p| !p.extension().is_some_and(|e| e.eq_ignore_ascii_case("png")))
+    {
+        return Err(v.invalid(
+            field,
+            format!("{} is not a PNG", jpeg.display()),
+            "save masks as PNG (8-bit grey or RGBA: white or opaque = the pixel counts), or narrow the glob to `*.png`",
+        ));
+    }
+    if masks.len() != frames.len() {
+        return Err(v.invalid(
+            field,
+            format!(
+                "{} masks for {} frames (from {})",
+                masks.len(),
+                frames.len(),
+                frames.spec.display()
+            ),
+            "give one mask per reference frame, sorted the same way (mask k goes with frame k)",
+        ));
+    }
+    Ok(masks)
+}
+
 /// A view name that is safe as one path component on every platform.
 fn is_plain_file_name(name: &str) -> bool {
     !name.is_empty()
@@ -342,6 +390,16 @@ pub(crate) fn resolve_view(
             &camera,
         )?),
     };
+    let masks = match &c.masks {
+        None => None,
+        Some(spec) => Some(resolve_masks(
+            v,
+            &format!("{field}.masks"),
+            spec,
+            &camera,
+            frames.as_ref(),
+        )?),
+    };
     let name = c.name.clone().unwrap_or_else(|| format!("view{index}"));
     if !is_plain_file_name(&name) {
         return Err(v.invalid(
@@ -354,5 +412,6 @@ pub(crate) fn resolve_view(
         name,
         camera,
         frames,
+        masks,
     })
 }

@@ -57,7 +57,7 @@ impl Fixture {
     }
 
     /// Writes `n` PNG frames of `w × h` into `sub/`.
-    fn frames(&self, sub: &str, n: usize, w: u32, h: u32) {
+    pub(crate) fn frames(&self, sub: &str, n: usize, w: u32, h: u32) {
         let d = self.path(sub);
         std::fs::create_dir_all(&d).unwrap();
         for k in 0..n {

@@ -13,7 +13,7 @@ use physfit::scene::{FieldSetting, UNCOVERED_REGION};
 
 use crate::scene::{Fixture, BASE};
 
-fn check(scene: &Path) -> std::process::Output {
+pub(crate) fn check(scene: &Path) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_physfit"))
         .arg("check")
         .arg(scene)
