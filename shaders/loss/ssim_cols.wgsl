@@ -4,7 +4,7 @@
 // 2. per pixel, the dissimilarity 1 − SSIM and its derivatives with respect
 //    to (a, m, q), written to `maps` for the backward passes;
 // 3. per workgroup, the sums of |x − y|, 1 − SSIM and (x − y)² over its
-//    pixels, reduced in workgroup memory in a fixed tree order and written
+//    pixels (weighted by a loss mask when there is one: src/loss/mod.rs), reduced in workgroup memory in a fixed tree order and written
 //    to `partials` (deterministic; reduce_terms sums the partials).
 //
 // With δ = (a − b)², ε = q − δ (= σx² + σy² − 2σxy), A = 2ab + C1,
@@ -28,8 +28,11 @@
 @group(0) @binding(4) var<storage, read> rows: array<vec4<f32>>;
 // Per pixel: ∂(1 − SSIM)/∂(a, m, q), .w = 1 − SSIM.
 @group(0) @binding(5) var<storage, read_write> maps: array<vec4<f32>>;
-// Per channel and workgroup: Σ|x − y|, Σ(1 − SSIM), Σ(x − y)², 0.
+// Per channel and workgroup: Σ|x − y|, Σ(1 − SSIM), Σ(x − y)², 0, each
+// pixel's terms weighted by its mask weight m when the frame is masked.
 @group(0) @binding(6) var<storage, read_write> partials: array<vec4<f32>>;
+// The loss mask, 0/1 bytes (read only when uniforms.masked is 1).
+@group(0) @binding(7) var<storage, read> mask: array<u32>;
 
 var<workgroup> sums: array<vec4<f32>, 256>;
 
@@ -72,10 +75,18 @@ fn main(
         let d_a = -two_q * ((b - a) * b_minus_a + a * (b_minus_a * dis - s * (eps - delta)));
         let d_m = -two_q * (big_a * dis - s * delta);
         let d_q = s / big_d;
-        maps[i] = vec4<f32>(d_a, d_m, d_q, dis);
+        var derivatives = vec4<f32>(d_a, d_m, d_q, dis);
         let c = uniforms.channel;
         let e = image[i][c] - decode[channel_byte(reference[i], c)];
         term = vec4<f32>(abs(e), dis, e * e, 0.0);
+        if uniforms.masked != 0u {
+            // An ignored pixel's 1 − SSIM enters neither the loss nor, through
+            // the derivative maps, the gradient (.w stays the value: unused).
+            let weight = mask_weight(mask[i / 4u], i);
+            term *= weight;
+            derivatives = vec4<f32>(weight * derivatives.xyz, dis);
+        }
+        maps[i] = derivatives;
     }
     sums[local] = term;
     workgroupBarrier();

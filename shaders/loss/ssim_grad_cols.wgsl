@@ -16,6 +16,10 @@
 @group(0) @binding(4) var<storage, read> rows: array<vec4<f32>>;
 // The gradient image as 4 f32 per pixel (R, G, B, A).
 @group(0) @binding(5) var<storage, read_write> grad_image: array<f32>;
+// The loss mask, 0/1 bytes (read only when uniforms.masked is 1): the L1
+// term of an ignored pixel has no gradient (its SSIM part was weighted in
+// ssim_cols' derivative maps).
+@group(0) @binding(6) var<storage, read> mask: array<u32>;
 
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgroups) num_workgroups: vec3<u32>) {
@@ -37,7 +41,11 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
     let ref_value = decode[channel_byte(reference[i], c)];
     let e = image[i][c] - ref_value;
     let d_ssim = g.x + ref_value * g.y + 2.0 * e * g.z;
-    grad_image[4u * i + c] = uniforms.coefficients.x * sign(e) + uniforms.coefficients.y * d_ssim;
+    var l1_slope = sign(e);
+    if uniforms.masked != 0u {
+        l1_slope *= mask_weight(mask[i / 4u], i);
+    }
+    grad_image[4u * i + c] = uniforms.coefficients.x * l1_slope + uniforms.coefficients.y * d_ssim;
     if c == 0u {
         grad_image[4u * i + 3u] = 0.0;
     }

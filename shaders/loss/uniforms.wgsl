@@ -19,10 +19,13 @@ struct LossUniforms {
     channel: u32,
     // Workgroup partial sums per channel (the stride of `partials`).
     partials_per_channel: u32,
-    _pad0: u32,
+    // 1: the frame has a loss mask (the kernel's `mask` binding); 0: every
+    // pixel counts and `mask` is a placeholder that must not be read.
+    masked: u32,
     _pad1: u32,
     _pad2: u32,
-    // x: w_l1 / (3·pixels), y: w_ssim / (3·pixels); zw unused.
+    // x: w_l1 / (3·counted), y: w_ssim / (3·counted), counted = the pixels
+    // the mask counts (all without one); zw unused.
     coefficients: vec4<f32>,
     // The normalised 1-D Gaussian window, taps 0..10 (slot 11 is 0).
     window: array<vec4<f32>, 3>,
@@ -38,4 +41,12 @@ fn window_tap(k: u32) -> f32 {
 // decode it through the exact table `decode[b] = b / 255` (src/loss/reference_frame.rs).
 fn channel_byte(packed: u32, c: u32) -> u32 {
     return (packed >> (8u * c)) & 0xffu;
+}
+
+// The weight of pixel `i` (0 or 1, exact) from `word`, the u32 of a loss
+// mask that holds it (word i / 4, byte i % 4: src/loss/reference_mask.rs).
+// Only called when `uniforms.masked` is 1, so that the unmasked loss runs
+// exactly the arithmetic it ran before masks existed.
+fn mask_weight(word: u32, i: u32) -> f32 {
+    return f32((word >> (8u * (i % 4u))) & 0xffu);
 }

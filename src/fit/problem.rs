@@ -59,7 +59,9 @@
 //! Memory: the rollout's frame states (96 bytes per driver per frame), one
 //! state-gradient buffer per selected frame, the backward pass's
 //! checkpoints ([`BackwardWork`], reused), one frame's render and loss
-//! workspace (reused), and the reference frames (4 bytes per pixel each).
+//! workspace (reused), and the reference frames (4 bytes per pixel each,
+//! 1 more for a view with loss masks, `views[i].masks`: each frame carries
+//! its mask into the loss, [`ReferenceFrame::with_mask`]).
 
 use std::time::Instant;
 
@@ -74,7 +76,7 @@ use crate::drive::DriverSet;
 use crate::gpu::{GpuBuffer, GpuContext};
 use crate::loss::{
     tv_scalar, tv_vector, ImageLoss, LossTerms, LossTermsBuffer, LossWeights, ReferenceFrame,
-    RenderedImage, TV_EPSILON,
+    ReferenceMask, RenderedImage, TV_EPSILON,
 };
 use crate::mpm::layout::STATE_STRIDE;
 use crate::mpm::{
@@ -362,8 +364,8 @@ pub struct FitProblem {
 
 impl FitProblem {
     /// Builds the problem of `scene` (module doc): drivers, simulator,
-    /// deformation, rasterizer, loss, reference frames (read and uploaded
-    /// once), parameter maps.
+    /// deformation, rasterizer, loss, reference frames and their masks
+    /// (read and uploaded once), parameter maps.
     pub fn new(
         ctx: &GpuContext,
         scene: &Scene,
@@ -406,11 +408,21 @@ impl FitProblem {
                     let mut frames = Vec::with_capacity(set.len());
                     for k in 0..set.len() {
                         let frame = set.load(k)?;
-                        frames.push(ReferenceFrame::upload(
+                        let mut reference = ReferenceFrame::upload(
                             ctx,
                             &format!("reference view {v} frame {k}"),
                             &frame,
-                        )?);
+                        )?;
+                        // The scene checked one mask per frame (views[i].masks).
+                        if let Some(masks) = &view.masks {
+                            let mask = ReferenceMask::upload(
+                                ctx,
+                                &format!("reference view {v} mask {k}"),
+                                &masks.load_mask(k)?,
+                            )?;
+                            reference = reference.with_mask(mask)?;
+                        }
+                        frames.push(reference);
                     }
                     Some(frames)
                 }

@@ -67,6 +67,26 @@ pub enum LossError {
         /// Pixels held.
         found: usize,
     },
+    /// A loss mask in which no pixel counts: the masked means would be 0/0.
+    #[error("mask '{label}' counts no pixel; fix: make the mask white where the object is, or remove the view's `masks`")]
+    EmptyMask {
+        /// Label of the upload.
+        label: String,
+    },
+    /// A loss mask of another size than its frame.
+    #[error("frame '{label}' is {width}×{height} pixels but its mask is {mask_width}×{mask_height}: masks must have the camera's size")]
+    MaskSize {
+        /// Label of the frame.
+        label: String,
+        /// Frame width.
+        width: u32,
+        /// Frame height.
+        height: u32,
+        /// Mask width.
+        mask_width: u32,
+        /// Mask height.
+        mask_height: u32,
+    },
     /// A loss-terms slot past the end of its buffer.
     #[error("loss terms slot {slot} is out of range: the buffer '{label}' has {slots} slots")]
     SlotOutOfRange {

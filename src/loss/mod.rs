@@ -45,11 +45,28 @@
 //! the rasterizer's own image (which is as large), else a typed
 //! [`GpuError::OverLimit`].
 //!
+//! Masks (issue 13 "Masks"): a [`ReferenceFrame`] may carry a
+//! [`ReferenceMask`], `m_p ∈ {0, 1}` per pixel. Then every pixel's `|I − Î|`,
+//! `1 − SSIM_p` and `(I − Î)²` is multiplied by `m_p`, and the means divide
+//! by `3 · Σ m_p`, the counted values, instead of `3 · pixels`:
+//! `L = w_l1 · Σ m_p|I − Î|_p / (3M) + w_ssim · Σ m_p (1 − SSIM_p) / (3M)`.
+//! Normalising by the counted pixels (not all of them) keeps the loss on the
+//! same scale as an unmasked one (DESIGN.md § Loss, parameters, fit: means
+//! over pixels and channels), so the default weights and learning rates keep
+//! their meaning whatever share of the image the object covers, and the
+//! reported MSE/PSNR is the object's. The SSIM maps themselves are
+//! unchanged: a counted pixel's window still reads its neighbours up to 5 px
+//! into the ignored region (docs/scene.md asks for a margin); a change of the
+//! reference further inside the ignored region changes neither the loss nor
+//! its gradient. Without a mask the kernels skip the weighting entirely, so
+//! the unmasked loss is bit for bit what it was.
+//!
 //! TV ([`tv`]) runs on the CPU: see that module for why.
 
 pub mod error;
 pub mod reduce_terms;
 pub mod reference_frame;
+pub mod reference_mask;
 pub mod ssim_cols;
 pub mod ssim_grad_cols;
 pub mod ssim_grad_rows;
@@ -61,6 +78,7 @@ mod workspace;
 
 pub use error::LossError;
 pub use reference_frame::{pack_rgba8, unpack_rgba8, ReferenceFrame};
+pub use reference_mask::{pack_mask, ReferenceMask};
 pub use terms::{LossTerms, LossTermsBuffer};
 pub use tv::{tv_scalar, tv_vector, Tv, TV_EPSILON};
 
@@ -268,14 +286,18 @@ impl ImageLoss {
             .reserve(ctx, pixels64, u64::from(partial_count))
             .map_err(|e: GpuError| e.in_scene(|| format!("{width}×{height} image loss")))?;
 
-        let n3 = 3.0 * pixels64 as f64;
+        let ws = &self.workspace;
+        let (mask, masked, counted) = match reference.mask() {
+            Some(m) => (m.buffer(), 1, m.counted()),
+            None => (&ws.no_mask, 0, pixels64),
+        };
+        let n3 = 3.0 * counted as f64;
         let coefficients = [
             (f64::from(self.weights.l1) / n3) as f32,
             (f64::from(self.weights.ssim) / n3) as f32,
             0.0,
             0.0,
         ];
-        let ws = &self.workspace;
         for (c, uniform) in ws.uniforms.iter().enumerate() {
             ctx.write(
                 uniform,
@@ -285,7 +307,8 @@ impl ImageLoss {
                     pixel_count: pixels,
                     channel: c as u32,
                     partials_per_channel: per_channel,
-                    _pad: [0; 3],
+                    masked,
+                    _pad: [0; 2],
                     coefficients,
                     window: window_f32(),
                 }],
@@ -328,6 +351,7 @@ impl ImageLoss {
                     rows: &ws.rows,
                     maps: &ws.maps,
                     partials: &ws.partials,
+                    mask,
                 },
                 pixels,
             );
@@ -352,6 +376,7 @@ impl ImageLoss {
                         decode: &ws.decode,
                         rows: &ws.rows,
                         grad_image: &ws.grad_image,
+                        mask,
                     },
                     pixels,
                 );

@@ -16,11 +16,16 @@
 //! exactly; **16-bit PNGs lose their extra precision here** (to 1/255, the
 //! precision of the 8-bit frames 3DGS objects are trained on). Alpha is
 //! packed but the loss does not compare it.
+//!
+//! A frame may carry its view's loss mask ([`ReferenceFrame::with_mask`],
+//! [`super::ReferenceMask`]), so that the loss reads the two together and
+//! no caller can pair a frame with another frame's mask.
 
 use crate::gpu::{GpuBuffer, GpuContext};
 use crate::scene::frames::Frame;
 
 use super::error::LossError;
+use super::reference_mask::ReferenceMask;
 
 /// Packs RGBA in [0, 1] into one u32, red in the low byte:
 /// `round(255 · clamp(v, 0, 1))` per channel, NaN → 0 (the rule of
@@ -57,6 +62,7 @@ pub struct ReferenceFrame {
     buffer: GpuBuffer,
     width: u32,
     height: u32,
+    mask: Option<ReferenceMask>,
 }
 
 impl ReferenceFrame {
@@ -94,7 +100,32 @@ impl ReferenceFrame {
             buffer: ctx.storage_from_slice(label, packed)?,
             width,
             height,
+            mask: None,
         })
+    }
+
+    /// This frame with the loss limited to the pixels `mask` counts
+    /// (DESIGN.md § Loss, parameters, fit; issue 13 "Masks"); replaces any
+    /// mask it had.
+    ///
+    /// Errors: [`LossError::MaskSize`] naming both sizes.
+    pub fn with_mask(mut self, mask: ReferenceMask) -> Result<Self, LossError> {
+        if (mask.width(), mask.height()) != (self.width, self.height) {
+            return Err(LossError::MaskSize {
+                label: self.buffer.label().to_string(),
+                width: self.width,
+                height: self.height,
+                mask_width: mask.width(),
+                mask_height: mask.height(),
+            });
+        }
+        self.mask = Some(mask);
+        Ok(self)
+    }
+
+    /// The frame's loss mask, if it has one.
+    pub fn mask(&self) -> Option<&ReferenceMask> {
+        self.mask.as_ref()
     }
 
     /// Uploads a sequence of frames, one buffer each, labelled

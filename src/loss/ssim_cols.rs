@@ -20,6 +20,9 @@ pub struct SsimColsBuffers<'a> {
     pub maps: &'a GpuBuffer,
     /// Output: one vec4 per channel and workgroup.
     pub partials: &'a GpuBuffer,
+    /// The loss mask (0/1 bytes), or a placeholder when the uniforms say
+    /// the frame has none.
+    pub mask: &'a GpuBuffer,
 }
 
 /// The `loss/ssim_cols` kernel.
@@ -44,6 +47,7 @@ impl SsimCols {
                     StorageRead,
                     StorageReadWrite,
                     StorageReadWrite,
+                    StorageRead,
                 ],
             )?,
         })
@@ -75,6 +79,7 @@ impl SsimCols {
                 b.rows,
                 b.maps,
                 b.partials,
+                b.mask,
             ],
         );
         self.kernel.dispatch_threads(encoder, &bind_group, pixels);

@@ -19,6 +19,9 @@ pub struct SsimGradColsBuffers<'a> {
     /// Output: `∂L/∂(R, G, B, A)` per pixel, `vec4<f32>`; this pass writes
     /// its channel (and, for red, the alpha gradient 0).
     pub grad_image: &'a GpuBuffer,
+    /// The loss mask (0/1 bytes), or a placeholder when the uniforms say
+    /// the frame has none.
+    pub mask: &'a GpuBuffer,
 }
 
 /// The `loss/ssim_grad_cols` kernel.
@@ -42,6 +45,7 @@ impl SsimGradCols {
                     StorageRead,
                     StorageRead,
                     StorageReadWrite,
+                    StorageRead,
                 ],
             )?,
         })
@@ -64,6 +68,7 @@ impl SsimGradCols {
                 b.decode,
                 b.rows,
                 b.grad_image,
+                b.mask,
             ],
         );
         self.kernel.dispatch_threads(encoder, &bind_group, pixels);

@@ -21,9 +21,13 @@ pub struct LossUniforms {
     pub channel: u32,
     /// Workgroup partial sums per channel (stride of the partials buffer).
     pub partials_per_channel: u32,
+    /// 1 when the frame has a loss mask (bound as the mask buffer), 0 when
+    /// every pixel counts (a placeholder is bound and never read).
+    pub masked: u32,
     /// Padding to 16 bytes.
-    pub _pad: [u32; 3],
-    /// `w_l1 / (3·pixels)`, `w_ssim / (3·pixels)`, 0, 0.
+    pub _pad: [u32; 2],
+    /// `w_l1 / (3·counted)`, `w_ssim / (3·counted)`, 0, 0 (`counted`: the
+    /// pixels the mask counts, all of them without one).
     pub coefficients: [f32; 4],
     /// The normalised 11-tap Gaussian window (σ = 1.5), slot 11 zero.
     pub window: [f32; 12],

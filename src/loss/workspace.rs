@@ -46,6 +46,9 @@ pub(crate) struct Workspace {
     pub grad_image: GpuBuffer,
     /// vec4 per channel and workgroup: partial sums of the loss terms.
     pub partials: GpuBuffer,
+    /// One zero word bound as the mask of an unmasked frame (never read:
+    /// the uniforms say there is no mask).
+    pub no_mask: GpuBuffer,
 }
 
 impl Workspace {
@@ -66,6 +69,7 @@ impl Workspace {
             maps: ctx.create_buffer("loss ssim maps", 4, STORAGE)?,
             grad_image: ctx.create_buffer("loss grad image", 4, STORAGE)?,
             partials: ctx.create_buffer("loss partial sums", 4, STORAGE)?,
+            no_mask: ctx.storage_from_slice("loss no mask", &[0u32])?,
         })
     }
 

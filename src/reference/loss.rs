@@ -24,6 +24,11 @@
 //!
 //! The L1 term's derivative at `I = Î` is taken as 0 (PyTorch's
 //! `sign(0) = 0`), as on the GPU.
+//!
+//! With a loss mask (issue 13 "Masks", [`masked_image_loss`]) every pixel
+//! `p`'s `|I − Î|`, `1 − SSIM_p` and `(I − Î)²` is weighted by `m_p ∈ {0, 1}`
+//! and the means are over the counted pixels, `3 · Σ m_p` values; SSIM_p of
+//! a counted pixel still reads its whole window (see [`crate::loss`]).
 
 /// Side of the SSIM window (3DGS `window_size`).
 pub const SSIM_WINDOW: usize = 11;
@@ -199,21 +204,62 @@ pub fn ssim_map(x: &Rgb64, y: &Rgb64) -> Vec<[f64; 3]> {
         .collect()
 }
 
+/// Per-pixel weights of an optional mask (1 everywhere without one) and the
+/// number of values each mean is over, `3 · Σ m_p`.
+fn pixel_weights(render: &Rgb64, mask: Option<&[bool]>) -> (Vec<f64>, f64) {
+    let weights: Vec<f64> = match mask {
+        None => vec![1.0; render.pixels.len()],
+        Some(m) => {
+            assert_eq!(m.len(), render.pixels.len(), "mask pixel count");
+            m.iter().map(|&c| if c { 1.0 } else { 0.0 }).collect()
+        }
+    };
+    let counted = weights.iter().sum::<f64>();
+    assert!(counted > 0.0, "the mask counts no pixel");
+    (weights, 3.0 * counted)
+}
+
 /// The image loss of `render` against `reference` (module doc).
 ///
 /// Panics when the sizes differ (a test oracle; the GPU loss returns a
 /// typed error instead).
 pub fn image_loss(render: &Rgb64, reference: &Rgb64, weights: LossWeights64) -> ImageLoss64 {
+    weighted_image_loss(render, reference, None, weights)
+}
+
+/// [`image_loss`] limited to the pixels where `mask` is true (module doc).
+///
+/// Panics when the sizes differ or the mask counts no pixel.
+pub fn masked_image_loss(
+    render: &Rgb64,
+    reference: &Rgb64,
+    mask: &[bool],
+    weights: LossWeights64,
+) -> ImageLoss64 {
+    weighted_image_loss(render, reference, Some(mask), weights)
+}
+
+fn weighted_image_loss(
+    render: &Rgb64,
+    reference: &Rgb64,
+    mask: Option<&[bool]>,
+    weights: LossWeights64,
+) -> ImageLoss64 {
     check_sizes(render, reference);
-    let n = (render.pixels.len() * 3) as f64;
+    let (m, n) = pixel_weights(render, mask);
     let map = ssim_map(render, reference);
-    let ssim = map.iter().flatten().sum::<f64>() / n;
+    let ssim = map
+        .iter()
+        .zip(&m)
+        .map(|(s, mp)| mp * s.iter().sum::<f64>())
+        .sum::<f64>()
+        / n;
     let (mut l1, mut se) = (0.0, 0.0);
-    for (a, b) in render.pixels.iter().zip(&reference.pixels) {
+    for ((a, b), mp) in render.pixels.iter().zip(&reference.pixels).zip(&m) {
         for c in 0..3 {
             let e = a[c] - b[c];
-            l1 += e.abs();
-            se += e * e;
+            l1 += mp * e.abs();
+            se += mp * e * e;
         }
     }
     let (l1, mse) = (l1 / n, se / n);
@@ -238,13 +284,35 @@ pub fn image_loss_gradient(
     reference: &Rgb64,
     weights: LossWeights64,
 ) -> Vec<[f64; 3]> {
+    weighted_image_loss_gradient(render, reference, None, weights)
+}
+
+/// `∂L/∂render` for [`masked_image_loss`]: [`image_loss_gradient`]'s terms,
+/// pixel `p`'s weighted by `m_p` (an ignored pixel's SSIM contributes
+/// nothing, though a counted pixel's SSIM still reaches into it).
+pub fn masked_image_loss_gradient(
+    render: &Rgb64,
+    reference: &Rgb64,
+    mask: &[bool],
+    weights: LossWeights64,
+) -> Vec<[f64; 3]> {
+    weighted_image_loss_gradient(render, reference, Some(mask), weights)
+}
+
+fn weighted_image_loss_gradient(
+    render: &Rgb64,
+    reference: &Rgb64,
+    mask: Option<&[bool]>,
+    weights: LossWeights64,
+) -> Vec<[f64; 3]> {
     check_sizes(render, reference);
-    let n = (render.pixels.len() * 3) as f64;
+    let (m, n) = pixel_weights(render, mask);
     let w = gaussian_window();
     let mut grad = vec![[0.0; 3]; render.pixels.len()];
-    for (g, (a, b)) in grad
+    for ((g, (a, b)), mp) in grad
         .iter_mut()
         .zip(render.pixels.iter().zip(&reference.pixels))
+        .zip(&m)
     {
         for c in 0..3 {
             let e = a[c] - b[c];
@@ -255,7 +323,7 @@ pub fn image_loss_gradient(
             } else {
                 0.0
             };
-            g[c] += weights.l1 * sign / n;
+            g[c] += mp * weights.l1 * sign / n;
         }
     }
     let scale = -weights.ssim / n;
@@ -263,6 +331,10 @@ pub fn image_loss_gradient(
     #[allow(clippy::needless_range_loop)]
     for py in 0..render.height {
         for px in 0..render.width {
+            let mp = m[py * render.width + px];
+            if mp == 0.0 {
+                continue;
+            }
             for c in 0..3 {
                 let m = moments(render, reference, px, py, c);
                 let a = 2.0 * m.mu_x * m.mu_y + SSIM_C1;
@@ -276,7 +348,7 @@ pub fn image_loss_gradient(
                 let constant = ds_dmu - 2.0 * m.mu_x * ds_dvar - m.mu_y * ds_dcov;
                 for_window(render.width, render.height, px, py, &w, |q, wq| {
                     let (xq, yq) = (render.pixels[q][c], reference.pixels[q][c]);
-                    grad[q][c] += scale * wq * (constant + 2.0 * xq * ds_dvar + yq * ds_dcov);
+                    grad[q][c] += mp * scale * wq * (constant + 2.0 * xq * ds_dvar + yq * ds_dcov);
                 });
             }
         }

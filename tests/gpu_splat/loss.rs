@@ -11,7 +11,9 @@ use physfit::loss::{
     unpack_rgba8, ImageLoss, LossError, LossTerms, LossTermsBuffer, LossWeights, ReferenceFrame,
     RenderedImage,
 };
-use physfit::reference::loss::{image_loss, image_loss_gradient, LossWeights64, Rgb64};
+use physfit::reference::loss::{
+    image_loss, image_loss_gradient, ImageLoss64, LossWeights64, Rgb64,
+};
 use physfit::scene::frames::Frame;
 use physfit::splat::{Rasterizer, SplatBuffers};
 
@@ -21,7 +23,12 @@ use crate::support::{camera_looking_z, random_gaussians, random_u32s, Rng};
 /// A random packed reference and a render that differs from its decoded
 /// values by `margin..margin + 0.2` in every channel (away from the L1 kink
 /// for finite differences), or equals them when `margin` is `None`.
-fn case(width: u32, height: u32, seed: u64, margin: Option<f32>) -> (Vec<u32>, Vec<[f32; 4]>) {
+pub(crate) fn case(
+    width: u32,
+    height: u32,
+    seed: u64,
+    margin: Option<f32>,
+) -> (Vec<u32>, Vec<[f32; 4]>) {
     let n = (width * height) as usize;
     // Bytes in 20..235, so the render stays within [0, 1] around them.
     let packed: Vec<u32> = random_u32s(n, seed)
@@ -50,9 +57,9 @@ fn case(width: u32, height: u32, seed: u64, margin: Option<f32>) -> (Vec<u32>, V
     (packed, render)
 }
 
-struct GpuResult {
-    terms: LossTerms,
-    grad: Vec<[f32; 4]>,
+pub(crate) struct GpuResult {
+    pub(crate) terms: LossTerms,
+    pub(crate) grad: Vec<[f32; 4]>,
 }
 
 fn upload_render(ctx: &GpuContext, render: &[[f32; 4]]) -> GpuBuffer {
@@ -68,6 +75,18 @@ fn gpu_loss(
 ) -> GpuResult {
     let reference =
         ReferenceFrame::from_packed(ctx, "test reference", width, height, packed).unwrap();
+    gpu_loss_against(ctx, loss, &reference, render)
+}
+
+/// The GPU loss and gradient of `render` against an uploaded reference
+/// (with its mask, if it has one).
+pub(crate) fn gpu_loss_against(
+    ctx: &GpuContext,
+    loss: &mut ImageLoss,
+    reference: &ReferenceFrame,
+    render: &[[f32; 4]],
+) -> GpuResult {
+    let (width, height) = (reference.width(), reference.height());
     let image = upload_render(ctx, render);
     let terms = LossTermsBuffer::new(ctx, "test loss terms", 1).unwrap();
     let image = RenderedImage {
@@ -75,7 +94,7 @@ fn gpu_loss(
         width,
         height,
     };
-    let grad_buf = loss.evaluate(ctx, image, &reference, &terms, 0).unwrap();
+    let grad_buf = loss.evaluate(ctx, image, reference, &terms, 0).unwrap();
     let mut grad: Vec<[f32; 4]> = ctx.read_buffer(grad_buf).unwrap();
     grad.truncate((width * height) as usize);
     GpuResult {
@@ -84,7 +103,7 @@ fn gpu_loss(
     }
 }
 
-fn twin_images(w: u32, h: u32, packed: &[u32], render: &[[f32; 4]]) -> (Rgb64, Rgb64) {
+pub(crate) fn twin_images(w: u32, h: u32, packed: &[u32], render: &[[f32; 4]]) -> (Rgb64, Rgb64) {
     let reference: Vec<[f32; 4]> = packed.iter().map(|&p| unpack_rgba8(p)).collect();
     (
         Rgb64::from_rgba(w as usize, h as usize, render),
@@ -92,7 +111,7 @@ fn twin_images(w: u32, h: u32, packed: &[u32], render: &[[f32; 4]]) -> (Rgb64, R
     )
 }
 
-fn rel(a: f64, b: f64, floor: f64) -> f64 {
+pub(crate) fn rel(a: f64, b: f64, floor: f64) -> f64 {
     (a - b).abs() / b.abs().max(floor)
 }
 
@@ -112,42 +131,54 @@ fn gpu_loss_and_gradient_match_the_f64_twin() {
         let (x, y) = twin_images(w, h, &packed, &render);
         let twin = image_loss(&x, &y, LossWeights64::default());
         let twin_grad = image_loss_gradient(&x, &y, LossWeights64::default());
-        let t = gpu.terms;
-        // Terms: relative, floor 1e-6 (they are O(0.01–1) here).
-        let errs = [
-            rel(t.loss as f64, twin.loss, 1e-6),
-            rel(t.l1 as f64, twin.l1, 1e-6),
-            rel(t.dssim as f64, 1.0 - twin.ssim, 1e-6),
-            rel(t.ssim(), twin.ssim, 1e-6),
-            rel(t.mse as f64, twin.mse, 1e-6),
-            rel(t.psnr(), twin.psnr(), 1e-6),
-        ];
-        let e_terms = errs.iter().copied().fold(0.0, f64::max);
-        // Gradient: per component, floor 1e-3 × the largest twin component.
-        let scale = twin_grad
-            .iter()
-            .flatten()
-            .fold(0.0f64, |m, g| m.max(g.abs()));
-        let mut e_grad = 0.0f64;
-        for (g, tg) in gpu.grad.iter().zip(&twin_grad) {
-            for c in 0..3 {
-                e_grad = e_grad.max(rel(g[c] as f64, tg[c], 1e-3 * scale));
-            }
-            assert_eq!(g[3], 0.0, "alpha gradient");
-        }
-        eprintln!(
-            "{w}×{h}: loss {:.6} (twin {:.6}), SSIM {:.6}, PSNR {:.2} dB; max rel err terms {e_terms:.2e}, gradient {e_grad:.2e} (floor {:.1e})",
-            t.loss,
-            twin.loss,
-            t.ssim(),
-            t.psnr(),
-            1e-3 * scale
-        );
+        let (e_terms, e_grad) = twin_errors(&format!("{w}×{h}"), &gpu, &twin, &twin_grad);
         worst_terms = worst_terms.max(e_terms);
         worst_grad = worst_grad.max(e_grad);
     }
     assert!(worst_terms <= 1e-5, "terms: max rel err {worst_terms:.3e}");
     assert!(worst_grad <= 1e-4, "gradient: max rel err {worst_grad:.3e}");
+}
+
+/// The largest relative errors of the GPU's terms and gradient against the
+/// twin's (terms: floor 1e-6, they are O(0.01–1) here; gradient: per
+/// component, floor 1e-3 × the largest twin component); the alpha gradient
+/// must be 0.
+pub(crate) fn twin_errors(
+    label: &str,
+    gpu: &GpuResult,
+    twin: &ImageLoss64,
+    twin_grad: &[[f64; 3]],
+) -> (f64, f64) {
+    let t = gpu.terms;
+    let errs = [
+        rel(t.loss as f64, twin.loss, 1e-6),
+        rel(t.l1 as f64, twin.l1, 1e-6),
+        rel(t.dssim as f64, 1.0 - twin.ssim, 1e-6),
+        rel(t.ssim(), twin.ssim, 1e-6),
+        rel(t.mse as f64, twin.mse, 1e-6),
+        rel(t.psnr(), twin.psnr(), 1e-6),
+    ];
+    let e_terms = errs.iter().copied().fold(0.0, f64::max);
+    let scale = twin_grad
+        .iter()
+        .flatten()
+        .fold(0.0f64, |m, g| m.max(g.abs()));
+    let mut e_grad = 0.0f64;
+    for (g, tg) in gpu.grad.iter().zip(twin_grad) {
+        for c in 0..3 {
+            e_grad = e_grad.max(rel(g[c] as f64, tg[c], 1e-3 * scale));
+        }
+        assert_eq!(g[3], 0.0, "alpha gradient");
+    }
+    eprintln!(
+        "{label}: loss {:.6} (twin {:.6}), SSIM {:.6}, PSNR {:.2} dB; max rel err terms {e_terms:.2e}, gradient {e_grad:.2e} (floor {:.1e})",
+        t.loss,
+        twin.loss,
+        t.ssim(),
+        t.psnr(),
+        1e-3 * scale
+    );
+    (e_terms, e_grad)
 }
 
 #[test]
@@ -198,9 +229,22 @@ fn gpu_gradient_matches_finite_differences_of_the_gpu_loss() {
     let (w, h) = (33u32, 21u32);
     // Render ≥ 0.05 away from the reference, steps ≤ 0.01: no |·| kink crossed.
     let (packed, render) = case(w, h, 11, Some(0.05));
-    let base = gpu_loss(&ctx, &mut loss, (w, h), &packed, &render);
     let reference = ReferenceFrame::from_packed(&ctx, "test reference", w, h, &packed).unwrap();
-    let terms = LossTermsBuffer::new(&ctx, "test loss terms", 2).unwrap();
+    let worst = finite_difference_error(&ctx, &mut loss, &reference, &render);
+    assert!(worst <= 1e-2, "max rel err {worst:.3e}");
+}
+
+/// The largest relative error between central differences of the GPU loss
+/// (step 0.01 along 4 random directions) and the GPU gradient along them.
+pub(crate) fn finite_difference_error(
+    ctx: &GpuContext,
+    loss: &mut ImageLoss,
+    reference: &ReferenceFrame,
+    render: &[[f32; 4]],
+) -> f64 {
+    let (w, h) = (reference.width(), reference.height());
+    let base = gpu_loss_against(ctx, loss, reference, render);
+    let terms = LossTermsBuffer::new(ctx, "test loss terms", 2).unwrap();
     let mut rng = Rng(99);
     let step = 1e-2f32;
     let mut worst = 0.0f64;
@@ -223,21 +267,21 @@ fn gpu_gradient_matches_finite_differences_of_the_gpu_loss() {
                 .collect()
         };
         for (slot, sign) in [(0u32, 1.0f32), (1, -1.0)] {
-            let img = upload_render(&ctx, &shifted(sign));
+            let img = upload_render(ctx, &shifted(sign));
             loss.measure(
-                &ctx,
+                ctx,
                 RenderedImage {
                     buffer: &img,
                     width: w,
                     height: h,
                 },
-                &reference,
+                reference,
                 &terms,
                 slot,
             )
             .unwrap();
         }
-        let t = terms.read(&ctx).unwrap();
+        let t = terms.read(ctx).unwrap();
         let fd = (t[0].loss as f64 - t[1].loss as f64) / (2.0 * step as f64);
         let analytic: f64 = base
             .grad
@@ -249,7 +293,7 @@ fn gpu_gradient_matches_finite_differences_of_the_gpu_loss() {
         eprintln!("direction {dir}: FD {fd:.6e}, gradient·d {analytic:.6e}, rel err {err:.2e}");
         worst = worst.max(err);
     }
-    assert!(worst <= 1e-2, "max rel err {worst:.3e}");
+    worst
 }
 
 #[test]
