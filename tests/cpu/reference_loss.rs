@@ -5,7 +5,8 @@
 
 use physfit::loss::{pack_rgba8, tv_scalar, tv_vector, unpack_rgba8, LossError, TV_EPSILON};
 use physfit::reference::loss::{
-    gaussian_window, image_loss, image_loss_gradient, ssim_map, LossWeights64, Rgb64,
+    gaussian_window, image_loss, image_loss_gradient, masked_image_loss,
+    masked_image_loss_gradient, ssim_map, LossWeights64, Rgb64,
 };
 
 /// Deterministic generator (splitmix64), uniform in [0, 1).
@@ -74,6 +75,34 @@ fn window_is_3dgs_gaussian_11_sigma_1_5() {
     assert!((w[5] - 0.266_011_4).abs() < 1e-6, "{}", w[5]);
 }
 
+/// Central differences (step 1e-6) of `loss` at `render` for every pixel
+/// and channel, in the gradient's flattened order.
+fn fd_gradient(render: &Rgb64, loss: impl Fn(&Rgb64) -> f64) -> Vec<f64> {
+    let mut fd = Vec::new();
+    for p in 0..render.pixels.len() {
+        for c in 0..3 {
+            fd.push(central_difference(
+                |t| {
+                    let mut x = render.clone();
+                    x.pixels[p][c] += t;
+                    loss(&x)
+                },
+                1e-6,
+            ));
+        }
+    }
+    fd
+}
+
+/// Max relative error of `grad` against `fd`, floor 1e-3 × max|grad|.
+fn gradient_error(what: &str, grad: &[[f64; 3]], fd: &[f64]) -> f64 {
+    let analytic: Vec<f64> = grad.iter().flatten().copied().collect();
+    let scale = analytic.iter().fold(0.0f64, |m, g| m.max(g.abs()));
+    let err = max_rel(&analytic, fd, 1e-3 * scale);
+    eprintln!("{what} vs FD: max rel err {err:.2e} (floor 1e-3 × max|g| = {scale:.2e})");
+    err
+}
+
 #[test]
 fn twin_gradient_matches_central_differences() {
     // 9×7: every pixel's window is cut by the zero padding somewhere, and
@@ -81,47 +110,52 @@ fn twin_gradient_matches_central_differences() {
     let (render, reference) = image_pair(9, 7, 1, 0.02);
     let weights = LossWeights64::default();
     let grad = image_loss_gradient(&render, &reference, weights);
-    let h = 1e-6;
-    let mut fd = Vec::new();
-    for p in 0..render.pixels.len() {
-        for c in 0..3 {
-            fd.push(central_difference(
-                |t| {
-                    let mut x = render.clone();
-                    x.pixels[p][c] += t;
-                    image_loss(&x, &reference, weights).loss
-                },
-                h,
-            ));
-        }
-    }
-    let analytic: Vec<f64> = grad.iter().flatten().copied().collect();
-    let scale = analytic.iter().fold(0.0f64, |m, g| m.max(g.abs()));
-    let err = max_rel(&analytic, &fd, 1e-3 * scale);
-    eprintln!("twin gradient vs FD: max rel err {err:.2e} (floor 1e-3 × max|g| = {scale:.2e})");
+    let fd = fd_gradient(&render, |x| image_loss(x, &reference, weights).loss);
+    let err = gradient_error("twin gradient", &grad, &fd);
     assert!(err <= 1e-5, "max rel err {err:.3e}");
 
     // The SSIM term alone (w_l1 = 0), where the gradient is all convolution.
     let ssim_only = LossWeights64 { l1: 0.0, ssim: 1.0 };
     let grad = image_loss_gradient(&render, &reference, ssim_only);
-    let analytic: Vec<f64> = grad.iter().flatten().copied().collect();
-    let mut fd = Vec::new();
-    for p in 0..render.pixels.len() {
-        for c in 0..3 {
-            fd.push(central_difference(
-                |t| {
-                    let mut x = render.clone();
-                    x.pixels[p][c] += t;
-                    image_loss(&x, &reference, ssim_only).loss
-                },
-                h,
-            ));
-        }
-    }
-    let scale = analytic.iter().fold(0.0f64, |m, g| m.max(g.abs()));
-    let err = max_rel(&analytic, &fd, 1e-3 * scale);
-    eprintln!("twin SSIM gradient vs FD: max rel err {err:.2e}");
+    let fd = fd_gradient(&render, |x| image_loss(x, &reference, ssim_only).loss);
+    let err = gradient_error("twin SSIM gradient", &grad, &fd);
     assert!(err <= 1e-5, "max rel err {err:.3e}");
+}
+
+#[test]
+fn masked_twin_gradient_matches_central_differences() {
+    // A mask counting a third of the pixels, scattered (issue 13 "Masks").
+    let (render, reference) = image_pair(9, 7, 2, 0.02);
+    let mut rng = Rng(17);
+    let mask: Vec<bool> = (0..63).map(|_| rng.next() < 0.35).collect();
+    let weights = LossWeights64::default();
+    let grad = masked_image_loss_gradient(&render, &reference, &mask, weights);
+    let fd = fd_gradient(&render, |x| {
+        masked_image_loss(x, &reference, &mask, weights).loss
+    });
+    let err = gradient_error("masked twin gradient", &grad, &fd);
+    assert!(err <= 1e-5, "max rel err {err:.3e}");
+
+    // An all-true mask is the unmasked loss; the masked means are over the
+    // counted pixels (a mask of one pixel: that pixel's L1 over 3 values).
+    let all = vec![true; 63];
+    let plain = image_loss(&render, &reference, weights);
+    let masked = masked_image_loss(&render, &reference, &all, weights);
+    assert!(
+        (plain.loss - masked.loss).abs() <= 1e-15,
+        "{plain:?} {masked:?}"
+    );
+    assert_eq!(
+        image_loss_gradient(&render, &reference, weights),
+        masked_image_loss_gradient(&render, &reference, &all, weights)
+    );
+    let one: Vec<bool> = (0..63).map(|i| i == 30).collect();
+    let single = masked_image_loss(&render, &reference, &one, weights);
+    let l1: f64 = (0..3)
+        .map(|c| (render.pixels[30][c] - reference.pixels[30][c]).abs())
+        .sum::<f64>()
+        / 3.0;
+    assert!((single.l1 - l1).abs() <= 1e-15, "{} vs {l1}", single.l1);
 }
 
 #[test]
