@@ -18,7 +18,7 @@ use sha2::{Digest, Sha256};
 use super::fitter::{FitState, StageChoice};
 use crate::output::{ply_sha256, PlyHashError, SimulationRecord};
 use crate::scene::atomic_write::write_atomic;
-use crate::scene::{FieldSetting, FitStage, Scene};
+use crate::scene::{FieldSetting, FitStage, FrameSet, Scene};
 
 /// The `format` field of a checkpoint.
 pub const CHECKPOINT_FORMAT: &str = "physfit.checkpoint";
@@ -86,23 +86,46 @@ fn stage_fields(out: &mut BTreeMap<String, String>, table: &str, s: &FitStage) {
     );
 }
 
+/// Feeds every file of `set` to `hash`, each as its length then its bytes.
+fn hash_files(hash: &mut Sha256, set: &FrameSet) -> Result<(), CheckpointError> {
+    for path in &set.paths {
+        let bytes = std::fs::read(path).map_err(|error| CheckpointError::Io {
+            path: path.clone(),
+            error,
+        })?;
+        hash.update((bytes.len() as u64).to_le_bytes());
+        hash.update(&bytes);
+    }
+    Ok(())
+}
+
 /// SHA-256 over every reference frame's bytes, view by view, in order.
 fn frames_sha256(scene: &Scene) -> Result<String, CheckpointError> {
     let mut hash = Sha256::new();
     for view in &scene.views {
         hash.update(view.name.as_bytes());
         if let Some(frames) = &view.frames {
-            for path in &frames.paths {
-                let bytes = std::fs::read(path).map_err(|error| CheckpointError::Io {
-                    path: path.clone(),
-                    error,
-                })?;
-                hash.update((bytes.len() as u64).to_le_bytes());
-                hash.update(&bytes);
-            }
+            hash_files(&mut hash, frames)?;
         }
     }
     Ok(format!("{:x}", hash.finalize()))
+}
+
+/// SHA-256 over every loss mask's bytes (`views[i].masks`), view by view;
+/// `None` when no view has masks, so that the fingerprint of an unmasked
+/// fit is what it was before masks existed. Other masks are another loss.
+fn masks_sha256(scene: &Scene) -> Result<Option<String>, CheckpointError> {
+    if scene.views.iter().all(|v| v.masks.is_none()) {
+        return Ok(None);
+    }
+    let mut hash = Sha256::new();
+    for view in &scene.views {
+        hash.update(view.name.as_bytes());
+        if let Some(masks) = &view.masks {
+            hash_files(&mut hash, masks)?;
+        }
+    }
+    Ok(Some(format!("{:x}", hash.finalize())))
 }
 
 impl FitFingerprint {
@@ -122,6 +145,9 @@ impl FitFingerprint {
             ply_sha256(&scene.gaussians_path)?,
         );
         m.insert("reference frames (SHA-256)".into(), frames_sha256(scene)?);
+        if let Some(masks) = masks_sha256(scene)? {
+            m.insert("loss masks (SHA-256)".into(), masks);
+        }
         m.insert(
             "material.youngs_modulus".into(),
             scene.material.youngs_modulus.to_string(),

@@ -5,6 +5,8 @@
 use std::path::Path;
 
 use image::{GrayImage, ImageBuffer, Luma, LumaA, Rgb, Rgba};
+use physfit::fit::checkpoint::FitFingerprint;
+use physfit::fit::StageChoice;
 use physfit::scene::frames::FrameError;
 use physfit::scene::masks::load_mask;
 use physfit::scene::SceneError;
@@ -167,5 +169,29 @@ fn scene_mask_mistakes_name_the_field_and_the_fix() {
     assert!(
         e.to_string().contains("m3.jpg") && e.to_string().contains("PNG"),
         "{e}"
+    );
+}
+
+#[test]
+fn checkpoints_of_other_masks_are_refused_naming_them() {
+    let f = Fixture::new();
+    f.frames("frames", 4, 16, 12);
+    masks(&f, "masks", 4, (16, 12));
+    let fingerprint =
+        |toml: &str| FitFingerprint::of(&f.load(toml).unwrap(), StageChoice::Both, None).unwrap();
+    let plain = fingerprint(&BASE.replace("[views.camera]", "frames = \"frames\"\n[views.camera]"));
+    let masked = fingerprint(&scene_toml(Some("frames"), "masks"));
+    let differences = plain.differences(&masked);
+    assert_eq!(differences.len(), 1, "{differences:?}");
+    assert!(differences[0].contains("loss masks"), "{differences:?}");
+    // Another mask's content.
+    GrayImage::from_fn(16, 12, |x, _| Luma([if x < 8 { 255 } else { 0 }]))
+        .save(f.path("masks/m3.png"))
+        .unwrap();
+    let repainted = fingerprint(&scene_toml(Some("frames"), "masks"));
+    let differences = masked.differences(&repainted);
+    assert!(
+        differences.len() == 1 && differences[0].contains("loss masks"),
+        "{differences:?}"
     );
 }
