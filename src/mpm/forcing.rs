@@ -242,13 +242,7 @@ impl ForcedRun {
         to: &GpuBuffer,
         slot: usize,
     ) {
-        let b = StageBuffers {
-            state: from,
-            next: to,
-            grad_next: to,
-            grad: to,
-            youngs_grad: to,
-        };
+        let b = StageBuffers::forward(from, to);
         for stage in SubstepStage::FORWARD {
             sim.encode_stage(ctx, encoder, stage, &b);
             if stage == SubstepStage::P2g {

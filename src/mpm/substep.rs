@@ -108,6 +108,20 @@ pub struct StageBuffers<'a> {
     pub youngs_grad: &'a GpuBuffer,
 }
 
+impl<'a> StageBuffers<'a> {
+    /// The buffers of a forward substep `from` → `to` (the forward stages
+    /// read no gradient; those slots are filled with `to`).
+    pub fn forward(from: &'a GpuBuffer, to: &'a GpuBuffer) -> Self {
+        Self {
+            state: from,
+            next: to,
+            grad_next: to,
+            grad: to,
+            youngs_grad: to,
+        }
+    }
+}
+
 impl MpmSimulator {
     /// Records one stage of a substep (forward or adjoint) on `b`, with the
     /// simulator's own grid. [`SubstepStage::G2pAdjoint`] adds into
@@ -325,13 +339,7 @@ impl MpmSimulator {
         from: &GpuBuffer,
         to: &GpuBuffer,
     ) {
-        let b = StageBuffers {
-            state: from,
-            next: to,
-            grad_next: to,
-            grad: to,
-            youngs_grad: to,
-        };
+        let b = StageBuffers::forward(from, to);
         for stage in SubstepStage::FORWARD {
             self.encode_stage(ctx, encoder, stage, &b);
         }
