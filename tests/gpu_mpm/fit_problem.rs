@@ -743,8 +743,10 @@ fn truncated_flow_gradient_matches_finite_differences() {
     // At the frozen states' own parameters the stage-2 objective is the loss.
     let full = p.loss(&ctx, &at, &sel).unwrap().loss;
     let truncated = p.truncated_loss(&ctx, &at, &sel, &frozen).unwrap().loss;
+    // Two rollouts: equal up to the run-to-run noise of float atomics
+    // (1.06e-6 relative measured between two evaluations in CI).
     assert!(
-        (full - truncated).abs() <= 1e-6 * full,
+        (full - truncated).abs() <= 1e-5 * full,
         "{full} vs {truncated}"
     );
     check_flow(
@@ -880,7 +882,8 @@ fn velocity_smoothness_term_matches_finite_differences() {
         ew.report.loss
     );
     assert!(
-        (added - VELOCITY_TV_WEIGHT * e0.report.velocity_tv).abs() <= 1e-6 * ew.report.loss,
+        // Two evaluations: run-to-run noise of float atomics, as above.
+        (added - VELOCITY_TV_WEIGHT * e0.report.velocity_tv).abs() <= 1e-5 * ew.report.loss,
         "{added}"
     );
     // The gradient's added part: the host TV gradient through Mᵀ.

@@ -107,8 +107,10 @@ fn regions_from_the_scene_evaluate_as_the_hand_built_fields() {
     let (loss_scene, g_scene) = gradients(&ctx, &mut from_scene, &at);
     let (loss_hand, g_hand) = gradients(&ctx, &mut hand, &at);
     eprintln!("loss {loss_scene:.9e} vs {loss_hand:.9e}; {g_scene:?} vs {g_hand:?}");
+    // Run-to-run noise of float atomics (multi-threaded lavapipe): two
+    // evaluations of one problem differed by 1.06e-6 relative in CI.
     assert!(
-        (loss_scene - loss_hand).abs() <= 1e-6 * loss_hand,
+        (loss_scene - loss_hand).abs() <= 1e-5 * loss_hand,
         "{loss_scene} vs {loss_hand}"
     );
     assert_same_gradients("scene vs hand-built", &g_scene, &g_hand);
