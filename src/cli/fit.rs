@@ -7,7 +7,7 @@
 //!    in the output directory) before any simulation time is spent;
 //! 2. build the drivers and the fit problem, and run the **camera check**:
 //!    frame 0 rendered in every view against reference frame 0, its PSNR
-//!    printed, a loud warning and `DIR/camera_check/<view>.png` below
+//!    (the fit's loss terms: over the mask where a view has one) printed, a loud warning and `DIR/camera_check/<view>.png` below
 //!    [`CAMERA_CHECK_DB`];
 //! 3. run the stages ([`physfit::fit::run_fit`]) with a progress bar each,
 //!    a checkpoint every `fit.checkpoint_every` iterations and at every
@@ -30,7 +30,7 @@ use physfit::fit::preflight::{check_memory, memory_available, memory_needed, pre
 use physfit::fit::recovery::{deforming_drivers, Recovery};
 use physfit::fit::{
     plan_stages, run_fit, Control, FitEnd, FitObserver, FitProblem, FitProblemOptions, FitState,
-    LossReport, Parameters, StageChoice, StagePlan, VelocityField,
+    LossReport, Parameters, Selection, StageChoice, StagePlan, VelocityField,
 };
 use physfit::gpu::{GpuContext, GpuOptions};
 use physfit::output::FittedDrivers;
@@ -165,22 +165,6 @@ fn truth_check(
     })
 }
 
-/// Mean PSNR in dB of `rendered` against `reference` (RGB, range 1).
-fn psnr(
-    rendered: &physfit::scene::frames::Frame,
-    reference: &physfit::scene::frames::Frame,
-) -> f64 {
-    let mut sum = 0.0;
-    for (a, b) in rendered.pixels.iter().zip(&reference.pixels) {
-        for c in 0..3 {
-            let d = f64::from(a[c].clamp(0.0, 1.0)) - f64::from(b[c]);
-            sum += d * d;
-        }
-    }
-    let mse = sum / (3 * rendered.pixels.len().max(1)) as f64;
-    -10.0 * mse.log10()
-}
-
 /// The camera check (module doc): PSNR of frame 0 per view.
 fn camera_check(
     ctx: &GpuContext,
@@ -196,14 +180,21 @@ fn camera_check(
     if dir.exists() {
         std::fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
     }
+    // Frame 0 through the fit's own loss (its PSNR, over a view's mask
+    // where it has one), so the check measures what the fit will compare.
+    let frame0 = Selection {
+        frames: vec![0],
+        views: views.to_vec(),
+    };
+    let report = problem.loss(ctx, start, &frame0)?;
     let mut results = Vec::new();
-    for &v in views {
+    for t in &report.images {
+        let (v, db) = (t.view, t.terms.psnr());
         let view = &scene.views[v];
-        let rendered = problem.render_frames(ctx, start, v, 0)?.remove(0);
         let frames = view.frames.as_ref().expect("views with frames");
-        let reference = frames.load(0)?;
-        let db = psnr(&rendered, &reference);
         if db < CAMERA_CHECK_DB {
+            let rendered = problem.render_frames(ctx, start, v, 0)?.remove(0);
+            let reference = frames.load(0)?;
             std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
             let path = dir.join(format!("{}.png", view.name));
             write_png(&path, &triptych(&reference, &rendered)?)?;
