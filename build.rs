@@ -22,7 +22,11 @@ fn collect(dir: &Path, root: &Path, out: &mut Vec<String>) {
 }
 
 fn main() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("shaders");
+    // Read at the build script's run time, not baked in with `env!` when the
+    // script itself was compiled: a target directory reused by a second
+    // checkout would otherwise embed the first checkout's shaders.
+    let manifest_dir = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let root = Path::new(&manifest_dir).join("shaders");
     println!("cargo:rerun-if-changed=shaders");
     let mut names = Vec::new();
     collect(&root, &root, &mut names);
