@@ -8,6 +8,7 @@ pub mod bench;
 pub mod deform;
 pub mod drive;
 pub mod fit;
+pub mod forward;
 pub mod gpu;
 pub mod interact;
 pub mod loss;

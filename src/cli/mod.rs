@@ -7,7 +7,6 @@ pub mod bench_summary;
 pub mod check;
 pub mod check_fit;
 pub mod fit;
-pub mod fit_outputs;
 pub mod render;
 pub mod render_motion;
 pub mod simulate;

@@ -3,7 +3,7 @@
 //! and writes one opaque 8-bit PNG (3DGS colours: `round(255·v)`, no transfer curve) per view (`DIR/<view name>.png`),
 //! composited over the scene's background colour. With `--params
 //! OUT/drivers.safetensors` it renders the fitted object in motion under
-//! new interactions instead ([`super::render_motion`], issue 14).
+//! new interactions instead ([`super::render_motion`]).
 
 use std::path::{Path, PathBuf};
 
@@ -11,12 +11,12 @@ use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 
+use physfit::forward::SceneRenderer;
 use physfit::gpu::GpuContext;
 use physfit::interact::InteractionFlags;
 use physfit::scene::frames::write_png;
 use physfit::scene::scene::Scene;
 use physfit::scene::Camera;
-use physfit::splat::{Rasterizer, SplatBuffers};
 
 use super::parse_size;
 
@@ -168,28 +168,12 @@ pub fn resolve_views(
         .collect())
 }
 
-/// Renders `splats` from `camera` over `background` and writes the image to
-/// `path` as an opaque 8-bit PNG (3DGS colours: `round(255·v)`, no transfer curve) (atomically). The colour is already
-/// composited over the background, so the PNG's alpha is 1: storing the
-/// coverage as straight alpha would make viewers composite twice (fringes).
-/// The static `render`'s.
-pub fn render_png(
-    ctx: &GpuContext,
-    raster: &mut Rasterizer,
-    splats: &SplatBuffers,
-    camera: &Camera,
-    background: [f32; 3],
-    path: &Path,
-) -> Result<()> {
-    let frame = raster.render(ctx, splats, camera, background)?;
-    let pixels = raster.read_image(ctx, &frame)?;
-    write_opaque_png(path, camera.width, camera.height, pixels)
-}
-
 /// Writes a render read back from the rasterizer (colour composited over
-/// the background, alpha its coverage) as an opaque 8-bit PNG, atomically
-/// (see [`render_png`] for why the alpha is 1). Shared by `render`,
-/// `simulate` and `synth`.
+/// the background, alpha its coverage) as an opaque 8-bit PNG (3DGS
+/// colours: `round(255·v)`, no transfer curve), atomically. The colour is
+/// already composited over the background, so the PNG's alpha is 1:
+/// storing the coverage as straight alpha would make viewers composite
+/// twice (fringes). Shared by `render`, `simulate` and `synth`.
 pub fn write_opaque_png(
     path: &Path,
     width: u32,
@@ -222,8 +206,7 @@ pub fn run(args: &RenderArgs) -> Result<()> {
         .with_context(|| format!("creating output directory {}", args.out.display()))?;
 
     let ctx = GpuContext::new(&Default::default())?;
-    let mut raster = Rasterizer::new(&ctx)?;
-    let splats = SplatBuffers::upload(&ctx, scene.gaussians())?;
+    let mut renderer = SceneRenderer::at_rest(&ctx, scene.gaussians(), scene.background)?;
     let bar = if args.quiet {
         ProgressBar::hidden()
     } else {
@@ -236,8 +219,10 @@ pub fn run(args: &RenderArgs) -> Result<()> {
     for (name, camera) in views {
         bar.set_message(name.clone());
         let path = args.out.join(format!("{name}.png"));
-        render_png(&ctx, &mut raster, &splats, &camera, scene.background, &path)
+        let frame = renderer
+            .render(&ctx, &camera)
             .with_context(|| format!("rendering view '{name}'"))?;
+        write_opaque_png(&path, frame.width, frame.height, frame.pixels)?;
         bar.inc(1);
         log::info!("wrote {}", path.display());
     }

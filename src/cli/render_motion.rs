@@ -1,7 +1,7 @@
 //! `physfit render scene.toml --params OUT/drivers.safetensors --frames N
 //! --out DIR [--camera NAME|INDEX]... [--orbit DEG] [--size WxH]
-//! [interactions] [--color-by stiffness] [--side-by-side] [--quiet]`
-//! (issue 14): the fitted object simulated forward under new interactions
+//! [interactions] [--color-by stiffness] [--side-by-side] [--quiet]`:
+//! the fitted object simulated forward under new interactions
 //! (docs/scene.md "Interactions file"), written as a PNG sequence per view
 //! (`DIR/<view>/frame_NNNN.png`, frame 0 the rest state) and a looping GIF
 //! per view (`DIR/<view>.gif`) at the scene's fps rounded to whole
@@ -9,7 +9,7 @@
 //!
 //! Refused before anything runs: a drivers file of another scene or other
 //! settings, too few substeps for the largest fitted E, a motion faster
-//! than half a cell per substep ([`AnimationSetup`]). Everything is written
+//! than half a cell per substep ([`ForwardSetup`]). Everything is written
 //! into a staging directory that replaces DIR only when the whole run
 //! succeeded ([`StagedDir`]): a blow-up names the frame and substep and
 //! leaves no partial GIF or sequence.
@@ -18,12 +18,15 @@ use anyhow::{bail, Context, Result};
 use image::{GenericImage, RgbImage};
 use indicatif::{ProgressBar, ProgressStyle};
 
+use physfit::forward::{ForwardSetup, SceneRenderer};
 use physfit::gpu::{GpuContext, GpuOptions};
 use physfit::interact::gif_sequence::{gif_delay_centiseconds, gif_fps, GifSequence};
 use physfit::interact::orbit::{object_centre, orbit_angle, orbit_camera};
-use physfit::interact::{Animation, AnimationSetup, Interactions};
+use physfit::interact::Interactions;
+use physfit::output::fitted_ply::SplatMaterial;
+use physfit::output::stiffness::{stiffness_range_world, StiffnessColouring};
 use physfit::output::FittedDrivers;
-use physfit::report::{recolored, rgb8, stiffness_colours, with_colorbar, write_png};
+use physfit::report::{rgb8, write_png};
 use physfit::scene::frames::Frame;
 use physfit::scene::Scene;
 
@@ -33,9 +36,6 @@ use super::staged_dir::StagedDir;
 
 /// Frames written when neither `--frames` nor reference frames say.
 pub const DEFAULT_FRAMES: usize = 48;
-
-/// The colour bar's label.
-const STIFFNESS_LABEL: &str = "log10 E (world units)";
 
 /// The interactions of the file and the flags, in that order.
 fn interactions(args: &RenderArgs) -> Result<Interactions> {
@@ -76,7 +76,7 @@ pub fn run(args: &RenderArgs) -> Result<()> {
     let scene = Scene::load(&args.scene)?;
     let fitted = FittedDrivers::load(params)?;
     let interactions = interactions(args)?;
-    let setup = AnimationSetup::from_fitted(
+    let setup = ForwardSetup::from_fitted(
         &scene,
         &fitted,
         &params.display().to_string(),
@@ -109,16 +109,19 @@ pub fn run(args: &RenderArgs) -> Result<()> {
         );
     }
 
-    let (gaussians, colour_range) = match args.color_by {
-        Some(ColorBy::Stiffness) => {
-            let values = setup.splat_log10_youngs_world(&scene);
-            let finite = values.iter().copied().filter(|v| v.is_finite());
-            let low = finite.clone().fold(f64::INFINITY, f64::min);
-            let high = finite.fold(f64::NEG_INFINITY, f64::max);
-            let colours = stiffness_colours(&values, low, high)?;
-            (recolored(scene.gaussians(), &colours)?, Some((low, high)))
-        }
-        None => (scene.gaussians().clone(), None),
+    let colouring = match args.color_by {
+        Some(ColorBy::Stiffness) => Some(StiffnessColouring::new(
+            &SplatMaterial::from_fitted(&scene, &fitted)?,
+            stiffness_range_world(
+                fitted.settings.log10_youngs_range,
+                fitted.settings.sim_box.side,
+            ),
+        )),
+        None => None,
+    };
+    let gaussians = match &colouring {
+        Some(c) => c.recoloured(scene.gaussians())?,
+        None => scene.gaussians().clone(),
     };
 
     let staged = StagedDir::new(&args.out, args.force, "--out")?;
@@ -132,7 +135,7 @@ pub fn run(args: &RenderArgs) -> Result<()> {
         )?);
     }
     let ctx = GpuContext::new(&GpuOptions::default())?;
-    let mut animation = Animation::new(&ctx, &setup, &gaussians, scene.background)?;
+    let mut animation = SceneRenderer::simulated(&ctx, &setup, &gaussians, scene.background)?;
     let centre = object_centre(&scene);
     let bar = if args.quiet {
         ProgressBar::hidden()
@@ -158,8 +161,8 @@ pub fn run(args: &RenderArgs) -> Result<()> {
                 None => camera.clone(),
             };
             let mut image = rgb8(&animation.render(&ctx, &camera)?);
-            if let Some((low, high)) = colour_range {
-                image = with_colorbar(&image, low, high, STIFFNESS_LABEL)?;
+            if let Some(c) = &colouring {
+                image = c.with_colorbar(&image)?;
             }
             if args.side_by_side {
                 let reference = match references[v] {

@@ -15,9 +15,8 @@
 //! simulation happens before anything is written, so a refused or
 //! broken-down run writes nothing; each file is written atomically.
 //!
-//! The run itself is `physfit render --params`'s ([`Animation`], issue 14:
-//! one forward, not two copies): the scene's drivers at one E, from rest
-//! plus one velocity interaction.
+//! The run goes through the one forward path ([`SceneRenderer`]): the
+//! scene's drivers at one E, from rest plus one velocity interaction.
 
 use std::path::Path;
 
@@ -25,8 +24,9 @@ use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use physfit::drive::DriverSet;
+use physfit::forward::{ForwardSetup, SceneRenderer};
 use physfit::gpu::{GpuContext, GpuOptions};
-use physfit::interact::{Animation, AnimationSetup, InteractionFlags};
+use physfit::interact::InteractionFlags;
 use physfit::scene::ply::PlyData;
 use physfit::scene::Scene;
 
@@ -58,11 +58,18 @@ pub fn run(
     let drivers = DriverSet::from_scene(&scene)
         .with_context(|| format!("building the drivers of {}", scene_path.display()))?;
     let log10_youngs = vec![scene.material.youngs_modulus.log10(); drivers.len()];
-    let setup = AnimationSetup::from_drivers(&scene, &drivers, log10_youngs, &interactions)
-        .with_context(|| format!("simulating {}", scene_path.display()))?;
+    let setup = ForwardSetup::from_drivers(
+        &scene,
+        &drivers,
+        log10_youngs,
+        &vec![[0.0; 3]; drivers.len()],
+        &interactions,
+    )
+    .with_context(|| format!("simulating {}", scene_path.display()))?;
 
     let ctx = GpuContext::new(&GpuOptions::default())?;
-    let mut animation = Animation::new(&ctx, &setup, scene.gaussians(), scene.background)?;
+    let mut animation =
+        SceneRenderer::simulated(&ctx, &setup, scene.gaussians(), scene.background)?;
     let bar = ProgressBar::new(frames as u64);
     bar.set_style(
         ProgressStyle::with_template(

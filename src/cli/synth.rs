@@ -1,7 +1,6 @@
 //! `physfit synth scene.toml --truth truth.toml --out DIR [--frames N]
 //! [--same-discretisation] [--force] [--quiet]`: reference frames of a twin
-//! experiment (issue 13, "`physfit synth`"; DESIGN.md § Verification 5;
-//! docs/truth.md). The scene is simulated from the truth's `log10 E` and
+//! experiment (DESIGN.md § Verification 5; docs/truth.md). The scene is simulated from the truth's `log10 E` and
 //! initial velocity, finer than a fit would (twice the drivers and
 //! substeps, [`physfit::synth::run`]), and one rollout is rendered in every
 //! view: `DIR/<view>/frame_NNNN.png` (frame 0 the rest state, the camera's
@@ -20,6 +19,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use physfit::gpu::{GpuContext, GpuOptions};
 use physfit::scene::atomic_write::write_atomic;
 use physfit::scene::Scene;
+use physfit::synth::layout::{frame_path, SUMMARY_FILE, TRUTH_FILE};
 use physfit::synth::{SynthOptions, SynthPlan, Synthesis, Truth};
 
 use super::render::write_opaque_png;
@@ -101,18 +101,18 @@ pub fn run(args: &SynthArgs) -> Result<()> {
             let frame = synthesis
                 .render(&ctx, v, k)
                 .with_context(|| format!("rendering frame {k} in view '{}'", view.name))?;
-            let path = dir.join(format!("frame_{k:04}.png"));
+            let path = frame_path(staged.path(), &view.name, k);
             write_opaque_png(&path, frame.width, frame.height, frame.pixels)?;
             bar.inc(1);
         }
     }
     bar.finish_and_clear();
 
-    let truth_copy = staged.path().join("truth.toml");
+    let truth_copy = staged.path().join(TRUTH_FILE);
     write_atomic(&truth_copy, truth.text.as_bytes())
         .with_context(|| format!("writing {}", truth_copy.display()))?;
     let report = summary(args, &plan, &ctx);
-    let json = staged.path().join("synth.json");
+    let json = staged.path().join(SUMMARY_FILE);
     write_atomic(&json, serde_json::to_string_pretty(&report)?.as_bytes())
         .with_context(|| format!("writing {}", json.display()))?;
     staged.commit()?;

@@ -1,13 +1,13 @@
-//! Fit checkpoints (issue 13, "Checkpoints"): the [`FitState`] of a running
+//! Fit checkpoints: the [`FitState`] of a running
 //! fit with a fingerprint of everything it depends on, written atomically as
 //! JSON (`OUT/checkpoint.json`; serde_json writes every `f64` so that it
 //! reads back bit for bit, so a resumed fit continues from exactly the
 //! parameters and Adam moments it stopped at).
 //!
-//! The fingerprint names each input by its scene.toml field (or `--stage`,
+//! The fingerprint names each input by its scene.toml field (or `stages`,
 //! `reference frames`), so that resuming with another scene or other
 //! settings is refused with the list of what differs. Iteration counts are
-//! left out on purpose: `--resume` may raise `iterations`.
+//! left out on purpose: a resumed fit may raise `iterations`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -23,7 +23,7 @@ use crate::scene::{FieldSetting, FitStage, FrameSet, Scene};
 /// The `format` field of a checkpoint.
 pub const CHECKPOINT_FORMAT: &str = "physfit.checkpoint";
 /// The version this physfit writes and reads.
-pub const CHECKPOINT_VERSION: u32 = 1;
+pub const CHECKPOINT_VERSION: u32 = 2;
 
 /// Why a checkpoint could not be written, read or used.
 #[derive(Debug, thiserror::Error)]
@@ -37,7 +37,7 @@ pub enum CheckpointError {
         error: std::io::Error,
     },
     /// The file is not a checkpoint this physfit reads.
-    #[error("{path}: not a physfit checkpoint ({problem}); fix: run without --resume (with --force to start over)")]
+    #[error("{path}: not a physfit checkpoint of this version ({problem})")]
     Format {
         /// The checkpoint.
         path: PathBuf,
@@ -45,7 +45,7 @@ pub enum CheckpointError {
         problem: String,
     },
     /// The checkpoint belongs to another scene or other settings.
-    #[error("{path} was written for other inputs; fix: restore them, or start over with --force:\n  {}", differences.join("\n  "))]
+    #[error("{path} was written for other inputs:\n  {}", differences.join("\n  "))]
     Mismatch {
         /// The checkpoint.
         path: PathBuf,
@@ -129,7 +129,7 @@ fn masks_sha256(scene: &Scene) -> Result<Option<String>, CheckpointError> {
 }
 
 impl FitFingerprint {
-    /// The fingerprint of fitting `scene` with `--stage choice`; `velocity`
+    /// The fingerprint of fitting `scene`'s stages `choice`; `velocity`
     /// names where a stiffness-only fit takes its velocity from.
     pub fn of(
         scene: &Scene,
@@ -163,9 +163,9 @@ impl FitFingerprint {
         m.insert("fit.rounds".into(), scene.fit.rounds.to_string());
         stage_fields(&mut m, "fit.velocity", &scene.fit.velocity);
         stage_fields(&mut m, "fit.stiffness", &scene.fit.stiffness);
-        m.insert("--stage".into(), format!("{choice:?}").to_lowercase());
+        m.insert("stages".into(), format!("{choice:?}").to_lowercase());
         m.insert(
-            "--velocity-from".into(),
+            "velocity held from".into(),
             velocity.unwrap_or("none").to_string(),
         );
         Ok(Self(m))

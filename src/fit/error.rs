@@ -138,6 +138,9 @@ pub enum FitError {
     /// The rasterizer failed.
     #[error(transparent)]
     Splat(#[from] SplatError),
+    /// The forward path (simulator, deformation, rasterizer) refused.
+    #[error(transparent)]
+    Forward(#[from] crate::forward::ForwardError),
     /// The image loss failed.
     #[error(transparent)]
     Loss(#[from] LossError),

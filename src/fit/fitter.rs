@@ -23,7 +23,8 @@ use serde::{Deserialize, Serialize};
 
 use super::adam::{clip_norm, Adam, Schedule};
 use super::error::FitError;
-use super::problem::{FitProblem, LossReport, Parameters, Selection};
+use super::evaluation::{LossReport, Parameters, Selection};
+use super::problem::FitProblem;
 use crate::gpu::GpuContext;
 use crate::mpm::{GradientFlow, MpmError};
 use crate::scene::{FitStage, Scene};
@@ -201,9 +202,12 @@ pub struct FitState {
     pub velocity: Vec<f64>,
     /// Adam's state of the running stage.
     pub adam: Adam,
-    /// `√v̂` of the last finished stiffness stage, per `log10 E` parameter
-    /// (the confidence written to `fitted.ply`).
-    pub confidence: Option<Vec<f64>>,
+    /// Adam's `√v̂` at the end of the last finished stiffness stage, per
+    /// `log10 E` parameter: the root mean square of the recent gradients of
+    /// the loss w.r.t. that parameter (`youngs_gradient_rms` in
+    /// `fitted.ply`). Large where the video constrains E, near 0 where it
+    /// says nothing about it; a scale, not a probability or an error bar.
+    pub youngs_gradient_rms: Option<Vec<f64>>,
     /// Every iteration so far.
     pub records: Vec<IterationRecord>,
 }
@@ -217,7 +221,7 @@ impl FitState {
             log10_youngs: params.log10_youngs,
             velocity: params.velocity,
             adam: Adam::new(0),
-            confidence: None,
+            youngs_gradient_rms: None,
             records: Vec::new(),
         };
         state.adam = Adam::new(state.stage_params(plan).map_or(0, <[f64]>::len));
@@ -406,7 +410,7 @@ pub fn run_fit(
             }
         }
         if stage.kind == StageKind::Stiffness {
-            state.confidence = Some(state.adam.gradient_scale());
+            state.youngs_gradient_rms = Some(state.adam.gradient_scale());
         }
         state.stage += 1;
         state.iteration = 0;

@@ -1,14 +1,13 @@
 //! The fit problem: one call from parameters to loss and gradient (DESIGN.md
-//! § Loss, parameters, fit; § Drivers and the deformation of Gaussians;
-//! issue 12, "The problem").
+//! § Loss, parameters, fit; § Drivers and the deformation of Gaussians).
 //!
 //! [`FitProblem::new`] builds, once per scene: the K-Means drivers
 //! ([`DriverSet`]; or [`FitProblem::from_drivers`] takes them built, as
 //! the fit does, which resolves the scene's `field` settings over them
-//! first: [`FitProblemOptions::from_scene`]), the MPM simulator over them (time step checked for the
-//! top of `material.log10_youngs_range`), the deformation of the free
-//! Gaussians (rest rotations from the splats, rest centres normalised by the
-//! simulation box), the rasterizer, the image loss, every view's reference
+//! first: [`FitProblemOptions::from_scene`]), the forward path over them
+//! ([`SceneRenderer`]: the MPM simulator, time step checked for the top of
+//! `material.log10_youngs_range`; the deformation of the free Gaussians;
+//! the rasterizer), the image loss, every view's reference
 //! frames uploaded as 8-bit RGBA, the backward pass's reusable buffers and
 //! the GPU transposes of the two parameterisations ([`super::params`]).
 //!
@@ -49,12 +48,10 @@
 //!
 //! One problem serves both stages of a fit: [`FitProblem::set_stage`]
 //! switches the image-loss weights and the two smoothness weights to a
-//! stage's (issue 13: the stages alternate, with different weights).
+//! stage's (the stages alternate, with different weights).
 //!
-//! Profiling ([`FitProblem::set_profile`], for `physfit bench fit`): each
-//! stage of a call is waited for on its own and its wall time added to a
-//! [`FitTimings`], so the stages' times include one submit/wait round trip
-//! each and their sum exceeds an unprofiled call's time.
+//! Profiling ([`FitProblem::set_profile`], for `physfit bench fit`):
+//! [`super::profile`].
 //!
 //! Memory: the rollout's frame states (96 bytes per driver per frame), one
 //! state-gradient buffer per selected frame, the backward pass's
@@ -63,17 +60,17 @@
 //! 1 more for a view with loss masks, `views[i].masks`: each frame carries
 //! its mask into the loss, [`ReferenceFrame::with_mask`]).
 
-use std::time::Instant;
-
-use serde::Serialize;
-
 use super::error::FitError;
-use super::field_setting::ChosenField;
+use super::evaluation::{Evaluation, ImageTerms, LossReport, Parameters, Selection};
+use super::options::FitProblemOptions;
 use super::param_gather::{GatherBuffers, GatherPlan, ParamGather, SourceLayout};
-use super::params::{ParamMap, VelocityField, YoungsField};
-use crate::deform::{DeformSetup, Deformation, DRIVERS_PER_GAUSSIAN};
+use super::params::ParamMap;
+use super::profile::{FitTimings, Profiler, TimedPart};
+use crate::deform::DRIVERS_PER_GAUSSIAN;
 use crate::drive::DriverSet;
+use crate::forward::{ForwardSetup, SceneRenderer};
 use crate::gpu::{GpuBuffer, GpuContext};
+use crate::interact::Interactions;
 use crate::loss::{
     tv_scalar, tv_vector, ImageLoss, LossTerms, LossTermsBuffer, LossWeights, ReferenceFrame,
     ReferenceMask, RenderedImage, TV_EPSILON,
@@ -85,241 +82,6 @@ use crate::mpm::{
 };
 use crate::scene::frames::Frame;
 use crate::scene::{Camera, FitStage, Scene};
-use crate::splat::{Rasterizer, SplatBuffers};
-
-/// How a [`FitProblem`] is parameterised and weighted.
-#[derive(Clone, Debug)]
-pub struct FitProblemOptions {
-    /// The `log10 E` field.
-    pub youngs: YoungsField,
-    /// The initial-velocity field.
-    pub velocity: VelocityField,
-    /// Image-loss weights.
-    pub weights: LossWeights,
-    /// Weight of TV of `log10 E` over the driver graph (0: off).
-    pub tv_weight: f64,
-    /// Weight of the smoothness term on the initial velocity: TV of the
-    /// per-driver `v0` (world units/s, anchored drivers at 0) over the
-    /// driver graph, [`crate::loss::tv_vector`] (0, the default: off).
-    pub velocity_tv_weight: f64,
-    /// Names of the `log10 E` regions in parameter order (empty unless
-    /// [`YoungsField::Regions`] came from the scene): labels for reports.
-    pub youngs_regions: Vec<String>,
-    /// Names of the velocity regions in parameter order (3 parameters
-    /// each; empty unless [`VelocityField::Regions`] came from the scene).
-    pub velocity_regions: Vec<String>,
-}
-
-impl FitProblemOptions {
-    /// Per-driver fields with the weights of `stage` (a scene's
-    /// `fit.velocity` or `fit.stiffness`).
-    pub fn per_driver(stage: &FitStage) -> Self {
-        Self {
-            youngs: YoungsField::PerDriver,
-            velocity: VelocityField::PerDriver,
-            weights: LossWeights {
-                l1: stage.w_l1 as f32,
-                ssim: stage.w_ssim as f32,
-            },
-            tv_weight: stage.tv_weight,
-            velocity_tv_weight: 0.0,
-            youngs_regions: Vec::new(),
-            velocity_regions: Vec::new(),
-        }
-    }
-
-    /// The scene's settings over `drivers`: the `log10 E` field of
-    /// `fit.stiffness.field`, the velocity field of `fit.velocity.field`
-    /// (regions assigned by [`ChosenField`]), and the weights of `stage`
-    /// (one of `scene.fit`'s two; [`FitProblem::set_stage`] switches them
-    /// later).
-    ///
-    /// Errors: [`FitError::Parameterisation`] for a field the scene
-    /// validation refuses (a rigid stiffness).
-    pub fn from_scene(
-        scene: &Scene,
-        drivers: &DriverSet,
-        stage: &FitStage,
-    ) -> Result<Self, FitError> {
-        let youngs = ChosenField::youngs(&scene.fit.stiffness.field, drivers)?;
-        let velocity = ChosenField::velocity(&scene.fit.velocity.field, drivers);
-        Ok(Self {
-            youngs: youngs.field,
-            velocity: velocity.field,
-            velocity_tv_weight: stage.velocity_tv_weight,
-            youngs_regions: youngs.regions,
-            velocity_regions: velocity.regions,
-            ..Self::per_driver(stage)
-        })
-    }
-}
-
-/// A point in parameter space (host values; the layouts of
-/// [`YoungsField`] and [`VelocityField`]).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Parameters {
-    /// `log10 E` parameters (normalised units).
-    pub log10_youngs: Vec<f64>,
-    /// Initial-velocity parameters (world units per second; rad/s for the
-    /// angular part of [`VelocityField::Rigid`]).
-    pub velocity: Vec<f64>,
-}
-
-/// The frames and views a call fits against.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Selection {
-    /// Frame indices, strictly increasing (frame 0 is the rest state: its
-    /// loss is a constant).
-    pub frames: Vec<usize>,
-    /// View indices into [`Scene::views`], each with reference frames.
-    pub views: Vec<usize>,
-}
-
-/// The loss terms of one frame and view.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ImageTerms {
-    /// The frame.
-    pub frame: usize,
-    /// The view.
-    pub view: usize,
-    /// Its terms as the GPU wrote them.
-    pub terms: LossTerms,
-}
-
-/// The loss of one call and its terms.
-#[derive(Clone, Debug, PartialEq)]
-pub struct LossReport {
-    /// `image + tv_weight · tv + velocity_tv_weight · velocity_tv`.
-    pub loss: f64,
-    /// Σ over frames and views of `w_l1 · l1 + w_ssim · dssim`.
-    pub image: f64,
-    /// Σ of `mean|I − Î|` over frames and views (unweighted).
-    pub l1: f64,
-    /// Σ of `1 − mean SSIM` over frames and views (unweighted).
-    pub dssim: f64,
-    /// TV of `log10 E` over the driver graph (unweighted).
-    pub tv: f64,
-    /// TV of the per-driver initial velocity (world units/s) over the
-    /// driver graph (unweighted; reported whatever its weight).
-    pub velocity_tv: f64,
-    /// Per frame and view, frame-major.
-    pub images: Vec<ImageTerms>,
-    /// Tile intersections summed over the renders (the rasterizer's one
-    /// readback per render).
-    pub intersections: u64,
-}
-
-/// What [`FitProblem::evaluate`] returns: the loss and its gradients, on
-/// the GPU.
-pub struct Evaluation {
-    /// The loss and its terms.
-    pub report: LossReport,
-    /// `∂loss/∂(log10 E parameters)`, one f32 per parameter.
-    pub youngs_gradient: GpuBuffer,
-    /// `∂loss/∂(velocity parameters)`, one f32 per parameter.
-    pub velocity_gradient: GpuBuffer,
-}
-
-/// [`Evaluation`]'s gradients on the host.
-#[derive(Clone, Debug, PartialEq)]
-pub struct HostGradients {
-    /// `∂loss/∂(log10 E parameters)`.
-    pub youngs: Vec<f32>,
-    /// `∂loss/∂(velocity parameters)`.
-    pub velocity: Vec<f32>,
-}
-
-impl Evaluation {
-    /// Reads both gradients back (tests, hosts with a CPU optimiser).
-    pub fn read(&self, ctx: &GpuContext) -> Result<HostGradients, FitError> {
-        Ok(HostGradients {
-            youngs: ctx.read_buffer(&self.youngs_gradient)?,
-            velocity: ctx.read_buffer(&self.velocity_gradient)?,
-        })
-    }
-}
-
-/// Wall seconds of the stages of [`FitProblem`] calls made while profiling
-/// ([`FitProblem::set_profile`]), summed over the calls since the last
-/// [`FitProblem::take_timings`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
-pub struct FitTimings {
-    /// Setting E and the initial state, and the rollout.
-    pub mpm_forward_s: f64,
-    /// The MPM backward and the map of its gradients to the parameters
-    /// (with the TV gradient).
-    pub mpm_adjoint_s: f64,
-    /// Moving the splats to the drivers and back-propagating through that
-    /// (clearing the frame's state gradient included).
-    pub deformation_s: f64,
-    /// The rasterizer's forward (with its intersection-count readback).
-    pub render_forward_s: f64,
-    /// The rasterizer's backward.
-    pub render_backward_s: f64,
-    /// The image loss and its gradient per render, the terms' readback and
-    /// the host TV.
-    pub loss_s: f64,
-}
-
-impl FitTimings {
-    /// The sum of the stages.
-    pub fn total_s(&self) -> f64 {
-        self.mpm_forward_s
-            + self.mpm_adjoint_s
-            + self.deformation_s
-            + self.render_forward_s
-            + self.render_backward_s
-            + self.loss_s
-    }
-}
-
-/// A stage of [`FitTimings`].
-#[derive(Clone, Copy)]
-enum Stage {
-    MpmForward,
-    MpmAdjoint,
-    Deformation,
-    RenderForward,
-    RenderBackward,
-    Loss,
-}
-
-/// Times stages when on: [`Profiler::lap`] waits for the GPU and charges
-/// the time since the previous lap to a stage.
-struct Profiler {
-    on: bool,
-    since: Instant,
-    timings: FitTimings,
-}
-
-impl Profiler {
-    /// Starts a call's first stage.
-    fn start(&mut self) {
-        self.since = Instant::now();
-    }
-
-    /// When on: waits for submitted work and adds the time since the last
-    /// lap (or [`Profiler::start`]) to `stage`.
-    fn lap(&mut self, ctx: &GpuContext, stage: Stage) -> Result<(), FitError> {
-        if !self.on {
-            return Ok(());
-        }
-        ctx.wait()?;
-        let now = Instant::now();
-        let dt = (now - self.since).as_secs_f64();
-        self.since = now;
-        let t = &mut self.timings;
-        *match stage {
-            Stage::MpmForward => &mut t.mpm_forward_s,
-            Stage::MpmAdjoint => &mut t.mpm_adjoint_s,
-            Stage::Deformation => &mut t.deformation_s,
-            Stage::RenderForward => &mut t.render_forward_s,
-            Stage::RenderBackward => &mut t.render_backward_s,
-            Stage::Loss => &mut t.loss_s,
-        } += dt;
-        Ok(())
-    }
-}
 
 /// Per-driver parameters of one call, on the host (for the TV terms).
 struct Prepared {
@@ -337,15 +99,11 @@ struct TvGradients {
 /// A scene's fit problem, built once (module doc).
 pub struct FitProblem {
     drivers: DriverSet,
-    sim: MpmSimulator,
-    deformation: Deformation,
-    splats: SplatBuffers,
-    raster: Rasterizer,
+    forward: SceneRenderer,
     loss: ImageLoss,
     cameras: Vec<Camera>,
     view_names: Vec<String>,
     references: Vec<Option<Vec<ReferenceFrame>>>,
-    background: [f32; 3],
     work: BackwardWork,
     youngs_map: ParamMap,
     velocity_map: ParamMap,
@@ -391,16 +149,17 @@ impl FitProblem {
         }
         let n = drivers.len();
         let log10_max = scene.material.log10_youngs_range[1];
-        let start = vec![scene.material.youngs_modulus as f32; n];
-        let sim = MpmSimulator::new(
-            ctx,
-            &scene.mpm_config(),
-            &drivers.setup(start, 10f64.powf(log10_max)),
-        )?;
-        let gaussians = scene.gaussians();
-        let deform = DeformSetup::from_drivers(&drivers, gaussians)?;
-        let deformation = Deformation::new(ctx, &deform)?;
-        let splats = SplatBuffers::upload(ctx, gaussians)?;
+        // The forward path at the start E, checked for the top of the range:
+        // every call sets E anew (`prepare`).
+        let setup = ForwardSetup::from_drivers(
+            scene,
+            &drivers,
+            vec![scene.material.youngs_modulus.log10(); n],
+            &vec![[0.0; 3]; n],
+            &Interactions::default(),
+        )?
+        .bounded_by(10f64.powf(log10_max))?;
+        let forward = SceneRenderer::simulated(ctx, &setup, scene.gaussians(), scene.background)?;
         let mut references = Vec::with_capacity(scene.views.len());
         for (v, view) in scene.views.iter().enumerate() {
             references.push(match &view.frames {
@@ -461,24 +220,16 @@ impl FitProblem {
             velocity_init: ctx
                 .storage_zeroed::<f32>("fit v0 gradient init", velocity_map.params.max(1))?,
             gather: ParamGather::new(ctx)?,
-            raster: Rasterizer::new(ctx)?,
             loss: ImageLoss::new(ctx, options.weights)?,
             cameras: scene.views.iter().map(|v| v.camera.clone()).collect(),
             view_names: scene.views.iter().map(|v| v.name.clone()).collect(),
-            background: scene.background,
             work: BackwardWork::new(),
             state_grads: Vec::new(),
             tv_weight: options.tv_weight,
-            profiler: Profiler {
-                on: false,
-                since: Instant::now(),
-                timings: FitTimings::default(),
-            },
+            profiler: Profiler::off(),
             velocity_tv_weight: options.velocity_tv_weight,
             drivers,
-            sim,
-            deformation,
-            splats,
+            forward,
             references,
             youngs_map,
             velocity_map,
@@ -535,7 +286,9 @@ impl FitProblem {
 
     /// The simulator (its configuration, particle count).
     pub fn simulator(&self) -> &MpmSimulator {
-        &self.sim
+        self.forward
+            .simulator()
+            .expect("a fit problem's forward path simulates")
     }
 
     /// Checks `selection` against the scene's views and reference frames.
@@ -597,7 +350,7 @@ impl FitProblem {
     ) -> Result<(Prepared, ParticleState), FitError> {
         let log10 = self.driver_log10_youngs(params)?;
         let youngs: Vec<f32> = log10.iter().map(|&p| 10f64.powf(p) as f32).collect();
-        self.sim.set_youngs(ctx, &youngs)?;
+        self.simulator().set_youngs(ctx, &youngs)?;
         ctx.write(&self.youngs_scale, &youngs);
         let v = self.velocity_map.apply(&params.velocity)?;
         let side = self.drivers.sim_box.side;
@@ -627,7 +380,7 @@ impl FitProblem {
         last: usize,
     ) -> Result<Rollout, FitError> {
         let (_, start) = self.prepare(ctx, params)?;
-        Ok(self.sim.rollout(ctx, &start, last as u32)?)
+        Ok(self.simulator().rollout(ctx, &start, last as u32)?)
     }
 
     /// Renders frames `0..=last` of `params` in view `view` and reads them
@@ -662,18 +415,8 @@ impl FitProblem {
         view: usize,
     ) -> Result<Frame, FitError> {
         self.check_view(view)?;
-        let mut encoder = crate::gpu::encoder(ctx, "fit deform");
-        self.deformation
-            .encode_forward(ctx, &mut encoder, state, &self.splats)?;
-        ctx.queue.submit([encoder.finish()]);
-        let out = self
-            .raster
-            .render(ctx, &self.splats, &self.cameras[view], self.background)?;
-        Ok(Frame {
-            width: out.width,
-            height: out.height,
-            pixels: self.raster.read_image(ctx, &out)?,
-        })
+        self.forward.pose_state(ctx, state)?;
+        Ok(self.forward.render(ctx, &self.cameras[view])?)
     }
 
     /// Fails unless the scene has view `view`.
@@ -701,36 +444,34 @@ impl FitProblem {
         slot0: u32,
         state_grad: Option<&GpuBuffer>,
     ) -> Result<u64, FitError> {
-        let mut encoder = crate::gpu::encoder(ctx, "fit deform");
         if let Some(g) = state_grad {
+            let mut encoder = crate::gpu::encoder(ctx, "fit clear state gradient");
             encoder.clear_buffer(g.raw(), 0, None);
+            ctx.queue.submit([encoder.finish()]);
         }
-        self.deformation
-            .encode_forward(ctx, &mut encoder, state, &self.splats)?;
-        ctx.queue.submit([encoder.finish()]);
-        self.profiler.lap(ctx, Stage::Deformation)?;
+        self.forward.pose_state(ctx, state)?;
+        self.profiler.lap(ctx, TimedPart::Deformation)?;
         let mut intersections = 0u64;
         for (i, &view) in views.iter().enumerate() {
-            let out =
-                self.raster
-                    .render(ctx, &self.splats, &self.cameras[view], self.background)?;
-            self.profiler.lap(ctx, Stage::RenderForward)?;
+            let out = self.forward.draw(ctx, &self.cameras[view])?;
+            self.profiler.lap(ctx, TimedPart::RenderForward)?;
             intersections += u64::from(out.intersection_count);
             let reference = &self.references[view].as_ref().expect("checked selection")[frame];
-            let render = RenderedImage::of_render(&self.raster, &out)?;
+            let parts = self.forward.parts_mut()?;
+            let render = RenderedImage::of_render(parts.raster, &out)?;
             let slot = slot0 + i as u32;
             match state_grad {
                 None => {
                     self.loss.measure(ctx, render, reference, terms, slot)?;
-                    self.profiler.lap(ctx, Stage::Loss)?;
+                    self.profiler.lap(ctx, TimedPart::Loss)?;
                 }
                 Some(g) => {
                     let grad_image = self.loss.evaluate(ctx, render, reference, terms, slot)?;
-                    self.profiler.lap(ctx, Stage::Loss)?;
-                    let back = self.raster.backward(ctx, &self.splats, &out, grad_image)?;
-                    self.profiler.lap(ctx, Stage::RenderBackward)?;
+                    self.profiler.lap(ctx, TimedPart::Loss)?;
+                    let back = parts.raster.backward(ctx, parts.splats, &out, grad_image)?;
+                    self.profiler.lap(ctx, TimedPart::RenderBackward)?;
                     let mut encoder = crate::gpu::encoder(ctx, "fit deform backward");
-                    self.deformation.encode_backward(
+                    parts.deformation.encode_backward(
                         ctx,
                         &mut encoder,
                         state,
@@ -738,7 +479,7 @@ impl FitProblem {
                         g,
                     )?;
                     ctx.queue.submit([encoder.finish()]);
-                    self.profiler.lap(ctx, Stage::Deformation)?;
+                    self.profiler.lap(ctx, TimedPart::Deformation)?;
                 }
             }
         }
@@ -822,9 +563,9 @@ impl FitProblem {
         self.profiler.start();
         let (prepared, start) = self.prepare(ctx, params)?;
         let last = *selection.frames.last().unwrap();
-        let rollout = self.sim.rollout(ctx, &start, last as u32)?;
+        let rollout = self.simulator().rollout(ctx, &start, last as u32)?;
         let terms = self.terms_buffer(ctx, selection)?;
-        self.profiler.lap(ctx, Stage::MpmForward)?;
+        self.profiler.lap(ctx, TimedPart::MpmForward)?;
         let states: Vec<&GpuBuffer> = selection
             .frames
             .iter()
@@ -860,7 +601,7 @@ impl FitProblem {
         let report = self
             .report(ctx, selection, terms, prepared, intersections)?
             .0;
-        self.profiler.lap(ctx, Stage::Loss)?;
+        self.profiler.lap(ctx, TimedPart::Loss)?;
         Ok(report)
     }
 
@@ -885,7 +626,7 @@ impl FitProblem {
         let mut rollouts = Vec::with_capacity(selection.frames.len());
         for &k in &selection.frames {
             let first = if k <= 1 {
-                self.sim.upload_state(ctx, "fit frame 0", &start)?
+                self.simulator().upload_state(ctx, "fit frame 0", &start)?
             } else {
                 let Some(src) = frozen.frames.get(k - 1) else {
                     return Err(FitError::FrameOutOfRange {
@@ -895,15 +636,18 @@ impl FitProblem {
                         available: frozen.frames.len(),
                     });
                 };
-                let copy = self.sim.state_buffer(ctx, "fit frozen start")?;
+                let copy = self.simulator().state_buffer(ctx, "fit frozen start")?;
                 let mut encoder = crate::gpu::encoder(ctx, "fit copy frozen state");
                 encoder.copy_buffer_to_buffer(src.raw(), 0, copy.raw(), 0, src.size());
                 ctx.queue.submit([encoder.finish()]);
                 copy
             };
-            rollouts.push(self.sim.rollout_from(ctx, first, u32::from(k > 0))?);
+            rollouts.push(
+                self.simulator()
+                    .rollout_from(ctx, first, u32::from(k > 0))?,
+            );
         }
-        self.profiler.lap(ctx, Stage::MpmForward)?;
+        self.profiler.lap(ctx, TimedPart::MpmForward)?;
         let states: Vec<&GpuBuffer> = rollouts
             .iter()
             .map(|r| r.frames.last().expect("a rollout holds its start"))
@@ -924,15 +668,15 @@ impl FitProblem {
         self.profiler.start();
         let (prepared, start) = self.prepare(ctx, params)?;
         let last = *selection.frames.last().unwrap();
-        let rollout = self.sim.rollout(ctx, &start, last as u32)?;
+        let rollout = self.simulator().rollout(ctx, &start, last as u32)?;
         let terms = self.terms_buffer(ctx, selection)?;
-        let state_floats = self.sim.particle_count() * STATE_STRIDE;
+        let state_floats = self.simulator().particle_count() * STATE_STRIDE;
         while self.state_grads.len() < selection.frames.len() {
             let label = format!("fit state gradient {}", self.state_grads.len());
             self.state_grads
                 .push(ctx.storage_zeroed::<f32>(&label, state_floats)?);
         }
-        self.profiler.lap(ctx, Stage::MpmForward)?;
+        self.profiler.lap(ctx, TimedPart::MpmForward)?;
         let views = selection.views.len() as u32;
         let mut intersections = 0;
         let grads = std::mem::take(&mut self.state_grads);
@@ -957,7 +701,8 @@ impl FitProblem {
             .map(|(&frame, grad)| FrameGradient { frame, grad })
             .collect();
         let mpm = rendered.and_then(|()| {
-            Ok(self.sim.backward(
+            let sim = self.forward.simulator()?;
+            Ok(sim.backward(
                 ctx,
                 &rollout,
                 &frame_grads,
@@ -971,10 +716,10 @@ impl FitProblem {
         drop(frame_grads);
         self.state_grads = grads;
         let mpm = mpm?;
-        self.profiler.lap(ctx, Stage::MpmAdjoint)?;
+        self.profiler.lap(ctx, TimedPart::MpmAdjoint)?;
         let (report, tv_gradient) =
             self.report(ctx, selection, &terms, &prepared, intersections)?;
-        self.profiler.lap(ctx, Stage::Loss)?;
+        self.profiler.lap(ctx, TimedPart::Loss)?;
         let tv: Vec<f32> = self
             .youngs_map
             .transpose(&tv_gradient.log10)
@@ -1025,7 +770,7 @@ impl FitProblem {
             },
         );
         ctx.queue.submit([encoder.finish()]);
-        self.profiler.lap(ctx, Stage::MpmAdjoint)?;
+        self.profiler.lap(ctx, TimedPart::MpmAdjoint)?;
         ctx.check()?;
         Ok(Evaluation {
             report,

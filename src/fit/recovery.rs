@@ -11,7 +11,7 @@
 //!   moves `F − I` by the angle, which would count a swinging but
 //!   undeformed part, so the rotation-free strain is used.)
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::mpm::ParticleState;
 
@@ -49,7 +49,7 @@ pub fn green_strain_norm(f: &[[f32; 3]; 3]) -> f64 {
 }
 
 /// A fit's recovery of its truth (module doc).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Recovery {
     /// `‖v − v*‖ / ‖v*‖` over the free drivers (NaN when the truth is at rest).
     pub velocity_relative_error: f64,

@@ -1,4 +1,4 @@
-//! The looping GIF of a view (issue 14, "Outputs"), written with the
+//! The looping GIF of a view (`physfit render --params`), written with the
 //! `image` crate's encoder frame by frame as the run renders them. GIF
 //! delays are whole centiseconds, so a scene's fps is shown at
 //! `100 / round(100 / fps)` fps ([`gif_fps`]): 24 fps becomes 25, 30
@@ -11,7 +11,15 @@ use std::path::{Path, PathBuf};
 use image::codecs::gif::{GifEncoder, Repeat};
 use image::{Delay, RgbImage, RgbaImage};
 
-use super::animation_error::AnimationError;
+/// The GIF could not be written.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: cannot write the GIF: {message}", path.display())]
+pub struct GifError {
+    /// The GIF file.
+    pub path: PathBuf,
+    /// The encoder's or file system's message.
+    pub message: String,
+}
 
 /// The delay per frame, whole centiseconds (≥ 2: most viewers slow down
 /// shorter delays to 10 cs).
@@ -33,8 +41,8 @@ pub struct GifSequence {
 
 impl GifSequence {
     /// Creates `path` for frames shown at `fps` ([`gif_fps`]).
-    pub fn create(path: &Path, fps: f64) -> Result<Self, AnimationError> {
-        let fail = |e: &dyn std::fmt::Display| AnimationError::Gif {
+    pub fn create(path: &Path, fps: f64) -> Result<Self, GifError> {
+        let fail = |e: &dyn std::fmt::Display| GifError {
             path: path.to_path_buf(),
             message: e.to_string(),
         };
@@ -49,11 +57,11 @@ impl GifSequence {
     }
 
     /// Appends one frame.
-    pub fn push(&mut self, image: &RgbImage) -> Result<(), AnimationError> {
+    pub fn push(&mut self, image: &RgbImage) -> Result<(), GifError> {
         let rgba: RgbaImage = image::DynamicImage::ImageRgb8(image.clone()).into_rgba8();
         self.encoder
             .encode_frame(image::Frame::from_parts(rgba, 0, 0, self.delay))
-            .map_err(|e| AnimationError::Gif {
+            .map_err(|e| GifError {
                 path: self.path.clone(),
                 message: e.to_string(),
             })

@@ -1,4 +1,4 @@
-//! Interactions with a fitted object (DESIGN.md § Interactions; issue 14):
+//! Interactions with a fitted object (DESIGN.md § Interactions):
 //! what `physfit render --params` simulates the object under. Forward only,
 //! no adjoint.
 //!
@@ -10,8 +10,6 @@
 //! times in seconds from frame 0); the simulator's normalised units are
 //! applied where they are used ([`plan`]).
 
-pub mod animation;
-pub mod animation_error;
 pub mod error;
 pub mod file;
 pub mod flags;
@@ -20,8 +18,7 @@ pub mod interaction;
 pub mod orbit;
 pub mod plan;
 
-pub use animation::{Animation, AnimationSetup};
-pub use animation_error::AnimationError;
 pub use error::InteractionError;
 pub use flags::InteractionFlags;
+pub use gif_sequence::GifError;
 pub use interaction::{Impulse, Interaction, Interactions, Start, VelocityRegion, MAX_IMPULSES};

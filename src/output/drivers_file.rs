@@ -1,6 +1,5 @@
 //! `drivers.safetensors`: everything needed to re-simulate a fitted object
-//! without the fit (issue 13, "Outputs"; DESIGN.md § Drivers, § Loss,
-//! parameters, fit), written and read with the `safetensors` crate.
+//! without the fit (DESIGN.md § Drivers, § Loss, parameters, fit), written and read with the `safetensors` crate.
 //!
 //! # Tensors (row-major, little-endian)
 //! | name | dtype | shape | meaning |
@@ -13,7 +12,8 @@
 //! | `followers` | U32 | `[f]` | the splats (indices into the `.ply`'s kept splats) that follow drivers |
 //! | `neighbours` | U32 | `[f, k]` | each follower's k nearest drivers at rest, nearest first |
 //! | `graph` | U32 | `[edges, 2]` | the drivers' kNN graph (TV), `a < b` |
-//! | `youngs_confidence` | F64 | `[n]` | optional: how strongly the video constrains E there |
+//! | `anchored_splats` | U32 | `[a, 2]` | each anchored splat with the driver of its K-Means cluster (the particle carrying its share of the material), for colouring it by stiffness |
+//! | `youngs_gradient_rms` | F64 | `[n]` | optional: the root mean square of the recent gradients of the loss w.r.t. the driver's log10 E (Adam's √v̂ at the end of the stiffness stage): large where the video constrains E, near 0 where it says nothing about it |
 //!
 //! # Metadata (string map)
 //! `format` = `physfit.drivers`, `format_version` = [`FORMAT_VERSION`],
@@ -43,7 +43,7 @@ use crate::scene::Scene;
 /// The `format` metadata value.
 pub const FORMAT: &str = "physfit.drivers";
 /// The `format_version` this physfit writes and reads.
-pub const FORMAT_VERSION: &str = "1";
+pub const FORMAT_VERSION: &str = "2";
 
 /// A fitted object's drivers with what re-simulating them needs.
 #[derive(Clone, Debug, PartialEq)]
@@ -74,13 +74,17 @@ pub struct FittedDrivers {
     pub neighbours: Vec<u32>,
     /// Driver graph edges `(a, b)`, `a < b`.
     pub graph: Vec<(u32, u32)>,
-    /// Per driver: the fit's confidence in E, when the fit gave one.
-    pub youngs_confidence: Option<Vec<f64>>,
+    /// Each anchored splat (index into the `.ply`'s kept splats) with the
+    /// driver of its K-Means cluster.
+    pub anchored_splats: Vec<[u32; 2]>,
+    /// Per driver: the RMS of the loss's recent gradients w.r.t. its
+    /// log10 E (module doc), when the fit ran a stiffness stage.
+    pub youngs_gradient_rms: Option<Vec<f64>>,
 }
 
 /// Why the fit's per-driver values do not fit `drivers` (`None`: they do):
 /// `n` log10 E, `3n` velocity components (driver-major, world units / s),
-/// `n` confidences, all finite. Shared with [`super::fitted_ply`].
+/// `n` gradient scales, all finite. Shared with [`super::fitted_ply`].
 pub(crate) fn fit_values_mismatch(
     drivers: &DriverSet,
     log10_youngs: &[f64],
@@ -91,7 +95,7 @@ pub(crate) fn fit_values_mismatch(
     let counts = [
         ("log10 E values", log10_youngs.len(), n),
         ("velocity components", velocity.len(), 3 * n),
-        ("confidences", confidence.map_or(n, <[f64]>::len), n),
+        ("gradient scales", confidence.map_or(n, <[f64]>::len), n),
     ];
     for (what, found, expected) in counts {
         if found != expected {
@@ -103,7 +107,7 @@ pub(crate) fn fit_values_mismatch(
     let values = [
         ("log10 E", log10_youngs),
         ("velocity", velocity),
-        ("confidence", confidence.unwrap_or(&[])),
+        ("gradient scale", confidence.unwrap_or(&[])),
     ];
     for (what, values) in values {
         if let Some(i) = values.iter().position(|v| !v.is_finite()) {
@@ -120,7 +124,7 @@ fn flags(values: &[bool]) -> Vec<u8> {
 impl FittedDrivers {
     /// The fit's result: `drivers` of `scene` with `log10_youngs` (one per
     /// driver, normalised units), `velocity` (3 per driver, driver-major,
-    /// world units / s) and optionally a confidence per driver. Hashes the
+    /// world units / s) and optionally a gradient scale per driver. Hashes the
     /// scene's `.ply`.
     pub fn new(
         scene: &Scene,
@@ -152,7 +156,14 @@ impl FittedDrivers {
             followers: drivers.followers.clone(),
             neighbours: drivers.neighbours.clone(),
             graph: drivers.graph.clone(),
-            youngs_confidence: confidence.map(<[f64]>::to_vec),
+            anchored_splats: scene
+                .simulated_indices()
+                .iter()
+                .zip(&drivers.cluster)
+                .filter(|(&s, _)| scene.anchored[s as usize])
+                .map(|(&s, &d)| [s, d])
+                .collect(),
+            youngs_gradient_rms: confidence.map(<[f64]>::to_vec),
         })
     }
 
@@ -282,10 +293,16 @@ impl FittedDrivers {
                     .flat_map(u32::to_le_bytes)
                     .collect(),
             ),
+            (
+                "anchored_splats",
+                u32::DTYPE,
+                vec![self.anchored_splats.len(), 2],
+                u32::to_le_bytes_all(self.anchored_splats.as_flattened()),
+            ),
         ];
-        if let Some(c) = &self.youngs_confidence {
+        if let Some(c) = &self.youngs_gradient_rms {
             buffers.push((
-                "youngs_confidence",
+                "youngs_gradient_rms",
                 f64::DTYPE,
                 vec![n],
                 f64::to_le_bytes_all(c),
@@ -365,8 +382,14 @@ impl FittedDrivers {
             .shaped::<u32>("neighbours", &[Some(shape[0]), Some(k)])?
             .1;
         let graph = archive.shaped::<u32>("graph", &[None, Some(2)])?.1;
-        let youngs_confidence = if archive.contains("youngs_confidence") {
-            Some(archive.shaped::<f64>("youngs_confidence", &[Some(n)])?.1)
+        let anchored_splats: Vec<[u32; 2]> = archive
+            .shaped::<u32>("anchored_splats", &[None, Some(2)])?
+            .1
+            .chunks_exact(2)
+            .map(|p| [p[0], p[1]])
+            .collect();
+        let youngs_gradient_rms = if archive.contains("youngs_gradient_rms") {
+            Some(archive.shaped::<f64>("youngs_gradient_rms", &[Some(n)])?.1)
         } else {
             None
         };
@@ -380,8 +403,8 @@ impl FittedDrivers {
             ("log10_youngs", log10_youngs.as_slice()),
             ("velocity", velocity.as_flattened()),
             (
-                "youngs_confidence",
-                youngs_confidence.as_deref().unwrap_or(&[]),
+                "youngs_gradient_rms",
+                youngs_gradient_rms.as_deref().unwrap_or(&[]),
             ),
         ];
         for (tensor, values) in finite {
@@ -408,6 +431,15 @@ impl FittedDrivers {
                 ));
             }
         }
+        if let Some(i) = anchored_splats.iter().position(|p| p[1] as usize >= n) {
+            return Err(bad(
+                "anchored_splats",
+                format!(
+                    "holds driver {} at row {i}, but there are {n} drivers",
+                    anchored_splats[i][1]
+                ),
+            ));
+        }
         if followers.windows(2).any(|w| w[0] >= w[1]) {
             return Err(bad("followers", "is not strictly ascending".into()));
         }
@@ -432,7 +464,8 @@ impl FittedDrivers {
             followers,
             neighbours,
             graph,
-            youngs_confidence,
+            anchored_splats,
+            youngs_gradient_rms,
         })
     }
 

@@ -1,7 +1,6 @@
 //! `fitted.ply`: every splat of the scene, unchanged, with its fitted
 //! material as extra per-vertex `float` properties that splat viewers keep
-//! (issue 13, "Outputs"; DESIGN.md § Drivers and the deformation of
-//! Gaussians):
+//! (DESIGN.md § Drivers and the deformation of Gaussians):
 //!
 //! | property | follower (free simulated) | anchored (simulated, held) | static |
 //! | --- | --- | --- | --- |
@@ -9,11 +8,21 @@
 //! | `simulated` | 1 | 1 | 0 |
 //! | `anchored` | 0 | 1 | 0 |
 //! | `vx vy vz` | mean of its k drivers' v0, world units / s | 0 | 0 |
-//! | `youngs_confidence` | mean of its k drivers' confidence | its cluster driver's | 0 |
+//! | `youngs_gradient_rms` | mean of its k drivers' | its cluster driver's | 0 |
 //!
 //! E is converted with [`youngs_world`] (`E_normalised · side²`), so a
 //! different box padding does not change it; a `comment` line in the
-//! header says so. Where no confidence was given it is 0 everywhere.
+//! header says so. `youngs_gradient_rms` is the root mean square of the
+//! loss's recent gradients w.r.t. log10 E (Adam's √v̂ at the end of the
+//! stiffness stage): large where the video constrains E, near 0 where it
+//! says nothing about it (a part that barely moves, or one no camera sees).
+//! It is a scale to compare splats of one fit, not an error bar; 0
+//! everywhere when no stiffness stage ran.
+//!
+//! This is the one place where per-splat values are derived from the
+//! drivers: `stiffness.png` and `render --color-by stiffness` colour the
+//! `youngs_modulus` of [`SplatMaterial::from_fitted`]
+//! ([`super::stiffness`]).
 //!
 //! Anchored splats follow no driver (they stay at rest, so their velocity
 //! is 0), but they are part of the simulated material: they get the E of
@@ -28,6 +37,7 @@ use std::path::Path;
 
 use super::drivers_file::fit_values_mismatch;
 use super::units::youngs_world;
+use super::FittedDrivers;
 use crate::drive::DriverSet;
 use crate::scene::atomic_write::write_atomic;
 use crate::scene::ply::{ExtraProperty, PlyError};
@@ -56,8 +66,19 @@ pub struct SplatMaterial {
     pub anchored: Vec<f32>,
     /// Initial velocity, world units / s.
     pub velocity: Vec<[f32; 3]>,
-    /// Confidence in E (0 where none).
-    pub youngs_confidence: Vec<f32>,
+    /// RMS of the loss's recent gradients w.r.t. log10 E (module doc; 0
+    /// where none).
+    pub youngs_gradient_rms: Vec<f32>,
+}
+
+/// Which drivers move or carry each simulated splat (module doc).
+struct SplatDrivers<'a> {
+    followers: &'a [u32],
+    /// k per follower.
+    neighbours: &'a [u32],
+    k: usize,
+    /// (anchored splat, its cluster's driver).
+    anchored: Vec<[u32; 2]>,
 }
 
 impl SplatMaterial {
@@ -68,52 +89,116 @@ impl SplatMaterial {
         drivers: &DriverSet,
         log10_youngs: &[f64],
         velocity: &[f64],
-        confidence: Option<&[f64]>,
+        gradient_rms: Option<&[f64]>,
     ) -> Result<Self, FittedPlyError> {
-        if let Some(problem) = fit_values_mismatch(drivers, log10_youngs, velocity, confidence) {
+        if let Some(problem) = fit_values_mismatch(drivers, log10_youngs, velocity, gradient_rms) {
             return Err(FittedPlyError::Inputs(problem));
         }
-        let splats = scene.gaussians().len();
         let simulated = scene.simulated_indices();
-        if drivers.cluster.len() < simulated.len()
-            || drivers.followers.iter().any(|&s| s as usize >= splats)
-        {
+        if drivers.cluster.len() < simulated.len() {
             return Err(FittedPlyError::Inputs(format!(
-                "the drivers were not made from this scene ({} clustered points and followers up to splat {:?} for {} simulated of {splats} splats)",
+                "the drivers were not made from this scene ({} clustered points for {} simulated splats)",
                 drivers.cluster.len(),
-                drivers.followers.last(),
                 simulated.len()
             )));
         }
-        let side = drivers.sim_box.side;
+        let anchored = simulated
+            .iter()
+            .zip(&drivers.cluster)
+            .filter(|(&s, _)| scene.anchored.get(s as usize).copied().unwrap_or(false))
+            .map(|(&s, &d)| [s, d])
+            .collect();
+        let links = SplatDrivers {
+            followers: &drivers.followers,
+            neighbours: &drivers.neighbours,
+            k: drivers.k,
+            anchored,
+        };
+        Self::derive(
+            scene,
+            &links,
+            drivers.sim_box.side,
+            log10_youngs,
+            velocity,
+            gradient_rms,
+        )
+    }
+
+    /// The material of every splat of `scene` from a drivers file (what
+    /// `render --color-by stiffness` has); equal to [`SplatMaterial::new`]
+    /// of the fit that wrote it.
+    pub fn from_fitted(scene: &Scene, fitted: &FittedDrivers) -> Result<Self, FittedPlyError> {
+        let velocity: Vec<f64> = fitted.velocity.iter().flatten().copied().collect();
+        let links = SplatDrivers {
+            followers: &fitted.followers,
+            neighbours: &fitted.neighbours,
+            k: fitted.settings.k,
+            anchored: fitted.anchored_splats.clone(),
+        };
+        Self::derive(
+            scene,
+            &links,
+            fitted.settings.sim_box.side,
+            &fitted.log10_youngs,
+            &velocity,
+            fitted.youngs_gradient_rms.as_deref(),
+        )
+    }
+
+    fn derive(
+        scene: &Scene,
+        links: &SplatDrivers<'_>,
+        side: f64,
+        log10_youngs: &[f64],
+        velocity: &[f64],
+        gradient_rms: Option<&[f64]>,
+    ) -> Result<Self, FittedPlyError> {
+        let splats = scene.gaussians().len();
+        let n = log10_youngs.len();
+        let bad_splat = links
+            .followers
+            .iter()
+            .chain(links.anchored.iter().map(|p| &p[0]))
+            .any(|&s| s as usize >= splats);
+        let bad_driver = links
+            .neighbours
+            .iter()
+            .chain(links.anchored.iter().map(|p| &p[1]))
+            .any(|&d| d as usize >= n);
+        if bad_splat || bad_driver || links.neighbours.len() != links.followers.len() * links.k {
+            return Err(FittedPlyError::Inputs(format!(
+                "the drivers were not made from this scene ({} followers and {} anchored splats of {splats} splats, {n} drivers)",
+                links.followers.len(),
+                links.anchored.len()
+            )));
+        }
         let world = |log10: f64| youngs_world(10f64.powf(log10), side) as f32;
-        let confidence_of = |d: usize| confidence.map_or(0.0, |c| c[d]);
+        let rms_of = |d: usize| gradient_rms.map_or(0.0, |c| c[d]);
         let mut m = SplatMaterial {
             youngs_modulus: vec![0.0; splats],
             simulated: vec![0.0; splats],
             anchored: vec![0.0; splats],
             velocity: vec![[0.0; 3]; splats],
-            youngs_confidence: vec![0.0; splats],
+            youngs_gradient_rms: vec![0.0; splats],
         };
-        for (j, &splat) in simulated.iter().enumerate() {
-            let s = splat as usize;
-            m.simulated[s] = 1.0;
-            if scene.anchored[s] {
-                let d = drivers.cluster[j] as usize;
-                m.anchored[s] = 1.0;
-                m.youngs_modulus[s] = world(log10_youngs[d]);
-                m.youngs_confidence[s] = confidence_of(d) as f32;
-            }
+        for s in scene.simulated_indices() {
+            m.simulated[s as usize] = 1.0;
         }
-        for (g, &splat) in drivers.followers.iter().enumerate() {
+        for &[splat, d] in &links.anchored {
+            let (s, d) = (splat as usize, d as usize);
+            m.anchored[s] = 1.0;
+            m.youngs_modulus[s] = world(log10_youngs[d]);
+            m.youngs_gradient_rms[s] = rms_of(d) as f32;
+        }
+        for (g, &splat) in links.followers.iter().enumerate() {
             let s = splat as usize;
-            let near = drivers.neighbours_of(g);
+            let near = &links.neighbours[g * links.k..(g + 1) * links.k];
             let k = near.len() as f64;
             let mean =
                 |f: &dyn Fn(usize) -> f64| near.iter().map(|&d| f(d as usize)).sum::<f64>() / k;
             m.youngs_modulus[s] = world(mean(&|d| log10_youngs[d]));
             m.velocity[s] = std::array::from_fn(|a| mean(&|d| velocity[3 * d + a]) as f32);
-            m.youngs_confidence[s] = mean(&confidence_of) as f32;
+            m.youngs_gradient_rms[s] = mean(&rms_of) as f32;
         }
         Ok(m)
     }
@@ -128,7 +213,7 @@ impl SplatMaterial {
             ("vx", axis(0)),
             ("vy", axis(1)),
             ("vz", axis(2)),
-            ("youngs_confidence", self.youngs_confidence.clone()),
+            ("youngs_gradient_rms", self.youngs_gradient_rms.clone()),
         ]
     }
 }
@@ -137,7 +222,8 @@ impl SplatMaterial {
 const UNITS_COMMENT: &str =
     "comment physfit fitted.ply: youngs_modulus is Young's modulus in world units \
 (E_normalised * box_side^2; 0 on static splats), vx vy vz the initial velocity in world units/s, \
-simulated and anchored are 1/0 flags, youngs_confidence is 0 where unknown\n";
+simulated and anchored are 1/0 flags, youngs_gradient_rms is the RMS of the loss's recent gradients \
+w.r.t. log10 E (0 where no stiffness stage ran)\n";
 
 /// Writes `scene`'s `.ply` back to `path` (atomically) with `material` as
 /// extra properties (module doc).

@@ -1,8 +1,9 @@
-//! The files a fit writes (issue 13, "Outputs"): `drivers.safetensors`
+//! The files a fit writes: `drivers.safetensors`
 //! ([`FittedDrivers`]: everything a re-simulation needs, refused with
 //! another `.ply` or other settings), `fitted.ply` ([`fitted_ply`]: every
 //! splat with its fitted material as extra properties), the `.ply`'s
-//! SHA-256 ([`ply_sha256`]) and E in world units ([`youngs_world`]).
+//! SHA-256 ([`ply_sha256`]), E in world units ([`youngs_world`]) and the
+//! one stiffness colouring of splats ([`stiffness`]).
 //! Safetensors archives are read with the crate through [`tensor_archive`].
 
 pub mod drivers_file;
@@ -11,6 +12,7 @@ pub mod fitted_ply;
 pub mod metadata_fields;
 pub mod ply_hash;
 pub mod simulation_record;
+pub mod stiffness;
 pub mod tensor_archive;
 pub mod units;
 

@@ -6,8 +6,6 @@ use std::path::PathBuf;
 
 use thiserror::Error;
 
-use crate::fit::FitError;
-
 /// Why a truth file cannot be used.
 #[derive(Debug, Error)]
 pub enum TruthError {
@@ -104,7 +102,18 @@ pub enum SynthError {
         /// Frames simulated.
         frames: usize,
     },
+    /// A view past the scene's.
+    #[error("view {view} asked for but the scene has {views} views")]
+    NoSuchView {
+        /// The view asked for.
+        view: usize,
+        /// Views in the scene.
+        views: usize,
+    },
+    /// The drivers could not be built from the scene.
+    #[error(transparent)]
+    Drive(#[from] crate::drive::DriveError),
     /// The simulation or a render failed (a blow-up names its frame).
     #[error(transparent)]
-    Fit(#[from] FitError),
+    Forward(#[from] crate::forward::ForwardError),
 }

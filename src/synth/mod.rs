@@ -1,5 +1,4 @@
-//! Twin experiments (DESIGN.md § Verification 5; issue 13, "`physfit
-//! synth`"): reference frames made from a known material and motion, so a
+//! Twin experiments (DESIGN.md § Verification 5): reference frames made from a known material and motion, so a
 //! fit can be checked against the truth.
 //!
 //! - the truth file ([`truth`], docs/truth.md): [`Truth::load`], its
@@ -9,16 +8,18 @@
 //!   `log10 E`; uniform, per box, a rigid rotation for the velocity;
 //! - the forward run, finer than a fit's ([`run`]): [`SynthPlan`],
 //!   [`Synthesis`];
+//! - where it writes ([`layout`]);
 //! - the errors ([`mod@error`]).
 //!
 //! `physfit synth` (src/cli/synth.rs) writes the frames.
 
 pub mod error;
 pub mod field;
+pub mod layout;
 pub mod run;
 pub mod truth;
 
 pub use error::{SynthError, TruthError};
 pub use field::{RandomField, ValueBox, VelocityTruth, YoungsTruth};
-pub use run::{SynthOptions, SynthPlan, Synthesis};
+pub use run::{simulate_truth, SynthOptions, SynthPlan, Synthesis};
 pub use truth::{Truth, TruthValues};

@@ -1,6 +1,6 @@
-//! The twin experiment's forward run (DESIGN.md § Verification 5; issue 13,
-//! "No inverse crime"): the scene simulated from the truth's `log10 E` and
-//! initial velocity, one rollout rendered in every view.
+//! The twin experiment's forward run (DESIGN.md § Verification 5): the
+//! scene simulated from the truth's `log10 E` and initial velocity, one
+//! rollout rendered in every view.
 //!
 //! A fit that is handed frames made by its own discretisation can recover
 //! the truth exactly for the wrong reason (the "inverse crime"). So by
@@ -10,22 +10,22 @@
 //! `same_discretisation` keeps the scene's own (fast tests, or a deliberate
 //! inverse-crime check).
 //!
-//! The run goes through the fit's own problem ([`FitProblem`] with
-//! per-driver fields) on a modified clone of the scene: its views' `frames`
-//! are dropped, so nothing is read from an output about to be written. Its
-//! simulator checks the time step at the top of
-//! `material.log10_youngs_range` (doubling the substeps only halves the
-//! step), and the truth never exceeds that top ([`super::truth`]), so the
-//! truth's run is inside the stability bound. A rollout that produces NaN
-//! or leaves the box fails with the frame it happened at.
+//! The run goes through the one forward path ([`SceneRenderer`]) on a
+//! modified clone of the scene: its views' `frames` are dropped, so nothing
+//! is read from an output about to be written. The time step is checked
+//! for the truth's largest E, which never exceeds the top of
+//! `material.log10_youngs_range` ([`super::truth`]; doubling the substeps
+//! only halves the step). A rollout that produces NaN or leaves the box
+//! fails with the frame it happened at.
 
 use super::error::SynthError;
 use super::truth::{Truth, TruthValues};
-use crate::fit::{FitProblem, FitProblemOptions, Parameters};
+use crate::drive::DriverSet;
+use crate::forward::{ForwardSetup, SceneRenderer};
 use crate::gpu::GpuContext;
-use crate::mpm::Rollout;
+use crate::interact::Interactions;
 use crate::scene::frames::Frame;
-use crate::scene::Scene;
+use crate::scene::{Camera, Scene};
 
 /// How `physfit synth` discretises and how many frames it writes.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -87,33 +87,29 @@ impl SynthPlan {
 
 /// The truth simulated: its rollout, ready to be rendered in any view.
 pub struct Synthesis {
-    problem: FitProblem,
-    rollout: Rollout,
+    renderer: SceneRenderer,
+    cameras: Vec<Camera>,
+    drivers: DriverSet,
     truth: TruthValues,
 }
 
 impl Synthesis {
-    /// Builds the plan's drivers and simulator and runs the truth's rollout
-    /// through the last frame (module doc).
+    /// Builds the plan's drivers and runs the truth's rollout through the
+    /// last frame (module doc).
     pub fn simulate(ctx: &GpuContext, plan: &SynthPlan, truth: &Truth) -> Result<Self, SynthError> {
-        let options = FitProblemOptions::per_driver(&plan.scene.fit.velocity);
-        let mut problem = FitProblem::new(ctx, &plan.scene, &options)?;
-        let values = truth.per_driver(problem.drivers());
-        let params = Parameters {
-            log10_youngs: values.log10_youngs.clone(),
-            velocity: values.velocity.clone(),
-        };
-        let rollout = problem.forward_states(ctx, &params, plan.frames - 1)?;
+        let drivers = DriverSet::from_scene(&plan.scene)?;
+        let (renderer, values) = simulate_truth(ctx, &plan.scene, &drivers, truth, plan.frames)?;
         Ok(Self {
-            problem,
-            rollout,
+            renderer,
+            cameras: plan.scene.views.iter().map(|v| v.camera.clone()).collect(),
+            drivers,
             truth: values,
         })
     }
 
     /// Frames simulated, the rest frame 0 included.
     pub fn frames(&self) -> usize {
-        self.rollout.frames.len()
+        self.renderer.frames()
     }
 
     /// The truth on the simulated drivers.
@@ -121,9 +117,9 @@ impl Synthesis {
         &self.truth
     }
 
-    /// The problem simulated (its drivers and simulator).
-    pub fn problem(&self) -> &FitProblem {
-        &self.problem
+    /// The drivers simulated.
+    pub fn drivers(&self) -> &DriverSet {
+        &self.drivers
     }
 
     /// Frame `frame` rendered in view `view` (RGBA in [0, 1], alpha the
@@ -134,14 +130,44 @@ impl Synthesis {
         view: usize,
         frame: usize,
     ) -> Result<Frame, SynthError> {
-        let state = self
-            .rollout
-            .frames
-            .get(frame)
-            .ok_or(SynthError::NoSuchFrame {
+        if frame >= self.frames() {
+            return Err(SynthError::NoSuchFrame {
                 frame,
-                frames: self.rollout.frames.len(),
-            })?;
-        Ok(self.problem.render_state(ctx, state, view)?)
+                frames: self.frames(),
+            });
+        }
+        let camera = self.cameras.get(view).ok_or(SynthError::NoSuchView {
+            view,
+            views: self.cameras.len(),
+        })?;
+        Ok(self.renderer.render_frame(ctx, frame, camera)?)
     }
+}
+
+/// `truth` on `drivers` of `scene`, simulated through frame `frames − 1`
+/// on the one forward path: the renderer holding the rollout, and the
+/// truth's per-driver values. Shared by `synth` and the fit's truth check.
+pub fn simulate_truth(
+    ctx: &GpuContext,
+    scene: &Scene,
+    drivers: &DriverSet,
+    truth: &Truth,
+    frames: usize,
+) -> Result<(SceneRenderer, TruthValues), SynthError> {
+    let values = truth.per_driver(drivers);
+    let velocity: Vec<[f64; 3]> = values
+        .velocity
+        .chunks_exact(3)
+        .map(|c| [c[0], c[1], c[2]])
+        .collect();
+    let setup = ForwardSetup::from_drivers(
+        scene,
+        drivers,
+        values.log10_youngs.clone(),
+        &velocity,
+        &Interactions::default(),
+    )?;
+    let mut renderer = SceneRenderer::simulated(ctx, &setup, scene.gaussians(), scene.background)?;
+    renderer.run_to(ctx, frames.saturating_sub(1))?;
+    Ok((renderer, values))
 }

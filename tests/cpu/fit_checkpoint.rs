@@ -34,7 +34,7 @@ fn state() -> FitState {
             v: vec![3.0e-17, 2.0, 1.0 / 7.0],
             t: 3,
         },
-        confidence: Some(vec![0.25, 1.5, 0.0]),
+        youngs_gradient_rms: Some(vec![0.25, 1.5, 0.0]),
         records: vec![IterationRecord {
             round: 1,
             stage: StageKind::Velocity,
@@ -78,7 +78,7 @@ fn a_checkpoint_reads_back_bit_for_bit_and_refuses_other_settings() {
     assert!(Checkpoint::load(&path, &stage)
         .unwrap_err()
         .to_string()
-        .contains("--stage"));
+        .contains("`stages`"));
     // Raising iterations is not a difference.
     let (_d3, more) = scene_with(&means(), "[fit.stiffness]\niterations = 500\n");
     let more = FitFingerprint::of(&more.unwrap(), StageChoice::Both, None).unwrap();

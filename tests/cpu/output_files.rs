@@ -123,7 +123,10 @@ fn drivers_file_round_trips_bit_for_bit_and_matches_its_scene() {
     // Without a confidence the tensor is absent and reads back as None.
     let bare = FittedDrivers::new(&f.scene, &f.drivers, &f.log10, &f.velocity, None).unwrap();
     bare.save(&path).unwrap();
-    assert_eq!(FittedDrivers::load(&path).unwrap().youngs_confidence, None);
+    assert_eq!(
+        FittedDrivers::load(&path).unwrap().youngs_gradient_rms,
+        None
+    );
 }
 
 #[test]
@@ -376,7 +379,7 @@ fn fitted_ply_reloads_with_every_splat_and_its_material() {
         column("anchored"),
     );
     let v = [column("vx"), column("vy"), column("vz")];
-    let conf = column("youngs_confidence");
+    let conf = column("youngs_gradient_rms");
     let side = f.scene.simulation.sim_box.side;
     let close = |a: f32, b: f64| ((a as f64) - b).abs() <= 1e-6 * b.abs().max(1e-30);
 

@@ -240,7 +240,7 @@ fn twin_recovery_per_driver_stiffness_writes_every_output() {
     let fitted = physfit::output::FittedDrivers::load(&out.join("drivers.safetensors")).unwrap();
     let scene = physfit::scene::Scene::load(&d.join("scene.toml")).unwrap();
     fitted.check_against(&scene).unwrap();
-    assert!(fitted.youngs_confidence.is_some());
+    assert!(fitted.youngs_gradient_rms.is_some());
     let ply = std::fs::read(out.join("fitted.ply")).unwrap();
     let header = String::from_utf8_lossy(&ply[..ply.len().min(2000)]).into_owned();
     for p in [
@@ -248,7 +248,7 @@ fn twin_recovery_per_driver_stiffness_writes_every_output() {
         "simulated",
         "anchored",
         "vx",
-        "youngs_confidence",
+        "youngs_gradient_rms",
     ] {
         assert!(header.contains(&format!("property float {p}")), "{header}");
     }
@@ -465,7 +465,10 @@ fn a_stiffness_only_fit_holds_the_velocity_of_an_earlier_fit() {
     ));
     let first =
         physfit::output::FittedDrivers::load(&d.join("v").join("drivers.safetensors")).unwrap();
-    assert!(first.youngs_confidence.is_none(), "no stiffness stage ran");
+    assert!(
+        first.youngs_gradient_rms.is_none(),
+        "no stiffness stage ran"
+    );
     ok(&physfit(
         d,
         &[
@@ -492,7 +495,7 @@ fn a_stiffness_only_fit_holds_the_velocity_of_an_earlier_fit() {
         physfit::output::FittedDrivers::load(&d.join("e").join("drivers.safetensors")).unwrap();
     assert_eq!(second.velocity, first.velocity, "v0 held as fitted");
     assert_ne!(second.log10_youngs, first.log10_youngs, "E fitted");
-    assert!(second.youngs_confidence.is_some());
+    assert!(second.youngs_gradient_rms.is_some());
 
     // The fit rendered again beside its reference frames (issue 14,
     // `--side-by-side`): reference on the left, the fitted motion right.

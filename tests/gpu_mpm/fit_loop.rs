@@ -82,7 +82,7 @@ fn two_stages_lower_the_loss_and_a_stopped_fit_continues() {
     assert_eq!(state.records.len(), 5);
     assert!(state.done(&plan));
     assert!(state
-        .confidence
+        .youngs_gradient_rms
         .as_ref()
         .is_some_and(|c| c.len() == state.log10_youngs.len()));
 

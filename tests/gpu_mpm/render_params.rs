@@ -12,7 +12,8 @@ use std::process::Command;
 
 use physfit::drive::DriverSet;
 use physfit::fit::{FitProblem, FitProblemOptions, Parameters};
-use physfit::interact::{Animation, AnimationSetup, Interactions};
+use physfit::forward::{ForwardSetup, SceneRenderer};
+use physfit::interact::Interactions;
 use physfit::output::FittedDrivers;
 use physfit::scene::frames::Frame;
 use physfit::scene::Scene;
@@ -191,7 +192,7 @@ fn without_interactions_the_fitted_rollout_is_reproduced() {
     let ctx = common::gpu();
     let frames = 3;
     let file = FittedDrivers::load(&f.params).unwrap();
-    let setup = AnimationSetup::from_fitted(
+    let setup = ForwardSetup::from_fitted(
         &f.scene,
         &file,
         "drivers.safetensors",
@@ -199,7 +200,7 @@ fn without_interactions_the_fitted_rollout_is_reproduced() {
     )
     .unwrap();
     let mut animation =
-        Animation::new(&ctx, &setup, f.scene.gaussians(), f.scene.background).unwrap();
+        SceneRenderer::simulated(&ctx, &setup, f.scene.gaussians(), f.scene.background).unwrap();
     let camera = f.scene.views[0].camera.clone();
     let mut rendered = Vec::new();
     for k in 0..=frames {

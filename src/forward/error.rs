@@ -1,17 +1,18 @@
-//! Why an animation (`physfit render --params`, `physfit simulate`) cannot
-//! run: each source error already names its file, field or frame.
+//! Why a forward run (`physfit render`, `simulate`, `synth`, the fit's
+//! pictures and truth check) cannot be set up or run: each source error
+//! already names its file, field or frame.
 
 use thiserror::Error;
 
-/// Why an [`super::Animation`] cannot be set up or run.
+/// Why a [`super::SceneRenderer`] cannot be set up or run.
 #[derive(Debug, Error)]
-pub enum AnimationError {
+pub enum ForwardError {
     /// The fitted drivers do not belong to the scene, or cannot be read.
     #[error(transparent)]
     Drivers(#[from] crate::output::drivers_file_error::DriversFileError),
     /// The interactions are unusable (e.g. the velocity bound).
     #[error(transparent)]
-    Interaction(#[from] super::InteractionError),
+    Interaction(#[from] crate::interact::InteractionError),
     /// The simulator refused (the stability bound) or the run broke down
     /// (the frame and substep are named).
     #[error(transparent)]
@@ -31,6 +32,20 @@ pub enum AnimationError {
     /// Colouring by stiffness failed.
     #[error(transparent)]
     Report(#[from] crate::report::ReportError),
+    /// Frame `frame` was asked for before it was simulated.
+    #[error("frame {frame} is not simulated ({frames} so far)")]
+    NotSimulated {
+        /// The frame asked for.
+        frame: usize,
+        /// Frames simulated, the rest frame 0 included.
+        frames: usize,
+    },
+    /// A motion was asked of a renderer built to draw the scene at rest.
+    #[error("this renderer draws the scene at rest: it simulates nothing")]
+    AtRest,
+    /// Per-driver values that do not fit the drivers.
+    #[error("{0}")]
+    Values(String),
     /// A fitted file whose drivers give each Gaussian another number of
     /// neighbours than the deformation takes.
     #[error(
@@ -44,13 +59,5 @@ pub enum AnimationError {
         k: usize,
         /// What the deformation takes.
         needed: usize,
-    },
-    /// The GIF could not be written.
-    #[error("{}: cannot write the GIF: {message}", path.display())]
-    Gif {
-        /// The GIF file.
-        path: std::path::PathBuf,
-        /// The encoder's or file system's message.
-        message: String,
     },
 }

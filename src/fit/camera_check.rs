@@ -1,0 +1,94 @@
+//! The camera check (DESIGN.md § Loss, parameters, fit): before fitting,
+//! frame 0 is rendered in every view against reference frame 0, because a
+//! camera that does not line up is the commonest way a fit fails. Its PSNR
+//! comes from the fit's own loss (over a view's mask where it has one), so
+//! the check measures what the fit will compare. Below
+//! [`CAMERA_CHECK_DB`] the view gets a picture, reference | render |
+//! difference, in `OUT/camera_check/<view>.png`.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::evaluation::{Parameters, Selection};
+use super::problem::FitProblem;
+use super::session_error::SessionError;
+use crate::gpu::GpuContext;
+use crate::report::{triptych, write_png};
+use crate::scene::Scene;
+
+/// PSNR of frame 0 below which the camera check warns: well-aligned
+/// cameras on real captures render frame 0 above it, a shift of a few
+/// pixels falls below.
+pub const CAMERA_CHECK_DB: f64 = 25.0;
+
+/// The folder of the check's pictures in the output directory.
+pub const CAMERA_CHECK_DIR: &str = "camera_check";
+
+/// The check of one view.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CameraCheck {
+    /// The view's name.
+    pub view: String,
+    /// PSNR of frame 0 (dB).
+    pub psnr: f64,
+    /// The reference frame 0 it was compared with.
+    pub reference: PathBuf,
+    /// The picture written when the view is below [`CAMERA_CHECK_DB`].
+    pub picture: Option<PathBuf>,
+}
+
+impl CameraCheck {
+    /// True when the view renders frame 0 below [`CAMERA_CHECK_DB`].
+    pub fn misaligned(&self) -> bool {
+        self.psnr < CAMERA_CHECK_DB
+    }
+}
+
+/// Checks `views` of `scene` at `start` (module doc); the pictures go to
+/// `out/camera_check/`, whose earlier pictures are removed first (they are
+/// stale whatever this check finds).
+pub fn camera_check(
+    ctx: &GpuContext,
+    scene: &Scene,
+    problem: &mut FitProblem,
+    start: &Parameters,
+    views: &[usize],
+    out: &Path,
+) -> Result<Vec<CameraCheck>, SessionError> {
+    let dir = out.join(CAMERA_CHECK_DIR);
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).map_err(SessionError::io(&dir))?;
+    }
+    let frame0 = Selection {
+        frames: vec![0],
+        views: views.to_vec(),
+    };
+    let report = problem.loss(ctx, start, &frame0)?;
+    let mut results = Vec::new();
+    for t in &report.images {
+        let view = &scene.views[t.view];
+        let frames = view.frames.as_ref().expect("views with frames");
+        let mut check = CameraCheck {
+            view: view.name.clone(),
+            psnr: t.terms.psnr(),
+            reference: frames.paths[0].clone(),
+            picture: None,
+        };
+        if check.misaligned() {
+            let rest = problem.forward_states(ctx, start, 0)?;
+            let rendered = problem.render_state(ctx, &rest.frames[0], t.view)?;
+            let reference = frames.load(0).map_err(SessionError::output)?;
+            std::fs::create_dir_all(&dir).map_err(SessionError::io(&dir))?;
+            let path = dir.join(format!("{}.png", view.name));
+            write_png(
+                &path,
+                &triptych(&reference, &rendered).map_err(SessionError::output)?,
+            )
+            .map_err(SessionError::output)?;
+            check.picture = Some(path);
+        }
+        results.push(check);
+    }
+    Ok(results)
+}

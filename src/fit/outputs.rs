@@ -1,0 +1,290 @@
+//! The outputs of a finished fit, each written atomically (temporary file,
+//! then rename), `fit.json` last: its presence marks a complete fit.
+//!
+//! | file | what |
+//! | --- | --- |
+//! | `drivers.safetensors` | everything a re-simulation needs ([`FittedDrivers`]) |
+//! | `fitted.ply` | every splat with `youngs_modulus` (world units), `simulated`, `anchored`, `vx vy vz`, `youngs_gradient_rms` ([`crate::output::fitted_ply`]) |
+//! | `loss.jsonl` | one [`super::IterationRecord`] per line |
+//! | `loss.png` | the loss and PSNR curves per stage |
+//! | `compare/<view>/frame_NNNN.png` | reference \| fitted \| 4×\|difference\| per frame |
+//! | `stiffness.png` | the object at rest coloured by log10 E (world units), with a colour bar ([`crate::output::stiffness`]) |
+//! | `fit.json` | [`FitSummary`] |
+
+use std::path::Path;
+
+use super::camera_check::CameraCheck;
+use super::checkpoint::FitFingerprint;
+use super::evaluation::Selection;
+use super::fitter::{mean_quality, FitState, StagePlan};
+use super::params::ParamMap;
+use super::preflight::FitInputs;
+use super::problem::FitProblem;
+use super::session_error::SessionError;
+use super::summary::{
+    Adapter, FinalLoss, FitSummary, FrameQuality, Settings, StageSummary, Units, YoungsParameter,
+    SUMMARY_FORMAT, SUMMARY_VERSION,
+};
+use super::truth_check::TruthCheck;
+use crate::forward::SceneRenderer;
+use crate::gpu::GpuContext;
+use crate::output::fitted_ply::{write_fitted_ply, SplatMaterial};
+use crate::output::stiffness::{stiffness_range_world, StiffnessColouring};
+use crate::output::{youngs_world, FittedDrivers};
+use crate::report::loss_plot::LOSS_PLOT_SIZE;
+use crate::report::{loss_plot, rgb8, triptych, write_png, LossCurve, LossPoint};
+use crate::scene::atomic_write::write_atomic;
+use crate::scene::Scene;
+
+/// The files (and the directory) a fit writes: an output directory holding
+/// any of them holds an earlier fit.
+pub const OUTPUT_FILES: [&str; 7] = [
+    "fit.json",
+    "drivers.safetensors",
+    "fitted.ply",
+    "loss.jsonl",
+    "loss.png",
+    "stiffness.png",
+    "compare",
+];
+
+/// Per-driver `log10 E` and velocity (3 per driver) of `state`.
+pub fn per_driver(
+    youngs: &ParamMap,
+    velocity: &ParamMap,
+    state: &FitState,
+) -> Result<(Vec<f64>, Vec<f64>), SessionError> {
+    Ok((
+        youngs.apply(&state.log10_youngs)?,
+        velocity.apply(&state.velocity)?,
+    ))
+}
+
+/// `loss.png`: one curve per stage run.
+fn loss_curves(plan: &[StagePlan], state: &FitState) -> Vec<LossCurve> {
+    plan.iter()
+        .map(|stage| LossCurve {
+            label: stage.label(),
+            points: state
+                .records
+                .iter()
+                .filter(|r| r.round == stage.round && r.stage == stage.kind)
+                .map(|r| LossPoint {
+                    iteration: r.iteration as usize,
+                    loss: r.loss,
+                    psnr: r.psnr,
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+/// `stiffness.png`: the scene at rest in view `view`, coloured by the one
+/// stiffness colouring ([`StiffnessColouring`]).
+fn stiffness_picture(
+    ctx: &GpuContext,
+    scene: &Scene,
+    material: &SplatMaterial,
+    fitted: &FittedDrivers,
+    view: usize,
+    path: &Path,
+) -> Result<(), SessionError> {
+    let colouring = StiffnessColouring::new(
+        material,
+        stiffness_range_world(
+            fitted.settings.log10_youngs_range,
+            fitted.settings.sim_box.side,
+        ),
+    );
+    let gaussians = colouring
+        .recoloured(scene.gaussians())
+        .map_err(SessionError::output)?;
+    let mut renderer =
+        SceneRenderer::at_rest(ctx, &gaussians, scene.background).map_err(super::FitError::from)?;
+    let frame = renderer
+        .render(ctx, &scene.views[view].camera)
+        .map_err(super::FitError::from)?;
+    let image = colouring
+        .with_colorbar(&rgb8(&frame))
+        .map_err(SessionError::output)?;
+    write_png(path, &image).map_err(SessionError::output)
+}
+
+/// What a finished fit hands the outputs.
+pub struct FinishedFit<'a> {
+    /// The scene.
+    pub scene: &'a Scene,
+    /// The views and frames fitted.
+    pub inputs: &'a FitInputs,
+    /// The stages run.
+    pub plan: &'a [StagePlan],
+    /// The final state.
+    pub state: &'a FitState,
+    /// Seconds per stage.
+    pub stage_seconds: &'a [f64],
+    /// The camera check.
+    pub camera_check: &'a [CameraCheck],
+    /// The truth, on a twin experiment.
+    pub truth: Option<&'a TruthCheck>,
+    /// Every input by name.
+    pub settings: &'a FitFingerprint,
+}
+
+/// Writes every output of `fit` into `out` (module doc); `progress` is
+/// called after each compare frame (frames × views of them).
+pub fn write_outputs(
+    ctx: &GpuContext,
+    problem: &mut FitProblem,
+    fit: &FinishedFit<'_>,
+    out: &Path,
+    progress: &mut dyn FnMut(),
+) -> Result<FitSummary, SessionError> {
+    let (scene, inputs, state) = (fit.scene, fit.inputs, fit.state);
+    let drivers = problem.drivers().clone();
+    let (log10, velocity) = per_driver(problem.youngs_map(), problem.velocity_map(), state)?;
+    let gradient_rms: Option<Vec<f64>> = match &state.youngs_gradient_rms {
+        Some(c) => Some(
+            problem
+                .youngs_map()
+                .apply(c)?
+                .into_iter()
+                .zip(&drivers.anchored)
+                .map(|(c, &a)| if a { 0.0 } else { c })
+                .collect(),
+        ),
+        None => None,
+    };
+    let side = drivers.sim_box.side;
+
+    let fitted = FittedDrivers::new(scene, &drivers, &log10, &velocity, gradient_rms.as_deref())
+        .map_err(SessionError::output)?;
+    fitted
+        .save(&out.join("drivers.safetensors"))
+        .map_err(SessionError::output)?;
+    let material = SplatMaterial::from_fitted(scene, &fitted).map_err(SessionError::output)?;
+    write_fitted_ply(&out.join("fitted.ply"), scene, &material).map_err(SessionError::output)?;
+
+    let mut jsonl = String::new();
+    for r in &state.records {
+        jsonl.push_str(&serde_json::to_string(r).map_err(SessionError::output)?);
+        jsonl.push('\n');
+    }
+    let path = out.join("loss.jsonl");
+    write_atomic(&path, jsonl.as_bytes()).map_err(SessionError::io(&path))?;
+    let (w, h) = LOSS_PLOT_SIZE;
+    write_png(
+        &out.join("loss.png"),
+        &loss_plot(&loss_curves(fit.plan, state), w, h).map_err(SessionError::output)?,
+    )
+    .map_err(SessionError::output)?;
+
+    // The fitted rollout: its loss on every frame and view, and compare/.
+    let params = state.parameters();
+    let all = Selection {
+        frames: (1..inputs.frames).collect(),
+        views: inputs.views.clone(),
+    };
+    let report = problem.loss(ctx, &params, &all)?;
+    let rollout = problem.forward_states(ctx, &params, inputs.frames - 1)?;
+    for &v in &inputs.views {
+        let view = &scene.views[v];
+        let dir = out.join("compare").join(&view.name);
+        std::fs::create_dir_all(&dir).map_err(SessionError::io(&dir))?;
+        let frames = view.frames.as_ref().expect("views with frames");
+        for (k, state) in rollout.frames.iter().enumerate() {
+            let rendered = problem.render_state(ctx, state, v)?;
+            let reference = frames.load(k).map_err(SessionError::output)?;
+            write_png(
+                &dir.join(format!("frame_{k:04}.png")),
+                &triptych(&reference, &rendered).map_err(SessionError::output)?,
+            )
+            .map_err(SessionError::output)?;
+            progress();
+        }
+    }
+    stiffness_picture(
+        ctx,
+        scene,
+        &material,
+        &fitted,
+        inputs.views[0],
+        &out.join("stiffness.png"),
+    )?;
+
+    let (mean_psnr, mean_ssim) = mean_quality(&report);
+    let info = &ctx.adapter_info;
+    let summary = FitSummary {
+        format: SUMMARY_FORMAT.into(),
+        version: SUMMARY_VERSION,
+        scene: scene.path.display().to_string(),
+        units: Units {
+            youngs_normalised: "the simulator's: the box mapped to [0,1]^3, as scene.toml's material values (PhysDreamer's convention)".into(),
+            youngs_world: "E_normalised * box_side^2 with box_side in the .ply's length unit (Pa for metres at the scene's density)".into(),
+            box_side: side,
+            velocity: "world units / s".into(),
+        },
+        settings: Settings {
+            inputs: fit.settings.0.clone(),
+            velocity_iterations: scene.fit.velocity.iterations,
+            stiffness_iterations: scene.fit.stiffness.iterations,
+            checkpoint_every: scene.fit.checkpoint_every,
+            drivers: drivers.len(),
+            grid_res: scene.simulation.grid_res,
+            substeps: scene.simulation.substeps,
+            log10_youngs_range: scene.material.log10_youngs_range,
+            start_youngs_modulus: scene.material.youngs_modulus,
+        },
+        adapter: Adapter {
+            name: info.name.clone(),
+            backend: format!("{:?}", info.backend),
+            driver: format!("{} {}", info.driver, info.driver_info),
+            software: ctx.is_software(),
+        },
+        camera_check: fit.camera_check.to_vec(),
+        stages: fit
+            .plan
+            .iter()
+            .zip(fit.stage_seconds)
+            .map(|(p, &seconds)| StageSummary {
+                round: p.round,
+                stage: p.kind.name().into(),
+                iterations: p.settings.iterations,
+                learning_rate: p.settings.learning_rate,
+                frames: p.selection.frames.clone(),
+                seconds,
+            })
+            .collect(),
+        final_loss: FinalLoss {
+            loss: report.loss,
+            image: report.image,
+            tv: report.tv,
+            mean_psnr,
+            mean_ssim,
+            frames: report
+                .images
+                .iter()
+                .map(|t| FrameQuality {
+                    frame: t.frame,
+                    view: scene.views[t.view].name.clone(),
+                    psnr: t.terms.psnr(),
+                    ssim: t.terms.ssim(),
+                    l1: f64::from(t.terms.l1),
+                })
+                .collect(),
+        },
+        youngs_parameters: state
+            .log10_youngs
+            .iter()
+            .map(|&l| YoungsParameter {
+                log10_normalised: l,
+                world: youngs_world(10f64.powf(l), side),
+            })
+            .collect(),
+        velocity_parameters: state.velocity.clone(),
+        recovery: fit.truth.map(|t| t.recovery(&drivers, &log10, &velocity)),
+    };
+    summary
+        .write(&out.join("fit.json"))
+        .map_err(SessionError::output)?;
+    Ok(summary)
+}

@@ -1,0 +1,600 @@
+//! A fit from a scene to its outputs, as a library session: everything
+//! `physfit fit` does apart from printing, progress bars and Ctrl-C, so
+//! that a command line, a binding or a batch runner drive the same steps
+//! (DESIGN.md § Loss, parameters, fit):
+//!
+//! 1. [`FitSession::prepare`] refuses what cannot work before any GPU time
+//!    is spent ([`super::preflight`], an earlier fit in the output
+//!    directory, a checkpoint of other inputs);
+//! 2. [`FitSession::open`] builds the drivers and the problem, checks the
+//!    memory, holds an earlier fit's velocity for a stiffness-only fit and
+//!    sets the start;
+//! 3. [`FitSession::check_cameras`] renders frame 0 in every view against
+//!    reference frame 0 ([`super::camera_check`]), and
+//!    [`FitSession::check_truth`] simulates a twin experiment's truth on
+//!    the fit's drivers ([`TruthCheck`]);
+//! 4. [`FitSession::run`] runs the stages, writing a checkpoint every
+//!    `fit.checkpoint_every` iterations, at every stage end and when the
+//!    caller stops it;
+//! 5. [`FitSession::write_outputs`] writes the outputs ([`super::outputs`]).
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use super::camera_check::{camera_check, CameraCheck};
+use super::checkpoint::{Checkpoint, FitFingerprint};
+use super::evaluation::{LossReport, Parameters};
+use super::fitter::{
+    plan_stages, run_fit, Control, FitEnd, FitObserver, FitState, StageChoice, StagePlan,
+};
+use super::options::FitProblemOptions;
+use super::outputs::{per_driver, write_outputs, FinishedFit, OUTPUT_FILES};
+use super::params::VelocityField;
+use super::preflight::{check_memory, memory_available, memory_needed, preflight, FitInputs};
+use super::problem::FitProblem;
+use super::recovery::Recovery;
+use super::session_error::SessionError;
+use super::summary::FitSummary;
+use super::truth_check::TruthCheck;
+use crate::drive::DriverSet;
+use crate::gpu::GpuContext;
+use crate::output::FittedDrivers;
+use crate::scene::Scene;
+use crate::synth::layout::truth_beside_frames;
+use crate::synth::Truth;
+
+/// The checkpoint's file name in the output directory.
+pub const CHECKPOINT_FILE: &str = "checkpoint.json";
+
+/// What to do with an earlier fit in the output directory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EarlierFit {
+    /// Refuse to start ([`SessionError::EarlierFit`]).
+    Refuse,
+    /// Continue it from its checkpoint.
+    Resume,
+    /// Remove its files (only the fit's own) and start over.
+    Replace,
+}
+
+/// How a session is asked to fit.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SessionOptions {
+    /// The output directory.
+    pub out: PathBuf,
+    /// The stages to run.
+    pub choice: StageChoice,
+    /// For a stiffness-only fit: the drivers file whose velocity to hold
+    /// (default: the output directory's).
+    pub velocity_from: Option<PathBuf>,
+    /// An earlier fit in `out`.
+    pub earlier: EarlierFit,
+    /// A twin experiment's truth file (default: the one `physfit synth`
+    /// left beside the frames, if any).
+    pub truth: Option<PathBuf>,
+}
+
+/// Where the truth of a twin experiment comes from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TruthSource {
+    /// Given by the caller.
+    Given(PathBuf),
+    /// Left beside the frames by `physfit synth`.
+    BesideFrames(PathBuf),
+}
+
+impl TruthSource {
+    /// The truth file.
+    pub fn path(&self) -> &Path {
+        match self {
+            Self::Given(p) | Self::BesideFrames(p) => p,
+        }
+    }
+}
+
+/// A fit checked and ready to open on a GPU (step 1 of the module doc).
+pub struct PreparedFit {
+    scene: Scene,
+    options: SessionOptions,
+    inputs: FitInputs,
+    /// The fit's files already in the output directory.
+    earlier_files: Vec<String>,
+    fingerprint: FitFingerprint,
+    resumed: Option<Checkpoint>,
+    truth: Option<(TruthSource, Truth)>,
+    velocity_from: Option<PathBuf>,
+}
+
+impl PreparedFit {
+    /// The views and frames the fit uses.
+    pub fn inputs(&self) -> &FitInputs {
+        &self.inputs
+    }
+
+    /// The truth of a twin experiment, when there is one.
+    pub fn truth_source(&self) -> Option<&TruthSource> {
+        self.truth.as_ref().map(|(s, _)| s)
+    }
+
+    /// The checkpoint a resumed fit continues from.
+    pub fn resumed(&self) -> Option<&Checkpoint> {
+        self.resumed.as_ref()
+    }
+
+    /// The checkpoint's path.
+    pub fn checkpoint_path(&self) -> PathBuf {
+        self.options.out.join(CHECKPOINT_FILE)
+    }
+}
+
+/// What a caller of [`FitSession::run`] is told, and may stop.
+pub trait FitProgress {
+    /// A stage starts (or resumes at `state.iteration`).
+    fn stage_started(&mut self, plan: &StagePlan, state: &FitState);
+    /// An iteration was taken; its record is `state.records.last()`.
+    /// [`Control::Stop`] stops the fit after a checkpoint.
+    fn iteration_done(&mut self, plan: &StagePlan, state: &FitState) -> Control;
+    /// A stage ended: the loss at its final parameters, its wall seconds
+    /// and, on a twin experiment, the recovery of the truth so far.
+    fn stage_finished(&mut self, plan: &StagePlan, finished: &FinishedStage<'_>);
+}
+
+/// What [`FitProgress::stage_finished`] reports.
+pub struct FinishedStage<'a> {
+    /// The loss at the stage's final parameters.
+    pub final_loss: &'a LossReport,
+    /// Its wall seconds.
+    pub seconds: f64,
+    /// The recovery of the truth, on a twin experiment.
+    pub recovery: Option<Recovery>,
+}
+
+/// How [`FitSession::run`] ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunEnd {
+    /// Every stage ran.
+    Finished,
+    /// The caller stopped it; a checkpoint holds the state.
+    Stopped,
+}
+
+/// A fit opened on a GPU (module doc).
+pub struct FitSession {
+    scene: Scene,
+    out: PathBuf,
+    inputs: FitInputs,
+    drivers: DriverSet,
+    problem: FitProblem,
+    plan: Vec<StagePlan>,
+    state: FitState,
+    stage_seconds: Vec<f64>,
+    fingerprint: FitFingerprint,
+    truth_file: Option<Truth>,
+    truth: Option<TruthCheck>,
+    camera: Vec<CameraCheck>,
+}
+
+impl FitSession {
+    /// Step 1 (module doc): every refusal that needs no GPU.
+    pub fn prepare(scene: Scene, options: SessionOptions) -> Result<PreparedFit, SessionError> {
+        let inputs = preflight(&scene, options.choice)?;
+        let out = &options.out;
+        let checkpoint = out.join(CHECKPOINT_FILE);
+        let earlier_files: Vec<String> = OUTPUT_FILES
+            .iter()
+            .chain(&[CHECKPOINT_FILE])
+            .filter(|f| out.join(f).exists())
+            .map(|f| f.to_string())
+            .collect();
+        match options.earlier {
+            EarlierFit::Resume if !checkpoint.exists() => {
+                return Err(SessionError::NoCheckpoint { out: out.clone() })
+            }
+            EarlierFit::Refuse if !earlier_files.is_empty() => {
+                return Err(SessionError::EarlierFit {
+                    out: out.clone(),
+                    files: earlier_files,
+                })
+            }
+            _ => {}
+        }
+        let velocity_from = match options.choice {
+            StageChoice::Stiffness => Some(
+                options
+                    .velocity_from
+                    .clone()
+                    .unwrap_or_else(|| out.join("drivers.safetensors")),
+            ),
+            _ => None,
+        };
+        let source = match &options.truth {
+            Some(p) => Some(TruthSource::Given(p.clone())),
+            None => truth_beside_frames(&scene).map(TruthSource::BesideFrames),
+        };
+        let truth =
+            match source {
+                Some(source) => {
+                    let truth = Truth::load(source.path(), scene.material.log10_youngs_range)
+                        .map_err(|e| SessionError::Truth {
+                            path: source.path().to_path_buf(),
+                            problem: e.to_string(),
+                        })?;
+                    Some((source, truth))
+                }
+                None => None,
+            };
+        let fingerprint = FitFingerprint::of(
+            &scene,
+            options.choice,
+            velocity_from
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .as_deref(),
+        )?;
+        let resumed = match options.earlier {
+            EarlierFit::Resume => Some(Checkpoint::load(&checkpoint, &fingerprint)?),
+            _ => None,
+        };
+        Ok(PreparedFit {
+            scene,
+            options,
+            inputs,
+            earlier_files,
+            fingerprint,
+            resumed,
+            truth,
+            velocity_from,
+        })
+    }
+
+    /// Step 2 (module doc).
+    pub fn open(ctx: &GpuContext, prepared: PreparedFit) -> Result<Self, SessionError> {
+        let PreparedFit {
+            scene,
+            options,
+            inputs,
+            earlier_files,
+            fingerprint,
+            resumed,
+            truth,
+            velocity_from,
+        } = prepared;
+        let out = options.out;
+        let drivers = DriverSet::from_scene(&scene).map_err(super::FitError::from)?;
+        let held_velocity = match &velocity_from {
+            Some(path) => Some(held_velocity(path, &scene, &drivers)?),
+            None => None,
+        };
+        let mut problem_options =
+            FitProblemOptions::from_scene(&scene, &drivers, &scene.fit.velocity)?;
+        if held_velocity.is_some() {
+            problem_options.velocity = VelocityField::PerDriver;
+            problem_options.velocity_regions.clear();
+        }
+        let problem = FitProblem::from_drivers(ctx, &scene, drivers.clone(), &problem_options)?;
+        let needed = memory_needed(
+            ctx.memory.current(),
+            drivers.len(),
+            scene.simulation.substeps,
+            inputs.frames,
+        );
+        check_memory(&scene, needed, memory_available(ctx.is_software()))?;
+        let plan = plan_stages(
+            &scene,
+            &inputs.views,
+            inputs.frames,
+            scene.fit.rounds,
+            options.choice,
+        );
+        let (state, stage_seconds) = match resumed {
+            Some(c) => {
+                if let Some(stage) = plan.get(c.state.stage) {
+                    if c.state.iteration > stage.settings.iterations {
+                        return Err(SessionError::PastIterations {
+                            path: out.join(CHECKPOINT_FILE),
+                            stage: stage.label(),
+                            iteration: c.state.iteration,
+                            cap: stage.settings.iterations,
+                        });
+                    }
+                }
+                (c.state, c.stage_seconds)
+            }
+            None => {
+                let start = Parameters {
+                    log10_youngs: vec![
+                        scene.material.youngs_modulus.log10();
+                        problem.youngs_map().params
+                    ],
+                    velocity: held_velocity
+                        .unwrap_or_else(|| vec![0.0; problem.velocity_map().params]),
+                };
+                (FitState::start(start, &plan), Vec::new())
+            }
+        };
+        if options.earlier == EarlierFit::Replace {
+            for f in &earlier_files {
+                let path = out.join(f);
+                let removed = if path.is_dir() {
+                    std::fs::remove_dir_all(&path)
+                } else {
+                    std::fs::remove_file(&path)
+                };
+                removed.map_err(SessionError::io(&path))?;
+            }
+        }
+        std::fs::create_dir_all(&out).map_err(SessionError::io(&out))?;
+        Ok(Self {
+            scene,
+            out,
+            inputs,
+            drivers,
+            problem,
+            plan,
+            state,
+            stage_seconds,
+            fingerprint,
+            truth_file: truth.map(|(_, t)| t),
+            truth: None,
+            camera: Vec::new(),
+        })
+    }
+
+    /// The scene.
+    pub fn scene(&self) -> &Scene {
+        &self.scene
+    }
+
+    /// The output directory.
+    pub fn out(&self) -> &Path {
+        &self.out
+    }
+
+    /// The checkpoint's path.
+    pub fn checkpoint_path(&self) -> PathBuf {
+        self.out.join(CHECKPOINT_FILE)
+    }
+
+    /// The views and frames fitted.
+    pub fn inputs(&self) -> &FitInputs {
+        &self.inputs
+    }
+
+    /// The drivers.
+    pub fn drivers(&self) -> &DriverSet {
+        &self.drivers
+    }
+
+    /// The stages.
+    pub fn plan(&self) -> &[StagePlan] {
+        &self.plan
+    }
+
+    /// The fit's state.
+    pub fn state(&self) -> &FitState {
+        &self.state
+    }
+
+    /// The problem.
+    pub fn problem(&self) -> &FitProblem {
+        &self.problem
+    }
+
+    /// Step 3 (module doc): the camera check at the start parameters.
+    pub fn check_cameras(&mut self, ctx: &GpuContext) -> Result<&[CameraCheck], SessionError> {
+        let start = self.state.parameters();
+        self.camera = camera_check(
+            ctx,
+            &self.scene,
+            &mut self.problem,
+            &start,
+            &self.inputs.views,
+            &self.out,
+        )?;
+        Ok(&self.camera)
+    }
+
+    /// Step 3 (module doc): the truth of a twin experiment on the fit's
+    /// drivers; nothing without one.
+    pub fn check_truth(&mut self, ctx: &GpuContext) -> Result<(), SessionError> {
+        if let Some(truth) = &self.truth_file {
+            let check =
+                TruthCheck::simulate(ctx, &self.scene, &self.drivers, truth, self.inputs.frames)
+                    .map_err(|e| SessionError::Truth {
+                        path: truth.path.clone(),
+                        problem: format!("simulating the truth on the fit's drivers: {e}"),
+                    })?;
+            self.truth = Some(check);
+        }
+        Ok(())
+    }
+
+    /// Writes a checkpoint of the current state.
+    pub fn save_checkpoint(&self) -> Result<(), SessionError> {
+        Checkpoint::new(
+            self.fingerprint.clone(),
+            self.state.clone(),
+            self.stage_seconds.clone(),
+        )
+        .save(&self.checkpoint_path())?;
+        Ok(())
+    }
+
+    /// Step 4 (module doc).
+    pub fn run(
+        &mut self,
+        ctx: &GpuContext,
+        progress: &mut dyn FitProgress,
+    ) -> Result<RunEnd, SessionError> {
+        let mut observer = SessionObserver {
+            progress,
+            checkpoint_every: self.scene.fit.checkpoint_every.max(1),
+            checkpoint: self.checkpoint_path(),
+            fingerprint: &self.fingerprint,
+            stage_start: Instant::now(),
+            stage_seconds: &mut self.stage_seconds,
+            truth: self.truth.as_ref(),
+            drivers: &self.drivers,
+            youngs_map: self.problem.youngs_map().clone(),
+            velocity_map: self.problem.velocity_map().clone(),
+            error: None,
+        };
+        let end = run_fit(
+            ctx,
+            &mut self.problem,
+            &self.plan,
+            &mut self.state,
+            self.scene.material.log10_youngs_range,
+            &mut observer,
+        );
+        if let Some(e) = observer.error.take() {
+            return Err(e);
+        }
+        Ok(match end? {
+            FitEnd::Stopped => RunEnd::Stopped,
+            FitEnd::Finished(_) => RunEnd::Finished,
+        })
+    }
+
+    /// Step 5 (module doc); `progress` is called after each compare frame
+    /// ([`FitSession::compare_frames`] of them).
+    pub fn write_outputs(
+        &mut self,
+        ctx: &GpuContext,
+        progress: &mut dyn FnMut(),
+    ) -> Result<FitSummary, SessionError> {
+        let fit = FinishedFit {
+            scene: &self.scene,
+            inputs: &self.inputs,
+            plan: &self.plan,
+            state: &self.state,
+            stage_seconds: &self.stage_seconds,
+            camera_check: &self.camera,
+            truth: self.truth.as_ref(),
+            settings: &self.fingerprint,
+        };
+        write_outputs(ctx, &mut self.problem, &fit, &self.out, progress)
+    }
+
+    /// How many compare frames the outputs write.
+    pub fn compare_frames(&self) -> usize {
+        self.inputs.frames * self.inputs.views.len()
+    }
+}
+
+/// Where a stiffness-only fit takes its velocity from: per-driver values
+/// of an earlier fit of the same scene and drivers.
+fn held_velocity(
+    path: &Path,
+    scene: &Scene,
+    drivers: &DriverSet,
+) -> Result<Vec<f64>, SessionError> {
+    let fail = |problem: String| SessionError::HeldVelocity {
+        path: path.to_path_buf(),
+        problem,
+    };
+    let fitted = FittedDrivers::load(path).map_err(|e| {
+        fail(format!(
+            "a stiffness-only fit holds the velocity of an earlier fit ({e}); fix: fit the velocity of {} first",
+            scene.path.display()
+        ))
+    })?;
+    fitted
+        .check_against(scene)
+        .map_err(|e| fail(e.to_string()))?;
+    if fitted.rest != drivers.rest {
+        let moved = fitted
+            .rest
+            .iter()
+            .zip(&drivers.rest)
+            .filter(|(a, b)| a != b)
+            .count();
+        let what = if fitted.len() == drivers.len() {
+            format!(
+                "the same number of drivers ({}), but {moved} of them sit elsewhere at rest (the K-Means drivers differ)",
+                drivers.len()
+            )
+        } else {
+            format!(
+                "{} drivers where the scene has {} (the K-Means drivers differ)",
+                fitted.len(),
+                drivers.len()
+            )
+        };
+        return Err(fail(format!(
+            "{what}; fix: refit the velocity with this scene"
+        )));
+    }
+    Ok(fitted.velocity.iter().flatten().copied().collect())
+}
+
+/// The checkpoints and per-stage reports around the caller's progress.
+struct SessionObserver<'a> {
+    progress: &'a mut dyn FitProgress,
+    checkpoint_every: u32,
+    checkpoint: PathBuf,
+    fingerprint: &'a FitFingerprint,
+    stage_start: Instant,
+    stage_seconds: &'a mut Vec<f64>,
+    truth: Option<&'a TruthCheck>,
+    drivers: &'a DriverSet,
+    youngs_map: super::ParamMap,
+    velocity_map: super::ParamMap,
+    error: Option<SessionError>,
+}
+
+impl SessionObserver<'_> {
+    fn save(&mut self, state: &FitState) {
+        let c = Checkpoint::new(
+            self.fingerprint.clone(),
+            state.clone(),
+            self.stage_seconds.clone(),
+        );
+        if let Err(e) = c.save(&self.checkpoint) {
+            self.error.get_or_insert(e.into());
+        }
+    }
+}
+
+impl FitObserver for SessionObserver<'_> {
+    fn stage_started(&mut self, plan: &StagePlan, state: &FitState) {
+        self.stage_start = Instant::now();
+        self.progress.stage_started(plan, state);
+    }
+
+    fn iteration_done(&mut self, plan: &StagePlan, state: &FitState) -> Control {
+        let control = self.progress.iteration_done(plan, state);
+        if control == Control::Stop || state.iteration.is_multiple_of(self.checkpoint_every) {
+            self.save(state);
+        }
+        if self.error.is_some() {
+            Control::Stop
+        } else {
+            control
+        }
+    }
+
+    fn stage_finished(&mut self, plan: &StagePlan, state: &FitState, final_loss: &LossReport) {
+        let seconds = self.stage_start.elapsed().as_secs_f64();
+        self.stage_seconds.push(seconds);
+        self.save(state);
+        let recovery = match self.truth {
+            Some(truth) => match per_driver(&self.youngs_map, &self.velocity_map, state) {
+                Ok((log10, velocity)) => Some(truth.recovery(self.drivers, &log10, &velocity)),
+                Err(e) => {
+                    self.error.get_or_insert(e);
+                    None
+                }
+            },
+            None => None,
+        };
+        self.progress.stage_finished(
+            plan,
+            &FinishedStage {
+                final_loss,
+                seconds,
+                recovery,
+            },
+        );
+    }
+}

@@ -1,0 +1,91 @@
+//! Why a fit session ([`super::session`]) refuses or stops. Each names the
+//! file or setting at fault; advice about command-line flags is the
+//! caller's to add (the library does not know how it was called).
+
+use std::path::PathBuf;
+
+use super::checkpoint::CheckpointError;
+use super::error::FitError;
+use super::preflight::PreflightError;
+
+/// Why a fit session refuses or stops.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// The scene cannot be fitted as it is (no frames, unstable, …).
+    #[error(transparent)]
+    Preflight(#[from] PreflightError),
+    /// The output directory holds an earlier fit and the session was
+    /// asked neither to continue nor to replace it.
+    #[error("{} holds an earlier fit ({})", out.display(), files.join(", "))]
+    EarlierFit {
+        /// The output directory.
+        out: PathBuf,
+        /// The fit's files found there.
+        files: Vec<String>,
+    },
+    /// Asked to continue a fit whose checkpoint is missing.
+    #[error("{} holds no checkpoint to continue from", out.display())]
+    NoCheckpoint {
+        /// The output directory.
+        out: PathBuf,
+    },
+    /// The checkpoint cannot be used.
+    #[error(transparent)]
+    Checkpoint(#[from] CheckpointError),
+    /// The checkpoint is past the stage's iteration cap now.
+    #[error("{}: the checkpoint is at iteration {iteration} of {stage}, past its `iterations` = {cap} now; fix: raise it again (iterations may only grow when a fit continues)", path.display())]
+    PastIterations {
+        /// The checkpoint.
+        path: PathBuf,
+        /// The stage's label.
+        stage: String,
+        /// The checkpoint's iteration.
+        iteration: u32,
+        /// The stage's `iterations` now.
+        cap: u32,
+    },
+    /// The earlier fit whose velocity a stiffness-only fit holds cannot be
+    /// read or belongs to another scene.
+    #[error("{}: {problem}", path.display())]
+    HeldVelocity {
+        /// The drivers file.
+        path: PathBuf,
+        /// What is wrong, with the fix.
+        problem: String,
+    },
+    /// The truth file of a twin experiment cannot be read or simulated.
+    #[error("{}: {problem}", path.display())]
+    Truth {
+        /// The truth file.
+        path: PathBuf,
+        /// What is wrong.
+        problem: String,
+    },
+    /// A file or directory of the outputs could not be written or removed.
+    #[error("{}: {error}", path.display())]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The error.
+        error: std::io::Error,
+    },
+    /// An output could not be made (its error names the file).
+    #[error("{0}")]
+    Output(String),
+    /// The fit itself failed.
+    #[error(transparent)]
+    Fit(#[from] FitError),
+}
+
+impl SessionError {
+    /// An [`SessionError::Io`] of `path`.
+    pub fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Self {
+        let path = path.into();
+        move |error| Self::Io { path, error }
+    }
+
+    /// An [`SessionError::Output`] from any error that names its file.
+    pub fn output(error: impl std::fmt::Display) -> Self {
+        Self::Output(error.to_string())
+    }
+}
