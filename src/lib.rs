@@ -1,6 +1,6 @@
 //! physfit: recover the material of a 3D Gaussian Splatting object from video.
 //!
-//! The pipeline (DESIGN.md): scene → drivers → MPM → deform → splat → loss →
+//! The pipeline (docs/design.md): scene → drivers → MPM → deform → splat → loss →
 //! fit. Each stage is a module named after it; `reference` holds the f64 CPU
 //! twins used as test oracles; `report` draws the fit's pictures.
 

@@ -1,5 +1,5 @@
 // Robust f32 3×3 SVD and polar decomposition, with the reverse-mode
-// derivative of the polar rotation (DESIGN.md § Adjoint).
+// derivative of the polar rotation (docs/design.md § Adjoint).
 //
 // SVD structure of McAdams et al. 2011 ("Computing the SVD of 3×3 matrices
 // with minimal branching", the one Taichi ships): (1) V from a cyclic Jacobi
@@ -175,7 +175,7 @@ fn cross_matrix(w: vec3<f32>) -> mat3x3<f32> {
     );
 }
 
-// Reverse-mode polar derivative (DESIGN.md § Adjoint): given G = ∂L/∂R,
+// Reverse-mode polar derivative (docs/design.md § Adjoint): given G = ∂L/∂R,
 // returns the contribution R·[h]× to ∂L/∂F with h = M⁻¹·axial(RᵀG − GᵀR),
 // M = tr(S)·I − S = V·diag(σ₂+σ₃, σ₁+σ₃, σ₁+σ₂)·Vᵀ.
 fn polar_rotation_adjoint(svd: Svd3, r: mat3x3<f32>, g: mat3x3<f32>) -> mat3x3<f32> {

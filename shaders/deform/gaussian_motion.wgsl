@@ -1,7 +1,7 @@
 // Gaussians follow the rigid motion of their drivers (src/deform/
-// gaussian_motion.rs; DESIGN.md § Drivers and the deformation of
+// gaussian_motion.rs; docs/design.md § Drivers and the deformation of
 // Gaussians): for each deformed Gaussian, centre x̄ + R·(X_g − X̄), written
-// in world units (box_min + side·c, DESIGN.md § Units and frames), and
+// in world units (box_min + side·c, docs/design.md § Units and frames), and
 // rotation q_R ⊗ q_g (raw: |q'| = |q_g|, so the rasterizer's normalisation
 // sees what it saw at rest), into its splat's slots. Scales, opacity and
 // colour, and every splat not in the deformed set (anchored, static), are

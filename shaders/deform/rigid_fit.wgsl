@@ -1,4 +1,4 @@
-// The rigid motion of a Gaussian's drivers (DESIGN.md § Drivers and the
+// The rigid motion of a Gaussian's drivers (docs/design.md § Drivers and the
 // deformation of Gaussians), shared by deform/gaussian_motion (forward) and
 // deform/gaussian_motion_adjoint (reverse). An #import module: it declares
 // the first four bindings of both kernels (functions here read them

@@ -4,7 +4,7 @@
 // (recursively) and added back by gpu/prefix_sum_add. Only workgroup memory
 // and barriers are used: no subgroup operations (the subgroup size differs
 // between drivers) and no communication between workgroups within a dispatch
-// (DESIGN.md § Gaussian splatting: no forward-progress assumption).
+// (docs/design.md § Gaussian splatting: no forward-progress assumption).
 // Sums wrap modulo 2^32.
 #import gpu/prefix_sum_workgroup
 

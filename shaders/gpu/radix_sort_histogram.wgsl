@@ -4,7 +4,7 @@
 // whole array (gpu/prefix_sum_*) gives every (digit, tile) its first output
 // position, in the order that keeps the sort stable.
 // Counts are reduced in workgroup memory without atomics or subgroup
-// operations (DESIGN.md § Gaussian splatting).
+// operations (docs/design.md § Gaussian splatting).
 #import gpu/radix_sort_tile
 
 @group(0) @binding(0) var<uniform> uniforms: RadixPassUniforms;

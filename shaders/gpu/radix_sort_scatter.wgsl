@@ -8,7 +8,7 @@
 // so the order of equal digits is the input order (stability). The tile is
 // first reordered in workgroup memory so that the global writes of each digit
 // are contiguous. No atomics, no subgroup operations, no inter-workgroup
-// communication (DESIGN.md § Gaussian splatting).
+// communication (docs/design.md § Gaussian splatting).
 #import gpu/radix_sort_tile
 #import gpu/prefix_sum_workgroup
 

@@ -1,4 +1,4 @@
-// Shared declarations of the image loss (src/loss/uniforms.rs; DESIGN.md
+// Shared declarations of the image loss (src/loss/uniforms.rs; docs/design.md
 // § Loss, parameters, fit): the per-channel uniforms, SSIM's constants and
 // the 11-tap Gaussian window. Imported by every shaders/loss SSIM kernel so
 // the forward and backward passes can never disagree on a constant. It also

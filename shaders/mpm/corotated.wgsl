@@ -1,5 +1,5 @@
 // Fixed corotated first Piola–Kirchhoff stress and its reverse-mode
-// derivative (DESIGN.md § MPM): P = 2μ(F − R) + λ(J − 1)·J·F⁻ᵀ, written as
+// derivative (docs/design.md § MPM): P = 2μ(F − R) + λ(J − 1)·J·F⁻ᵀ, written as
 // P = 2μ(F − R) + λ(J − 1)·cof(F) since J·F⁻ᵀ = cof(F): no inverse, so the
 // stress and its adjoint stay finite at J → 0.
 #import common/svd3

@@ -1,4 +1,4 @@
-// External force of an impulse (issue 14; src/mpm/forcing.rs, which says
+// External force of an impulse (src/mpm/forcing.rs, which says
 // why it is a scatter of its own): after P2G and before the grid update,
 // every particle held by an active impulse adds w_ip·m_p·Δv_p to the
 // momentum of its 27 stencil nodes, Δv_p = Σ_k (bit k of members[p])·dv[k]

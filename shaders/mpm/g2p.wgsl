@@ -1,4 +1,4 @@
-// G2P (DESIGN.md § MPM step 3): v_p = Σ w_ip v_i, C_p = 4/dx² Σ w_ip v_i (x_i − x_p)ᵀ,
+// G2P (docs/design.md § MPM step 3): v_p = Σ w_ip v_i, C_p = 4/dx² Σ w_ip v_i (x_i − x_p)ᵀ,
 // F_p ← (I + dt C_p) F_p, x_p += dt v_p. Anchored particles keep x_p and F_p
 // and get v_p = 0, C_p = 0. Writes the next state to `state_out` (ping-pong,
 // so the input survives for checkpoints), and ORs status bits when a new

@@ -1,5 +1,5 @@
 // Adjoint of G2P, grid side (mirrors g2p.wgsl; equations in
-// mpm/g2p_adjoint_particle.wgsl, DESIGN.md § Adjoint): every non-anchored
+// mpm/g2p_adjoint_particle.wgsl, docs/design.md § Adjoint): every non-anchored
 // particle adds ∂L/∂v_i += w_ip h_i, h_i = gv'' + 4/dx²·gC''·(x_i − x_p),
 // to its 27 nodes. The particle side of G2P* (gx, gF) is computed by
 // p2g_adjoint.wgsl, which walks the same stencil.

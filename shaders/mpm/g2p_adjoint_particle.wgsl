@@ -1,4 +1,4 @@
-// Per-particle math of the adjoint of G2P (DESIGN.md § Adjoint). With
+// Per-particle math of the adjoint of G2P (docs/design.md § Adjoint). With
 // v' = Σ_i w_ip v_i, C' = 4/dx²·Σ_i w_ip v_i (x_i − x_p)ᵀ, x' = x + dt v'
 // and F' = (I + dt C')F, given ∂L/∂(state n+1) = (gx', gv', gC', gF'):
 //   gv'' = gv' + dt·gx',   gC'' = gC' + dt·gF'·Fᵀ,

@@ -1,4 +1,4 @@
-// Grid update (DESIGN.md § MPM step 2, rules fixed in src/mpm/config.rs):
+// Grid update (docs/design.md § MPM step 2, rules fixed in src/mpm/config.rs):
 // v_i = mv_i/m_i for m_i > 0 (else 0), v_i += dt·g, v_i *= exp(−damping·dt),
 // then anchored nodes → 0, then walls (sticky: 0; slip: the component into
 // the wall zeroed). Writes v_i (4 f32 per node, the 4th unused).

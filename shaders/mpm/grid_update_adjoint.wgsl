@@ -3,7 +3,7 @@
 // boundary rules evaluated on the forward's pre-boundary velocity):
 //   ∂L/∂v̂ = d·mask·∂L/∂v,  ∂L/∂mv = ∂L/∂v̂ / m,  ∂L/∂m = −∂L/∂v̂ · mv / m².
 // The ∂L/∂m term is the grid-mass path that PhysDreamer's gradients drop
-// (DESIGN.md § Adjoint). Writes (∂L/∂mv, ∂L/∂m) per node; one thread per
+// (docs/design.md § Adjoint). Writes (∂L/∂mv, ∂L/∂m) per node; one thread per
 // node, no atomics. Zeroes ∂L/∂v at every box node once read: G2P* of the
 // next substep adjoint scatters into it only inside that substep's box, so
 // the buffer is zero before every G2P* without a clearing dispatch (the

@@ -1,4 +1,4 @@
-// P2G (DESIGN.md § MPM step 1, MLS-MPM/APIC, Hu et al. 2018): each particle
+// P2G (docs/design.md § MPM step 1, MLS-MPM/APIC, Hu et al. 2018): each particle
 // scatters m_p·w_ip to the node mass and w_ip·(m_p v_p + A_p (x_i − x_p)) to
 // the node momentum, A_p = −dt·4/dx²·V_p·P(F_p)F_pᵀ + m_p C_p; particles
 // flagged anchored also mark every node with w_ip > 0 as anchored.

@@ -1,4 +1,4 @@
-// Per-particle math of the substep adjoint's particle side (DESIGN.md
+// Per-particle math of the substep adjoint's particle side (docs/design.md
 // § Adjoint): the adjoint of P2G plus the particle terms of the adjoint of
 // G2P, which read the grid at the same 27 nodes of x_n. With
 // A = −k·P(F)Fᵀ + m_p C (k = dt·4/dx²·V_p) and mv_i += w (m_p v + A dpos):

@@ -1,4 +1,4 @@
-// The node-independent P2G quantities of one particle (DESIGN.md § MPM
+// The node-independent P2G quantities of one particle (docs/design.md § MPM
 // step 1, MLS-MPM/APIC, Hu et al. 2018), shared by p2g.wgsl (atomic
 // scatter) and cell_scatter.wgsl (cell-binned): m_p v_p and
 // A_p = −dt·4/dx²·V_p·P(F_p)F_pᵀ + m_p C_p, P the corotated stress.

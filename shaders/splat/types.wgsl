@@ -1,4 +1,4 @@
-// Shared declarations of the splat rasterizer (DESIGN.md § Gaussian splatting):
+// Shared declarations of the splat rasterizer (docs/design.md § Gaussian splatting):
 // the per-frame uniforms, the projected-splat record, tile constants and the
 // blending thresholds. Imported by every shaders/splat kernel so the forward
 // and backward passes can never disagree on a constant.

@@ -1,8 +1,9 @@
 //! `physfit bench mpm`: particle-substeps per second of the GPU MPM forward
 //! and adjoint, peak GPU memory, and per-kernel times.
 //!
-//! Cases (the brief's): (a) 8,000 particles on a 64³ grid, 40 substeps per
-//! frame; (b) 100,000 particles, 64³; (c) 500,000 particles, 128³. Particles
+//! Cases (fixed, so that figures compare across commits and with the
+//! targets in docs/benchmarks.md): (a) 8,000 particles on a 64³ grid, 40
+//! substeps per frame; (b) 100,000 particles, 64³; (c) 500,000 particles, 128³. Particles
 //! fill a cube at 8 per cell (spacing dx/2) with a swirling initial velocity
 //! and E = 1e4 (stable at every substep count used). One frame is timed
 //! forward ([`MpmSimulator::rollout_with`], including its once-per-frame
@@ -50,7 +51,7 @@ pub struct MpmBenchCase {
     pub substeps: u32,
 }
 
-/// The brief's three cases.
+/// The three fixed cases a, b and c (docs/benchmarks.md § MPM).
 pub fn default_cases() -> Vec<MpmBenchCase> {
     vec![
         MpmBenchCase {

@@ -5,8 +5,8 @@
 //! A gather over a CSR list (driver → its slots, built once on the host),
 //! not a scatter with float atomics: one thread per driver sums its slots
 //! in a fixed order, so the gradient is bit-identical on every adapter and
-//! run (DESIGN.md § Verification 7 needs no noise tolerance here) and no
-//! atomic variant needs testing; each driver's record has one writer, so
+//! run (docs/design.md § Verification strategy, item 7, needs no noise
+//! tolerance here) and no atomic variant needs testing; each driver's record has one writer, so
 //! the `+=` into the state gradient is a plain read-modify-write.
 
 use bytemuck::{Pod, Zeroable};

@@ -2,7 +2,7 @@
 //! (shaders/deform/gaussian_motion_adjoint.wgsl): from the rasterizer's
 //! `∂L/∂means` and `∂L/∂(raw quaternion)`, each Gaussian's contribution to
 //! `∂L/∂x_j` of each of its drivers, one slot per (Gaussian, driver place);
-//! [`super::driver_gather`] sums them per driver (DESIGN.md § Drivers and
+//! [`super::driver_gather`] sums them per driver (docs/design.md § Drivers and
 //! the deformation of Gaussians, § Adjoint: the polar derivative).
 
 use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};

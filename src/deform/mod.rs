@@ -1,5 +1,5 @@
 //! Gaussians follow the rigid motion of their drivers, forward and adjoint
-//! on the GPU (DESIGN.md § Drivers and the deformation of Gaussians,
+//! on the GPU (docs/design.md § Drivers and the deformation of Gaussians,
 //! § Adjoint; f64 twin: [`crate::reference::deform`], which spells out the
 //! equations).
 //!
@@ -16,7 +16,7 @@
 //!
 //! Choices:
 //! - **k is fixed at 8** ([`DRIVERS_PER_GAUSSIAN`], PhysDreamer alg. 1 and
-//!   DESIGN.md), a compile-time constant on both sides (`DRIVERS` in
+//!   docs/design.md), a compile-time constant on both sides (`DRIVERS` in
 //!   shaders/deform/rigid_fit.wgsl), so the loops over drivers unroll. A
 //!   scene with fewer than 8 drivers lists some twice: a driver listed
 //!   twice counts twice, in the forward (a weighted fit) and in the adjoint
@@ -111,7 +111,7 @@ pub struct DeformSetup {
 
 impl DeformSetup {
     /// The deformation of a scene's free Gaussians by its K-Means drivers
-    /// (DESIGN.md § Drivers and the deformation of Gaussians): each
+    /// (docs/design.md § Drivers and the deformation of Gaussians): each
     /// follower of `drivers` moves with its k nearest drivers at rest, from
     /// its rest centre and its splat's rotation in `gaussians`. Refuses a
     /// driver set built with another k than [`DRIVERS_PER_GAUSSIAN`]

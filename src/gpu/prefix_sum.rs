@@ -2,7 +2,7 @@
 //! at construction: `out[i] = in[0] + … + in[i-1]` (wrapping modulo 2^32),
 //! and the grand total in [`PrefixSum::total`].
 //!
-//! Hierarchical and multi-pass (DESIGN.md § Gaussian splatting: no subgroup
+//! Hierarchical and multi-pass (docs/design.md § Gaussian splatting: no subgroup
 //! size and no forward progress between workgroups assumed): scan blocks of
 //! 2048 in place and write each block's total ([`PrefixSumBlocks`]); scan the
 //! totals the same way, recursing until one block remains; then add each

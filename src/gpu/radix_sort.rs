@@ -2,7 +2,7 @@
 //! `key_bits` bits of each key, for any count up to the capacity given at
 //! construction; the sorted pairs end in the caller's buffers.
 //!
-//! Each pass sorts by one 4-bit digit in three dispatches (DESIGN.md §
+//! Each pass sorts by one 4-bit digit in three dispatches (docs/design.md §
 //! Gaussian splatting: no subgroup size, no forward progress between
 //! workgroups assumed, so only dispatch boundaries synchronise):
 //! 1. [`RadixSortHistogram`]: digit counts of each tile of 2048 keys,

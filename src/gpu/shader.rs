@@ -20,7 +20,7 @@ use super::error::GpuError;
 
 include!(concat!(env!("OUT_DIR"), "/embedded_shaders.rs"));
 
-/// How scatter-adds of f32 are implemented (DESIGN.md § Adjoint, last paragraph).
+/// How scatter-adds of f32 are implemented (docs/design.md § Adjoint, last paragraph).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum AtomicMode {
     /// Hardware `atomicAdd` on `atomic<f32>` (adapter feature `SHADER_FLOAT32_ATOMIC`).

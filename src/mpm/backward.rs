@@ -1,4 +1,4 @@
-//! The backward pass over a rollout (DESIGN.md § Adjoint, Memory; § Loss,
+//! The backward pass over a rollout (docs/design.md § Adjoint, Memory; § Loss,
 //! parameters, fit).
 //!
 //! [`MpmSimulator::backward`] takes `∂L/∂(state at frame k)` for any set of

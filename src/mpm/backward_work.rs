@@ -1,4 +1,4 @@
-//! The backward pass's working memory (DESIGN.md § Adjoint, Memory): inside
+//! The backward pass's working memory (docs/design.md § Adjoint, Memory): inside
 //! a frame of S substeps, ⌈S/K⌉ − 1 checkpoints, the K states of the
 //! segment being replayed, two substep adjoints, two frame adjoints and,
 //! within the simulator's kept-grids budget, the K substep grids of the

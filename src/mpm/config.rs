@@ -1,9 +1,9 @@
 //! Settings of one MPM simulation, in the simulator's normalised units: the
 //! simulation box is mapped to \[0,1\]^3, `dx = 1/grid_res`, time in seconds
-//! (DESIGN.md § Units and frames). Shared by the GPU simulator and its f64
+//! (docs/design.md § Units and frames). Shared by the GPU simulator and its f64
 //! CPU twin so both implement exactly the same rules, which are fixed here.
 //!
-//! Per substep (DESIGN.md § MPM):
+//! Per substep (docs/design.md § MPM):
 //! 1. P2G (MLS-MPM, APIC, quadratic B-splines).
 //! 2. Grid: `v_i = mv_i / m_i` for `m_i > 0`; `v_i += dt·gravity`;
 //!    `v_i *= exp(−damping·dt)`; then boundary conditions in this order:
@@ -22,11 +22,11 @@
 //! stencil with `w_ip > 0`), so the anchored part is held rigidly and no
 //! free node is dragged by a frozen particle's mass. The thicker clamp
 //! holds more of the object: on the fox it alone leaves the free motion
-//! about 10% smaller by frame 12 than PhysDreamer's rule would (DESIGN.md
+//! about 10% smaller by frame 12 than PhysDreamer's rule would (docs/design.md
 //! § MPM). Fitted E values therefore carry over between the two only
 //! approximately near anchors.
 
-/// Cells of margin kept from every wall (DESIGN.md § Units and frames).
+/// Cells of margin kept from every wall (docs/design.md § Units and frames).
 pub const WALL_MARGIN_CELLS: u32 = 3;
 
 /// Smallest grid the simulator accepts: the wall margin on each side plus
@@ -75,7 +75,7 @@ impl MpmConfig {
         1.0 / (self.fps * self.substeps_per_frame as f64)
     }
 
-    /// Lamé parameters `(μ, λ)` for Young's modulus `e` (DESIGN.md § MPM):
+    /// Lamé parameters `(μ, λ)` for Young's modulus `e` (docs/design.md § MPM):
     /// `μ = E/(2(1+ν))`, `λ = Eν/((1+ν)(1−2ν))`.
     pub fn lame(&self, e: f64) -> (f64, f64) {
         lame(e, self.poisson)
@@ -89,7 +89,7 @@ pub fn lame(e: f64, poisson: f64) -> (f64, f64) {
     (mu, lambda)
 }
 
-/// Particle volume rule (DESIGN.md § Units and frames): the occupied volume
+/// Particle volume rule (docs/design.md § Units and frames): the occupied volume
 /// ([`occupied_volume`]) divided by the particle count. For particles that
 /// are the points themselves (one per splat); K-Means drivers divide the
 /// occupied volume of the Gaussians by the driver count instead

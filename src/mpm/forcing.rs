@@ -1,4 +1,4 @@
-//! Frames under external forces (issue 14; DESIGN.md § Interactions): the
+//! Frames under external forces (docs/design.md § Interactions): the
 //! impulses of `physfit render --params`, forward only.
 //!
 //! An impulse is an acceleration `a` (normalised units / s²) on the free

@@ -1,4 +1,4 @@
-//! G2P: particles gather velocity and its affine part, update F and x; flags non-finite values and particles leaving the grid (shaders/mpm/g2p.wgsl, DESIGN.md § MPM step 3).
+//! G2P: particles gather velocity and its affine part, update F and x; flags non-finite values and particles leaving the grid (shaders/mpm/g2p.wgsl, docs/design.md § MPM step 3).
 
 use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
 

@@ -1,4 +1,4 @@
-//! Differentiable MLS-MPM (DESIGN.md § MPM, § Adjoint).
+//! Differentiable MLS-MPM (docs/design.md § MPM, § Adjoint).
 //!
 //! One kernel, one file pair: `p2g`, `grid_update`, `g2p` and their adjoints
 //! `g2p_adjoint`, `grid_update_adjoint`, `p2g_adjoint` (shaders/mpm/*.wgsl).
@@ -17,8 +17,9 @@
 //! x_n as the adjoint of P2G), `p2g_adjoint_particle` (that walk's math,
 //! shared by `p2g_adjoint`'s two entry points), `cell_walk` (the node
 //! terms and window of the cell-list scatters).
-//! Impulses (forward only, issue 14) add `external_force` between P2G and
-//! the grid update of the substeps they act in ([`forcing`]).
+//! Impulses (forward only, for `physfit render --params`) add
+//! `external_force` between P2G and the grid update of the substeps they act
+//! in ([`forcing`]).
 //! The host side reads top to bottom as the pipeline: [`simulator`] (the
 //! [`MpmSimulator`]: settings, buffers, kernels, E and states) →
 //! [`substep`] (one substep's stages, forward and adjoint, recorded into a

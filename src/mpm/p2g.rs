@@ -1,4 +1,4 @@
-//! P2G: particles scatter mass, momentum and the anchored-node flag to the grid (shaders/mpm/p2g.wgsl, DESIGN.md § MPM step 1).
+//! P2G: particles scatter mass, momentum and the anchored-node flag to the grid (shaders/mpm/p2g.wgsl, docs/design.md § MPM step 1).
 
 use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
 

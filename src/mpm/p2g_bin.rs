@@ -1,5 +1,5 @@
 //! Cell-binned P2G, first half: the per-cell particle lists
-//! (shaders/mpm/p2g_bin.wgsl, DESIGN.md § MPM step 1).
+//! (shaders/mpm/p2g_bin.wgsl, docs/design.md § MPM step 1).
 //!
 //! On CPU adapters (lavapipe) every f32 atomic add is a per-lane
 //! compare-and-swap loop, and P2G's 108 per particle are ~75% of its time.

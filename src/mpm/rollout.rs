@@ -1,4 +1,4 @@
-//! Rollouts over frames (DESIGN.md § MPM; § Loss, parameters, fit): the
+//! Rollouts over frames (docs/design.md § MPM; § Loss, parameters, fit): the
 //! forward half of what the fit runs each iteration.
 //!
 //! [`MpmSimulator::rollout`] keeps the state (x, v, C, F) at every frame

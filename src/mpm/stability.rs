@@ -1,4 +1,4 @@
-//! The explicit time-step bound checked before any run (DESIGN.md § MPM,
+//! The explicit time-step bound checked before any run (docs/design.md § MPM,
 //! Stability): `dt ≤ c · dx / sqrt((λ + 2μ)/ρ)`, the P-wave CFL condition,
 //! evaluated for the largest Young's modulus the run may use.
 

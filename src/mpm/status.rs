@@ -1,4 +1,4 @@
-//! Run-time health check of a simulation (DESIGN.md § MPM, Stability): G2P
+//! Run-time health check of a simulation (docs/design.md § MPM, Stability): G2P
 //! ORs bits into two status words when a new value is not finite or a
 //! particle's stencil leaves the grid; the host reads them once per frame
 //! (never per substep) and turns them into an [`MpmError`].

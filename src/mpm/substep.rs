@@ -1,5 +1,5 @@
-//! One substep on the GPU, forward (P2G → grid update → G2P, DESIGN.md
-//! § MPM) and backward (G2P* → grid update* → P2G*, DESIGN.md § Adjoint):
+//! One substep on the GPU, forward (P2G → grid update → G2P, docs/design.md
+//! § MPM) and backward (G2P* → grid update* → P2G*, docs/design.md § Adjoint):
 //! the stages in the order the kernels run and their encoding into a
 //! command encoder, on the simulator's own grid or on a
 //! `SubstepGrid` kept by the backward pass. Nothing here submits: callers
@@ -63,7 +63,7 @@ impl SubstepStage {
         Self::G2p,
     ];
     /// A backward substep: the grid of the substep is recomputed, then the
-    /// adjoints run in reverse order (DESIGN.md § Adjoint).
+    /// adjoints run in reverse order (docs/design.md § Adjoint).
     pub const ADJOINT: [SubstepStage; 7] = [
         Self::ActiveBox,
         Self::ClearGrid,

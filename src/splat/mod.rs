@@ -1,5 +1,5 @@
 //! Differentiable Gaussian-splat rasterizer on the GPU: classic 3DGS as gsplat
-//! implements it (DESIGN.md § Gaussian splatting), forward and hand-written
+//! implements it (docs/design.md § Gaussian splatting), forward and hand-written
 //! backward, tested against the f64 twin in `reference::splat` and gsplat.
 //!
 //! Forward ([`Rasterizer::render`]), top to bottom:

@@ -6,7 +6,7 @@ use bytemuck::{Pod, Zeroable};
 
 use crate::scene::Camera;
 
-/// Side of a square tile in pixels (DESIGN.md § Gaussian splatting).
+/// Side of a square tile in pixels (docs/design.md § Gaussian splatting).
 pub const TILE_SIZE: u32 = 16;
 
 /// Factor on tan(half field of view) at which the projection Jacobian clamps
