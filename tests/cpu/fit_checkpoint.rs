@@ -151,3 +151,43 @@ fn preflight_refuses_scenes_without_frames_and_too_much_memory() {
     let err = check_memory(&scene, needed, Some(needed - 1)).unwrap_err();
     assert!(err.to_string().contains("drivers.count"), "{err}");
 }
+
+#[test]
+fn fit_json_of_another_version_is_refused_naming_the_fix() {
+    use physfit::fit::summary::{SummaryError, SUMMARY_VERSION};
+    use physfit::fit::FitSummary;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fit.json");
+    // The shape of a fit.json, then its version changed.
+    let text = format!(
+        r#"{{"format":"physfit.fit","version":{},"scene":"s.toml",
+        "units":{{"youngs_normalised":"n","youngs_world":"w","box_side":2.0,"velocity":"v"}},
+        "settings":{{"inputs":{{}},"fit.velocity.iterations":1,"fit.stiffness.iterations":2,
+          "fit.checkpoint_every":3,"drivers":4,"grid_res":16,"substeps":9,
+          "log10_youngs_range":[3.0,5.0],"start_youngs_modulus":1e4}},
+        "adapter":{{"name":"a","backend":"b","driver":"d","software":true}},
+        "camera_check":[{{"view":"front","psnr":40.0,"reference":"f/0.png","picture":null}}],
+        "stages":[],"final":{{"loss":0.1,"image":0.1,"tv":0.0,"mean_psnr":30.0,"mean_ssim":0.9,"frames":[]}},
+        "youngs_parameters":[{{"log10_normalised":4.0,"world":4e4}}],"velocity_parameters":[0.5],
+        "recovery":null}}"#,
+        SUMMARY_VERSION
+    );
+    std::fs::write(&path, &text).unwrap();
+    let summary = FitSummary::read(&path).unwrap();
+    assert_eq!(summary.settings.grid_res, 16);
+    assert_eq!(summary.camera_check[0].view, "front");
+    assert_eq!(summary.youngs_parameters[0].world, 4e4);
+    // What it writes reads back equal.
+    let again = dir.path().join("again.json");
+    summary.write(&again).unwrap();
+    assert_eq!(FitSummary::read(&again).unwrap(), summary);
+    let old = text.replacen(
+        &format!("\"version\":{SUMMARY_VERSION}"),
+        "\"version\":1",
+        1,
+    );
+    std::fs::write(&path, old).unwrap();
+    let err = FitSummary::read(&path).unwrap_err();
+    assert!(matches!(err, SummaryError::Format { .. }), "{err}");
+    assert!(err.to_string().contains("re-run the fit"), "{err}");
+}

@@ -440,3 +440,79 @@ fn fitted_ply_reloads_with_every_splat_and_its_material() {
         .to_string()
         .contains("11 log10 E values for 12 drivers"));
 }
+
+#[test]
+fn the_drivers_file_gives_every_splat_the_material_the_fit_gave_it() {
+    // `render --color-by stiffness` derives the splats' material from the
+    // drivers file, the fit from its drivers: one derivation, equal values,
+    // anchored splats included (their cluster driver's E, never NaN).
+    let f = fitted();
+    let path = f.path("drivers.safetensors");
+    f.file().save(&path).unwrap();
+    let file = FittedDrivers::load(&path).unwrap();
+    let from_fit = SplatMaterial::new(
+        &f.scene,
+        &f.drivers,
+        &f.log10,
+        &f.velocity,
+        Some(&f.confidence),
+    )
+    .unwrap();
+    let from_file = SplatMaterial::from_fitted(&f.scene, &file).unwrap();
+    assert_eq!(from_fit, from_file);
+    let side = f.drivers.sim_box.side;
+    let simulated = f.scene.simulated_indices();
+    let mut anchored = 0;
+    for (j, &s) in simulated.iter().enumerate() {
+        let s = s as usize;
+        if f.scene.anchored[s] {
+            anchored += 1;
+            let d = f.drivers.cluster[j] as usize;
+            let expected = youngs_world(10f64.powf(f.log10[d]), side) as f32;
+            assert_eq!(from_file.youngs_modulus[s], expected, "anchored splat {s}");
+            assert_eq!(from_file.anchored[s], 1.0);
+        }
+    }
+    assert!(anchored > 0, "the scene has anchored splats");
+    assert_eq!(file.anchored_splats.len(), anchored);
+}
+
+#[test]
+fn stiffness_colouring_spans_the_scene_range_in_world_units() {
+    use physfit::output::stiffness::{stiffness_range_world, StiffnessColouring};
+    use physfit::report::stiffness_colours;
+    let f = fitted();
+    let material = SplatMaterial::new(&f.scene, &f.drivers, &f.log10, &f.velocity, None).unwrap();
+    let side = f.drivers.sim_box.side;
+    let range = stiffness_range_world(f.scene.material.log10_youngs_range, side);
+    // E_world = E · side², so the range shifts by log10(side²).
+    for (w, n) in range.iter().zip(f.scene.material.log10_youngs_range) {
+        assert!((w - n - 2.0 * side.log10()).abs() < 1e-12, "{w} vs {n}");
+    }
+    let colouring = StiffnessColouring::new(&material, range);
+    let recoloured = colouring.recoloured(f.scene.gaussians()).unwrap();
+    let expected = stiffness_colours(&colouring.values, range[0], range[1]).unwrap();
+    let grey = stiffness_colours(&[f64::NAN], range[0], range[1]).unwrap()[0];
+    let simulated = f.scene.simulated_indices();
+    for s in 0..f.scene.gaussians().len() {
+        let is_simulated = simulated.contains(&(s as u32));
+        assert_eq!(colouring.values[s].is_finite(), is_simulated, "splat {s}");
+        if is_simulated {
+            let e = f64::from(material.youngs_modulus[s]).log10();
+            assert!((colouring.values[s] - e).abs() < 1e-12);
+        } else {
+            assert_eq!(expected[s], grey, "static splat {s} is grey");
+        }
+    }
+    // The colours are the map's at each splat's value, whatever the fitted
+    // extremes: a second fit with all E one decade higher moves them.
+    let higher: Vec<f64> = f.log10.iter().map(|l| l + 1.0).collect();
+    let stiffer = SplatMaterial::new(&f.scene, &f.drivers, &higher, &f.velocity, None).unwrap();
+    let other = StiffnessColouring::new(&stiffer, range)
+        .recoloured(f.scene.gaussians())
+        .unwrap();
+    let moved = (0..f.scene.gaussians().len())
+        .filter(|&s| simulated.contains(&(s as u32)) && other.sh_of(s)[0] != recoloured.sh_of(s)[0])
+        .count();
+    assert!(moved > 0, "colours follow E, not the fitted min–max");
+}
