@@ -143,14 +143,35 @@ impl FitProgress for CliProgress {
             return;
         }
         let (psnr, _) = mean_quality(finished.final_loss);
+        let how = if plan.kind == physfit::fit::StageKind::Scan {
+            "candidates".to_string()
+        } else if finished.converged {
+            format!("iterations (converged; cap {})", plan.settings.iterations)
+        } else {
+            "iterations (its cap)".to_string()
+        };
         eprintln!(
-            "{}: {} iterations in {:.0} s, final loss {:.4e}, PSNR {:.2} dB",
+            "{}: {} {how} in {:.0} s, final loss {:.4e}, PSNR {:.2} dB",
             plan.label(),
-            plan.settings.iterations,
+            finished.iterations,
             finished.seconds,
             finished.final_loss.loss,
             psnr
         );
+        if !finished.converged {
+            eprintln!(
+                "WARNING: {} stopped at its cap while the loss still fell; raise `fit.{}.iterations` to let it converge",
+                plan.label(),
+                plan.kind.name()
+            );
+        }
+        if finished.rounds_converged {
+            eprintln!(
+                "{}: the round gained less than {:.0}% over the previous one; the fit has converged",
+                plan.label(),
+                100.0 * physfit::fit::fitter::ROUND_TOLERANCE
+            );
+        }
         if let Some(r) = &finished.recovery {
             eprintln!("{}: recovery: {}", plan.label(), r.summary());
         }
@@ -304,6 +325,17 @@ pub fn run(args: &FitArgs) -> Result<FitOutcome> {
         );
         if let Some(r) = &summary.recovery {
             eprintln!("recovery of the truth: {}", r.summary());
+        }
+        if let Some(t) = &summary.truth_loss {
+            let verdict = if f.loss <= t.loss {
+                "at or below it: the optimiser did its job"
+            } else {
+                "above it: the optimiser stopped short of the truth"
+            };
+            eprintln!(
+                "the truth's own parameters: loss {:.4e}, mean PSNR {:.2} dB (the ceiling the model leaves); the fitted loss {:.4e} is {verdict}",
+                t.loss, t.mean_psnr, f.loss
+            );
         }
         eprintln!(
             "wrote {}: fitted.ply, drivers.safetensors, fit.json, loss.jsonl, loss.png, stiffness.png, compare/",

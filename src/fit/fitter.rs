@@ -24,7 +24,9 @@ use serde::{Deserialize, Serialize};
 use super::adam::{clip_norm, Adam, Schedule};
 use super::error::FitError;
 use super::evaluation::{LossReport, Parameters, Selection};
+use super::lbfgs::{minimise_observed, LbfgsSettings};
 use super::problem::FitProblem;
+use super::scan::{run_scan, ScanPlan, ScanState};
 use crate::gpu::GpuContext;
 use crate::mpm::{GradientFlow, MpmError};
 use crate::scene::{FitStage, Scene};
@@ -32,10 +34,37 @@ use crate::scene::{FitStage, Scene};
 /// Halvings of the rate a step may need before the fit gives up.
 pub const MAX_REJECTIONS: u32 = 8;
 
+/// Iterations over which a stage's progress is judged.
+pub const CONVERGENCE_WINDOW: usize = 5;
+
+/// A stage has converged when its loss fell by less than this fraction over
+/// the last [`CONVERGENCE_WINDOW`] iterations: far above the run-to-run
+/// noise of float atomics in the loss (about 1e-6 relative), far below what
+/// a stage still moving gains.
+pub const CONVERGENCE_TOLERANCE: f64 = 2e-3;
+
+/// Further rounds stop when a round's final stiffness loss is less than
+/// this fraction below the previous round's.
+pub const ROUND_TOLERANCE: f64 = 1e-2;
+
+/// True when the losses `history` (oldest first) have flattened
+/// ([`CONVERGENCE_TOLERANCE`] over [`CONVERGENCE_WINDOW`] iterations).
+pub fn flattened(history: &[f64]) -> bool {
+    if history.len() <= CONVERGENCE_WINDOW {
+        return false;
+    }
+    let now = history[history.len() - 1];
+    let then = history[history.len() - 1 - CONVERGENCE_WINDOW];
+    (then - now) <= CONVERGENCE_TOLERANCE * then.abs()
+}
+
 /// Which parameters a stage fits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum StageKind {
+    /// The coarse start: one uniform log10 E scanned over the range, each
+    /// value with its own velocity ([`super::scan`]).
+    Scan,
     /// Stage 1: the initial velocity, E frozen, full flow.
     Velocity,
     /// Stage 2: log10 E, v0 frozen, truncated flow.
@@ -46,6 +75,7 @@ impl StageKind {
     /// "velocity" or "stiffness".
     pub fn name(self) -> &'static str {
         match self {
+            StageKind::Scan => "scan",
             StageKind::Velocity => "velocity",
             StageKind::Stiffness => "stiffness",
         }
@@ -54,7 +84,7 @@ impl StageKind {
     /// The gradient flow of the stage (DESIGN.md § Loss, parameters, fit).
     pub fn flow(self) -> GradientFlow {
         match self {
-            StageKind::Velocity => GradientFlow::Full,
+            StageKind::Scan | StageKind::Velocity => GradientFlow::Full,
             StageKind::Stiffness => GradientFlow::Truncated,
         }
     }
@@ -83,6 +113,11 @@ pub struct StagePlan {
     pub settings: FitStage,
     /// The frames and views it fits against.
     pub selection: Selection,
+    /// A scan's grid and velocity fits ([`StageKind::Scan`] only).
+    pub scan: Option<ScanPlan>,
+    /// The first L-BFGS step of a low-dimensional stage (parameter units:
+    /// world units/s for a velocity, decades for log10 E).
+    pub first_step: f64,
 }
 
 impl StagePlan {
@@ -99,6 +134,21 @@ impl StagePlan {
             iterations: self.settings.iterations,
         }
     }
+}
+
+/// Fields with at most this many parameters are fitted by L-BFGS
+/// ([`super::lbfgs`]: a global, rigid or per-region field converges in a
+/// handful of evaluations, with no learning rate whose reach caps the
+/// result); larger ones (per-driver fields) by Adam.
+pub const LBFGS_MAX_PARAMETERS: usize = 16;
+
+/// The first L-BFGS step of a stiffness stage, decades of E.
+pub const STIFFNESS_FIRST_STEP: f64 = 0.25;
+
+/// The first L-BFGS step of a velocity: what moves the object by 2% of the
+/// simulation box per frame (world units/s).
+fn velocity_step(scene: &Scene) -> f64 {
+    0.02 * scene.simulation.sim_box.side * scene.fps
 }
 
 /// The stages of a fit of `scene` with reference frames `frames` (frame
@@ -118,10 +168,41 @@ pub fn plan_stages(
         StageChoice::Both => &[StageKind::Velocity, StageKind::Stiffness],
     };
     let mut plan = Vec::new();
+    let last_of = |stage: &FitStage| {
+        stage
+            .frames
+            .map_or(frames.saturating_sub(1), |n| n as usize)
+    };
+    if choice != StageChoice::Velocity && scene.fit.scan.points >= 2 {
+        let settings = scene.fit.stiffness.clone();
+        plan.push(StagePlan {
+            round: 1,
+            kind: StageKind::Scan,
+            selection: Selection {
+                frames: (1..=last_of(&settings)).collect(),
+                views: views.to_vec(),
+            },
+            scan: Some(ScanPlan {
+                candidates: ScanPlan::grid(
+                    scene.material.log10_youngs_range,
+                    scene.fit.scan.points,
+                ),
+                velocity_selection: Selection {
+                    frames: (1..=last_of(&scene.fit.velocity)).collect(),
+                    views: views.to_vec(),
+                },
+                fit_velocity: choice == StageChoice::Both,
+                velocity_evaluations: scene.fit.scan.velocity_evaluations,
+                first_velocity_step: velocity_step(scene),
+            }),
+            settings,
+            first_step: STIFFNESS_FIRST_STEP,
+        });
+    }
     for round in 1..=rounds.max(1) {
         for &kind in kinds {
             let mut settings = match kind {
-                StageKind::Velocity => scene.fit.velocity.clone(),
+                StageKind::Scan | StageKind::Velocity => scene.fit.velocity.clone(),
                 StageKind::Stiffness => scene.fit.stiffness.clone(),
             };
             // Later rounds refine: they start at the rate the first ended
@@ -131,9 +212,7 @@ pub fn plan_stages(
             if round > 1 {
                 settings.learning_rate *= settings.decay;
             }
-            let last = settings
-                .frames
-                .map_or(frames.saturating_sub(1), |n| n as usize);
+            let last = last_of(&settings);
             plan.push(StagePlan {
                 round,
                 kind,
@@ -141,6 +220,11 @@ pub fn plan_stages(
                 selection: Selection {
                     frames: (1..=last).collect(),
                     views: views.to_vec(),
+                },
+                scan: None,
+                first_step: match kind {
+                    StageKind::Velocity => velocity_step(scene),
+                    _ => STIFFNESS_FIRST_STEP,
                 },
             });
         }
@@ -210,6 +294,17 @@ pub struct FitState {
     pub youngs_gradient_rms: Option<Vec<f64>>,
     /// Every iteration so far.
     pub records: Vec<IterationRecord>,
+    /// The scan's candidates so far, when the plan starts with one.
+    #[serde(default)]
+    pub scan: Option<ScanState>,
+    /// Per finished stage, in plan order: whether it converged before its
+    /// iteration cap (a scan always does; stages skipped because the rounds
+    /// converged count as converged).
+    #[serde(default)]
+    pub converged: Vec<bool>,
+    /// The final loss of each finished stage, in plan order.
+    #[serde(default)]
+    pub stage_losses: Vec<f64>,
 }
 
 impl FitState {
@@ -223,6 +318,9 @@ impl FitState {
             adam: Adam::new(0),
             youngs_gradient_rms: None,
             records: Vec::new(),
+            scan: None,
+            converged: Vec::new(),
+            stage_losses: Vec::new(),
         };
         state.adam = Adam::new(state.stage_params(plan).map_or(0, <[f64]>::len));
         state
@@ -244,7 +342,7 @@ impl FitState {
     fn stage_params(&self, plan: &[StagePlan]) -> Option<&[f64]> {
         plan.get(self.stage).map(|p| match p.kind {
             StageKind::Velocity => self.velocity.as_slice(),
-            StageKind::Stiffness => self.log10_youngs.as_slice(),
+            StageKind::Scan | StageKind::Stiffness => self.log10_youngs.as_slice(),
         })
     }
 }
@@ -308,7 +406,7 @@ fn evaluate(
     let grads = eval.read(ctx)?;
     let grad: Vec<f64> = match plan.kind {
         StageKind::Velocity => grads.velocity,
-        StageKind::Stiffness => grads.youngs,
+        StageKind::Scan | StageKind::Stiffness => grads.youngs,
     }
     .into_iter()
     .map(f64::from)
@@ -336,6 +434,37 @@ pub fn run_fit(
     while let Some(stage) = plan.get(state.stage) {
         problem.set_stage(&stage.settings)?;
         observer.stage_started(stage, state);
+        if stage.kind == StageKind::Scan {
+            let mut step = |s: &FitState| observer.iteration_done(stage, s) == Control::Continue;
+            let Some(report) = run_scan(ctx, problem, stage, state, &mut step)? else {
+                return Ok(FitEnd::Stopped);
+            };
+            state.stage += 1;
+            state.iteration = 0;
+            state.adam = Adam::new(state.stage_params(plan).map_or(0, <[f64]>::len));
+            state.converged.push(true);
+            state.stage_losses.push(report.loss);
+            observer.stage_finished(stage, state, &report);
+            last_report = Some(report);
+            continue;
+        }
+        let stage_len = state.stage_params(plan).map_or(0, <[f64]>::len);
+        if stage_len <= LBFGS_MAX_PARAMETERS {
+            let bounds = match stage.kind {
+                StageKind::Velocity => None,
+                StageKind::Scan | StageKind::Stiffness => Some((bounds[0], bounds[1])),
+            };
+            let Some((report, converged)) =
+                run_lbfgs_stage(ctx, problem, stage, state, bounds, observer)?
+            else {
+                return Ok(FitEnd::Stopped);
+            };
+            finish_stage(plan, stage, state, converged, &report);
+            observer.stage_finished(stage, state, &report);
+            last_report = Some(report);
+            continue;
+        }
+        let mut converged = false;
         let mut params = state.parameters();
         let mut point =
             evaluate(ctx, problem, stage, &params)?.ok_or_else(|| FitError::StartBlewUp {
@@ -344,14 +473,14 @@ pub fn run_fit(
         let schedule = stage.schedule();
         let bounds = match stage.kind {
             StageKind::Velocity => None,
-            StageKind::Stiffness => Some((bounds[0], bounds[1])),
+            StageKind::Scan | StageKind::Stiffness => Some((bounds[0], bounds[1])),
         };
         while state.iteration < stage.settings.iterations {
             let mut grad = point.grad.clone();
             let grad_norm = clip_norm(&mut grad, stage.settings.grad_clip);
             let current = match stage.kind {
                 StageKind::Velocity => &params.velocity,
-                StageKind::Stiffness => &params.log10_youngs,
+                StageKind::Scan | StageKind::Stiffness => &params.log10_youngs,
             };
             let mut rate = schedule.rate(state.iteration);
             let mut rejected = 0;
@@ -360,7 +489,9 @@ pub fn run_fit(
                 let mut moved = params.clone();
                 match stage.kind {
                     StageKind::Velocity => moved.velocity.clone_from(&proposal.params),
-                    StageKind::Stiffness => moved.log10_youngs.clone_from(&proposal.params),
+                    StageKind::Scan | StageKind::Stiffness => {
+                        moved.log10_youngs.clone_from(&proposal.params)
+                    }
                 }
                 if let Some(next) = evaluate(ctx, problem, stage, &moved)? {
                     break (proposal, next, moved);
@@ -405,18 +536,200 @@ pub fn run_fit(
             state.velocity.clone_from(&params.velocity);
             state.iteration += 1;
             point = next;
+            let history: Vec<f64> = state
+                .records
+                .iter()
+                .filter(|r| r.round == stage.round && r.stage == stage.kind)
+                .map(|r| r.loss)
+                .chain([point.report.loss])
+                .collect();
+            // Judged once the warm-up is over: its small rates move the
+            // loss little whatever remains to gain.
+            converged = state.iteration >= stage.settings.warmup + CONVERGENCE_WINDOW as u32
+                && flattened(&history);
             if observer.iteration_done(stage, state) == Control::Stop {
                 return Ok(FitEnd::Stopped);
+            }
+            if converged {
+                break;
             }
         }
         if stage.kind == StageKind::Stiffness {
             state.youngs_gradient_rms = Some(state.adam.gradient_scale());
         }
-        state.stage += 1;
-        state.iteration = 0;
-        state.adam = Adam::new(state.stage_params(plan).map_or(0, <[f64]>::len));
+        finish_stage(plan, stage, state, converged, &point.report);
         observer.stage_finished(stage, state, &point.report);
         last_report = Some(point.report);
     }
     Ok(FitEnd::Finished(last_report))
+}
+
+/// Ends `stage` in `state`: the next stage's Adam, the stage's outcome and,
+/// when a round gained too little over the previous one, the rounds left
+/// skipped (they count as converged).
+fn finish_stage(
+    plan: &[StagePlan],
+    stage: &StagePlan,
+    state: &mut FitState,
+    converged: bool,
+    report: &LossReport,
+) {
+    state.stage += 1;
+    state.iteration = 0;
+    state.adam = Adam::new(state.stage_params(plan).map_or(0, <[f64]>::len));
+    state.converged.push(converged);
+    state.stage_losses.push(report.loss);
+    if stage.kind == StageKind::Stiffness && stage.round > 1 {
+        let previous = plan[..state.stage - 1]
+            .iter()
+            .zip(&state.stage_losses)
+            .rev()
+            .find(|(p, _)| p.kind == StageKind::Stiffness && p.round == stage.round - 1)
+            .map(|(_, &l)| l);
+        if previous.is_some_and(|p| p - report.loss <= ROUND_TOLERANCE * p.abs()) {
+            while state.stage < plan.len() {
+                state.stage += 1;
+                state.converged.push(true);
+                state.stage_losses.push(report.loss);
+            }
+        }
+    }
+}
+
+/// The record of one point of a stage.
+fn record(
+    stage: &StagePlan,
+    iteration: u32,
+    report: &LossReport,
+    grad_norm: f64,
+) -> IterationRecord {
+    let (psnr, ssim) = mean_quality(report);
+    IterationRecord {
+        round: stage.round,
+        stage: stage.kind,
+        iteration,
+        loss: report.loss,
+        image: report.image,
+        l1: report.l1,
+        dssim: report.dssim,
+        tv: report.tv,
+        velocity_tv: report.velocity_tv,
+        psnr,
+        ssim,
+        grad_norm,
+        learning_rate: 0.0,
+        rejected: 0,
+    }
+}
+
+/// An evaluated point of an L-BFGS stage: where, its report, its gradient.
+type Seen = (Vec<f64>, LossReport, Vec<f64>);
+
+/// A low-dimensional stage by L-BFGS ([`LBFGS_MAX_PARAMETERS`]): one record
+/// and one observer call per accepted step, the stage's `iterations` a cap
+/// on evaluations (line-search trials included). A resumed stage restarts
+/// L-BFGS's memory at the checkpointed point. Returns the final report and
+/// whether it converged; `None` when the observer stopped it.
+fn run_lbfgs_stage(
+    ctx: &GpuContext,
+    problem: &mut FitProblem,
+    stage: &StagePlan,
+    state: &mut FitState,
+    bounds: Option<(f64, f64)>,
+    observer: &mut dyn FitObserver,
+) -> Result<Option<(LossReport, bool)>, FitError> {
+    use std::cell::RefCell;
+    let base = state.parameters();
+    let with = |x: &[f64]| {
+        let mut p = base.clone();
+        match stage.kind {
+            StageKind::Velocity => p.velocity = x.to_vec(),
+            StageKind::Scan | StageKind::Stiffness => p.log10_youngs = x.to_vec(),
+        }
+        p
+    };
+    let x0 = match stage.kind {
+        StageKind::Velocity => base.velocity.clone(),
+        StageKind::Scan | StageKind::Stiffness => base.log10_youngs.clone(),
+    };
+    // Every evaluated point's report and gradient, for the records.
+    let seen: RefCell<Vec<Seen>> = RefCell::new(Vec::new());
+    let settings = LbfgsSettings {
+        max_evaluations: stage.settings.iterations.max(2),
+        first_step: stage.first_step,
+        relative_tolerance: CONVERGENCE_TOLERANCE / CONVERGENCE_WINDOW as f64,
+        bounds,
+        ..LbfgsSettings::default()
+    };
+    let mut squares = vec![0.0; x0.len()];
+    let mut stopped = false;
+    let mut first_recorded = false;
+    let result = minimise_observed(
+        &x0,
+        &settings,
+        |x| {
+            let Some(point) = evaluate(ctx, problem, stage, &with(x))? else {
+                return Ok(None);
+            };
+            let out = (point.report.loss, point.grad.clone());
+            seen.borrow_mut()
+                .push((x.to_vec(), point.report, point.grad));
+            Ok::<_, FitError>(Some(out))
+        },
+        |x, _loss, _evaluations| {
+            let seen = seen.borrow();
+            let mut push = |x: &[f64], state: &mut FitState| {
+                let Some((_, report, grad)) = seen.iter().rev().find(|(p, _, _)| p == x) else {
+                    return;
+                };
+                let norm = grad.iter().map(|g| g * g).sum::<f64>().sqrt();
+                for (s, g) in squares.iter_mut().zip(grad) {
+                    *s += g * g;
+                }
+                state
+                    .records
+                    .push(record(stage, state.iteration, report, norm));
+                state.iteration += 1;
+            };
+            if !first_recorded {
+                push(&x0, state);
+                first_recorded = true;
+            }
+            push(x, state);
+            match stage.kind {
+                StageKind::Velocity => state.velocity = x.to_vec(),
+                StageKind::Scan | StageKind::Stiffness => state.log10_youngs = x.to_vec(),
+            }
+            let go_on = observer.iteration_done(stage, state) == Control::Continue;
+            stopped = !go_on;
+            go_on
+        },
+    )?;
+    let Some(result) = result else {
+        return Err(FitError::StartBlewUp {
+            stage: stage.label(),
+        });
+    };
+    if stopped {
+        return Ok(None);
+    }
+    match stage.kind {
+        StageKind::Velocity => state.velocity.clone_from(&result.x),
+        StageKind::Scan | StageKind::Stiffness => state.log10_youngs.clone_from(&result.x),
+    }
+    let seen = seen.into_inner();
+    let report = match seen.iter().rev().find(|(p, _, _)| *p == result.x) {
+        Some((_, r, _)) => r.clone(),
+        None => problem.loss(ctx, &state.parameters(), &stage.selection)?,
+    };
+    if stage.kind == StageKind::Stiffness {
+        let n = state
+            .records
+            .iter()
+            .filter(|r| r.round == stage.round && r.stage == stage.kind)
+            .count()
+            .max(1) as f64;
+        state.youngs_gradient_rms = Some(squares.iter().map(|s| (s / n).sqrt()).collect());
+    }
+    Ok(Some((report, result.converged)))
 }

@@ -15,7 +15,7 @@ use std::path::Path;
 
 use super::camera_check::CameraCheck;
 use super::checkpoint::FitFingerprint;
-use super::evaluation::Selection;
+use super::evaluation::{LossReport, Selection};
 use super::fitter::{mean_quality, FitState, StagePlan};
 use super::params::ParamMap;
 use super::preflight::FitInputs;
@@ -108,6 +108,29 @@ fn stiffness_picture(
         .with_colorbar(&rgb8(&frame))
         .map_err(SessionError::output)?;
     write_png(path, &image).map_err(SessionError::output)
+}
+
+/// `report` as `fit.json` has it.
+fn final_loss(scene: &Scene, report: &LossReport) -> FinalLoss {
+    let (mean_psnr, mean_ssim) = mean_quality(report);
+    FinalLoss {
+        loss: report.loss,
+        image: report.image,
+        tv: report.tv,
+        mean_psnr,
+        mean_ssim,
+        frames: report
+            .images
+            .iter()
+            .map(|t| FrameQuality {
+                frame: t.frame,
+                view: scene.views[t.view].name.clone(),
+                psnr: t.terms.psnr(),
+                ssim: t.terms.ssim(),
+                l1: f64::from(t.terms.l1),
+            })
+            .collect(),
+    }
 }
 
 /// What a finished fit hands the outputs.
@@ -211,7 +234,13 @@ pub fn write_outputs(
         &out.join("stiffness.png"),
     )?;
 
-    let (mean_psnr, mean_ssim) = mean_quality(&report);
+    let truth_loss = match fit.truth {
+        Some(t) => Some(final_loss(
+            scene,
+            &problem.loss_of_drivers(ctx, &t.values.log10_youngs, &t.values.velocity, &all)?,
+        )),
+        None => None,
+    };
     let info = &ctx.adapter_info;
     let summary = FitSummary {
         format: SUMMARY_FORMAT.into(),
@@ -244,34 +273,23 @@ pub fn write_outputs(
         stages: fit
             .plan
             .iter()
-            .zip(fit.stage_seconds)
-            .map(|(p, &seconds)| StageSummary {
+            .enumerate()
+            .map(|(i, p)| StageSummary {
                 round: p.round,
                 stage: p.kind.name().into(),
                 iterations: p.settings.iterations,
                 learning_rate: p.settings.learning_rate,
                 frames: p.selection.frames.clone(),
-                seconds,
+                seconds: fit.stage_seconds.get(i).copied().unwrap_or(0.0),
+                iterations_run: state
+                    .records
+                    .iter()
+                    .filter(|r| r.round == p.round && r.stage == p.kind)
+                    .count() as u32,
+                converged: state.converged.get(i).copied().unwrap_or(false),
             })
             .collect(),
-        final_loss: FinalLoss {
-            loss: report.loss,
-            image: report.image,
-            tv: report.tv,
-            mean_psnr,
-            mean_ssim,
-            frames: report
-                .images
-                .iter()
-                .map(|t| FrameQuality {
-                    frame: t.frame,
-                    view: scene.views[t.view].name.clone(),
-                    psnr: t.terms.psnr(),
-                    ssim: t.terms.ssim(),
-                    l1: f64::from(t.terms.l1),
-                })
-                .collect(),
-        },
+        final_loss: final_loss(scene, &report),
         youngs_parameters: state
             .log10_youngs
             .iter()
@@ -282,6 +300,7 @@ pub fn write_outputs(
             .collect(),
         velocity_parameters: state.velocity.clone(),
         recovery: fit.truth.map(|t| t.recovery(&drivers, &log10, &velocity)),
+        truth_loss,
     };
     summary
         .write(&out.join("fit.json"))

@@ -166,7 +166,9 @@ pub fn preflight(scene: &Scene, choice: StageChoice) -> Result<FitInputs, Prefli
     for kind in kinds {
         let (field, stage) = match kind {
             StageKind::Velocity => ("fit.velocity.frames", &scene.fit.velocity),
-            StageKind::Stiffness => ("fit.stiffness.frames", &scene.fit.stiffness),
+            StageKind::Scan | StageKind::Stiffness => {
+                ("fit.stiffness.frames", &scene.fit.stiffness)
+            }
         };
         if let Some(asked) = stage.frames {
             if asked as usize >= frames {

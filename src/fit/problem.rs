@@ -349,10 +349,29 @@ impl FitProblem {
         params: &Parameters,
     ) -> Result<(Prepared, ParticleState), FitError> {
         let log10 = self.driver_log10_youngs(params)?;
+        let v = self.velocity_map.apply(&params.velocity)?;
+        self.prepare_drivers(ctx, log10, v)
+    }
+
+    /// [`FitProblem::prepare`] from per-driver values: `log10 E`
+    /// (normalised units) and `v0` (3 per driver, world units/s).
+    fn prepare_drivers(
+        &self,
+        ctx: &GpuContext,
+        log10: Vec<f64>,
+        v: Vec<f64>,
+    ) -> Result<(Prepared, ParticleState), FitError> {
+        let n = self.drivers.len();
+        if log10.len() != n || v.len() != 3 * n {
+            return Err(FitError::Parameterisation(format!(
+                "{} log10 E values and {} velocity components for {n} drivers",
+                log10.len(),
+                v.len()
+            )));
+        }
         let youngs: Vec<f32> = log10.iter().map(|&p| 10f64.powf(p) as f32).collect();
         self.simulator().set_youngs(ctx, &youngs)?;
         ctx.write(&self.youngs_scale, &youngs);
-        let v = self.velocity_map.apply(&params.velocity)?;
         let side = self.drivers.sim_box.side;
         let velocities = v
             .chunks_exact(3)
@@ -566,6 +585,40 @@ impl FitProblem {
         let rollout = self.simulator().rollout(ctx, &start, last as u32)?;
         let terms = self.terms_buffer(ctx, selection)?;
         self.profiler.lap(ctx, TimedPart::MpmForward)?;
+        let states: Vec<&GpuBuffer> = selection
+            .frames
+            .iter()
+            .map(|&k| &rollout.frames[k])
+            .collect();
+        self.report_frames(ctx, selection, &terms, &prepared, &states)
+    }
+
+    /// [`FitProblem::loss`] of per-driver values rather than parameters:
+    /// `log10_youngs` one per driver (normalised units), `velocity` three
+    /// per driver (world units/s). A twin experiment's truth is per-driver
+    /// whatever the fit's fields, so its loss on the fit's own frames,
+    /// views and weights is measured with this.
+    pub fn loss_of_drivers(
+        &mut self,
+        ctx: &GpuContext,
+        log10_youngs: &[f64],
+        velocity: &[f64],
+        selection: &Selection,
+    ) -> Result<LossReport, FitError> {
+        self.check_selection(selection)?;
+        if let Some(d) = log10_youngs.iter().position(|&v| v > self.log10_max) {
+            return Err(FitError::YoungsAboveRange {
+                driver: d,
+                value: log10_youngs[d],
+                max: self.log10_max,
+            });
+        }
+        self.profiler.start();
+        let (prepared, start) =
+            self.prepare_drivers(ctx, log10_youngs.to_vec(), velocity.to_vec())?;
+        let last = *selection.frames.last().unwrap();
+        let rollout = self.simulator().rollout(ctx, &start, last as u32)?;
+        let terms = self.terms_buffer(ctx, selection)?;
         let states: Vec<&GpuBuffer> = selection
             .frames
             .iter()

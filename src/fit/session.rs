@@ -145,6 +145,12 @@ pub struct FinishedStage<'a> {
     pub final_loss: &'a LossReport,
     /// Its wall seconds.
     pub seconds: f64,
+    /// Iterations it ran.
+    pub iterations: u32,
+    /// It stopped because its loss flattened, not at its cap.
+    pub converged: bool,
+    /// The rounds converged: the stages left are skipped.
+    pub rounds_converged: bool,
     /// The recovery of the truth, on a twin experiment.
     pub recovery: Option<Recovery>,
 }
@@ -588,11 +594,19 @@ impl FitObserver for SessionObserver<'_> {
             },
             None => None,
         };
+        let index = self.stage_seconds.len() - 1;
         self.progress.stage_finished(
             plan,
             &FinishedStage {
                 final_loss,
                 seconds,
+                iterations: state
+                    .records
+                    .iter()
+                    .filter(|r| r.round == plan.round && r.stage == plan.kind)
+                    .count() as u32,
+                converged: state.converged.get(index).copied().unwrap_or(true),
+                rounds_converged: state.converged.len() > index + 1,
                 recovery,
             },
         );

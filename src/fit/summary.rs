@@ -103,8 +103,13 @@ pub struct StageSummary {
     pub learning_rate: f64,
     /// The frames it fitted.
     pub frames: Vec<usize>,
-    /// Wall seconds.
+    /// Wall seconds (0 for a stage skipped because the rounds converged).
     pub seconds: f64,
+    /// Iterations it ran (a scan: candidates scanned; 0 when skipped).
+    pub iterations_run: u32,
+    /// It stopped because its loss flattened, not at its cap (a skipped
+    /// stage counts as converged).
+    pub converged: bool,
 }
 
 /// The quality of one frame and view of the fitted rollout.
@@ -176,9 +181,21 @@ pub struct FitSummary {
     pub velocity_parameters: Vec<f64>,
     /// The recovery of the truth, on a twin experiment.
     pub recovery: Option<Recovery>,
+    /// On a twin experiment: the loss of the truth's own parameters on the
+    /// same frames, views and weights as [`FitSummary::final_loss`].
+    pub truth_loss: Option<FinalLoss>,
 }
 
 impl FitSummary {
+    /// On a twin experiment: whether the fitted loss is at or below the
+    /// truth's (the optimiser did its job; the truth's PSNR is then the
+    /// ceiling the model's mismatch with the frames leaves).
+    pub fn reached_the_truths_loss(&self) -> Option<bool> {
+        self.truth_loss
+            .as_ref()
+            .map(|t| self.final_loss.loss <= t.loss)
+    }
+
     /// Writes it to `path` atomically.
     pub fn write(&self, path: &Path) -> Result<(), SummaryError> {
         let json = serde_json::to_string_pretty(self).map_err(|e| SummaryError::Format {

@@ -407,6 +407,29 @@ pub struct FitConfig {
     pub rounds: i64,
     /// Iterations between checkpoints (an integer ≥ 1).
     pub checkpoint_every: i64,
+    /// The coarse scan of E before the stages.
+    pub scan: ScanConfig,
+}
+
+/// `[fit.scan]`: the coarse scan of one uniform log10 E over the range,
+/// each value with its own velocity, before the stages.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ScanConfig {
+    /// Grid points over `material.log10_youngs_range` (0 turns the scan
+    /// off; otherwise ≥ 2; checked by the validation, hence signed).
+    pub points: i64,
+    /// L-BFGS evaluations of each point's velocity fit (≥ 1).
+    pub velocity_evaluations: i64,
+}
+
+impl Default for ScanConfig {
+    fn default() -> Self {
+        ScanConfig {
+            points: 5,
+            velocity_evaluations: 5,
+        }
+    }
 }
 
 impl Default for FitConfig {
@@ -417,8 +440,9 @@ impl Default for FitConfig {
             tv_weight: 0.01,
             velocity: FitStageConfig::default(),
             stiffness: FitStageConfig::default(),
-            rounds: 1,
+            rounds: 3,
             checkpoint_every: 10,
+            scan: ScanConfig::default(),
         }
     }
 }

@@ -196,6 +196,20 @@ pub struct FitSettings {
     /// Iterations between checkpoints (≥ 1; one is also written at the end
     /// of each stage).
     pub checkpoint_every: u32,
+    /// The coarse scan of E before the stages (`[fit.scan]`).
+    pub scan: ScanSettings,
+}
+
+/// `[fit.scan]`: one uniform log10 E scanned over
+/// `material.log10_youngs_range`, each value with its own velocity, so
+/// that the fit does not depend on `material.youngs_modulus`
+/// (src/fit/scan.rs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScanSettings {
+    /// Grid points (0: no scan; otherwise ≥ 2; default 5).
+    pub points: u32,
+    /// L-BFGS evaluations of each point's velocity fit (≥ 1; default 5).
+    pub velocity_evaluations: u32,
 }
 
 /// The explicit time-step check for a scene (DESIGN.md § MPM, Stability).
@@ -649,13 +663,30 @@ impl Scene {
             rounds: at_least_one(
                 "fit.rounds",
                 f.rounds,
-                "rounds of stage 1 then stage 2; default 1",
+                "rounds of stage 1 then stage 2 at most; default 3",
             )?,
             checkpoint_every: at_least_one(
                 "fit.checkpoint_every",
                 f.checkpoint_every,
                 "iterations between checkpoints; default 10",
             )?,
+            scan: ScanSettings {
+                points: u32::try_from(f.scan.points)
+                    .ok()
+                    .filter(|&n| n == 0 || n >= 2)
+                    .ok_or_else(|| {
+                        v.out_of_range(
+                            "fit.scan.points",
+                            f.scan.points,
+                            "must be 0 (no scan) or an integer ≥ 2 (grid points over material.log10_youngs_range; default 5)".to_string(),
+                        )
+                    })?,
+                velocity_evaluations: at_least_one(
+                    "fit.scan.velocity_evaluations",
+                    f.scan.velocity_evaluations,
+                    "L-BFGS evaluations of each scanned value's velocity; default 5",
+                )?,
+            },
             w_l1,
             w_ssim,
             tv_weight,

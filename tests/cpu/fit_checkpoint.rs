@@ -35,6 +35,9 @@ fn state() -> FitState {
             t: 3,
         },
         youngs_gradient_rms: Some(vec![0.25, 1.5, 0.0]),
+        scan: None,
+        converged: vec![true],
+        stage_losses: vec![0.5],
         records: vec![IterationRecord {
             round: 1,
             stage: StageKind::Velocity,

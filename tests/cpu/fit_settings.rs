@@ -18,10 +18,11 @@ fn load(fx: &Fixture, fit: &str) -> Scene {
 }
 
 #[test]
-fn fit_settings_default_to_per_driver_fields_one_round_and_checkpoints_every_10() {
+fn fit_settings_default_to_per_driver_fields_three_rounds_a_scan_and_checkpoints_every_10() {
     let fx = Fixture::new();
     let fit = load(&fx, "").fit;
-    assert_eq!((fit.rounds, fit.checkpoint_every), (1, 10));
+    assert_eq!((fit.rounds, fit.checkpoint_every), (3, 10));
+    assert_eq!((fit.scan.points, fit.scan.velocity_evaluations), (5, 5));
     for stage in [&fit.velocity, &fit.stiffness] {
         assert_eq!(stage.field, FieldSetting::Drivers);
         assert_eq!(stage.velocity_tv_weight, 0.0);

@@ -475,7 +475,11 @@ fn the_documented_example_matches_the_schema() {
     assert_eq!(config.views.len(), 2);
     assert_eq!(config.simulation.substeps, Some(100));
     assert_eq!(config.regions.anchored.len(), 1);
-    assert_eq!((config.fit.rounds, config.fit.checkpoint_every), (1, 10));
+    assert_eq!((config.fit.rounds, config.fit.checkpoint_every), (3, 10));
+    assert_eq!(
+        (config.fit.scan.points, config.fit.scan.velocity_evaluations),
+        (5, 5)
+    );
     let names: Vec<&str> = config
         .fit
         .stiffness

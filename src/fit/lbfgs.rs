@@ -1,0 +1,196 @@
+//! A small limited-memory BFGS minimiser with a backtracking (Armijo) line
+//! search that also grows its first step, for the fit's low-dimensional
+//! problems (a global or rigid velocity: 3 or 6 unknowns), where Adam's
+//! reach is capped by rate × iterations whatever the gradient says.
+//!
+//! The problem is a closure from a point to its loss and gradient, apart
+//! from the solver (argmin's split): `Ok(None)` means the point is
+//! unusable (the simulation blew up, or a value came out non-finite), and
+//! the line search shrinks its step as it does on an insufficient
+//! decrease. Every evaluation counts against `max_evaluations`, line-search
+//! trials included, since each is a full rollout and render.
+//!
+//! Nocedal & Wright, *Numerical Optimization* (2006), alg. 7.4 (the
+//! two-loop recursion) and alg. 3.1 (backtracking with the sufficient
+//! decrease condition, c₁ = 1e-4).
+
+/// What one evaluation returns: the loss and its gradient, or `None` for
+/// an unusable point.
+pub type Evaluated = Option<(f64, Vec<f64>)>;
+
+/// How an L-BFGS run is bounded.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LbfgsSettings {
+    /// Evaluations at most, the start's included.
+    pub max_evaluations: u32,
+    /// Length of the first trial step (parameter units): the solver knows
+    /// no curvature yet, so this sets the scale of the first move.
+    pub first_step: f64,
+    /// Pairs of (step, gradient change) kept.
+    pub memory: usize,
+    /// Stop when a step lowers the loss by less than this fraction of it.
+    pub relative_tolerance: f64,
+    /// Bounds on every coordinate: trial points are projected into them
+    /// (the fit's `log10 E` range); `None` for none.
+    pub bounds: Option<(f64, f64)>,
+}
+
+impl Default for LbfgsSettings {
+    fn default() -> Self {
+        Self {
+            max_evaluations: 8,
+            first_step: 1.0,
+            memory: 5,
+            relative_tolerance: 1e-4,
+            bounds: None,
+        }
+    }
+}
+
+/// Where an L-BFGS run ended.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LbfgsResult {
+    /// The best point found.
+    pub x: Vec<f64>,
+    /// Its loss.
+    pub loss: f64,
+    /// Evaluations used.
+    pub evaluations: u32,
+    /// True when it stopped because a step gained less than the tolerance
+    /// (not because it ran out of evaluations).
+    pub converged: bool,
+}
+
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// Minimises `f` from `x0` (module doc). `Ok(None)` when the start itself
+/// is unusable; errors of `f` pass through.
+pub fn minimise<E>(
+    x0: &[f64],
+    settings: &LbfgsSettings,
+    f: impl FnMut(&[f64]) -> Result<Evaluated, E>,
+) -> Result<Option<LbfgsResult>, E> {
+    minimise_observed(x0, settings, f, |_, _, _| true)
+}
+
+/// [`minimise`] telling `accepted` of every accepted step (the point, its
+/// loss, the evaluations so far) before the next; `false` from it stops
+/// the run there (not converged).
+pub fn minimise_observed<E>(
+    x0: &[f64],
+    settings: &LbfgsSettings,
+    mut f: impl FnMut(&[f64]) -> Result<Evaluated, E>,
+    mut accepted_step: impl FnMut(&[f64], f64, u32) -> bool,
+) -> Result<Option<LbfgsResult>, E> {
+    let Some((mut loss, mut grad)) = f(x0)? else {
+        return Ok(None);
+    };
+    let mut evaluations = 1;
+    let mut x = x0.to_vec();
+    let mut pairs: Vec<(Vec<f64>, Vec<f64>, f64)> = Vec::new();
+    let mut converged = false;
+    let mut first = true;
+    while evaluations < settings.max_evaluations {
+        let gnorm = dot(&grad, &grad).sqrt();
+        if gnorm == 0.0 {
+            converged = true;
+            break;
+        }
+        // Two-loop recursion: d = −H·g.
+        let mut q = grad.clone();
+        let mut alphas = Vec::with_capacity(pairs.len());
+        for (s, y, rho) in pairs.iter().rev() {
+            let a = rho * dot(s, &q);
+            q.iter_mut().zip(y).for_each(|(qi, yi)| *qi -= a * yi);
+            alphas.push(a);
+        }
+        let gamma = pairs
+            .last()
+            .map_or(settings.first_step / gnorm, |(s, y, _)| {
+                dot(s, y) / dot(y, y)
+            });
+        q.iter_mut().for_each(|qi| *qi *= gamma);
+        for ((s, y, rho), a) in pairs.iter().zip(alphas.iter().rev()) {
+            let b = rho * dot(y, &q);
+            q.iter_mut().zip(s).for_each(|(qi, si)| *qi += (a - b) * si);
+        }
+        let mut d: Vec<f64> = q.iter().map(|v| -v).collect();
+        let mut slope = dot(&grad, &d);
+        if slope >= 0.0 {
+            // Not a descent direction (noise in the gradient): restart.
+            pairs.clear();
+            d = grad
+                .iter()
+                .map(|g| -g * settings.first_step / gnorm)
+                .collect();
+            slope = dot(&grad, &d);
+        }
+        // Backtracking; the first step may also grow while it keeps
+        // paying, since its length is only a guess.
+        let mut t = 1.0;
+        let mut accepted: Option<(Vec<f64>, f64, Vec<f64>)> = None;
+        while evaluations < settings.max_evaluations {
+            let trial: Vec<f64> = x
+                .iter()
+                .zip(&d)
+                .map(|(xi, di)| {
+                    let v = xi + t * di;
+                    settings.bounds.map_or(v, |(lo, hi)| v.clamp(lo, hi))
+                })
+                .collect();
+            if trial == x {
+                // Projected onto the point itself: nothing left to move.
+                break;
+            }
+            let value = f(&trial)?;
+            evaluations += 1;
+            match value {
+                Some((l, g)) if l.is_finite() && l <= loss + 1e-4 * t * slope => {
+                    let better = accepted.as_ref().is_none_or(|(_, best, _)| l < *best);
+                    if better {
+                        accepted = Some((trial, l, g));
+                    }
+                    if first && better && evaluations < settings.max_evaluations {
+                        t *= 2.0;
+                        continue;
+                    }
+                    break;
+                }
+                _ if accepted.is_some() => break,
+                _ => t *= 0.5,
+            }
+        }
+        first = false;
+        let Some((x_new, l_new, g_new)) = accepted else {
+            break;
+        };
+        let s: Vec<f64> = x_new.iter().zip(&x).map(|(a, b)| a - b).collect();
+        let y: Vec<f64> = g_new.iter().zip(&grad).map(|(a, b)| a - b).collect();
+        let sy = dot(&s, &y);
+        if sy > 1e-12 * dot(&s, &s).sqrt() * dot(&y, &y).sqrt() {
+            pairs.push((s, y, 1.0 / sy));
+            if pairs.len() > settings.memory {
+                pairs.remove(0);
+            }
+        }
+        let gain = (loss - l_new) / loss.abs().max(f64::MIN_POSITIVE);
+        x = x_new;
+        loss = l_new;
+        grad = g_new;
+        if !accepted_step(&x, loss, evaluations) {
+            break;
+        }
+        if gain < settings.relative_tolerance {
+            converged = true;
+            break;
+        }
+    }
+    Ok(Some(LbfgsResult {
+        x,
+        loss,
+        evaluations,
+        converged,
+    }))
+}
