@@ -17,7 +17,7 @@
 //! x_n as the adjoint of P2G), `p2g_adjoint_particle` (that walk's math,
 //! shared by `p2g_adjoint`'s two entry points), `cell_walk` (the node
 //! terms and window of the cell-list scatters).
-//! Impulses (forward only, issue 14) add `external_force` between P2G and
+//! Impulses (forward only) add `external_force` between P2G and
 //! the grid update of the substeps they act in ([`forcing`]).
 //! The host side reads top to bottom as the pipeline: [`simulator`] (the
 //! [`MpmSimulator`]: settings, buffers, kernels, E and states) →
@@ -26,6 +26,9 @@
 //! [`bind_group_cache`]) → [`rollout`] (frames forward) → [`backward`] (the
 //! checkpointed backward pass, on the caller's [`BackwardWork`]:
 //! [`backward_work`]).
+//! On the CPU: [`config`], [`stability`] (the explicit time-step bound) and
+//! [`voxel`] (the grid cells the material occupies, and the interior fill
+//! of closed objects).
 
 pub mod add_assign;
 pub mod backward;
@@ -54,6 +57,7 @@ pub mod status;
 pub mod substep;
 pub mod substep_grid;
 pub mod uniforms;
+pub mod voxel;
 
 pub use backward::{BackwardOptions, FrameGradient, GradientFlow, HostMpmGradients, MpmGradients};
 pub use backward_work::BackwardWork;

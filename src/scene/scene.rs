@@ -18,8 +18,8 @@ use super::sim_box::SimBox;
 use super::validate::Validator;
 use super::view::{resolve_view, View};
 use super::Gaussians;
-use crate::drive::voxel;
 use crate::mpm::stability::{explicit_dt_bound, min_substeps_per_frame};
+use crate::mpm::voxel;
 use crate::mpm::{MpmConfig, WallMode};
 
 /// Drivers per occupied grid cell of `drivers.count = "auto"` (the
@@ -86,13 +86,13 @@ pub struct Drivers {
     pub rule: DriverCount,
     /// Cells of the simulation grid the material occupies: those holding at
     /// least one simulated splat (anchored ones included), plus the interior
-    /// cells with `fill` (src/drive/voxel.rs).
+    /// cells with `fill` ([`crate::mpm::voxel`]).
     pub occupied_cells: usize,
     /// Interior cells filled with points (0 without `fill`).
     pub interior_cells: usize,
     /// Fill points (0 without `fill`): in every half-cell voxel of the
     /// interior cells and in the inner empty voxels of the surface cells, as
-    /// many per voxel as the splats have ([`crate::drive::voxel::fill`]).
+    /// many per voxel as the splats have ([`crate::mpm::voxel::fill`]).
     pub fill_points: usize,
     /// Fill closed objects before K-Means.
     pub fill: bool,
