@@ -10,6 +10,7 @@ pub mod drive;
 pub mod fit;
 pub mod gpu;
 pub mod interact;
+pub mod io;
 pub mod loss;
 pub mod mpm;
 pub mod output;

@@ -33,8 +33,9 @@ use physfit::fit::{
     LossReport, Parameters, Selection, StageChoice, StagePlan, VelocityField,
 };
 use physfit::gpu::{GpuContext, GpuOptions};
+use physfit::io::png::write_png;
 use physfit::output::FittedDrivers;
-use physfit::report::{triptych, write_png};
+use physfit::report::triptych;
 use physfit::scene::Scene;
 use physfit::synth::{Truth, TruthValues};
 

@@ -22,14 +22,14 @@ use physfit::fit::checkpoint::FitFingerprint;
 use physfit::fit::preflight::FitInputs;
 use physfit::fit::{FitProblem, FitState, ParamMap, Selection, StagePlan};
 use physfit::gpu::GpuContext;
+use physfit::io::atomic_write::write_atomic;
+use physfit::io::png::write_png;
 use physfit::output::fitted_ply::{write_fitted_ply, SplatMaterial};
 use physfit::output::{youngs_world, FittedDrivers};
 use physfit::report::loss_plot::LOSS_PLOT_SIZE;
 use physfit::report::{
-    loss_plot, recolored, rgb8, stiffness_colours, triptych, with_colorbar, write_png, LossCurve,
-    LossPoint,
+    loss_plot, recolored, rgb8, stiffness_colours, triptych, with_colorbar, LossCurve, LossPoint,
 };
-use physfit::scene::atomic_write::write_atomic;
 use physfit::scene::frames::Frame;
 use physfit::scene::Scene;
 use physfit::splat::{Rasterizer, SplatBuffers};

@@ -22,8 +22,9 @@ use physfit::gpu::{GpuContext, GpuOptions};
 use physfit::interact::gif_sequence::{gif_delay_centiseconds, gif_fps, GifSequence};
 use physfit::interact::orbit::{object_centre, orbit_angle, orbit_camera};
 use physfit::interact::{Animation, AnimationSetup, Interactions};
+use physfit::io::png::write_png;
 use physfit::output::FittedDrivers;
-use physfit::report::{recolored, rgb8, stiffness_colours, with_colorbar, write_png};
+use physfit::report::{recolored, rgb8, stiffness_colours, with_colorbar};
 use physfit::scene::frames::Frame;
 use physfit::scene::Scene;
 

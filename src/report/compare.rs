@@ -11,7 +11,8 @@ use plotters::style::{IntoTextStyle, BLACK};
 use super::canvas::draw_rgb;
 use super::font::FONT_FAMILY;
 use super::ReportError;
-use crate::scene::frames::{quantised, Frame};
+use crate::io::png::quantised;
+use crate::scene::frames::Frame;
 
 /// Height in pixels of the caption strip above the panels.
 pub const CAPTION_HEIGHT: u32 = 24;
