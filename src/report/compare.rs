@@ -1,4 +1,4 @@
-//! The `compare/<view>/frame_NNNN.png` triptychs (issue 13, "Outputs"):
+//! The `compare/<view>/frame_NNNN.png` triptychs of the fit's outputs:
 //! reference | fitted | absolute difference, side by side, a caption above
 //! each panel, so a person sees at once where a fit misses.
 
