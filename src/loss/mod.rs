@@ -1,6 +1,6 @@
 //! The image loss on the GPU, forward and backward, and the TV regulariser
-//! (DESIGN.md § Loss, parameters, fit), checked against the f64 twin in
-//! `crate::reference::loss` (compiled for the tests only).
+//! (DESIGN.md § Loss, parameters, fit), checked against the f64 twin the
+//! tests compile with the `reference` feature (`reference::loss`).
 //!
 //! Per frame and view, `L = w_l1 · mean|I − Î| + w_ssim · (1 − mean SSIM(I, Î))`
 //! (defaults 0.1 / 0.9, PhysDreamer eq. 10), the means over pixels and the
