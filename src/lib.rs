@@ -1,8 +1,10 @@
 //! physfit: recover the material of a 3D Gaussian Splatting object from video.
 //!
 //! The pipeline (docs/design.md): scene → drivers → MPM → deform → splat → loss →
-//! fit. Each stage is a module named after it; `reference` holds the f64 CPU
-//! twins used as test oracles; `report` draws the fit's pictures.
+//! fit. Each stage is a module named after it; `report` draws the fit's
+//! pictures and `io` writes files atomically. `reference` holds the f64 CPU
+//! twins used as test oracles: it is compiled only with the `reference`
+//! feature, which the tests turn on and the released library leaves off.
 
 pub mod bench;
 pub mod deform;
@@ -11,9 +13,11 @@ pub mod fit;
 pub mod forward;
 pub mod gpu;
 pub mod interact;
+pub mod io;
 pub mod loss;
 pub mod mpm;
 pub mod output;
+#[cfg(feature = "reference")]
 pub mod reference;
 pub mod report;
 pub mod scene;

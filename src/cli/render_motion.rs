@@ -23,10 +23,11 @@ use physfit::gpu::{GpuContext, GpuOptions};
 use physfit::interact::gif_sequence::{gif_delay_centiseconds, gif_fps, GifSequence};
 use physfit::interact::orbit::{object_centre, orbit_angle, orbit_camera};
 use physfit::interact::Interactions;
+use physfit::io::png::write_png;
 use physfit::output::fitted_ply::SplatMaterial;
 use physfit::output::stiffness::{stiffness_range_world, StiffnessColouring};
 use physfit::output::FittedDrivers;
-use physfit::report::{rgb8, write_png};
+use physfit::report::rgb8;
 use physfit::scene::frames::Frame;
 use physfit::scene::Scene;
 

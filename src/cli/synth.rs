@@ -17,7 +17,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use physfit::gpu::{GpuContext, GpuOptions};
-use physfit::scene::atomic_write::write_atomic;
+use physfit::io::atomic_write::write_atomic;
 use physfit::scene::Scene;
 use physfit::synth::layout::{frame_path, SUMMARY_FILE, TRUTH_FILE};
 use physfit::synth::{SynthOptions, SynthPlan, Synthesis, Truth};

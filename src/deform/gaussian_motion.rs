@@ -1,7 +1,7 @@
 //! The forward deformation on the GPU (shaders/deform/gaussian_motion.wgsl):
 //! each deformed Gaussian's centre and rotation follow the rigid motion of
 //! its drivers, written into the splat buffers (docs/design.md § Drivers and the
-//! deformation of Gaussians; equations in [`crate::reference::deform`]).
+//! deformation of Gaussians; equations in `crate::reference::deform`).
 
 use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
 

@@ -1,6 +1,6 @@
 //! Gaussians follow the rigid motion of their drivers, forward and adjoint
 //! on the GPU (docs/design.md § Drivers and the deformation of Gaussians,
-//! § Adjoint; f64 twin: [`crate::reference::deform`], which spells out the
+//! § Adjoint; f64 twin: `crate::reference::deform`, which spells out the
 //! equations).
 //!
 //! Each deformed (free) Gaussian g has [`DRIVERS_PER_GAUSSIAN`] drivers (MPM

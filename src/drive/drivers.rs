@@ -9,9 +9,9 @@ use std::num::NonZero;
 use kiddo::{ImmutableKdTree, SquaredEuclidean};
 
 use super::kmeans::{kmeans, KMeansError};
-use super::voxel;
 use super::DriveError;
 use crate::mpm::config::occupied_volume;
+use crate::mpm::voxel;
 use crate::mpm::{MpmSetup, ParticleState};
 use crate::scene::{Scene, SimBox};
 

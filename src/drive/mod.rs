@@ -2,14 +2,13 @@
 //! and the deformation of Gaussians).
 //!
 //! [`DriverSet`] holds the method's K-Means driving particles ([`kmeans`])
-//! over the simulated Gaussians (and the fill points of [`voxel`]), the k
+//! over the simulated Gaussians (and the fill points of [`crate::mpm::voxel`]), the k
 //! nearest drivers of every free Gaussian, which the deformation
 //! ([`crate::deform`]) moves rigidly with them, and the drivers' kNN graph
 //! for TV; it gives the MPM setup and the initial state.
 
 pub mod drivers;
 pub mod kmeans;
-pub mod voxel;
 
 pub use drivers::{DriverSet, DriverSource};
 

@@ -14,7 +14,8 @@ use super::evaluation::{Parameters, Selection};
 use super::problem::FitProblem;
 use super::session_error::SessionError;
 use crate::gpu::GpuContext;
-use crate::report::{triptych, write_png};
+use crate::io::png::write_png;
+use crate::report::triptych;
 use crate::scene::Scene;
 
 /// PSNR of frame 0 below which the camera check warns: well-aligned

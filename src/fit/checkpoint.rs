@@ -16,8 +16,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::fitter::{FitState, StageChoice};
+use crate::io::atomic_write::write_atomic;
 use crate::output::{ply_sha256, PlyHashError, SimulationRecord};
-use crate::scene::atomic_write::write_atomic;
 use crate::scene::{FieldSetting, FitStage, FrameSet, Scene};
 
 /// The `format` field of a checkpoint.

@@ -28,12 +28,13 @@ use super::summary::{
 use super::truth_check::TruthCheck;
 use crate::forward::SceneRenderer;
 use crate::gpu::GpuContext;
+use crate::io::atomic_write::write_atomic;
+use crate::io::png::write_png;
 use crate::output::fitted_ply::{write_fitted_ply, SplatMaterial};
 use crate::output::stiffness::{stiffness_range_world, StiffnessColouring};
 use crate::output::{youngs_world, FittedDrivers};
 use crate::report::loss_plot::LOSS_PLOT_SIZE;
-use crate::report::{loss_plot, rgb8, triptych, write_png, LossCurve, LossPoint};
-use crate::scene::atomic_write::write_atomic;
+use crate::report::{loss_plot, rgb8, triptych, LossCurve, LossPoint};
 use crate::scene::Scene;
 
 /// The files (and the directory) a fit writes: an output directory holding

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::camera_check::CameraCheck;
 use super::recovery::Recovery;
-use crate::scene::atomic_write::write_atomic;
+use crate::io::atomic_write::write_atomic;
 
 /// The `format` field of `fit.json`.
 pub const SUMMARY_FORMAT: &str = "physfit.fit";

@@ -1,12 +1,12 @@
 //! The image loss on the GPU, forward and backward, and the TV regulariser
-//! (DESIGN.md § Loss, parameters, fit; issue 12), checked against the f64
-//! twin in [`crate::reference::loss`].
+//! (DESIGN.md § Loss, parameters, fit), checked against the f64 twin the
+//! tests compile with the `reference` feature (`reference::loss`).
 //!
 //! Per frame and view, `L = w_l1 · mean|I − Î| + w_ssim · (1 − mean SSIM(I, Î))`
 //! (defaults 0.1 / 0.9, PhysDreamer eq. 10), the means over pixels and the
 //! three RGB channels; alpha is not compared. SSIM is 3DGS's
 //! (`utils/loss_utils.py`): per channel, an 11×11 Gaussian window of σ = 1.5,
-//! zero padding, C1 = 0.01², C2 = 0.03². `I` is the render
+//! zero padding ([`window`]), C1 = 0.01², C2 = 0.03². `I` is the render
 //! ([`crate::splat::Rasterizer::image`], RGB already over the background),
 //! `Î` a [`ReferenceFrame`] kept on the GPU as 8-bit RGBA.
 //!
@@ -45,7 +45,7 @@
 //! the rasterizer's own image (which is as large), else a typed
 //! [`GpuError::OverLimit`].
 //!
-//! Masks (issue 13 "Masks"): a [`ReferenceFrame`] may carry a
+//! Masks: a [`ReferenceFrame`] may carry a
 //! [`ReferenceMask`], `m_p ∈ {0, 1}` per pixel. Then every pixel's `|I − Î|`,
 //! `1 − SSIM_p` and `(I − Î)²` is multiplied by `m_p`, and the means divide
 //! by `3 · Σ m_p`, the counted values, instead of `3 · pixels`:
@@ -74,6 +74,7 @@ pub mod ssim_rows;
 pub mod terms;
 pub mod tv;
 pub mod uniforms;
+pub mod window;
 mod workspace;
 
 pub use error::LossError;
@@ -81,6 +82,7 @@ pub use reference_frame::{pack_rgba8, unpack_rgba8, ReferenceFrame};
 pub use reference_mask::{pack_mask, ReferenceMask};
 pub use terms::{LossTerms, LossTermsBuffer};
 pub use tv::{tv_scalar, tv_vector, Tv, TV_EPSILON};
+pub use window::{gaussian_window, SSIM_SIGMA, SSIM_WINDOW};
 
 use crate::gpu::{GpuBuffer, GpuContext, GpuError};
 use crate::splat::{Rasterizer, RenderOutput};
@@ -196,8 +198,8 @@ impl ImageLoss {
     }
 
     /// Replaces the weights of the two terms: they are written into every
-    /// evaluation's uniforms, so nothing is rebuilt (a fit switching stages,
-    /// issue 13).
+    /// evaluation's uniforms, so nothing is rebuilt (a fit switching
+    /// stages).
     ///
     /// Errors: [`LossError::InvalidWeights`] for a negative or non-finite
     /// weight (the weights stay as they were).

@@ -3,7 +3,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use crate::reference::loss::gaussian_window;
+use super::window::gaussian_window;
 
 /// Uniforms shared by the four SSIM kernels, one buffer per RGB channel (the
 /// channel differs between dispatches recorded into one submission, and a
@@ -33,8 +33,8 @@ pub struct LossUniforms {
     pub window: [f32; 12],
 }
 
-/// The 1-D SSIM window in f32, computed in f64 by the twin's
-/// [`gaussian_window`] (so both use one definition) and rounded once.
+/// The 1-D SSIM window in f32: [`gaussian_window`], computed in f64 (the
+/// definition the f64 twin uses too) and rounded once.
 pub fn window_f32() -> [f32; 12] {
     let mut out = [0.0f32; 12];
     for (o, w) in out.iter_mut().zip(gaussian_window()) {

@@ -27,6 +27,9 @@
 //! [`bind_group_cache`]) → [`rollout`] (frames forward) → [`backward`] (the
 //! checkpointed backward pass, on the caller's [`BackwardWork`]:
 //! [`backward_work`]).
+//! On the CPU: [`config`], [`stability`] (the explicit time-step bound) and
+//! [`voxel`] (the grid cells the material occupies, and the interior fill
+//! of closed objects).
 
 pub mod add_assign;
 pub mod backward;
@@ -55,6 +58,7 @@ pub mod status;
 pub mod substep;
 pub mod substep_grid;
 pub mod uniforms;
+pub mod voxel;
 
 pub use backward::{BackwardOptions, FrameGradient, GradientFlow, HostMpmGradients, MpmGradients};
 pub use backward_work::BackwardWork;

@@ -36,8 +36,8 @@ use super::simulation_record::SimulationRecord;
 use super::tensor_archive::{read_archive_bytes, TensorArchive, TensorElement};
 use super::units::youngs_world;
 use crate::drive::DriverSet;
+use crate::io::atomic_write::write_atomic;
 use crate::mpm::{MpmConfig, MpmSetup, ParticleState};
-use crate::scene::atomic_write::write_atomic;
 use crate::scene::Scene;
 
 /// The `format` metadata value.

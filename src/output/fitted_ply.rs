@@ -39,7 +39,7 @@ use super::drivers_file::fit_values_mismatch;
 use super::units::youngs_world;
 use super::FittedDrivers;
 use crate::drive::DriverSet;
-use crate::scene::atomic_write::write_atomic;
+use crate::io::atomic_write::write_atomic;
 use crate::scene::ply::{ExtraProperty, PlyError};
 use crate::scene::Scene;
 

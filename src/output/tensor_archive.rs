@@ -1,8 +1,8 @@
-//! Reading safetensors archives with the `safetensors` crate (issue 13,
-//! "Outputs": the crate replaces physfit's hand-written reader), with typed
-//! errors that name the file, the tensor and the fix. Used for the fit's
-//! `drivers.safetensors` ([`super::drivers_file`]) and for the gsplat
-//! reference renders in `tests/fixtures/` ([`crate::reference::safetensors`]).
+//! Reading safetensors archives with the `safetensors` crate (which
+//! replaces physfit's hand-written reader), with typed errors that name the
+//! file, the tensor and the fix. Used for the fit's `drivers.safetensors`
+//! ([`super::drivers_file`]) and for the gsplat reference renders in
+//! `tests/fixtures/` (`crate::reference::safetensors`).
 //!
 //! The format: an 8-byte little-endian header length `n`, `n` bytes of JSON
 //! mapping each tensor name to `{dtype, shape, data_offsets}` (plus an

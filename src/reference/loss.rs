@@ -8,9 +8,10 @@
 //! `L = w_l1 · mean|I − Î| + w_ssim · (1 − mean SSIM(I, Î))`, the means over
 //! pixels and the three RGB channels (alpha is not compared). SSIM is 3DGS's
 //! `utils/loss_utils.py::ssim`: per channel, an 11×11 Gaussian window of
-//! σ = 1.5 (the outer product of the normalised 1-D window), `conv2d` with
-//! zero padding `window // 2` (so the window sums to less than 1 near the
-//! border), `C1 = 0.01²`, `C2 = 0.03²`, and
+//! σ = 1.5 (the outer product of the normalised 1-D window, the loss's own
+//! [`crate::loss::gaussian_window`]), `conv2d` with zero padding
+//! `window // 2` (so the window sums to less than 1 near the border),
+//! `C1 = 0.01²`, `C2 = 0.03²`, and
 //! `SSIM = (2μxμy + C1)(2σxy + C2) / ((μx² + μy² + C1)(σx² + σy² + C2))`
 //! with `σx² = E[x²] − μx²`, `σxy = E[xy] − μxμy` (window-weighted means).
 //!
@@ -25,33 +26,17 @@
 //! The L1 term's derivative at `I = Î` is taken as 0 (PyTorch's
 //! `sign(0) = 0`), as on the GPU.
 //!
-//! With a loss mask (issue 13 "Masks", [`masked_image_loss`]) every pixel
+//! With a loss mask ([`masked_image_loss`]) every pixel
 //! `p`'s `|I − Î|`, `1 − SSIM_p` and `(I − Î)²` is weighted by `m_p ∈ {0, 1}`
 //! and the means are over the counted pixels, `3 · Σ m_p` values; SSIM_p of
 //! a counted pixel still reads its whole window (see [`crate::loss`]).
 
-/// Side of the SSIM window (3DGS `window_size`).
-pub const SSIM_WINDOW: usize = 11;
-/// Standard deviation of the SSIM window, pixels.
-pub const SSIM_SIGMA: f64 = 1.5;
+use crate::loss::{gaussian_window, SSIM_WINDOW};
+
 /// SSIM's luminance constant `(0.01 · L)²` for the dynamic range L = 1.
 pub const SSIM_C1: f64 = 0.01 * 0.01;
 /// SSIM's contrast constant `(0.03 · L)²`.
 pub const SSIM_C2: f64 = 0.03 * 0.03;
-
-/// The normalised 1-D Gaussian window (3DGS `gaussian(11, 1.5)`):
-/// `exp(−(i − 5)² / (2σ²))` over its sum. The 2-D window is its outer
-/// product with itself.
-pub fn gaussian_window() -> [f64; SSIM_WINDOW] {
-    let half = (SSIM_WINDOW / 2) as f64;
-    let mut w = [0.0; SSIM_WINDOW];
-    for (i, v) in w.iter_mut().enumerate() {
-        let d = i as f64 - half;
-        *v = (-d * d / (2.0 * SSIM_SIGMA * SSIM_SIGMA)).exp();
-    }
-    let sum: f64 = w.iter().sum();
-    w.map(|v| v / sum)
-}
 
 /// An RGB image in f64, row-major (`y · width + x`).
 #[derive(Clone, Debug, PartialEq)]

@@ -1,4 +1,4 @@
-//! The `compare/<view>/frame_NNNN.png` triptychs (issue 13, "Outputs"):
+//! The `compare/<view>/frame_NNNN.png` triptychs of the fit's outputs:
 //! reference | fitted | absolute difference, side by side, a caption above
 //! each panel, so a person sees at once where a fit misses.
 
@@ -11,7 +11,8 @@ use plotters::style::{IntoTextStyle, BLACK};
 use super::canvas::draw_rgb;
 use super::font::FONT_FAMILY;
 use super::ReportError;
-use crate::scene::frames::{quantised, Frame};
+use crate::io::png::quantised;
+use crate::scene::frames::Frame;
 
 /// Height in pixels of the caption strip above the panels.
 pub const CAPTION_HEIGHT: u32 = 24;

@@ -1,7 +1,5 @@
 //! Why a picture of the fit could not be drawn or written.
 
-use crate::scene::frames::FrameError;
-
 /// Why a picture of the fit (`loss.png`, `compare/`, `stiffness.png`) could
 /// not be drawn or written.
 #[derive(Debug, thiserror::Error)]
@@ -54,7 +52,4 @@ pub enum ReportError {
         /// Colours given.
         found: usize,
     },
-    /// The PNG could not be encoded or written.
-    #[error(transparent)]
-    Write(#[from] FrameError),
 }

@@ -1,4 +1,4 @@
-//! The fit's pictures (issue 13, "Outputs"): `loss.png` (the loss and PSNR
+//! The fit's pictures: `loss.png` (the loss and PSNR
 //! curves), the `compare/` triptychs (reference | fitted | difference) and
 //! the colour map and colour bar of `stiffness.png`, plus the recolouring
 //! of the splats that `stiffness.png` renders.
@@ -8,7 +8,7 @@
 //! font embedded from `assets/` ([`font`]); renders are quantised as every
 //! image of the project is (DESIGN.md § Units and frames: 3DGS colours,
 //! `round(255·clamp(v))`, no transfer curve). Every picture is written
-//! atomically by [`write_png`].
+//! atomically by [`crate::io::png::write_png`].
 
 mod canvas;
 pub mod colorbar;
@@ -17,7 +17,6 @@ pub mod compare;
 pub mod error;
 pub mod font;
 pub mod loss_plot;
-pub mod png;
 pub mod recolor;
 
 pub use colorbar::with_colorbar;
@@ -25,5 +24,4 @@ pub use colormap::{map, normalised};
 pub use compare::{rgb8, triptych};
 pub use error::ReportError;
 pub use loss_plot::{loss_plot, LossCurve, LossPoint};
-pub use png::write_png;
 pub use recolor::{recolored, stiffness_colours};

@@ -16,7 +16,7 @@ use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
 
 use crate::gpu::{GpuBuffer, GpuContext, GpuError};
-use crate::scene::atomic_write::write_atomic;
+use crate::io::png::{self, quantised, PngError};
 
 /// Why frames could not be listed, read or written.
 #[derive(Debug, thiserror::Error)]
@@ -76,13 +76,8 @@ pub enum FrameError {
         found: usize,
     },
     /// The image could not be encoded or written.
-    #[error("{path}: cannot write image: {message}")]
-    Write {
-        /// The destination.
-        path: PathBuf,
-        /// What went wrong.
-        message: String,
-    },
+    #[error(transparent)]
+    Write(#[from] PngError),
 }
 
 /// One decoded frame, RGBA in [0, 1] (module doc: no transfer curve).
@@ -268,36 +263,6 @@ fn check_count(path: &Path, width: u32, height: u32, found: usize) -> Result<(),
     Ok(())
 }
 
-/// Encodes `image` as PNG and writes it to `path` atomically; shared by the
-/// frame writers here and the fit's pictures (`crate::report`).
-pub(crate) fn encode_and_write<P>(
-    path: &Path,
-    image: &image::ImageBuffer<P, Vec<P::Subpixel>>,
-) -> Result<(), FrameError>
-where
-    P: image::Pixel + image::PixelWithColorType,
-    [P::Subpixel]: image::EncodableLayout,
-{
-    let err = |message: String| FrameError::Write {
-        path: path.to_path_buf(),
-        message,
-    };
-    let mut bytes = std::io::Cursor::new(Vec::new());
-    image
-        .write_to(&mut bytes, image::ImageFormat::Png)
-        .map_err(|e| err(e.to_string()))?;
-    write_atomic(path, bytes.get_ref()).map_err(|e| err(e.to_string()))
-}
-
-/// One value as a sample of `max` levels (255 or 65535):
-/// `round(max · clamp(v, 0, 1))`, no transfer curve (module doc); NaN
-/// becomes 0. The one quantisation of every image the project writes
-/// (frames here, the fit's pictures in `crate::report`).
-pub(crate) fn quantised(v: f32, max: f32) -> f32 {
-    let unit = if v.is_nan() { 0.0 } else { v.clamp(0.0, 1.0) };
-    (unit * max).round()
-}
-
 /// Encodes RGBA pixels as samples of `max` levels per channel with
 /// [`quantised`].
 fn encode_samples(pixels: &[[f32; 4]], max: f32) -> impl Iterator<Item = f32> + '_ {
@@ -322,8 +287,9 @@ fn image_from_samples<P: image::Pixel>(
     })
 }
 
-/// Writes RGBA pixels as an 8-bit PNG, atomically:
-/// `round(255 · clamp(v, 0, 1))` per channel (module doc); NaN becomes 0.
+/// Writes RGBA pixels as an 8-bit PNG, atomically
+/// ([`crate::io::png::write_png`]): `round(255 · clamp(v, 0, 1))` per
+/// channel (module doc); NaN becomes 0.
 pub fn write_png(
     path: &Path,
     width: u32,
@@ -332,10 +298,10 @@ pub fn write_png(
 ) -> Result<(), FrameError> {
     check_count(path, width, height, pixels.len())?;
     let samples = encode_samples(pixels, 255.0).map(|v| v as u8).collect();
-    encode_and_write(
+    Ok(png::write_png(
         path,
         &image_from_samples::<image::Rgba<u8>>(path, width, height, samples)?,
-    )
+    )?)
 }
 
 /// [`write_png`] at 16 bits per channel (for synthesised references).
@@ -350,10 +316,10 @@ pub fn write_png16(
 ) -> Result<(), FrameError> {
     check_count(path, width, height, pixels.len())?;
     let samples = encode_samples(pixels, 65535.0).map(|v| v as u16).collect();
-    encode_and_write(
+    Ok(png::write_png(
         path,
         &image_from_samples::<image::Rgba<u16>>(path, width, height, samples)?,
-    )
+    )?)
 }
 
 #[cfg(test)]

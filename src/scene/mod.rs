@@ -3,7 +3,6 @@
 //! (`masks`), and `scene.toml` (`config`
 //! for the schema, `scene` for [`Scene::load`] and its validation).
 
-pub mod atomic_write;
 pub mod camera;
 pub mod config;
 pub mod error;

@@ -6,7 +6,10 @@
 
 use std::path::{Path, PathBuf};
 
-use super::config::{BoxSetting, CountConfig, FitStageConfig, SceneConfig};
+use super::config::{
+    BoxSetting, CountConfig, DriversConfig, FitConfig, FitStageConfig, GaussiansConfig,
+    MaterialConfig, ReferenceConfig, RegionsConfig, SceneConfig, SimulationConfig, ViewConfig,
+};
 use super::error::SceneError;
 use super::fit_field::{resolve_field, FieldOf, FieldSetting};
 use super::ply::{load_gaussians, LoadedSplats};
@@ -16,6 +19,7 @@ use super::validate::Validator;
 use super::view::{resolve_view, View};
 use super::Gaussians;
 use crate::mpm::stability::{explicit_dt_bound, min_substeps_per_frame};
+use crate::mpm::voxel;
 use crate::mpm::{MpmConfig, WallMode};
 
 /// Drivers per occupied grid cell of `drivers.count = "auto"` (the
@@ -82,13 +86,13 @@ pub struct Drivers {
     pub rule: DriverCount,
     /// Cells of the simulation grid the material occupies: those holding at
     /// least one simulated splat (anchored ones included), plus the interior
-    /// cells with `fill` (src/drive/voxel.rs).
+    /// cells with `fill` ([`crate::mpm::voxel`]).
     pub occupied_cells: usize,
     /// Interior cells filled with points (0 without `fill`).
     pub interior_cells: usize,
     /// Fill points (0 without `fill`): in every half-cell voxel of the
     /// interior cells and in the inner empty voxels of the surface cells, as
-    /// many per voxel as the splats have ([`crate::drive::voxel::fill`]).
+    /// many per voxel as the splats have ([`crate::mpm::voxel::fill`]).
     pub fill_points: usize,
     /// Fill closed objects before K-Means.
     pub fill: bool,
@@ -191,7 +195,7 @@ pub struct FitSettings {
     /// Stage 2.
     pub stiffness: FitStage,
     /// Rounds of stage 1 then stage 2 (≥ 1): with 2, stage 1 runs again
-    /// with the fitted E, then stage 2 again (issue 13).
+    /// with the fitted E, then stage 2 again.
     pub rounds: u32,
     /// Iterations between checkpoints (≥ 1; one is also written at the end
     /// of each stage).
@@ -325,6 +329,489 @@ fn resolve_stage(
     Ok(stage)
 }
 
+/// `[reference]`: the frame rate and the background colour.
+fn resolve_reference(v: &Validator, r: &ReferenceConfig) -> Result<(f64, [f32; 3]), SceneError> {
+    let fps = v.positive("reference.fps", r.fps)?;
+    if !r.background.iter().all(|x| (0.0..=1.0).contains(x)) {
+        return Err(v.out_of_range(
+            "reference.background",
+            format!("{:?}", r.background),
+            "each channel must be in [0, 1] (linear RGB)",
+        ));
+    }
+    Ok((fps, r.background))
+}
+
+/// `[material]`.
+fn resolve_material(v: &Validator, m: &MaterialConfig) -> Result<Material, SceneError> {
+    let density = v.positive("material.density", m.density)?;
+    let nu = m.poisson_ratio;
+    if !(0.0..0.5).contains(&nu) {
+        return Err(v.out_of_range(
+            "material.poisson_ratio",
+            nu,
+            "must be in [0, 0.5): 0.5 is incompressible (λ → ∞) and negative ratios are not supported; typical solids use 0.2–0.45",
+        ));
+    }
+    let [lo, hi] = m.log10_youngs_range;
+    if !(lo.is_finite() && hi.is_finite()) {
+        return Err(v.out_of_range(
+            "material.log10_youngs_range",
+            format!("{:?}", m.log10_youngs_range),
+            "both ends must be finite",
+        ));
+    }
+    if lo >= hi {
+        return Err(SceneError::InvertedRange {
+            path: v.path.to_path_buf(),
+            field: "material.log10_youngs_range".into(),
+            low: lo,
+            high: hi,
+        });
+    }
+    let e0 = v.positive("material.youngs_modulus", m.youngs_modulus)?;
+    if !(lo..=hi).contains(&e0.log10()) {
+        return Err(v.out_of_range(
+            "material.youngs_modulus",
+            e0,
+            format!(
+                "must lie in the range 10^{lo} – 10^{hi} given by `material.log10_youngs_range`"
+            ),
+        ));
+    }
+    Ok(Material {
+        density,
+        poisson_ratio: nu,
+        youngs_modulus: e0,
+        log10_youngs_range: [lo, hi],
+    })
+}
+
+/// The numbers of `[simulation]`; its box needs the simulated splats and is
+/// resolved after them ([`resolve_box`]).
+struct SimulationNumbers {
+    padding: f64,
+    substeps: u32,
+    gravity_world: [f64; 3],
+    damping: f64,
+}
+
+/// `[simulation]` less its box: the grid, the padding of an automatic box,
+/// damping, gravity and the substeps, checked against the explicit
+/// time-step bound at the top of the material's E range.
+fn resolve_simulation(
+    v: &Validator,
+    s: &SimulationConfig,
+    fps: f64,
+    material: &Material,
+) -> Result<SimulationNumbers, SceneError> {
+    if s.grid_res < crate::mpm::config::MIN_GRID_RES {
+        return Err(v.out_of_range(
+            "simulation.grid_res",
+            s.grid_res,
+            format!(
+                "must be ≥ {} (3 cells of wall margin on each side plus room for the object)",
+                crate::mpm::config::MIN_GRID_RES
+            ),
+        ));
+    }
+    let padding = v.non_negative("simulation.padding", s.padding)?;
+    let damping = v.non_negative("simulation.damping", s.damping)?;
+    let gravity_world = v.finite3("simulation.gravity", s.gravity)?;
+    let (nu, density) = (material.poisson_ratio, material.density);
+    let dx = 1.0 / s.grid_res as f64;
+    let youngs_max = 10f64.powf(material.log10_youngs_range[1]);
+    let min_substeps = min_substeps_per_frame(fps, youngs_max, nu, density, dx);
+    let substeps = match s.substeps {
+        None => min_substeps,
+        Some(0) => {
+            return Err(v.out_of_range(
+                "simulation.substeps",
+                0,
+                format!("must be ≥ 1; the stability bound needs ≥ {min_substeps}"),
+            ))
+        }
+        Some(n) if n < min_substeps => {
+            return Err(SceneError::TooFewSubsteps {
+                path: v.path.to_path_buf(),
+                substeps: n,
+                needed: min_substeps,
+                dt: 1.0 / (fps * n as f64),
+                bound: explicit_dt_bound(youngs_max, nu, density, dx),
+                youngs_max,
+            })
+        }
+        Some(n) => n,
+    };
+    Ok(SimulationNumbers {
+        padding,
+        substeps,
+        gravity_world,
+        damping,
+    })
+}
+
+/// `[[views]]`: at least one, every name different, and as many reference
+/// frames in every view that has frames.
+fn resolve_views(v: &Validator, configs: &[ViewConfig]) -> Result<Vec<View>, SceneError> {
+    if configs.is_empty() {
+        return Err(v.invalid(
+            "views",
+            "no view",
+            "add at least one [[views]] table with a camera",
+        ));
+    }
+    let views = configs
+        .iter()
+        .enumerate()
+        .map(|(i, view)| resolve_view(v, i, view))
+        .collect::<Result<Vec<_>, _>>()?;
+    for (i, view) in views.iter().enumerate() {
+        if let Some(j) = views[..i].iter().position(|w| w.name == view.name) {
+            return Err(v.invalid(
+                &format!("views[{i}].name"),
+                format!("'{}' is also the name of views[{j}]; their output files would overwrite each other", view.name),
+                "give every view a different name",
+            ));
+        }
+    }
+    let mut first: Option<(usize, usize)> = None;
+    for (i, view) in views.iter().enumerate() {
+        if let Some(frames) = &view.frames {
+            match first {
+                None => first = Some((i, frames.len())),
+                Some((j, n)) if n != frames.len() => {
+                    return Err(SceneError::FrameCount {
+                        path: v.path.to_path_buf(),
+                        field: format!("views[{i}].frames"),
+                        found: frames.len(),
+                        first_field: format!("views[{j}].frames"),
+                        expected: n,
+                    })
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(views)
+}
+
+/// Reference frames per view: those of the first view with frames (`None`
+/// when no view has any); [`resolve_views`] makes the counts agree.
+fn frame_count(views: &[View]) -> Option<usize> {
+    views
+        .iter()
+        .find_map(|v| v.frames.as_ref().map(|f| f.len()))
+}
+
+/// `[gaussians]`: the `.ply` path and its splats.
+fn resolve_splats(
+    v: &Validator,
+    g: &GaussiansConfig,
+) -> Result<(PathBuf, LoadedSplats), SceneError> {
+    let gaussians_path = v.existing("gaussians.path", &g.path)?;
+    let splats = load_gaussians(&gaussians_path).map_err(|error| SceneError::Ply {
+        path: v.path.to_path_buf(),
+        field: "gaussians.path".into(),
+        error: Box::new(error),
+    })?;
+    Ok((gaussians_path, splats))
+}
+
+/// Resolved `[regions]`: which splats are simulated and which anchored.
+struct Regions {
+    simulated: Vec<bool>,
+    anchored: Vec<bool>,
+    anchored_region: Region,
+}
+
+/// `[regions]`: at least one simulated splat, and not all of them anchored.
+fn resolve_regions(
+    v: &Validator,
+    r: &RegionsConfig,
+    gaussians: &Gaussians,
+) -> Result<Regions, SceneError> {
+    let means = &gaussians.means;
+    let simulated = match &r.simulated {
+        None => vec![true; means.len()],
+        Some(shapes) => resolve_region(v, "regions.simulated", shapes)?.mask(means),
+    };
+    let n_sim = simulated.iter().filter(|s| **s).count();
+    if n_sim == 0 {
+        let (bounds_min, bounds_max) = gaussians.bounds().unwrap_or(([0.0; 3], [0.0; 3]));
+        return Err(SceneError::NothingSimulated {
+            path: v.path.to_path_buf(),
+            field: if r.simulated.is_some() {
+                "regions.simulated"
+            } else {
+                "gaussians.path"
+            }
+            .into(),
+            bounds_min,
+            bounds_max,
+        });
+    }
+    let anchored_region: Region = resolve_region(v, "regions.anchored", &r.anchored)?;
+    let anchored: Vec<bool> = means
+        .iter()
+        .zip(&simulated)
+        .map(|(p, &s)| s && anchored_region.contains(*p))
+        .collect();
+    let n_anchored = anchored.iter().filter(|a| **a).count();
+    if n_anchored == n_sim {
+        return Err(SceneError::NothingFree {
+            path: v.path.to_path_buf(),
+            field: "regions.anchored".into(),
+            count: n_sim,
+        });
+    }
+    if !r.anchored.is_empty() && n_anchored == 0 {
+        log::warn!(
+            "{}: `regions.anchored` contains no simulated splat",
+            v.path.display()
+        );
+    }
+    Ok(Regions {
+        simulated,
+        anchored,
+        anchored_region,
+    })
+}
+
+/// `simulation.box`, which completes `[simulation]`: derived around the
+/// simulated splats (`"auto"`) or given as a cube, and holding every
+/// simulated splat clear of the wall margin.
+fn resolve_box(
+    v: &Validator,
+    s: &SimulationConfig,
+    numbers: SimulationNumbers,
+    means: &[[f32; 3]],
+    simulated: &[bool],
+) -> Result<Simulation, SceneError> {
+    let (sim_box, auto_box) = match s.sim_box {
+        BoxSetting::Auto => {
+            let mut lo = [f64::INFINITY; 3];
+            let mut hi = [f64::NEG_INFINITY; 3];
+            for (p, _) in means.iter().zip(simulated).filter(|(_, s)| **s) {
+                for a in 0..3 {
+                    lo[a] = lo[a].min(p[a] as f64);
+                    hi[a] = hi[a].max(p[a] as f64);
+                }
+            }
+            (SimBox::auto(lo, hi, numbers.padding, s.grid_res), true)
+        }
+        BoxSetting::Explicit(b) => {
+            let (min, max) = v.aabb("simulation.box", b.min, b.max)?;
+            let sides = [max[0] - min[0], max[1] - min[1], max[2] - min[2]];
+            let side = sides.iter().cloned().fold(0.0, f64::max);
+            if sides.iter().any(|x| (side - x) > 1e-4 * side) {
+                return Err(v.invalid(
+                    "simulation.box",
+                    format!("not a cube: sides {sides:?}"),
+                    format!("give equal sides (e.g. max = min + {side}) or use box = \"auto\""),
+                ));
+            }
+            (SimBox { min, side }, false)
+        }
+    };
+    let outside = means
+        .iter()
+        .zip(simulated)
+        .filter(|(p, sim)| **sim && !SimBox::inside_margin(sim_box.to_normalised(**p), s.grid_res))
+        .count();
+    if outside > 0 {
+        return Err(v.invalid(
+            "simulation.box",
+            format!("{outside} simulated splats lie outside the box or within 3 grid cells of its walls"),
+            "enlarge the box, or use box = \"auto\"",
+        ));
+    }
+    Ok(Simulation {
+        sim_box,
+        auto_box,
+        grid_res: s.grid_res,
+        substeps: numbers.substeps,
+        gravity_world: numbers.gravity_world,
+        damping: numbers.damping,
+        walls: s.walls,
+    })
+}
+
+/// `[drivers]`: the cells the simulated splats occupy (and, with `fill`,
+/// the interior cells and fill points), the count rule and the count, and
+/// the nearest drivers per Gaussian.
+fn resolve_drivers(
+    v: &Validator,
+    d: &DriversConfig,
+    simulation: &Simulation,
+    means: &[[f32; 3]],
+    simulated: &[bool],
+) -> Result<Drivers, SceneError> {
+    let grid_res = simulation.grid_res;
+    let normalised: Vec<[f32; 3]> = means
+        .iter()
+        .zip(simulated)
+        .filter(|(_, s)| **s)
+        .map(|(p, _)| simulation.sim_box.to_normalised(*p))
+        .collect();
+    let n_sim = normalised.len();
+    let surface_cells = voxel::count(&voxel::occupied_cells(&normalised, grid_res));
+    let (interior_cells, fill_points) = if d.fill {
+        let fill = voxel::fill(&normalised, grid_res);
+        (fill.interior_count, fill.points.len())
+    } else {
+        (0, 0)
+    };
+    let occupied_cells = surface_cells + interior_cells;
+    let n_points = n_sim + fill_points;
+    let rule = match (&d.count, d.fraction) {
+        (Some(_), Some(_)) => {
+            return Err(v.invalid(
+                "drivers.fraction",
+                "given together with `drivers.count`",
+                "give one of `count` or `fraction`",
+            ))
+        }
+        (Some(CountConfig::Word(w)), None) if w == "auto" => DriverCount::Auto,
+        (Some(CountConfig::Word(w)), None) => {
+            return Err(v.invalid(
+                "drivers.count",
+                format!("\"{w}\" is not a count"),
+                "write count = \"auto\" (4 per occupied grid cell) or an integer ≥ 1",
+            ))
+        }
+        (Some(CountConfig::Number(n)), None) if *n < 1 => {
+            return Err(v.out_of_range("drivers.count", n, "must be ≥ 1 (or \"auto\")"))
+        }
+        (Some(CountConfig::Number(n)), None) => {
+            DriverCount::Given(usize::try_from(*n).unwrap_or(usize::MAX))
+        }
+        (None, Some(f)) => {
+            if !(f > 0.0 && f <= 1.0) {
+                return Err(v.out_of_range("drivers.fraction", f, "must be in (0, 1]"));
+            }
+            DriverCount::Fraction(f)
+        }
+        (None, None) => DriverCount::Auto,
+    };
+    let count = match rule {
+        DriverCount::Auto => AUTO_DRIVERS_PER_CELL * occupied_cells,
+        DriverCount::Given(n) => n,
+        DriverCount::Fraction(f) => ((f * n_sim as f64).round() as usize).max(1),
+    }
+    .min(n_points);
+    if d.k == 0 || d.k > count {
+        return Err(v.out_of_range(
+            "drivers.k",
+            d.k,
+            format!("must be in 1..={count} (the driver count)"),
+        ));
+    }
+    Ok(Drivers {
+        count,
+        rule,
+        occupied_cells,
+        interior_cells,
+        fill_points,
+        fill: d.fill,
+        k: d.k,
+        seed: d.seed,
+    })
+}
+
+/// `[fit]`: the loss weights, rounds and checkpoints, and the two stages
+/// (their loss weights default to the `[fit]` ones); a stage's `frames`
+/// must leave frames after it when the views have `frames_per_view`.
+fn resolve_fit(
+    v: &Validator,
+    f: &FitConfig,
+    frames_per_view: Option<usize>,
+) -> Result<FitSettings, SceneError> {
+    let w_l1 = v.non_negative("fit.w_l1", f.w_l1)?;
+    let w_ssim = v.non_negative("fit.w_ssim", f.w_ssim)?;
+    if w_l1 + w_ssim == 0.0 {
+        return Err(v.invalid(
+            "fit.w_ssim",
+            "both image-loss weights are 0",
+            "give `fit.w_l1` or `fit.w_ssim` a positive weight (defaults 0.1 and 0.9)",
+        ));
+    }
+    let tv_weight = v.non_negative("fit.tv_weight", f.tv_weight)?;
+    // Stage loss weights default to the [fit] ones.
+    let with_weights = |d: FitStage| FitStage {
+        w_l1,
+        w_ssim,
+        tv_weight,
+        ..d
+    };
+    let at_least_one = |field: &str, n: i64, why: &str| {
+        u32::try_from(n)
+            .ok()
+            .filter(|&n| n >= 1)
+            .ok_or_else(|| v.out_of_range(field, n, format!("must be an integer ≥ 1 ({why})")))
+    };
+    let fit = FitSettings {
+        rounds: at_least_one(
+            "fit.rounds",
+            f.rounds,
+            "rounds of stage 1 then stage 2 at most; default 3",
+        )?,
+        checkpoint_every: at_least_one(
+            "fit.checkpoint_every",
+            f.checkpoint_every,
+            "iterations between checkpoints; default 10",
+        )?,
+        scan: ScanSettings {
+            points: u32::try_from(f.scan.points)
+                .ok()
+                .filter(|&n| n == 0 || n >= 2)
+                .ok_or_else(|| {
+                    v.out_of_range(
+                        "fit.scan.points",
+                        f.scan.points,
+                        "must be 0 (no scan) or an integer ≥ 2 (grid points over material.log10_youngs_range; default 5)".to_string(),
+                    )
+                })?,
+            velocity_evaluations: at_least_one(
+                "fit.scan.velocity_evaluations",
+                f.scan.velocity_evaluations,
+                "L-BFGS evaluations of each scanned value's velocity; default 5",
+            )?,
+        },
+        w_l1,
+        w_ssim,
+        tv_weight,
+        velocity: resolve_stage(
+            v,
+            "fit.velocity",
+            FieldOf::Velocity,
+            &f.velocity,
+            with_weights(FitStage::velocity_default()),
+        )?,
+        stiffness: resolve_stage(
+            v,
+            "fit.stiffness",
+            FieldOf::Stiffness,
+            &f.stiffness,
+            with_weights(FitStage::stiffness_default()),
+        )?,
+    };
+    if let Some(n) = frames_per_view {
+        for (name, stage) in [("velocity", &fit.velocity), ("stiffness", &fit.stiffness)] {
+            if let Some(k) = stage.frames {
+                if k as usize >= n {
+                    return Err(v.out_of_range(
+                        &format!("fit.{name}.frames"),
+                        k,
+                        format!("must be below the {n} reference frames per view (frames 1..=n follow the rest frame 0)"),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(fit)
+}
+
 impl Scene {
     /// Loads and validates `path` (module doc).
     pub fn load(path: &Path) -> Result<Scene, SceneError> {
@@ -351,373 +838,21 @@ impl Scene {
         Scene::resolve(&v, config)
     }
 
+    /// Resolves the parsed file section by section, in the order the errors
+    /// are reported: the first invalid setting in this order is the one a
+    /// user sees.
     fn resolve(v: &Validator, config: SceneConfig) -> Result<Scene, SceneError> {
         let c = &config;
-        // Reference.
-        let fps = v.positive("reference.fps", c.reference.fps)?;
-        if !c
-            .reference
-            .background
-            .iter()
-            .all(|x| (0.0..=1.0).contains(x))
-        {
-            return Err(v.out_of_range(
-                "reference.background",
-                format!("{:?}", c.reference.background),
-                "each channel must be in [0, 1] (linear RGB)",
-            ));
-        }
-        // Material.
-        let m = &c.material;
-        let density = v.positive("material.density", m.density)?;
-        let nu = m.poisson_ratio;
-        if !(0.0..0.5).contains(&nu) {
-            return Err(v.out_of_range(
-                "material.poisson_ratio",
-                nu,
-                "must be in [0, 0.5): 0.5 is incompressible (λ → ∞) and negative ratios are not supported; typical solids use 0.2–0.45",
-            ));
-        }
-        let [lo, hi] = m.log10_youngs_range;
-        if !(lo.is_finite() && hi.is_finite()) {
-            return Err(v.out_of_range(
-                "material.log10_youngs_range",
-                format!("{:?}", m.log10_youngs_range),
-                "both ends must be finite",
-            ));
-        }
-        if lo >= hi {
-            return Err(SceneError::InvertedRange {
-                path: v.path.to_path_buf(),
-                field: "material.log10_youngs_range".into(),
-                low: lo,
-                high: hi,
-            });
-        }
-        let e0 = v.positive("material.youngs_modulus", m.youngs_modulus)?;
-        if !(lo..=hi).contains(&e0.log10()) {
-            return Err(v.out_of_range(
-                "material.youngs_modulus",
-                e0,
-                format!("must lie in the range 10^{lo} – 10^{hi} given by `material.log10_youngs_range`"),
-            ));
-        }
-        // Simulation numbers.
-        let s = &c.simulation;
-        if s.grid_res < crate::mpm::config::MIN_GRID_RES {
-            return Err(v.out_of_range(
-                "simulation.grid_res",
-                s.grid_res,
-                format!(
-                    "must be ≥ {} (3 cells of wall margin on each side plus room for the object)",
-                    crate::mpm::config::MIN_GRID_RES
-                ),
-            ));
-        }
-        let padding = v.non_negative("simulation.padding", s.padding)?;
-        let damping = v.non_negative("simulation.damping", s.damping)?;
-        let gravity_world = v.finite3("simulation.gravity", s.gravity)?;
-        let dx = 1.0 / s.grid_res as f64;
-        let youngs_max = 10f64.powf(hi);
-        let min_substeps = min_substeps_per_frame(fps, youngs_max, nu, density, dx);
-        let substeps = match s.substeps {
-            None => min_substeps,
-            Some(0) => {
-                return Err(v.out_of_range(
-                    "simulation.substeps",
-                    0,
-                    format!("must be ≥ 1; the stability bound needs ≥ {min_substeps}"),
-                ))
-            }
-            Some(n) if n < min_substeps => {
-                return Err(SceneError::TooFewSubsteps {
-                    path: v.path.to_path_buf(),
-                    substeps: n,
-                    needed: min_substeps,
-                    dt: 1.0 / (fps * n as f64),
-                    bound: explicit_dt_bound(youngs_max, nu, density, dx),
-                    youngs_max,
-                })
-            }
-            Some(n) => n,
-        };
-        // Views.
-        if c.views.is_empty() {
-            return Err(v.invalid(
-                "views",
-                "no view",
-                "add at least one [[views]] table with a camera",
-            ));
-        }
-        let views = c
-            .views
-            .iter()
-            .enumerate()
-            .map(|(i, view)| resolve_view(v, i, view))
-            .collect::<Result<Vec<_>, _>>()?;
-        for (i, view) in views.iter().enumerate() {
-            if let Some(j) = views[..i].iter().position(|w| w.name == view.name) {
-                return Err(v.invalid(
-                    &format!("views[{i}].name"),
-                    format!("'{}' is also the name of views[{j}]; their output files would overwrite each other", view.name),
-                    "give every view a different name",
-                ));
-            }
-        }
-        let mut first: Option<(usize, usize)> = None;
-        for (i, view) in views.iter().enumerate() {
-            if let Some(frames) = &view.frames {
-                match first {
-                    None => first = Some((i, frames.len())),
-                    Some((j, n)) if n != frames.len() => {
-                        return Err(SceneError::FrameCount {
-                            path: v.path.to_path_buf(),
-                            field: format!("views[{i}].frames"),
-                            found: frames.len(),
-                            first_field: format!("views[{j}].frames"),
-                            expected: n,
-                        })
-                    }
-                    _ => {}
-                }
-            }
-        }
-        // Splats and regions.
-        let gaussians_path = v.existing("gaussians.path", &c.gaussians.path)?;
-        let splats = load_gaussians(&gaussians_path).map_err(|error| SceneError::Ply {
-            path: v.path.to_path_buf(),
-            field: "gaussians.path".into(),
-            error: Box::new(error),
-        })?;
+        let (fps, background) = resolve_reference(v, &c.reference)?;
+        let material = resolve_material(v, &c.material)?;
+        let numbers = resolve_simulation(v, &c.simulation, fps, &material)?;
+        let views = resolve_views(v, &c.views)?;
+        let (gaussians_path, splats) = resolve_splats(v, &c.gaussians)?;
         let means = &splats.gaussians.means;
-        let simulated = match &c.regions.simulated {
-            None => vec![true; means.len()],
-            Some(shapes) => resolve_region(v, "regions.simulated", shapes)?.mask(means),
-        };
-        let n_sim = simulated.iter().filter(|s| **s).count();
-        if n_sim == 0 {
-            let (bounds_min, bounds_max) =
-                splats.gaussians.bounds().unwrap_or(([0.0; 3], [0.0; 3]));
-            return Err(SceneError::NothingSimulated {
-                path: v.path.to_path_buf(),
-                field: if c.regions.simulated.is_some() {
-                    "regions.simulated"
-                } else {
-                    "gaussians.path"
-                }
-                .into(),
-                bounds_min,
-                bounds_max,
-            });
-        }
-        let anchored_region: Region = resolve_region(v, "regions.anchored", &c.regions.anchored)?;
-        let anchored: Vec<bool> = means
-            .iter()
-            .zip(&simulated)
-            .map(|(p, &s)| s && anchored_region.contains(*p))
-            .collect();
-        let n_anchored = anchored.iter().filter(|a| **a).count();
-        if n_anchored == n_sim {
-            return Err(SceneError::NothingFree {
-                path: v.path.to_path_buf(),
-                field: "regions.anchored".into(),
-                count: n_sim,
-            });
-        }
-        if !c.regions.anchored.is_empty() && n_anchored == 0 {
-            log::warn!(
-                "{}: `regions.anchored` contains no simulated splat",
-                v.path.display()
-            );
-        }
-        // Box.
-        let (sim_box, auto_box) = match s.sim_box {
-            BoxSetting::Auto => {
-                let mut lo = [f64::INFINITY; 3];
-                let mut hi = [f64::NEG_INFINITY; 3];
-                for (p, _) in means.iter().zip(&simulated).filter(|(_, s)| **s) {
-                    for a in 0..3 {
-                        lo[a] = lo[a].min(p[a] as f64);
-                        hi[a] = hi[a].max(p[a] as f64);
-                    }
-                }
-                (SimBox::auto(lo, hi, padding, s.grid_res), true)
-            }
-            BoxSetting::Explicit(b) => {
-                let (min, max) = v.aabb("simulation.box", b.min, b.max)?;
-                let sides = [max[0] - min[0], max[1] - min[1], max[2] - min[2]];
-                let side = sides.iter().cloned().fold(0.0, f64::max);
-                if sides.iter().any(|x| (side - x) > 1e-4 * side) {
-                    return Err(v.invalid(
-                        "simulation.box",
-                        format!("not a cube: sides {sides:?}"),
-                        format!("give equal sides (e.g. max = min + {side}) or use box = \"auto\""),
-                    ));
-                }
-                (SimBox { min, side }, false)
-            }
-        };
-        let outside = means
-            .iter()
-            .zip(&simulated)
-            .filter(|(p, sim)| {
-                **sim && !SimBox::inside_margin(sim_box.to_normalised(**p), s.grid_res)
-            })
-            .count();
-        if outside > 0 {
-            return Err(v.invalid(
-                "simulation.box",
-                format!("{outside} simulated splats lie outside the box or within 3 grid cells of its walls"),
-                "enlarge the box, or use box = \"auto\"",
-            ));
-        }
-        // Drivers.
-        let d = &c.drivers;
-        let normalised: Vec<[f32; 3]> = means
-            .iter()
-            .zip(&simulated)
-            .filter(|(_, s)| **s)
-            .map(|(p, _)| sim_box.to_normalised(*p))
-            .collect();
-        let surface_cells = crate::drive::voxel::count(&crate::drive::voxel::occupied_cells(
-            &normalised,
-            s.grid_res,
-        ));
-        let (interior_cells, fill_points) = if d.fill {
-            let fill = crate::drive::voxel::fill(&normalised, s.grid_res);
-            (fill.interior_count, fill.points.len())
-        } else {
-            (0, 0)
-        };
-        let occupied_cells = surface_cells + interior_cells;
-        let n_points = n_sim + fill_points;
-        let rule = match (&d.count, d.fraction) {
-            (Some(_), Some(_)) => {
-                return Err(v.invalid(
-                    "drivers.fraction",
-                    "given together with `drivers.count`",
-                    "give one of `count` or `fraction`",
-                ))
-            }
-            (Some(CountConfig::Word(w)), None) if w == "auto" => DriverCount::Auto,
-            (Some(CountConfig::Word(w)), None) => {
-                return Err(v.invalid(
-                    "drivers.count",
-                    format!("\"{w}\" is not a count"),
-                    "write count = \"auto\" (4 per occupied grid cell) or an integer ≥ 1",
-                ))
-            }
-            (Some(CountConfig::Number(n)), None) if *n < 1 => {
-                return Err(v.out_of_range("drivers.count", n, "must be ≥ 1 (or \"auto\")"))
-            }
-            (Some(CountConfig::Number(n)), None) => {
-                DriverCount::Given(usize::try_from(*n).unwrap_or(usize::MAX))
-            }
-            (None, Some(f)) => {
-                if !(f > 0.0 && f <= 1.0) {
-                    return Err(v.out_of_range("drivers.fraction", f, "must be in (0, 1]"));
-                }
-                DriverCount::Fraction(f)
-            }
-            (None, None) => DriverCount::Auto,
-        };
-        let count = match rule {
-            DriverCount::Auto => AUTO_DRIVERS_PER_CELL * occupied_cells,
-            DriverCount::Given(n) => n,
-            DriverCount::Fraction(f) => ((f * n_sim as f64).round() as usize).max(1),
-        }
-        .min(n_points);
-        if d.k == 0 || d.k > count {
-            return Err(v.out_of_range(
-                "drivers.k",
-                d.k,
-                format!("must be in 1..={count} (the driver count)"),
-            ));
-        }
-        // Fit.
-        let f = &c.fit;
-        let w_l1 = v.non_negative("fit.w_l1", f.w_l1)?;
-        let w_ssim = v.non_negative("fit.w_ssim", f.w_ssim)?;
-        if w_l1 + w_ssim == 0.0 {
-            return Err(v.invalid(
-                "fit.w_ssim",
-                "both image-loss weights are 0",
-                "give `fit.w_l1` or `fit.w_ssim` a positive weight (defaults 0.1 and 0.9)",
-            ));
-        }
-        let tv_weight = v.non_negative("fit.tv_weight", f.tv_weight)?;
-        // Stage loss weights default to the [fit] ones.
-        let with_weights = |d: FitStage| FitStage {
-            w_l1,
-            w_ssim,
-            tv_weight,
-            ..d
-        };
-        let at_least_one = |field: &str, n: i64, why: &str| {
-            u32::try_from(n)
-                .ok()
-                .filter(|&n| n >= 1)
-                .ok_or_else(|| v.out_of_range(field, n, format!("must be an integer ≥ 1 ({why})")))
-        };
-        let fit = FitSettings {
-            rounds: at_least_one(
-                "fit.rounds",
-                f.rounds,
-                "rounds of stage 1 then stage 2 at most; default 3",
-            )?,
-            checkpoint_every: at_least_one(
-                "fit.checkpoint_every",
-                f.checkpoint_every,
-                "iterations between checkpoints; default 10",
-            )?,
-            scan: ScanSettings {
-                points: u32::try_from(f.scan.points)
-                    .ok()
-                    .filter(|&n| n == 0 || n >= 2)
-                    .ok_or_else(|| {
-                        v.out_of_range(
-                            "fit.scan.points",
-                            f.scan.points,
-                            "must be 0 (no scan) or an integer ≥ 2 (grid points over material.log10_youngs_range; default 5)".to_string(),
-                        )
-                    })?,
-                velocity_evaluations: at_least_one(
-                    "fit.scan.velocity_evaluations",
-                    f.scan.velocity_evaluations,
-                    "L-BFGS evaluations of each scanned value's velocity; default 5",
-                )?,
-            },
-            w_l1,
-            w_ssim,
-            tv_weight,
-            velocity: resolve_stage(
-                v,
-                "fit.velocity",
-                FieldOf::Velocity,
-                &f.velocity,
-                with_weights(FitStage::velocity_default()),
-            )?,
-            stiffness: resolve_stage(
-                v,
-                "fit.stiffness",
-                FieldOf::Stiffness,
-                &f.stiffness,
-                with_weights(FitStage::stiffness_default()),
-            )?,
-        };
-        if let Some((_, n)) = first {
-            for (name, stage) in [("velocity", &fit.velocity), ("stiffness", &fit.stiffness)] {
-                if let Some(k) = stage.frames {
-                    if k as usize >= n {
-                        return Err(v.out_of_range(
-                            &format!("fit.{name}.frames"),
-                            k,
-                            format!("must be below the {n} reference frames per view (frames 1..=n follow the rest frame 0)"),
-                        ));
-                    }
-                }
-            }
-        }
+        let regions = resolve_regions(v, &c.regions, &splats.gaussians)?;
+        let simulation = resolve_box(v, &c.simulation, numbers, means, &regions.simulated)?;
+        let drivers = resolve_drivers(v, &c.drivers, &simulation, means, &regions.simulated)?;
+        let fit = resolve_fit(v, &c.fit, frame_count(&views))?;
         let output_dir = v.join(&c.output.directory);
         Ok(Scene {
             path: v.path.to_path_buf(),
@@ -725,35 +860,13 @@ impl Scene {
             splats,
             views,
             fps,
-            background: c.reference.background,
-            simulation: Simulation {
-                sim_box,
-                auto_box,
-                grid_res: s.grid_res,
-                substeps,
-                gravity_world,
-                damping,
-                walls: s.walls,
-            },
-            material: Material {
-                density,
-                poisson_ratio: nu,
-                youngs_modulus: e0,
-                log10_youngs_range: [lo, hi],
-            },
-            simulated,
-            anchored,
-            drivers: Drivers {
-                count,
-                rule,
-                occupied_cells,
-                interior_cells,
-                fill_points,
-                fill: d.fill,
-                k: d.k,
-                seed: d.seed,
-            },
-            anchored_region,
+            background,
+            simulation,
+            material,
+            simulated: regions.simulated,
+            anchored: regions.anchored,
+            drivers,
+            anchored_region: regions.anchored_region,
             fit,
             output_dir,
             config,
@@ -768,9 +881,7 @@ impl Scene {
     /// Reference frames per view (`None` when no view has frames; the counts
     /// agree across views with frames).
     pub fn frame_count(&self) -> Option<usize> {
-        self.views
-            .iter()
-            .find_map(|v| v.frames.as_ref().map(|f| f.len()))
+        frame_count(&self.views)
     }
 
     /// Gravity in normalised units (box lengths / s²).

@@ -12,9 +12,9 @@ use crate::common::scene_with;
 use physfit::drive::kmeans::{
     distance2, kmeans, kmeans_plus_plus, SplitMix64, MAX_ITERATIONS, TOLERANCE,
 };
-use physfit::drive::voxel;
 use physfit::drive::{DriverSet, DriverSource};
 use physfit::mpm::config::occupied_volume;
+use physfit::mpm::voxel;
 use physfit::scene::{DriverCount, Gaussians, Scene, SimBox};
 
 /// `n` points in a few anisotropic clumps inside [0.2, 0.8]³.

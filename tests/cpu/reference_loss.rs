@@ -3,10 +3,12 @@
 //! loss, 3DGS's SSIM window, and the 8-bit reference packing
 //! (DESIGN.md § Loss, parameters, fit; § Verification 1–2).
 
-use physfit::loss::{pack_rgba8, tv_scalar, tv_vector, unpack_rgba8, LossError, TV_EPSILON};
+use physfit::loss::{
+    gaussian_window, pack_rgba8, tv_scalar, tv_vector, unpack_rgba8, LossError, TV_EPSILON,
+};
 use physfit::reference::loss::{
-    gaussian_window, image_loss, image_loss_gradient, masked_image_loss,
-    masked_image_loss_gradient, ssim_map, LossWeights64, Rgb64,
+    image_loss, image_loss_gradient, masked_image_loss, masked_image_loss_gradient, ssim_map,
+    LossWeights64, Rgb64,
 };
 
 /// Deterministic generator (splitmix64), uniform in [0, 1).

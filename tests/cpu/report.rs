@@ -4,6 +4,7 @@
 //! compare triptych's layout and difference panel, and the recolouring's SH.
 
 use image::{Rgb, RgbImage};
+use physfit::io::png::write_png;
 use physfit::report::colorbar::{
     COLORBAR_BAR_LEFT, COLORBAR_BAR_WIDTH, COLORBAR_MARGIN, COLORBAR_WIDTH,
 };
@@ -11,8 +12,8 @@ use physfit::report::colormap::{NAN_COLOUR, VIRIDIS};
 use physfit::report::compare::{CAPTION_HEIGHT, DIFFERENCE_GAIN};
 use physfit::report::loss_plot::{curve_colour, LOSS_PLOT_SIZE};
 use physfit::report::{
-    font, loss_plot, map, recolored, stiffness_colours, triptych, with_colorbar, write_png,
-    LossCurve, LossPoint, ReportError,
+    font, loss_plot, map, recolored, stiffness_colours, triptych, with_colorbar, LossCurve,
+    LossPoint, ReportError,
 };
 use physfit::scene::frames::{load_frame, Frame};
 

@@ -8,7 +8,7 @@ use std::path::Path;
 use super::data::PlyData;
 use super::error::PlyError;
 use super::header::PlyHeaderLine;
-use crate::scene::atomic_write::write_atomic;
+use crate::io::atomic_write::write_atomic;
 
 /// A per-row `float` property to append to the `vertex` element.
 #[derive(Clone, Debug, PartialEq)]

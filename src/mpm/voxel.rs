@@ -17,6 +17,11 @@
 //! finer half-cell voxels of the volume rule keeps the gaps between surface
 //! splats (a splat covers an area, its centre a point) from letting the
 //! outside leak in.
+//!
+//! The module sits with the simulator, below both of its users: the scene
+//! counts the occupied cells and fill points when it resolves `[drivers]`
+//! (the figures `physfit check` prints), and the drivers
+//! (`crate::drive`) sample the fill points K-Means runs over.
 
 /// Half-cell voxels per cell along each axis: the fill works on the voxels
 /// of the volume rule ([`crate::mpm::config::occupied_volume`]), 2³ = 8 per
