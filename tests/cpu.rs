@@ -45,3 +45,5 @@ mod scene_check;
 mod truth;
 #[path = "cpu/wgsl_validation.rs"]
 mod wgsl_validation;
+#[path = "cpu/xsim_scene.rs"]
+mod xsim_scene;

@@ -30,3 +30,5 @@ mod radix_sort;
 mod recolor;
 #[path = "gpu_splat/render_cli.rs"]
 mod render_cli;
+#[path = "gpu_splat/render_splats.rs"]
+mod render_splats;

@@ -9,6 +9,7 @@ pub mod check_fit;
 pub mod fit;
 pub mod render;
 pub mod render_motion;
+pub mod render_splats;
 pub mod simulate;
 pub mod staged_dir;
 pub mod synth;

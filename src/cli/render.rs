@@ -3,7 +3,9 @@
 //! and writes one opaque 8-bit PNG (3DGS colours: `round(255·v)`, no transfer curve) per view (`DIR/<view name>.png`),
 //! composited over the scene's background colour. With `--params
 //! OUT/drivers.safetensors` it renders the fitted object in motion under
-//! new interactions instead ([`super::render_motion`]).
+//! new interactions instead ([`super::render_motion`]). With `--splats GLOB`
+//! it renders a sequence of posed splat files, one per frame, as reference
+//! frames `DIR/<view>/frame_NNNN.png` ([`super::render_splats`]).
 
 use std::path::{Path, PathBuf};
 
@@ -47,6 +49,12 @@ pub struct RenderArgs {
     /// `DIR/<view>.gif`).
     #[arg(long)]
     pub params: Option<PathBuf>,
+    /// Render these splat files (a quoted glob such as 'out/frame_*.ply',
+    /// sorted by file name), each the scene's splats posed for one frame,
+    /// to `DIR/<view>/frame_NNNN.png` (file k is frame k), a folder a
+    /// view's `frames` can name.
+    #[arg(long, conflicts_with = "params")]
+    pub splats: Option<String>,
     /// With --params: frames written, the rest frame 0 included (default:
     /// the scene's reference frame count, else 48).
     #[arg(long)]
@@ -202,6 +210,18 @@ pub fn run(args: &RenderArgs) -> Result<()> {
     let scene = Scene::load(&args.scene)?;
     let size = args.size.as_deref().map(parse_size).transpose()?;
     let views = resolve_views(&scene, &args.scene, &args.camera, size)?;
+    if let Some(pattern) = &args.splats {
+        let files = super::render_splats::list_splat_files(pattern)?;
+        return super::render_splats::render_splat_files(
+            &args.scene,
+            scene.gaussians().len(),
+            scene.background,
+            &files,
+            &views,
+            &args.out,
+            args.quiet,
+        );
+    }
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating output directory {}", args.out.display()))?;
 

@@ -1,0 +1,93 @@
+//! `physfit render scene.toml --splats GLOB --out DIR`: renders a sequence of
+//! splat files made elsewhere (another simulator's frames, one `.ply` per
+//! frame, each splat posed at its particle) with the scene's cameras, through
+//! the same forward renderer as plain `render`. Each file must hold the
+//! scene's splats in the scene's order (same count, as
+//! `gaussians.path`); file k becomes `DIR/<view>/frame_NNNN.png`, the layout
+//! `physfit synth` writes, so `DIR/<view>/*.png` can be a view's `frames`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use physfit::forward::SceneRenderer;
+use physfit::gpu::GpuContext;
+use physfit::scene::ply::load_gaussians;
+use physfit::scene::Camera;
+use physfit::synth::layout::frame_path;
+
+use super::render::write_opaque_png;
+
+/// The files `pattern` names, sorted by file name (frame order). A pattern
+/// that matches no file is an error naming it.
+pub fn list_splat_files(pattern: &str) -> Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = glob::glob(pattern)
+        .with_context(|| format!("--splats '{pattern}' is not a valid glob pattern"))?
+        .filter_map(Result::ok)
+        .filter(|p| p.is_file())
+        .collect();
+    anyhow::ensure!(
+        !files.is_empty(),
+        "--splats '{pattern}' matches no file: give a glob such as 'out/frame_*.ply' \
+         (quoted, so that physfit and not the shell expands it)"
+    );
+    files.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
+    Ok(files)
+}
+
+/// Renders every file of `files` in every view of `views`, writing
+/// `out/<view>/frame_NNNN.png` (file k is frame k). Each file must have the
+/// scene's splat count `scene_splats`.
+pub fn render_splat_files(
+    scene_path: &Path,
+    scene_splats: usize,
+    background: [f32; 3],
+    files: &[PathBuf],
+    views: &[(String, Camera)],
+    out: &Path,
+    quiet: bool,
+) -> Result<()> {
+    for (name, _) in views {
+        let dir = out.join(name);
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("creating output directory {}", dir.display()))?;
+    }
+    let ctx = GpuContext::new(&Default::default())?;
+    let bar = if quiet {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new(files.len() as u64)
+    }
+    .with_style(
+        ProgressStyle::with_template("rendering {bar:30} {pos}/{len} {msg}")
+            .expect("static template"),
+    );
+    for (k, file) in files.iter().enumerate() {
+        bar.set_message(file.display().to_string());
+        let splats = load_gaussians(file)
+            .with_context(|| format!("--splats: reading {}", file.display()))?;
+        let n = splats.gaussians.len();
+        anyhow::ensure!(
+            n == scene_splats,
+            "--splats: {} holds {n} usable splats but the scene {} has {scene_splats} \
+             (gaussians.path): every file must hold the scene's splats in the same order, \
+             each posed for its frame; write the frames from the scene's own .ply",
+            file.display(),
+            scene_path.display()
+        );
+        let mut renderer = SceneRenderer::at_rest(&ctx, &splats.gaussians, background)
+            .with_context(|| format!("--splats: uploading {}", file.display()))?;
+        for (name, camera) in views {
+            let path = frame_path(out, name, k);
+            let frame = renderer
+                .render(&ctx, camera)
+                .with_context(|| format!("rendering {} in view '{name}'", file.display()))?;
+            write_opaque_png(&path, frame.width, frame.height, frame.pixels)?;
+            log::info!("wrote {}", path.display());
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    Ok(())
+}

@@ -1,0 +1,36 @@
+//! The committed twin from an independent simulator (scenes/xsim, made by
+//! tools/xsim/generate.py): the scene loads with its 13 reference frames in
+//! every view, its simulation box is the one the generator used, and its
+//! truth file loads against the scene's E range.
+
+use std::path::Path;
+
+use physfit::scene::Scene;
+use physfit::synth::Truth;
+
+fn scene_path() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/xsim/xsim.toml")
+}
+
+#[test]
+fn xsim_scene_loads_with_13_frames_per_view() {
+    let scene = Scene::load(&scene_path()).unwrap();
+    assert_eq!(scene.views.len(), 2);
+    for view in &scene.views {
+        let frames = view.frames.as_ref().expect("every view has frames");
+        assert_eq!(frames.paths.len(), 13, "view {}", view.name);
+    }
+    assert_eq!(scene.frame_count(), Some(13));
+    assert!(!scene.anchored_indices().is_empty());
+}
+
+#[test]
+fn xsim_truth_loads_against_the_scene() {
+    let scene = Scene::load(&scene_path()).unwrap();
+    let truth = Truth::load(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/xsim/truth.toml"),
+        scene.material.log10_youngs_range,
+    )
+    .unwrap();
+    assert_eq!(truth.frames, 13);
+}
