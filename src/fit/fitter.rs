@@ -69,6 +69,11 @@ pub enum StageKind {
     Velocity,
     /// Stage 2: log10 E, v0 frozen, truncated flow.
     Stiffness,
+    /// v0 and log10 E together by L-BFGS, full flow, on the stiffness
+    /// stage's frames: the stages of a fit whose fields are both
+    /// low-dimensional ([`LBFGS_MAX_PARAMETERS`]), where alternating them
+    /// converges slowly (each holds the other's error).
+    Joint,
 }
 
 impl StageKind {
@@ -78,13 +83,14 @@ impl StageKind {
             StageKind::Scan => "scan",
             StageKind::Velocity => "velocity",
             StageKind::Stiffness => "stiffness",
+            StageKind::Joint => "joint",
         }
     }
 
     /// The gradient flow of the stage (DESIGN.md § Loss, parameters, fit).
     pub fn flow(self) -> GradientFlow {
         match self {
-            StageKind::Scan | StageKind::Velocity => GradientFlow::Full,
+            StageKind::Scan | StageKind::Velocity | StageKind::Joint => GradientFlow::Full,
             StageKind::Stiffness => GradientFlow::Truncated,
         }
     }
@@ -142,6 +148,19 @@ impl StagePlan {
 /// result); larger ones (per-driver fields) by Adam.
 pub const LBFGS_MAX_PARAMETERS: usize = 16;
 
+/// The parameter counts of a fit's two fields, which decide its stages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FieldSizes {
+    /// `log10 E` parameters.
+    pub youngs: usize,
+    /// Velocity parameters.
+    pub velocity: usize,
+}
+
+/// An L-BFGS stage has converged when a step gains less than this fraction
+/// of the loss (well above the loss's float-atomic noise, about 1e-6).
+pub const LBFGS_TOLERANCE: f64 = 1e-3;
+
 /// The first L-BFGS step of a stiffness stage, decades of E.
 pub const STIFFNESS_FIRST_STEP: f64 = 0.25;
 
@@ -161,6 +180,7 @@ pub fn plan_stages(
     frames: usize,
     rounds: u32,
     choice: StageChoice,
+    sizes: FieldSizes,
 ) -> Vec<StagePlan> {
     let kinds: &[StageKind] = match choice {
         StageChoice::Velocity => &[StageKind::Velocity],
@@ -199,11 +219,26 @@ pub fn plan_stages(
             first_step: STIFFNESS_FIRST_STEP,
         });
     }
+    if choice == StageChoice::Both && sizes.youngs + sizes.velocity <= LBFGS_MAX_PARAMETERS {
+        let settings = scene.fit.stiffness.clone();
+        plan.push(StagePlan {
+            round: 1,
+            kind: StageKind::Joint,
+            selection: Selection {
+                frames: (1..=last_of(&settings)).collect(),
+                views: views.to_vec(),
+            },
+            scan: None,
+            settings,
+            first_step: velocity_step(scene),
+        });
+        return plan;
+    }
     for round in 1..=rounds.max(1) {
         for &kind in kinds {
             let mut settings = match kind {
                 StageKind::Scan | StageKind::Velocity => scene.fit.velocity.clone(),
-                StageKind::Stiffness => scene.fit.stiffness.clone(),
+                StageKind::Stiffness | StageKind::Joint => scene.fit.stiffness.clone(),
             };
             // Later rounds refine: they start at the rate the first ended
             // at, since a full-rate restart from a converged point throws
@@ -342,7 +377,9 @@ impl FitState {
     fn stage_params(&self, plan: &[StagePlan]) -> Option<&[f64]> {
         plan.get(self.stage).map(|p| match p.kind {
             StageKind::Velocity => self.velocity.as_slice(),
-            StageKind::Scan | StageKind::Stiffness => self.log10_youngs.as_slice(),
+            StageKind::Scan | StageKind::Stiffness | StageKind::Joint => {
+                self.log10_youngs.as_slice()
+            }
         })
     }
 }
@@ -407,6 +444,7 @@ fn evaluate(
     let grad: Vec<f64> = match plan.kind {
         StageKind::Velocity => grads.velocity,
         StageKind::Scan | StageKind::Stiffness => grads.youngs,
+        StageKind::Joint => grads.velocity.into_iter().chain(grads.youngs).collect(),
     }
     .into_iter()
     .map(f64::from)
@@ -448,12 +486,12 @@ pub fn run_fit(
             last_report = Some(report);
             continue;
         }
-        let stage_len = state.stage_params(plan).map_or(0, <[f64]>::len);
+        let stage_len = match stage.kind {
+            StageKind::Velocity => state.velocity.len(),
+            StageKind::Joint => 0,
+            _ => state.log10_youngs.len(),
+        };
         if stage_len <= LBFGS_MAX_PARAMETERS {
-            let bounds = match stage.kind {
-                StageKind::Velocity => None,
-                StageKind::Scan | StageKind::Stiffness => Some((bounds[0], bounds[1])),
-            };
             let Some((report, converged)) =
                 run_lbfgs_stage(ctx, problem, stage, state, bounds, observer)?
             else {
@@ -473,14 +511,16 @@ pub fn run_fit(
         let schedule = stage.schedule();
         let bounds = match stage.kind {
             StageKind::Velocity => None,
-            StageKind::Scan | StageKind::Stiffness => Some((bounds[0], bounds[1])),
+            StageKind::Scan | StageKind::Stiffness | StageKind::Joint => {
+                Some((bounds[0], bounds[1]))
+            }
         };
         while state.iteration < stage.settings.iterations {
             let mut grad = point.grad.clone();
             let grad_norm = clip_norm(&mut grad, stage.settings.grad_clip);
             let current = match stage.kind {
                 StageKind::Velocity => &params.velocity,
-                StageKind::Scan | StageKind::Stiffness => &params.log10_youngs,
+                StageKind::Scan | StageKind::Stiffness | StageKind::Joint => &params.log10_youngs,
             };
             let mut rate = schedule.rate(state.iteration);
             let mut rejected = 0;
@@ -489,7 +529,7 @@ pub fn run_fit(
                 let mut moved = params.clone();
                 match stage.kind {
                     StageKind::Velocity => moved.velocity.clone_from(&proposal.params),
-                    StageKind::Scan | StageKind::Stiffness => {
+                    StageKind::Scan | StageKind::Stiffness | StageKind::Joint => {
                         moved.log10_youngs.clone_from(&proposal.params)
                     }
                 }
@@ -627,59 +667,98 @@ type Seen = (Vec<f64>, LossReport, Vec<f64>);
 
 /// A low-dimensional stage by L-BFGS ([`LBFGS_MAX_PARAMETERS`]): one record
 /// and one observer call per accepted step, the stage's `iterations` a cap
-/// on evaluations (line-search trials included). A resumed stage restarts
-/// L-BFGS's memory at the checkpointed point. Returns the final report and
-/// whether it converged; `None` when the observer stopped it.
+/// on evaluations (line-search trials included). The parameters are
+/// scaled by their group's first step (world units/s for a velocity,
+/// decades for log10 E), so that a joint stage's unit first step moves
+/// each group by its own scale. A resumed stage restarts L-BFGS's memory at
+/// the checkpointed point. Returns the final report and whether it
+/// converged; `None` when the observer stopped it.
 fn run_lbfgs_stage(
     ctx: &GpuContext,
     problem: &mut FitProblem,
     stage: &StagePlan,
     state: &mut FitState,
-    bounds: Option<(f64, f64)>,
+    range: [f64; 2],
     observer: &mut dyn FitObserver,
 ) -> Result<Option<(LossReport, bool)>, FitError> {
     use std::cell::RefCell;
     let base = state.parameters();
-    let with = |x: &[f64]| {
+    let nv = base.velocity.len();
+    // Which groups the stage fits, in x's order: velocity, then log10 E.
+    let (fit_v, fit_e) = match stage.kind {
+        StageKind::Velocity => (true, false),
+        StageKind::Scan | StageKind::Stiffness => (false, true),
+        StageKind::Joint => (true, true),
+    };
+    let mut x0 = Vec::new();
+    let mut scale = Vec::new();
+    let mut bounds = Vec::new();
+    if fit_v {
+        x0.extend(&base.velocity);
+        scale.extend(std::iter::repeat_n(stage.first_step, nv));
+        bounds.extend(std::iter::repeat_n((f64::NEG_INFINITY, f64::INFINITY), nv));
+    }
+    if fit_e {
+        x0.extend(&base.log10_youngs);
+        scale.extend(std::iter::repeat_n(
+            STIFFNESS_FIRST_STEP,
+            base.log10_youngs.len(),
+        ));
+        bounds.extend(std::iter::repeat_n(
+            (range[0], range[1]),
+            base.log10_youngs.len(),
+        ));
+    }
+    let split = |x: &[f64]| -> Parameters {
         let mut p = base.clone();
-        match stage.kind {
-            StageKind::Velocity => p.velocity = x.to_vec(),
-            StageKind::Scan | StageKind::Stiffness => p.log10_youngs = x.to_vec(),
+        let mut rest = x;
+        if fit_v {
+            p.velocity = rest[..nv].to_vec();
+            rest = &rest[nv..];
+        }
+        if fit_e {
+            p.log10_youngs = rest.to_vec();
         }
         p
     };
-    let x0 = match stage.kind {
-        StageKind::Velocity => base.velocity.clone(),
-        StageKind::Scan | StageKind::Stiffness => base.log10_youngs.clone(),
-    };
-    // Every evaluated point's report and gradient, for the records.
+    let to_z = |x: &[f64]| -> Vec<f64> { x.iter().zip(&scale).map(|(x, s)| x / s).collect() };
+    let to_x = |z: &[f64]| -> Vec<f64> { z.iter().zip(&scale).map(|(z, s)| z * s).collect() };
+    let z_bounds = bounds
+        .iter()
+        .zip(&scale)
+        .map(|(&(lo, hi), s)| (lo / s, hi / s))
+        .collect();
+    // Every evaluated point's report and gradient (in x), for the records.
     let seen: RefCell<Vec<Seen>> = RefCell::new(Vec::new());
     let settings = LbfgsSettings {
         max_evaluations: stage.settings.iterations.max(2),
-        first_step: stage.first_step,
-        relative_tolerance: CONVERGENCE_TOLERANCE / CONVERGENCE_WINDOW as f64,
-        bounds,
+        first_step: 1.0,
+        relative_tolerance: LBFGS_TOLERANCE,
+        bounds: z_bounds,
         ..LbfgsSettings::default()
     };
     let mut squares = vec![0.0; x0.len()];
     let mut stopped = false;
     let mut first_recorded = false;
+    let z0 = to_z(&x0);
     let result = minimise_observed(
-        &x0,
+        &z0,
         &settings,
-        |x| {
-            let Some(point) = evaluate(ctx, problem, stage, &with(x))? else {
+        |z| {
+            let x = to_x(z);
+            let Some(point) = evaluate(ctx, problem, stage, &split(&x))? else {
                 return Ok(None);
             };
-            let out = (point.report.loss, point.grad.clone());
+            let gz: Vec<f64> = point.grad.iter().zip(&scale).map(|(g, s)| g * s).collect();
+            let loss = point.report.loss;
             seen.borrow_mut()
-                .push((x.to_vec(), point.report, point.grad));
-            Ok::<_, FitError>(Some(out))
+                .push((z.to_vec(), point.report, point.grad));
+            Ok::<_, FitError>(Some((loss, gz)))
         },
-        |x, _loss, _evaluations| {
+        |z, _loss, _evaluations| {
             let seen = seen.borrow();
-            let mut push = |x: &[f64], state: &mut FitState| {
-                let Some((_, report, grad)) = seen.iter().rev().find(|(p, _, _)| p == x) else {
+            let mut push = |z: &[f64], state: &mut FitState| {
+                let Some((_, report, grad)) = seen.iter().rev().find(|(p, _, _)| p == z) else {
                     return;
                 };
                 let norm = grad.iter().map(|g| g * g).sum::<f64>().sqrt();
@@ -692,14 +771,13 @@ fn run_lbfgs_stage(
                 state.iteration += 1;
             };
             if !first_recorded {
-                push(&x0, state);
+                push(&z0, state);
                 first_recorded = true;
             }
-            push(x, state);
-            match stage.kind {
-                StageKind::Velocity => state.velocity = x.to_vec(),
-                StageKind::Scan | StageKind::Stiffness => state.log10_youngs = x.to_vec(),
-            }
+            push(z, state);
+            let p = split(&to_x(z));
+            state.velocity = p.velocity;
+            state.log10_youngs = p.log10_youngs;
             let go_on = observer.iteration_done(stage, state) == Control::Continue;
             stopped = !go_on;
             go_on
@@ -713,23 +791,23 @@ fn run_lbfgs_stage(
     if stopped {
         return Ok(None);
     }
-    match stage.kind {
-        StageKind::Velocity => state.velocity.clone_from(&result.x),
-        StageKind::Scan | StageKind::Stiffness => state.log10_youngs.clone_from(&result.x),
-    }
+    let p = split(&to_x(&result.x));
+    state.velocity = p.velocity;
+    state.log10_youngs = p.log10_youngs;
     let seen = seen.into_inner();
-    let report = match seen.iter().rev().find(|(p, _, _)| *p == result.x) {
+    let report = match seen.iter().rev().find(|(z, _, _)| *z == result.x) {
         Some((_, r, _)) => r.clone(),
         None => problem.loss(ctx, &state.parameters(), &stage.selection)?,
     };
-    if stage.kind == StageKind::Stiffness {
+    if fit_e {
         let n = state
             .records
             .iter()
             .filter(|r| r.round == stage.round && r.stage == stage.kind)
             .count()
             .max(1) as f64;
-        state.youngs_gradient_rms = Some(squares.iter().map(|s| (s / n).sqrt()).collect());
+        let e_part = &squares[if fit_v { nv } else { 0 }..];
+        state.youngs_gradient_rms = Some(e_part.iter().map(|s| (s / n).sqrt()).collect());
     }
     Ok(Some((report, result.converged)))
 }

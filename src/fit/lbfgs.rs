@@ -19,7 +19,7 @@
 pub type Evaluated = Option<(f64, Vec<f64>)>;
 
 /// How an L-BFGS run is bounded.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct LbfgsSettings {
     /// Evaluations at most, the start's included.
     pub max_evaluations: u32,
@@ -30,19 +30,21 @@ pub struct LbfgsSettings {
     pub memory: usize,
     /// Stop when a step lowers the loss by less than this fraction of it.
     pub relative_tolerance: f64,
-    /// Bounds on every coordinate: trial points are projected into them
-    /// (the fit's `log10 E` range); `None` for none.
-    pub bounds: Option<(f64, f64)>,
+    /// Bounds per coordinate: trial points are projected into them (the
+    /// fit's `log10 E` range); empty for none, infinite ends for a free
+    /// coordinate.
+    pub bounds: Vec<(f64, f64)>,
 }
 
 impl Default for LbfgsSettings {
+    /// 8 evaluations, a unit first step, 5 pairs, 1e-4, no bounds.
     fn default() -> Self {
         Self {
             max_evaluations: 8,
             first_step: 1.0,
             memory: 5,
             relative_tolerance: 1e-4,
-            bounds: None,
+            bounds: Vec::new(),
         }
     }
 }
@@ -135,9 +137,13 @@ pub fn minimise_observed<E>(
             let trial: Vec<f64> = x
                 .iter()
                 .zip(&d)
-                .map(|(xi, di)| {
+                .enumerate()
+                .map(|(i, (xi, di))| {
                     let v = xi + t * di;
-                    settings.bounds.map_or(v, |(lo, hi)| v.clamp(lo, hi))
+                    settings
+                        .bounds
+                        .get(i)
+                        .map_or(v, |&(lo, hi)| v.clamp(lo, hi))
                 })
                 .collect();
             if trial == x {

@@ -25,7 +25,8 @@ use super::camera_check::{camera_check, CameraCheck};
 use super::checkpoint::{Checkpoint, FitFingerprint};
 use super::evaluation::{LossReport, Parameters};
 use super::fitter::{
-    plan_stages, run_fit, Control, FitEnd, FitObserver, FitState, StageChoice, StagePlan,
+    plan_stages, run_fit, Control, FieldSizes, FitEnd, FitObserver, FitState, StageChoice,
+    StagePlan,
 };
 use super::options::FitProblemOptions;
 use super::outputs::{per_driver, write_outputs, FinishedFit, OUTPUT_FILES};
@@ -291,6 +292,10 @@ impl FitSession {
             inputs.frames,
             scene.fit.rounds,
             options.choice,
+            FieldSizes {
+                youngs: problem.youngs_map().params,
+                velocity: problem.velocity_map().params,
+            },
         );
         let (state, stage_seconds) = match resumed {
             Some(c) => {

@@ -3,6 +3,7 @@
 //! falls, the observer sees every stage and iteration, and a stop leaves a
 //! state from which the loop continues.
 
+use physfit::fit::fitter::{FieldSizes, LBFGS_MAX_PARAMETERS};
 use physfit::fit::{
     plan_stages, run_fit, Control, FitEnd, FitObserver, FitProblem, FitState, LossReport,
     StageChoice, StageKind, StagePlan,
@@ -44,8 +45,18 @@ fn two_stages_lower_the_loss_and_a_stopped_fit_continues() {
     scene.fit.velocity.frames = Some(2);
     scene.fit.stiffness.iterations = 2;
     scene.fit.stiffness.warmup = 1;
+    // The Adam stages alone (the scan and L-BFGS have tests of their own).
+    scene.fit.scan.points = 0;
     let mut problem = FitProblem::new(&ctx, &scene, &options(&scene)).unwrap();
-    let plan = plan_stages(&scene, &[0, 1], FRAMES + 1, 1, StageChoice::Both);
+    let sizes = FieldSizes {
+        youngs: problem.youngs_map().params,
+        velocity: problem.velocity_map().params,
+    };
+    assert!(
+        sizes.youngs > LBFGS_MAX_PARAMETERS,
+        "per-driver fields: Adam"
+    );
+    let plan = plan_stages(&scene, &[0, 1], FRAMES + 1, 1, StageChoice::Both, sizes);
     assert_eq!(plan.len(), 2);
     assert_eq!(plan[0].selection.frames, vec![1, 2]);
     assert_eq!(plan[1].selection.frames, (1..=FRAMES).collect::<Vec<_>>());
