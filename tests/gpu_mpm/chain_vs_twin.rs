@@ -178,7 +178,8 @@ fn chain_vs_twin_truncated_flow() {
 /// L1 kink.)
 #[test]
 fn chain_vs_twin_gpu_gradient_is_the_limit_of_twin_differences() {
-    use crate::fit_problem::{richardson, smooth_direction};
+    use crate::common::slopes::richardson;
+    use crate::fit_problem::smooth_direction;
     use physfit::reference::chain::{chain_frame_states, chain_loss, chain_loss_held};
     let ctx = common::gpu();
     let (_dir, scene) = fixture(&ctx);
