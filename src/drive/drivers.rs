@@ -298,9 +298,4 @@ impl DriverSet {
             .collect();
         Ok(ParticleState::at_rest(self.rest.clone(), velocities))
     }
-
-    /// World positions of the drivers of a state (host side, for outputs).
-    pub fn world_positions(&self, state: &ParticleState) -> Vec<[f32; 3]> {
-        state.x.iter().map(|&x| self.sim_box.to_world(x)).collect()
-    }
 }

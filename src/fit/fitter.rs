@@ -1,6 +1,5 @@
 //! The two-stage fit as a loop of Adam steps around
-//! [`FitProblem::evaluate`] (DESIGN.md § Loss, parameters, fit; issue 13,
-//! "The fit").
+//! [`FitProblem::evaluate`] (DESIGN.md § Loss, parameters, fit).
 //!
 //! A fit is a [`StagePlan`] list run in order: per round, stage 1
 //! ([`StageKind::Velocity`]: v0 with E frozen, frames 1..=n, full flow),
@@ -242,8 +241,8 @@ pub fn plan_stages(
             };
             // Later rounds refine: they start at the rate the first ended
             // at, since a full-rate restart from a converged point throws
-            // it off again (measured on the twin of tests/gpu_mpm/fit_cli.rs:
-            // v0 error 1.7% after round 1, 4.0% after a full-rate round 2).
+            // it off again (docs/benchmarks.md, "Measured figures behind
+            // test and fit constants").
             if round > 1 {
                 settings.learning_rate *= settings.decay;
             }
@@ -524,7 +523,7 @@ pub fn run_fit(
             };
             let mut rate = schedule.rate(state.iteration);
             let mut rejected = 0;
-            let (proposal, next, moved) = loop {
+            let (proposal, next) = loop {
                 let proposal = state.adam.propose(current, &grad, rate, bounds);
                 let mut moved = params.clone();
                 match stage.kind {
@@ -534,7 +533,7 @@ pub fn run_fit(
                     }
                 }
                 if let Some(next) = evaluate(ctx, problem, stage, &moved)? {
-                    break (proposal, next, moved);
+                    break (proposal, next);
                 }
                 rejected += 1;
                 if rejected > MAX_REJECTIONS {
@@ -570,8 +569,13 @@ pub fn run_fit(
                 learning_rate: rate,
                 rejected,
             });
-            state.adam.accept(proposal);
-            params = moved;
+            let accepted = state.adam.accept(proposal);
+            match stage.kind {
+                StageKind::Velocity => params.velocity = accepted,
+                StageKind::Scan | StageKind::Stiffness | StageKind::Joint => {
+                    params.log10_youngs = accepted
+                }
+            }
             state.log10_youngs.clone_from(&params.log10_youngs);
             state.velocity.clone_from(&params.velocity);
             state.iteration += 1;

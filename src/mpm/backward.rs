@@ -30,9 +30,8 @@
 //!
 //! Per frame the pass records its substeps into one command encoder and
 //! submits once (then checks for device errors); callers that batch
-//! differently can record substeps themselves
-//! ([`MpmSimulator::encode_substep`], [`MpmSimulator::encode_substep_adjoint`],
-//! [`MpmSimulator::encode_add_state`]).
+//! forward work differently can record it themselves
+//! ([`MpmSimulator::encode_substep`], [`MpmSimulator::encode_add_state`]).
 //!
 //! Typical use by the fit (all particle buffers use [`super::layout`]):
 //!

@@ -57,11 +57,6 @@ impl BackwardWork {
         Self::default()
     }
 
-    /// Whether buffers are allocated.
-    pub fn is_allocated(&self) -> bool {
-        self.buffers.is_some()
-    }
-
     /// The buffers for a backward pass of `sim` with checkpoints every
     /// `every` substeps: the ones held when they fit, else new ones (the
     /// old are freed first).

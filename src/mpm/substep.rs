@@ -345,36 +345,6 @@ impl MpmSimulator {
         }
     }
 
-    /// Records the adjoint of the substep `state → next` (`next` as the
-    /// forward substep wrote it from `state`): from `grad_next = ∂L/∂(state
-    /// n+1)` writes `grad = ∂L/∂(state n)` and adds this substep's `∂L/∂E`
-    /// to `youngs_grad`. Recomputes the substep's grid first (the backward
-    /// pass of [`super::backward`] keeps each segment substep's grid from
-    /// its replay instead, unless they exceed
-    /// [`super::MpmOptions::kept_grids_budget`]). Leaves ∂L/∂(grid
-    /// velocity) zero over the box, as it needs it on entry (see
-    /// [`MpmSimulator::encode_stage`]).
-    #[allow(clippy::too_many_arguments)]
-    pub fn encode_substep_adjoint(
-        &self,
-        ctx: &GpuContext,
-        encoder: &mut wgpu::CommandEncoder,
-        state: &GpuBuffer,
-        next: &GpuBuffer,
-        grad_next: &GpuBuffer,
-        grad: &GpuBuffer,
-        youngs_grad: &GpuBuffer,
-    ) {
-        let b = StageBuffers {
-            state,
-            next,
-            grad_next,
-            grad,
-            youngs_grad,
-        };
-        self.encode_substep_adjoint_with(ctx, encoder, &b, None);
-    }
-
     /// Zeroes ∂L/∂(grid velocity) whole. The substep adjoints keep it zero
     /// between them (grid update* zeroes the box nodes it reads); a
     /// backward pass starts with this so that nothing left by an earlier,
@@ -411,11 +381,18 @@ impl MpmSimulator {
         }
     }
 
-    /// The substep adjoint on buffers `b`: with `kept = Some(grid)` on the
-    /// substep's grid already in `grid` (from
-    /// [`MpmSimulator::encode_substep_keeping_grid`] on `b.state`), running
-    /// only [`SubstepStage::ADJOINT_ON_KEPT_GRID`]; with `None` as
-    /// [`MpmSimulator::encode_substep_adjoint`].
+    /// Records the adjoint of the substep `b.state → b.next` (`next` as the
+    /// forward substep wrote it from `state`): from `b.grad_next =
+    /// ∂L/∂(state n+1)` writes `b.grad = ∂L/∂(state n)` and adds this
+    /// substep's `∂L/∂E` to `b.youngs_grad`. With `kept = Some(grid)` it
+    /// runs on the substep's grid already in `grid` (from
+    /// [`MpmSimulator::encode_substep_keeping_grid`] on `b.state`), only
+    /// [`SubstepStage::ADJOINT_ON_KEPT_GRID`]; with `None` it recomputes the
+    /// grid first (the backward pass of [`super::backward`] keeps each
+    /// segment substep's grid from its replay instead, unless they exceed
+    /// [`super::MpmOptions::kept_grids_budget`]). Leaves ∂L/∂(grid
+    /// velocity) zero over the box, as it needs it on entry (see
+    /// [`MpmSimulator::encode_stage`]).
     pub(crate) fn encode_substep_adjoint_with(
         &self,
         ctx: &GpuContext,

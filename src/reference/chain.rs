@@ -1,6 +1,6 @@
 //! f64 twin of the whole differentiable chain (DESIGN.md § Loss,
 //! parameters, fit; § Drivers and the deformation of Gaussians;
-//! § Verification 1–2; issue 12): parameters → MPM twin → deformation twin
+//! § Verification 1–2): parameters → MPM twin → deformation twin
 //! → render twin → loss twin, and its exact gradient by chaining the twins'
 //! adjoints. The test oracle of the GPU problem call (src/fit/).
 //!
@@ -10,7 +10,7 @@
 //!   twin (no range clamp: the clamp is a projection after an optimiser
 //!   step, not part of the forward);
 //! - `velocity`: the initial velocity in **world units/s** (as the GPU
-//!   problem takes it, issue 12), so the MPM state's `v = v_world / side`
+//!   problem takes it), so the MPM state's `v = v_world / side`
 //!   (`side` of the [`DeformSetup`]'s sim box) and
 //!   `∂L/∂v_world = (∂L/∂v) / side`. Anchored drivers' velocities are
 //!   **held at zero**: whatever the input holds there is ignored by the
@@ -316,12 +316,8 @@ pub fn chain_frame_states(problem: &ChainProblem64, params: &ChainParams64) -> V
 }
 
 /// `∂L/∂x` of the drivers at `x` from frame k's image losses: loss twin →
-/// render backward twin → deformation adjoint twin, summed over views.
-/// Also returns the per-view losses.
-pub fn frame_seed(problem: &ChainProblem64, k: usize, x: &[Vec3]) -> (Vec<f64>, Vec<Vec3>) {
-    frame_seed_with(problem, k, x, ChainPaths::ALL)
-}
-
+/// render backward twin → deformation adjoint twin, summed over views,
+/// along the switched-on `paths`. Also returns the per-view losses.
 fn frame_seed_with(
     problem: &ChainProblem64,
     k: usize,

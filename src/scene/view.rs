@@ -58,11 +58,6 @@ impl FrameSet {
     pub fn load(&self, k: usize) -> Result<Frame, FrameError> {
         load_frame(&self.paths[k], Some((self.width, self.height)))
     }
-
-    /// Decodes every frame.
-    pub fn load_all(&self) -> Result<Vec<Frame>, FrameError> {
-        (0..self.len()).map(|k| self.load(k)).collect()
-    }
 }
 
 /// Checks a world-to-camera rotation is orthonormal with determinant +1.

@@ -88,4 +88,72 @@ pub fn scene_with(
     (dir, scene)
 }
 
+/// Deterministic pseudo-random numbers in [−1, 1) (a 64-bit LCG from
+/// `seed`; the same sequence on every machine).
+pub fn pseudo_random(count: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    (0..count)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+/// How [`block`] lays out its splats.
+pub struct Block {
+    /// Splats per axis.
+    pub counts: [usize; 3],
+    /// Lattice spacing per axis (world units); splat `(i, j, k)` sits at
+    /// `(i·s₀, j·s₁, k·s₂)` plus its jitter.
+    pub spacing: [f32; 3],
+    /// Largest offset of a splat from its lattice point, per axis: uniform
+    /// pseudo-random in `[−jitter, jitter)` ([`pseudo_random`] of
+    /// `jitter_seed`, three numbers per splat in lattice order); 0 for none.
+    pub jitter: f32,
+    /// Seed of the jitter.
+    pub jitter_seed: u64,
+    /// Log scale of every axis of every splat.
+    pub log_scale: f32,
+    /// Opacity logit of every splat.
+    pub opacity_logit: f32,
+    /// SH DC colour of splat `(i, j, k)`.
+    pub colour: fn([usize; 3]) -> [f32; 3],
+}
+
+/// Axis-aligned, isotropic splats on a lattice, in `i`, `j`, `k` order
+/// (`k` fastest), as `layout` says.
+pub fn block(layout: &Block) -> physfit::scene::Gaussians {
+    let [nx, ny, nz] = layout.counts;
+    let jitter = pseudo_random(3 * nx * ny * nz, layout.jitter_seed);
+    let mut g = physfit::scene::Gaussians::default();
+    for i in 0..nx {
+        for j in 0..ny {
+            for k in 0..nz {
+                let s = 3 * g.means.len();
+                let at = |a: usize, n: usize| {
+                    let p = n as f32 * layout.spacing[a];
+                    if layout.jitter == 0.0 {
+                        p
+                    } else {
+                        p + layout.jitter * jitter[s + a]
+                    }
+                };
+                g.means.push([at(0, i), at(1, j), at(2, k)]);
+                g.rotations.push([1.0, 0.0, 0.0, 0.0]);
+                g.log_scales.push([layout.log_scale; 3]);
+                g.opacity_logits.push(layout.opacity_logit);
+                g.sh.push((layout.colour)([i, j, k]));
+            }
+        }
+    }
+    g
+}
+
+pub mod cli;
 pub mod deform_cases;
+pub mod slopes;

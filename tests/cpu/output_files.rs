@@ -1,5 +1,6 @@
-//! The fit's files (src/output; issue 13, "Outputs"): `drivers.safetensors`
-//! round-trips bit for bit, is written atomically, is refused with another
+//! The fit's files (src/output): `drivers.safetensors` round-trips bit for
+//! bit, is written atomically (a reader of the old file never sees the new
+//! one half written; a failed write leaves no temporary file), is refused with another
 //! `.ply` or other settings and when truncated or altered (naming the file
 //! and the tensor or field); `fitted.ply` reloads with every splat and the
 //! fitted material of followers, anchored and static splats.
@@ -129,22 +130,59 @@ fn drivers_file_round_trips_bit_for_bit_and_matches_its_scene() {
     );
 }
 
-#[test]
-fn drivers_file_is_written_atomically() {
-    let f = fitted();
-    let path = f.path("drivers.safetensors");
-    // An existing, longer file is replaced whole.
-    std::fs::write(&path, vec![0xAB; 1 << 16]).unwrap();
-    f.file().save(&path).unwrap();
-    let len = std::fs::metadata(&path).unwrap().len();
-    assert!(len < 1 << 16, "{len} bytes: the old file was not replaced");
-    assert_eq!(FittedDrivers::load(&path).unwrap(), f.file());
-    let mut names: Vec<String> = std::fs::read_dir(f.dir.path())
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    assert_eq!(names, ["drivers.safetensors", "scene.toml", "splats.ply"]);
+    names
+}
+
+/// The new file is a new inode renamed over the old name: a reader that
+/// opened the old file before the save still reads the old bytes whole
+/// (a plain write truncates and rewrites that same file under it), and a
+/// reader that opens the name afterwards reads the complete new file.
+#[test]
+fn drivers_file_is_written_atomically() {
+    use std::io::Read;
+    let f = fitted();
+    let path = f.path("drivers.safetensors");
+    let old = vec![0xAB; 1 << 16];
+    std::fs::write(&path, &old).unwrap();
+    let mut reader = std::fs::File::open(&path).unwrap();
+    f.file().save(&path).unwrap();
+    let mut seen = Vec::new();
+    reader.read_to_end(&mut seen).unwrap();
+    assert!(seen == old, "the open old file changed under its reader");
+    let len = std::fs::metadata(&path).unwrap().len();
+    assert!(len < 1 << 16, "{len} bytes: the old file was not replaced");
+    assert_eq!(FittedDrivers::load(&path).unwrap(), f.file());
+    assert_eq!(
+        names_in(f.dir.path()),
+        ["drivers.safetensors", "scene.toml", "splats.ply"]
+    );
+}
+
+/// A write that fails at its last step (the rename: the destination is a
+/// non-empty directory) reports the error, leaves the destination as it
+/// was and removes its temporary file.
+#[test]
+fn a_failed_atomic_write_leaves_the_destination_and_no_temporary_file() {
+    use physfit::io::atomic_write::write_atomic;
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("out");
+    std::fs::create_dir(&target).unwrap();
+    std::fs::write(target.join("kept"), b"old").unwrap();
+    write_atomic(&target, b"new bytes").unwrap_err();
+    assert!(target.is_dir());
+    assert_eq!(std::fs::read(target.join("kept")).unwrap(), b"old");
+    assert_eq!(names_in(dir.path()), ["out"], "a temporary file was left");
+    // And one that succeeds leaves only its destination.
+    let file = dir.path().join("file.bin");
+    write_atomic(&file, b"new bytes").unwrap();
+    assert_eq!(std::fs::read(&file).unwrap(), b"new bytes");
+    assert_eq!(names_in(dir.path()), ["file.bin", "out"]);
 }
 
 #[test]

@@ -24,6 +24,7 @@
 #![allow(clippy::needless_range_loop)] // parallel per-particle arrays
 
 use crate::common;
+use crate::common::slopes::fitted_slope;
 
 use crate::support::*;
 use physfit::gpu::{GpuContext, GpuOptions};
@@ -212,15 +213,27 @@ fn keeping(every: Option<u32>) -> RolloutOptions {
     }
 }
 
-/// Central difference of `f` at 0 with Richardson extrapolation from steps
-/// `h` and `h/2` (error O(h⁴)). f32 rounding makes the loss jitter at about
-/// 1e-4 of the stress (the polar decomposition of a near-identity F goes
-/// through FᵀF), so steps below a few percent measure the jitter, not the
-/// slope; large steps with extrapolation avoid both errors.
-fn richardson(f: impl Fn(f64) -> f64, h: f64) -> f64 {
-    let central = |h: f64| (f(h) - f(-h)) / (2.0 * h);
-    (4.0 * central(h / 2.0) - central(h)) / 3.0
+/// The finite-difference slope of every check here: [`fitted_slope`], a
+/// least-squares fit of the odd part `b·t + d·t³` at `points` steps over
+/// `(0, h]` (error O(h⁴), as Richardson extrapolation's). The loss jitters
+/// with the step, by f32 rounding (about 1e-4 of the stress: the polar
+/// decomposition of a near-identity F goes through FᵀF) and by the
+/// run-to-run noise of float atomics. A slope from four values (Richardson
+/// at `h` and `h/2`) carries that jitter amplified by `1/h` and moved run to
+/// run by 0.3%, up to half the tolerance; many points over a wider window
+/// average it out (figures in docs/benchmarks.md, "Measured figures behind
+/// test and fit constants").
+fn fd_slope(f: impl FnMut(f64) -> f64, h: f64, points: usize) -> f64 {
+    fitted_slope(f, h, points)
 }
+
+/// Half-width and points of the `E` checks (a relative perturbation of E):
+/// errors ≤ 1e-3, where Richardson at 0.1 gave up to 5.5e-3.
+const YOUNGS_STEP: (f64, usize) = (0.2, 16);
+/// Half-width and points of the random `v0` direction.
+const VELOCITY_STEP: (f64, usize) = (0.16, 8);
+/// Half-width and points of one `v0` component.
+const COMPONENT_STEP: (f64, usize) = (0.04, 8);
 
 fn dot(a: &[f32], b: &[f32]) -> f64 {
     a.iter().zip(b).map(|(x, y)| *x as f64 * *y as f64).sum()
@@ -266,7 +279,7 @@ fn check_youngs_gradient(ctx: &GpuContext, c: &Case, what: &str) {
             .collect();
         c.loss(ctx, &e, &c.start)
     };
-    let fd = richardson(loss, 0.1);
+    let fd = fd_slope(loss, YOUNGS_STEP.0, YOUNGS_STEP.1);
     let rel = (fd - analytic).abs() / analytic.abs();
     eprintln!("{what}: dL/dE · δ: adjoint {analytic:.6e}, FD {fd:.6e}, relative {rel:.2e}");
     assert!(rel <= 1e-2, "{what}: adjoint {analytic} vs FD {fd}");
@@ -289,12 +302,11 @@ fn check_velocity_gradient(ctx: &GpuContext, c: &Case, what: &str) {
         }
         c.loss(ctx, &c.youngs, &s)
     };
-    // Step 0.16 (central differences at 0.16 and 0.08): below ~0.1 the
-    // loss's f32 jitter dominates the directional difference (central
-    // differences at 0.01–0.04 scatter by ±1% around the adjoint, with either
-    // scatter variant), above ~0.3 the curvature does; measured at 0.16:
-    // 1.2e-3 (binned scatters) and 2.0e-4 (atomic scatters).
-    let fd = richardson(shifted, 0.16);
+    // Below a step of ~0.1 the loss's f32 jitter dominates the directional
+    // difference (central differences at 0.01–0.04 scatter by ±1% around
+    // the adjoint, with either scatter variant), above ~0.3 the curvature
+    // does.
+    let fd = fd_slope(shifted, VELOCITY_STEP.0, VELOCITY_STEP.1);
     let rel = (fd - analytic).abs() / analytic.abs();
     eprintln!("{what}: dL/dv0 · δ: adjoint {analytic:.6e}, FD {fd:.6e}, relative {rel:.2e}");
     assert!(rel <= 1e-2, "{what}: adjoint {analytic} vs FD {fd}");
@@ -311,7 +323,7 @@ fn check_velocity_gradient(ctx: &GpuContext, c: &Case, what: &str) {
         s.v[p][0] += h as f32;
         c.loss(ctx, &c.youngs, &s)
     };
-    let fd1 = richardson(single, 0.02);
+    let fd1 = fd_slope(single, COMPONENT_STEP.0, COMPONENT_STEP.1);
     let a1 = g.initial_state.v[p][0] as f64;
     let rel1 = (fd1 - a1).abs() / a1.abs();
     eprintln!("{what}: dL/dv0[{p}].x: adjoint {a1:.6e}, FD {fd1:.6e}, relative {rel1:.2e}");
@@ -757,7 +769,7 @@ fn truncated_flow_matches_one_frame_finite_differences() {
             let s: Vec<f32> = ctx.read_buffer(&r.frames[1]).unwrap();
             dot(&s, &c.weights[k - 1])
         };
-        fd += richardson(one_frame, 0.1);
+        fd += fd_slope(one_frame, YOUNGS_STEP.0, YOUNGS_STEP.1);
     }
     c.sim.set_youngs(&ctx, &c.youngs).unwrap();
     let analytic = dot(&g.youngs, &dir);

@@ -1,13 +1,12 @@
-//! The GPU chain against its f64 twin (issue 12, second test; DESIGN.md
-//! § Verification 3 and 6): the fit problem of tests/gpu_mpm/fit_problem.rs
-//! (288 splats, 32 K-Means drivers, some anchored, two 32×32 views, 3
-//! frames; reference PNGs rendered by the problem's own forward at the
-//! "true" parameters) and [`ChainProblem64`] built from exactly the same
-//! data: the problem's own drivers (not a second K-Means), their volume and
-//! anchored flags, the scene's MPM config, the deformation setup of those
-//! drivers, the scene's splats, cameras and background, the references read
-//! back from the same PNGs, the loss weights, TV over the driver graph with
-//! the same weight. Both evaluated at the same per-driver parameters away
+//! The GPU chain against its f64 twin (DESIGN.md § Verification 3 and 6):
+//! the fit problem of tests/gpu_mpm/fit_problem.rs (288 splats, 32 K-Means
+//! drivers, some anchored, two 32×32 views, 3 frames; reference PNGs
+//! rendered by the problem's own forward at the "true" parameters) and
+//! [`ChainProblem64`] built from exactly the same data: the problem's own
+//! drivers (not a second K-Means), their volume and anchored flags, the
+//! scene's MPM config, the deformation setup of those drivers, the scene's
+//! splats, cameras and background, the references read back from the same
+//! PNGs, the loss weights, TV over the driver graph with the same weight. Both evaluated at the same per-driver parameters away
 //! from the truth, both flows; compared: the loss (total and per frame and
 //! view) and ∂L/∂log10 E and ∂L/∂v0 per component, as a max relative error
 //! with a stated floor.
@@ -178,7 +177,8 @@ fn chain_vs_twin_truncated_flow() {
 /// L1 kink.)
 #[test]
 fn chain_vs_twin_gpu_gradient_is_the_limit_of_twin_differences() {
-    use crate::fit_problem::{richardson, smooth_direction};
+    use crate::common::slopes::richardson;
+    use crate::fit_problem::smooth_direction;
     use physfit::reference::chain::{chain_frame_states, chain_loss, chain_loss_held};
     let ctx = common::gpu();
     let (_dir, scene) = fixture(&ctx);

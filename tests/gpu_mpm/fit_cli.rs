@@ -1,11 +1,14 @@
-//! `physfit fit` end to end (issue 13): twin recovery on a small block seen
+//! `physfit fit` end to end: twin recovery on a small block seen
 //! by two views (frames made by `physfit synth` with its finer default
 //! discretisation, so no inverse crime), every output written, Ctrl-C
 //! writing a checkpoint that `--resume` continues to the uninterrupted
 //! result, and the refusals writing nothing.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
+
+use crate::common;
+use crate::common::cli::{ok, physfit, refused};
 use std::time::{Duration, Instant};
 
 use physfit::scene::ply::PlyData;
@@ -14,23 +17,19 @@ use physfit::scene::Gaussians;
 /// 8×8×8 opaque splats filling [0, 0.35]³ (world units), a soft checker
 /// over a colour ramp so that motion shows in every direction.
 fn block() -> Gaussians {
-    let n = 8;
-    let mut g = Gaussians::default();
-    for i in 0..n {
-        for j in 0..n {
-            for k in 0..n {
-                let c = if (i + j + k) % 2 == 0 { 0.2 } else { -0.2 };
-                let t = |a: usize| 0.3 * (a as f32 / n as f32 - 0.5);
-                g.means
-                    .push([i as f32 * 0.05, j as f32 * 0.05, k as f32 * 0.05]);
-                g.rotations.push([1.0, 0.0, 0.0, 0.0]);
-                g.log_scales.push([-3.3; 3]);
-                g.opacity_logits.push(3.0);
-                g.sh.push([c + t(i), t(j) - c, t(k)]);
-            }
-        }
-    }
-    g
+    common::block(&common::Block {
+        counts: [8; 3],
+        spacing: [0.05; 3],
+        jitter: 0.0,
+        jitter_seed: 0,
+        log_scale: -3.3,
+        opacity_logit: 3.0,
+        colour: |[i, j, k]| {
+            let c = if (i + j + k) % 2 == 0 { 0.2 } else { -0.2 };
+            let t = |a: usize| 0.3 * (a as f32 / 8.0 - 0.5);
+            [c + t(i), t(j) - c, t(k)]
+        },
+    })
 }
 
 /// The twin scene: two 32² views, grid 12 ("auto": 256 drivers), the
@@ -121,27 +120,6 @@ kind = "uniform"
 value = [1.0, 0.0, 0.0]
 "#;
 
-fn physfit(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_physfit"))
-        .args(args)
-        .current_dir(dir)
-        .env("RUST_LOG", "warn")
-        .output()
-        .expect("run physfit")
-}
-
-fn ok(run: &Output) -> String {
-    let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
-    assert!(run.status.success(), "{stderr}");
-    stderr
-}
-
-fn refused(run: &Output) -> String {
-    let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
-    assert_eq!(run.status.code(), Some(1), "{stderr}");
-    stderr
-}
-
 /// A directory with the block, `scene.toml` and the truth's frames in
 /// `synth/` (made with `synth_flags` added to `physfit synth`).
 fn twin_with(scene: &str, truth: &str, synth_flags: &[&str]) -> tempfile::TempDir {
@@ -182,6 +160,21 @@ fn twin(scene: &str, truth: &str) -> tempfile::TempDir {
 fn fit_json(out: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(out.join("fit.json")).unwrap();
     serde_json::from_str(&text).unwrap()
+}
+
+/// Per channel over the 32×32 panel of `a` whose top left corner is `at`,
+/// against the 32×32 image `b`: the largest and the mean absolute
+/// difference, in 8-bit codes.
+fn panel_difference(a: &image::RgbImage, at: (u32, u32), b: &image::RgbImage) -> (u8, f64) {
+    let codes: Vec<u8> = (0..32)
+        .flat_map(|y| (0..32).map(move |x| (x, y)))
+        .flat_map(|(x, y)| {
+            let (p, q) = (a.get_pixel(at.0 + x, at.1 + y).0, b.get_pixel(x, y).0);
+            (0..3).map(move |c| p[c].abs_diff(q[c]))
+        })
+        .collect();
+    let mean = codes.iter().map(|&c| f64::from(c)).sum::<f64>() / codes.len() as f64;
+    (*codes.iter().max().unwrap(), mean)
 }
 
 fn number(v: &serde_json::Value, path: &[&str]) -> f64 {
@@ -227,15 +220,42 @@ fn twin_recovery_per_driver_stiffness_writes_every_output() {
     for png in ["loss.png", "stiffness.png"] {
         image::open(out.join(png)).unwrap();
     }
+    use physfit::report::compare::CAPTION_HEIGHT;
+    let png = |path: &Path| {
+        image::open(path)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+            .to_rgb8()
+    };
     for view in ["front", "side"] {
+        let frame = |dir: &Path, k: usize| dir.join(view).join(format!("frame_{k:04}.png"));
+        let at_rest = png(&frame(&d.join("synth"), 0));
+        let (mut fitted_sum, mut rest_sum) = (0.0, 0.0);
         for k in 0..7 {
-            let p = out
-                .join("compare")
-                .join(view)
-                .join(format!("frame_{k:04}.png"));
-            let img = image::open(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-            assert!(img.width() >= 3 * 32, "{}", p.display());
+            let picture = png(&frame(&out.join("compare"), k));
+            assert_eq!(picture.dimensions(), (3 * 32, 32 + CAPTION_HEIGHT));
+            // reference | fitted | |difference| × 4, under the captions.
+            let reference = png(&frame(&d.join("synth"), k));
+            let (worst, _) = panel_difference(&picture, (0, CAPTION_HEIGHT), &reference);
+            assert!(worst <= 1, "{view} {k}: reference panel {worst} codes off");
+            let (worst, fitted) = panel_difference(&picture, (32, CAPTION_HEIGHT), &reference);
+            let (_, rest) = panel_difference(&at_rest, (0, 0), &reference);
+            eprintln!(
+                "{view} frame {k}: fitted panel to reference mean {fitted:.3}, largest {worst}; \
+                 at rest {rest:.3} codes"
+            );
+            fitted_sum += fitted;
+            rest_sum += rest;
         }
+        // The fitted panels show the reference's motion: over the frames,
+        // much closer to the reference than the block left at rest is
+        // (measured: 0.14 front, 0.36 side, whose camera sees the push
+        // mostly along its axis; a copy of frame 0 gives 1).
+        let ratio = fitted_sum / rest_sum;
+        eprintln!("{view}: fitted panels / at rest {ratio:.3}");
+        assert!(
+            ratio < 0.6,
+            "{view}: fitted {fitted_sum} vs at rest {rest_sum} codes"
+        );
     }
     let fitted = physfit::output::FittedDrivers::load(&out.join("drivers.safetensors")).unwrap();
     let scene = physfit::scene::Scene::load(&d.join("scene.toml")).unwrap();
@@ -386,9 +406,13 @@ fn a_fit_interrupted_by_ctrl_c_resumes_to_the_uninterrupted_result() {
     let (whole_e, whole_v) = final_parameters(&d.join("whole"));
     let (cut_e, cut_v) = final_parameters(&d.join("cut"));
     eprintln!("uninterrupted {whole_e:?} {whole_v:?}, resumed after {cut_at}: {cut_e:?} {cut_v:?}");
-    // Run-to-run tolerance: GPU atomics sum in any order.
+    // The checkpoint round-trips bit for bit, but float atomics sum in any
+    // order, so two fits differ by their run-to-run noise: three
+    // uninterrupted fits of this scene on lavapipe differed by up to
+    // 7.3e-8·(1 + |a|) in their final parameters. 1e-5 leaves two orders of
+    // magnitude for adapters whose atomics reorder more.
     for (a, b) in whole_e.iter().zip(&cut_e).chain(whole_v.iter().zip(&cut_v)) {
-        assert!((a - b).abs() <= 1e-3 * (1.0 + a.abs()), "{a} vs {b}");
+        assert!((a - b).abs() <= 1e-5 * (1.0 + a.abs()), "{a} vs {b}");
     }
 }
 
@@ -497,46 +521,59 @@ fn a_stiffness_only_fit_holds_the_velocity_of_an_earlier_fit() {
     assert_ne!(second.log10_youngs, first.log10_youngs, "E fitted");
     assert!(second.youngs_gradient_rms.is_some());
 
-    // The fit rendered again beside its reference frames (issue 14,
-    // `--side-by-side`): reference on the left, the fitted motion right.
-    ok(&physfit(
-        d,
-        &[
+    // The fit rendered again beside its reference frames
+    // (`--side-by-side`): reference on the left, the fitted motion right.
+    let render = |out: &str, extra: &[&str]| {
+        let mut args = vec![
             "render",
             "scene.toml",
             "--params",
             "e/drivers.safetensors",
             "--frames",
             "4",
-            "--side-by-side",
             "--camera",
             "front",
             "--out",
-            "r",
+            out,
             "--quiet",
-        ],
-    ));
-    let pair = image::open(d.join("r").join("front").join("frame_0002.png"))
-        .unwrap()
-        .to_rgb8();
+        ];
+        args.extend_from_slice(extra);
+        ok(&physfit(d, &args));
+    };
+    render("r", &["--side-by-side"]);
+    render("plain", &[]);
+    let png = |path: &Path| image::open(d.join(path)).unwrap().to_rgb8();
+    let pair = png(Path::new("r/front/frame_0002.png"));
     assert_eq!(pair.dimensions(), (64, 32));
-    let reference = image::open(d.join("synth").join("front").join("frame_0002.png"))
-        .unwrap()
-        .to_rgb8();
-    let worst = (0..32)
-        .flat_map(|y| (0..32).map(move |x| (x, y)))
-        .flat_map(|(x, y)| {
-            let (a, b) = (pair.get_pixel(x, y).0, reference.get_pixel(x, y).0);
-            (0..3).map(move |c| a[c].abs_diff(b[c]))
-        })
-        .max()
-        .unwrap();
+    let reference = png(Path::new("synth/front/frame_0002.png"));
+    let fitted = png(Path::new("plain/front/frame_0002.png"));
+    let at_rest = png(Path::new("synth/front/frame_0000.png"));
+    let (worst, _) = panel_difference(&pair, (0, 0), &reference);
     assert!(
         worst <= 2,
         "left panel = reference frame 2 ({worst} codes off)"
     );
-    let right_differs = (0..32).any(|y| (32..64).any(|x| pair.get_pixel(x, y).0 != [0, 0, 0]));
-    assert!(right_differs, "the fitted render shows the block");
+    // The right panel is the fitted motion: a plain render of the fitted
+    // drivers (another run: float atomics move a pixel by a code or two).
+    let (worst, _) = panel_difference(&pair, (32, 0), &fitted);
+    assert!(
+        worst <= 2,
+        "right panel = the fitted render ({worst} codes off)"
+    );
+    // That motion is the fit's, not the reference's and not none: it comes
+    // closer to the reference than the block left at rest does (after 3
+    // velocity iterations, v0 a fifth of the truth's: measured 6.15 against
+    // 6.92 codes), yet is not the reference itself.
+    let (_, to_reference) = panel_difference(&pair, (32, 0), &reference);
+    let (_, rest_to_reference) = panel_difference(&at_rest, (0, 0), &reference);
+    eprintln!(
+        "mean |Δ| to reference frame 2: fitted {to_reference:.3}, at rest {rest_to_reference:.3} codes"
+    );
+    assert!(
+        to_reference < rest_to_reference,
+        "fitted {to_reference} vs at rest {rest_to_reference}"
+    );
+    assert!(to_reference > 0.0, "the right panel is the reference");
 }
 
 #[test]

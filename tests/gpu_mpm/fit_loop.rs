@@ -110,12 +110,24 @@ fn two_stages_lower_the_loss_and_a_stopped_fit_continues() {
         assert!(r.loss.is_finite() && r.grad_norm.is_finite() && r.learning_rate > 0.0);
         assert!(r.psnr.is_finite() && r.psnr > 0.0, "{r:?}");
     }
-    // Stage 1's final loss is below its first iteration's.
-    eprintln!(
-        "velocity stage: {:.4e} -> {:.4e}",
-        velocity[0].loss, rest.finished[0]
+    let stiffness: Vec<_> = state
+        .records
+        .iter()
+        .filter(|r| r.stage == StageKind::Stiffness)
+        .collect();
+    assert_eq!(
+        stiffness.iter().map(|r| r.iteration).collect::<Vec<_>>(),
+        vec![0, 1]
     );
-    assert!(rest.finished[0] < velocity[0].loss);
+    // Each stage's final loss is below its first iteration's.
+    assert_eq!(rest.finished.len(), 2);
+    for (stage, records, finished) in [
+        ("velocity", &velocity, rest.finished[0]),
+        ("stiffness", &stiffness, rest.finished[1]),
+    ] {
+        eprintln!("{stage} stage: {:.4e} -> {finished:.4e}", records[0].loss);
+        assert!(finished < records[0].loss, "{stage} stage");
+    }
     for p in &state.log10_youngs {
         assert!(p.is_finite() && *p >= range[0] && *p <= range[1]);
     }

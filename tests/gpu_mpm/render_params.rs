@@ -1,11 +1,13 @@
-//! `physfit render --params` (issue 14) on a tiny fitted scene: PNG
+//! `physfit render --params` on a tiny fitted scene: PNG
 //! sequences and a looping GIF of N frames at the requested size, an orbit
 //! whose frames differ and keep the object in the image, the fitted motion
 //! reproduced (the fit's own rollout and renders, within the run-to-run
-//! tolerance), and refusals before anything runs: another scene's drivers,
+//! tolerance), stiffness colours that are the colour map's at each part's
+//! value, beside a colour bar of the map, and refusals before anything runs: another scene's drivers,
 //! a motion faster than the velocity bound; a blow-up writes nothing.
 
 use crate::common;
+use crate::common::cli::ok;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -63,23 +65,22 @@ fn fitted() -> Fitted {
 }
 
 fn render(f: &Fitted, out: &Path, args: &[&str]) -> std::process::Output {
+    render_of(f, &f.params, out, args)
+}
+
+/// `physfit render` of the scene with the drivers file `params`.
+fn render_of(f: &Fitted, params: &Path, out: &Path, args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_physfit"))
         .arg("render")
         .arg(f.dir.path().join("scene.toml"))
         .arg("--params")
-        .arg(&f.params)
+        .arg(params)
         .arg("--out")
         .arg(out)
         .args(args)
         .env("RUST_LOG", "warn")
         .output()
         .expect("run physfit")
-}
-
-fn ok(run: &std::process::Output) -> String {
-    let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
-    assert!(run.status.success(), "{stderr}");
-    stderr
 }
 
 fn gif_frames(path: &Path) -> Vec<image::RgbaImage> {
@@ -238,19 +239,90 @@ fn without_interactions_the_fitted_rollout_is_reproduced() {
     );
 }
 
+/// Cosine of the angle between two colours as RGB vectors: 1 when one is
+/// the other scaled (a colour over the black background at any coverage).
+fn colour_cosine(a: [u8; 3], b: [u8; 3]) -> f64 {
+    let (a, b) = (a.map(f64::from), b.map(f64::from));
+    let dot: f64 = (0..3).map(|c| a[c] * b[c]).sum();
+    let norm = |v: [f64; 3]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
+    dot / (norm(a) * norm(b))
+}
+
+/// One stiffness for every driver: every splat has the same value, which
+/// the colour map shows at its middle (a range of one value), so every
+/// pixel of the object is that colour over the black background (the
+/// colour scaled by the splats' coverage); and the colour bar beside the
+/// picture runs through the map, its end at the top.
 #[test]
-fn stiffness_colours_and_side_by_side_change_the_pictures() {
+fn stiffness_colours_are_the_colour_maps_and_side_by_side_needs_references() {
+    use physfit::report::colorbar::{COLORBAR_BAR_LEFT, COLORBAR_BAR_WIDTH, COLORBAR_WIDTH};
+    use physfit::report::map;
     let f = fitted();
+    let drivers = DriverSet::from_scene(&f.scene).unwrap();
+    let params = f.dir.path().join("one_material.safetensors");
+    FittedDrivers::new(
+        &f.scene,
+        &drivers,
+        &vec![4.0; drivers.len()],
+        &f.velocity,
+        None,
+    )
+    .unwrap()
+    .save(&params)
+    .unwrap();
     let out = f.dir.path().join("stiff");
-    ok(&render(
+    let (width, height) = (64, 48);
+    ok(&render_of(
         &f,
+        &params,
         &out,
-        &["--frames", "2", "--color-by", "stiffness"],
+        &[
+            "--frames",
+            "2",
+            "--size",
+            "64x48",
+            "--color-by",
+            "stiffness",
+        ],
     ));
-    let png = image::open(out.join("view0").join("frame_0001.png")).unwrap();
+    let png = image::open(out.join("view0").join("frame_0000.png"))
+        .unwrap()
+        .to_rgb8();
     // The colour bar panel is added on the right.
-    assert_eq!(png.height(), 12);
-    assert!(png.width() > 16 + 50, "{}", png.width());
+    assert_eq!(png.dimensions(), (width + COLORBAR_WIDTH, height));
+    let picture = image::imageops::crop_imm(&png, 0, 0, width, height).to_image();
+    let colour = map(0.5);
+    let pixels = object_pixels(&picture);
+    assert!(pixels.len() > 20, "{} object pixels", pixels.len());
+    let worst = pixels
+        .iter()
+        .map(|&(x, y)| (colour_cosine(picture.get_pixel(x, y).0, colour), (x, y)))
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+        .unwrap();
+    eprintln!(
+        "{} object pixels, least like the map's {colour:?}: cosine {:.5} at {:?} {:?}",
+        pixels.len(),
+        worst.0,
+        worst.1,
+        picture.get_pixel(worst.1 .0, worst.1 .1).0
+    );
+    // Measured ≥ 0.9998 (8-bit rounding of the faintest pixels); the
+    // splats' own colour lies at 0.86 from this one.
+    assert!(worst.0 >= 0.99, "{worst:?}");
+    // The bar, down its middle column: the map from its end (top) to its
+    // start (bottom), each row the map at its own height.
+    let x = width + COLORBAR_BAR_LEFT + COLORBAR_BAR_WIDTH / 2;
+    let bar: Vec<(u32, [u8; 3])> = (0..height)
+        .map(|y| (y, png.get_pixel(x, y).0))
+        .filter(|(_, p)| *p != [255; 3])
+        .collect();
+    assert!(bar.len() >= 10, "{} rows of bar", bar.len());
+    let (first, last) = (bar[0].0, bar[bar.len() - 1].0);
+    assert_eq!(bar.len() as u32, last - first + 1, "one run of rows");
+    for &(y, p) in &bar {
+        let t = 1.0 - f64::from(y - first) / f64::from(last - first);
+        assert_eq!(p, map(t), "bar row {y} (t = {t:.3})");
+    }
     // No reference frames in this scene: --side-by-side is refused.
     let refused = render(
         &f,

@@ -1,4 +1,4 @@
-//! Small MPM scenes shared by the tests/mpm_*.rs files.
+//! Small MPM scenes shared by the tests/gpu_mpm/*.rs files.
 #![allow(dead_code)]
 
 use physfit::mpm::{MpmConfig, ParticleState, WallMode};
@@ -17,8 +17,9 @@ pub fn small_config() -> MpmConfig {
     }
 }
 
-/// `side³` particles on a lattice of spacing `spacing` centred at `centre`,
-/// slightly jittered (deterministically) so no particle sits on a cell face.
+/// `side³` particle positions (not splats: see [`crate::common::block`])
+/// on a lattice of spacing `spacing` centred at `centre`, slightly jittered
+/// (deterministically) so no particle sits on a cell face.
 pub fn block(side: usize, spacing: f32, centre: [f32; 3]) -> Vec<[f32; 3]> {
     let mut out = Vec::new();
     let half = (side as f32 - 1.0) * 0.5;
@@ -52,20 +53,7 @@ pub fn swirl(positions: &[[f32; 3]], centre: [f32; 3], scale: f32) -> Vec<[f32; 
         .collect()
 }
 
-/// Deterministic pseudo-random numbers in [−1, 1).
-pub fn pseudo_random(count: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed
-        .wrapping_mul(6364136223846793005)
-        .wrapping_add(1442695040888963407);
-    (0..count)
-        .map(|_| {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
-}
+pub use crate::common::pseudo_random;
 
 /// Rest state with positions and velocities.
 pub fn rest_state(x: Vec<[f32; 3]>, v: Vec<[f32; 3]>) -> ParticleState {

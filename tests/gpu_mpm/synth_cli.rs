@@ -1,13 +1,16 @@
-//! `physfit synth` end to end on a tiny scene (issue 13, "`physfit synth`";
-//! DESIGN.md § Verification 5): every view gets N frames of the camera's
-//! size, frame 0 is the scene rendered at rest (`physfit render`), later
-//! frames show the truth's motion, the finer discretisation is the scene's
-//! doubled, a scene whose `frames` glob points at the output loads with N
-//! frames, an existing directory is refused without `--force` and left
-//! untouched, and a run that blows up writes nothing.
+//! `physfit synth` end to end on a tiny scene (DESIGN.md § Verification 5):
+//! every view gets N frames of the camera's size, frame 0 is the scene
+//! rendered at rest (`physfit render`), later frames show the truth's
+//! motion, the finer discretisation is the scene's doubled, a scene whose
+//! `frames` glob points at the output loads with N frames, an existing
+//! directory is refused without `--force` and left untouched, and a run
+//! that blows up writes nothing.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
+
+use crate::common;
+use crate::common::cli::{ok, physfit};
 
 use physfit::scene::ply::PlyData;
 use physfit::scene::{Gaussians, Scene};
@@ -15,24 +18,15 @@ use physfit::scene::{Gaussians, Scene};
 /// 5×5×5 small opaque splats filling [0, 0.4]³ (world units), coloured by
 /// position so motion shows in the renders.
 fn block() -> Gaussians {
-    let mut g = Gaussians::default();
-    for i in 0..5 {
-        for j in 0..5 {
-            for k in 0..5 {
-                g.means
-                    .push([i as f32 * 0.1, j as f32 * 0.1, k as f32 * 0.1]);
-                g.rotations.push([1.0, 0.0, 0.0, 0.0]);
-                g.log_scales.push([-3.0; 3]);
-                g.opacity_logits.push(2.0);
-                g.sh.push([
-                    0.3 * i as f32 - 0.6,
-                    0.3 * j as f32 - 0.6,
-                    0.3 * k as f32 - 0.6,
-                ]);
-            }
-        }
-    }
-    g
+    common::block(&common::Block {
+        counts: [5, 5, 5],
+        spacing: [0.1; 3],
+        jitter: 0.0,
+        jitter_seed: 0,
+        log_scale: -3.0,
+        opacity_logit: 2.0,
+        colour: |[i, j, k]| [i, j, k].map(|a| 0.3 * a as f32 - 0.6),
+    })
 }
 
 fn scene_toml(frames: bool) -> String {
@@ -111,15 +105,6 @@ fn fixture() -> tempfile::TempDir {
     dir
 }
 
-fn physfit(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_physfit"))
-        .args(args)
-        .current_dir(dir)
-        .env("RUST_LOG", "warn")
-        .output()
-        .expect("run physfit")
-}
-
 fn synth(dir: &Path, extra: &[&str]) -> Output {
     let mut args = vec![
         "synth",
@@ -131,12 +116,6 @@ fn synth(dir: &Path, extra: &[&str]) -> Output {
     ];
     args.extend_from_slice(extra);
     physfit(dir, &args)
-}
-
-fn ok(run: &Output) -> String {
-    let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
-    assert!(run.status.success(), "{stderr}");
-    stderr
 }
 
 fn png(path: &Path) -> image::RgbaImage {

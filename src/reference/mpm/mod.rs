@@ -11,7 +11,7 @@
 //! sign-fixed-SVD rotation, computed here by a quaternion eigenproblem
 //! ([`polar`]); the GPU may use any SVD with the same sign fix.
 //!
-//! Adjoint: [`substep_adjoint`] replays P2G and the grid update from the
+//! Adjoint: [`substep_adjoint_with`] replays P2G and the grid update from the
 //! state before the substep, then runs G2P* ([`g2p_adjoint`]), grid*
 //! ([`grid_adjoint`]) and P2G* ([`p2g_adjoint`]); each file's doc gives
 //! its reverse-mode equations.
@@ -145,17 +145,8 @@ pub fn substep(setup: &MpmSetup64, state: &MpmState64, youngs: &[f64]) -> MpmSta
 
 /// Reverse mode of [`substep`]: given `adj_after = ∂L/∂(state after)`,
 /// returns `(∂L/∂(state before), ∂L/∂E)`, replaying the forward from
-/// `state_before` and running G2P* → grid* → P2G*.
-pub fn substep_adjoint(
-    setup: &MpmSetup64,
-    state_before: &MpmState64,
-    youngs: &[f64],
-    adj_after: &MpmState64,
-) -> (MpmState64, Vec<f64>) {
-    substep_adjoint_with(setup, state_before, youngs, adj_after, AdjointPaths::ALL)
-}
-
-/// [`substep_adjoint`] with some paths switchable, to show in tests that
+/// `state_before` and running G2P* → grid* → P2G*. `paths` switches some
+/// paths off ([`AdjointPaths::ALL`] keeps every one), to show in tests that
 /// dropping one (the grid-mass path) breaks the gradient.
 pub fn substep_adjoint_with(
     setup: &MpmSetup64,
