@@ -1,7 +1,7 @@
 //! Tests that need no GPU device: scene files, .ply, reference frames, the
 //! f64 CPU twins against finite differences and against gsplat's renders,
 //! `physfit check`, and every WGSL file through naga. One test binary
-//! (fewer to link than one per file; DESIGN.md § Verification 1–2).
+//! (fewer to link than one per file; docs/design.md § Verification 1–2).
 
 mod common;
 

@@ -1,5 +1,5 @@
-//! The fit part of `physfit check`'s summary (issue 12's leftovers for
-//! issue 13): the settings `physfit fit` will run with, so that a scene's
+//! The fit part of `physfit check`'s summary: the settings `physfit fit`
+//! will run with, so that a scene's
 //! `[fit]` tables can be read back before any GPU time is spent.
 //!
 //! Per stage: its `field` and, for `"regions"`, every region with the
@@ -7,8 +7,8 @@
 //! [`RegionAssignment`], exactly as the fit assigns them; K-Means runs only
 //! when a stage has regions), its schedule (iterations, learning rate,
 //! warm-up, decay, clip, frames) and its loss weights; then `fit.rounds`,
-//! `fit.checkpoint_every`, and the E range in world units too (issue 13,
-//! "Units that do not depend on the box": `E_world = E · side²`,
+//! `fit.checkpoint_every`, and the E range in world units too (units that
+//! do not depend on the box's padding: `E_world = E · side²`,
 //! [`youngs_world`]).
 
 use std::fmt::Write;

@@ -1,6 +1,6 @@
 //! `physfit fit scene.toml [--out DIR] [--stage velocity|stiffness|both]
 //! [--velocity-from FILE] [--resume] [--force] [--truth truth.toml]
-//! [--quiet]`: the two-stage fit (DESIGN.md § Loss, parameters, fit). The
+//! [--quiet]`: the two-stage fit (docs/design.md § Loss, parameters, fit). The
 //! fit itself is the library's session ([`FitSession`]); this command only
 //! turns flags into its options, prints, draws the progress bars, turns
 //! Ctrl-C into a stop (a checkpoint, then exit status 130) and adds the

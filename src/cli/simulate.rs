@@ -6,7 +6,7 @@
 //! simulated splats moved. The MPM particles are the scene's K-Means drivers
 //! ([`physfit::drive::DriverSet`]), and every free simulated splat follows
 //! the rigid motion of its 8 nearest drivers, centre and rotation
-//! ([`physfit::deform::Deformation`], DESIGN.md § Drivers and the
+//! ([`physfit::deform::Deformation`], docs/design.md § Drivers and the
 //! deformation of Gaussians); anchored and static splats stay at rest. The
 //! frames stay on the GPU, where the deformation moves the splats for
 //! rendering; splats are read back only to write the .ply files. Each frame is also rendered from every view of

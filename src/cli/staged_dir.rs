@@ -1,5 +1,5 @@
-//! An output directory written atomically (issue 13: outputs "written
-//! atomically", "nothing partial on error or blow-up"): everything is
+//! An output directory written atomically (nothing partial on an error or
+//! a blow-up): everything is
 //! written into a hidden staging sibling (`.NAME.staging-PID`, same parent,
 //! so the final rename stays on one file system), which replaces the
 //! destination only at [`StagedDir::commit`]. Dropped uncommitted (an

@@ -1,6 +1,6 @@
 //! `physfit synth scene.toml --truth truth.toml --out DIR [--frames N]
 //! [--same-discretisation] [--force] [--quiet]`: reference frames of a twin
-//! experiment (DESIGN.md § Verification 5; docs/truth.md). The scene is simulated from the truth's `log10 E` and
+//! experiment (docs/design.md § Verification 5; docs/truth.md). The scene is simulated from the truth's `log10 E` and
 //! initial velocity, finer than a fit would (twice the drivers and
 //! substeps, [`physfit::synth::run`]), and one rollout is rendered in every
 //! view: `DIR/<view>/frame_NNNN.png` (frame 0 the rest state, the camera's

@@ -1,4 +1,4 @@
-//! The K-Means driving particles of a scene (DESIGN.md § Drivers and the
+//! The K-Means driving particles of a scene (docs/design.md § Drivers and the
 //! deformation of Gaussians): the MPM particles of the fit, their rest
 //! positions, anchored flags and volume, the k nearest drivers of every
 //! free Gaussian (what the deformation moves it by), and the drivers' kNN
@@ -104,7 +104,7 @@ pub struct DriverSet {
     /// as a neighbour.
     pub fill_only: Vec<bool>,
     /// The volume of every driver (normalised units): the occupied volume
-    /// of all points over the driver count (DESIGN.md § Units and frames).
+    /// of all points over the driver count (docs/design.md § Units and frames).
     pub volume: f64,
     /// The occupied volume itself.
     pub occupied_volume: f64,

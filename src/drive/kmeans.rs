@@ -1,4 +1,4 @@
-//! K-Means of the driving particles (DESIGN.md § Drivers and the
+//! K-Means of the driving particles (docs/design.md § Drivers and the
 //! deformation of Gaussians): k-means++ seeding from a seeded SplitMix64
 //! stream, then Lloyd iterations whose nearest-centre queries go through a
 //! k-d tree (`kiddo`'s [`ImmutableKdTree`], rebuilt over the centres each
@@ -7,7 +7,7 @@
 //! PhysDreamer runs K-Means on the GPU and that is its memory bottleneck
 //! (its issues #4 and #15); here it is a CPU pass whose memory is O(n + k)
 //! and whose cost per Lloyd iteration is O(n log k): 50,000 points into
-//! 2,000 clusters take well under the 2 s budget of issue 12 (measured in
+//! 2,000 clusters take well under a 2 s budget (measured in
 //! docs/benchmarks.md and by the ignored test `kmeans_speed_on_the_fox` in
 //! tests/cpu/drivers.rs).
 //!
@@ -28,8 +28,8 @@ pub const MAX_ITERATIONS: u32 = 300;
 /// the inertia by less than `TOLERANCE` times its value (or moves no point
 /// to another cluster). On the fox (50,000 points, 2,000 clusters) it stops
 /// after 22 iterations instead of 41, with an inertia 0.1% above the fully
-/// converged one: far inside the 2% of issue 12's check against a plain
-/// Lloyd run, and the drivers are only as exact as the splats anyway.
+/// converged one: far inside the 2% that a check against a plain
+/// Lloyd run allows, and the drivers are only as exact as the splats anyway.
 pub const TOLERANCE: f64 = 1e-4;
 
 /// A deterministic random stream (SplitMix64, Steele et al. 2014): small,

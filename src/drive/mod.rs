@@ -1,4 +1,4 @@
-//! From a scene to MPM particles and back to splats (DESIGN.md § Drivers
+//! From a scene to MPM particles and back to splats (docs/design.md § Drivers
 //! and the deformation of Gaussians).
 //!
 //! [`DriverSet`] holds the method's K-Means driving particles ([`kmeans`])

@@ -1,5 +1,5 @@
 //! Adam with warm-up, exponential decay and gradient-norm clipping: the
-//! optimiser of both fit stages (DESIGN.md § Loss, parameters, fit; issue
+//! optimiser of both fit stages (docs/design.md § Loss, parameters, fit; issue
 //! 13, "Optimiser").
 //!
 //! The parameters are few (at most 3 per driver) and live on the host, so
@@ -103,7 +103,7 @@ impl Adam {
 
     /// One Adam step of `params` along `grad` at `rate`, then the projection
     /// onto `[bounds.0, bounds.1]` (the log10 E range: the clamp is part of
-    /// the optimiser, not of the forward; DESIGN.md § Loss, parameters,
+    /// the optimiser, not of the forward; docs/design.md § Loss, parameters,
     /// fit). `self` is unchanged until [`Adam::accept`].
     pub fn propose(
         &self,

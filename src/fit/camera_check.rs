@@ -1,4 +1,4 @@
-//! The camera check (DESIGN.md § Loss, parameters, fit): before fitting,
+//! The camera check (docs/design.md § Loss, parameters, fit): before fitting,
 //! frame 0 is rendered in every view against reference frame 0, because a
 //! camera that does not line up is the commonest way a fit fails. Its PSNR
 //! comes from the fit's own loss (over a view's mask where it has one), so

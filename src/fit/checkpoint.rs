@@ -71,6 +71,7 @@ fn stage_fields(out: &mut BTreeMap<String, String>, table: &str, s: &FitStage) {
     put("warmup", s.warmup.to_string());
     put("decay", s.decay.to_string());
     put("grad_clip", s.grad_clip.to_string());
+    put("tolerance", s.tolerance.to_string());
     put("w_l1", s.w_l1.to_string());
     put("w_ssim", s.w_ssim.to_string());
     put("tv_weight", s.tv_weight.to_string());
@@ -161,6 +162,11 @@ impl FitFingerprint {
             )
         });
         m.insert("fit.rounds".into(), scene.fit.rounds.to_string());
+        m.insert("fit.scan.points".into(), scene.fit.scan.points.to_string());
+        m.insert(
+            "fit.scan.velocity_evaluations".into(),
+            scene.fit.scan.velocity_evaluations.to_string(),
+        );
         stage_fields(&mut m, "fit.velocity", &scene.fit.velocity);
         stage_fields(&mut m, "fit.stiffness", &scene.fit.stiffness);
         m.insert("stages".into(), format!("{choice:?}").to_lowercase());

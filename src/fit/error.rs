@@ -1,4 +1,4 @@
-//! Typed errors of the fit problem: each names what to fix (DESIGN.md §
+//! Typed errors of the fit problem: each names what to fix (docs/design.md §
 //! Loss, parameters, fit). `anyhow` is only for the CLI.
 
 use thiserror::Error;

@@ -1,6 +1,6 @@
 //! From a scene's `field` settings ([`FieldSetting`]) to the fit's
 //! parameterisations ([`YoungsField`], [`VelocityField`]) over a
-//! [`DriverSet`] (issue 13, "Parameterisation"; DESIGN.md § Loss,
+//! [`DriverSet`] (docs/design.md § Loss,
 //! parameters, fit).
 //!
 //! `"regions"`: a driver belongs to the FIRST named region holding its rest

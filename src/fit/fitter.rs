@@ -1,5 +1,5 @@
 //! The two-stage fit as a loop of Adam steps around
-//! [`FitProblem::evaluate`] (DESIGN.md § Loss, parameters, fit).
+//! [`FitProblem::evaluate`] (docs/design.md § Loss, parameters, fit).
 //!
 //! A fit is a [`StagePlan`] list run in order: per round, stage 1
 //! ([`StageKind::Velocity`]: v0 with E frozen, frames 1..=n, full flow),
@@ -36,25 +36,20 @@ pub const MAX_REJECTIONS: u32 = 8;
 /// Iterations over which a stage's progress is judged.
 pub const CONVERGENCE_WINDOW: usize = 5;
 
-/// A stage has converged when its loss fell by less than this fraction over
-/// the last [`CONVERGENCE_WINDOW`] iterations: far above the run-to-run
-/// noise of float atomics in the loss (about 1e-6 relative), far below what
-/// a stage still moving gains.
-pub const CONVERGENCE_TOLERANCE: f64 = 2e-3;
-
 /// Further rounds stop when a round's final stiffness loss is less than
 /// this fraction below the previous round's.
 pub const ROUND_TOLERANCE: f64 = 1e-2;
 
-/// True when the losses `history` (oldest first) have flattened
-/// ([`CONVERGENCE_TOLERANCE`] over [`CONVERGENCE_WINDOW`] iterations).
-pub fn flattened(history: &[f64]) -> bool {
-    if history.len() <= CONVERGENCE_WINDOW {
+/// True when the losses `history` (oldest first) have flattened: they fell
+/// by at most `tolerance` of the loss over [`CONVERGENCE_WINDOW`]
+/// iterations. Never with a tolerance of 0.
+pub fn flattened(history: &[f64], tolerance: f64) -> bool {
+    if history.len() <= CONVERGENCE_WINDOW || tolerance <= 0.0 {
         return false;
     }
     let now = history[history.len() - 1];
     let then = history[history.len() - 1 - CONVERGENCE_WINDOW];
-    (then - now) <= CONVERGENCE_TOLERANCE * then.abs()
+    (then - now) <= tolerance * then.abs()
 }
 
 /// Which parameters a stage fits.
@@ -68,11 +63,6 @@ pub enum StageKind {
     Velocity,
     /// Stage 2: log10 E, v0 frozen, truncated flow.
     Stiffness,
-    /// v0 and log10 E together by L-BFGS, full flow, on the stiffness
-    /// stage's frames: the stages of a fit whose fields are both
-    /// low-dimensional ([`LBFGS_MAX_PARAMETERS`]), where alternating them
-    /// converges slowly (each holds the other's error).
-    Joint,
 }
 
 impl StageKind {
@@ -82,14 +72,13 @@ impl StageKind {
             StageKind::Scan => "scan",
             StageKind::Velocity => "velocity",
             StageKind::Stiffness => "stiffness",
-            StageKind::Joint => "joint",
         }
     }
 
-    /// The gradient flow of the stage (DESIGN.md § Loss, parameters, fit).
+    /// The gradient flow of the stage (docs/design.md § Loss, parameters, fit).
     pub fn flow(self) -> GradientFlow {
         match self {
-            StageKind::Scan | StageKind::Velocity | StageKind::Joint => GradientFlow::Full,
+            StageKind::Scan | StageKind::Velocity => GradientFlow::Full,
             StageKind::Stiffness => GradientFlow::Truncated,
         }
     }
@@ -147,19 +136,6 @@ impl StagePlan {
 /// result); larger ones (per-driver fields) by Adam.
 pub const LBFGS_MAX_PARAMETERS: usize = 16;
 
-/// The parameter counts of a fit's two fields, which decide its stages.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FieldSizes {
-    /// `log10 E` parameters.
-    pub youngs: usize,
-    /// Velocity parameters.
-    pub velocity: usize,
-}
-
-/// An L-BFGS stage has converged when a step gains less than this fraction
-/// of the loss (well above the loss's float-atomic noise, about 1e-6).
-pub const LBFGS_TOLERANCE: f64 = 1e-3;
-
 /// The first L-BFGS step of a stiffness stage, decades of E.
 pub const STIFFNESS_FIRST_STEP: f64 = 0.25;
 
@@ -179,7 +155,6 @@ pub fn plan_stages(
     frames: usize,
     rounds: u32,
     choice: StageChoice,
-    sizes: FieldSizes,
 ) -> Vec<StagePlan> {
     let kinds: &[StageKind] = match choice {
         StageChoice::Velocity => &[StageKind::Velocity],
@@ -218,26 +193,11 @@ pub fn plan_stages(
             first_step: STIFFNESS_FIRST_STEP,
         });
     }
-    if choice == StageChoice::Both && sizes.youngs + sizes.velocity <= LBFGS_MAX_PARAMETERS {
-        let settings = scene.fit.stiffness.clone();
-        plan.push(StagePlan {
-            round: 1,
-            kind: StageKind::Joint,
-            selection: Selection {
-                frames: (1..=last_of(&settings)).collect(),
-                views: views.to_vec(),
-            },
-            scan: None,
-            settings,
-            first_step: velocity_step(scene),
-        });
-        return plan;
-    }
     for round in 1..=rounds.max(1) {
         for &kind in kinds {
             let mut settings = match kind {
                 StageKind::Scan | StageKind::Velocity => scene.fit.velocity.clone(),
-                StageKind::Stiffness | StageKind::Joint => scene.fit.stiffness.clone(),
+                StageKind::Stiffness => scene.fit.stiffness.clone(),
             };
             // Later rounds refine: they start at the rate the first ended
             // at, since a full-rate restart from a converged point throws
@@ -376,9 +336,7 @@ impl FitState {
     fn stage_params(&self, plan: &[StagePlan]) -> Option<&[f64]> {
         plan.get(self.stage).map(|p| match p.kind {
             StageKind::Velocity => self.velocity.as_slice(),
-            StageKind::Scan | StageKind::Stiffness | StageKind::Joint => {
-                self.log10_youngs.as_slice()
-            }
+            StageKind::Scan | StageKind::Stiffness => self.log10_youngs.as_slice(),
         })
     }
 }
@@ -443,7 +401,6 @@ fn evaluate(
     let grad: Vec<f64> = match plan.kind {
         StageKind::Velocity => grads.velocity,
         StageKind::Scan | StageKind::Stiffness => grads.youngs,
-        StageKind::Joint => grads.velocity.into_iter().chain(grads.youngs).collect(),
     }
     .into_iter()
     .map(f64::from)
@@ -487,7 +444,6 @@ pub fn run_fit(
         }
         let stage_len = match stage.kind {
             StageKind::Velocity => state.velocity.len(),
-            StageKind::Joint => 0,
             _ => state.log10_youngs.len(),
         };
         if stage_len <= LBFGS_MAX_PARAMETERS {
@@ -510,16 +466,14 @@ pub fn run_fit(
         let schedule = stage.schedule();
         let bounds = match stage.kind {
             StageKind::Velocity => None,
-            StageKind::Scan | StageKind::Stiffness | StageKind::Joint => {
-                Some((bounds[0], bounds[1]))
-            }
+            StageKind::Scan | StageKind::Stiffness => Some((bounds[0], bounds[1])),
         };
         while state.iteration < stage.settings.iterations {
             let mut grad = point.grad.clone();
             let grad_norm = clip_norm(&mut grad, stage.settings.grad_clip);
             let current = match stage.kind {
                 StageKind::Velocity => &params.velocity,
-                StageKind::Scan | StageKind::Stiffness | StageKind::Joint => &params.log10_youngs,
+                StageKind::Scan | StageKind::Stiffness => &params.log10_youngs,
             };
             let mut rate = schedule.rate(state.iteration);
             let mut rejected = 0;
@@ -528,7 +482,7 @@ pub fn run_fit(
                 let mut moved = params.clone();
                 match stage.kind {
                     StageKind::Velocity => moved.velocity.clone_from(&proposal.params),
-                    StageKind::Scan | StageKind::Stiffness | StageKind::Joint => {
+                    StageKind::Scan | StageKind::Stiffness => {
                         moved.log10_youngs.clone_from(&proposal.params)
                     }
                 }
@@ -572,9 +526,7 @@ pub fn run_fit(
             let accepted = state.adam.accept(proposal);
             match stage.kind {
                 StageKind::Velocity => params.velocity = accepted,
-                StageKind::Scan | StageKind::Stiffness | StageKind::Joint => {
-                    params.log10_youngs = accepted
-                }
+                StageKind::Scan | StageKind::Stiffness => params.log10_youngs = accepted,
             }
             state.log10_youngs.clone_from(&params.log10_youngs);
             state.velocity.clone_from(&params.velocity);
@@ -590,7 +542,7 @@ pub fn run_fit(
             // Judged once the warm-up is over: its small rates move the
             // loss little whatever remains to gain.
             converged = state.iteration >= stage.settings.warmup + CONVERGENCE_WINDOW as u32
-                && flattened(&history);
+                && flattened(&history, stage.settings.tolerance);
             if observer.iteration_done(stage, state) == Control::Stop {
                 return Ok(FitEnd::Stopped);
             }
@@ -673,8 +625,8 @@ type Seen = (Vec<f64>, LossReport, Vec<f64>);
 /// and one observer call per accepted step, the stage's `iterations` a cap
 /// on evaluations (line-search trials included). The parameters are
 /// scaled by their group's first step (world units/s for a velocity,
-/// decades for log10 E), so that a joint stage's unit first step moves
-/// each group by its own scale. A resumed stage restarts L-BFGS's memory at
+/// decades for log10 E), so that the unit first step moves it by its
+/// group's scale. A resumed stage restarts L-BFGS's memory at
 /// the checkpointed point. Returns the final report and whether it
 /// converged; `None` when the observer stopped it.
 fn run_lbfgs_stage(
@@ -692,7 +644,6 @@ fn run_lbfgs_stage(
     let (fit_v, fit_e) = match stage.kind {
         StageKind::Velocity => (true, false),
         StageKind::Scan | StageKind::Stiffness => (false, true),
-        StageKind::Joint => (true, true),
     };
     let mut x0 = Vec::new();
     let mut scale = Vec::new();
@@ -737,7 +688,7 @@ fn run_lbfgs_stage(
     let settings = LbfgsSettings {
         max_evaluations: stage.settings.iterations.max(2),
         first_step: 1.0,
-        relative_tolerance: LBFGS_TOLERANCE,
+        relative_tolerance: stage.settings.tolerance / 2.0,
         bounds: z_bounds,
         ..LbfgsSettings::default()
     };
@@ -745,56 +696,59 @@ fn run_lbfgs_stage(
     let mut stopped = false;
     let mut first_recorded = false;
     let z0 = to_z(&x0);
-    let result = minimise_observed(
-        &z0,
-        &settings,
-        |z| {
-            let x = to_x(z);
-            let Some(point) = evaluate(ctx, problem, stage, &split(&x))? else {
-                return Ok(None);
-            };
-            let gz: Vec<f64> = point.grad.iter().zip(&scale).map(|(g, s)| g * s).collect();
-            let loss = point.report.loss;
-            seen.borrow_mut()
-                .push((z.to_vec(), point.report, point.grad));
-            Ok::<_, FitError>(Some((loss, gz)))
-        },
-        |z, _loss, _evaluations| {
-            let seen = seen.borrow();
-            let mut push = |z: &[f64], state: &mut FitState| {
-                let Some((_, report, grad)) = seen.iter().rev().find(|(p, _, _)| p == z) else {
-                    return;
+    let result = {
+        let result = minimise_observed(
+            &z0,
+            &settings,
+            |z| {
+                let x = to_x(z);
+                let Some(point) = evaluate(ctx, problem, stage, &split(&x))? else {
+                    return Ok(None);
                 };
-                let norm = grad.iter().map(|g| g * g).sum::<f64>().sqrt();
-                for (s, g) in squares.iter_mut().zip(grad) {
-                    *s += g * g;
+                let gz: Vec<f64> = point.grad.iter().zip(&scale).map(|(g, s)| g * s).collect();
+                let loss = point.report.loss;
+                seen.borrow_mut()
+                    .push((z.to_vec(), point.report, point.grad));
+                Ok::<_, FitError>(Some((loss, gz)))
+            },
+            |z, _loss, _evaluations| {
+                let seen = seen.borrow();
+                let mut push = |z: &[f64], state: &mut FitState| {
+                    let Some((_, report, grad)) = seen.iter().rev().find(|(p, _, _)| p == z) else {
+                        return;
+                    };
+                    let norm = grad.iter().map(|g| g * g).sum::<f64>().sqrt();
+                    for (s, g) in squares.iter_mut().zip(grad) {
+                        *s += g * g;
+                    }
+                    state
+                        .records
+                        .push(record(stage, state.iteration, report, norm));
+                    state.iteration += 1;
+                };
+                if !first_recorded {
+                    push(&z0, state);
+                    first_recorded = true;
                 }
-                state
-                    .records
-                    .push(record(stage, state.iteration, report, norm));
-                state.iteration += 1;
-            };
-            if !first_recorded {
-                push(&z0, state);
-                first_recorded = true;
-            }
-            push(z, state);
-            let p = split(&to_x(z));
-            state.velocity = p.velocity;
-            state.log10_youngs = p.log10_youngs;
-            let go_on = observer.iteration_done(stage, state) == Control::Continue;
-            stopped = !go_on;
-            go_on
-        },
-    )?;
-    let Some(result) = result else {
-        return Err(FitError::StartBlewUp {
-            stage: stage.label(),
-        });
+                push(z, state);
+                let p = split(&to_x(z));
+                state.velocity = p.velocity;
+                state.log10_youngs = p.log10_youngs;
+                let go_on = observer.iteration_done(stage, state) == Control::Continue;
+                stopped = !go_on;
+                go_on
+            },
+        )?;
+        let Some(result) = result else {
+            return Err(FitError::StartBlewUp {
+                stage: stage.label(),
+            });
+        };
+        if stopped {
+            return Ok(None);
+        }
+        result
     };
-    if stopped {
-        return Ok(None);
-    }
     let p = split(&to_x(&result.x));
     state.velocity = p.velocity;
     state.log10_youngs = p.log10_youngs;

@@ -10,6 +10,11 @@
 //! decrease. Every evaluation counts against `max_evaluations`, line-search
 //! trials included, since each is a full rollout and render.
 //!
+//! It has converged when two accepted steps in a row each lower the loss by
+//! less than `relative_tolerance` of it. A line search that finds no lower
+//! point drops the curvature pairs and tries again from the gradient; with
+//! no pairs to drop, the run ends there.
+//!
 //! Nocedal & Wright, *Numerical Optimization* (2006), alg. 7.4 (the
 //! two-loop recursion) and alg. 3.1 (backtracking with the sufficient
 //! decrease condition, c₁ = 1e-4).
@@ -94,6 +99,7 @@ pub fn minimise_observed<E>(
     let mut pairs: Vec<(Vec<f64>, Vec<f64>, f64)> = Vec::new();
     let mut converged = false;
     let mut first = true;
+    let mut small_steps = 0;
     while evaluations < settings.max_evaluations {
         let gnorm = dot(&grad, &grad).sqrt();
         if gnorm == 0.0 {
@@ -170,7 +176,14 @@ pub fn minimise_observed<E>(
         }
         first = false;
         let Some((x_new, l_new, g_new)) = accepted else {
-            break;
+            if pairs.is_empty() {
+                break;
+            }
+            // The curvature misled the search: start again from the
+            // gradient at a fresh scale.
+            pairs.clear();
+            first = true;
+            continue;
         };
         let s: Vec<f64> = x_new.iter().zip(&x).map(|(a, b)| a - b).collect();
         let y: Vec<f64> = g_new.iter().zip(&grad).map(|(a, b)| a - b).collect();
@@ -188,7 +201,14 @@ pub fn minimise_observed<E>(
         if !accepted_step(&x, loss, evaluations) {
             break;
         }
-        if gain < settings.relative_tolerance {
+        // Two small gains in a row: one alone may be a short step along a
+        // poor first direction.
+        small_steps = if gain < settings.relative_tolerance {
+            small_steps + 1
+        } else {
+            0
+        };
+        if small_steps >= 2 {
             converged = true;
             break;
         }

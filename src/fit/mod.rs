@@ -1,4 +1,4 @@
-//! The fit problem (DESIGN.md § Loss, parameters, fit): one call
+//! The fit problem (docs/design.md § Loss, parameters, fit): one call
 //! from material parameters to the loss against the reference video and its
 //! exact gradient, chaining drivers → MPM → deformation → rasterizer → image
 //! loss forward and back on the GPU. `physfit fit` (the optimiser) is a loop

@@ -1,5 +1,5 @@
 //! How a [`super::FitProblem`] is parameterised and weighted: its fields
-//! (DESIGN.md § Loss, parameters, fit) and the weights of its terms.
+//! (docs/design.md § Loss, parameters, fit) and the weights of its terms.
 
 use super::error::FitError;
 use super::field_setting::ChosenField;

@@ -1,7 +1,7 @@
 //! `Mᵀ` of a [`ParamMap`] on the GPU (shaders/fit/param_gather.wgsl): per
 //! parameter, `out_i = init_i + Σ_e w_e · src[s_e] · scale[d_e]`, so the
-//! gradients of a fit stay on the GPU (DESIGN.md § Loss, parameters, fit;
-//! issue 12: "everything stays on the GPU").
+//! gradients of a fit stay on the GPU (docs/design.md § Loss, parameters, fit):
+//! only the small per-parameter result is read back.
 //!
 //! The rows (one per parameter, entries in the map's order) are a CSR list
 //! built once per map; one thread per parameter sums its row in a fixed

@@ -1,4 +1,4 @@
-//! Parameterisations of the fit (DESIGN.md § Loss, parameters, fit; issue
+//! Parameterisations of the fit (docs/design.md § Loss, parameters, fit; issue
 //! 12): how a low-dimensional parameter vector becomes a value per driver,
 //! as one sparse linear map whose transpose takes per-driver gradients back
 //! to the parameters.

@@ -166,7 +166,7 @@ pub fn preflight(scene: &Scene, choice: StageChoice) -> Result<FitInputs, Prefli
     for kind in kinds {
         let (field, stage) = match kind {
             StageKind::Velocity => ("fit.velocity.frames", &scene.fit.velocity),
-            StageKind::Scan | StageKind::Stiffness | StageKind::Joint => {
+            StageKind::Scan | StageKind::Stiffness => {
                 ("fit.stiffness.frames", &scene.fit.stiffness)
             }
         };

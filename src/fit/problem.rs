@@ -1,4 +1,4 @@
-//! The fit problem: one call from parameters to loss and gradient (DESIGN.md
+//! The fit problem: one call from parameters to loss and gradient (docs/design.md
 //! § Loss, parameters, fit; § Drivers and the deformation of Gaussians).
 //!
 //! [`FitProblem::new`] builds, once per scene: the K-Means drivers
@@ -404,7 +404,7 @@ impl FitProblem {
 
     /// Renders frames `0..=last` of `params` in view `view` and reads them
     /// back (RGBA in [0, 1]): for synthetic reference frames (the twin
-    /// experiment, DESIGN.md § Verification 5) and reports. Not part of a
+    /// experiment, docs/design.md § Verification 5) and reports. Not part of a
     /// fit iteration, which reads back no image.
     pub fn render_frames(
         &mut self,

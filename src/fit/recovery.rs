@@ -1,5 +1,4 @@
-//! How well a twin-experiment fit recovered its truth (issue 13, "`physfit
-//! synth`: twin experiments"; DESIGN.md § Verification 5).
+//! How well a twin-experiment fit recovered its truth (docs/design.md § Verification 5).
 //!
 //! - **v0**: `‖v − v*‖ / ‖v*‖` over the free drivers (anchored drivers are
 //!   held at rest in both).

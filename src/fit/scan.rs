@@ -1,5 +1,5 @@
 //! The coarse stage that makes a fit independent of its start
-//! (DESIGN.md § Loss, parameters, fit): one uniform `log10 E` scanned over
+//! (docs/design.md § Loss, parameters, fit): one uniform `log10 E` scanned over
 //! the whole of `material.log10_youngs_range`, each value with its own
 //! best velocity, before the configured fields refine from the best.
 //!

@@ -1,7 +1,7 @@
 //! A fit from a scene to its outputs, as a library session: everything
 //! `physfit fit` does apart from printing, progress bars and Ctrl-C, so
 //! that a command line, a binding or a batch runner drive the same steps
-//! (DESIGN.md § Loss, parameters, fit):
+//! (docs/design.md § Loss, parameters, fit):
 //!
 //! 1. [`FitSession::prepare`] refuses what cannot work before any GPU time
 //!    is spent ([`super::preflight`], an earlier fit in the output
@@ -25,8 +25,7 @@ use super::camera_check::{camera_check, CameraCheck};
 use super::checkpoint::{Checkpoint, FitFingerprint};
 use super::evaluation::{LossReport, Parameters};
 use super::fitter::{
-    plan_stages, run_fit, Control, FieldSizes, FitEnd, FitObserver, FitState, StageChoice,
-    StagePlan,
+    plan_stages, run_fit, Control, FitEnd, FitObserver, FitState, StageChoice, StagePlan,
 };
 use super::options::FitProblemOptions;
 use super::outputs::{per_driver, write_outputs, FinishedFit, OUTPUT_FILES};
@@ -292,10 +291,6 @@ impl FitSession {
             inputs.frames,
             scene.fit.rounds,
             options.choice,
-            FieldSizes {
-                youngs: problem.youngs_map().params,
-                velocity: problem.velocity_map().params,
-            },
         );
         let (state, stage_seconds) = match resumed {
             Some(c) => {

@@ -1,5 +1,5 @@
 //! The one forward path from a scene to pictures: drivers → MPM →
-//! deformation → rasterizer (DESIGN.md § Pipeline), forward only.
+//! deformation → rasterizer (docs/design.md § Pipeline), forward only.
 //!
 //! Every command that simulates or renders without a gradient goes through
 //! it: plain `render` and the fit's stiffness picture (the splats at rest),

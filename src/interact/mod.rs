@@ -1,4 +1,4 @@
-//! Interactions with a fitted object (DESIGN.md § Interactions):
+//! Interactions with a fitted object (docs/design.md § Interactions):
 //! what `physfit render --params` simulates the object under. Forward only,
 //! no adjoint.
 //!

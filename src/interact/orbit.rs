@@ -1,4 +1,4 @@
-//! `--orbit DEGREES` (issue 14, "Cameras"): a scene camera carried around
+//! `--orbit DEGREES`: a scene camera carried around
 //! the object's centre, about the camera's own up direction (its image's
 //! up, `−` its y axis in world coordinates) through that centre. The whole
 //! pose turns rigidly, so the camera keeps its distance from the centre,

@@ -1,7 +1,7 @@
 //! What the interactions mean for one run of the simulator: the initial
 //! velocity per driver, the gravity, the impulses in normalised units
 //! ([`ImpulseForce`]), and the velocity bound checked before running
-//! (issue 14, "Safety"; docs/scene.md "Interactions file").
+//! (docs/scene.md "Interactions file").
 
 use super::error::InteractionError;
 use super::interaction::{Interactions, Start};
@@ -71,7 +71,7 @@ impl Interactions {
             .collect()
     }
 
-    /// The velocity bound (issue 14, "Safety"): the largest initial speed
+    /// The velocity bound: the largest initial speed
     /// plus the impulses' velocity changes, summed as if one particle held
     /// them all, must not move a particle more than half a cell in one
     /// substep: `speed · dt ≤ dx / 2` (world units: `dx = side /

@@ -41,7 +41,7 @@ where
 
 /// One value as a sample of `max` levels (255 or 65535):
 /// `round(max · clamp(v, 0, 1))`, no transfer curve (the 3DGS convention,
-/// DESIGN.md § Units and frames); NaN becomes 0. The one quantisation of
+/// docs/design.md § Units and frames); NaN becomes 0. The one quantisation of
 /// every image the project writes.
 pub fn quantised(v: f32, max: f32) -> f32 {
     let unit = if v.is_nan() { 0.0 } else { v.clamp(0.0, 1.0) };

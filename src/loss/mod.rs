@@ -1,5 +1,5 @@
 //! The image loss on the GPU, forward and backward, and the TV regulariser
-//! (DESIGN.md § Loss, parameters, fit), checked against the f64 twin the
+//! (docs/design.md § Loss, parameters, fit), checked against the f64 twin the
 //! tests compile with the `reference` feature (`reference::loss`).
 //!
 //! Per frame and view, `L = w_l1 · mean|I − Î| + w_ssim · (1 − mean SSIM(I, Î))`
@@ -51,7 +51,7 @@
 //! by `3 · Σ m_p`, the counted values, instead of `3 · pixels`:
 //! `L = w_l1 · Σ m_p|I − Î|_p / (3M) + w_ssim · Σ m_p (1 − SSIM_p) / (3M)`.
 //! Normalising by the counted pixels (not all of them) keeps the loss on the
-//! same scale as an unmasked one (DESIGN.md § Loss, parameters, fit: means
+//! same scale as an unmasked one (docs/design.md § Loss, parameters, fit: means
 //! over pixels and channels), so the default weights and learning rates keep
 //! their meaning whatever share of the image the object covers, and the
 //! reported MSE/PSNR is the object's. The SSIM maps themselves are
@@ -99,7 +99,7 @@ use workspace::Workspace;
 /// gradient image is addressed per float (4 per pixel).
 pub const MAX_PIXELS: u64 = 1 << 28;
 
-/// Weights of the two image-loss terms (DESIGN.md § Loss, parameters, fit).
+/// Weights of the two image-loss terms (docs/design.md § Loss, parameters, fit).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LossWeights {
     /// Weight of `mean|I − Î|` (default 0.1).

@@ -3,7 +3,7 @@
 //! Why 8 bits: a fit keeps every reference frame of every view on the GPU
 //! for the whole run (uploaded once, reused every iteration), and a 1080p
 //! frame takes 8.3 MB packed against 33 MB as `vec4<f32>`. Video frames are
-//! 8-bit to begin with. The colour convention is DESIGN.md's (§ Units and
+//! 8-bit to begin with. The colour convention is docs/design.md's (§ Units and
 //! frames, the 3DGS one): a channel byte `b` is the value `b / 255`, no
 //! transfer curve. The shaders decode bytes through a 256-entry table of
 //! `b as f32 / 255.0` computed on the host ([`decode_table`]), so the GPU
@@ -105,7 +105,7 @@ impl ReferenceFrame {
     }
 
     /// This frame with the loss limited to the pixels `mask` counts
-    /// (DESIGN.md § Loss, parameters, fit; issue 13 "Masks"); replaces any
+    /// (docs/design.md § Loss, parameters, fit); replaces any
     /// mask it had.
     ///
     /// Errors: [`LossError::MaskSize`] naming both sizes.

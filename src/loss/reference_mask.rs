@@ -1,4 +1,4 @@
-//! Loss masks on the GPU (issue 13 "Masks"; [`crate::scene::masks`]): one
+//! Loss masks on the GPU ([`crate::scene::masks`]): one
 //! byte per pixel, 0 (ignored) or 1 (counts), four pixels to a u32 with
 //! pixel `4j` in the low byte of word `j`.
 //!

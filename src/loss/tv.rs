@@ -1,5 +1,5 @@
-//! Total variation over the driver kNN graph (DESIGN.md § Loss, parameters,
-//! fit; issue 12), with its gradient.
+//! Total variation over the driver kNN graph (docs/design.md § Loss, parameters,
+//! fit), with its gradient.
 //!
 //! `TV = mean over edges (a, b) of √(|p_a − p_b|² + ε²)`, ε = 1e-3
 //! ([`TV_EPSILON`]), of per-node values: `log10 E` per driver
@@ -25,7 +25,7 @@
 
 use super::error::LossError;
 
-/// TV's smoothing ε (DESIGN.md, issue 12), in the units of the values
+/// TV's smoothing ε (docs/design.md § Loss, parameters, fit), in the units of the values
 /// (decades of E for `log10 E`).
 pub const TV_EPSILON: f64 = 1e-3;
 

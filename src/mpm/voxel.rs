@@ -1,5 +1,5 @@
 //! Cells of the simulation grid that the material occupies, and the
-//! interior filling of closed objects (DESIGN.md § Drivers and the
+//! interior filling of closed objects (docs/design.md § Drivers and the
 //! deformation of Gaussians; PhysGaussian § 3.3).
 //!
 //! A 3DGS object is a shell of splats on its surface. The driver count

@@ -1,5 +1,5 @@
 //! `drivers.safetensors`: everything needed to re-simulate a fitted object
-//! without the fit (DESIGN.md § Drivers, § Loss, parameters, fit), written and read with the `safetensors` crate.
+//! without the fit (docs/design.md § Drivers, § Loss, parameters, fit), written and read with the `safetensors` crate.
 //!
 //! # Tensors (row-major, little-endian)
 //! | name | dtype | shape | meaning |

@@ -1,5 +1,5 @@
 //! Why a `drivers.safetensors` could not be made, written, read or used
-//! with a scene (issue 13, "Outputs"): every error names the file and the
+//! with a scene: every error names the file and the
 //! tensor or field, and says what to do.
 
 use std::path::PathBuf;

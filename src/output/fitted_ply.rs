@@ -1,6 +1,6 @@
 //! `fitted.ply`: every splat of the scene, unchanged, with its fitted
 //! material as extra per-vertex `float` properties that splat viewers keep
-//! (DESIGN.md § Drivers and the deformation of Gaussians):
+//! (docs/design.md § Drivers and the deformation of Gaussians):
 //!
 //! | property | follower (free simulated) | anchored (simulated, held) | static |
 //! | --- | --- | --- | --- |

@@ -1,6 +1,6 @@
 //! The identity of a scene's `.ply`: the SHA-256 of its bytes, so that a
 //! `drivers.safetensors` fitted to one set of splats is refused with
-//! another (issue 13, "Outputs"). The file is streamed through the hash in
+//! another. The file is streamed through the hash in
 //! blocks, never held in memory.
 
 use std::io::Read;

@@ -1,5 +1,5 @@
 //! The settings a re-simulation of fitted drivers depends on, as
-//! `drivers.safetensors` records them (issue 13, "Outputs"): the box, the
+//! `drivers.safetensors` records them: the box, the
 //! grid, the time step, the material constants, the walls and forces, and
 //! the `[drivers]` settings that made the drivers. Each is named by its
 //! scene.toml field, so that a difference from a scene names what to fix.
@@ -11,7 +11,7 @@ use super::metadata_fields::{MetadataError, MetadataReader, MetadataWriter};
 
 /// What [`crate::output::FittedDrivers`] records of its scene's settings.
 /// Lengths, the box and gravity in world units; material values in the
-/// simulator's normalised units (DESIGN.md § Units and frames).
+/// simulator's normalised units (docs/design.md § Units and frames).
 #[derive(Clone, Debug, PartialEq)]
 pub struct SimulationRecord {
     /// The simulation cube (world units).

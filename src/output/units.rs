@@ -1,5 +1,4 @@
-//! World units for outputs (issue 13, "Units that do not depend on the
-//! box"; DESIGN.md § Units and frames, § Loss, parameters, fit).
+//! World units for outputs (docs/design.md § Units and frames, § Loss, parameters, fit).
 
 /// Young's modulus in world units from the simulator's normalised one:
 /// `E_world = E_normalised · side²`, `side` the simulation cube's side in

@@ -1,4 +1,4 @@
-//! f64 twin of the whole differentiable chain (DESIGN.md § Loss,
+//! f64 twin of the whole differentiable chain (docs/design.md § Loss,
 //! parameters, fit; § Drivers and the deformation of Gaussians;
 //! § Verification 1–2): parameters → MPM twin → deformation twin
 //! → render twin → loss twin, and its exact gradient by chaining the twins'
@@ -6,7 +6,7 @@
 //!
 //! **Parameters** ([`ChainParams64`]), one entry per driver (MPM particle):
 //! - `log10_youngs`: `p = log10 E`, E in the simulator's **normalised**
-//!   units (DESIGN.md § Units and frames), `E = 10^p` straight into the MPM
+//!   units (docs/design.md § Units and frames), `E = 10^p` straight into the MPM
 //!   twin (no range clamp: the clamp is a projection after an optimiser
 //!   step, not part of the forward);
 //! - `velocity`: the initial velocity in **world units/s** (as the GPU

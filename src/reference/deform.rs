@@ -1,4 +1,4 @@
-//! f64 twin of the deformation of Gaussians by their drivers (DESIGN.md §
+//! f64 twin of the deformation of Gaussians by their drivers (docs/design.md §
 //! Drivers and the deformation of Gaussians, § Adjoint, § Verification 1–2):
 //! the test oracle of [`crate::deform`].
 //!

@@ -1,4 +1,4 @@
-//! f64 CPU twin of the image loss (DESIGN.md
+//! f64 CPU twin of the image loss (docs/design.md
 //! § Loss, parameters, fit; § Verification strategy 1–3): the test oracle
 //! for [`crate::loss::ImageLoss`]. (TV runs on the CPU in f64 already,
 //! [`crate::loss::tv`], and is checked by finite differences directly.)
@@ -64,7 +64,7 @@ impl Rgb64 {
     }
 }
 
-/// Weights of the two image-loss terms (DESIGN.md: 0.1 and 0.9).
+/// Weights of the two image-loss terms (docs/design.md: 0.1 and 0.9).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LossWeights64 {
     /// Weight of `mean|I − Î|`.

@@ -1,7 +1,7 @@
 //! Reading the gsplat reference renders in `tests/fixtures/gsplat_reference/`
 //! (safetensors archives of F32 tensors) with the `safetensors` crate,
 //! through [`crate::output::tensor_archive`], which gives the typed errors
-//! (issue 13: the crate replaces the hand-written reader).
+//! (a well-kept reader rather than a hand-written one).
 
 use std::collections::HashMap;
 use std::path::Path;

@@ -1,4 +1,4 @@
-//! The colour bar of `stiffness.png` (issue 13, "Outputs"): the image with
+//! The colour bar of `stiffness.png`: the image with
 //! a vertical bar of the colour map on its right, ticks with values and a
 //! label such as "log10 E (Pa, world units)", drawn with plotters on the
 //! embedded font.

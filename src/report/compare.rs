@@ -26,7 +26,7 @@ pub const DIFFERENCE_GAIN: f32 = 4.0;
 const CAPTION_SIZE: f64 = 15.0;
 
 /// The colour channels of `frame` as 8-bit RGB: `round(255·clamp(v))`, no
-/// transfer curve (DESIGN.md § Units and frames), as every PNG of the
+/// transfer curve (docs/design.md § Units and frames), as every PNG of the
 /// project is written; alpha is dropped (renders are already composited
 /// over the background, decoded frames carry 1).
 pub fn rgb8(frame: &Frame) -> RgbImage {

@@ -1,7 +1,7 @@
 //! The one font of the fit's pictures: DejaVu Sans, embedded from
 //! `assets/DejaVuSans.ttf` (licence and source in assets/README.md), so
 //! the binary reads no font file at run time and needs no fontconfig
-//! (issue 13: plotters without default features, `ab_glyph` text).
+//! (plotters without default features, `ab_glyph` text).
 
 use std::sync::OnceLock;
 

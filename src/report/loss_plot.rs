@@ -1,4 +1,4 @@
-//! `loss.png` (issue 13, "Outputs"): the loss per iteration (log scale) and
+//! `loss.png`: the loss per iteration (log scale) and
 //! the PSNR per iteration (dB), one curve per stage and round, laid end to
 //! end on one iteration axis with the stage boundaries marked, drawn with
 //! plotters on the embedded font.

@@ -6,7 +6,7 @@
 //! Pure CPU code on `image` RGB buffers: the curves, captions and the colour
 //! bar are drawn with plotters (bitmap backend, `ab_glyph` text) on the one
 //! font embedded from `assets/` ([`font`]); renders are quantised as every
-//! image of the project is (DESIGN.md § Units and frames: 3DGS colours,
+//! image of the project is (docs/design.md § Units and frames: 3DGS colours,
 //! `round(255·clamp(v))`, no transfer curve). Every picture is written
 //! atomically by [`crate::io::png::write_png`].
 

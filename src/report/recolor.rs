@@ -1,4 +1,4 @@
-//! The splats of `stiffness.png` (issue 13, "Outputs"): the object with its
+//! The splats of `stiffness.png`: the object with its
 //! colours replaced by the colour map of log10 E, rendered by the lead's
 //! existing rasterizer and finished by [`super::with_colorbar`].
 
@@ -7,7 +7,7 @@ use super::ReportError;
 use crate::scene::Gaussians;
 
 /// The degree-0 SH basis constant `1 / (2√π)`: a splat's colour is
-/// `0.5 + C0·dc` (+ the view-dependent bands, DESIGN.md § Gaussian
+/// `0.5 + C0·dc` (+ the view-dependent bands, docs/design.md § Gaussian
 /// splatting).
 const SH_C0: f64 = 0.282_094_791_773_878_14;
 

@@ -1,5 +1,5 @@
 //! Pinhole camera, OpenCV axes (x right, y down, z forward), world-to-camera
-//! extrinsics, pixel centres at +0.5 (DESIGN.md § Units and frames): a world
+//! extrinsics, pixel centres at +0.5 (docs/design.md § Units and frames): a world
 //! point `p` maps to `p_c = R p + t`, pixel `(fx x/z + cx, fy y/z + cy)`, and
 //! the centre of pixel (i, j) is at (i + 0.5, j + 0.5).
 

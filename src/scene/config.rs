@@ -332,6 +332,8 @@ pub struct FitStageConfig {
     pub decay: Option<f64>,
     /// Largest gradient norm; larger gradients are scaled down to it.
     pub grad_clip: Option<f64>,
+    /// Convergence tolerance (≥ 0; 0: run the whole cap).
+    pub tolerance: Option<f64>,
     /// L1 weight for this stage (default: `fit.w_l1`).
     pub w_l1: Option<f64>,
     /// 1 − SSIM weight for this stage (default: `fit.w_ssim`).
@@ -341,7 +343,7 @@ pub struct FitStageConfig {
     /// How this stage's unknown is parameterised: `"drivers"` (default),
     /// `"global"`, `"regions"`, and for the velocity `"rigid"`. A word, so
     /// that a wrong one is refused by the validation naming the allowed
-    /// values (issue 13, "Parameterisation").
+    /// values.
     pub field: Option<String>,
     /// `[fit.<stage>.regions]`: `name = [shapes]` for `field = "regions"`.
     pub regions: Option<NamedRegionsConfig>,

@@ -1,5 +1,5 @@
 //! `field` and `regions` of `[fit.velocity]` / `[fit.stiffness]`: how a
-//! stage's unknown is parameterised (issue 13, "Parameterisation"; DESIGN.md
+//! stage's unknown is parameterised (docs/design.md
 //! § Loss, parameters, fit). Resolved here, mapped onto the drivers by
 //! `crate::fit::field_setting`.
 

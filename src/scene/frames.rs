@@ -1,6 +1,6 @@
 //! Reference frames: PNG/JPEG sequences decoded to RGBA in [0, 1].
 //!
-//! Colour convention (DESIGN.md § Units and frames): the 3DGS one, not
+//! Colour convention (docs/design.md § Units and frames): the 3DGS one, not
 //! colour science. 3DGS trainers fit a splat's `SH + 0.5` directly against
 //! the image's 8-bit values / 255, so a render's value *is* the value its
 //! pixel gets in the file and no transfer curve (sRGB or gamma) is applied

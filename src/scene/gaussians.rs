@@ -1,7 +1,7 @@
 //! In-memory 3D Gaussian Splatting scene: the per-splat parameters every stage
 //! shares. Conventions follow the 3DGS .ply (Kerbl et al. 2023): log scales,
 //! opacity logits, quaternions (w, x, y, z), SH coefficients with the DC term
-//! first; colour = SH(dir) + 0.5 (DESIGN.md § Gaussian splatting).
+//! first; colour = SH(dir) + 0.5 (docs/design.md § Gaussian splatting).
 
 /// A set of Gaussian splats, structure-of-arrays.
 #[derive(Clone, Debug, Default, PartialEq)]

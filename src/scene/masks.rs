@@ -1,4 +1,4 @@
-//! Per-view loss masks (`[[views]] masks = "..."`, issue 13 "Masks"): one
+//! Per-view loss masks (`[[views]] masks = "..."`): one
 //! PNG per reference frame saying which pixels the image loss compares.
 //!
 //! Where a reference video's background differs from the scene's (a real

@@ -3,7 +3,7 @@
 //!
 //! nerfstudio stores camera-to-world matrices in OpenGL axes (x right, y up,
 //! z backward). physfit's cameras are world-to-camera in OpenCV axes (x
-//! right, y down, z forward; DESIGN.md § Units and frames): negate the y and
+//! right, y down, z forward; docs/design.md § Units and frames): negate the y and
 //! z axis columns of the rotation, then invert (`R = R_c2wᵀ`, `t = −R·c`).
 //! Intrinsics `fl_x fl_y cx cy w h` come from the frame when it has them,
 //! else from the top level; `fl_y` defaults to `fl_x`, `cx, cy` to the image

@@ -24,13 +24,13 @@ use crate::mpm::{MpmConfig, WallMode};
 
 /// Drivers per occupied grid cell of `drivers.count = "auto"` (the
 /// default): MPM wants several particles per cell (PhysDreamer's author:
-/// about 10) and tears the material numerically with too few (DESIGN.md §
+/// about 10) and tears the material numerically with too few (docs/design.md §
 /// Drivers and the deformation of Gaussians); 4 keeps the fox's K-Means and
 /// simulation cheap while staying clear of [`MIN_DRIVERS_PER_CELL`].
 pub const AUTO_DRIVERS_PER_CELL: usize = 4;
 
 /// Below this many drivers per occupied cell `physfit check` warns: MPM
-/// tears the material numerically (DESIGN.md § Drivers).
+/// tears the material numerically (docs/design.md § Drivers).
 pub const MIN_DRIVERS_PER_CELL: f64 = 2.0;
 
 /// Resolved `[simulation]` settings.
@@ -129,6 +129,10 @@ pub struct FitStage {
     pub decay: f64,
     /// Gradient-norm clip.
     pub grad_clip: f64,
+    /// The stage has converged when its loss falls by less than this
+    /// fraction over 5 iterations (Adam, after the warm-up) or in one step
+    /// (L-BFGS); 0 runs every iteration of the cap.
+    pub tolerance: f64,
     /// L1 image-loss weight (paper eq. 10).
     pub w_l1: f64,
     /// 1 − SSIM weight.
@@ -145,7 +149,7 @@ pub struct FitStage {
 }
 
 impl FitStage {
-    /// Stage 1 defaults (DESIGN.md § Loss, parameters, fit: frames 1..3).
+    /// Stage 1 defaults (docs/design.md § Loss, parameters, fit: frames 1..3).
     pub fn velocity_default() -> FitStage {
         FitStage {
             iterations: 100,
@@ -154,6 +158,7 @@ impl FitStage {
             warmup: 10,
             decay: 0.1,
             grad_clip: 1.0,
+            tolerance: 2e-3,
             w_l1: 0.1,
             w_ssim: 0.9,
             tv_weight: 0.01,
@@ -171,6 +176,7 @@ impl FitStage {
             warmup: 10,
             decay: 0.1,
             grad_clip: 1.0,
+            tolerance: 2e-3,
             w_l1: 0.1,
             w_ssim: 0.9,
             tv_weight: 0.01,
@@ -216,7 +222,7 @@ pub struct ScanSettings {
     pub velocity_evaluations: u32,
 }
 
-/// The explicit time-step check for a scene (DESIGN.md § MPM, Stability).
+/// The explicit time-step check for a scene (docs/design.md § MPM, Stability).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Stability {
     /// Substep length `1/(fps·substeps)`, seconds.
@@ -294,6 +300,7 @@ fn resolve_stage(
         warmup: c.warmup.unwrap_or(d.warmup),
         decay: c.decay.unwrap_or(d.decay),
         grad_clip: c.grad_clip.unwrap_or(d.grad_clip),
+        tolerance: v.non_negative(&f("tolerance"), c.tolerance.unwrap_or(d.tolerance))?,
         w_l1: v.non_negative(&f("w_l1"), c.w_l1.unwrap_or(d.w_l1))?,
         w_ssim: v.non_negative(&f("w_ssim"), c.w_ssim.unwrap_or(d.w_ssim))?,
         tv_weight: v.non_negative(&f("tv_weight"), c.tv_weight.unwrap_or(d.tv_weight))?,

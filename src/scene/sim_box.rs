@@ -1,4 +1,4 @@
-//! The simulation cube and the world ↔ normalised transform (DESIGN.md §
+//! The simulation cube and the world ↔ normalised transform (docs/design.md §
 //! Units and frames): the cube `[min, min + side]³` in world units maps to
 //! `[0, 1]³` by `x_n = (x_w − min) / side`, a translation and one uniform
 //! scale, so lengths scale by `1/side`, velocities and accelerations too

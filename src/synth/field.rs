@@ -1,5 +1,5 @@
-//! The known material and motion of a twin experiment (DESIGN.md §
-//! Verification 5; issue 13, "`physfit synth`"; docs/truth.md), as functions
+//! The known material and motion of a twin experiment (docs/design.md §
+//! Verification 5; docs/truth.md), as functions
 //! of a world position: `log10 E` (normalised units, as `[material]`) and
 //! the initial velocity (world units/s).
 //!

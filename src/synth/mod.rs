@@ -1,4 +1,4 @@
-//! Twin experiments (DESIGN.md § Verification 5): reference frames made from a known material and motion, so a
+//! Twin experiments (docs/design.md § Verification 5): reference frames made from a known material and motion, so a
 //! fit can be checked against the truth.
 //!
 //! - the truth file ([`truth`], docs/truth.md): [`Truth::load`], its

@@ -1,4 +1,4 @@
-//! The twin experiment's forward run (DESIGN.md § Verification 5): the
+//! The twin experiment's forward run (docs/design.md § Verification 5): the
 //! scene simulated from the truth's `log10 E` and initial velocity, one
 //! rollout rendered in every view.
 //!

@@ -1,5 +1,5 @@
-//! The truth file of a twin experiment (docs/truth.md; issue 13, "`physfit
-//! synth`"; DESIGN.md § Verification 5): the known `log10 E` field
+//! The truth file of a twin experiment (docs/truth.md; docs/design.md §
+//! Verification 5): the known `log10 E` field
 //! (normalised units, the units of `[material]` and `log10_youngs_range`),
 //! the known initial velocity (world units/s) and the number of frames.
 //! `physfit synth` renders reference frames from it; `physfit fit --truth`

@@ -71,7 +71,7 @@ fn schedule_warms_up_linearly_then_decays_exponentially_to_its_factor() {
     let mid = s.rate(10 + 89 / 2);
     assert!(mid < 0.05 && mid > 0.005);
     // Σ rates ≈ 2 at lr 0.05: Adam moves a parameter by at most about 2 in
-    // 100 iterations (issue 13); the default lr 0.1 doubles that, for margin.
+    // 100 iterations; the default lr 0.1 doubles that, for margin.
     let total: f64 = (0..100).map(|i| s.rate(i)).sum();
     assert!((1.8..2.3).contains(&total), "{total}");
     // Degenerate stages still give finite, positive rates.

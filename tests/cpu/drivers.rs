@@ -2,8 +2,8 @@
 //! as a plain Lloyd run, exact nearest drivers and graph, the driver count
 //! (`"auto"` = 4 per occupied cell), the volume and anchored rules, the
 //! interior filling, `physfit check`'s drivers-per-cell warning, and
-//! `[drivers]` mistakes named (DESIGN.md § Drivers and the deformation of
-//! Gaussians; issue 12).
+//! `[drivers]` mistakes named (docs/design.md § Drivers and the deformation of
+//! Gaussians).
 
 use std::path::Path;
 use std::process::Command;
@@ -477,7 +477,7 @@ fn check_warns_below_two_drivers_per_cell_and_not_for_the_demo() {
 
 // --- Benchmark ----------------------------------------------------------------
 
-/// K-Means speed on the real fox (issue 12: 50,000 points into 2,000
+/// K-Means speed on the real fox (target: 50,000 points into 2,000
 /// clusters in under 2 s on the 2-core CI machine, release build). Run:
 /// `cargo test --release --locked --test cpu kmeans_speed -- --ignored --nocapture`.
 #[test]

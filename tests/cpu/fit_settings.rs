@@ -1,4 +1,4 @@
-//! The fit's settings in scene.toml (issue 13): `field` and its regions per
+//! The fit's settings in scene.toml: `field` and its regions per
 //! stage, `velocity_tv_weight`, `rounds`, `checkpoint_every`, each mistake
 //! refused naming its field; and the region assignment of
 //! src/fit/field_setting.rs over a scene's K-Means drivers (first region

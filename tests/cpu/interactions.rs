@@ -1,4 +1,4 @@
-//! The interactions of `physfit render --params` (issue 14; docs/scene.md
+//! The interactions of `physfit render --params` (docs/scene.md
 //! "Interactions file"): the file and the flags parse into one list, and
 //! bad values are refused naming the file or flag and the field.
 

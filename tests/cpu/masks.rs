@@ -1,4 +1,4 @@
-//! Loss masks (`[[views]] masks`, issue 13): the decoding rule per file
+//! Loss masks (`[[views]] masks`): the decoding rule per file
 //! type (src/scene/masks.rs), and the scene's refusals naming
 //! `views[i].masks` and the fix; `physfit check` prints them; checkpoints
 //! of other masks are refused.

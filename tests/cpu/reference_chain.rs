@@ -2,7 +2,7 @@
 //! deformation twin → render twin → loss twin, + TV) against central finite
 //! differences, ≤ 1e-5, on a tiny scene: 16 drivers (4 anchored), 36
 //! followers and 4 static splats, 3 frames of 8 substeps, two 24×16 views,
-//! both flows (issue 12, first test).
+//! both flows.
 //!
 //! Every non-smooth point of the chain is piecewise constant, so each
 //! finite-difference evaluation is checked to take the same discrete

@@ -1,7 +1,7 @@
 //! The f64 image-loss twin (src/reference/loss.rs) and the CPU TV
 //! (src/loss/tv.rs) against central finite differences, identities of the
 //! loss, 3DGS's SSIM window, and the 8-bit reference packing
-//! (DESIGN.md § Loss, parameters, fit; § Verification 1–2).
+//! (docs/design.md § Loss, parameters, fit; § Verification 1–2).
 
 use physfit::loss::{
     gaussian_window, pack_rgba8, tv_scalar, tv_vector, unpack_rgba8, LossError, TV_EPSILON,
@@ -126,7 +126,7 @@ fn twin_gradient_matches_central_differences() {
 
 #[test]
 fn masked_twin_gradient_matches_central_differences() {
-    // A mask counting a third of the pixels, scattered (issue 13 "Masks").
+    // A mask counting a third of the pixels, scattered.
     let (render, reference) = image_pair(9, 7, 2, 0.02);
     let mut rng = Rng(17);
     let mask: Vec<bool> = (0..63).map(|_| rng.next() < 0.35).collect();

@@ -1,4 +1,4 @@
-//! The fit's pictures (`physfit::report`, issue 13 "Outputs"): the embedded
+//! The fit's pictures (`physfit::report`): the embedded
 //! font, the colour map against its table, the colour bar's geometry and
 //! ends, `loss.png`'s size and curves (non-finite points included), the
 //! compare triptych's layout and difference panel, and the recolouring's SH.

@@ -1,4 +1,4 @@
-//! The truth file of `physfit synth` (src/synth; docs/truth.md; issue 13):
+//! The truth file of `physfit synth` (src/synth; docs/truth.md):
 //! every kind parses, every mistake is refused naming the file and the
 //! field, and the fields evaluate as documented: first box wins, a
 //! rotation's velocity is `linear + ω × (x − p)`, the random field is

@@ -1,4 +1,4 @@
-//! The GPU chain against its f64 twin (DESIGN.md § Verification 3 and 6):
+//! The GPU chain against its f64 twin (docs/design.md § Verification 3 and 6):
 //! the fit problem of tests/gpu_mpm/fit_problem.rs (288 splats, 32 K-Means
 //! drivers, some anchored, two 32×32 views, 3 frames; reference PNGs
 //! rendered by the problem's own forward at the "true" parameters) and

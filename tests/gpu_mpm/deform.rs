@@ -3,7 +3,7 @@
 //! equal the f64 twin per component, the adjoint adds into the state
 //! gradient's `x` part and equals finite differences of a GPU loss, and
 //! degenerate neighbourhoods (coplanar, collinear, all drivers at one
-//! point) stay finite (DESIGN.md § Drivers and the deformation of
+//! point) stay finite (docs/design.md § Drivers and the deformation of
 //! Gaussians, § Verification 3).
 #![allow(clippy::needless_range_loop)] // parallel per-driver arrays
 

@@ -1,8 +1,8 @@
-//! Interior filling (`drivers.fill`, src/drive/voxel.rs; issue 12): a
+//! Interior filling (`drivers.fill`, src/drive/voxel.rs): a
 //! closed sphere shell of splats, once filled, sways with the period of the
 //! same sphere sampled through its volume (within 10%), on the GPU MPM
 //! with K-Means drivers. The unfilled shell is measured too, to show what
-//! the filling changes (DESIGN.md § Drivers and the deformation of
+//! the filling changes (docs/design.md § Drivers and the deformation of
 //! Gaussians: simulated as a shell, a solid bends like an empty can).
 //! Measured on lavapipe: filled +4.2% from the ball, hollow +67%; with one
 //! fill point per voxel instead of the splats' density, the filled shell

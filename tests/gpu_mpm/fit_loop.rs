@@ -3,7 +3,7 @@
 //! falls, the observer sees every stage and iteration, and a stop leaves a
 //! state from which the loop continues.
 
-use physfit::fit::fitter::{FieldSizes, LBFGS_MAX_PARAMETERS};
+use physfit::fit::fitter::LBFGS_MAX_PARAMETERS;
 use physfit::fit::{
     plan_stages, run_fit, Control, FitEnd, FitObserver, FitProblem, FitState, LossReport,
     StageChoice, StageKind, StagePlan,
@@ -48,15 +48,12 @@ fn two_stages_lower_the_loss_and_a_stopped_fit_continues() {
     // The Adam stages alone (the scan and L-BFGS have tests of their own).
     scene.fit.scan.points = 0;
     let mut problem = FitProblem::new(&ctx, &scene, &options(&scene)).unwrap();
-    let sizes = FieldSizes {
-        youngs: problem.youngs_map().params,
-        velocity: problem.velocity_map().params,
-    };
     assert!(
-        sizes.youngs > LBFGS_MAX_PARAMETERS,
+        problem.youngs_map().params > LBFGS_MAX_PARAMETERS
+            && problem.velocity_map().params > LBFGS_MAX_PARAMETERS,
         "per-driver fields: Adam"
     );
-    let plan = plan_stages(&scene, &[0, 1], FRAMES + 1, 1, StageChoice::Both, sizes);
+    let plan = plan_stages(&scene, &[0, 1], FRAMES + 1, 1, StageChoice::Both);
     assert_eq!(plan.len(), 2);
     assert_eq!(plan[0].selection.frames, vec![1, 2]);
     assert_eq!(plan[1].selection.frames, (1..=FRAMES).collect::<Vec<_>>());

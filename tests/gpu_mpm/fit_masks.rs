@@ -1,4 +1,4 @@
-//! Loss masks in the fit problem (issue 13 "Masks"): on the tiny two-view
+//! Loss masks in the fit problem: on the tiny two-view
 //! scene of fit_problem.rs, repainting the reference frames deep inside the
 //! masked-out region (further than the SSIM window's 5 px reach from any
 //! counted pixel) changes neither the loss nor its gradient, so it does not

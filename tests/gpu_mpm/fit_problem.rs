@@ -1,4 +1,4 @@
-//! The fit problem end to end on the GPU (src/fit; DESIGN.md § Verification
+//! The fit problem end to end on the GPU (src/fit; docs/design.md § Verification
 //! 3: the GPU gradient against finite differences of the GPU loss): a tiny
 //! scene (288 splats, 32 K-Means drivers, some anchored,
 //! two 32×32 views, 3 frames) whose reference frames are its own forward at

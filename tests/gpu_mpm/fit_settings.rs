@@ -1,4 +1,4 @@
-//! A fit problem built from scene settings (issue 13): `field = "regions"`
+//! A fit problem built from scene settings: `field = "regions"`
 //! read from scene.toml evaluates what the equivalent hand-built fields
 //! evaluate, and [`FitProblem::set_stage`] switches one problem's weights
 //! between the stages as the settings say. On fit_problem.rs's dense

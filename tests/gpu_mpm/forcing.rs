@@ -1,4 +1,4 @@
-//! Impulses in the GPU MPM forward (issue 14; src/mpm/forcing.rs): an
+//! Impulses in the GPU MPM forward (src/mpm/forcing.rs): an
 //! impulse moves the particles inside its radius first and adds exactly
 //! its impulse to the momentum (sticky walls out of reach), a run without
 //! an active impulse is bit for bit the plain forward, and a blow-up under

@@ -1,4 +1,4 @@
-//! `physfit synth` end to end on a tiny scene (DESIGN.md § Verification 5):
+//! `physfit synth` end to end on a tiny scene (docs/design.md § Verification 5):
 //! every view gets N frames of the camera's size, frame 0 is the scene
 //! rendered at rest (`physfit render`), later frames show the truth's
 //! motion, the finer discretisation is the scene's doubled, a scene whose

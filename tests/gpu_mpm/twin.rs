@@ -1,4 +1,4 @@
-//! GPU MPM against its f64 CPU twin (src/reference/mpm, DESIGN.md
+//! GPU MPM against its f64 CPU twin (src/reference/mpm, docs/design.md
 //! § Verification 3 and 6): forward positions after 100 substeps within
 //! 1e-3·dx, the adjoint's ∂L/∂E and ∂L/∂(initial state) within 1e-3
 //! relative, and, at a fit's length (3 frames × 100 substeps, E ≈ 1e5 on a
@@ -372,7 +372,7 @@ fn max_relative(gpu: &[f64], twin: &[f64], floor: f64) -> (f64, usize) {
 /// The relative floor of [`max_relative`] for the fit-scale comparison.
 const FIT_SCALE_FLOOR: f64 = 1e-2;
 
-/// A fit-scale scene (DESIGN.md § Verification 6): a 32³ grid at 30 fps
+/// A fit-scale scene (docs/design.md § Verification 6): a 32³ grid at 30 fps
 /// with 100 substeps, density 2000, E ≈ 1e5 varied per particle, gravity,
 /// sticky walls (the demo's setting), a 6 × 8 × 6 block of particles
 /// (spacing dx/2) hanging from its anchored top layer, whose low-x face

@@ -1,6 +1,6 @@
 //! GPU backward rasterizer: gradients vs the f64 twin's hand-written reverse
 //! mode (all five parameter kinds, both f32 atomic modes), and vs central
-//! finite differences of the GPU's own loss on a smooth case (DESIGN.md §
+//! finite differences of the GPU's own loss on a smooth case (docs/design.md §
 //! Verification 3).
 
 use crate::common;

@@ -1,5 +1,5 @@
 //! GPU forward rasterizer vs gsplat's reference renders and vs the f64 CPU
-//! twin (DESIGN.md § Verification 3), including the hard cases: a crowded
+//! twin (docs/design.md § Verification 3), including the hard cases: a crowded
 //! tile, splats behind / straddling the near plane, huge and tiny splats,
 //! non-finite inputs.
 
@@ -28,7 +28,7 @@ fn print_stats(name: &str, max: [f64; 4], mean: [f64; 4]) {
 /// ex2 has ~2), which moves each of a pixel's blended terms by another few
 /// ulps, a difference of the same order again. 3× leaves room for that and
 /// stays far below the errors this test exists to catch (a plain 3σ extent
-/// misses gsplat by ~3e-3, DESIGN.md § Gaussian splatting). Not yet
+/// misses gsplat by ~3e-3, docs/design.md § Gaussian splatting). Not yet
 /// measured on a hardware GPU.
 const GPU_MAX: [f64; 4] = [1.5e-6, 1.5e-6, 1.5e-6, 2.5e-6];
 const GPU_MEAN: [f64; 4] = [1.5e-7, 1.5e-7, 1.5e-7, 2.5e-7];
@@ -287,7 +287,7 @@ fn forward_matches_twin_with_rotated_off_centre_camera() {
 
 #[test]
 fn grey_splats_over_a_grey_background_write_code_128() {
-    // DESIGN.md § Units and frames: a splat's `SH + 0.5` is the 8-bit value
+    // docs/design.md § Units and frames: a splat's `SH + 0.5` is the 8-bit value
     // / 255 its pixel gets; no transfer curve. One large opaque splat of
     // colour 0.5 (SH DC 0) covers every pixel (alpha 0.96–0.99, the 0.99
     // clamp letting 1% of the background through) over a 0.5 background,

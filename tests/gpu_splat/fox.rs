@@ -19,7 +19,7 @@ use crate::support::*;
 
 const SIZE: u32 = 256;
 
-/// A render value as the 8-bit code 3DGS tools give it (DESIGN.md § Units
+/// A render value as the 8-bit code 3DGS tools give it (docs/design.md § Units
 /// and frames): `round(255 · clamp(v, 0, 1))`, no transfer curve.
 fn to_8bit(v: f32) -> u8 {
     (v.clamp(0.0, 1.0) * 255.0).round() as u8

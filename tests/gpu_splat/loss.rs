@@ -3,7 +3,7 @@
 //! `∂L/∂pixel` per component; identical images; sizes that are not
 //! multiples of the workgroup or narrower than the window; workspace reuse
 //! and determinism; typed errors; and the gradient image fed to the
-//! rasterizer's backward (DESIGN.md § Loss, parameters, fit; § Verification 3).
+//! rasterizer's backward (docs/design.md § Loss, parameters, fit; § Verification 3).
 
 use glam::Vec3;
 use physfit::gpu::{GpuBuffer, GpuContext};

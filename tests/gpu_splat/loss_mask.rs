@@ -1,4 +1,4 @@
-//! The GPU image loss with a loss mask (issue 13 "Masks"; src/loss/mod.rs):
+//! The GPU image loss with a loss mask (src/loss/mod.rs):
 //! against the masked f64 twin and finite differences; an all-white mask is
 //! the unmasked loss bit for bit; reference changes deep inside the ignored
 //! region change neither the loss nor its gradient; typed mask errors.

@@ -1,5 +1,5 @@
 //! GPU exclusive prefix sum vs a CPU scan, exact (wrapping u32), on lavapipe
-//! (DESIGN.md § Verification 4: ordering-heavy kernels are tested on the
+//! (docs/design.md § Verification 4: ordering-heavy kernels are tested on the
 //! software driver itself).
 
 use crate::common;

@@ -1,4 +1,4 @@
-//! GPU stable radix sort vs a CPU stable sort, exact, on lavapipe (DESIGN.md §
+//! GPU stable radix sort vs a CPU stable sort, exact, on lavapipe (docs/design.md §
 //! Verification 4). Values are the original indices, so equal keys out of
 //! input order (an unstable or lossy sort) show as a mismatch.
 

@@ -1,4 +1,4 @@
-//! G2P (DESIGN.md § MPM step 3): `v_p = Σ w v_i`,
+//! G2P (docs/design.md § MPM step 3): `v_p = Σ w v_i`,
 //! `C_p = 4/dx² Σ w v_i (x_i − x_p)ᵀ`, `F_p ← (I + dt C_p) F_p`,
 //! `x_p += dt v_p`; anchored particles keep x and F, with v = 0, C = 0.
 

@@ -4,7 +4,7 @@
 //! (`γ = exp(−damping·dt)`), `v = mask ⊙ g`. Reverse: `ḡ = mask ⊙ v̄`
 //! (zeroed components pass zero gradient), `ū = γ ḡ`, `m̄v = ū/m`, and the
 //! grid-mass path `m̄ = −ū·u/m` (dropped by PhysDreamer's shipped adjoint;
-//! DESIGN.md § Adjoint). Gravity is a constant and contributes nothing.
+//! docs/design.md § Adjoint). Gravity is a constant and contributes nothing.
 
 use super::grid::{Grid64, GridVelocity64};
 use super::mat3::Vec3;

@@ -125,7 +125,7 @@ pub fn skew(w: &Vec3) -> Mat3 {
     [[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]]
 }
 
-/// `axial(A) = (A₃₂, A₁₃, A₂₁)` (DESIGN.md § Adjoint; 1-based indices):
+/// `axial(A) = (A₃₂, A₁₃, A₂₁)` (docs/design.md § Adjoint; 1-based indices):
 /// `axial([w]×) = w`.
 pub fn axial(a: &Mat3) -> Vec3 {
     [a[2][1], a[0][2], a[1][0]]

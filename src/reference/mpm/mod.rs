@@ -1,4 +1,4 @@
-//! f64 CPU twin of the differentiable MLS-MPM (DESIGN.md § MPM, § Adjoint,
+//! f64 CPU twin of the differentiable MLS-MPM (docs/design.md § MPM, § Adjoint,
 //! § Verification 1–2): forward substep, hand-written adjoint carrying every
 //! path, and rollout helpers. A test oracle for the GPU kernels, one file
 //! per kernel with the same stem (p2g ↔ p2g_adjoint, …).

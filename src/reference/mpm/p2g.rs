@@ -1,4 +1,4 @@
-//! P2G (DESIGN.md § MPM step 1): `m_i += w m_p`,
+//! P2G (docs/design.md § MPM step 1): `m_i += w m_p`,
 //! `mv_i += w (m_p v_p + (−dt·4/dx²·V_p·P(F_p)F_pᵀ + m_p C_p)(x_i − x_p))`.
 
 use super::grid::Grid64;

@@ -1,5 +1,5 @@
 //! Polar decomposition `F = R·S` (R a rotation, S symmetric) and its
-//! derivatives (DESIGN.md § Adjoint, polar derivative).
+//! derivatives (docs/design.md § Adjoint, polar derivative).
 //!
 //! R is the rotation of the sign-fixed SVD, `R = U·diag(1, 1, det(UVᵀ))·Vᵀ`,
 //! which is the rotation maximising `tr(RᵀF)` over SO(3) (also for inverted
@@ -45,7 +45,7 @@ pub fn polar_decomposition(f: &Mat3) -> Polar {
 }
 
 /// Forward-mode derivative: `dR = R·[ω]×`, `ω = M⁻¹·axial(RᵀdF − dFᵀR)`,
-/// `M = tr(S)·I − S` (DESIGN.md § Adjoint).
+/// `M = tr(S)·I − S` (docs/design.md § Adjoint).
 pub fn polar_forward_derivative(f: &Mat3, df: &Mat3) -> Mat3 {
     let polar = polar_decomposition(f);
     let rt_df = mat3::mul(&mat3::transpose(&polar.r), df);
@@ -55,7 +55,7 @@ pub fn polar_forward_derivative(f: &Mat3, df: &Mat3) -> Mat3 {
 }
 
 /// Reverse mode: given `G = ∂L/∂R`, returns the contribution
-/// `∂L/∂F = R·[h]×`, `h = M⁻¹·axial(RᵀG − GᵀR)` (DESIGN.md § Adjoint).
+/// `∂L/∂F = R·[h]×`, `h = M⁻¹·axial(RᵀG − GᵀR)` (docs/design.md § Adjoint).
 pub fn polar_reverse(f: &Mat3, g: &Mat3) -> Mat3 {
     polar_reverse_with(&polar_decomposition(f), g)
 }

@@ -1,10 +1,10 @@
 //! Rollouts over substeps and frames and their gradients: a reverse pass
 //! over stored states (the twin keeps every state, it only runs small
-//! scenes; DESIGN.md § Verification 1–2). The GPU keeps frame states and
+//! scenes; docs/design.md § Verification 1–2). The GPU keeps frame states and
 //! in-frame checkpoints instead (§ Adjoint, Memory; src/mpm/backward.rs);
 //! both compute the same gradient, and this one is the oracle.
 //!
-//! Frames (DESIGN.md § Units and frames): frame k is the state after k·S
+//! Frames (docs/design.md § Units and frames): frame k is the state after k·S
 //! substeps, `S = config.substeps_per_frame`; frame 0 is the initial state.
 //! [`frames_gradient`] takes seeds `∂L/∂(state at frame k)` for any set of
 //! frames and follows one of the fit's two gradient flows (§ Loss,
@@ -51,7 +51,7 @@ fn substeps_per_frame(setup: &MpmSetup64) -> usize {
     s
 }
 
-/// States at frames `0..=frames` (frame k after k·S substeps, DESIGN.md
+/// States at frames `0..=frames` (frame k after k·S substeps, docs/design.md
 /// § Units and frames) of a rollout from `initial`.
 pub fn frame_states(
     setup: &MpmSetup64,
@@ -148,7 +148,7 @@ pub fn rollout_gradient_with(
 /// Gradient of a loss on the frames `0..=frames` of a rollout from
 /// `initial`, given `seeds`: pairs `(k, ∂L/∂(state at frame k))`, at most
 /// one per frame, in any order (frames without a seed contribute nothing).
-/// `flow` is the fit stage's gradient flow (module doc; DESIGN.md § Loss,
+/// `flow` is the fit stage's gradient flow (module doc; docs/design.md § Loss,
 /// parameters, fit): [`GradientFlow::Full`] for stage 1,
 /// [`GradientFlow::Truncated`] for stage 2, whose frame-k − 1 states are
 /// those of this forward run, held constant.

@@ -1,4 +1,4 @@
-//! Fixed-corotated first Piola–Kirchhoff stress (DESIGN.md § MPM):
+//! Fixed-corotated first Piola–Kirchhoff stress (docs/design.md § MPM):
 //! `P = 2μ(F − R) + λ(J − 1)·J·F⁻ᵀ`, written with the cofactor matrix
 //! `J·F⁻ᵀ = cof(F)` so that neither P nor its adjoint needs an inverse.
 

@@ -1,4 +1,4 @@
-//! Front-to-back alpha blending of depth-sorted splats (DESIGN.md § Gaussian
+//! Front-to-back alpha blending of depth-sorted splats (docs/design.md § Gaussian
 //! splatting, gsplat `rasterize_to_pixels`): at pixel centre `x`,
 //! `α_i = min(0.99, o_i·exp(−½ dᵀΣ2⁻¹d))` with `d = mean2d − x`; splats with
 //! `α_i < 1/255` are skipped; before splat `i`, if `T·(1 − α_i) ≤ 1e-4` the

@@ -1,5 +1,5 @@
 //! f64 CPU twin of the Gaussian-splat rasterizer, forward and hand-written
-//! reverse mode: the test oracle for the GPU rasterizer (DESIGN.md
+//! reverse mode: the test oracle for the GPU rasterizer (docs/design.md
 //! § Gaussian splatting, § Verification strategy 1–3). Classic 3DGS as gsplat
 //! implements it ("classic" mode): EWA projection with 0.3 px² dilation
 //! ([`project`]), SH colour ([`sh`]), front-to-back blending in camera-z order

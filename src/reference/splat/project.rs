@@ -1,12 +1,12 @@
 //! Projection of one splat to the image (EWA splatting, Zwicker et al. 2001,
-//! as 3DGS/gsplat "classic" implement it; DESIGN.md § Gaussian splatting):
+//! as 3DGS/gsplat "classic" implement it; docs/design.md § Gaussian splatting):
 //!
 //! 1. camera-space mean `p = R μ + t`; culled when `p.z < near`;
 //! 2. world covariance `Σ = M Mᵀ`, `M = R(q/|q|) · diag(exp(log_scale))`;
 //!    camera covariance `Σc = R Σ Rᵀ`;
 //! 3. Jacobian of the perspective map at `p`, with `x/z`, `y/z` clamped to
 //!    `±1.3·tan(half fov)` (`lim_x = 1.3 · 0.5 · W / fx`, `lim_y = 1.3 · 0.5 · H / fy`,
-//!    DESIGN.md; gsplat's `persp_proj` uses `−(cx/fx + 0.3·tan)` and
+//!    docs/design.md; gsplat's `persp_proj` uses `−(cx/fx + 0.3·tan)` and
 //!    `(W − cx)/fx + 0.3·tan`, the same when the principal point is centred,
 //!    as in every case tested here): `J = [[fx/z, 0, −fx·tx/z²], [0, fy/z, −fy·ty/z²]]`,
 //!    `tx = z·clamp(x/z)`, `ty = z·clamp(y/z)`;
@@ -25,7 +25,7 @@ use crate::scene::Camera;
 /// Pixels with `alpha < ALPHA_MIN` are skipped.
 pub const ALPHA_MIN: f64 = 1.0 / 255.0;
 /// Alpha is clamped to at most this value (its gradient is zero there).
-/// DESIGN.md fixes 0.99, as the original 3DGS rasterizer; gsplat's CUDA
+/// docs/design.md fixes 0.99, as the original 3DGS rasterizer; gsplat's CUDA
 /// kernels use 0.999. The gsplat reference cases never reach either (their
 /// largest raw alpha is 0.73), so they cannot tell the two apart.
 pub const ALPHA_MAX: f64 = 0.99;

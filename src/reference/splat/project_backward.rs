@@ -7,7 +7,7 @@
 //! - opacity: `do/dlogit = o(1 − o)`;
 //! - conic `Q = Σ2⁻¹` packed `(A, B, C)`, `B` used once in `σ`: the symmetric
 //!   gradient is `G_Q = [[dA, dB/2], [dB/2, dC]]` (halve the off-diagonal,
-//!   DESIGN.md trap), then `G_Σ2 = −Q G_Q Q` (from `dQ = −Q dΣ2 Q`);
+//!   docs/design.md trap), then `G_Σ2 = −Q G_Q Q` (from `dQ = −Q dΣ2 Q`);
 //!   the dilation `+0.3·I` is additive and passes `G_Σ2` through unchanged;
 //! - `Σ2 = J Σc Jᵀ`: `G_Σc = Jᵀ G_Σ2 J`, `G_J = 2 G_Σ2 J Σc` (both symmetric);
 //! - `J(p)`: `∂J00/∂z = −fx/z²`; `J02 = −fx·clamp(x/z)/z`: unclamped

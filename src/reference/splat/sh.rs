@@ -1,5 +1,5 @@
 //! Real spherical harmonics up to degree 3 and the view-dependent colour of a
-//! splat (DESIGN.md § Gaussian splatting): `colour = max(Σ_k Y_k(d) c_k + 0.5, 0)`
+//! splat (docs/design.md § Gaussian splatting): `colour = max(Σ_k Y_k(d) c_k + 0.5, 0)`
 //! with `d` the unit direction from the camera centre to the splat mean. The
 //! constants and sign conventions are those of 3DGS (`sh_utils.py`) and gsplat
 //! (`spherical_harmonics`); on the unit sphere the two polynomial forms agree.
