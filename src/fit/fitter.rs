@@ -38,7 +38,7 @@ pub const CONVERGENCE_WINDOW: usize = 5;
 
 /// Further rounds stop when a round's final stiffness loss is less than
 /// this fraction below the previous round's.
-pub const ROUND_TOLERANCE: f64 = 1e-2;
+pub const ROUND_TOLERANCE: f64 = 2e-2;
 
 /// True when the losses `history` (oldest first) have flattened: they fell
 /// by at most `tolerance` of the loss over [`CONVERGENCE_WINDOW`]
@@ -744,11 +744,21 @@ fn run_lbfgs_stage(
                 stage: stage.label(),
             });
         };
-        if stopped {
-            return Ok(None);
-        }
         result
     };
+    if stopped {
+        return Ok(None);
+    }
+    if !first_recorded {
+        // No step was taken: the start's record stands for the stage.
+        if let Some((_, report, grad)) = seen.borrow().first() {
+            let norm = grad.iter().map(|g| g * g).sum::<f64>().sqrt();
+            state
+                .records
+                .push(record(stage, state.iteration, report, norm));
+            state.iteration += 1;
+        }
+    }
     let p = split(&to_x(&result.x));
     state.velocity = p.velocity;
     state.log10_youngs = p.log10_youngs;

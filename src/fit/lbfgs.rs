@@ -11,9 +11,10 @@
 //! trials included, since each is a full rollout and render.
 //!
 //! It has converged when two accepted steps in a row each lower the loss by
-//! less than `relative_tolerance` of it. A line search that finds no lower
-//! point drops the curvature pairs and tries again from the gradient; with
-//! no pairs to drop, the run ends there.
+//! less than `relative_tolerance` of it, or when no step along the gradient
+//! lowers it at all. A line search that finds no lower point drops the
+//! curvature pairs and tries again from the gradient; with no pairs to
+//! drop, the run ends there (converged, unless the evaluations ran out).
 //!
 //! Nocedal & Wright, *Numerical Optimization* (2006), alg. 7.4 (the
 //! two-loop recursion) and alg. 3.1 (backtracking with the sufficient
@@ -171,12 +172,18 @@ pub fn minimise_observed<E>(
                     break;
                 }
                 _ if accepted.is_some() => break,
+                // A direction that gains nothing even 1/32 of the way is
+                // not worth more evaluations.
+                _ if t < 1.0 / 32.0 => break,
                 _ => t *= 0.5,
             }
         }
         first = false;
         let Some((x_new, l_new, g_new)) = accepted else {
             if pairs.is_empty() {
+                // Not even a short step along the gradient lowers the loss:
+                // a minimum, as far as the loss's noise lets one tell.
+                converged = evaluations < settings.max_evaluations;
                 break;
             }
             // The curvature misled the search: start again from the

@@ -12,7 +12,8 @@
 //! Per candidate `c` (evenly spaced in log10 over the range, both ends
 //! included): every `log10 E` parameter is set to `c`; the velocity is
 //! fitted by L-BFGS ([`super::lbfgs`], a few evaluations on the velocity
-//! stage's frames, full flow, warm-started from the previous candidate's)
+//! stage's frames, full flow, warm-started from the previous candidate's;
+//! the first, started cold, gets twice the evaluations)
 //! unless it is held from an earlier fit; then the loss of the stiffness
 //! stage's frames (all of them by default) is measured at `(c, v)`. After
 //! the grid, a parabola through the best candidate and its neighbours
@@ -149,11 +150,12 @@ fn scan_candidate(
     plan: &ScanPlan,
     log10: f64,
     start_velocity: &[f64],
+    evaluations: u32,
 ) -> Result<(ScanPoint, Option<LossReport>), FitError> {
     let log10_youngs = vec![log10; problem.youngs_map().params];
     let velocity = if plan.fit_velocity {
         let settings = LbfgsSettings {
-            max_evaluations: plan.velocity_evaluations,
+            max_evaluations: evaluations,
             first_step: plan.first_velocity_step,
             ..LbfgsSettings::default()
         };
@@ -236,7 +238,10 @@ pub fn run_scan(
         } else {
             start_velocity.clone()
         };
-        let (point, report) = scan_candidate(ctx, problem, stage, plan, c, &warm)?;
+        // The first value starts its velocity cold: twice the evaluations.
+        let cold = scan.points.iter().all(|p| !p.loss.is_finite());
+        let evaluations = plan.velocity_evaluations * if cold { 2 } else { 1 };
+        let (point, report) = scan_candidate(ctx, problem, stage, plan, c, &warm, evaluations)?;
         let (psnr, ssim) = report.as_ref().map_or((0.0, 0.0), mean_quality);
         let r = report.as_ref();
         state.records.push(IterationRecord {

@@ -429,7 +429,7 @@ impl Default for ScanConfig {
     fn default() -> Self {
         ScanConfig {
             points: 5,
-            velocity_evaluations: 5,
+            velocity_evaluations: 4,
         }
     }
 }

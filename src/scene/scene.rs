@@ -218,7 +218,7 @@ pub struct FitSettings {
 pub struct ScanSettings {
     /// Grid points (0: no scan; otherwise ≥ 2; default 5).
     pub points: u32,
-    /// L-BFGS evaluations of each point's velocity fit (≥ 1; default 5).
+    /// L-BFGS evaluations of each point's velocity fit (≥ 1; default 4).
     pub velocity_evaluations: u32,
 }
 
@@ -782,7 +782,7 @@ fn resolve_fit(
             velocity_evaluations: at_least_one(
                 "fit.scan.velocity_evaluations",
                 f.scan.velocity_evaluations,
-                "L-BFGS evaluations of each scanned value's velocity; default 5",
+                "L-BFGS evaluations of each scanned value's velocity; default 4",
             )?,
         },
         w_l1,
