@@ -8,7 +8,8 @@
 #
 #   tools/any_start.sh scenes/fox.toml [truth.toml] [out-dir]
 #
-# Needs the release binary (cargo build --release). The scene's frames must
+# Needs the release binary (cargo build --release). FIELDS="scene" runs the
+# scene's own fields only. The scene's frames must
 # come with a truth: `physfit synth`'s, or the truth file given.
 set -euo pipefail
 scene=${1:?usage: tools/any_start.sh scene.toml [truth.toml] [out-dir]}
@@ -20,7 +21,7 @@ range=$(grep -E '^log10_youngs_range' "$scene" | sed -E 's/.*\[ *([0-9.eE+-]+) *
 read -r lo hi <<<"$range"
 mid=$(awk -v a="$lo" -v b="$hi" 'BEGIN { print (a + b) / 2 }')
 mkdir -p "$out"
-for field in scene drivers; do
+for field in ${FIELDS:-scene drivers}; do
   for start in "$lo" "$mid" "$hi"; do
     name="$(basename "$scene" .toml)-$field-$start"
     copy="$dir/.$name.toml"

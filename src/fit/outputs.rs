@@ -77,6 +77,8 @@ fn loss_curves(plan: &[StagePlan], state: &FitState) -> Vec<LossCurve> {
                 })
                 .collect(),
         })
+        // Stages skipped because the rounds converged draw nothing.
+        .filter(|curve| !curve.points.is_empty())
         .collect()
 }
 

@@ -478,7 +478,7 @@ fn the_documented_example_matches_the_schema() {
     assert_eq!((config.fit.rounds, config.fit.checkpoint_every), (3, 10));
     assert_eq!(
         (config.fit.scan.points, config.fit.scan.velocity_evaluations),
-        (5, 5)
+        (5, 4)
     );
     let names: Vec<&str> = config
         .fit

@@ -40,7 +40,7 @@ fn demo_scene_passes_with_a_summary() {
         "substeps",
         "256×256",
         "fov",
-        "12 frames per view",
+        "5 frames per view",
         "tail: 107 drivers",
     ] {
         assert!(
