@@ -581,8 +581,21 @@ impl FitProblem {
         self.check_selection(selection)?;
         self.profiler.start();
         let (prepared, start) = self.prepare(ctx, params)?;
+        self.loss_from(ctx, &prepared, &start, selection)
+    }
+
+    /// One rollout from `start` through the last selected frame, rendered
+    /// and scored (shared by [`FitProblem::loss`] and
+    /// [`FitProblem::loss_of_drivers`]).
+    fn loss_from(
+        &mut self,
+        ctx: &GpuContext,
+        prepared: &Prepared,
+        start: &ParticleState,
+        selection: &Selection,
+    ) -> Result<LossReport, FitError> {
         let last = *selection.frames.last().unwrap();
-        let rollout = self.simulator().rollout(ctx, &start, last as u32)?;
+        let rollout = self.simulator().rollout(ctx, start, last as u32)?;
         let terms = self.terms_buffer(ctx, selection)?;
         self.profiler.lap(ctx, TimedPart::MpmForward)?;
         let states: Vec<&GpuBuffer> = selection
@@ -590,7 +603,7 @@ impl FitProblem {
             .iter()
             .map(|&k| &rollout.frames[k])
             .collect();
-        self.report_frames(ctx, selection, &terms, &prepared, &states)
+        self.report_frames(ctx, selection, &terms, prepared, &states)
     }
 
     /// [`FitProblem::loss`] of per-driver values rather than parameters:
@@ -616,15 +629,7 @@ impl FitProblem {
         self.profiler.start();
         let (prepared, start) =
             self.prepare_drivers(ctx, log10_youngs.to_vec(), velocity.to_vec())?;
-        let last = *selection.frames.last().unwrap();
-        let rollout = self.simulator().rollout(ctx, &start, last as u32)?;
-        let terms = self.terms_buffer(ctx, selection)?;
-        let states: Vec<&GpuBuffer> = selection
-            .frames
-            .iter()
-            .map(|&k| &rollout.frames[k])
-            .collect();
-        self.report_frames(ctx, selection, &terms, &prepared, &states)
+        self.loss_from(ctx, &prepared, &start, selection)
     }
 
     /// The loss report of `selection` whose frame `selection.frames[f]` is
