@@ -505,23 +505,10 @@ pub fn run_fit(
                 );
                 rate /= 2.0;
             };
-            let (psnr, ssim) = mean_quality(&point.report);
-            let r = &point.report;
             state.records.push(IterationRecord {
-                round: stage.round,
-                stage: stage.kind,
-                iteration: state.iteration,
-                loss: r.loss,
-                image: r.image,
-                l1: r.l1,
-                dssim: r.dssim,
-                tv: r.tv,
-                velocity_tv: r.velocity_tv,
-                psnr,
-                ssim,
-                grad_norm,
                 learning_rate: rate,
                 rejected,
+                ..record(stage, state.iteration, &point.report, grad_norm)
             });
             let accepted = state.adam.accept(proposal);
             match stage.kind {
