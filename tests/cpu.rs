@@ -17,6 +17,8 @@ mod fit_settings;
 mod frames;
 #[path = "cpu/interactions.rs"]
 mod interactions;
+#[path = "cpu/lbfgs.rs"]
+mod lbfgs;
 #[path = "cpu/masks.rs"]
 mod masks;
 #[path = "cpu/output_files.rs"]

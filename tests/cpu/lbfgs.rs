@@ -1,0 +1,81 @@
+//! The fit's L-BFGS (src/fit/lbfgs.rs) on functions whose minima are known:
+//! it converges, keeps to its bounds, and treats an unusable point as a
+//! step too long.
+
+use physfit::fit::lbfgs::{minimise, LbfgsSettings};
+
+fn rosenbrock(x: &[f64]) -> (f64, Vec<f64>) {
+    let (a, b) = (x[0], x[1]);
+    let f = (1.0 - a).powi(2) + 100.0 * (b - a * a).powi(2);
+    let g = vec![
+        -2.0 * (1.0 - a) - 400.0 * a * (b - a * a),
+        200.0 * (b - a * a),
+    ];
+    (f, g)
+}
+
+#[test]
+fn lbfgs_finds_the_minimum_of_an_ill_conditioned_valley() {
+    let settings = LbfgsSettings {
+        max_evaluations: 200,
+        first_step: 0.1,
+        relative_tolerance: 1e-12,
+        ..LbfgsSettings::default()
+    };
+    let r = minimise(&[-1.2, 1.0], &settings, |x| {
+        Ok::<_, ()>(Some(rosenbrock(x)))
+    })
+    .unwrap()
+    .unwrap();
+    assert!(
+        (r.x[0] - 1.0).abs() < 1e-3 && (r.x[1] - 1.0).abs() < 2e-3,
+        "{r:?}"
+    );
+    assert!(r.evaluations <= 200);
+}
+
+#[test]
+fn lbfgs_reaches_far_in_few_evaluations_and_keeps_to_its_bounds() {
+    // A quadratic whose minimum lies 50 first steps away: Adam at that rate
+    // would need 50 iterations; L-BFGS doubles its first step (7 trials to
+    // 64), then one curvature step lands on the minimum.
+    let f = |x: &[f64]| {
+        let d = x[0] - 50.0;
+        Ok::<_, ()>(Some((d * d, vec![2.0 * d])))
+    };
+    let enough = LbfgsSettings {
+        max_evaluations: 20,
+        ..LbfgsSettings::default()
+    };
+    let free = minimise(&[0.0], &enough, f).unwrap().unwrap();
+    assert!((free.x[0] - 50.0).abs() < 1e-6, "{free:?}");
+    assert!(free.evaluations <= 20, "{free:?}");
+    let bounded = LbfgsSettings {
+        bounds: vec![(-1.0, 3.0)],
+        ..LbfgsSettings::default()
+    };
+    let r = minimise(&[0.0], &bounded, f).unwrap().unwrap();
+    assert_eq!(r.x[0], 3.0, "projected onto the upper bound: {r:?}");
+}
+
+#[test]
+fn lbfgs_shrinks_past_unusable_points_and_refuses_an_unusable_start() {
+    // Beyond x = 2 the "simulation blows up": the search must stop short.
+    let f = |x: &[f64]| {
+        if x[0] > 2.0 {
+            return Ok::<_, ()>(None);
+        }
+        let d = x[0] - 5.0;
+        Ok(Some((d * d, vec![2.0 * d])))
+    };
+    let r = minimise(&[0.0], &LbfgsSettings::default(), f)
+        .unwrap()
+        .unwrap();
+    assert!(r.x[0] <= 2.0 && r.x[0] > 0.5, "{r:?}");
+    assert!(r.loss.is_finite());
+    let none = minimise(&[3.0], &LbfgsSettings::default(), f).unwrap();
+    assert!(
+        none.is_none(),
+        "an unusable start is reported, not stepped from"
+    );
+}
