@@ -12,6 +12,8 @@ mod support;
 
 #[path = "gpu_splat/backward.rs"]
 mod backward;
+#[path = "gpu_splat/camera_backward.rs"]
+mod camera_backward;
 #[path = "gpu_splat/forward.rs"]
 mod forward;
 #[path = "gpu_splat/fox.rs"]

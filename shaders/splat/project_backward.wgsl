@@ -4,12 +4,8 @@
 // gradients of blend_backward (mean₂, packed conic, opacity, colour) to the
 // parameters: means, raw (unnormalised) quaternions, log-scales, opacity
 // logits and SH coefficients. Culled splats (empty tile rectangle) get zero.
-//   conic = Σ₂⁻¹: the packed gradient (ga, gb, gc) is the symmetric matrix
-//     G = [[ga, gb/2], [gb/2, gc]] (b enters the quadratic form twice), and
-//     dΣ₂ = −Σ₂⁻¹ G Σ₂⁻¹;
-//   Σ₂ = J Σ_c Jᵀ: dΣ_c = Jᵀ dΣ₂ J, dJ = 2 dΣ₂ J Σ_c;
-//   J(p): exact derivative of the clamped Jacobian (the clamped coordinate
-//     contributes no x (or y) derivative, and tx = z·limit changes the z one);
+//   conic, Σ₂ = J Σ_c Jᵀ, mean₂ and J(p) to dL/dp and dL/dΣ_c: shared with
+//     camera_backward.wgsl in splat/projection_adjoint.wgsl;
 //   Σ_c = W Σ Wᵀ, p = W μ + t: dΣ = Wᵀ dΣ_c W, dμ = Wᵀ dp;
 //   Σ = M Mᵀ, M = R S: dM = 2 dΣ M, dR = dM S, ds_k = R_{:,k} · dM_{:,k};
 //   log-scale: ds · s; quaternion: ∂R/∂q, then through q/|q|;
@@ -19,6 +15,7 @@
 #import splat/types
 #import splat/sh
 #import splat/projection
+#import splat/projection_adjoint
 
 @group(0) @binding(0) var<uniform> u: RasterUniforms;
 @group(0) @binding(1) var<storage, read> means: array<f32>;
@@ -114,39 +111,10 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
     }
     var d_mean_world = (d_dir - dir * dot(dir, d_dir)) / dist;
 
-    // ---- conic -> 2D covariance ----
-    let conic_m = mat2x2<f32>(vec2<f32>(conic.x, conic.y), vec2<f32>(conic.y, conic.z));
-    let g_conic = mat2x2<f32>(vec2<f32>(d_conic.x, 0.5 * d_conic.y), vec2<f32>(0.5 * d_conic.y, d_conic.z));
-    let d_cov2 = -1.0 * (conic_m * g_conic * conic_m);
-
-    // ---- Σ₂ = J Σ_c Jᵀ ----
-    let d_cov_camera = transpose(jac) * d_cov2 * jac;
-    let d_jac = 2.0 * (d_cov2 * jac * cov_camera);
-
-    // ---- camera-frame point: mean₂ and J ----
-    let fx = u.focal.x;
-    let fy = u.focal.y;
-    let rz = 1.0 / p.z;
-    let rz2 = rz * rz;
-    let rz3 = rz2 * rz;
-    var d_p = vec3<f32>(fx * rz * d_mean2d.x, fy * rz * d_mean2d.y, -(fx * p.x * d_mean2d.x + fy * p.y * d_mean2d.y) * rz2);
-    d_p.z += -fx * rz2 * d_jac[0][0] - fy * rz2 * d_jac[1][1];
-    let ratio_x = p.x * rz;
-    let ratio_y = p.y * rz;
-    if ratio_x < -u.limit_x || ratio_x > u.limit_x {
-        let tx = p.z * clamp(ratio_x, -u.limit_x, u.limit_x);
-        d_p.z += fx * tx * rz3 * d_jac[2][0];
-    } else {
-        d_p.x += -fx * rz2 * d_jac[2][0];
-        d_p.z += 2.0 * fx * p.x * rz3 * d_jac[2][0];
-    }
-    if ratio_y < -u.limit_y || ratio_y > u.limit_y {
-        let ty = p.z * clamp(ratio_y, -u.limit_y, u.limit_y);
-        d_p.z += fy * ty * rz3 * d_jac[2][1];
-    } else {
-        d_p.y += -fy * rz2 * d_jac[2][1];
-        d_p.z += 2.0 * fy * p.y * rz3 * d_jac[2][1];
-    }
+    // ---- 2D gradients -> camera frame (splat/projection_adjoint) ----
+    let adjoint = projection_adjoint(u, p, cov_camera, jac, conic, d_mean2d, d_conic);
+    let d_p = adjoint.d_point;
+    let d_cov_camera = adjoint.d_cov_camera;
     d_mean_world += transpose(w2c) * d_p;
 
     // ---- world covariance -> rotation and scale ----

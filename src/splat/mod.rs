@@ -35,6 +35,11 @@
 //! 2. [`project_backward`]: per splat, to means, raw quaternions, log-scales,
 //!    opacity logits and SH coefficients.
 //!
+//! Camera backward ([`Rasterizer::camera_backward`]): the same blend
+//! backward, then [`camera_backward`] to each splat's share of dL/d(camera
+//! pose, focal lengths, principal point), summed on the host — the splats
+//! held fixed, the camera moving (`physfit align`).
+//!
 //! Workspace: every per-frame buffer (projected splats, tile rectangles,
 //! depth keys and order, tile counts and offsets, the intersection lists,
 //! per-tile ranges, image, per-pixel stop index, uniforms, and the backward's
@@ -67,6 +72,7 @@
 
 pub mod blend;
 pub mod blend_backward;
+pub mod camera_backward;
 pub mod error;
 pub mod intersect_tiles;
 pub mod project;
@@ -77,6 +83,7 @@ pub mod tile_ranges;
 pub mod uniforms;
 mod workspace;
 
+pub use camera_backward::CameraGradient;
 pub use error::SplatError;
 pub use splat_buffers::{HostGradients, SplatBuffers, SplatGradients};
 pub use stage_recorder::StageTiming;
@@ -89,6 +96,7 @@ use crate::scene::Camera;
 
 use blend::{Blend, BlendBuffers};
 use blend_backward::{BlendBackward, BlendBackwardBuffers, GRAD_2D_STRIDE};
+use camera_backward::{CameraBackward, CameraBackwardBuffers, CAMERA_GRADIENT_STRIDE};
 use intersect_tiles::{IntersectTiles, IntersectTilesBuffers};
 use project::{Project, ProjectBuffers};
 use project_backward::{ProjectBackward, ProjectBackwardBuffers};
@@ -162,6 +170,8 @@ pub struct Rasterizer {
     blend: Blend,
     blend_backward: BlendBackward,
     project_backward: ProjectBackward,
+    /// Compiled on first use: only `physfit align` moves cameras.
+    camera_backward: Option<CameraBackward>,
     prefix_sum: Option<PrefixSum>,
     depth_sort: Option<RadixSort>,
     tile_sort: Option<RadixSort>,
@@ -217,6 +227,7 @@ impl Rasterizer {
             blend: Blend::new(ctx)?,
             blend_backward: BlendBackward::new(ctx)?,
             project_backward: ProjectBackward::new(ctx)?,
+            camera_backward: None,
             prefix_sum: None,
             depth_sort: None,
             tile_sort: None,
@@ -495,53 +506,15 @@ impl Rasterizer {
         output: &RenderOutput,
         grad_image: &GpuBuffer,
     ) -> Result<BackwardOutput<'_>, SplatError> {
-        self.check_current(output)?;
-        let needed = u64::from(output.width) * u64::from(output.height) * 16;
-        if grad_image.size() < needed {
-            return Err(SplatError::GradientSize {
-                label: grad_image.label().to_string(),
-                size: grad_image.size(),
-                needed,
-            });
-        }
-        if splats.count != output.splat_count
-            || splats.coeffs_per_splat() != output.coeffs_per_splat
-        {
-            return Err(SplatError::InvalidGaussians(format!(
-                "backward got {} splats with {} SH coefficients but the frame was rendered from {} with {}",
-                splats.count,
-                splats.coeffs_per_splat(),
-                output.splat_count,
-                output.coeffs_per_splat
-            )));
-        }
+        self.prepare_backward(ctx, splats, output, grad_image)?;
         let n = splats.count;
-        let grad_2d_floats = u64::from(GRAD_2D_STRIDE) * u64::from(n);
-        let ws = &mut self.workspace;
-        reserve(ctx, &mut ws.grad_2d, grad_2d_floats, 4)?;
-        ws.gradients.reserve(ctx, n, splats.coeffs_per_splat())?;
+        self.workspace
+            .gradients
+            .reserve(ctx, n, splats.coeffs_per_splat())?;
         let ws = &self.workspace;
         let mut rec = StageRecorder::new(ctx, "splat backward", self.profile);
         rec.stage("blend backward", |enc| {
-            // blend_backward adds into grad_2d with atomics.
-            if grad_2d_floats > 0 {
-                enc.clear_buffer(&ws.grad_2d, 0, Some(grad_2d_floats * 4));
-            }
-            self.blend_backward.dispatch(
-                ctx,
-                enc,
-                &BlendBackwardBuffers {
-                    uniforms: &ws.uniforms,
-                    projected: &ws.projected,
-                    splat_ids: &ws.splat_ids,
-                    ranges: &ws.ranges,
-                    image: &ws.image,
-                    last_index: &ws.last_index,
-                    grad_image,
-                    grad_2d: &ws.grad_2d,
-                },
-                output.tiles,
-            );
+            self.record_blend_backward(ctx, enc, output, grad_image, n);
             Ok(())
         })?;
         rec.stage("project backward", |enc| {
@@ -573,6 +546,131 @@ impl Rasterizer {
             gradients: &self.workspace.gradients,
             timings: std::mem::take(&mut rec.timings),
         })
+    }
+
+    /// Gradient of a loss with respect to the camera `output` was rendered
+    /// with, given `grad_image` = dL/d(R, G, B, A) per pixel, the splats held
+    /// fixed (gsplat's view-matrix gradient): the same blend backward as
+    /// [`Rasterizer::backward`], then each splat's share of dL/d(R, t, fx,
+    /// fy, cx, cy), read back (16 floats per splat) and summed in f64.
+    ///
+    /// Not differentiated: which splats are culled and which tiles they
+    /// cover (piecewise constant in the camera), and the near plane.
+    /// Requirements and errors as [`Rasterizer::backward`].
+    pub fn camera_backward(
+        &mut self,
+        ctx: &GpuContext,
+        splats: &SplatBuffers,
+        output: &RenderOutput,
+        grad_image: &GpuBuffer,
+    ) -> Result<CameraGradient, SplatError> {
+        self.prepare_backward(ctx, splats, output, grad_image)?;
+        let n = splats.count;
+        reserve(
+            ctx,
+            &mut self.workspace.grad_camera,
+            u64::from(CAMERA_GRADIENT_STRIDE) * u64::from(n),
+            4,
+        )?;
+        if self.camera_backward.is_none() {
+            self.camera_backward = Some(CameraBackward::new(ctx)?);
+        }
+        let kernel = self.camera_backward.as_ref().expect("compiled above");
+        let ws = &self.workspace;
+        let mut rec = StageRecorder::new(ctx, "splat camera backward", self.profile);
+        rec.stage("blend backward", |enc| {
+            self.record_blend_backward(ctx, enc, output, grad_image, n);
+            Ok(())
+        })?;
+        rec.stage("camera backward", |enc| {
+            kernel.dispatch(
+                ctx,
+                enc,
+                &CameraBackwardBuffers {
+                    uniforms: &ws.uniforms,
+                    means: &splats.means,
+                    rotations: &splats.rotations,
+                    log_scales: &splats.log_scales,
+                    sh: &splats.sh,
+                    tile_rects: &ws.tile_rects,
+                    grad_2d: &ws.grad_2d,
+                    grad_camera: &ws.grad_camera,
+                },
+                n,
+            );
+            Ok(())
+        })?;
+        rec.submit();
+        ctx.check()?;
+        let mut rows: Vec<f32> = ctx.read_buffer(&ws.grad_camera)?;
+        rows.truncate(CAMERA_GRADIENT_STRIDE as usize * n as usize);
+        Ok(CameraGradient::sum_rows(&rows))
+    }
+
+    /// The checks both backward passes share, and the 2D gradients' buffer.
+    fn prepare_backward(
+        &mut self,
+        ctx: &GpuContext,
+        splats: &SplatBuffers,
+        output: &RenderOutput,
+        grad_image: &GpuBuffer,
+    ) -> Result<(), SplatError> {
+        self.check_current(output)?;
+        let needed = u64::from(output.width) * u64::from(output.height) * 16;
+        if grad_image.size() < needed {
+            return Err(SplatError::GradientSize {
+                label: grad_image.label().to_string(),
+                size: grad_image.size(),
+                needed,
+            });
+        }
+        if splats.count != output.splat_count
+            || splats.coeffs_per_splat() != output.coeffs_per_splat
+        {
+            return Err(SplatError::InvalidGaussians(format!(
+                "backward got {} splats with {} SH coefficients but the frame was rendered from {} with {}",
+                splats.count,
+                splats.coeffs_per_splat(),
+                output.splat_count,
+                output.coeffs_per_splat
+            )));
+        }
+        let grad_2d_floats = u64::from(GRAD_2D_STRIDE) * u64::from(splats.count);
+        reserve(ctx, &mut self.workspace.grad_2d, grad_2d_floats, 4)?;
+        Ok(())
+    }
+
+    /// Records the blend backward of `output` into the (cleared) 2D
+    /// gradients of its `n` splats.
+    fn record_blend_backward(
+        &self,
+        ctx: &GpuContext,
+        enc: &mut wgpu::CommandEncoder,
+        output: &RenderOutput,
+        grad_image: &GpuBuffer,
+        n: u32,
+    ) {
+        let ws = &self.workspace;
+        let grad_2d_floats = u64::from(GRAD_2D_STRIDE) * u64::from(n);
+        // blend_backward adds into grad_2d with atomics.
+        if grad_2d_floats > 0 {
+            enc.clear_buffer(&ws.grad_2d, 0, Some(grad_2d_floats * 4));
+        }
+        self.blend_backward.dispatch(
+            ctx,
+            enc,
+            &BlendBackwardBuffers {
+                uniforms: &ws.uniforms,
+                projected: &ws.projected,
+                splat_ids: &ws.splat_ids,
+                ranges: &ws.ranges,
+                image: &ws.image,
+                last_index: &ws.last_index,
+                grad_image,
+                grad_2d: &ws.grad_2d,
+            },
+            output.tiles,
+        );
     }
 
     /// Grows the scan and sort scratch to hold `splats` splats and

@@ -121,6 +121,8 @@ pub(crate) struct Workspace {
     pub grad_2d: GpuBuffer,
     /// Parameter gradients, overwritten by `project_backward`.
     pub gradients: SplatGradients,
+    /// 16 f32 per splat of camera gradients, overwritten by `camera_backward`.
+    pub grad_camera: GpuBuffer,
 }
 
 impl Workspace {
@@ -145,6 +147,7 @@ impl Workspace {
             last_index: placeholder(ctx, "splat last index")?,
             grad_2d: placeholder(ctx, "splat grad 2d")?,
             gradients: SplatGradients::placeholders(ctx)?,
+            grad_camera: placeholder(ctx, "splat grad camera")?,
         })
     }
 

@@ -4,7 +4,7 @@
 
 use glam::{Mat3, Vec3};
 use physfit::gpu::GpuContext;
-use physfit::reference::splat::{params::SplatParams64, Image64};
+use physfit::reference::splat::{params::SplatParams64, project_all, Camera64, Image64};
 use physfit::scene::{Camera, Gaussians};
 use physfit::splat::{upload_grad_image, HostGradients, Rasterizer, SplatBuffers};
 
@@ -196,4 +196,78 @@ pub fn random_u32s(count: usize, seed: u64) -> Vec<u32> {
             (z ^ (z >> 31)) as u32
         })
         .collect()
+}
+
+/// Five large, moderately opaque splats whose 1/255 contours enclose the
+/// whole 32×24 image (no pixel near the cutoff), no alpha or colour clamp,
+/// no transmittance stop, one beyond the Jacobian's field-of-view clamp: the
+/// GPU loss is smooth in every parameter.
+pub fn smooth_case() -> (Gaussians, Camera) {
+    let rotation = Mat3::from_rotation_y(0.2) * Mat3::from_rotation_x(-0.1);
+    let centre = Vec3::new(0.3, -0.2, -5.0);
+    let cam = Camera {
+        width: 32,
+        height: 24,
+        fx: 32.0,
+        fy: 30.0,
+        cx: 16.0,
+        cy: 12.0,
+        rotation,
+        translation: -(rotation * centre),
+        near: 0.01,
+    };
+    let mut rng = Rng(99);
+    let mut g = Gaussians {
+        sh_degree: 3,
+        ..Default::default()
+    };
+    let points = [
+        (Vec3::new(0.1, -0.05, 5.0), 0.9, -1.0),
+        (Vec3::new(-0.3, 0.2, 5.5), 1.0, -0.5),
+        (Vec3::new(0.25, 0.15, 4.6), 1.1, -0.8),
+        (Vec3::new(-0.1, -0.2, 6.2), 1.2, 0.0),
+        // x/z = 0.8 > limit 1.3·16/32 = 0.65: the clamped Jacobian branch.
+        (Vec3::new(4.24, 0.1, 5.3), 1.45, 0.2),
+    ];
+    for (p_cam, log_scale, logit) in points {
+        let world = rotation.transpose() * (p_cam - cam.translation);
+        g.means.push(world.to_array());
+        g.rotations.push([
+            rng.range(-1.0, 1.0),
+            rng.range(-1.0, 1.0),
+            rng.range(-1.0, 1.0),
+            rng.range(-1.0, 1.0),
+        ]);
+        g.log_scales.push([
+            log_scale + rng.range(-0.1, 0.1),
+            log_scale + rng.range(-0.1, 0.1),
+            log_scale + rng.range(-0.1, 0.1),
+        ]);
+        g.opacity_logits.push(logit);
+        for k in 0..16 {
+            let s = if k == 0 { 0.8 } else { 0.15 };
+            g.sh.push([rng.range(-s, s), rng.range(-s, s), rng.range(-s, s)]);
+        }
+    }
+    // Smoothness conditions, checked on the twin's projection.
+    let c64 = Camera64::from(&cam);
+    let splats = project_all(&SplatParams64::from(&g), &c64);
+    assert_eq!(splats.len(), 5);
+    let (lim_x, lim_y) = c64.fov_limits();
+    for s in &splats {
+        let worst = [(0.5, 0.5), (31.5, 0.5), (0.5, 23.5), (31.5, 23.5)]
+            .iter()
+            .map(|&(x, y)| s.mahalanobis_half(x, y))
+            .fold(0.0, f64::max);
+        assert!(
+            worst < (255.0 * s.opacity).ln() - 0.2,
+            "splat {} is cut by 1/255",
+            s.index
+        );
+        assert!(s.opacity < 0.95 && s.colour.iter().all(|&v| v > 0.02));
+        let u = (s.mean2d[0] - c64.cx) / c64.fx;
+        let v = (s.mean2d[1] - c64.cy) / c64.fy;
+        assert!((u.abs() - lim_x).abs() > 0.02 && (v.abs() - lim_y).abs() > 0.02);
+    }
+    (g, cam)
 }

@@ -103,7 +103,13 @@ pub(crate) fn blend_pixel(
 
 /// Render `params` seen by `camera` over `background` (linear RGB).
 pub fn render(params: &SplatParams64, camera: &Camera, background: [f64; 3]) -> Image64 {
-    let cam = Camera64::from(camera);
+    render_with(params, &Camera64::from(camera), background)
+}
+
+/// [`render`] with an f64 camera: finite differences in the camera's
+/// parameters below f32 resolution (the camera-gradient checks).
+pub fn render_with(params: &SplatParams64, cam: &Camera64, background: [f64; 3]) -> Image64 {
+    let cam = cam.clone();
     let splats = project_all(params, &cam);
     let lists = bin_pixels(&splats, cam.width, cam.height);
     let mut image = Image64 {

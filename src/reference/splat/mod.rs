@@ -15,7 +15,7 @@ pub mod project;
 pub mod project_backward;
 pub mod sh;
 
-pub use blend::{render, Image64};
+pub use blend::{render, render_with, Image64};
 pub use blend_backward::{blend_backward, render_backward, BlendGrads};
 pub use params::{SplatGrads64, SplatParams64};
 pub use project::{project_all, project_splat, Camera64, ProjectedSplat};
