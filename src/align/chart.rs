@@ -1,0 +1,398 @@
+//! The coordinates `physfit align` moves a view in: a chart around a start
+//! camera, scaled so that a unit step of any coordinate moves the image by
+//! about one pixel (or changes a colour by 1%), which keeps the quasi-Newton
+//! solver's first steps well scaled across the groups.
+//!
+//! With the start's world-to-camera `R₀, t₀`, fx₀, fy₀ and object distance `d`:
+//! - rotation `ω` (camera-frame axis-angle, radians): `R = exp([ω]×) R₀` and
+//!   `t = exp([ω]×) t₀ + δ` — a turn about the camera's own centre, so that
+//!   rotation and the centre's shift are separate coordinates;
+//! - translation `δ` (camera frame, world units): the centre moves by
+//!   `−Rᵀ δ`;
+//! - focal `φ`: `fx = fx₀ e^φ`, `fy = fy₀ e^φ` (the aspect ratio fixed);
+//! - colour `a, b` per channel: `c' = clamp(a·c + b, 0, 1)`.
+//!
+//! Scaled coordinates: `ω = x / f`, `δ = x · d / f`, `φ = x / r` (r the
+//! half diagonal in pixels), `a = 1 + x / 100`, `b = x / 100`.
+//!
+//! The gradient in these coordinates comes from the rasterizer's
+//! [`CameraGradient`] (dL/dR, dL/dt, dL/dfx, dL/dfy): for the rotation,
+//! the left-perturbation gradient `g_φ = vee(M − Mᵀ)` with
+//! `M = G_R Rᵀ + G_t (t − δ)ᵀ`, then `dL/dω = J_l(ω)ᵀ g_φ` with the left
+//! Jacobian of SO(3), `J_l = I + (1 − cos θ)/θ² [ω]× + (θ − sin θ)/θ³ [ω]×²`
+//! (Barfoot, *State Estimation for Robotics*, 2017, eq. 7.77a).
+
+use glam::{DMat3, DVec3, Mat3, Vec3};
+
+use crate::scene::{Camera, ColorCorrection};
+use crate::splat::CameraGradient;
+
+/// What an alignment fits (`--what`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AlignWhat {
+    /// Rotation and translation (6 parameters).
+    pub pose: bool,
+    /// One focal length, aspect ratio fixed.
+    pub focal: bool,
+    /// Gain and offset per channel (6 parameters).
+    pub color: bool,
+}
+
+impl AlignWhat {
+    /// Parses `pose,focal,color` (any non-empty subset, any order).
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let mut what = Self {
+            pose: false,
+            focal: false,
+            color: false,
+        };
+        for part in s.split(',').map(str::trim) {
+            match part {
+                "pose" => what.pose = true,
+                "focal" => what.focal = true,
+                "color" | "colour" => what.color = true,
+                other => {
+                    return Err(format!(
+                        "unknown part '{other}': choose from pose, focal, color (comma-separated)"
+                    ))
+                }
+            }
+        }
+        Ok(what)
+    }
+
+    /// The names, comma-separated, as `--what` spells them.
+    pub fn label(&self) -> String {
+        let mut parts = Vec::new();
+        for (on, name) in [
+            (self.pose, "pose"),
+            (self.focal, "focal"),
+            (self.color, "color"),
+        ] {
+            if on {
+                parts.push(name);
+            }
+        }
+        parts.join(",")
+    }
+
+    /// Coordinates of the chart, in the order of [`Chart::names`].
+    pub fn dimension(&self) -> usize {
+        6 * usize::from(self.pose) + usize::from(self.focal) + 6 * usize::from(self.color)
+    }
+}
+
+/// A view's camera and colour correction: what alignment changes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ViewState {
+    /// The camera.
+    pub camera: Camera,
+    /// The colour correction.
+    pub color: ColorCorrection,
+}
+
+/// The chart around one start (module doc).
+#[derive(Clone, Debug)]
+pub struct Chart {
+    start: ViewState,
+    what: AlignWhat,
+    /// Pixels per radian (and per distance-relative unit): the start's mean focal.
+    focal: f64,
+    /// Object distance from the start camera, world units.
+    distance: f64,
+    /// Half the image diagonal, pixels.
+    half_diagonal: f64,
+}
+
+/// One percent, the unit of the scaled colour coordinates.
+const COLOR_UNIT: f64 = 0.01;
+
+fn skew(w: DVec3) -> DMat3 {
+    DMat3::from_cols(
+        DVec3::new(0.0, w.z, -w.y),
+        DVec3::new(-w.z, 0.0, w.x),
+        DVec3::new(w.y, -w.x, 0.0),
+    )
+}
+
+/// exp([ω]×) (Rodrigues).
+pub fn rotation_exp(w: DVec3) -> DMat3 {
+    let theta = w.length();
+    if theta < 1e-12 {
+        return DMat3::IDENTITY + skew(w);
+    }
+    DMat3::from_axis_angle(w / theta, theta)
+}
+
+/// The left Jacobian of SO(3) at ω (module doc).
+fn left_jacobian(w: DVec3) -> DMat3 {
+    let theta = w.length();
+    let k = skew(w);
+    if theta < 1e-6 {
+        return DMat3::IDENTITY + 0.5 * k + (1.0 / 6.0) * k * k;
+    }
+    let t2 = theta * theta;
+    DMat3::IDENTITY + ((1.0 - theta.cos()) / t2) * k + ((theta - theta.sin()) / (t2 * theta)) * k * k
+}
+
+/// The camera-frame rotation taking `from`'s orientation to `to`'s, as an
+/// angle in degrees.
+pub fn rotation_angle_degrees(from: &Camera, to: &Camera) -> f64 {
+    let r = to.rotation.as_dmat3() * from.rotation.as_dmat3().transpose();
+    let cos = ((r.x_axis.x + r.y_axis.y + r.z_axis.z - 1.0) / 2.0).clamp(-1.0, 1.0);
+    cos.acos().to_degrees()
+}
+
+impl Chart {
+    /// The chart around `start` for `what`; `distance` is the object's
+    /// distance from the start camera (world units, > 0).
+    pub fn new(start: ViewState, what: AlignWhat, distance: f64) -> Self {
+        let c = &start.camera;
+        let focal = 0.5 * (f64::from(c.fx) + f64::from(c.fy));
+        let half_diagonal = 0.5 * f64::from(c.width).hypot(f64::from(c.height));
+        Self {
+            start,
+            what,
+            focal,
+            distance,
+            half_diagonal,
+        }
+    }
+
+    /// The start.
+    pub fn start(&self) -> &ViewState {
+        &self.start
+    }
+
+    /// What this chart moves.
+    pub fn what(&self) -> AlignWhat {
+        self.what
+    }
+
+    /// Names of the coordinates, in order.
+    pub fn names(&self) -> Vec<&'static str> {
+        let mut names = Vec::new();
+        if self.what.pose {
+            names.extend([
+                "rotation x",
+                "rotation y",
+                "rotation z",
+                "translation x",
+                "translation y",
+                "translation z",
+            ]);
+        }
+        if self.what.focal {
+            names.push("focal");
+        }
+        if self.what.color {
+            names.extend([
+                "gain r", "gain g", "gain b", "offset r", "offset g", "offset b",
+            ]);
+        }
+        names
+    }
+
+    /// The origin (the start).
+    pub fn origin(&self) -> Vec<f64> {
+        vec![0.0; self.what.dimension()]
+    }
+
+    fn split(&self, x: &[f64]) -> (DVec3, DVec3, f64, [f64; 3], [f64; 3]) {
+        let mut k = 0;
+        let mut take = |n: usize| {
+            let s = &x[k..k + n];
+            k += n;
+            s.to_vec()
+        };
+        let (mut w, mut d, mut phi) = (DVec3::ZERO, DVec3::ZERO, 0.0);
+        let (mut gain, mut offset) = ([0.0; 3], [0.0; 3]);
+        if self.what.pose {
+            let p = take(6);
+            w = DVec3::new(p[0], p[1], p[2]) / self.focal;
+            d = DVec3::new(p[3], p[4], p[5]) * (self.distance / self.focal);
+        }
+        if self.what.focal {
+            phi = take(1)[0] / self.half_diagonal;
+        }
+        if self.what.color {
+            let c = take(6);
+            gain = [c[0], c[1], c[2]].map(|v| v * COLOR_UNIT);
+            offset = [c[3], c[4], c[5]].map(|v| v * COLOR_UNIT);
+        }
+        (w, d, phi, gain, offset)
+    }
+
+    /// The camera and colour correction at `x`.
+    pub fn state(&self, x: &[f64]) -> ViewState {
+        let (w, d, phi, gain, offset) = self.split(x);
+        let c = &self.start.camera;
+        let turn = rotation_exp(w);
+        let rotation = turn * c.rotation.as_dmat3();
+        let translation = turn * c.translation.as_dvec3() + d;
+        let scale = phi.exp();
+        let base = self.start.color;
+        ViewState {
+            camera: Camera {
+                rotation: Mat3::from(rotation.as_mat3()),
+                translation: Vec3::from(translation.as_vec3()),
+                fx: (f64::from(c.fx) * scale) as f32,
+                fy: (f64::from(c.fy) * scale) as f32,
+                ..c.clone()
+            },
+            color: ColorCorrection {
+                gain: std::array::from_fn(|i| (f64::from(base.gain[i]) + gain[i]) as f32),
+                offset: std::array::from_fn(|i| (f64::from(base.offset[i]) + offset[i]) as f32),
+            },
+        }
+    }
+
+    /// The gradient at `x` in the chart's coordinates, from the
+    /// rasterizer's camera gradient at `state(x)` and dL/d(gain, offset).
+    pub fn gradient(
+        &self,
+        x: &[f64],
+        camera: &CameraGradient,
+        gain: [f64; 3],
+        offset: [f64; 3],
+    ) -> Vec<f64> {
+        let (w, d, _, _, _) = self.split(x);
+        let state = self.state(x);
+        let mut g = Vec::with_capacity(self.what.dimension());
+        if self.what.pose {
+            let r = state.camera.rotation.as_dmat3();
+            let t = state.camera.translation.as_dvec3();
+            let gr = DMat3::from_cols_array_2d(&camera.rotation).transpose();
+            let gt = DVec3::from_array(camera.translation);
+            let lever = t - d;
+            // M = G_R Rᵀ + G_t (t − δ)ᵀ.
+            let m = gr * r.transpose()
+                + DMat3::from_cols(gt * lever.x, gt * lever.y, gt * lever.z);
+            let e = |i: usize, j: usize| m.col(j)[i];
+            let g_phi = DVec3::new(e(2, 1) - e(1, 2), e(0, 2) - e(2, 0), e(1, 0) - e(0, 1));
+            let g_w = left_jacobian(w).transpose() * g_phi / self.focal;
+            g.extend(g_w.to_array());
+            g.extend((gt * (self.distance / self.focal)).to_array());
+        }
+        if self.what.focal {
+            let c = &state.camera;
+            let dphi = camera.focal[0] * f64::from(c.fx) + camera.focal[1] * f64::from(c.fy);
+            g.push(dphi / self.half_diagonal);
+        }
+        if self.what.color {
+            g.extend(gain.map(|v| v * COLOR_UNIT));
+            g.extend(offset.map(|v| v * COLOR_UNIT));
+        }
+        g
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn camera() -> Camera {
+        let rotation = Mat3::from_rotation_y(0.3) * Mat3::from_rotation_x(-0.2);
+        Camera {
+            width: 64,
+            height: 48,
+            fx: 50.0,
+            fy: 52.0,
+            cx: 32.0,
+            cy: 24.0,
+            rotation,
+            translation: -(rotation * Vec3::new(0.5, -1.0, -4.0)),
+            near: 0.01,
+        }
+    }
+
+    fn everything() -> AlignWhat {
+        AlignWhat {
+            pose: true,
+            focal: true,
+            color: true,
+        }
+    }
+
+    #[test]
+    fn the_origin_is_the_start() {
+        let start = ViewState {
+            camera: camera(),
+            color: ColorCorrection::IDENTITY,
+        };
+        let chart = Chart::new(start.clone(), everything(), 4.0);
+        assert_eq!(chart.names().len(), 13);
+        assert_eq!(chart.state(&chart.origin()), start);
+    }
+
+    #[test]
+    fn a_rotation_keeps_the_camera_centre_and_a_translation_moves_it() {
+        let start = ViewState {
+            camera: camera(),
+            color: ColorCorrection::IDENTITY,
+        };
+        let chart = Chart::new(start.clone(), everything(), 4.0);
+        let mut x = chart.origin();
+        x[1] = 30.0; // 30 px of turn about y
+        let turned = chart.state(&x).camera;
+        assert!((turned.position() - start.camera.position()).length() < 1e-5);
+        let expected = (30.0f64 / 51.0).to_degrees();
+        assert!((rotation_angle_degrees(&start.camera, &turned) - expected).abs() < 1e-3);
+        x[1] = 0.0;
+        x[3] = 51.0; // δx = d
+        let moved = chart.state(&x).camera;
+        assert!(((moved.position() - start.camera.position()).length() - 4.0).abs() < 1e-4);
+    }
+
+    /// The chart's gradient of a function of (R, t, f) agrees with its
+    /// finite differences away from the origin (the SO(3) left Jacobian).
+    #[test]
+    fn the_chart_gradient_matches_differences() {
+        let start = ViewState {
+            camera: camera(),
+            color: ColorCorrection::IDENTITY,
+        };
+        let chart = Chart::new(start, everything(), 4.0);
+        // f(R, t, fx, fy) = Σ A∘R + b·t + c·fx + e·fy, gradient known.
+        let a = DMat3::from_cols_array(&[0.3, -0.2, 0.5, 0.1, 0.7, -0.4, 0.2, 0.9, -0.6]);
+        let b = DVec3::new(0.4, -0.3, 0.8);
+        let f = |s: &ViewState| {
+            let r = s.camera.rotation.as_dmat3();
+            let mut v = 0.0;
+            for j in 0..3 {
+                v += a.col(j).dot(r.col(j));
+            }
+            v + b.dot(s.camera.translation.as_dvec3())
+                + 0.01 * f64::from(s.camera.fx)
+                + 0.02 * f64::from(s.camera.fy)
+                + 0.5 * f64::from(s.color.gain[1])
+                - 0.25 * f64::from(s.color.offset[2])
+        };
+        let mut grad = CameraGradient::default();
+        for i in 0..3 {
+            for j in 0..3 {
+                grad.rotation[i][j] = a.col(j)[i];
+            }
+        }
+        grad.translation = b.to_array();
+        grad.focal = [0.01, 0.02];
+        let x: Vec<f64> = vec![
+            20.0, -15.0, 10.0, 5.0, -8.0, 12.0, 10.0, 3.0, -2.0, 1.0, 2.0, 0.5, -1.0,
+        ];
+        let g = chart.gradient(&x, &grad, [0.0, 0.5, 0.0], [0.0, 0.0, -0.25]);
+        for k in 0..x.len() {
+            let h = 1e-3;
+            let mut xp = x.clone();
+            xp[k] += h;
+            let mut xm = x.clone();
+            xm[k] -= h;
+            let fd = (f(&chart.state(&xp)) - f(&chart.state(&xm))) / (2.0 * h);
+            assert!(
+                (fd - g[k]).abs() < 2e-4 * (1.0 + fd.abs()),
+                "{}: chart gradient {} vs FD {fd}",
+                chart.names()[k],
+                g[k]
+            );
+        }
+    }
+}

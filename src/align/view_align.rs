@@ -1,0 +1,428 @@
+//! Aligning one view: the start checked (is the object in the image?), then
+//! coarse to fine through the pyramid ([`super::pyramid`]), each level a
+//! bounded L-BFGS run ([`crate::fit::lbfgs`]) in the chart around where the
+//! coarser level ended ([`super::chart`]), then the result measured at full
+//! resolution against the start, and the curvature there
+//! ([`super::conditioning`]).
+//!
+//! L-BFGS rather than Adam: the problem has at most 13 unknowns and a
+//! smooth loss at each level, so a quasi-Newton method with a line search
+//! converges in tens of evaluations with no learning rate to tune (Adam's
+//! reach per step is capped by its rate; measured in docs/benchmarks.md).
+
+use glam::Vec3;
+use serde::{Deserialize, Serialize};
+
+use crate::fit::lbfgs::{minimise_observed, LbfgsSettings};
+use crate::loss::{ReferenceFrame, ReferenceMask};
+use crate::scene::frames::Frame;
+use crate::scene::masks::Mask;
+use crate::scene::Camera;
+
+use super::chart::{rotation_angle_degrees, AlignWhat, Chart, ViewState};
+use super::conditioning::{conditioning, Conditioning};
+use super::error::AlignError;
+use super::problem::ViewProblem;
+use super::pyramid::{downsample_frame, downsample_mask, levels, Level};
+
+/// Below this share of splat centres inside the image the start is refused.
+pub const MIN_VISIBLE_SHARE: f64 = 0.05;
+
+/// How an alignment runs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AlignSettings {
+    /// What is fitted.
+    pub what: AlignWhat,
+    /// Pyramid levels at most (full resolution included).
+    pub levels: u32,
+    /// Loss evaluations per level at most, line-search trials included.
+    pub evaluations_per_level: u32,
+    /// A level has converged when two accepted steps each lower its loss
+    /// by less than this fraction.
+    pub tolerance: f64,
+    /// Measure the curvature at the end (2 evaluations per parameter).
+    pub conditioning: bool,
+}
+
+impl Default for AlignSettings {
+    /// Pose and colour, 4 levels, 60 evaluations each, 1e-6, conditioning on.
+    fn default() -> Self {
+        Self {
+            what: AlignWhat {
+                pose: true,
+                focal: false,
+                color: true,
+            },
+            levels: 4,
+            evaluations_per_level: 60,
+            tolerance: 1e-6,
+            conditioning: true,
+        }
+    }
+}
+
+/// One level's run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LevelRun {
+    /// Width, pixels.
+    pub width: u32,
+    /// Height, pixels.
+    pub height: u32,
+    /// Loss at the level's start.
+    pub loss_start: f64,
+    /// Loss at its end.
+    pub loss_end: f64,
+    /// Evaluations used.
+    pub evaluations: u32,
+    /// Whether the level's steps fell below the tolerance.
+    pub converged: bool,
+}
+
+/// What alignment changed, in readable units.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Changes {
+    /// Angle of the rotation from the start's orientation, degrees.
+    pub rotation_degrees: f64,
+    /// How far the camera centre moved, world units.
+    pub centre_shift: f64,
+    /// The same, percent of the object's distance.
+    pub centre_shift_percent: f64,
+    /// Focal length change, percent.
+    pub focal_percent: f64,
+    /// Gain per channel after alignment.
+    pub gain: [f32; 3],
+    /// Offset per channel after alignment.
+    pub offset: [f32; 3],
+    /// RMS displacement of the splat centres in the image, px.
+    pub reprojection_rms_px: f64,
+}
+
+/// The alignment of one view.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ViewAlignment {
+    /// The start.
+    pub before: ViewState,
+    /// The result (the start again when alignment made things worse).
+    pub after: ViewState,
+    /// Full-resolution loss and PSNR at the start.
+    pub loss_before: f64,
+    /// PSNR at the start, dB.
+    pub psnr_before: f64,
+    /// Loss of the aligned state.
+    pub loss_after: f64,
+    /// PSNR of the aligned state, dB (before the start was restored).
+    pub psnr_after: f64,
+    /// The levels, coarsest first.
+    pub levels: Vec<LevelRun>,
+    /// What changed.
+    pub changes: Changes,
+    /// The curvature at the end, when measured.
+    pub conditioning: Option<Conditioning>,
+    /// True when the aligned state scored worse and the start was kept.
+    pub kept_start: bool,
+}
+
+/// Where the splat centres land in `camera`'s image.
+struct Visibility {
+    inside: usize,
+    in_front: Vec<[f64; 2]>,
+}
+
+fn project(camera: &Camera, p: Vec3) -> Option<[f64; 2]> {
+    let c = camera.rotation * p + camera.translation;
+    if c.z <= camera.near {
+        return None;
+    }
+    Some([
+        f64::from(camera.fx * c.x / c.z + camera.cx),
+        f64::from(camera.fy * c.y / c.z + camera.cy),
+    ])
+}
+
+fn visibility(camera: &Camera, centres: &[Vec3]) -> Visibility {
+    let in_front: Vec<[f64; 2]> = centres.iter().filter_map(|&p| project(camera, p)).collect();
+    let (w, h) = (f64::from(camera.width), f64::from(camera.height));
+    let inside = in_front
+        .iter()
+        .filter(|q| q[0] >= 0.0 && q[0] < w && q[1] >= 0.0 && q[1] < h)
+        .count();
+    Visibility { inside, in_front }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// RMS over the splat centres visible in `a` of their displacement in the
+/// image between cameras `a` and `b` (same size), px; 0 when none is.
+pub fn reprojection_rms(centres: &[Vec3], a: &Camera, b: &Camera) -> f64 {
+    let (w, h) = (f64::from(a.width), f64::from(a.height));
+    let mut sum = 0.0;
+    let mut n = 0usize;
+    for &p in centres {
+        let (Some(qa), Some(qb)) = (project(a, p), project(b, p)) else {
+            continue;
+        };
+        if qa[0] < 0.0 || qa[0] >= w || qa[1] < 0.0 || qa[1] >= h {
+            continue;
+        }
+        sum += (qa[0] - qb[0]).powi(2) + (qa[1] - qb[1]).powi(2);
+        n += 1;
+    }
+    if n == 0 {
+        0.0
+    } else {
+        (sum / n as f64).sqrt()
+    }
+}
+
+/// Refuses a start from which the object is not in view (module doc).
+pub fn check_start(view: &str, camera: &Camera, centres: &[Vec3]) -> Result<(), AlignError> {
+    let vis = visibility(camera, centres);
+    if vis.in_front.is_empty() {
+        return Err(AlignError::Behind {
+            view: view.to_string(),
+        });
+    }
+    if (vis.inside as f64) < MIN_VISIBLE_SHARE * centres.len() as f64 {
+        let mx = median(vis.in_front.iter().map(|q| q[0]).collect());
+        let my = median(vis.in_front.iter().map(|q| q[1]).collect());
+        let (w, h) = (f64::from(camera.width), f64::from(camera.height));
+        let dx = (-mx).max(mx - w).max(0.0);
+        let dy = (-my).max(my - h).max(0.0);
+        return Err(AlignError::OffImage {
+            view: view.to_string(),
+            inside: vis.inside,
+            total: centres.len(),
+            width: camera.width,
+            height: camera.height,
+            centre_x: mx,
+            centre_y: my,
+            outside_by: dx.hypot(dy),
+        });
+    }
+    Ok(())
+}
+
+/// Distance from `camera`'s centre to the centroid of `centres`.
+pub fn object_distance(camera: &Camera, centres: &[Vec3]) -> f64 {
+    let n = centres.len().max(1) as f64;
+    let centroid = centres
+        .iter()
+        .fold(glam::DVec3::ZERO, |s, p| s + p.as_dvec3())
+        / n;
+    (centroid - camera.position().as_dvec3()).length().max(1e-6)
+}
+
+/// Progress of one view's alignment, for a progress bar.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AlignProgress {
+    /// 0-based level, coarsest first.
+    pub level: usize,
+    /// Levels in all.
+    pub levels: usize,
+    /// Evaluations so far in this level.
+    pub evaluations: u32,
+    /// The level's best loss so far.
+    pub loss: f64,
+}
+
+/// The reference frame 0 of a view and its mask, at full resolution.
+pub struct Reference<'a> {
+    /// Frame 0.
+    pub frame: &'a Frame,
+    /// Its mask, when the view has masks.
+    pub mask: Option<&'a Mask>,
+}
+
+fn upload_level(
+    problem_ctx: &crate::gpu::GpuContext,
+    reference: &Reference<'_>,
+    level: &Level,
+) -> Result<ReferenceFrame, AlignError> {
+    let frame = downsample_frame(reference.frame, level);
+    let mut uploaded = ReferenceFrame::upload(problem_ctx, "align reference frame", &frame)?;
+    if let Some(mask) = reference.mask {
+        let small = downsample_mask(mask, level);
+        uploaded = uploaded.with_mask(ReferenceMask::upload(
+            problem_ctx,
+            "align reference mask",
+            &small,
+        )?)?;
+    }
+    Ok(uploaded)
+}
+
+/// Aligns one view from `start` to `reference` (module doc). `centres`
+/// are the splat centres (for the distance and the reprojection figures).
+pub fn align_view(
+    ctx: &crate::gpu::GpuContext,
+    problem: &mut ViewProblem<'_>,
+    reference: &Reference<'_>,
+    start: &ViewState,
+    centres: &[Vec3],
+    settings: &AlignSettings,
+    mut progress: impl FnMut(&AlignProgress),
+) -> Result<ViewAlignment, AlignError> {
+    let (width, height) = (start.camera.width, start.camera.height);
+    let full_reference = upload_level(ctx, reference, &levels(width, height, 1)[0])?;
+    let first = problem.evaluate(start, &full_reference, false)?;
+    drop(full_reference);
+    let pyramid = levels(width, height, settings.levels);
+    let mut current = start.clone();
+    let mut runs = Vec::new();
+    let distance = object_distance(&start.camera, centres);
+    for (k, level) in pyramid.iter().enumerate() {
+        let level_reference = upload_level(ctx, reference, level)?;
+        let chart = Chart::new(
+            ViewState {
+                camera: level.camera(&current.camera),
+                color: current.color,
+            },
+            settings.what,
+            distance,
+        );
+        let lbfgs = LbfgsSettings {
+            max_evaluations: settings.evaluations_per_level,
+            first_step: 1.0,
+            memory: 8,
+            relative_tolerance: settings.tolerance,
+            bounds: Vec::new(),
+        };
+        let mut loss_start = f64::NAN;
+        let mut used = 0u32;
+        let result = minimise_observed(
+            &chart.origin(),
+            &lbfgs,
+            |x| -> Result<_, AlignError> {
+                let state = chart.state(x);
+                if state.color.gain.iter().any(|&a| !(a > 0.0)) {
+                    return Ok(None);
+                }
+                let e = problem.evaluate(&state, &level_reference, true)?;
+                used += 1;
+                if loss_start.is_nan() {
+                    loss_start = e.loss;
+                }
+                let g = e.gradient.expect("asked for");
+                if !e.loss.is_finite() || !g.camera.is_finite() {
+                    return Ok(None);
+                }
+                let grad = chart.gradient(x, &g.camera, g.gain, g.offset);
+                Ok(Some((e.loss, grad)))
+            },
+            |_, loss, evaluations| {
+                progress(&AlignProgress {
+                    level: k,
+                    levels: pyramid.len(),
+                    evaluations,
+                    loss,
+                });
+                true
+            },
+        )?;
+        let Some(result) = result else {
+            return Err(AlignError::NonFinite {
+                view: String::new(),
+            });
+        };
+        let reached = chart.state(&result.x);
+        let mut camera = level.full_camera(&reached.camera, width, height);
+        // What is not fitted stays exactly as it was (no f32 round trip).
+        camera.cx = start.camera.cx;
+        camera.cy = start.camera.cy;
+        if !settings.what.focal {
+            camera.fx = start.camera.fx;
+            camera.fy = start.camera.fy;
+        }
+        current = ViewState {
+            camera,
+            color: reached.color,
+        };
+        runs.push(LevelRun {
+            width: level.width,
+            height: level.height,
+            loss_start,
+            loss_end: result.loss,
+            evaluations: result.evaluations.max(used),
+            converged: result.converged,
+        });
+    }
+    let full_reference = upload_level(ctx, reference, pyramid.last().expect("one level"))?;
+    let last = problem.evaluate(&current, &full_reference, false)?;
+    let conditioning = if settings.conditioning && settings.what.dimension() > 0 {
+        Some(curvature(
+            problem,
+            &full_reference,
+            &current,
+            settings.what,
+            distance,
+        )?)
+    } else {
+        None
+    };
+    let kept_start = !(last.loss <= first.loss);
+    let after = if kept_start {
+        start.clone()
+    } else {
+        current.clone()
+    };
+    let changes = Changes {
+        rotation_degrees: rotation_angle_degrees(&start.camera, &after.camera),
+        centre_shift: f64::from((after.camera.position() - start.camera.position()).length()),
+        centre_shift_percent: 100.0
+            * f64::from((after.camera.position() - start.camera.position()).length())
+            / distance,
+        focal_percent: 100.0 * (f64::from(after.camera.fx) / f64::from(start.camera.fx) - 1.0),
+        gain: after.color.gain,
+        offset: after.color.offset,
+        reprojection_rms_px: reprojection_rms(centres, &start.camera, &after.camera),
+    };
+    Ok(ViewAlignment {
+        before: start.clone(),
+        after,
+        loss_before: first.loss,
+        psnr_before: first.psnr,
+        loss_after: last.loss,
+        psnr_after: last.psnr,
+        levels: runs,
+        changes,
+        conditioning,
+        kept_start,
+    })
+}
+
+/// The curvature at `state` by central differences of the chart gradient
+/// (half a pixel, or half a percent, per coordinate).
+fn curvature(
+    problem: &mut ViewProblem<'_>,
+    reference: &ReferenceFrame,
+    state: &ViewState,
+    what: AlignWhat,
+    distance: f64,
+) -> Result<Conditioning, AlignError> {
+    let chart = Chart::new(state.clone(), what, distance);
+    let n = what.dimension();
+    let h = 0.5;
+    let mut columns = Vec::with_capacity(n);
+    for j in 0..n {
+        let mut pair = Vec::new();
+        for s in [1.0, -1.0] {
+            let mut x = chart.origin();
+            x[j] = s * h;
+            let e = problem.evaluate(&chart.state(&x), reference, true)?;
+            let g = e.gradient.expect("asked for");
+            pair.push(chart.gradient(&x, &g.camera, g.gain, g.offset));
+        }
+        columns.push(
+            (0..n)
+                .map(|i| (pair[0][i] - pair[1][i]) / (2.0 * h))
+                .collect::<Vec<f64>>(),
+        );
+    }
+    let hessian: Vec<Vec<f64>> = (0..n)
+        .map(|i| (0..n).map(|j| columns[j][i]).collect())
+        .collect();
+    Ok(conditioning(&hessian, &chart.names()))
+}
