@@ -6,6 +6,7 @@
 //! twins used as test oracles: it is compiled only with the `reference`
 //! feature, which the tests turn on and the released library leaves off.
 
+pub mod align;
 pub mod bench;
 pub mod deform;
 pub mod drive;

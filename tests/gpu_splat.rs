@@ -3,7 +3,7 @@
 //! against the twin and finite differences, the fox against a golden image,
 //! workspace reuse and stale frames, the prefix sum and radix sort against
 //! CPU ones, reference frames uploaded to the GPU, the image loss against
-//! its f64 twin and finite differences (also with a loss mask), `physfit render` end to end, and the recolouring of `stiffness.png` (docs/design.md § Gaussian splatting, § Verification 3–4). One test
+//! its f64 twin and finite differences (also with a loss mask), a view's colour correction (forward, backward, gain and offset gradients), `physfit render` end to end, and the recolouring of `stiffness.png` (docs/design.md § Gaussian splatting, § Verification 3–4). One test
 //! binary, which also travels to GPU machines (shared/gpu/prepare.sh, beside the checkout).
 
 mod common;
@@ -14,6 +14,8 @@ mod support;
 mod backward;
 #[path = "gpu_splat/camera_backward.rs"]
 mod camera_backward;
+#[path = "gpu_splat/color_correction.rs"]
+mod color_correction;
 #[path = "gpu_splat/forward.rs"]
 mod forward;
 #[path = "gpu_splat/fox.rs"]

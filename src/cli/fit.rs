@@ -256,12 +256,14 @@ pub fn run(args: &FitArgs) -> Result<FitOutcome> {
             Some(picture) => eprintln!(
                 "WARNING: camera check: view '{}' renders frame 0 at only {:.1} dB PSNR against {} (below {} dB).\n\
                  WARNING: a misaligned camera is the commonest way a fit fails; compare reference | render | difference in {}\n\
-                 WARNING: (docs/your-own-object.md, \"The camera check\").",
+                 WARNING: (docs/your-own-object.md, \"The camera check\").\n\
+                 WARNING: fix: `physfit align {} --out DIR` fits the view's pose and colour (exposure, white balance) to its frame 0.",
                 check.view,
                 check.psnr,
                 check.reference.display(),
                 physfit::fit::camera_check::CAMERA_CHECK_DB,
-                picture.display()
+                picture.display(),
+                args.scene.display()
             ),
             None if !args.quiet => {
                 eprintln!("camera check: view '{}' frame 0 PSNR {:.1} dB", check.view, check.psnr)

@@ -85,7 +85,8 @@ pub struct RenderArgs {
     /// With --params: colour the splats by the fitted stiffness (colour bar added).
     #[arg(long, value_enum)]
     pub color_by: Option<ColorBy>,
-    /// With --params: each frame beside the scene's reference frame.
+    /// With --params: each frame beside the scene's reference frame, with
+    /// the view's colour correction (`views[i].color_correction`).
     #[arg(long)]
     pub side_by_side: bool,
     /// With --params: replace a non-empty output directory.

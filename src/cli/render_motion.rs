@@ -5,7 +5,11 @@
 //! (docs/scene.md "Interactions file"), written as a PNG sequence per view
 //! (`DIR/<view>/frame_NNNN.png`, frame 0 the rest state) and a looping GIF
 //! per view (`DIR/<view>.gif`) at the scene's fps rounded to whole
-//! centiseconds ([`gif_fps`]).
+//! centiseconds ([`gif_fps`]). With `--side-by-side` each render is shown
+//! as the view's camera would record it, with the view's colour correction
+//! (`views[i].color_correction`, as the fit's loss compares it), beside its
+//! reference frame; without it (and with `--color-by`, whose colours are no
+//! camera's) renders are the splats' own colours.
 //!
 //! Refused before anything runs: a drivers file of another scene or other
 //! settings, too few substeps for the largest fitted E, a motion faster
@@ -92,15 +96,13 @@ pub fn run(args: &RenderArgs) -> Result<()> {
     };
     let size = args.size.as_deref().map(parse_size).transpose()?;
     let views = resolve_views(&scene, &args.scene, &args.camera, size)?;
-    let references: Vec<_> = views
+    let scene_views: Vec<_> = views
         .iter()
-        .map(|(name, _)| {
-            scene
-                .views
-                .iter()
-                .find(|v| v.name == *name)
-                .and_then(|v| v.frames.as_ref())
-        })
+        .map(|(name, _)| scene.views.iter().find(|v| v.name == *name))
+        .collect();
+    let references: Vec<_> = scene_views
+        .iter()
+        .map(|v| v.and_then(|v| v.frames.as_ref()))
         .collect();
     if args.side_by_side && references.iter().all(Option::is_none) {
         bail!(
@@ -161,7 +163,13 @@ pub fn run(args: &RenderArgs) -> Result<()> {
                 Some(degrees) => orbit_camera(camera, centre, orbit_angle(degrees, k, frames)),
                 None => camera.clone(),
             };
-            let mut image = rgb8(&animation.render(&ctx, &camera)?);
+            let mut frame = animation.render(&ctx, &camera)?;
+            if args.side_by_side && colouring.is_none() {
+                if let Some(view) = scene_views[v] {
+                    frame = view.color_correction.apply_to_frame(frame);
+                }
+            }
+            let mut image = rgb8(&frame);
             if let Some(c) = &colouring {
                 image = c.with_colorbar(&image)?;
             }

@@ -4,7 +4,9 @@
 //! comes from the fit's own loss (over a view's mask where it has one), so
 //! the check measures what the fit will compare. Below
 //! [`CAMERA_CHECK_DB`] the view gets a picture, reference | render |
-//! difference, in `OUT/camera_check/<view>.png`.
+//! difference, in `OUT/camera_check/<view>.png`; its render carries the
+//! view's colour correction, as the loss compares it. A view below it is
+//! fixed by `physfit align`, which fits the view's pose and colour.
 
 use std::path::{Path, PathBuf};
 
@@ -78,7 +80,7 @@ pub fn camera_check(
         };
         if check.misaligned() {
             let rest = problem.forward_states(ctx, start, 0)?;
-            let rendered = problem.render_state(ctx, &rest.frames[0], t.view)?;
+            let rendered = problem.render_state_corrected(ctx, &rest.frames[0], t.view)?;
             let reference = frames.load(0).map_err(SessionError::output)?;
             std::fs::create_dir_all(&dir).map_err(SessionError::io(&dir))?;
             let path = dir.join(format!("{}.png", view.name));

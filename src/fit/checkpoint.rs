@@ -149,6 +149,18 @@ impl FitFingerprint {
         if let Some(masks) = masks_sha256(scene)? {
             m.insert("loss masks (SHA-256)".into(), masks);
         }
+        // A view's colour correction changes what its loss compares; only
+        // views that have one are named, so that the fingerprint of a scene
+        // without corrections is what it was before they existed.
+        for (i, view) in scene.views.iter().enumerate() {
+            let c = view.color_correction;
+            if !c.is_identity() {
+                m.insert(
+                    format!("views[{i}].color_correction"),
+                    format!("gain {:?}, offset {:?}", c.gain, c.offset),
+                );
+            }
+        }
         m.insert(
             "material.youngs_modulus".into(),
             scene.material.youngs_modulus.to_string(),

@@ -7,7 +7,7 @@
 //! | `fitted.ply` | every splat with `youngs_modulus` (world units), `simulated`, `anchored`, `vx vy vz`, `youngs_gradient_rms` ([`crate::output::fitted_ply`]) |
 //! | `loss.jsonl` | one [`super::IterationRecord`] per line |
 //! | `loss.png` | the loss and PSNR curves per stage |
-//! | `compare/<view>/frame_NNNN.png` | reference \| fitted \| 4×\|difference\| per frame |
+//! | `compare/<view>/frame_NNNN.png` | reference \| fitted \| 4×\|difference\| per frame (the fitted render with the view's colour correction, as the loss compares it) |
 //! | `stiffness.png` | the object at rest coloured by log10 E (world units), with a colour bar ([`crate::output::stiffness`]) |
 //! | `fit.json` | [`FitSummary`] |
 
@@ -218,7 +218,7 @@ pub fn write_outputs(
         std::fs::create_dir_all(&dir).map_err(SessionError::io(&dir))?;
         let frames = view.frames.as_ref().expect("views with frames");
         for (k, state) in rollout.frames.iter().enumerate() {
-            let rendered = problem.render_state(ctx, state, v)?;
+            let rendered = problem.render_state_corrected(ctx, state, v)?;
             let reference = frames.load(k).map_err(SessionError::output)?;
             write_png(
                 &dir.join(format!("frame_{k:04}.png")),

@@ -16,8 +16,10 @@
 //!    uploaded), sets `E = 10^p` and runs one rollout from frame 0 through
 //!    the last selected frame;
 //! 2. per selected frame k (one frame's render state at a time): moves the
-//!    splats to the drivers of state k; per selected view renders, evaluates
-//!    the loss (seeding `∂L/∂pixel`), back-propagates through the rasterizer
+//!    splats to the drivers of state k; per selected view renders, applies
+//!    the view's colour correction (`views[i].color_correction`; skipped
+//!    for the identity, [`ColorCorrect`]), evaluates the loss (seeding
+//!    `∂L/∂pixel`), back-propagates through the correction, the rasterizer
 //!    and the deformation, which adds `∂L/∂x` of the drivers into frame k's
 //!    state-gradient buffer;
 //! 3. runs one MPM backward over all frames, [`GradientFlow::Full`] (stage
@@ -72,8 +74,8 @@ use crate::forward::{ForwardSetup, SceneRenderer};
 use crate::gpu::{GpuBuffer, GpuContext};
 use crate::interact::Interactions;
 use crate::loss::{
-    tv_scalar, tv_vector, ImageLoss, LossTerms, LossTermsBuffer, LossWeights, ReferenceFrame,
-    ReferenceMask, RenderedImage, TV_EPSILON,
+    tv_scalar, tv_vector, ColorCorrect, ImageLoss, LossTerms, LossTermsBuffer, LossWeights,
+    ReferenceFrame, ReferenceMask, RenderedImage, TV_EPSILON,
 };
 use crate::mpm::layout::STATE_STRIDE;
 use crate::mpm::{
@@ -81,7 +83,7 @@ use crate::mpm::{
     Rollout,
 };
 use crate::scene::frames::Frame;
-use crate::scene::{Camera, FitStage, Scene};
+use crate::scene::{Camera, ColorCorrection, FitStage, Scene};
 
 /// Per-driver parameters of one call, on the host (for the TV terms).
 struct Prepared {
@@ -101,6 +103,9 @@ pub struct FitProblem {
     drivers: DriverSet,
     forward: SceneRenderer,
     loss: ImageLoss,
+    /// The views' colour corrections, applied between render and loss.
+    color: ColorCorrect,
+    corrections: Vec<ColorCorrection>,
     cameras: Vec<Camera>,
     view_names: Vec<String>,
     references: Vec<Option<Vec<ReferenceFrame>>>,
@@ -221,6 +226,8 @@ impl FitProblem {
                 .storage_zeroed::<f32>("fit v0 gradient init", velocity_map.params.max(1))?,
             gather: ParamGather::new(ctx)?,
             loss: ImageLoss::new(ctx, options.weights)?,
+            color: ColorCorrect::new(ctx)?,
+            corrections: scene.views.iter().map(|v| v.color_correction).collect(),
             cameras: scene.views.iter().map(|v| v.camera.clone()).collect(),
             view_names: scene.views.iter().map(|v| v.name.clone()).collect(),
             work: BackwardWork::new(),
@@ -438,6 +445,21 @@ impl FitProblem {
         Ok(self.forward.render(ctx, &self.cameras[view])?)
     }
 
+    /// [`FitProblem::render_state`] as the loss compares it with view
+    /// `view`'s frames: with the view's colour correction applied
+    /// ([`ColorCorrection::apply_to_frame`]; the render itself for the
+    /// identity). For the pictures beside the video (the camera check,
+    /// `compare/`); `synth` renders with [`FitProblem::render_state`].
+    pub fn render_state_corrected(
+        &mut self,
+        ctx: &GpuContext,
+        state: &GpuBuffer,
+        view: usize,
+    ) -> Result<Frame, FitError> {
+        let frame = self.render_state(ctx, state, view)?;
+        Ok(self.corrections[view].apply_to_frame(frame))
+    }
+
     /// Fails unless the scene has view `view`.
     fn check_view(&self, view: usize) -> Result<(), FitError> {
         if view >= self.cameras.len() {
@@ -479,13 +501,28 @@ impl FitProblem {
             let parts = self.forward.parts_mut()?;
             let render = RenderedImage::of_render(parts.raster, &out)?;
             let slot = slot0 + i as u32;
+            // The identity is skipped, so an uncorrected view scores bit for
+            // bit as before colour corrections existed.
+            let correction = self.corrections[view];
+            let corrected = !correction.is_identity();
             match state_grad {
                 None => {
-                    self.loss.measure(ctx, render, reference, terms, slot)?;
+                    if corrected {
+                        let image = self.color.apply(ctx, render, correction)?;
+                        self.loss.measure(ctx, image, reference, terms, slot)?;
+                    } else {
+                        self.loss.measure(ctx, render, reference, terms, slot)?;
+                    }
                     self.profiler.lap(ctx, TimedPart::Loss)?;
                 }
                 Some(g) => {
-                    let grad_image = self.loss.evaluate(ctx, render, reference, terms, slot)?;
+                    let grad_image = if corrected {
+                        let image = self.color.apply(ctx, render, correction)?;
+                        let grad = self.loss.evaluate(ctx, image, reference, terms, slot)?;
+                        self.color.backward(ctx, render, grad, correction)?
+                    } else {
+                        self.loss.evaluate(ctx, render, reference, terms, slot)?
+                    };
                     self.profiler.lap(ctx, TimedPart::Loss)?;
                     let back = parts.raster.backward(ctx, parts.splats, &out, grad_image)?;
                     self.profiler.lap(ctx, TimedPart::RenderBackward)?;

@@ -55,6 +55,29 @@ pub enum LossError {
         /// Bytes needed.
         needed: u64,
     },
+    /// A gradient image holding fewer pixels than its image.
+    #[error("gradient buffer '{label}' holds {size} bytes but a {width}×{height} image needs {needed} (vec4<f32> per pixel)")]
+    GradientBuffer {
+        /// Buffer label.
+        label: String,
+        /// Its size in bytes.
+        size: u64,
+        /// Width.
+        width: u32,
+        /// Height.
+        height: u32,
+        /// Bytes needed.
+        needed: u64,
+    },
+    /// A colour correction with a gain that is not finite and > 0 or an
+    /// offset that is not finite.
+    #[error("colour correction gain {gain:?}, offset {offset:?}: every gain must be finite and > 0 and every offset finite (`views[i].color_correction`)")]
+    InvalidColorCorrection {
+        /// Gain per RGB channel.
+        gain: [f32; 3],
+        /// Offset per RGB channel.
+        offset: [f32; 3],
+    },
     /// A frame whose pixel list does not match its stated size.
     #[error("frame '{label}' claims {width}×{height} pixels but holds {found}")]
     FramePixels {

@@ -61,8 +61,14 @@
 //! its gradient. Without a mask the kernels skip the weighting entirely, so
 //! the unmasked loss is bit for bit what it was.
 //!
+//! Colour correction: a view may carry a camera's gain and offset per
+//! channel ([`crate::scene::ColorCorrection`]); [`ColorCorrect`] applies it
+//! to the render before the loss and carries `∂L/∂pixel` back through it
+//! ([`color_correction`]). The loss itself never sees it.
+//!
 //! TV ([`tv`]) runs on the CPU: see that module for why.
 
+pub mod color_correction;
 pub mod error;
 pub mod reduce_terms;
 pub mod reference_frame;
@@ -77,6 +83,7 @@ pub mod uniforms;
 pub mod window;
 mod workspace;
 
+pub use color_correction::{gain_offset_gradient, ColorCorrect};
 pub use error::LossError;
 pub use reference_frame::{pack_rgba8, unpack_rgba8, ReferenceFrame};
 pub use reference_mask::{pack_mask, ReferenceMask};

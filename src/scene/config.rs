@@ -64,6 +64,21 @@ pub struct ViewConfig {
     /// Loss masks, one PNG per frame: a directory or a glob like `frames`,
     /// relative to the TOML file; optional (then every pixel counts).
     pub masks: Option<String>,
+    /// The camera's colour correction (gain and offset per RGB channel,
+    /// [`super::ColorCorrection`]); optional (then the identity).
+    pub color_correction: Option<ColorCorrectionConfig>,
+}
+
+/// `views[i].color_correction = { gain = [r, g, b], offset = [r, g, b] }`.
+/// Lists rather than arrays, so that a wrong length is a scene error naming
+/// the field (resolved in [`super::view`]) instead of a parser message.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ColorCorrectionConfig {
+    /// Gain per channel, each finite and > 0 (default 1, 1, 1).
+    pub gain: Option<Vec<f64>>,
+    /// Offset per channel, each finite (default 0, 0, 0).
+    pub offset: Option<Vec<f64>>,
 }
 
 /// `[views.camera]`: either inline intrinsics and a pose, or a nerfstudio

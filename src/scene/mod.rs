@@ -1,9 +1,11 @@
 //! Scene input: 3DGS splats (`ply`), cameras (`camera`, `view`,
-//! `nerfstudio`), reference frames (`frames`) and their loss masks
-//! (`masks`), and `scene.toml` (`config`
-//! for the schema, `scene` for [`Scene::load`] and its validation).
+//! `nerfstudio`), reference frames (`frames`), their loss masks (`masks`)
+//! and each view's colour correction (`color_correction`), and
+//! `scene.toml` (`config` for the schema, `scene` for [`Scene::load`] and
+//! its validation).
 
 pub mod camera;
+pub mod color_correction;
 pub mod config;
 pub mod error;
 pub mod fit_field;
@@ -20,6 +22,7 @@ mod validate;
 pub mod view;
 
 pub use camera::Camera;
+pub use color_correction::ColorCorrection;
 pub use config::SceneConfig;
 pub use error::SceneError;
 pub use fit_field::{FieldSetting, NamedRegion, UNCOVERED_REGION};

@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use glam::{Mat3, Vec3};
 
 use super::camera::Camera;
-use super::config::{CameraConfig, ViewConfig};
+use super::color_correction::ColorCorrection;
+use super::config::{CameraConfig, ColorCorrectionConfig, ViewConfig};
 use super::error::SceneError;
 use super::frames::{frame_size, list_frames, load_frame, Frame, FrameError};
 use super::nerfstudio::read_transforms;
@@ -27,6 +28,10 @@ pub struct View {
     /// Loss masks, one per reference frame ([`super::masks`]); `None` when
     /// every pixel counts.
     pub masks: Option<FrameSet>,
+    /// The camera's colour correction, applied to every render compared
+    /// with this view's frames ([`ColorCorrection`]); the identity when
+    /// `views[i].color_correction` is absent.
+    pub color_correction: ColorCorrection,
 }
 
 /// A view's reference frame files, all of the camera's size (checked from
@@ -359,6 +364,54 @@ fn resolve_masks(
     Ok(masks)
 }
 
+/// Resolves `views[i].color_correction` (`field`): each of `gain` and
+/// `offset` exactly 3 numbers when given (the identity's part otherwise),
+/// gains finite and > 0 (a gain of 0 would make the view's render one flat
+/// colour, with no gradient left to fit with), offsets finite.
+fn resolve_color_correction(
+    v: &Validator,
+    field: &str,
+    c: &ColorCorrectionConfig,
+) -> Result<ColorCorrection, SceneError> {
+    let three = |name: &str, values: &[f64], fix: &str| -> Result<[f32; 3], SceneError> {
+        let field = format!("{field}.{name}");
+        let Ok(values) = <[f64; 3]>::try_from(values) else {
+            return Err(v.invalid(
+                &field,
+                format!("{} values, expected 3 (red, green, blue)", values.len()),
+                format!("give one {fix} per RGB channel, e.g. `{name} = [r, g, b]`"),
+            ));
+        };
+        Ok(values.map(|x| x as f32))
+    };
+    let mut out = ColorCorrection::IDENTITY;
+    if let Some(gain) = &c.gain {
+        out.gain = three("gain", gain, "gain")?;
+        for (k, &a) in gain.iter().enumerate() {
+            if !(a.is_finite() && a > 0.0 && (a as f32).is_finite()) {
+                return Err(v.out_of_range(
+                    &format!("{field}.gain"),
+                    format!("{gain:?} (channel {k})"),
+                    "every gain must be a finite number > 0 (1 leaves the channel unchanged; `physfit align` fits it)",
+                ));
+            }
+        }
+    }
+    if let Some(offset) = &c.offset {
+        out.offset = three("offset", offset, "offset")?;
+        for (k, &b) in offset.iter().enumerate() {
+            if !(b.is_finite() && (b as f32).is_finite()) {
+                return Err(v.out_of_range(
+                    &format!("{field}.offset"),
+                    format!("{offset:?} (channel {k})"),
+                    "every offset must be finite (0 leaves the channel unchanged; `physfit align` fits it)",
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// A view name that is safe as one path component on every platform.
 fn is_plain_file_name(name: &str) -> bool {
     !name.is_empty()
@@ -395,6 +448,10 @@ pub(crate) fn resolve_view(
             frames.as_ref(),
         )?),
     };
+    let color_correction = match &c.color_correction {
+        None => ColorCorrection::IDENTITY,
+        Some(cc) => resolve_color_correction(v, &format!("{field}.color_correction"), cc)?,
+    };
     let name = c.name.clone().unwrap_or_else(|| format!("view{index}"));
     if !is_plain_file_name(&name) {
         return Err(v.invalid(
@@ -408,5 +465,6 @@ pub(crate) fn resolve_view(
         camera,
         frames,
         masks,
+        color_correction,
     })
 }

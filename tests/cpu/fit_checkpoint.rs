@@ -87,6 +87,21 @@ fn a_checkpoint_reads_back_bit_for_bit_and_refuses_other_settings() {
     let more = FitFingerprint::of(&more.unwrap(), StageChoice::Both, None).unwrap();
     assert!(fingerprint.differences(&more).is_empty());
 
+    // A view's colour correction changes what the loss compares: refused,
+    // naming the view's field; the identity written out is no difference.
+    let corrected = |table: &str| {
+        let (_d, s) = scene_with(&means(), &format!("[views.color_correction]\n{table}\n"));
+        FitFingerprint::of(&s.unwrap(), StageChoice::Both, None).unwrap()
+    };
+    let gain = corrected("gain = [1.1, 1.0, 0.9]");
+    let text = Checkpoint::load(&path, &gain).unwrap_err().to_string();
+    assert!(text.contains("views[0].color_correction"), "{text}");
+    assert_eq!(fingerprint.differences(&gain).len(), 1, "{text}");
+    let offset = corrected("gain = [1.1, 1.0, 0.9]\noffset = [0.0, 0.01, 0.0]");
+    assert_eq!(gain.differences(&offset).len(), 1);
+    let identity = corrected("gain = [1.0, 1.0, 1.0]\noffset = [0.0, 0.0, 0.0]");
+    assert!(fingerprint.differences(&identity).is_empty());
+
     // Not a checkpoint.
     std::fs::write(&path, b"{\"format\": \"something else\"}").unwrap();
     let err = Checkpoint::load(&path, &fingerprint).unwrap_err();

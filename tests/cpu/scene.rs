@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use glam::Vec3;
 use physfit::mpm::stability::min_substeps_per_frame;
 use physfit::scene::ply::PlyData;
-use physfit::scene::{Gaussians, Scene, SceneError};
+use physfit::scene::{ColorCorrection, Gaussians, Scene, SceneError};
 
 /// 64 splats on a 4×4×4 lattice spanning [0, 1.5]³.
 fn lattice() -> Gaussians {
@@ -647,4 +647,109 @@ fn a_frames_error_says_its_message_once() {
         Ok(_) => panic!("a missing .ply must be refused"),
     };
     assert_eq!(shown.matches("absent.ply").count(), 1, "{shown}");
+}
+
+/// `BASE` with `views[0].color_correction = { … }` set to `value`.
+fn with_color_correction(value: &str) -> String {
+    BASE.replace(
+        "[views.camera]",
+        &format!("color_correction = {value}\n[views.camera]"),
+    )
+}
+
+#[test]
+fn color_correction_resolves_and_defaults_to_the_identity() {
+    let f = Fixture::new();
+    let plain = f.load(BASE).unwrap();
+    assert_eq!(plain.views[0].color_correction, ColorCorrection::IDENTITY);
+    assert!(plain.views[0].color_correction.is_identity());
+    assert_eq!(ColorCorrection::default(), ColorCorrection::IDENTITY);
+
+    let s = f
+        .load(&with_color_correction(
+            "{ gain = [1.25, 0.5, 2], offset = [-0.1, 0.0, 0.05] }",
+        ))
+        .unwrap();
+    let c = s.views[0].color_correction;
+    assert_eq!(c.gain, [1.25, 0.5, 2.0]);
+    assert_eq!(c.offset, [-0.1, 0.0, 0.05]);
+    assert!(!c.is_identity());
+    // Host application: a·c + b per channel, clamped to [0, 1].
+    let got = c.apply([0.4, 0.4, 0.4]);
+    for (g, want) in got.iter().zip([0.4, 0.2, 0.85]) {
+        assert!((g - want).abs() <= 1e-6, "{got:?}");
+    }
+    assert_eq!(c.apply([0.0, 1.0, 0.9]), [0.0, 0.5, 1.0]);
+    // Either part alone: the other is the identity's.
+    let gain_only = f
+        .load(&with_color_correction("{ gain = [2.0, 2.0, 2.0] }"))
+        .unwrap();
+    assert_eq!(
+        gain_only.views[0].color_correction,
+        ColorCorrection {
+            gain: [2.0; 3],
+            offset: [0.0; 3]
+        }
+    );
+    // A table of its own reads the same.
+    let table = BASE.replace(
+        "[views.camera]",
+        "[views.color_correction]\ngain = [1.0, 1.0, 1.0]\noffset = [0.1, 0.2, 0.3]\n\n[views.camera]",
+    );
+    assert_eq!(
+        f.load(&table).unwrap().views[0].color_correction.offset,
+        [0.1, 0.2, 0.3]
+    );
+}
+
+#[test]
+fn color_correction_mistakes_name_the_field_and_the_fix() {
+    let f = Fixture::new();
+    for (value, field) in [
+        (
+            "{ gain = [0.0, 1.0, 1.0] }",
+            "views[0].color_correction.gain",
+        ),
+        (
+            "{ gain = [1.0, -0.5, 1.0] }",
+            "views[0].color_correction.gain",
+        ),
+        (
+            "{ gain = [1.0, 1.0, nan] }",
+            "views[0].color_correction.gain",
+        ),
+        (
+            "{ gain = [1.0, 1.0, inf] }",
+            "views[0].color_correction.gain",
+        ),
+        (
+            "{ gain = [1e39, 1.0, 1.0] }",
+            "views[0].color_correction.gain",
+        ),
+        (
+            "{ offset = [0.0, nan, 0.0] }",
+            "views[0].color_correction.offset",
+        ),
+    ] {
+        let e = expect_err(f.load(&with_color_correction(value)), field);
+        assert!(matches!(e, SceneError::OutOfRange { .. }), "{value}: {e}");
+        assert!(e.to_string().contains("finite"), "{value}: {e}");
+    }
+    for (value, field) in [
+        ("{ gain = [1.0, 1.0] }", "views[0].color_correction.gain"),
+        (
+            "{ offset = [0.0, 0.0, 0.0, 0.0] }",
+            "views[0].color_correction.offset",
+        ),
+    ] {
+        let e = expect_err(f.load(&with_color_correction(value)), field);
+        assert!(matches!(e, SceneError::Invalid { .. }), "{value}: {e}");
+        assert!(e.to_string().contains("expected 3"), "{value}: {e}");
+        assert!(e.to_string().contains("[r, g, b]"), "{value}: {e}");
+    }
+    // An unknown key is a parse error naming it.
+    let e = f
+        .load(&with_color_correction("{ gamma = [1.0, 1.0, 1.0] }"))
+        .unwrap_err();
+    assert!(e.to_string().contains("gamma"), "{e}");
 }

@@ -7,10 +7,12 @@ use physfit::gpu::AtomicMode;
 #[test]
 fn every_shader_validates_in_both_atomic_modes() {
     let names: Vec<_> = shader_names().collect();
-    assert!(
-        names.contains(&"mpm/p2g"),
-        "embedded shader table is incomplete: {names:?}"
-    );
+    for expected in ["mpm/p2g", "loss/color_correction"] {
+        assert!(
+            names.contains(&expected),
+            "embedded shader table is incomplete (no {expected}): {names:?}"
+        );
+    }
     let mut failures = Vec::new();
     for name in &names {
         for atomics in AtomicMode::ALL {
