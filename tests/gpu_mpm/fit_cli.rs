@@ -663,6 +663,10 @@ fn steps_that_blow_up_are_retried_at_half_the_rate_and_a_misaligned_camera_is_fl
         "{stderr}"
     );
     assert!(!stderr.contains("view 'side' renders"), "{stderr}");
+    assert!(
+        stderr.contains("physfit align turned.toml --out DIR"),
+        "the warning names the fix: {stderr}"
+    );
     let picture = image::open(d.join("turned").join("camera_check").join("front.png")).unwrap();
     assert_eq!(picture.width(), 3 * 32, "reference | render | difference");
 }
