@@ -3,7 +3,7 @@
 //! f64 twin (also at a fit's length), schedules of one computation against
 //! each other, the scene → particles → splats glue, `physfit simulate`, impulses and `physfit render --params`, and
 //! `physfit bench mpm` and `bench fit` end to end, a fit problem built
-//! from scene settings, loss masks in the fit problem (docs/design.md § Verification 3–7). One test binary, which also travels to GPU machines (shared/gpu/prepare.sh, beside the checkout).
+//! from scene settings, loss masks and colour corrections in the fit problem (docs/design.md § Verification 3–7). One test binary, which also travels to GPU machines (shared/gpu/prepare.sh, beside the checkout).
 
 mod common;
 #[path = "gpu_mpm/support.rs"]
@@ -23,6 +23,8 @@ mod deform;
 mod fill;
 #[path = "gpu_mpm/fit_cli.rs"]
 mod fit_cli;
+#[path = "gpu_mpm/fit_color_correction.rs"]
+mod fit_color_correction;
 #[path = "gpu_mpm/fit_loop.rs"]
 mod fit_loop;
 #[path = "gpu_mpm/fit_masks.rs"]

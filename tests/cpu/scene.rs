@@ -473,6 +473,8 @@ fn the_documented_example_matches_the_schema() {
     let end = start + doc[start..].find("```").unwrap();
     let config: physfit::scene::SceneConfig = toml::from_str(&doc[start..end]).unwrap();
     assert_eq!(config.views.len(), 2);
+    let side = config.views[1].color_correction.as_ref().unwrap();
+    assert_eq!(side.gain.as_deref(), Some(&[1.05, 1.0, 0.95][..]));
     assert_eq!(config.simulation.substeps, Some(100));
     assert_eq!(config.regions.anchored.len(), 1);
     assert_eq!((config.fit.rounds, config.fit.checkpoint_every), (3, 10));

@@ -598,6 +598,57 @@ fn a_stiffness_only_fit_holds_the_velocity_of_an_earlier_fit() {
         "fitted {to_reference} vs at rest {rest_to_reference}"
     );
     assert!(to_reference > 0.0, "the right panel is the reference");
+
+    // With the front view's colour correction, --side-by-side shows the
+    // render as its camera records it; a plain render stays the splats'.
+    let correction = physfit::scene::ColorCorrection {
+        gain: [0.8, 1.2, 1.0],
+        offset: [0.1, -0.05, 0.2],
+    };
+    let corrected = std::fs::read_to_string(d.join("scene.toml"))
+        .unwrap()
+        .replacen(
+            "name = \"front\"\n",
+            "name = \"front\"\ncolor_correction = { gain = [0.8, 1.2, 1.0], offset = [0.1, -0.05, 0.2] }\n",
+            1,
+        );
+    std::fs::write(d.join("corrected.toml"), corrected).unwrap();
+    for (out, extra) in [("rc", Some("--side-by-side")), ("plain_c", None)] {
+        let mut args = vec![
+            "render",
+            "corrected.toml",
+            "--params",
+            "e/drivers.safetensors",
+            "--frames",
+            "4",
+            "--camera",
+            "front",
+            "--out",
+            out,
+            "--quiet",
+        ];
+        args.extend(extra);
+        ok(&physfit(d, &args));
+    }
+    let (worst, _) = panel_difference(
+        &png(Path::new("plain_c/front/frame_0002.png")),
+        (0, 0),
+        &fitted,
+    );
+    assert!(
+        worst <= 2,
+        "a plain render is uncorrected ({worst} codes off)"
+    );
+    let seen = image::RgbImage::from_fn(32, 32, |x, y| {
+        let p = fitted.get_pixel(x, y).0.map(|v| f32::from(v) / 255.0);
+        image::Rgb(correction.apply(p).map(|v| (v * 255.0).round() as u8))
+    });
+    let pair = png(Path::new("rc/front/frame_0002.png"));
+    let (worst, _) = panel_difference(&pair, (32, 0), &seen);
+    assert!(
+        worst <= 3,
+        "right panel = the fitted render through the view's correction ({worst} codes off)"
+    );
 }
 
 #[test]
@@ -663,6 +714,10 @@ fn steps_that_blow_up_are_retried_at_half_the_rate_and_a_misaligned_camera_is_fl
         "{stderr}"
     );
     assert!(!stderr.contains("view 'side' renders"), "{stderr}");
+    assert!(
+        stderr.contains("physfit align turned.toml --out DIR"),
+        "the warning names the fix: {stderr}"
+    );
     let picture = image::open(d.join("turned").join("camera_check").join("front.png")).unwrap();
     assert_eq!(picture.width(), 3 * 32, "reference | render | difference");
 }

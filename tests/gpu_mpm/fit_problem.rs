@@ -31,7 +31,7 @@ use physfit::fit::{
 use physfit::gpu::GpuContext;
 use physfit::scene::frames::write_png;
 use physfit::scene::ply::PlyData;
-use physfit::scene::{Gaussians, Scene};
+use physfit::scene::{ColorCorrection, Gaussians, Scene};
 
 const TRUE_LOG10_E: f64 = 3.8;
 const TRUE_V: [f64; 3] = [0.4, 0.0, 0.25];
@@ -105,6 +105,18 @@ pub(crate) enum Kind {
 }
 
 fn scene_toml_of(kind: Kind, with_frames: bool) -> String {
+    scene_toml_corrected(kind, with_frames, None)
+}
+
+/// [`scene_toml_of`] with `views[0].color_correction` set to `front`.
+fn scene_toml_corrected(kind: Kind, with_frames: bool, front: Option<ColorCorrection>) -> String {
+    let correction = match front {
+        Some(c) => format!(
+            "color_correction = {{ gain = {:?}, offset = {:?} }}\n",
+            c.gain, c.offset
+        ),
+        None => String::new(),
+    };
     let (res, fx, count) = match kind {
         Kind::Dense => (32, 100.0, 32),
         Kind::Smooth => (32, 100.0, 32),
@@ -123,7 +135,7 @@ path = "splats.ply"
 
 [[views]]
 name = "front"
-{}[views.camera]
+{correction}{}[views.camera]
 width = {res}
 height = {res}
 fx = {fx:.1}
@@ -183,6 +195,18 @@ pub(crate) fn fixture(ctx: &GpuContext) -> (tempfile::TempDir, Scene) {
 
 /// [`fixture`] of either scene.
 pub(crate) fn fixture_of(ctx: &GpuContext, kind: Kind) -> (tempfile::TempDir, Scene) {
+    fixture_recorded(ctx, kind, ColorCorrection::IDENTITY, None)
+}
+
+/// [`fixture_of`] whose "front" frames were recorded through `recorded`
+/// (applied to the true renders before they are written), in a scene whose
+/// front view declares `declared` as its `color_correction` (none: absent).
+pub(crate) fn fixture_recorded(
+    ctx: &GpuContext,
+    kind: Kind,
+    recorded: ColorCorrection,
+    declared: Option<ColorCorrection>,
+) -> (tempfile::TempDir, Scene) {
     let dir = tempfile::tempdir().unwrap();
     let ply = dir.path().join("splats.ply");
     let splats = match kind {
@@ -201,7 +225,12 @@ pub(crate) fn fixture_of(ctx: &GpuContext, kind: Kind) -> (tempfile::TempDir, Sc
         let frames = maker.render_frames(ctx, &truth, v, FRAMES).unwrap();
         let out = dir.path().join(name);
         std::fs::create_dir_all(&out).unwrap();
-        for (k, f) in frames.iter().enumerate() {
+        for (k, f) in frames.into_iter().enumerate() {
+            let f = if v == 0 {
+                recorded.apply_to_frame(f)
+            } else {
+                f
+            };
             write_png(
                 &out.join(format!("{k:03}.png")),
                 f.width,
@@ -211,7 +240,7 @@ pub(crate) fn fixture_of(ctx: &GpuContext, kind: Kind) -> (tempfile::TempDir, Sc
             .unwrap();
         }
     }
-    std::fs::write(&path, scene_toml_of(kind, true)).unwrap();
+    std::fs::write(&path, scene_toml_corrected(kind, true, declared)).unwrap();
     let scene = Scene::load(&path).unwrap();
     (dir, scene)
 }
@@ -238,7 +267,7 @@ pub(crate) fn start(p: &FitProblem) -> Parameters {
 /// [`start`] of either scene; the smooth scene's velocities start further
 /// from the truth (0.4 of it rather than 0.8), so the smooth part of the
 /// loss's slope is larger against its f32 noise and its jumps.
-fn start_of(p: &FitProblem, kind: Kind) -> Parameters {
+pub(crate) fn start_of(p: &FitProblem, kind: Kind) -> Parameters {
     let n = p.drivers().len();
     let scale = match kind {
         Kind::Dense => 0.8,
@@ -277,7 +306,7 @@ enum SlopeEstimate {
 }
 
 /// How one scene's random-direction checks run (see [`Kind`]).
-struct Random {
+pub(crate) struct Random {
     /// Scale of the directions' random gradient over the drivers.
     slope: f64,
     /// Finite-difference step of the random `log10 E` direction.
@@ -292,11 +321,11 @@ struct Random {
     /// How the `v0` checks estimate the slope.
     velocity_estimate: SlopeEstimate,
     youngs_tolerance: f64,
-    velocity_tolerance: f64,
+    pub(crate) velocity_tolerance: f64,
 }
 
 impl Random {
-    fn of(kind: Kind) -> Self {
+    pub(crate) fn of(kind: Kind) -> Self {
         match kind {
             Kind::Dense => Self {
                 slope: 8.0,
@@ -507,12 +536,24 @@ fn mismatched_selections_are_typed_errors() {
 /// Gradient checks of one flow: random directions and the largest
 /// components, for log10 E and v0. `loss` is the objective whose gradient
 /// the flow gives.
-fn check_flow(
+pub(crate) fn check_flow(
     ctx: &GpuContext,
     p: &mut FitProblem,
     at: &Parameters,
     flow: GradientFlow,
     kind: Kind,
+    loss: impl FnMut(&mut FitProblem, &Parameters) -> f64,
+) {
+    check_flow_with(ctx, p, at, flow, Random::of(kind), loss)
+}
+
+/// [`check_flow`] with the slope estimates and tolerances of `random`.
+pub(crate) fn check_flow_with(
+    ctx: &GpuContext,
+    p: &mut FitProblem,
+    at: &Parameters,
+    flow: GradientFlow,
+    random: Random,
     mut loss: impl FnMut(&mut FitProblem, &Parameters) -> f64,
 ) {
     let sel = all();
@@ -534,7 +575,6 @@ fn check_flow(
     let zero_n = vec![0.0; n];
     let zero_m = vec![0.0; m];
     let rest = p.drivers().rest.clone();
-    let random = Random::of(kind);
     let dir_e = sloped_direction(&rest, 1, 17, random.slope);
     let dir_v = sloped_direction(&rest, 3, 23, random.slope);
     let name = format!("{flow:?}");
