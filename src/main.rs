@@ -29,6 +29,8 @@ enum Command {
     },
     /// Fit the initial velocity and Young's modulus of the simulated object to the reference frames (two stages; writes fitted.ply, drivers.safetensors, reports).
     Fit(cli::fit::FitArgs),
+    /// Fit each view's camera pose (optionally focal length) and colour correction to its reference frame 0; writes an aligned scene.toml.
+    Align(cli::align::AlignArgs),
     /// Render the scene's Gaussians from its cameras to 8-bit PNGs (3DGS colours, no transfer curve).
     Render(cli::render::RenderArgs),
     /// Simulate a scene from rest with a uniform initial velocity and write one .ply per frame.
@@ -93,6 +95,7 @@ fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::Render(args) => cli::render::run(&args)?,
+        Command::Align(args) => cli::align::run(&args)?,
         Command::Simulate {
             scene,
             velocity,

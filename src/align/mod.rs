@@ -26,6 +26,7 @@ pub mod error;
 pub mod problem;
 pub mod pyramid;
 pub mod scene_edit;
+pub mod summary;
 pub mod view_align;
 
 pub use chart::{AlignWhat, Chart, ViewState};

@@ -5,7 +5,9 @@
 //! still overlap); at a coarse level the same error is a few pixels, inside
 //! the basin, and each finer level starts where the coarser one ended.
 
-use crate::scene::{Camera, Frame, Mask};
+use crate::scene::frames::Frame;
+use crate::scene::masks::Mask;
+use crate::scene::Camera;
 
 /// The coarsest level's shorter side is at least this many pixels: below
 /// it the SSIM window (11 px) covers most of the image.

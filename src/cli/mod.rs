@@ -1,5 +1,6 @@
 //! Subcommand implementations of the `physfit` binary (anyhow allowed here).
 
+pub mod align;
 pub mod bench_fit;
 pub mod bench_mpm;
 pub mod bench_raster;

@@ -139,31 +139,7 @@ pub fn resolve_views(
     cameras: &[String],
     size: Option<(u32, u32)>,
 ) -> Result<Vec<(String, Camera)>> {
-    let indices: Vec<usize> = if cameras.is_empty() {
-        (0..scene.views.len()).collect()
-    } else {
-        cameras
-            .iter()
-            .map(|c| {
-                scene
-                    .views
-                    .iter()
-                    .position(|v| v.name == *c)
-                    .or_else(|| c.parse::<usize>().ok().filter(|&i| i < scene.views.len()))
-                    .with_context(|| {
-                        let names: Vec<&str> =
-                            scene.views.iter().map(|v| v.name.as_str()).collect();
-                        format!(
-                            "--camera {c}: {} has {} view(s), named {} and numbered 0..{}",
-                            scene_path.display(),
-                            scene.views.len(),
-                            names.join(", "),
-                            scene.views.len()
-                        )
-                    })
-            })
-            .collect::<Result<_>>()?
-    };
+    let indices = view_indices(scene, scene_path, cameras)?;
     Ok(indices
         .into_iter()
         .map(|i| {
@@ -175,6 +151,34 @@ pub fn resolve_views(
             (view.name.clone(), camera)
         })
         .collect())
+}
+
+/// The indices of the views `cameras` names (names or 0-based numbers, as
+/// `--camera` takes them; every view when empty).
+pub fn view_indices(scene: &Scene, scene_path: &Path, cameras: &[String]) -> Result<Vec<usize>> {
+    if cameras.is_empty() {
+        return Ok((0..scene.views.len()).collect());
+    }
+    cameras
+        .iter()
+        .map(|c| {
+            scene
+                .views
+                .iter()
+                .position(|v| v.name == *c)
+                .or_else(|| c.parse::<usize>().ok().filter(|&i| i < scene.views.len()))
+                .with_context(|| {
+                    let names: Vec<&str> = scene.views.iter().map(|v| v.name.as_str()).collect();
+                    format!(
+                        "--camera {c}: {} has {} view(s), named {} and numbered 0..{}",
+                        scene_path.display(),
+                        scene.views.len(),
+                        names.join(", "),
+                        scene.views.len()
+                    )
+                })
+        })
+        .collect()
 }
 
 /// Writes a render read back from the rasterizer (colour composited over

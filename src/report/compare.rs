@@ -72,44 +72,65 @@ pub fn triptych(reference: &Frame, fitted: &Frame) -> Result<RgbImage, ReportErr
     let (w, h) = (reference.width, reference.height);
     check_size(reference, "the reference frame", w, h)?;
     check_size(fitted, "the fitted render", w, h)?;
-    let unit = |v: f32| v.clamp(0.0, 1.0);
-    let difference = Frame {
-        width: w,
-        height: h,
-        pixels: reference
-            .pixels
-            .iter()
-            .zip(&fitted.pixels)
-            .map(|(r, f)| [0, 1, 2, 3].map(|c| (unit(r[c]) - unit(f[c])).abs() * DIFFERENCE_GAIN))
-            .collect(),
-    };
+    let difference = difference(reference, fitted);
     let captions = [
         "reference".to_string(),
         "fitted".to_string(),
         format!("|difference| × {DIFFERENCE_GAIN}"),
     ];
-    let strip = draw_rgb("compare triptych", 3 * w, CAPTION_HEIGHT, |area| {
+    captioned_row(&[
+        (captions[0].as_str(), reference),
+        (captions[1].as_str(), fitted),
+        (captions[2].as_str(), &difference),
+    ])
+}
+
+/// `|a − b|·`[`DIFFERENCE_GAIN`] per channel, on the values clamped to
+/// [0, 1] (both frames the same size).
+pub fn difference(a: &Frame, b: &Frame) -> Frame {
+    let unit = |v: f32| v.clamp(0.0, 1.0);
+    Frame {
+        width: a.width,
+        height: a.height,
+        pixels: a
+            .pixels
+            .iter()
+            .zip(&b.pixels)
+            .map(|(x, y)| [0, 1, 2, 3].map(|c| (unit(x[c]) - unit(y[c])).abs() * DIFFERENCE_GAIN))
+            .collect(),
+    }
+}
+
+/// Frames of one size side by side, each under its caption in a white
+/// strip [`CAPTION_HEIGHT`] pixels high: `n·width × (height + CAPTION_HEIGHT)`.
+/// Errors: [`ReportError::Size`] when a frame's size differs from the first's.
+pub fn captioned_row(panels: &[(&str, &Frame)]) -> Result<RgbImage, ReportError> {
+    let Some((_, first)) = panels.first() else {
+        return Ok(RgbImage::new(0, 0));
+    };
+    let (w, h) = (first.width, first.height);
+    for (_, frame) in panels {
+        check_size(frame, "a panel", w, h)?;
+    }
+    let n = panels.len() as u32;
+    let strip = draw_rgb("captioned row", n * w, CAPTION_HEIGHT, |area| {
         let style = (FONT_FAMILY, CAPTION_SIZE)
             .into_font()
             .color(&BLACK)
             .into_text_style(area)
             .pos(Pos::new(HPos::Center, VPos::Center));
-        for (k, caption) in captions.iter().enumerate() {
+        for (k, (caption, _)) in panels.iter().enumerate() {
             let centre = ((2 * k as u32 + 1) * w / 2) as i32;
-            area.draw(&Text::new(
-                caption.as_str(),
-                (centre, CAPTION_HEIGHT as i32 / 2),
-                &style,
-            ))?;
+            area.draw(&Text::new(*caption, (centre, CAPTION_HEIGHT as i32 / 2), &style))?;
         }
         Ok(())
     })?;
-    let mut out = RgbImage::from_pixel(3 * w, h + CAPTION_HEIGHT, Rgb([255; 3]));
+    let mut out = RgbImage::from_pixel(n * w, h + CAPTION_HEIGHT, Rgb([255; 3]));
     out.copy_from(&strip, 0, 0)
-        .expect("the strip is the triptych's width");
-    for (k, panel) in [reference, fitted, &difference].into_iter().enumerate() {
+        .expect("the strip is the row's width");
+    for (k, (_, panel)) in panels.iter().enumerate() {
         out.copy_from(&rgb8(panel), k as u32 * w, CAPTION_HEIGHT)
-            .expect("each panel fits in its third");
+            .expect("each panel fits in its slot");
     }
     Ok(out)
 }

@@ -21,7 +21,7 @@ pub mod recolor;
 
 pub use colorbar::with_colorbar;
 pub use colormap::{map, normalised};
-pub use compare::{rgb8, triptych};
+pub use compare::{captioned_row, difference, rgb8, triptych};
 pub use error::ReportError;
 pub use loss_plot::{loss_plot, LossCurve, LossPoint};
 pub use recolor::{recolored, stiffness_colours};

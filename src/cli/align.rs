@@ -1,0 +1,288 @@
+//! `physfit align scene.toml --out DIR [--camera NAME|INDEX]... [--what
+//! pose,focal,color] [--force]`: fits each chosen view's camera pose (and
+//! optionally focal length) and colour correction to its reference frame
+//! 0 ([`physfit::align`]), then writes `DIR/scene.toml` (the scene with only
+//! those fields changed), `DIR/<view>.png` (reference | before | after |
+//! difference) and `DIR/align.json`. A view that alignment makes worse
+//! keeps its start, and the command exits with an error saying so.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use glam::Vec3;
+use indicatif::{ProgressBar, ProgressStyle};
+
+use physfit::align::scene_edit::{edited_scene, ViewEdit};
+use physfit::align::summary::{AlignSummary, ViewSummary, ALIGN_SUMMARY_FILE, ALIGN_SUMMARY_VERSION};
+use physfit::align::view_align::check_start;
+use physfit::align::{
+    align_view, AlignError, AlignSettings, AlignWhat, Reference, ViewProblem, ViewState,
+};
+use physfit::gpu::GpuContext;
+use physfit::io::atomic_write::write_atomic;
+use physfit::io::png::write_png;
+use physfit::loss::LossWeights;
+use physfit::report::{captioned_row, difference};
+use physfit::scene::Scene;
+use physfit::splat::SplatBuffers;
+
+use super::render::view_indices;
+
+/// The aligned scene's file name in the output directory.
+pub const ALIGNED_SCENE_FILE: &str = "scene.toml";
+
+/// Options of `physfit align`.
+#[derive(Args, Debug)]
+pub struct AlignArgs {
+    /// The scene description.
+    pub scene: PathBuf,
+    /// Output directory: the aligned scene.toml, a picture per view, align.json.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Align only this view: its name or its number (0-based, in
+    /// scene.toml order); repeatable. Default: every view with frames.
+    #[arg(long)]
+    pub camera: Vec<String>,
+    /// What to fit, comma-separated: pose (rotation and translation),
+    /// focal (one focal length, aspect ratio kept), color (gain and offset
+    /// per channel).
+    #[arg(long, default_value = "pose,color")]
+    pub what: String,
+    /// Pyramid levels at most, full resolution included.
+    #[arg(long, default_value_t = 4)]
+    pub levels: u32,
+    /// Replace align's earlier files in DIR.
+    #[arg(long)]
+    pub force: bool,
+    /// Print nothing but errors.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+fn picture_name(view: &str) -> String {
+    format!("{view}.png")
+}
+
+/// Runs `physfit align`.
+pub fn run(args: &AlignArgs) -> Result<()> {
+    let what = AlignWhat::parse(&args.what).map_err(|e| anyhow::anyhow!("--what {}: {e}", args.what))?;
+    if !what.pose && !what.focal && !what.color {
+        bail!("--what is empty: give pose, focal and/or color");
+    }
+    if args.levels == 0 {
+        bail!("--levels 0: give at least 1 (full resolution only)");
+    }
+    let scene = Scene::load(&args.scene)?;
+    let indices: Vec<usize> = if args.camera.is_empty() {
+        let with_frames: Vec<usize> = (0..scene.views.len())
+            .filter(|&i| scene.views[i].frames.is_some())
+            .collect();
+        if with_frames.is_empty() {
+            bail!(
+                "{}: no view has reference frames to align to; give a view `frames`",
+                args.scene.display()
+            );
+        }
+        with_frames
+    } else {
+        view_indices(&scene, &args.scene, &args.camera)?
+    };
+    for &i in &indices {
+        if scene.views[i].frames.is_none() {
+            return Err(AlignError::NoFrames {
+                view: scene.views[i].name.clone(),
+            }
+            .into());
+        }
+    }
+    // One overwrite rule: refuse DIR holding align's files unless --force,
+    // and touch nothing else in it.
+    let ours: Vec<String> = std::iter::once(ALIGNED_SCENE_FILE.to_string())
+        .chain(std::iter::once(ALIGN_SUMMARY_FILE.to_string()))
+        .chain(indices.iter().map(|&i| picture_name(&scene.views[i].name)))
+        .collect();
+    let existing: Vec<&String> = ours.iter().filter(|f| args.out.join(f).exists()).collect();
+    if !existing.is_empty() && !args.force {
+        bail!(
+            "{} holds an earlier alignment ({}); fix: choose another --out, or add --force to replace those files",
+            args.out.display(),
+            existing.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+        );
+    }
+    if !args.quiet {
+        println!("output       {}", args.out.display());
+    }
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating the output directory {}", args.out.display()))?;
+
+    let settings = AlignSettings {
+        what,
+        levels: args.levels,
+        ..AlignSettings::default()
+    };
+    let ctx = GpuContext::new(&Default::default())?;
+    let gaussians = &scene.splats.gaussians;
+    let splats = SplatBuffers::upload(&ctx, gaussians)?;
+    let centres: Vec<Vec3> = gaussians.means.iter().map(|&m| Vec3::from(m)).collect();
+    let weights = LossWeights {
+        l1: scene.fit.w_l1 as f32,
+        ssim: scene.fit.w_ssim as f32,
+    };
+    let mut problem = ViewProblem::new(&ctx, &splats, scene.background, weights, what.color)?;
+    let mut edits = Vec::new();
+    let mut summaries = Vec::new();
+    let mut worse = Vec::new();
+    for &i in &indices {
+        let view = &scene.views[i];
+        let frames = view.frames.as_ref().expect("checked above");
+        let frame = frames.load(0)?;
+        let mask = match &view.masks {
+            Some(m) => Some(m.load_mask(0)?),
+            None => None,
+        };
+        let start = ViewState {
+            camera: view.camera.clone(),
+            color: view.color_correction,
+        };
+        check_start(&view.name, &start.camera, &centres)?;
+        let bar = if args.quiet {
+            ProgressBar::hidden()
+        } else {
+            ProgressBar::new(u64::from(settings.evaluations_per_level))
+        };
+        bar.set_style(
+            ProgressStyle::with_template("{prefix:>12} {bar:30} {pos}/{len} evaluations  {msg}")
+                .expect("valid template"),
+        );
+        bar.set_prefix(view.name.clone());
+        let alignment = align_view(
+            &ctx,
+            &mut problem,
+            &Reference {
+                frame: &frame,
+                mask: mask.as_ref(),
+            },
+            &start,
+            &centres,
+            &settings,
+            |p| {
+                bar.set_position(u64::from(p.evaluations));
+                bar.set_message(format!("level {}/{}  loss {:.5}", p.level + 1, p.levels, p.loss));
+            },
+        )
+        .map_err(|e| match e {
+            AlignError::NonFinite { .. } => AlignError::NonFinite {
+                view: view.name.clone(),
+            },
+            other => other,
+        })?;
+        bar.finish_and_clear();
+        let before = problem.picture(&alignment.before)?;
+        let aligned = ViewState {
+            camera: alignment.after.camera.clone(),
+            color: alignment.after.color,
+        };
+        let after = problem.picture(&aligned)?;
+        let diff = difference(&frame, &after);
+        let before_caption = format!("before {:.2} dB", alignment.psnr_before);
+        let after_caption = format!(
+            "after {:.2} dB",
+            if alignment.kept_start {
+                alignment.psnr_before
+            } else {
+                alignment.psnr_after
+            }
+        );
+        let picture = captioned_row(&[
+            ("reference", &frame),
+            (before_caption.as_str(), &before),
+            (after_caption.as_str(), &after),
+            ("|reference − after| × 4", &diff),
+        ])?;
+        let picture_file = picture_name(&view.name);
+        write_png(&args.out.join(&picture_file), &picture)?;
+        if !args.quiet {
+            print_view(&view.name, &alignment, what);
+        }
+        if alignment.kept_start {
+            worse.push(format!(
+                "{}: {:.2} → {:.2} dB",
+                view.name, alignment.psnr_before, alignment.psnr_after
+            ));
+        } else {
+            edits.push(ViewEdit {
+                index: i,
+                camera: alignment.after.camera.clone(),
+                focal: what.focal,
+                color: what.color.then_some(alignment.after.color),
+            });
+        }
+        summaries.push(ViewSummary::new(&view.name, &alignment, picture_file));
+    }
+    let text = edited_scene(&args.scene, &scene.output_dir, &args.out, &edits)?;
+    let scene_out = args.out.join(ALIGNED_SCENE_FILE);
+    write_atomic(&scene_out, text.as_bytes())
+        .with_context(|| format!("writing {}", scene_out.display()))?;
+    let summary = AlignSummary {
+        version: ALIGN_SUMMARY_VERSION,
+        scene: args.scene.display().to_string(),
+        what: what.label(),
+        views: summaries,
+    };
+    let summary_path = args.out.join(ALIGN_SUMMARY_FILE);
+    write_atomic(&summary_path, serde_json::to_string_pretty(&summary)?.as_bytes())
+        .with_context(|| format!("writing {}", summary_path.display()))?;
+    if !args.quiet {
+        println!("wrote        {} (fit it with `physfit fit {}`)", scene_out.display(), scene_out.display());
+        println!("output       {}", args.out.display());
+    }
+    if !worse.is_empty() {
+        return Err(AlignError::Worse { views: worse }.into());
+    }
+    Ok(())
+}
+
+fn print_view(name: &str, a: &physfit::align::ViewAlignment, what: AlignWhat) {
+    let c = &a.changes;
+    println!(
+        "{name:>12} PSNR {:.2} → {:.2} dB{}",
+        a.psnr_before,
+        a.psnr_after,
+        if a.kept_start { " (worse: start kept)" } else { "" }
+    );
+    if what.pose {
+        println!(
+            "{:>12} turned {:.3}°, centre moved {:.4} ({:.2}% of the distance), splat centres moved {:.2} px RMS",
+            "", c.rotation_degrees, c.centre_shift, c.centre_shift_percent, c.reprojection_rms_px
+        );
+    }
+    if what.focal {
+        println!("{:>12} focal {:+.2}%", "", c.focal_percent);
+    }
+    if what.color {
+        println!(
+            "{:>12} gain [{:.3}, {:.3}, {:.3}], offset [{:+.3}, {:+.3}, {:+.3}]",
+            "", c.gain[0], c.gain[1], c.gain[2], c.offset[0], c.offset[1], c.offset[2]
+        );
+    }
+    if let Some(cond) = &a.conditioning {
+        match cond.condition_number {
+            Some(k) => println!("{:>12} conditioning {k:.1e}", ""),
+            None => println!("{:>12} conditioning: some direction is not constrained by this view", ""),
+        }
+        for s in cond.strong_correlations.iter().take(3) {
+            println!(
+                "{:>12} {} ↔ {}: correlation {:+.3} (one view trades them)",
+                "", s.a, s.b, s.correlation
+            );
+        }
+    }
+    let levels: Vec<String> = a
+        .levels
+        .iter()
+        .map(|l| format!("{}×{} {} eval{}", l.width, l.height, l.evaluations, if l.converged { "" } else { " (cap)" }))
+        .collect();
+    println!("{:>12} levels {}", "", levels.join(", "));
+}
+
