@@ -10,6 +10,10 @@ mod common;
 #[path = "gpu_splat/support.rs"]
 mod support;
 
+#[path = "gpu_splat/align.rs"]
+mod align;
+#[path = "gpu_splat/align_cli.rs"]
+mod align_cli;
 #[path = "gpu_splat/backward.rs"]
 mod backward;
 #[path = "gpu_splat/camera_backward.rs"]

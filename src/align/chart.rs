@@ -4,21 +4,28 @@
 //! solver's first steps well scaled across the groups.
 //!
 //! With the start's world-to-camera `R₀, t₀`, fx₀, fy₀ and object distance `d`:
-//! - rotation `ω` (camera-frame axis-angle, radians): `R = exp([ω]×) R₀` and
-//!   `t = exp([ω]×) t₀ + δ` — a turn about the camera's own centre, so that
-//!   rotation and the centre's shift are separate coordinates;
-//! - translation `δ` (camera frame, world units): the centre moves by
-//!   `−Rᵀ δ`;
+//! - rotation `ω` (camera-frame axis-angle, radians) about the object's
+//!   centroid `q` (in the start's camera frame): `R = exp([ω]×) R₀`,
+//!   `t = exp([ω]×)(t₀ − q) + q + δ`. Turning about the object rather than
+//!   about the camera's own centre keeps the object where it is in the
+//!   image, so the turn (seen as parallax) and the sideways shift (seen as
+//!   the whole object moving) are nearly independent coordinates; about the
+//!   camera's centre they are almost the same motion for a distant object
+//!   and the loss cannot tell them apart along a long valley;
+//! - translation `δ` (camera frame, world units): the whole object shifts
+//!   (x, y) or grows (z);
 //! - focal `φ`: `fx = fx₀ e^φ`, `fy = fy₀ e^φ` (the aspect ratio fixed);
 //! - colour `a, b` per channel: `c' = clamp(a·c + b, 0, 1)`.
 //!
-//! Scaled coordinates: `ω = x / f`, `δ = x · d / f`, `φ = x / r` (r the
-//! half diagonal in pixels), `a = 1 + x / 100`, `b = x / 100`.
+//! Scaled coordinates: `ω = x · d / (f · ρ)` (ρ the object's RMS radius
+//! about its centroid: its outline moves about a pixel), `δ = x · d / f`,
+//! `φ = x / r` (r the half diagonal in pixels), `a = 1 + x / 100`,
+//! `b = x / 100`.
 //!
 //! The gradient in these coordinates comes from the rasterizer's
 //! [`CameraGradient`] (dL/dR, dL/dt, dL/dfx, dL/dfy): for the rotation,
 //! the left-perturbation gradient `g_φ = vee(M − Mᵀ)` with
-//! `M = G_R Rᵀ + G_t (t − δ)ᵀ`, then `dL/dω = J_l(ω)ᵀ g_φ` with the left
+//! `M = G_R Rᵀ + G_t (t − δ − q)ᵀ`, then `dL/dω = J_l(ω)ᵀ g_φ` with the left
 //! Jacobian of SO(3), `J_l = I + (1 − cos θ)/θ² [ω]× + (θ − sin θ)/θ³ [ω]×²`
 //! (Barfoot, *State Estimation for Robotics*, 2017, eq. 7.77a).
 
@@ -100,6 +107,10 @@ pub struct Chart {
     focal: f64,
     /// Object distance from the start camera, world units.
     distance: f64,
+    /// The object's RMS radius about its centroid, world units.
+    radius: f64,
+    /// The object's centroid in the start camera's frame: the pivot of turns.
+    pivot: DVec3,
     /// Half the image diagonal, pixels.
     half_diagonal: f64,
 }
@@ -144,19 +155,28 @@ pub fn rotation_angle_degrees(from: &Camera, to: &Camera) -> f64 {
 }
 
 impl Chart {
-    /// The chart around `start` for `what`; `distance` is the object's
-    /// distance from the start camera (world units, > 0).
-    pub fn new(start: ViewState, what: AlignWhat, distance: f64) -> Self {
+    /// The chart around `start` for `what`, turning about the object
+    /// (`centroid`, world units, with RMS radius `radius` > 0).
+    pub fn new(start: ViewState, what: AlignWhat, centroid: DVec3, radius: f64) -> Self {
         let c = &start.camera;
         let focal = 0.5 * (f64::from(c.fx) + f64::from(c.fy));
         let half_diagonal = 0.5 * f64::from(c.width).hypot(f64::from(c.height));
+        let pivot = c.rotation.as_dmat3() * centroid + c.translation.as_dvec3();
+        let distance = (centroid - c.position().as_dvec3()).length().max(1e-9);
         Self {
             start,
             what,
             focal,
             distance,
+            radius: radius.max(1e-9 * distance),
+            pivot,
             half_diagonal,
         }
+    }
+
+    /// The object's distance from the start camera, world units.
+    pub fn distance(&self) -> f64 {
+        self.distance
     }
 
     /// The start.
@@ -209,7 +229,7 @@ impl Chart {
         let (mut gain, mut offset) = ([0.0; 3], [0.0; 3]);
         if self.what.pose {
             let p = take(6);
-            w = DVec3::new(p[0], p[1], p[2]) / self.focal;
+            w = DVec3::new(p[0], p[1], p[2]) * (self.distance / (self.focal * self.radius));
             d = DVec3::new(p[3], p[4], p[5]) * (self.distance / self.focal);
         }
         if self.what.focal {
@@ -229,7 +249,7 @@ impl Chart {
         let c = &self.start.camera;
         let turn = rotation_exp(w);
         let rotation = turn * c.rotation.as_dmat3();
-        let translation = turn * c.translation.as_dvec3() + d;
+        let translation = turn * (c.translation.as_dvec3() - self.pivot) + self.pivot + d;
         let scale = phi.exp();
         let base = self.start.color;
         ViewState {
@@ -264,13 +284,14 @@ impl Chart {
             let t = state.camera.translation.as_dvec3();
             let gr = DMat3::from_cols_array_2d(&camera.rotation).transpose();
             let gt = DVec3::from_array(camera.translation);
-            let lever = t - d;
-            // M = G_R Rᵀ + G_t (t − δ)ᵀ.
+            let lever = t - d - self.pivot;
+            // M = G_R Rᵀ + G_t (t − δ − q)ᵀ.
             let m = gr * r.transpose()
                 + DMat3::from_cols(gt * lever.x, gt * lever.y, gt * lever.z);
             let e = |i: usize, j: usize| m.col(j)[i];
             let g_phi = DVec3::new(e(2, 1) - e(1, 2), e(0, 2) - e(2, 0), e(1, 0) - e(0, 1));
-            let g_w = left_jacobian(w).transpose() * g_phi / self.focal;
+            let g_w = left_jacobian(w).transpose() * g_phi
+                * (self.distance / (self.focal * self.radius));
             g.extend(g_w.to_array());
             g.extend((gt * (self.distance / self.focal)).to_array());
         }
@@ -320,28 +341,38 @@ mod tests {
             camera: camera(),
             color: ColorCorrection::IDENTITY,
         };
-        let chart = Chart::new(start.clone(), everything(), 4.0);
+        let chart = Chart::new(start.clone(), everything(), DVec3::new(0.0, 0.0, 0.0), 0.5);
         assert_eq!(chart.names().len(), 13);
         assert_eq!(chart.state(&chart.origin()), start);
     }
 
     #[test]
-    fn a_rotation_keeps_the_camera_centre_and_a_translation_moves_it() {
+    fn a_turn_keeps_the_object_in_place_and_a_shift_moves_the_camera() {
         let start = ViewState {
             camera: camera(),
             color: ColorCorrection::IDENTITY,
         };
-        let chart = Chart::new(start.clone(), everything(), 4.0);
+        let centroid = DVec3::new(0.2, -0.1, 0.3);
+        let chart = Chart::new(start.clone(), everything(), centroid, 0.5);
+        let d = chart.distance();
+        let project = |c: &Camera| {
+            let p = c.rotation.as_dmat3() * centroid + c.translation.as_dvec3();
+            (p.x / p.z, p.y / p.z, p.length())
+        };
         let mut x = chart.origin();
-        x[1] = 30.0; // 30 px of turn about y
+        x[1] = 3.0; // 3 px at the object's outline, about y
         let turned = chart.state(&x).camera;
-        assert!((turned.position() - start.camera.position()).length() < 1e-5);
-        let expected = (30.0f64 / 51.0).to_degrees();
+        let (a, b) = (project(&start.camera), project(&turned));
+        assert!(
+            (a.0 - b.0).abs() < 1e-5 && (a.1 - b.1).abs() < 1e-5 && (a.2 - b.2).abs() < 1e-4,
+            "{a:?} vs {b:?}"
+        );
+        let expected = (3.0 * d / (51.0 * 0.5)).to_degrees();
         assert!((rotation_angle_degrees(&start.camera, &turned) - expected).abs() < 1e-3);
         x[1] = 0.0;
         x[3] = 51.0; // δx = d
         let moved = chart.state(&x).camera;
-        assert!(((moved.position() - start.camera.position()).length() - 4.0).abs() < 1e-4);
+        assert!(((moved.position() - start.camera.position()).length() as f64 - d).abs() < 1e-4);
     }
 
     /// The chart's gradient of a function of (R, t, f) agrees with its
@@ -352,7 +383,7 @@ mod tests {
             camera: camera(),
             color: ColorCorrection::IDENTITY,
         };
-        let chart = Chart::new(start, everything(), 4.0);
+        let chart = Chart::new(start, everything(), DVec3::new(0.1, 0.2, -0.3), 0.7);
         // f(R, t, fx, fy) = Σ A∘R + b·t + c·fx + e·fy, gradient known.
         let a = DMat3::from_cols_array(&[0.3, -0.2, 0.5, 0.1, 0.7, -0.4, 0.2, 0.9, -0.6]);
         let b = DVec3::new(0.4, -0.3, 0.8);

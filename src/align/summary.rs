@@ -49,8 +49,10 @@ pub struct ViewSummary {
     pub loss_before: f64,
     /// Loss after alignment.
     pub loss_after: f64,
-    /// True when alignment made the view worse and its start was kept.
+    /// True when the aligned state scored no better and the start was kept.
     pub kept_start: bool,
+    /// True when it scored worse by more than 0.01 dB (the command failed).
+    pub worse: bool,
     /// What changed, in readable units.
     pub changes: Changes,
     /// The camera before.
@@ -75,6 +77,7 @@ impl ViewSummary {
             loss_before: a.loss_before,
             loss_after: a.loss_after,
             kept_start: a.kept_start,
+            worse: a.worse,
             changes: a.changes.clone(),
             camera_before: (&a.before.camera).into(),
             camera_after: (&a.after.camera).into(),

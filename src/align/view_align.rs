@@ -10,7 +10,7 @@
 //! converges in tens of evaluations with no learning rate to tune (Adam's
 //! reach per step is capped by its rate; measured in docs/benchmarks.md).
 
-use glam::Vec3;
+use glam::{DVec3, Vec3};
 use serde::{Deserialize, Serialize};
 
 use crate::fit::lbfgs::{minimise_observed, LbfgsSettings};
@@ -28,6 +28,16 @@ use super::pyramid::{downsample_frame, downsample_mask, levels, Level};
 /// Below this share of splat centres inside the image the start is refused.
 pub const MIN_VISIBLE_SHARE: f64 = 0.05;
 
+/// A PSNR drop of more than this (dB) makes an alignment worse: the start
+/// is kept and the command fails. A smaller drop keeps the start silently.
+pub const WORSE_DB: f64 = 0.01;
+
+/// Above this PSNR (dB) a render already matches its 8-bit frame to within
+/// its quantisation (an RMS error below 0.8 of a level; uniform
+/// quantisation alone gives ≈ 59 dB), so a start that scores higher than
+/// where alignment ended is kept silently: it was already aligned.
+pub const QUANTISATION_DB: f64 = 50.0;
+
 /// How an alignment runs.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AlignSettings {
@@ -35,17 +45,24 @@ pub struct AlignSettings {
     pub what: AlignWhat,
     /// Pyramid levels at most (full resolution included).
     pub levels: u32,
-    /// Loss evaluations per level at most, line-search trials included.
-    pub evaluations_per_level: u32,
-    /// A level has converged when two accepted steps each lower its loss
-    /// by less than this fraction.
+    /// Loss evaluations at full resolution at most, line-search trials
+    /// included.
+    pub evaluations: u32,
+    /// Loss evaluations per coarser level at most: those levels only need
+    /// to bring the start into the finer level's basin.
+    pub coarse_evaluations: u32,
+    /// Full resolution has converged when two accepted steps each lower its
+    /// loss by less than this fraction.
     pub tolerance: f64,
+    /// The same for the coarser levels.
+    pub coarse_tolerance: f64,
     /// Measure the curvature at the end (2 evaluations per parameter).
     pub conditioning: bool,
 }
 
 impl Default for AlignSettings {
-    /// Pose and colour, 4 levels, 60 evaluations each, 1e-6, conditioning on.
+    /// Pose and colour, 4 levels, 25 evaluations (tolerance 1e-4) per coarse
+    /// level and 60 (1e-6) at full resolution, conditioning on.
     fn default() -> Self {
         Self {
             what: AlignWhat {
@@ -54,8 +71,10 @@ impl Default for AlignSettings {
                 color: true,
             },
             levels: 4,
-            evaluations_per_level: 60,
+            evaluations: 60,
+            coarse_evaluations: 25,
             tolerance: 1e-6,
+            coarse_tolerance: 1e-4,
             conditioning: true,
         }
     }
@@ -120,6 +139,8 @@ pub struct ViewAlignment {
     pub conditioning: Option<Conditioning>,
     /// True when the aligned state scored worse and the start was kept.
     pub kept_start: bool,
+    /// True when it scored worse by more than [`WORSE_DB`].
+    pub worse: bool,
 }
 
 /// Where the splat centres land in `camera`'s image.
@@ -205,14 +226,18 @@ pub fn check_start(view: &str, camera: &Camera, centres: &[Vec3]) -> Result<(), 
     Ok(())
 }
 
-/// Distance from `camera`'s centre to the centroid of `centres`.
-pub fn object_distance(camera: &Camera, centres: &[Vec3]) -> f64 {
+/// The object's centroid and RMS radius about it, world units: the pivot
+/// and lever of the chart's turns.
+pub fn object_extent(centres: &[Vec3]) -> (DVec3, f64) {
     let n = centres.len().max(1) as f64;
-    let centroid = centres
+    let centroid = centres.iter().fold(DVec3::ZERO, |s, p| s + p.as_dvec3()) / n;
+    let radius = (centres
         .iter()
-        .fold(glam::DVec3::ZERO, |s, p| s + p.as_dvec3())
-        / n;
-    (centroid - camera.position().as_dvec3()).length().max(1e-6)
+        .map(|p| (p.as_dvec3() - centroid).length_squared())
+        .sum::<f64>()
+        / n)
+        .sqrt();
+    (centroid, radius)
 }
 
 /// Progress of one view's alignment, for a progress bar.
@@ -272,7 +297,7 @@ pub fn align_view(
     let pyramid = levels(width, height, settings.levels);
     let mut current = start.clone();
     let mut runs = Vec::new();
-    let distance = object_distance(&start.camera, centres);
+    let (centroid, radius) = object_extent(centres);
     for (k, level) in pyramid.iter().enumerate() {
         let level_reference = upload_level(ctx, reference, level)?;
         let chart = Chart::new(
@@ -281,13 +306,23 @@ pub fn align_view(
                 color: current.color,
             },
             settings.what,
-            distance,
+            centroid,
+            radius,
         );
+        let finest = k + 1 == pyramid.len();
         let lbfgs = LbfgsSettings {
-            max_evaluations: settings.evaluations_per_level,
+            max_evaluations: if finest {
+                settings.evaluations
+            } else {
+                settings.coarse_evaluations
+            },
             first_step: 1.0,
             memory: 8,
-            relative_tolerance: settings.tolerance,
+            relative_tolerance: if finest {
+                settings.tolerance
+            } else {
+                settings.coarse_tolerance
+            },
             bounds: Vec::new(),
         };
         let mut loss_start = f64::NAN;
@@ -357,17 +392,20 @@ pub fn align_view(
             &full_reference,
             &current,
             settings.what,
-            distance,
+            (centroid, radius),
         )?)
     } else {
         None
     };
     let kept_start = !(last.loss <= first.loss);
+    let worse =
+        kept_start && !(last.psnr >= first.psnr - WORSE_DB) && !(last.psnr >= QUANTISATION_DB);
     let after = if kept_start {
         start.clone()
     } else {
         current.clone()
     };
+    let distance = (centroid - start.camera.position().as_dvec3()).length();
     let changes = Changes {
         rotation_degrees: rotation_angle_degrees(&start.camera, &after.camera),
         centre_shift: f64::from((after.camera.position() - start.camera.position()).length()),
@@ -390,6 +428,7 @@ pub fn align_view(
         changes,
         conditioning,
         kept_start,
+        worse,
     })
 }
 
@@ -400,9 +439,9 @@ fn curvature(
     reference: &ReferenceFrame,
     state: &ViewState,
     what: AlignWhat,
-    distance: f64,
+    (centroid, radius): (DVec3, f64),
 ) -> Result<Conditioning, AlignError> {
-    let chart = Chart::new(state.clone(), what, distance);
+    let chart = Chart::new(state.clone(), what, centroid, radius);
     let n = what.dimension();
     let h = 0.5;
     let mut columns = Vec::with_capacity(n);

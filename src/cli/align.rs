@@ -149,7 +149,7 @@ pub fn run(args: &AlignArgs) -> Result<()> {
         let bar = if args.quiet {
             ProgressBar::hidden()
         } else {
-            ProgressBar::new(u64::from(settings.evaluations_per_level))
+            ProgressBar::new(u64::from(settings.evaluations))
         };
         bar.set_style(
             ProgressStyle::with_template("{prefix:>12} {bar:30} {pos}/{len} evaluations  {msg}")
@@ -205,12 +205,12 @@ pub fn run(args: &AlignArgs) -> Result<()> {
         if !args.quiet {
             print_view(&view.name, &alignment, what);
         }
-        if alignment.kept_start {
+        if alignment.worse {
             worse.push(format!(
                 "{}: {:.2} → {:.2} dB",
                 view.name, alignment.psnr_before, alignment.psnr_after
             ));
-        } else {
+        } else if !alignment.kept_start {
             edits.push(ViewEdit {
                 index: i,
                 camera: alignment.after.camera.clone(),
@@ -249,7 +249,13 @@ fn print_view(name: &str, a: &physfit::align::ViewAlignment, what: AlignWhat) {
         "{name:>12} PSNR {:.2} → {:.2} dB{}",
         a.psnr_before,
         a.psnr_after,
-        if a.kept_start { " (worse: start kept)" } else { "" }
+        if a.worse {
+            " (worse: start kept)"
+        } else if a.kept_start {
+            " (no better than the start: kept)"
+        } else {
+            ""
+        }
     );
     if what.pose {
         println!(
