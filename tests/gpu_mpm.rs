@@ -5,6 +5,8 @@
 //! `physfit bench mpm` and `bench fit` end to end, a fit problem built
 //! from scene settings, loss masks and colour corrections in the fit problem (docs/design.md § Verification 3–7). One test binary, which also travels to GPU machines (shared/gpu/prepare.sh, beside the checkout).
 
+#[path = "gpu_mpm/align_demo.rs"]
+mod align_demo;
 mod common;
 #[path = "gpu_mpm/support.rs"]
 mod support;

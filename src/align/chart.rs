@@ -29,7 +29,7 @@
 //! Jacobian of SO(3), `J_l = I + (1 − cos θ)/θ² [ω]× + (θ − sin θ)/θ³ [ω]×²`
 //! (Barfoot, *State Estimation for Robotics*, 2017, eq. 7.77a).
 
-use glam::{DMat3, DVec3, Mat3, Vec3};
+use glam::{DMat3, DVec3};
 
 use crate::scene::{Camera, ColorCorrection};
 use crate::splat::CameraGradient;
@@ -143,7 +143,9 @@ fn left_jacobian(w: DVec3) -> DMat3 {
         return DMat3::IDENTITY + 0.5 * k + (1.0 / 6.0) * k * k;
     }
     let t2 = theta * theta;
-    DMat3::IDENTITY + ((1.0 - theta.cos()) / t2) * k + ((theta - theta.sin()) / (t2 * theta)) * k * k
+    DMat3::IDENTITY
+        + ((1.0 - theta.cos()) / t2) * k
+        + ((theta - theta.sin()) / (t2 * theta)) * k * k
 }
 
 /// The camera-frame rotation taking `from`'s orientation to `to`'s, as an
@@ -254,8 +256,8 @@ impl Chart {
         let base = self.start.color;
         ViewState {
             camera: Camera {
-                rotation: Mat3::from(rotation.as_mat3()),
-                translation: Vec3::from(translation.as_vec3()),
+                rotation: rotation.as_mat3(),
+                translation: translation.as_vec3(),
                 fx: (f64::from(c.fx) * scale) as f32,
                 fy: (f64::from(c.fy) * scale) as f32,
                 ..c.clone()
@@ -286,12 +288,11 @@ impl Chart {
             let gt = DVec3::from_array(camera.translation);
             let lever = t - d - self.pivot;
             // M = G_R Rᵀ + G_t (t − δ − q)ᵀ.
-            let m = gr * r.transpose()
-                + DMat3::from_cols(gt * lever.x, gt * lever.y, gt * lever.z);
+            let m = gr * r.transpose() + DMat3::from_cols(gt * lever.x, gt * lever.y, gt * lever.z);
             let e = |i: usize, j: usize| m.col(j)[i];
             let g_phi = DVec3::new(e(2, 1) - e(1, 2), e(0, 2) - e(2, 0), e(1, 0) - e(0, 1));
-            let g_w = left_jacobian(w).transpose() * g_phi
-                * (self.distance / (self.focal * self.radius));
+            let g_w =
+                left_jacobian(w).transpose() * g_phi * (self.distance / (self.focal * self.radius));
             g.extend(g_w.to_array());
             g.extend((gt * (self.distance / self.focal)).to_array());
         }
@@ -311,6 +312,7 @@ impl Chart {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use glam::{Mat3, Vec3};
 
     fn camera() -> Camera {
         let rotation = Mat3::from_rotation_y(0.3) * Mat3::from_rotation_x(-0.2);

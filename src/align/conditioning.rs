@@ -66,15 +66,15 @@ pub fn symmetric_eigen(a: &[Vec<f64>]) -> (Vec<f64>, Vec<Vec<f64>>) {
                 let t = if theta == 0.0 { 1.0 } else { t };
                 let c = 1.0 / (t * t + 1.0).sqrt();
                 let s = t * c;
-                for k in 0..n {
-                    let (mkp, mkq) = (m[k][p], m[k][q]);
-                    m[k][p] = c * mkp - s * mkq;
-                    m[k][q] = s * mkp + c * mkq;
+                for row in m.iter_mut() {
+                    let (mkp, mkq) = (row[p], row[q]);
+                    row[p] = c * mkp - s * mkq;
+                    row[q] = s * mkp + c * mkq;
                 }
-                for k in 0..n {
-                    let (mpk, mqk) = (m[p][k], m[q][k]);
-                    m[p][k] = c * mpk - s * mqk;
-                    m[q][k] = s * mpk + c * mqk;
+                let (row_p, row_q) = (m[p].clone(), m[q].clone());
+                for (k, (a, b)) in row_p.iter().zip(&row_q).enumerate() {
+                    m[p][k] = c * a - s * b;
+                    m[q][k] = s * a + c * b;
                 }
                 for row in v.iter_mut() {
                     let (vp, vq) = (row[p], row[q]);
@@ -91,7 +91,11 @@ pub fn symmetric_eigen(a: &[Vec<f64>]) -> (Vec<f64>, Vec<Vec<f64>>) {
 pub fn conditioning(hessian: &[Vec<f64>], names: &[&str]) -> Conditioning {
     let n = hessian.len();
     let sym: Vec<Vec<f64>> = (0..n)
-        .map(|i| (0..n).map(|j| 0.5 * (hessian[i][j] + hessian[j][i])).collect())
+        .map(|i| {
+            (0..n)
+                .map(|j| 0.5 * (hessian[i][j] + hessian[j][i]))
+                .collect()
+        })
         .collect();
     let parameters: Vec<String> = names.iter().map(|s| s.to_string()).collect();
     let (values, vectors) = symmetric_eigen(&sym);
@@ -110,7 +114,11 @@ pub fn conditioning(hessian: &[Vec<f64>], names: &[&str]) -> Conditioning {
     let cov: Vec<Vec<f64>> = (0..n)
         .map(|i| {
             (0..n)
-                .map(|j| (0..n).map(|k| vectors[i][k] * vectors[j][k] / values[k]).sum())
+                .map(|j| {
+                    (0..n)
+                        .map(|k| vectors[i][k] * vectors[j][k] / values[k])
+                        .sum()
+                })
                 .collect()
         })
         .collect();

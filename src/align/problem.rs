@@ -117,7 +117,9 @@ impl<'a> ViewProblem<'a> {
         let image = RenderedImage::of_render(&self.raster, &out)?;
         let (grad_image, gain, offset) = if corrected {
             let (gain, offset) = gain_offset_gradient(ctx, image, grad_corrected, state.color)?;
-            let g = self.color.backward(ctx, image, grad_corrected, state.color)?;
+            let g = self
+                .color
+                .backward(ctx, image, grad_corrected, state.color)?;
             (g, gain, offset)
         } else {
             (grad_corrected, [0.0; 3], [0.0; 3])

@@ -156,7 +156,14 @@ mod tests {
         assert_eq!(sizes, vec![(32, 8), (64, 4), (128, 2), (256, 1)]);
         assert_eq!(levels(123, 82, 8).len(), 2);
         assert_eq!(levels(256, 256, 2).len(), 2);
-        assert_eq!(levels(16, 16, 4), vec![Level { width: 16, height: 16, factor: 1 }]);
+        assert_eq!(
+            levels(16, 16, 4),
+            vec![Level {
+                width: 16,
+                height: 16,
+                factor: 1
+            }]
+        );
     }
 
     #[test]

@@ -23,7 +23,14 @@ use crate::scene::{Camera, ColorCorrection};
 use super::error::AlignError;
 
 /// Keys whose string values are paths relative to the scene file.
-const PATH_KEYS: [&str; 6] = ["path", "frames", "masks", "transforms", "points", "directory"];
+const PATH_KEYS: [&str; 6] = [
+    "path",
+    "frames",
+    "masks",
+    "transforms",
+    "points",
+    "directory",
+];
 
 /// What to write for one view.
 #[derive(Clone, Debug, PartialEq)]
@@ -125,11 +132,7 @@ fn matrix_rows(camera: &Camera) -> Value {
     Value::Array(rows)
 }
 
-fn edit_view(
-    doc: &mut DocumentMut,
-    edit: &ViewEdit,
-    scene_path: &Path,
-) -> Result<(), AlignError> {
+fn edit_view(doc: &mut DocumentMut, edit: &ViewEdit, scene_path: &Path) -> Result<(), AlignError> {
     let bad = |message: String| AlignError::SceneEdit {
         path: scene_path.to_path_buf(),
         message,
@@ -147,6 +150,9 @@ fn edit_view(
         t.insert("offset", vector(color.offset));
         view.insert("color_correction", value(t));
     }
+    let inline = view
+        .get("camera")
+        .is_some_and(|c| c.is_inline_table() || c.is_value());
     let camera = view
         .get_mut("camera")
         .and_then(Item::as_table_like_mut)
@@ -178,7 +184,10 @@ fn edit_view(
         replaced.push(look.join(", "));
     }
     camera.insert("rotation", Item::Value(matrix_rows(&edit.camera)));
-    camera.insert("translation", Item::Value(vector(edit.camera.translation.to_array())));
+    camera.insert(
+        "translation",
+        Item::Value(vector(edit.camera.translation.to_array())),
+    );
     if edit.focal {
         camera.insert("fx", Item::Value(number(edit.camera.fx)));
         camera.insert("fy", Item::Value(number(edit.camera.fy)));
@@ -191,7 +200,13 @@ fn edit_view(
             replaced.join("; ")
         )
     };
-    if let Some(mut key) = camera.key_mut("rotation") {
+    // A comment inside an inline table is not TOML 1.0: put it above the
+    // `camera = { … }` line instead.
+    if inline {
+        if let Some(mut key) = view.key_mut("camera") {
+            key.leaf_decor_mut().set_prefix(comment);
+        }
+    } else if let Some(mut key) = camera.key_mut("rotation") {
         key.leaf_decor_mut().set_prefix(comment);
     }
     Ok(())
@@ -206,19 +221,17 @@ pub fn edited_scene(
     edits: &[ViewEdit],
 ) -> Result<String, AlignError> {
     let text = std::fs::read_to_string(scene_path).map_err(AlignError::io(scene_path))?;
-    let mut doc: DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
-        AlignError::SceneEdit {
-            path: scene_path.to_path_buf(),
-            message: e.to_string(),
-        }
-    })?;
+    let mut doc: DocumentMut =
+        text.parse()
+            .map_err(|e: toml_edit::TomlError| AlignError::SceneEdit {
+                path: scene_path.to_path_buf(),
+                message: e.to_string(),
+            })?;
     let absolute = |p: &Path| -> Result<PathBuf, AlignError> {
         let p = if p.is_absolute() {
             p.to_path_buf()
         } else {
-            std::env::current_dir()
-                .map_err(AlignError::io(p))?
-                .join(p)
+            std::env::current_dir().map_err(AlignError::io(p))?.join(p)
         };
         Ok(normalised(&p))
     };
@@ -229,10 +242,7 @@ pub fn edited_scene(
         to: &to,
     };
     rewriter.visit_document_mut(&mut doc);
-    let has_directory = doc
-        .get("output")
-        .and_then(|o| o.get("directory"))
-        .is_some();
+    let has_directory = doc.get("output").and_then(|o| o.get("directory")).is_some();
     if !has_directory {
         let target = relative(&absolute(output_dir)?, &to);
         let output = doc
@@ -264,7 +274,10 @@ mod tests {
             relative(Path::new("/a/b/c.ply"), Path::new("/a/x/y")),
             PathBuf::from("../../b/c.ply")
         );
-        assert_eq!(normalised(Path::new("/a/b/../c/./d")), PathBuf::from("/a/c/d"));
+        assert_eq!(
+            normalised(Path::new("/a/b/../c/./d")),
+            PathBuf::from("/a/c/d")
+        );
         let r = PathRewriter {
             from: Path::new("/w/scenes"),
             to: Path::new("/w/out/aligned"),
@@ -275,5 +288,109 @@ mod tests {
         );
         assert_eq!(r.rewrite("../assets/fox.ply"), "../../assets/fox.ply");
         assert_eq!(r.rewrite("/abs/x.ply"), "/abs/x.ply");
+    }
+
+    fn camera() -> Camera {
+        Camera {
+            width: 640,
+            height: 480,
+            fx: 500.5,
+            fy: 500.5,
+            cx: 320.0,
+            cy: 240.0,
+            rotation: glam::Mat3::IDENTITY,
+            translation: glam::Vec3::new(0.25, -0.5, 3.0),
+            near: 0.01,
+        }
+    }
+
+    #[test]
+    fn a_transforms_camera_becomes_inline_with_a_comment_and_the_rest_stays() {
+        let dir = tempfile::tempdir().unwrap();
+        let scenes = dir.path().join("scenes");
+        std::fs::create_dir(&scenes).unwrap();
+        let scene = scenes.join("s.toml");
+        std::fs::write(
+            &scene,
+            r#"# my scene
+[gaussians]
+path = "../assets/obj.ply"   # the splats
+
+[[views]]
+name = "phone"
+frames = "video/*.png"
+camera = { transforms = "capture/transforms.json", frame = 3 }
+
+[[views]]
+name = "other"
+frames = "other"
+[views.camera]
+width = 640
+height = 480
+fx = 500.0
+position = [0.0, -3.0, 0.0]
+look_at = [0.0, 0.0, 0.0]
+up = [0.0, 0.0, 1.0]
+
+[regions]
+simulated = [{ points = "pts.ply", radius = 0.1 }]
+"#,
+        )
+        .unwrap();
+        let out = dir.path().join("aligned");
+        std::fs::create_dir(&out).unwrap();
+        let edits = [
+            ViewEdit {
+                index: 0,
+                camera: camera(),
+                focal: false,
+                color: Some(ColorCorrection {
+                    gain: [0.9, 1.0, 1.1],
+                    offset: [0.01, 0.0, -0.02],
+                }),
+            },
+            ViewEdit {
+                index: 1,
+                camera: camera(),
+                focal: true,
+                color: None,
+            },
+        ];
+        let text = edited_scene(&scene, &scenes.join("output"), &out, &edits).unwrap();
+        assert!(text.starts_with("# my scene"), "{text}");
+        assert!(
+            text.contains(r#"path = "../assets/obj.ply"   # the splats"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"frames = "../scenes/video/*.png""#),
+            "{text}"
+        );
+        assert!(text.contains(r#"points = "../scenes/pts.ply""#), "{text}");
+        assert!(text.contains(r#"directory = "../scenes/output""#), "{text}");
+        assert!(
+            text.contains(
+                r#"it replaced transforms = "../scenes/capture/transforms.json", frame = 3"#
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("it replaced position = [0.0, -3.0, 0.0]"),
+            "{text}"
+        );
+        assert!(
+            text.contains("color_correction = { gain = [0.9, 1.0, 1.1]"),
+            "{text}"
+        );
+        let doc: DocumentMut = text.parse().unwrap();
+        let phone = &doc["views"][0]["camera"];
+        assert_eq!(phone["width"].as_integer(), Some(640));
+        assert_eq!(phone["fx"].as_float(), Some(500.5));
+        assert_eq!(phone["translation"][2].as_float(), Some(3.0));
+        assert!(phone.get("transforms").is_none() && phone.get("frame").is_none());
+        let other = &doc["views"][1]["camera"];
+        assert!(other.get("look_at").is_none() && other.get("position").is_none());
+        assert_eq!(other["fx"].as_float(), Some(500.5));
+        assert_eq!(other["rotation"][1][1].as_float(), Some(1.0));
     }
 }

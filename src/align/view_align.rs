@@ -332,7 +332,7 @@ pub fn align_view(
             &lbfgs,
             |x| -> Result<_, AlignError> {
                 let state = chart.state(x);
-                if state.color.gain.iter().any(|&a| !(a > 0.0)) {
+                if state.color.gain.iter().any(|&a| a.is_nan() || a <= 0.0) {
                     return Ok(None);
                 }
                 let e = problem.evaluate(&state, &level_reference, true)?;
@@ -397,9 +397,10 @@ pub fn align_view(
     } else {
         None
     };
-    let kept_start = !(last.loss <= first.loss);
-    let worse =
-        kept_start && !(last.psnr >= first.psnr - WORSE_DB) && !(last.psnr >= QUANTISATION_DB);
+    let kept_start = last.loss.is_nan() || last.loss > first.loss;
+    let worse = kept_start
+        && (last.psnr.is_nan() || last.psnr < first.psnr - WORSE_DB)
+        && (last.psnr.is_nan() || last.psnr < QUANTISATION_DB);
     let after = if kept_start {
         start.clone()
     } else {

@@ -14,7 +14,9 @@ use glam::Vec3;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use physfit::align::scene_edit::{edited_scene, ViewEdit};
-use physfit::align::summary::{AlignSummary, ViewSummary, ALIGN_SUMMARY_FILE, ALIGN_SUMMARY_VERSION};
+use physfit::align::summary::{
+    AlignSummary, ViewSummary, ALIGN_SUMMARY_FILE, ALIGN_SUMMARY_VERSION,
+};
 use physfit::align::view_align::check_start;
 use physfit::align::{
     align_view, AlignError, AlignSettings, AlignWhat, Reference, ViewProblem, ViewState,
@@ -66,7 +68,8 @@ fn picture_name(view: &str) -> String {
 
 /// Runs `physfit align`.
 pub fn run(args: &AlignArgs) -> Result<()> {
-    let what = AlignWhat::parse(&args.what).map_err(|e| anyhow::anyhow!("--what {}: {e}", args.what))?;
+    let what =
+        AlignWhat::parse(&args.what).map_err(|e| anyhow::anyhow!("--what {}: {e}", args.what))?;
     if !what.pose && !what.focal && !what.color {
         bail!("--what is empty: give pose, focal and/or color");
     }
@@ -168,7 +171,12 @@ pub fn run(args: &AlignArgs) -> Result<()> {
             &settings,
             |p| {
                 bar.set_position(u64::from(p.evaluations));
-                bar.set_message(format!("level {}/{}  loss {:.5}", p.level + 1, p.levels, p.loss));
+                bar.set_message(format!(
+                    "level {}/{}  loss {:.5}",
+                    p.level + 1,
+                    p.levels,
+                    p.loss
+                ));
             },
         )
         .map_err(|e| match e {
@@ -231,10 +239,17 @@ pub fn run(args: &AlignArgs) -> Result<()> {
         views: summaries,
     };
     let summary_path = args.out.join(ALIGN_SUMMARY_FILE);
-    write_atomic(&summary_path, serde_json::to_string_pretty(&summary)?.as_bytes())
-        .with_context(|| format!("writing {}", summary_path.display()))?;
+    write_atomic(
+        &summary_path,
+        serde_json::to_string_pretty(&summary)?.as_bytes(),
+    )
+    .with_context(|| format!("writing {}", summary_path.display()))?;
     if !args.quiet {
-        println!("wrote        {} (fit it with `physfit fit {}`)", scene_out.display(), scene_out.display());
+        println!(
+            "wrote        {} (fit it with `physfit fit {}`)",
+            scene_out.display(),
+            scene_out.display()
+        );
         println!("output       {}", args.out.display());
     }
     if !worse.is_empty() {
@@ -275,7 +290,10 @@ fn print_view(name: &str, a: &physfit::align::ViewAlignment, what: AlignWhat) {
     if let Some(cond) = &a.conditioning {
         match cond.condition_number {
             Some(k) => println!("{:>12} conditioning {k:.1e}", ""),
-            None => println!("{:>12} conditioning: some direction is not constrained by this view", ""),
+            None => println!(
+                "{:>12} conditioning: some direction is not constrained by this view",
+                ""
+            ),
         }
         for s in cond.strong_correlations.iter().take(3) {
             println!(
@@ -287,8 +305,15 @@ fn print_view(name: &str, a: &physfit::align::ViewAlignment, what: AlignWhat) {
     let levels: Vec<String> = a
         .levels
         .iter()
-        .map(|l| format!("{}×{} {} eval{}", l.width, l.height, l.evaluations, if l.converged { "" } else { " (cap)" }))
+        .map(|l| {
+            format!(
+                "{}×{} {} eval{}",
+                l.width,
+                l.height,
+                l.evaluations,
+                if l.converged { "" } else { " (cap)" }
+            )
+        })
         .collect();
     println!("{:>12} levels {}", "", levels.join(", "));
 }
-

@@ -121,7 +121,11 @@ pub fn captioned_row(panels: &[(&str, &Frame)]) -> Result<RgbImage, ReportError>
             .pos(Pos::new(HPos::Center, VPos::Center));
         for (k, (caption, _)) in panels.iter().enumerate() {
             let centre = ((2 * k as u32 + 1) * w / 2) as i32;
-            area.draw(&Text::new(*caption, (centre, CAPTION_HEIGHT as i32 / 2), &style))?;
+            area.draw(&Text::new(
+                *caption,
+                (centre, CAPTION_HEIGHT as i32 / 2),
+                &style,
+            ))?;
         }
         Ok(())
     })?;

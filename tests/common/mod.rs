@@ -154,6 +154,7 @@ pub fn block(layout: &Block) -> physfit::scene::Gaussians {
     g
 }
 
+pub mod cameras;
 pub mod cli;
 pub mod deform_cases;
 pub mod slopes;

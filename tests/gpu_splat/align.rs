@@ -46,7 +46,12 @@ fn align(start: Camera, what: AlignWhat) -> Outcome {
     let ctx = common::gpu();
     let case = load_gsplat_case(case_path()).unwrap();
     let splats = SplatBuffers::upload(&ctx, &case.gaussians).unwrap();
-    let centres: Vec<Vec3> = case.gaussians.means.iter().map(|&m| Vec3::from(m)).collect();
+    let centres: Vec<Vec3> = case
+        .gaussians
+        .means
+        .iter()
+        .map(|&m| Vec3::from(m))
+        .collect();
     let frame = Frame {
         width: case.camera.width,
         height: case.camera.height,
@@ -110,7 +115,12 @@ fn align(start: Camera, what: AlignWhat) -> Outcome {
 
 fn distance(camera: &Camera) -> f32 {
     let case = load_gsplat_case(case_path()).unwrap();
-    let centres: Vec<Vec3> = case.gaussians.means.iter().map(|&m| Vec3::from(m)).collect();
+    let centres: Vec<Vec3> = case
+        .gaussians
+        .means
+        .iter()
+        .map(|&m| Vec3::from(m))
+        .collect();
     let (centroid, _) = object_extent(&centres);
     (centroid.as_vec3() - camera.position()).length()
 }
@@ -133,7 +143,11 @@ fn pose_only_recovers_a_three_degree_three_percent_error() {
             color: false,
         },
     );
-    assert!(o.rotation_error < 0.1, "rotation off by {:.3}°", o.rotation_error);
+    assert!(
+        o.rotation_error < 0.1,
+        "rotation off by {:.3}°",
+        o.rotation_error
+    );
     assert!(
         o.centre_error_percent < 0.5,
         "centre off by {:.3}% of the distance",
@@ -162,6 +176,10 @@ fn with_focal_the_centres_reproject_within_a_third_of_a_pixel() {
             color: false,
         },
     );
-    assert!(o.reprojection_px < 0.3, "centres reproject {:.3} px off", o.reprojection_px);
+    assert!(
+        o.reprojection_px < 0.3,
+        "centres reproject {:.3} px off",
+        o.reprojection_px
+    );
     assert!(o.psnr_after > o.psnr_before);
 }

@@ -9,13 +9,11 @@
 use std::path::Path;
 
 use crate::common;
+use crate::common::cameras::{inline_pose, perturbed, toml_vec, write_recoloured};
 use crate::common::cli::{ok, physfit, refused};
 use glam::{Mat3, Vec3};
-use image::{Rgb, RgbImage};
 use physfit::align::chart::rotation_angle_degrees;
 use physfit::align::summary::AlignSummary;
-use physfit::io::png::write_png;
-use physfit::scene::frames::load_frame;
 use physfit::scene::ply::PlyData;
 use physfit::scene::view::look_at_pose;
 use physfit::scene::{Camera, Gaussians, Scene};
@@ -44,10 +42,6 @@ const CENTRE: Vec3 = Vec3::new(0.175, 0.175, 0.175);
 fn true_pose(view: usize) -> (Mat3, Vec3) {
     let position = [Vec3::new(-0.7, -1.0, 0.8), Vec3::new(1.3, -0.6, 0.6)][view];
     look_at_pose(position, CENTRE, Vec3::Z).unwrap()
-}
-
-fn vec(v: Vec3) -> String {
-    format!("[{}, {}, {}]", v.x, v.y, v.z)
 }
 
 /// The scene text with `cameras[i]` the `[views.camera]` body of view i.
@@ -102,27 +96,10 @@ log10_youngs_range = [3.0, 5.0]
 fn look_at_body(position: Vec3, target: Vec3, up: Vec3) -> String {
     format!(
         "position = {}\nlook_at = {}\nup = {}",
-        vec(position),
-        vec(target),
-        vec(up)
+        toml_vec(position),
+        toml_vec(target),
+        toml_vec(up)
     )
-}
-
-fn inline_body(rotation: Mat3, translation: Vec3) -> String {
-    let rows: Vec<String> = (0..3).map(|i| vec(rotation.row(i))).collect();
-    format!(
-        "rotation = [{}]\ntranslation = {}",
-        rows.join(", "),
-        vec(translation)
-    )
-}
-
-/// `(rotation, translation)` turned by `degrees` about `axis` (about the
-/// camera centre) with the centre moved by `shift`.
-fn perturbed((rotation, translation): (Mat3, Vec3), axis: Vec3, degrees: f32, shift: Vec3) -> (Mat3, Vec3) {
-    let centre = -(rotation.transpose() * translation) + shift;
-    let r = Mat3::from_axis_angle(axis.normalize(), degrees.to_radians()) * rotation;
-    (r, -(r * centre))
 }
 
 /// A directory with the block, frames rendered from the true cameras
@@ -131,26 +108,32 @@ fn setup() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let ply = d.join("splats.ply");
-    PlyData::from_gaussians(&block(), &ply).write(&ply, &[]).unwrap();
+    PlyData::from_gaussians(&block(), &ply)
+        .write(&ply, &[])
+        .unwrap();
     let truth: Vec<String> = (0..2)
         .map(|v| {
             let (r, t) = true_pose(v);
-            inline_body(r, t)
+            inline_pose(r, t)
         })
         .collect();
-    std::fs::write(d.join("truth.toml"), scene_toml([&truth[0], &truth[1]], false)).unwrap();
+    std::fs::write(
+        d.join("truth.toml"),
+        scene_toml([&truth[0], &truth[1]], false),
+    )
+    .unwrap();
     ok(&physfit(d, &["render", "truth.toml", "--out", "clean"]));
     for name in ["front", "side"] {
         std::fs::create_dir_all(d.join(format!("frames/{name}"))).unwrap();
-        let frame = load_frame(&d.join(format!("clean/{name}.png")), None).unwrap();
-        let mut img = RgbImage::new(frame.width, frame.height);
-        for (p, q) in frame.pixels.iter().zip(img.pixels_mut()) {
-            *q = Rgb([0, 1, 2].map(|c| ((GAIN * p[c] + OFFSET).clamp(0.0, 1.0) * 255.0).round() as u8));
-        }
         // Align reads frame 0 only; the scene's fit settings want a video,
         // so frames 1–4 repeat it.
         for k in 0..5 {
-            write_png(&d.join(format!("frames/{name}/frame_{k:04}.png")), &img).unwrap();
+            write_recoloured(
+                &d.join(format!("clean/{name}.png")),
+                &d.join(format!("frames/{name}/frame_{k:04}.png")),
+                GAIN,
+                OFFSET,
+            );
         }
     }
     // Front: 3° about a skew axis and 3% of the distance, as position /
@@ -173,7 +156,11 @@ fn setup() -> tempfile::TempDir {
         3.0,
         Vec3::new(-0.6, 0.6, 0.5).normalize() * 0.03 * distance(1),
     );
-    std::fs::write(d.join("scene.toml"), scene_toml([&front, &inline_body(r1, t1)], true)).unwrap();
+    std::fs::write(
+        d.join("scene.toml"),
+        scene_toml([&front, &inline_pose(r1, t1)], true),
+    )
+    .unwrap();
     dir
 }
 
@@ -189,11 +176,17 @@ fn align_recovers_both_cameras_and_the_colour_change() {
     ok(&run);
     let out = String::from_utf8_lossy(&run.stdout);
     println!("{out}");
-    assert!(out.starts_with("output") && out.trim_end().ends_with("aligned"), "{out}");
+    assert!(
+        out.starts_with("output") && out.trim_end().ends_with("aligned"),
+        "{out}"
+    );
     let aligned = Scene::load(&d.join("aligned/scene.toml")).unwrap();
     let text = std::fs::read_to_string(d.join("aligned/scene.toml")).unwrap();
     // Comments kept, paths rewritten to resolve from the new directory.
-    assert!(text.contains("# The first view: a three-quarter view"), "{text}");
+    assert!(
+        text.contains("# The first view: a three-quarter view"),
+        "{text}"
+    );
     assert!(text.contains("path = \"../splats.ply\""), "{text}");
     assert!(text.contains("frames = \"../frames/front\""), "{text}");
     assert!(text.contains("it replaced position = "), "{text}");
@@ -217,8 +210,16 @@ fn align_recovers_both_cameras_and_the_colour_change() {
         assert!(shift < 0.5, "{}: centre off by {shift}%", view.name);
         assert!(s.psnr_after > s.psnr_before + 5.0 && !s.kept_start);
         for c in 0..3 {
-            assert!((view.color_correction.gain[c] - GAIN).abs() < 0.03, "{:?}", view.color_correction);
-            assert!((view.color_correction.offset[c] - OFFSET).abs() < 0.03, "{:?}", view.color_correction);
+            assert!(
+                (view.color_correction.gain[c] - GAIN).abs() < 0.03,
+                "{:?}",
+                view.color_correction
+            );
+            assert!(
+                (view.color_correction.offset[c] - OFFSET).abs() < 0.03,
+                "{:?}",
+                view.color_correction
+            );
         }
         assert!(d.join("aligned").join(&s.picture).exists());
     }
@@ -231,21 +232,48 @@ fn align_recovers_both_cameras_and_the_colour_change() {
 fn align_refuses_what_it_cannot_do_and_writes_nothing() {
     let dir = setup();
     let d = dir.path();
-    let bad_what = refused(&physfit(d, &["align", "scene.toml", "--out", "a", "--what", "pose,zoom"]));
-    assert!(bad_what.contains("zoom") && bad_what.contains("pose, focal, color"), "{bad_what}");
+    let bad_what = refused(&physfit(
+        d,
+        &["align", "scene.toml", "--out", "a", "--what", "pose,zoom"],
+    ));
+    assert!(
+        bad_what.contains("zoom") && bad_what.contains("pose, focal, color"),
+        "{bad_what}"
+    );
     // A view without frames, named explicitly.
     let truth = std::fs::read_to_string(d.join("truth.toml")).unwrap();
     std::fs::write(d.join("noframes.toml"), truth).unwrap();
-    let no_frames = refused(&physfit(d, &["align", "noframes.toml", "--out", "b", "--camera", "side"]));
-    assert!(no_frames.contains("'side'") && no_frames.contains("frames"), "{no_frames}");
+    let no_frames = refused(&physfit(
+        d,
+        &["align", "noframes.toml", "--out", "b", "--camera", "side"],
+    ));
+    assert!(
+        no_frames.contains("'side'") && no_frames.contains("frames"),
+        "{no_frames}"
+    );
     // A camera looking away from the object.
     let (r, t) = true_pose(0);
     let away = Mat3::from_rotation_x(std::f32::consts::FRAC_PI_2) * r;
-    let off = scene_toml([&inline_body(away, away * (r.transpose() * t)), &inline_body(r, t)], true);
+    let off = scene_toml(
+        [
+            &inline_pose(away, away * (r.transpose() * t)),
+            &inline_pose(r, t),
+        ],
+        true,
+    );
     std::fs::write(d.join("off.toml"), off).unwrap();
-    let off_image = refused(&physfit(d, &["align", "off.toml", "--out", "c", "--camera", "front"]));
-    assert!(off_image.contains("view 'front'") && off_image.contains("px outside"), "{off_image}");
+    let off_image = refused(&physfit(
+        d,
+        &["align", "off.toml", "--out", "c", "--camera", "front"],
+    ));
+    assert!(
+        off_image.contains("view 'front'") && off_image.contains("px outside"),
+        "{off_image}"
+    );
     for out in ["a", "b", "c"] {
-        assert!(!Path::new(d).join(out).join("scene.toml").exists(), "{out} written");
+        assert!(
+            !Path::new(d).join(out).join("scene.toml").exists(),
+            "{out} written"
+        );
     }
 }

@@ -6,7 +6,7 @@
 
 use crate::common;
 use crate::support::*;
-use glam::{DMat3, DVec3, Mat3, Vec3};
+use glam::{DMat3, DVec3, Mat3};
 use physfit::gpu::{GpuContext, GpuOptions};
 use physfit::reference::splat::{render_with, Camera64, SplatParams64};
 use physfit::scene::{Camera, Gaussians};
@@ -91,10 +91,16 @@ fn matches_twin_differences(ctx: &GpuContext) {
     let largest = scale.iter().fold(0.0f64, |m, r| m.max(r.1.abs()));
     for (k, fd) in &scale {
         let err = (gpu[*k] - fd).abs() / fd.abs().max(0.02 * largest);
-        println!("camera parameter {k:2}: twin FD {fd:+.5e}, GPU {:+.5e}, error {err:.1e}", gpu[*k]);
+        println!(
+            "camera parameter {k:2}: twin FD {fd:+.5e}, GPU {:+.5e}, error {err:.1e}",
+            gpu[*k]
+        );
         worst = worst.max(err);
     }
-    assert!(worst < 1e-4, "camera gradient off the twin's differences by {worst:.2e}");
+    assert!(
+        worst < 1e-4,
+        "camera gradient off the twin's differences by {worst:.2e}"
+    );
 }
 
 #[test]
@@ -143,7 +149,7 @@ fn turning_the_camera_matches_the_gpu_render() {
         }
         let h = 2e-3f32;
         let turned = |s: f32| {
-            let turn = Mat3::from_axis_angle(Vec3::from(e.as_vec3()), s * h);
+            let turn = Mat3::from_axis_angle(e.as_vec3(), s * h);
             Camera {
                 rotation: turn * cam.rotation,
                 translation: turn * cam.translation,
