@@ -13,7 +13,7 @@
 use glam::{DVec3, Vec3};
 use serde::{Deserialize, Serialize};
 
-use crate::fit::lbfgs::{minimise_observed, LbfgsSettings};
+use crate::fit::lbfgs::{minimise_observed, LbfgsSettings, LbfgsStart};
 use crate::loss::{ReferenceFrame, ReferenceMask};
 use crate::scene::frames::Frame;
 use crate::scene::masks::Mask;
@@ -327,8 +327,9 @@ pub fn align_view(
         };
         let mut loss_start = f64::NAN;
         let mut used = 0u32;
+        let origin = chart.origin();
         let result = minimise_observed(
-            &chart.origin(),
+            LbfgsStart::At(&origin),
             &lbfgs,
             |x| -> Result<_, AlignError> {
                 let state = chart.state(x);
@@ -347,12 +348,12 @@ pub fn align_view(
                 let grad = chart.gradient(x, &g.camera, g.gain, g.offset);
                 Ok(Some((e.loss, grad)))
             },
-            |_, loss, evaluations| {
+            |run| {
                 progress(&AlignProgress {
                     level: k,
                     levels: pyramid.len(),
-                    evaluations,
-                    loss,
+                    evaluations: run.evaluations,
+                    loss: run.loss,
                 });
                 true
             },

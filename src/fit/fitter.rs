@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use super::adam::{clip_norm, Adam, Schedule};
 use super::error::FitError;
 use super::evaluation::{LossReport, Parameters, Selection};
-use super::lbfgs::{minimise_observed, LbfgsSettings};
+use super::lbfgs::{minimise_observed, LbfgsSettings, LbfgsStart, LbfgsState};
 use super::problem::FitProblem;
 use super::scan::{run_scan, ScanPlan, ScanState};
 use crate::gpu::GpuContext;
@@ -299,6 +299,21 @@ pub struct FitState {
     /// The final loss of each finished stage, in plan order.
     #[serde(default)]
     pub stage_losses: Vec<f64>,
+    /// The running L-BFGS stage's solver, after its last accepted step:
+    /// a resumed fit continues the same run (curvature pairs, evaluations
+    /// used, convergence count) instead of restarting it.
+    #[serde(default)]
+    pub lbfgs: Option<LbfgsCheckpoint>,
+}
+
+/// What a checkpoint keeps of a running L-BFGS stage.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LbfgsCheckpoint {
+    /// The solver's state (scaled coordinates).
+    pub solver: LbfgsState,
+    /// Per parameter, the sum of squared gradients at the accepted steps
+    /// so far (for `youngs_gradient_rms`).
+    pub squares: Vec<f64>,
 }
 
 impl FitState {
@@ -315,6 +330,7 @@ impl FitState {
             scan: None,
             converged: Vec::new(),
             stage_losses: Vec::new(),
+            lbfgs: None,
         };
         state.adam = Adam::new(state.stage_params(plan).map_or(0, <[f64]>::len));
         state
@@ -559,6 +575,7 @@ fn finish_stage(
 ) {
     state.stage += 1;
     state.iteration = 0;
+    state.lbfgs = None;
     state.adam = Adam::new(state.stage_params(plan).map_or(0, <[f64]>::len));
     state.converged.push(converged);
     state.stage_losses.push(report.loss);
@@ -679,13 +696,24 @@ fn run_lbfgs_stage(
         bounds: z_bounds,
         ..LbfgsSettings::default()
     };
-    let mut squares = vec![0.0; x0.len()];
+    // A checkpoint taken inside this stage continues its solver.
+    let resumed = state
+        .lbfgs
+        .take()
+        .filter(|c| state.iteration > 0 && c.squares.len() == x0.len());
+    let mut squares = resumed
+        .as_ref()
+        .map_or_else(|| vec![0.0; x0.len()], |c| c.squares.clone());
     let mut stopped = false;
-    let mut first_recorded = false;
+    let mut first_recorded = resumed.is_some();
     let z0 = to_z(&x0);
+    let start = match resumed {
+        Some(c) => LbfgsStart::Resume(c.solver),
+        None => LbfgsStart::At(&z0),
+    };
     let result = {
         let result = minimise_observed(
-            &z0,
+            start,
             &settings,
             |z| {
                 let x = to_x(z);
@@ -698,7 +726,8 @@ fn run_lbfgs_stage(
                     .push((z.to_vec(), point.report, point.grad));
                 Ok::<_, FitError>(Some((loss, gz)))
             },
-            |z, _loss, _evaluations| {
+            |run| {
+                let z = run.x.as_slice();
                 let seen = seen.borrow();
                 let mut push = |z: &[f64], state: &mut FitState| {
                     let Some((_, report, grad)) = seen.iter().rev().find(|(p, _, _)| p == z) else {
@@ -721,6 +750,10 @@ fn run_lbfgs_stage(
                 let p = split(&to_x(z));
                 state.velocity = p.velocity;
                 state.log10_youngs = p.log10_youngs;
+                state.lbfgs = Some(LbfgsCheckpoint {
+                    solver: run.clone(),
+                    squares: squares.clone(),
+                });
                 let go_on = observer.iteration_done(stage, state) == Control::Continue;
                 stopped = !go_on;
                 go_on

@@ -20,6 +20,8 @@
 //! two-loop recursion) and alg. 3.1 (backtracking with the sufficient
 //! decrease condition, c₁ = 1e-4).
 
+use serde::{Deserialize, Serialize};
+
 /// What one evaluation returns: the loss and its gradient, or `None` for
 /// an unusable point.
 pub type Evaluated = Option<(f64, Vec<f64>)>;
@@ -80,27 +82,91 @@ pub fn minimise<E>(
     settings: &LbfgsSettings,
     f: impl FnMut(&[f64]) -> Result<Evaluated, E>,
 ) -> Result<Option<LbfgsResult>, E> {
-    minimise_observed(x0, settings, f, |_, _, _| true)
+    minimise_observed(LbfgsStart::At(x0), settings, f, |_| true)
 }
 
-/// [`minimise`] telling `accepted` of every accepted step (the point, its
-/// loss, the evaluations so far) before the next; `false` from it stops
-/// the run there (not converged).
+/// One curvature pair: a step `s`, the gradient change `y` along it and
+/// `1 / sᵀy`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CurvaturePair {
+    /// The step.
+    pub s: Vec<f64>,
+    /// The gradient's change over it.
+    pub y: Vec<f64>,
+    /// `1 / sᵀy`.
+    pub rho: f64,
+}
+
+/// Everything an L-BFGS run carries from one accepted step to the next,
+/// so that a checkpointed run continues exactly where it stopped: the
+/// point, its loss and gradient, the curvature pairs, the evaluations
+/// used, whether the next line search is a first one (allowed to grow its
+/// step), and the count of small gains in a row.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LbfgsState {
+    /// The current point.
+    pub x: Vec<f64>,
+    /// Its loss.
+    pub loss: f64,
+    /// Its gradient.
+    pub grad: Vec<f64>,
+    /// The most recent curvature pairs, oldest first.
+    pub pairs: Vec<CurvaturePair>,
+    /// Evaluations used so far, the start's included.
+    pub evaluations: u32,
+    /// The next line search may grow its first step.
+    pub first: bool,
+    /// Accepted steps in a row that gained less than the tolerance.
+    pub small_steps: u32,
+}
+
+/// Where a run starts.
+#[derive(Clone, Debug, PartialEq)]
+pub enum LbfgsStart<'a> {
+    /// From a point (evaluated first).
+    At(&'a [f64]),
+    /// From a checkpointed run's state, as it was after an accepted step.
+    Resume(LbfgsState),
+}
+
+/// [`minimise`] telling `accepted` of the run's state after every
+/// accepted step (checkpoint it to continue later with
+/// [`LbfgsStart::Resume`]); `false` from it stops the run there (not
+/// converged).
 pub fn minimise_observed<E>(
-    x0: &[f64],
+    start: LbfgsStart<'_>,
     settings: &LbfgsSettings,
     mut f: impl FnMut(&[f64]) -> Result<Evaluated, E>,
-    mut accepted_step: impl FnMut(&[f64], f64, u32) -> bool,
+    mut accepted_step: impl FnMut(&LbfgsState) -> bool,
 ) -> Result<Option<LbfgsResult>, E> {
-    let Some((mut loss, mut grad)) = f(x0)? else {
-        return Ok(None);
+    let LbfgsState {
+        mut x,
+        mut loss,
+        mut grad,
+        pairs,
+        mut evaluations,
+        mut first,
+        mut small_steps,
+    } = match start {
+        LbfgsStart::At(x0) => {
+            let Some((loss, grad)) = f(x0)? else {
+                return Ok(None);
+            };
+            LbfgsState {
+                x: x0.to_vec(),
+                loss,
+                grad,
+                pairs: Vec::new(),
+                evaluations: 1,
+                first: true,
+                small_steps: 0,
+            }
+        }
+        LbfgsStart::Resume(state) => state,
     };
-    let mut evaluations = 1;
-    let mut x = x0.to_vec();
-    let mut pairs: Vec<(Vec<f64>, Vec<f64>, f64)> = Vec::new();
+    let mut pairs: Vec<(Vec<f64>, Vec<f64>, f64)> =
+        pairs.into_iter().map(|p| (p.s, p.y, p.rho)).collect();
     let mut converged = false;
-    let mut first = true;
-    let mut small_steps = 0;
     while evaluations < settings.max_evaluations {
         let gnorm = dot(&grad, &grad).sqrt();
         if gnorm == 0.0 {
@@ -205,9 +271,6 @@ pub fn minimise_observed<E>(
         x = x_new;
         loss = l_new;
         grad = g_new;
-        if !accepted_step(&x, loss, evaluations) {
-            break;
-        }
         // Two small gains in a row: one alone may be a short step along a
         // poor first direction.
         small_steps = if gain < settings.relative_tolerance {
@@ -215,6 +278,25 @@ pub fn minimise_observed<E>(
         } else {
             0
         };
+        let state = LbfgsState {
+            x: x.clone(),
+            loss,
+            grad: grad.clone(),
+            pairs: pairs
+                .iter()
+                .map(|(s, y, rho)| CurvaturePair {
+                    s: s.clone(),
+                    y: y.clone(),
+                    rho: *rho,
+                })
+                .collect(),
+            evaluations,
+            first,
+            small_steps,
+        };
+        if !accepted_step(&state) {
+            break;
+        }
         if small_steps >= 2 {
             converged = true;
             break;

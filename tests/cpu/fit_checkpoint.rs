@@ -38,6 +38,23 @@ fn state() -> FitState {
         scan: None,
         converged: vec![true],
         stage_losses: vec![0.5],
+        // A running L-BFGS stage's solver round-trips too (exact resume).
+        lbfgs: Some(physfit::fit::fitter::LbfgsCheckpoint {
+            solver: physfit::fit::lbfgs::LbfgsState {
+                x: vec![0.1, 1.0 / 3.0],
+                loss: 0.987654321,
+                grad: vec![-1e-12, 2.5],
+                pairs: vec![physfit::fit::lbfgs::CurvaturePair {
+                    s: vec![0.01, -0.02],
+                    y: vec![0.3, 1.0 / 7.0],
+                    rho: 17.25,
+                }],
+                evaluations: 4,
+                first: false,
+                small_steps: 1,
+            },
+            squares: vec![0.5, 1e-20],
+        }),
         records: vec![IterationRecord {
             round: 1,
             stage: StageKind::Velocity,

@@ -1,8 +1,8 @@
 //! The fit's L-BFGS (src/fit/lbfgs.rs) on functions whose minima are known:
 //! it converges, keeps to its bounds, and treats an unusable point as a
-//! step too long.
+//! step too long, and continues a checkpointed run exactly.
 
-use physfit::fit::lbfgs::{minimise, LbfgsSettings};
+use physfit::fit::lbfgs::{minimise, minimise_observed, LbfgsSettings, LbfgsStart, LbfgsState};
 
 fn rosenbrock(x: &[f64]) -> (f64, Vec<f64>) {
     let (a, b) = (x[0], x[1]);
@@ -78,4 +78,42 @@ fn lbfgs_shrinks_past_unusable_points_and_refuses_an_unusable_start() {
         none.is_none(),
         "an unusable start is reported, not stepped from"
     );
+}
+
+/// A run stopped after each accepted step, its state written out as a
+/// checkpoint would (JSON) and resumed, ends bit for bit where an
+/// uninterrupted run ends, with the same evaluation count.
+#[test]
+fn a_resumed_run_continues_exactly() {
+    let settings = LbfgsSettings {
+        max_evaluations: 60,
+        first_step: 0.1,
+        relative_tolerance: 1e-10,
+        ..LbfgsSettings::default()
+    };
+    let f = |x: &[f64]| Ok::<_, ()>(Some(rosenbrock(x)));
+    let whole = minimise(&[-1.2, 1.0], &settings, f).unwrap().unwrap();
+    let mut steps = 0;
+    minimise_observed(LbfgsStart::At(&[-1.2, 1.0]), &settings, f, |_| {
+        steps += 1;
+        true
+    })
+    .unwrap();
+    assert!(steps > 5, "{steps} accepted steps");
+    for cut in [1, steps / 2, steps - 1] {
+        let mut saved: Option<LbfgsState> = None;
+        let mut seen = 0;
+        minimise_observed(LbfgsStart::At(&[-1.2, 1.0]), &settings, f, |s| {
+            seen += 1;
+            saved = Some(s.clone());
+            seen < cut
+        })
+        .unwrap();
+        let text = serde_json::to_string(&saved.unwrap()).unwrap();
+        let state: LbfgsState = serde_json::from_str(&text).unwrap();
+        let resumed = minimise_observed(LbfgsStart::Resume(state), &settings, f, |_| true)
+            .unwrap()
+            .unwrap();
+        assert_eq!(resumed, whole, "cut after {cut} accepted steps");
+    }
 }
