@@ -7,6 +7,8 @@ mod common;
 
 #[path = "cpu/adam.rs"]
 mod adam;
+#[path = "cpu/bad_inputs.rs"]
+mod bad_inputs;
 #[path = "cpu/drivers.rs"]
 mod drivers;
 #[path = "cpu/fit_checkpoint.rs"]

@@ -215,6 +215,37 @@ impl Chart {
         names
     }
 
+    /// Bounds per coordinate for one run from this chart's start: the pose
+    /// moves at most half the image's shorter side (in this chart's pixels)
+    /// in each coordinate, so that a long line-search step cannot take the
+    /// object out of view (an empty image can score better than a
+    /// misaligned one); the focal length at most ×/÷ 2; gains stay in
+    /// [1/4, 4] and offsets in [−1/2, 1/2].
+    pub fn bounds(&self) -> Vec<(f64, f64)> {
+        let c = &self.start.camera;
+        let reach = 0.5 * f64::from(c.width.min(c.height));
+        let mut b = Vec::with_capacity(self.what.dimension());
+        if self.what.pose {
+            b.extend(std::iter::repeat_n((-reach, reach), 6));
+        }
+        if self.what.focal {
+            let r = std::f64::consts::LN_2 * self.half_diagonal;
+            b.push((-r, r));
+        }
+        if self.what.color {
+            let base = self.start.color;
+            for g in base.gain {
+                let g = f64::from(g);
+                b.push(((0.25 - g) / COLOR_UNIT, (4.0 - g) / COLOR_UNIT));
+            }
+            for o in base.offset {
+                let o = f64::from(o);
+                b.push(((-0.5 - o) / COLOR_UNIT, (0.5 - o) / COLOR_UNIT));
+            }
+        }
+        b
+    }
+
     /// The origin (the start).
     pub fn origin(&self) -> Vec<f64> {
         vec![0.0; self.what.dimension()]

@@ -300,12 +300,20 @@ pub fn align_view(
     let (centroid, radius) = object_extent(centres);
     for (k, level) in pyramid.iter().enumerate() {
         let level_reference = upload_level(ctx, reference, level)?;
+        // The colour is fitted from the second finest level on: at the
+        // coarse levels, while the object is still misplaced, a brighter
+        // or flatter image is a cheaper way to lower the loss than moving
+        // the camera, and the colour would run off to explain the pose.
+        let level_what = AlignWhat {
+            color: settings.what.color && k + 2 >= pyramid.len(),
+            ..settings.what
+        };
         let chart = Chart::new(
             ViewState {
                 camera: level.camera(&current.camera),
                 color: current.color,
             },
-            settings.what,
+            level_what,
             centroid,
             radius,
         );
@@ -323,7 +331,7 @@ pub fn align_view(
             } else {
                 settings.coarse_tolerance
             },
-            bounds: Vec::new(),
+            bounds: chart.bounds(),
         };
         let mut loss_start = f64::NAN;
         let mut used = 0u32;
@@ -398,10 +406,10 @@ pub fn align_view(
     } else {
         None
     };
-    let kept_start = last.loss.is_nan() || last.loss > first.loss;
-    let worse = kept_start
-        && (last.psnr.is_nan() || last.psnr < first.psnr - WORSE_DB)
-        && (last.psnr.is_nan() || last.psnr < QUANTISATION_DB);
+    // Judged on the loss and on PSNR: either getting worse keeps the start.
+    let psnr_dropped = last.psnr.is_nan() || last.psnr < first.psnr - WORSE_DB;
+    let kept_start = last.loss.is_nan() || last.loss > first.loss || psnr_dropped;
+    let worse = kept_start && psnr_dropped && (last.psnr.is_nan() || last.psnr < QUANTISATION_DB);
     let after = if kept_start {
         start.clone()
     } else {

@@ -15,7 +15,7 @@ use super::fit_field::{resolve_field, FieldOf, FieldSetting};
 use super::ply::{load_gaussians, LoadedSplats};
 use super::region::{resolve_region, Region};
 use super::sim_box::SimBox;
-use super::validate::Validator;
+use super::validate::{representable, Validator};
 use super::view::{resolve_view, View};
 use super::Gaussians;
 use crate::mpm::stability::{explicit_dt_bound, min_substeps_per_frame};
@@ -361,7 +361,7 @@ fn resolve_material(v: &Validator, m: &MaterialConfig) -> Result<Material, Scene
         ));
     }
     let [lo, hi] = m.log10_youngs_range;
-    if !(lo.is_finite() && hi.is_finite()) {
+    if !(representable(lo) && representable(hi)) {
         return Err(v.out_of_range(
             "material.log10_youngs_range",
             format!("{:?}", m.log10_youngs_range),
@@ -828,12 +828,24 @@ impl Scene {
         })?;
         let config: SceneConfig = toml::from_str(&text).map_err(|e| {
             let table = e.span().and_then(|span| table_at(&text, span.start));
+            let key = e.span().and_then(|span| key_at(&text, span.start));
             let message = e.to_string().trim_end().to_string();
+            // Name the field as `table.key` where the error is on a
+            // `key = value` line, and say what to do about it.
+            let fix = |k: &str| {
+                if message.contains("unknown field") {
+                    format!("fix: remove or rename `{k}` (the known fields are listed above; docs/scene.md describes each)")
+                } else {
+                    format!("fix: give `{k}` a value of the type the error expects (docs/scene.md lists each field)")
+                }
+            };
             SceneError::Parse {
                 path: path.to_path_buf(),
-                message: match table {
-                    Some(t) => format!("in `{t}`: {message}"),
-                    None => message,
+                message: match (table, key) {
+                    (Some(t), Some(k)) => format!("`{t}.{k}`: {message}\n{}", fix(&k)),
+                    (None, Some(k)) => format!("`{k}`: {message}\n{}", fix(&k)),
+                    (Some(t), None) => format!("in `{t}`: {message}"),
+                    (None, None) => message,
                 },
             }
         })?;
@@ -958,6 +970,20 @@ impl Scene {
 /// The TOML path of the table that holds byte `offset` of `text` (e.g.
 /// `views[1].camera`), from the last `[table]` / `[[array]]` header before
 /// it; `[[views]]` entries are numbered. `None` at the top level.
+/// The key of the `key = value` line holding byte `offset` of `text`, when
+/// that line is one (a parse error's span points at the value).
+fn key_at(text: &str, offset: usize) -> Option<String> {
+    let start = text.get(..offset)?.rfind('\n').map_or(0, |i| i + 1);
+    let line = text[start..].lines().next()?;
+    let (key, _) = line.split_once('=')?;
+    let key = key.trim();
+    let plain = !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    plain.then(|| key.to_string())
+}
+
 fn table_at(text: &str, offset: usize) -> Option<String> {
     let before = text.get(..offset)?;
     let mut current: Option<String> = None;

@@ -5,8 +5,21 @@ use std::path::{Path, PathBuf};
 
 use super::error::SceneError;
 
+/// The largest magnitude any scene number may have. The GPU computes in
+/// f32 (largest 3.4e38), and a value past 1e30 either overflows to
+/// infinity there or does once multiplied by another scene value (a focal
+/// length by a coordinate, E by the box side squared); no physical
+/// setting comes near it.
+pub const LARGEST: f64 = 1e30;
+
+/// Finite and at most [`LARGEST`] in magnitude.
+pub fn representable(v: f64) -> bool {
+    v.is_finite() && v.abs() <= LARGEST
+}
+
 /// The scene file being validated and its directory (the base of relative
 /// paths).
+
 pub(crate) struct Validator<'a> {
     pub path: &'a Path,
     pub dir: &'a Path,
@@ -43,28 +56,32 @@ impl Validator<'_> {
 
     /// Fails unless `value` is finite and `> 0`.
     pub fn positive(&self, field: &str, value: f64) -> Result<f64, SceneError> {
-        if value.is_finite() && value > 0.0 {
+        if representable(value) && value > 0.0 {
             Ok(value)
         } else {
-            Err(self.out_of_range(field, value, "must be a finite number > 0"))
+            Err(self.out_of_range(field, value, "must be a finite number > 0 and at most 1e30"))
         }
     }
 
     /// Fails unless `value` is finite and `≥ 0`.
     pub fn non_negative(&self, field: &str, value: f64) -> Result<f64, SceneError> {
-        if value.is_finite() && value >= 0.0 {
+        if representable(value) && value >= 0.0 {
             Ok(value)
         } else {
-            Err(self.out_of_range(field, value, "must be a finite number ≥ 0"))
+            Err(self.out_of_range(field, value, "must be a finite number ≥ 0 and at most 1e30"))
         }
     }
 
     /// Fails unless every component is finite.
     pub fn finite3(&self, field: &str, v: [f64; 3]) -> Result<[f64; 3], SceneError> {
-        if v.iter().all(|c| c.is_finite()) {
+        if v.iter().all(|&c| representable(c)) {
             Ok(v)
         } else {
-            Err(self.out_of_range(field, format!("{v:?}"), "every component must be finite"))
+            Err(self.out_of_range(
+                field,
+                format!("{v:?}"),
+                "every component must be finite and at most 1e30 in magnitude",
+            ))
         }
     }
 

@@ -11,7 +11,7 @@ use super::config::{CameraConfig, ColorCorrectionConfig, ViewConfig};
 use super::error::SceneError;
 use super::frames::{frame_size, list_frames, load_frame, Frame, FrameError};
 use super::nerfstudio::read_transforms;
-use super::validate::Validator;
+use super::validate::{representable, Validator};
 
 /// Default near plane, world units.
 pub const DEFAULT_NEAR: f64 = 0.01;
@@ -184,17 +184,25 @@ fn resolve_camera(v: &Validator, field: &str, c: &CameraConfig) -> Result<Camera
     let fy = v.positive(&f("fy"), c.fy.unwrap_or(fx))?;
     let cx = c.cx.unwrap_or(width as f64 / 2.0);
     let cy = c.cy.unwrap_or(height as f64 / 2.0);
-    if !cx.is_finite() {
-        return Err(v.out_of_range(&f("cx"), cx, "must be finite (pixels from the left edge)"));
+    if !representable(cx) {
+        return Err(v.out_of_range(
+            &f("cx"),
+            cx,
+            "must be finite and at most 1e30 (pixels from the left edge)",
+        ));
     }
-    if !cy.is_finite() {
-        return Err(v.out_of_range(&f("cy"), cy, "must be finite (pixels from the top edge)"));
+    if !representable(cy) {
+        return Err(v.out_of_range(
+            &f("cy"),
+            cy,
+            "must be finite and at most 1e30 (pixels from the top edge)",
+        ));
     }
     let (rotation, translation) = match (c.rotation, c.translation, c.position, c.look_at, c.up) {
         (Some(r), Some(t), None, None, None) => {
             let rows = r.map(vec3);
             let rotation = Mat3::from_cols(rows[0], rows[1], rows[2]).transpose();
-            if !r.iter().flatten().all(|x| x.is_finite()) {
+            if !r.iter().flatten().all(|&x| representable(x)) {
                 return Err(v.out_of_range(
                     &f("rotation"),
                     format!("{r:?}"),

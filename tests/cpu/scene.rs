@@ -181,7 +181,8 @@ fn point_set_region() {
 fn unknown_field_is_an_error() {
     let f = Fixture::new();
     let e = expect_err(f.load(&BASE.replace("fx = 20.0", "fxx = 20.0")), "fxx");
-    assert!(e.to_string().contains("in `views[0].camera`"), "{e}");
+    assert!(e.to_string().contains("`views[0].camera.fxx`"), "{e}");
+    assert!(e.to_string().contains("fix: remove or rename `fxx`"), "{e}");
     assert!(matches!(e, SceneError::Parse { .. }));
     let multiline = format!(
         "{BASE}\n[simulation]\nbox = {{ min = [\n  0.0,\n  0.0, 0.0], max = [3.0, 3.0, 3.0] }}\n\
