@@ -19,7 +19,6 @@ pub fn representable(v: f64) -> bool {
 
 /// The scene file being validated and its directory (the base of relative
 /// paths).
-
 pub(crate) struct Validator<'a> {
     pub path: &'a Path,
     pub dir: &'a Path,
