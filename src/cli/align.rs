@@ -104,11 +104,14 @@ pub fn run(args: &AlignArgs) -> Result<()> {
     }
     // The one overwrite rule (super::staged_dir): DIR holding align's files
     // is refused unless --force, which replaces those only.
-    let owned: Vec<Owned> = [ALIGNED_SCENE_FILE.to_string(), ALIGN_SUMMARY_FILE.to_string()]
-        .into_iter()
-        .chain(indices.iter().map(|&i| picture_name(&scene.views[i].name)))
-        .map(Owned::file)
-        .collect();
+    let owned: Vec<Owned> = [
+        ALIGNED_SCENE_FILE.to_string(),
+        ALIGN_SUMMARY_FILE.to_string(),
+    ]
+    .into_iter()
+    .chain(indices.iter().map(|&i| picture_name(&scene.views[i].name)))
+    .map(Owned::file)
+    .collect();
     let staged = StagedDir::new(&args.out, owned, args.force, "align")?;
     if !args.quiet {
         println!("output       {}", shown(&args.out));

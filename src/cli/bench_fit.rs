@@ -42,7 +42,8 @@ impl TempDir {
     fn new(case: &str) -> Result<Self> {
         let dir =
             std::env::temp_dir().join(format!("physfit-bench-fit-{}-{case}", std::process::id()));
-        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", physfit::io::shown::shown(&dir)))?;
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("creating {}", physfit::io::shown::shown(&dir)))?;
         Ok(Self(dir))
     }
 }

@@ -19,8 +19,8 @@ use physfit::fit::{
     Control, EarlierFit, FitProgress, FitSession, FitState, SessionError, SessionOptions,
     StageChoice, StagePlan, StopSignal,
 };
-use physfit::io::shown::shown;
 use physfit::gpu::{GpuContext, GpuOptions};
+use physfit::io::shown::shown;
 use physfit::scene::Scene;
 
 /// The exit status after Ctrl-C (128 + SIGINT).
@@ -318,8 +318,7 @@ impl Interrupt {
         };
         let stop = StopSignal::new();
         let handler = stop.clone();
-        ctrlc::set_handler(move || on_ctrl_c(&handler))
-            .context("installing the Ctrl-C handler")?;
+        ctrlc::set_handler(move || on_ctrl_c(&handler)).context("installing the Ctrl-C handler")?;
         Ok(Self { stop, hook })
     }
 
@@ -348,7 +347,10 @@ fn resume_command(args: &FitArgs) -> String {
     if args.stage != StageArg::Both {
         command.push_str(&format!(
             " --stage {}",
-            args.stage.to_possible_value().expect("no skipped value").get_name()
+            args.stage
+                .to_possible_value()
+                .expect("no skipped value")
+                .get_name()
         ));
     }
     if let Some(v) = &args.velocity_from {

@@ -199,8 +199,7 @@ pub fn write_opaque_png(
     for p in &mut pixels {
         p[3] = 1.0;
     }
-    write_png(path, width, height, &pixels)
-        .with_context(|| format!("writing {}", shown(path)))?;
+    write_png(path, width, height, &pixels).with_context(|| format!("writing {}", shown(path)))?;
     Ok(())
 }
 

@@ -84,13 +84,9 @@ pub fn run(args: &RenderArgs) -> Result<()> {
     let scene = Scene::load(&args.scene)?;
     let fitted = FittedDrivers::load(params)?;
     let interactions = interactions(args)?;
-    let setup = ForwardSetup::from_fitted(
-        &scene,
-        &fitted,
-        &shown(params).to_string(),
-        &interactions,
-    )
-    .with_context(|| format!("{} with {}", shown(&args.scene), shown(params)))?;
+    let setup =
+        ForwardSetup::from_fitted(&scene, &fitted, &shown(params).to_string(), &interactions)
+            .with_context(|| format!("{} with {}", shown(&args.scene), shown(params)))?;
     setup.check_velocity_bound()?;
     let frames = match args.frames {
         Some(0) => bail!("--frames must be at least 1 (the rest frame 0 included)"),
@@ -132,7 +128,12 @@ pub fn run(args: &RenderArgs) -> Result<()> {
 
     let owned: Vec<Owned> = views
         .iter()
-        .flat_map(|(name, _)| [Owned::frames(name, "png"), Owned::file(format!("{name}.gif"))])
+        .flat_map(|(name, _)| {
+            [
+                Owned::frames(name, "png"),
+                Owned::file(format!("{name}.gif")),
+            ]
+        })
         .collect();
     let staged = StagedDir::new(&args.out, owned, args.force, "render --params")?;
     if !args.quiet {
@@ -141,7 +142,8 @@ pub fn run(args: &RenderArgs) -> Result<()> {
     let mut gifs = Vec::with_capacity(views.len());
     for (name, _) in &views {
         let dir = staged.path().join(name);
-        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", physfit::io::shown::shown(&dir)))?;
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("creating {}", physfit::io::shown::shown(&dir)))?;
         gifs.push(GifSequence::create(
             &staged.path().join(format!("{name}.gif")),
             scene.fps,

@@ -78,8 +78,8 @@ pub fn render_splat_files(
     );
     for (k, file) in files.iter().enumerate() {
         bar.set_message(shown(file).to_string());
-        let splats = load_gaussians(file)
-            .with_context(|| format!("--splats: reading {}", shown(file)))?;
+        let splats =
+            load_gaussians(file).with_context(|| format!("--splats: reading {}", shown(file)))?;
         let n = splats.gaussians.len();
         anyhow::ensure!(
             n == scene_splats,

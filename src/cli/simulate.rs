@@ -89,9 +89,9 @@ pub fn run(
         .expect("valid template"),
     );
     for _ in 1..=frames {
-        animation.step(&ctx).with_context(|| {
-            format!("simulating {} (nothing was written)", shown(scene_path))
-        })?;
+        animation
+            .step(&ctx)
+            .with_context(|| format!("simulating {} (nothing was written)", shown(scene_path)))?;
         bar.inc(1);
     }
     bar.finish_and_clear();

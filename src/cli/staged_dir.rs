@@ -231,7 +231,8 @@ impl Drop for StagedDir {
 /// `path` relative to the directory `base` (both made absolute first), for
 /// telling the user what to write in a file that lives in `base`.
 pub fn relative_to(path: &Path, base: &Path) -> Result<PathBuf> {
-    let abs = |p: &Path| std::fs::canonicalize(p).with_context(|| format!("resolving {}", shown(p)));
+    let abs =
+        |p: &Path| std::fs::canonicalize(p).with_context(|| format!("resolving {}", shown(p)));
     let (path, base) = (abs(path)?, abs(base)?);
     let (p, b): (Vec<_>, Vec<_>) = (path.components().collect(), base.components().collect());
     let common = p.iter().zip(&b).take_while(|(x, y)| x == y).count();
@@ -267,13 +268,23 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("out");
         std::fs::create_dir_all(out.join("v")).unwrap();
-        for f in ["keep.txt", "v/frame_0000.png", "v/frame_0001.png", "v/notes.png"] {
+        for f in [
+            "keep.txt",
+            "v/frame_0000.png",
+            "v/frame_0001.png",
+            "v/notes.png",
+        ] {
             std::fs::write(out.join(f), "old").unwrap();
         }
         let owned = vec![Owned::frames("v", "png"), Owned::file("a.json")];
-        let refused = StagedDir::new(&out, owned.clone(), false, "test").err().unwrap();
+        let refused = StagedDir::new(&out, owned.clone(), false, "test")
+            .err()
+            .unwrap();
         let text = format!("{refused:#}");
-        assert!(text.contains("--force") && text.contains("v/frame_0000.png"), "{text}");
+        assert!(
+            text.contains("--force") && text.contains("v/frame_0000.png"),
+            "{text}"
+        );
         let staged = StagedDir::new(&out, owned, true, "test").unwrap();
         std::fs::create_dir(staged.path().join("v")).unwrap();
         std::fs::write(staged.path().join("v/frame_0000.png"), "new").unwrap();
@@ -287,7 +298,13 @@ mod tests {
         assert_eq!(read("a.json").as_deref(), Some("new"));
         let hidden = std::fs::read_dir(&out)
             .unwrap()
-            .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with('.'))
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with('.')
+            })
             .count();
         assert_eq!(hidden, 0, "no staging left");
     }

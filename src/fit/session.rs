@@ -718,3 +718,24 @@ impl FitObserver for SessionObserver<'_> {
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::drivers_differ;
+
+    #[test]
+    fn drivers_that_match_in_count_say_how_many_moved_and_how_far() {
+        let scene = vec![[0.1, 0.2, 0.3], [0.5, 0.5, 0.5], [0.7, 0.2, 0.4]];
+        let mut fitted = scene.clone();
+        fitted[1][0] += 0.05;
+        let text = drivers_differ(&fitted, &scene, 20);
+        assert!(
+            text.contains("the same 3 drivers, but 1 of them sit elsewhere")
+                && text.contains("1.000 grid cells"),
+            "{text}"
+        );
+        assert!(!text.contains("3 drivers where"), "{text}");
+        let text = drivers_differ(&fitted[..2], &scene, 20);
+        assert!(text.contains("2 drivers where the scene has 3"), "{text}");
+    }
+}

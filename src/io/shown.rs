@@ -77,7 +77,10 @@ mod tests {
     fn joined_paths_read_as_typed() {
         let cwd = Path::new("/work/p");
         let s = |p: &str| shown_from(Path::new(p), cwd).display().to_string();
-        assert_eq!(s("scenes/../out/fox/checkpoint.json"), "out/fox/checkpoint.json");
+        assert_eq!(
+            s("scenes/../out/fox/checkpoint.json"),
+            "out/fox/checkpoint.json"
+        );
         assert_eq!(s("./out/./fox"), "out/fox");
         assert_eq!(s("/work/p/out/fox"), "out/fox");
         assert_eq!(s("/work/p"), ".");
