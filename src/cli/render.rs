@@ -225,14 +225,11 @@ pub fn run(args: &RenderArgs) -> Result<()> {
     if let Some(pattern) = &args.splats {
         let files = super::render_splats::list_splat_files(pattern)?;
         return super::render_splats::render_splat_files(
-            &args.scene,
+            args,
             scene.gaussians().len(),
             scene.background,
             &files,
             &views,
-            &args.out,
-            args.force,
-            args.quiet,
         );
     }
     let owned: Vec<Owned> = views

@@ -19,7 +19,7 @@ use physfit::synth::layout::frame_path;
 
 use physfit::io::shown::shown;
 
-use super::render::write_opaque_png;
+use super::render::{write_opaque_png, RenderArgs};
 use super::staged_dir::{Owned, StagedDir};
 
 /// The files `pattern` names, sorted by file name (frame order). A pattern
@@ -40,19 +40,18 @@ pub fn list_splat_files(pattern: &str) -> Result<Vec<PathBuf>> {
 }
 
 /// Renders every file of `files` in every view of `views`, writing
-/// `target/<view>/frame_NNNN.png` (file k is frame k), staged and under the
+/// `DIR/<view>/frame_NNNN.png` (`--out`) (file k is frame k), staged and under the
 /// overwrite rule ([`super::staged_dir`]). Each file must have the scene's
 /// splat count `scene_splats`.
 pub fn render_splat_files(
-    scene_path: &Path,
+    args: &RenderArgs,
     scene_splats: usize,
     background: [f32; 3],
     files: &[PathBuf],
     views: &[(String, Camera)],
-    target: &Path,
-    force: bool,
-    quiet: bool,
 ) -> Result<()> {
+    let (scene_path, target): (&Path, &Path) = (&args.scene, &args.out);
+    let (force, quiet) = (args.force, args.quiet);
     let owned = views
         .iter()
         .map(|(name, _)| Owned::frames(name, "png"))
