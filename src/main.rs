@@ -49,6 +49,9 @@ enum Command {
         /// Output directory (frame_0000.ply, ... and <view>/frame_0000.png, ...).
         #[arg(long)]
         out: PathBuf,
+        /// Replace an earlier simulate's files in the output directory (only those).
+        #[arg(long)]
+        force: bool,
     },
     /// Write reference frames of a known material and motion (a twin experiment; docs/truth.md).
     Synth(cli::synth::SynthArgs),
@@ -102,9 +105,10 @@ fn run(cli: Cli) -> Result<()> {
             frames,
             size,
             out,
+            force,
         } => {
             let size = size.as_deref().map(cli::parse_size).transpose()?;
-            cli::simulate::run(&scene, &velocity, frames, size, &out)?
+            cli::simulate::run(&scene, &velocity, frames, size, &out, force)?
         }
         Command::Synth(args) => cli::synth::run(&args)?,
         Command::Bench { target: None } => cli::bench_summary::run()?,

@@ -29,7 +29,10 @@ use physfit::report::{captioned_row, difference};
 use physfit::scene::Scene;
 use physfit::splat::SplatBuffers;
 
+use physfit::io::shown::shown;
+
 use super::render::view_indices;
+use super::staged_dir::{Owned, StagedDir};
 
 /// The aligned scene's file name in the output directory.
 pub const ALIGNED_SCENE_FILE: &str = "scene.toml";
@@ -84,7 +87,7 @@ pub fn run(args: &AlignArgs) -> Result<()> {
         if with_frames.is_empty() {
             bail!(
                 "{}: no view has reference frames to align to; give a view `frames`",
-                args.scene.display()
+                shown(&args.scene)
             );
         }
         with_frames
@@ -99,25 +102,20 @@ pub fn run(args: &AlignArgs) -> Result<()> {
             .into());
         }
     }
-    // One overwrite rule: refuse DIR holding align's files unless --force,
-    // and touch nothing else in it.
-    let ours: Vec<String> = std::iter::once(ALIGNED_SCENE_FILE.to_string())
-        .chain(std::iter::once(ALIGN_SUMMARY_FILE.to_string()))
-        .chain(indices.iter().map(|&i| picture_name(&scene.views[i].name)))
-        .collect();
-    let existing: Vec<&String> = ours.iter().filter(|f| args.out.join(f).exists()).collect();
-    if !existing.is_empty() && !args.force {
-        bail!(
-            "{} holds an earlier alignment ({}); fix: choose another --out, or add --force to replace those files",
-            args.out.display(),
-            existing.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
-        );
-    }
+    // The one overwrite rule (super::staged_dir): DIR holding align's files
+    // is refused unless --force, which replaces those only.
+    let owned: Vec<Owned> = [
+        ALIGNED_SCENE_FILE.to_string(),
+        ALIGN_SUMMARY_FILE.to_string(),
+    ]
+    .into_iter()
+    .chain(indices.iter().map(|&i| picture_name(&scene.views[i].name)))
+    .map(Owned::file)
+    .collect();
+    let staged = StagedDir::new(&args.out, owned, args.force, "align")?;
     if !args.quiet {
-        println!("output       {}", args.out.display());
+        println!("output       {}", shown(&args.out));
     }
-    std::fs::create_dir_all(&args.out)
-        .with_context(|| format!("creating the output directory {}", args.out.display()))?;
 
     let settings = AlignSettings {
         what,
@@ -209,7 +207,7 @@ pub fn run(args: &AlignArgs) -> Result<()> {
             ("|reference − after| × 4", &diff),
         ])?;
         let picture_file = picture_name(&view.name);
-        write_png(&args.out.join(&picture_file), &picture)?;
+        write_png(&staged.path().join(&picture_file), &picture)?;
         if !args.quiet {
             print_view(&view.name, &alignment, what);
         }
@@ -229,28 +227,25 @@ pub fn run(args: &AlignArgs) -> Result<()> {
         summaries.push(ViewSummary::new(&view.name, &alignment, picture_file));
     }
     let text = edited_scene(&args.scene, &scene.output_dir, &args.out, &edits)?;
-    let scene_out = args.out.join(ALIGNED_SCENE_FILE);
-    write_atomic(&scene_out, text.as_bytes())
-        .with_context(|| format!("writing {}", scene_out.display()))?;
+    write_atomic(&staged.path().join(ALIGNED_SCENE_FILE), text.as_bytes())
+        .with_context(|| format!("writing {}", shown(&args.out.join(ALIGNED_SCENE_FILE))))?;
     let summary = AlignSummary {
         version: ALIGN_SUMMARY_VERSION,
         scene: args.scene.display().to_string(),
         what: what.label(),
         views: summaries,
     };
-    let summary_path = args.out.join(ALIGN_SUMMARY_FILE);
     write_atomic(
-        &summary_path,
+        &staged.path().join(ALIGN_SUMMARY_FILE),
         serde_json::to_string_pretty(&summary)?.as_bytes(),
     )
-    .with_context(|| format!("writing {}", summary_path.display()))?;
+    .with_context(|| format!("writing {}", shown(&args.out.join(ALIGN_SUMMARY_FILE))))?;
+    // The pictures are kept even when a view came out worse: they show why.
+    staged.commit()?;
     if !args.quiet {
-        println!(
-            "wrote        {} (fit it with `physfit fit {}`)",
-            scene_out.display(),
-            scene_out.display()
-        );
-        println!("output       {}", args.out.display());
+        let scene_out = shown(&args.out.join(ALIGNED_SCENE_FILE));
+        println!("wrote        {scene_out} (fit it with `physfit fit {scene_out}`)");
+        println!("output       {}", shown(&args.out));
     }
     if !worse.is_empty() {
         return Err(AlignError::Worse { views: worse }.into());

@@ -42,7 +42,8 @@ impl TempDir {
     fn new(case: &str) -> Result<Self> {
         let dir =
             std::env::temp_dir().join(format!("physfit-bench-fit-{}-{case}", std::process::id()));
-        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("creating {}", physfit::io::shown::shown(&dir)))?;
         Ok(Self(dir))
     }
 }
@@ -70,7 +71,7 @@ pub fn run(args: &BenchFitArgs) -> Result<()> {
         let mut scene = Scene::load(&args.scene).with_context(|| {
             format!(
                 "the fox case fits {}: run from the repository root or pass --scene",
-                args.scene.display()
+                physfit::io::shown::shown(&args.scene)
             )
         })?;
         if let Some((w, h)) = size {

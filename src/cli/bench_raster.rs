@@ -43,7 +43,7 @@ pub fn run(args: &BenchRasterArgs) -> Result<()> {
         let view = scene
             .views
             .first()
-            .with_context(|| format!("{} has no camera", args.scene.display()))?;
+            .with_context(|| format!("{} has no camera", physfit::io::shown::shown(&args.scene)))?;
         let stem = args.scene.file_stem().unwrap_or_default().to_string_lossy();
         for size in &args.size {
             let (w, h) = parse_size(size)?;
@@ -57,7 +57,7 @@ pub fn run(args: &BenchRasterArgs) -> Result<()> {
     } else {
         log::warn!(
             "{} not found: skipping the real-scene case",
-            args.scene.display()
+            physfit::io::shown::shown(&args.scene)
         );
     }
     if args.splats > 0 {

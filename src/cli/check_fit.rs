@@ -33,7 +33,7 @@ pub fn fit_summary(scene: &Scene) -> Result<String> {
         Some(DriverSet::from_scene(scene).with_context(|| {
             format!(
                 "building the drivers of {} to assign them to the fit's regions",
-                scene.path.display()
+                physfit::io::shown::shown(&scene.path)
             )
         })?)
     } else {

@@ -7,8 +7,6 @@
 //! flags to use to the session's refusals.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
@@ -16,12 +14,13 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use physfit::fit::checkpoint::CheckpointError;
 use physfit::fit::fitter::mean_quality;
-use physfit::fit::session::{FinishedStage, RunEnd, TruthSource};
+use physfit::fit::session::{FinishedStage, RunEnd, TruthSource, CHECKPOINT_FILE};
 use physfit::fit::{
     Control, EarlierFit, FitProgress, FitSession, FitState, SessionError, SessionOptions,
-    StageChoice, StagePlan,
+    StageChoice, StagePlan, StopSignal,
 };
 use physfit::gpu::{GpuContext, GpuOptions};
+use physfit::io::shown::shown;
 use physfit::scene::Scene;
 
 /// The exit status after Ctrl-C (128 + SIGINT).
@@ -59,8 +58,9 @@ pub struct FitArgs {
     /// Which stages to run.
     #[arg(long, value_enum, default_value_t = StageArg::Both)]
     pub stage: StageArg,
-    /// For `--stage stiffness`: the drivers.safetensors of an earlier fit
-    /// whose velocity to hold (default: the output directory's).
+    /// With `--stage stiffness` (refused otherwise): the drivers.safetensors
+    /// of an earlier fit whose velocity to hold (default: the output
+    /// directory's).
     #[arg(long)]
     pub velocity_from: Option<PathBuf>,
     /// Continue the fit checkpointed in the output directory (iterations may be raised).
@@ -91,11 +91,15 @@ pub enum FitOutcome {
 struct CliProgress {
     quiet: bool,
     bar: ProgressBar,
-    interrupted: Arc<AtomicBool>,
+    interrupt: Interrupt,
+    /// The stage running, for the interruption message.
+    phase: Phase,
 }
 
 impl FitProgress for CliProgress {
     fn stage_started(&mut self, plan: &StagePlan, state: &FitState) {
+        self.phase = Phase::of_stage(plan.kind);
+        self.interrupt.enter(self.phase);
         self.bar = if self.quiet {
             ProgressBar::hidden()
         } else {
@@ -130,7 +134,7 @@ impl FitProgress for CliProgress {
             ));
         }
         self.bar.set_position(u64::from(state.iteration));
-        if self.interrupted.load(Ordering::SeqCst) {
+        if self.interrupt.raised() {
             Control::Stop
         } else {
             Control::Continue
@@ -181,9 +185,10 @@ impl FitProgress for CliProgress {
 /// The session's refusal with the flags that fix it.
 fn with_flag_advice(error: SessionError, args: &FitArgs) -> anyhow::Error {
     let advice = match &error {
-        SessionError::EarlierFit { .. } => {
-            Some("fix: --resume to continue it, --force to replace it, or --out another directory")
-        }
+        SessionError::EarlierFit { .. } => Some(
+            "fix: --resume to continue it, --force to replace those files (nothing else in it is \
+             touched), or --out another directory",
+        ),
         SessionError::NoCheckpoint { .. } => Some("fix: run without --resume"),
         SessionError::Checkpoint(CheckpointError::Format { .. }) => {
             Some("fix: run without --resume, with --force to start over")
@@ -203,12 +208,182 @@ fn with_flag_advice(error: SessionError, args: &FitArgs) -> anyhow::Error {
     }
 }
 
+/// The environment variable that makes `physfit fit` behave as if Ctrl-C
+/// arrived at the start of a phase ([`Phase`] names; `PHASE,twice` for two
+/// Ctrl-C): a deterministic way to test every phase's interruption, which
+/// timing real signals is not.
+pub const INTERRUPT_HOOK: &str = "PHYSFIT_TEST_INTERRUPT_AT";
+
+/// The phases of `physfit fit`, as the interruption hook names them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Prepare,
+    CameraCheck,
+    TruthCheck,
+    Scan,
+    Velocity,
+    Stiffness,
+    Outputs,
+}
+
+impl Phase {
+    const ALL: [Phase; 7] = [
+        Phase::Prepare,
+        Phase::CameraCheck,
+        Phase::TruthCheck,
+        Phase::Scan,
+        Phase::Velocity,
+        Phase::Stiffness,
+        Phase::Outputs,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Phase::Prepare => "prepare",
+            Phase::CameraCheck => "camera-check",
+            Phase::TruthCheck => "truth-check",
+            Phase::Scan => "scan",
+            Phase::Velocity => "velocity",
+            Phase::Stiffness => "stiffness",
+            Phase::Outputs => "outputs",
+        }
+    }
+
+    /// What the interruption message says the fit was doing.
+    fn doing(self) -> &'static str {
+        match self {
+            Phase::Prepare => "while preparing the fit",
+            Phase::CameraCheck => "during the camera check",
+            Phase::TruthCheck => "during the truth check",
+            Phase::Scan => "during the scan",
+            Phase::Velocity => "during the velocity stage",
+            Phase::Stiffness => "during the stiffness stage",
+            Phase::Outputs => "while writing the outputs",
+        }
+    }
+
+    fn of_stage(kind: physfit::fit::StageKind) -> Self {
+        match kind {
+            physfit::fit::StageKind::Scan => Phase::Scan,
+            physfit::fit::StageKind::Velocity => Phase::Velocity,
+            physfit::fit::StageKind::Stiffness => Phase::Stiffness,
+        }
+    }
+}
+
+/// Ctrl-C: the first asks the fit to stop at its next safe point; a second
+/// exits at once with [`INTERRUPTED_STATUS`]. Checkpoints are written
+/// atomically, so exiting at once keeps the last complete one.
+fn on_ctrl_c(stop: &StopSignal) {
+    if stop.raised() {
+        eprintln!(
+            "interrupted again: exiting at once; the last complete checkpoint is kept \
+             (the outputs of this run, if any were being written, are not)"
+        );
+        std::process::exit(INTERRUPTED_STATUS);
+    }
+    stop.raise();
+    eprintln!("interrupted: stopping at the next safe point (Ctrl-C again exits at once)");
+}
+
+/// Ctrl-C and the hook ([`INTERRUPT_HOOK`]).
+#[derive(Clone)]
+struct Interrupt {
+    stop: StopSignal,
+    hook: Option<(Phase, u32)>,
+}
+
+impl Interrupt {
+    /// Installs the handler; reads the hook.
+    fn install() -> Result<Self> {
+        let hook = match std::env::var(INTERRUPT_HOOK) {
+            Ok(value) => {
+                let (name, times) = match value.split_once(',') {
+                    Some((name, "twice")) => (name.to_string(), 2),
+                    _ => (value.clone(), 1),
+                };
+                let phase = Phase::ALL
+                    .into_iter()
+                    .find(|p| p.name() == name)
+                    .with_context(|| {
+                        let names: Vec<_> = Phase::ALL.iter().map(|p| p.name()).collect();
+                        format!(
+                            "{INTERRUPT_HOOK}={value}: not a phase; fix: give one of {} (with ',twice' for two Ctrl-C), or unset it",
+                            names.join(", ")
+                        )
+                    })?;
+                Some((phase, times))
+            }
+            Err(_) => None,
+        };
+        let stop = StopSignal::new();
+        let handler = stop.clone();
+        ctrlc::set_handler(move || on_ctrl_c(&handler)).context("installing the Ctrl-C handler")?;
+        Ok(Self { stop, hook })
+    }
+
+    /// `phase` starts: the hook's Ctrl-C arrives if it names it.
+    fn enter(&self, phase: Phase) {
+        if let Some((p, times)) = self.hook {
+            if p == phase {
+                for _ in 0..times {
+                    on_ctrl_c(&self.stop);
+                }
+            }
+        }
+    }
+
+    fn raised(&self) -> bool {
+        self.stop.raised()
+    }
+}
+
+/// How a `--resume` of this run reads.
+fn resume_command(args: &FitArgs) -> String {
+    let mut command = format!("physfit fit {} --resume", shown(&args.scene));
+    if let Some(o) = &args.out {
+        command.push_str(&format!(" --out {}", shown(o)));
+    }
+    if args.stage != StageArg::Both {
+        command.push_str(&format!(
+            " --stage {}",
+            args.stage
+                .to_possible_value()
+                .expect("no skipped value")
+                .get_name()
+        ));
+    }
+    if let Some(v) = &args.velocity_from {
+        command.push_str(&format!(" --velocity-from {}", shown(v)));
+    }
+    if let Some(t) = &args.truth {
+        command.push_str(&format!(" --truth {}", shown(t)));
+    }
+    command
+}
+
+/// The flags that would be ignored: refused, naming when they apply.
+fn check_flags(args: &FitArgs) -> Result<()> {
+    if args.velocity_from.is_some() && args.stage != StageArg::Stiffness {
+        anyhow::bail!(
+            "--velocity-from applies only with --stage stiffness (the velocity a stiffness-only \
+             fit holds; the velocity stage fits its own); fix: add --stage stiffness, or drop \
+             --velocity-from"
+        );
+    }
+    Ok(())
+}
+
 /// Runs `physfit fit`.
 pub fn run(args: &FitArgs) -> Result<FitOutcome> {
+    check_flags(args)?;
+    // Installed first, so that Ctrl-C is honoured in every phase.
+    let interrupt = Interrupt::install()?;
+    interrupt.enter(Phase::Prepare);
     let scene = Scene::load(&args.scene)?;
     let out = args.out.clone().unwrap_or_else(|| scene.output_dir.clone());
     let options = SessionOptions {
-        out,
+        out: out.clone(),
         choice: StageChoice::from(args.stage),
         velocity_from: args.velocity_from.clone(),
         earlier: if args.resume {
@@ -222,28 +397,66 @@ pub fn run(args: &FitArgs) -> Result<FitOutcome> {
     };
     let advise = |e: SessionError| with_flag_advice(e, args);
     let prepared = FitSession::prepare(scene, options).map_err(advise)?;
+    let resumed = prepared.resumed().is_some();
+    // What an interruption says: the phase, and whether the earlier
+    // checkpoint stands.
+    let stopped = |phase: Phase, checkpointed: bool| {
+        if checkpointed || resumed {
+            eprintln!(
+                "interrupted {}: the fit is checkpointed in {}; continue it with `{}`",
+                phase.doing(),
+                shown(&out.join(CHECKPOINT_FILE)),
+                resume_command(args)
+            );
+        } else {
+            eprintln!(
+                "interrupted {}: no iteration had finished, so there was nothing to keep and no \
+                 checkpoint was written; run the same command again to start the fit",
+                phase.doing()
+            );
+        }
+        Ok(FitOutcome::Interrupted)
+    };
+    if interrupt.raised() {
+        return stopped(Phase::Prepare, false);
+    }
     if !args.quiet {
+        eprintln!("output {}", shown(&out));
         if let Some(TruthSource::BesideFrames(path)) = prepared.truth_source() {
             eprintln!(
                 "twin experiment: the frames were made by `physfit synth`; measuring the recovery of {}",
-                path.display()
+                shown(path)
             );
         }
         if let Some(c) = prepared.resumed() {
             eprintln!(
                 "resuming from {} ({} iterations recorded)",
-                prepared.checkpoint_path().display(),
+                shown(&prepared.checkpoint_path()),
                 c.state.records.len()
             );
         }
     }
     let ctx = GpuContext::new(&GpuOptions::default())?;
+    // Before opening: --force removes the earlier fit there.
+    if interrupt.raised() {
+        return stopped(Phase::Prepare, false);
+    }
+    let out_existed = out.exists();
+    // Nothing kept: the output directory goes if this run made it (and
+    // left it empty).
+    let stopped_early = |phase: Phase| {
+        if !out_existed {
+            let _ = std::fs::remove_dir(&out);
+        }
+        stopped(phase, false)
+    };
     let mut session = FitSession::open(&ctx, prepared).map_err(advise)?;
+    session.set_stop(interrupt.stop.clone());
     if !args.quiet {
         let d = session.drivers();
         eprintln!(
             "fitting {}: {} drivers ({} anchored), {} frames × {} views, adapter {}",
-            args.scene.display(),
+            shown(&args.scene),
             d.len(),
             d.anchored.iter().filter(|a| **a).count(),
             session.inputs().frames,
@@ -251,7 +464,12 @@ pub fn run(args: &FitArgs) -> Result<FitOutcome> {
             ctx.adapter_info.name
         );
     }
-    for check in session.check_cameras(&ctx).map_err(advise)? {
+    interrupt.enter(Phase::CameraCheck);
+    let checks = match session.check_cameras(&ctx) {
+        Err(e) if e.is_stop() => return stopped_early(Phase::CameraCheck),
+        other => other.map_err(advise)?,
+    };
+    for check in checks {
         match &check.picture {
             Some(picture) => eprintln!(
                 "WARNING: camera check: view '{}' renders frame 0 at only {:.1} dB PSNR against {} (below {} dB).\n\
@@ -260,10 +478,10 @@ pub fn run(args: &FitArgs) -> Result<FitOutcome> {
                  WARNING: fix: `physfit align {} --out DIR` fits the view's pose and colour (exposure, white balance) to its frame 0.",
                 check.view,
                 check.psnr,
-                check.reference.display(),
+                shown(&check.reference),
                 physfit::fit::camera_check::CAMERA_CHECK_DB,
-                picture.display(),
-                args.scene.display()
+                shown(picture),
+                shown(&args.scene)
             ),
             None if !args.quiet => {
                 eprintln!("camera check: view '{}' frame 0 PSNR {:.1} dB", check.view, check.psnr)
@@ -271,37 +489,35 @@ pub fn run(args: &FitArgs) -> Result<FitOutcome> {
             None => {}
         }
     }
-    session.check_truth(&ctx).map_err(advise)?;
-
-    let interrupted = Arc::new(AtomicBool::new(false));
-    {
-        let flag = interrupted.clone();
-        ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst))
-            .context("installing the Ctrl-C handler")?;
+    if interrupt.raised() {
+        return stopped_early(Phase::CameraCheck);
     }
+    interrupt.enter(Phase::TruthCheck);
+    session.check_truth(&ctx).map_err(advise)?;
+    if interrupt.raised() {
+        return stopped_early(Phase::TruthCheck);
+    }
+
     let mut progress = CliProgress {
         quiet: args.quiet,
         bar: ProgressBar::hidden(),
-        interrupted,
+        interrupt: interrupt.clone(),
+        phase: Phase::Scan,
     };
     let end = session
         .run(&ctx, &mut progress)
         .map_err(advise)
-        .with_context(|| format!("fitting {}", args.scene.display()));
+        .with_context(|| format!("fitting {}", shown(&args.scene)));
     progress.bar.finish_and_clear();
-    if end? == RunEnd::Stopped {
-        eprintln!(
-            "interrupted: the fit is checkpointed in {}; continue it with `physfit fit {} --resume{}`",
-            session.checkpoint_path().display(),
-            args.scene.display(),
-            args.out
-                .as_ref()
-                .map(|o| format!(" --out {}", o.display()))
-                .unwrap_or_default()
-        );
-        return Ok(FitOutcome::Interrupted);
+    if let RunEnd::Stopped { checkpointed } = end? {
+        return if checkpointed || resumed {
+            stopped(progress.phase, true)
+        } else {
+            stopped_early(progress.phase)
+        };
     }
 
+    interrupt.enter(Phase::Outputs);
     let bar = if args.quiet {
         ProgressBar::hidden()
     } else {
@@ -312,9 +528,19 @@ pub fn run(args: &FitArgs) -> Result<FitOutcome> {
             .expect("valid template"),
     );
     bar.set_prefix("compare frames");
-    let summary = session
-        .write_outputs(&ctx, &mut || bar.inc(1))
-        .map_err(advise)?;
+    let summary = match session.write_outputs(&ctx, &mut || bar.inc(1)) {
+        Err(e) if e.is_stop() => {
+            bar.finish_and_clear();
+            eprintln!(
+                "interrupted while writing the outputs: none was written; the finished fit is \
+                 checkpointed in {}; write its outputs with `{}`",
+                shown(&session.checkpoint_path()),
+                resume_command(args)
+            );
+            return Ok(FitOutcome::Interrupted);
+        }
+        other => other.map_err(advise)?,
+    };
     bar.finish_and_clear();
     if !args.quiet {
         let f = &summary.final_loss;
@@ -340,9 +566,13 @@ pub fn run(args: &FitArgs) -> Result<FitOutcome> {
             );
         }
         eprintln!(
-            "wrote {}: fitted.ply, drivers.safetensors, fit.json, loss.jsonl, loss.png, stiffness.png, compare/",
-            session.out().display()
+            "wrote fitted.ply, drivers.safetensors, fit.json, loss.jsonl, loss.png, stiffness.png, compare/"
         );
+        eprintln!("output {}", shown(session.out()));
+    }
+    if interrupt.raised() {
+        // Ctrl-C after the last compare frame: the outputs are whole.
+        eprintln!("interrupted after the outputs were written: the fit is complete");
     }
     Ok(FitOutcome::Finished)
 }

@@ -1,4 +1,4 @@
-//! `physfit render scene.toml --out DIR [--camera NAME|INDEX]... [--size WxH]`:
+//! `physfit render scene.toml --out DIR [--camera NAME|INDEX]... [--size WxH] [--force]`:
 //! renders the scene's Gaussians (at rest) from its cameras with the GPU rasterizer
 //! and writes one opaque 8-bit PNG (3DGS colours: `round(255·v)`, no transfer curve) per view (`DIR/<view name>.png`),
 //! composited over the scene's background colour. With `--params
@@ -20,7 +20,10 @@ use physfit::scene::frames::write_png;
 use physfit::scene::scene::Scene;
 use physfit::scene::Camera;
 
+use physfit::io::shown::shown;
+
 use super::parse_size;
+use super::staged_dir::{Owned, StagedDir};
 
 /// What `--color-by` colours the splats by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -34,7 +37,8 @@ pub enum ColorBy {
 pub struct RenderArgs {
     /// The scene description.
     pub scene: PathBuf,
-    /// Output directory (created if missing).
+    /// Output directory (created if missing; refused when it holds an
+    /// earlier render's files, unless --force).
     #[arg(long)]
     pub out: PathBuf,
     /// Render only this view: its name or its number (0-based, in
@@ -89,7 +93,7 @@ pub struct RenderArgs {
     /// the view's colour correction (`views[i].color_correction`).
     #[arg(long)]
     pub side_by_side: bool,
-    /// With --params: replace a non-empty output directory.
+    /// Replace an earlier render's files in the output directory (only those).
     #[arg(long)]
     pub force: bool,
     /// Print nothing but errors.
@@ -123,7 +127,6 @@ impl RenderArgs {
             ("--from-rest", flags.from_rest),
             ("--color-by", self.color_by.is_some()),
             ("--side-by-side", self.side_by_side),
-            ("--force", self.force),
         ]
         .into_iter()
         .filter_map(|(flag, given)| given.then_some(flag))
@@ -171,7 +174,7 @@ pub fn view_indices(scene: &Scene, scene_path: &Path, cameras: &[String]) -> Res
                     let names: Vec<&str> = scene.views.iter().map(|v| v.name.as_str()).collect();
                     format!(
                         "--camera {c}: {} has {} view(s), named {} and numbered 0..{}",
-                        scene_path.display(),
+                        shown(scene_path),
                         scene.views.len(),
                         names.join(", "),
                         scene.views.len()
@@ -196,8 +199,7 @@ pub fn write_opaque_png(
     for p in &mut pixels {
         p[3] = 1.0;
     }
-    write_png(path, width, height, &pixels)
-        .with_context(|| format!("writing {}", path.display()))?;
+    write_png(path, width, height, &pixels).with_context(|| format!("writing {}", shown(path)))?;
     Ok(())
 }
 
@@ -207,9 +209,14 @@ pub fn run(args: &RenderArgs) -> Result<()> {
         return super::render_motion::run(args);
     }
     if let Some(flag) = args.motion_flags().first() {
+        let without = if args.splats.is_some() {
+            "with --splats, render draws the given splat files as they are"
+        } else {
+            "without it, render draws the scene at rest"
+        };
         anyhow::bail!(
-            "{flag} needs --params OUT/drivers.safetensors (the fitted object in motion); \
-             without it, render draws the scene at rest"
+            "{flag} applies only with --params OUT/drivers.safetensors (the fitted object in \
+             motion); {without}; fix: drop {flag}, or render the fit with --params"
         );
     }
     let scene = Scene::load(&args.scene)?;
@@ -218,17 +225,21 @@ pub fn run(args: &RenderArgs) -> Result<()> {
     if let Some(pattern) = &args.splats {
         let files = super::render_splats::list_splat_files(pattern)?;
         return super::render_splats::render_splat_files(
-            &args.scene,
+            args,
             scene.gaussians().len(),
             scene.background,
             &files,
             &views,
-            &args.out,
-            args.quiet,
         );
     }
-    std::fs::create_dir_all(&args.out)
-        .with_context(|| format!("creating output directory {}", args.out.display()))?;
+    let owned: Vec<Owned> = views
+        .iter()
+        .map(|(name, _)| Owned::file(format!("{name}.png")))
+        .collect();
+    let staged = StagedDir::new(&args.out, owned, args.force, "render")?;
+    if !args.quiet {
+        eprintln!("output {}", shown(&args.out));
+    }
 
     let ctx = GpuContext::new(&Default::default())?;
     let mut renderer = SceneRenderer::at_rest(&ctx, scene.gaussians(), scene.background)?;
@@ -241,16 +252,21 @@ pub fn run(args: &RenderArgs) -> Result<()> {
         ProgressStyle::with_template("rendering {bar:30} {pos}/{len} {msg}")
             .expect("static template"),
     );
+    let count = views.len();
     for (name, camera) in views {
         bar.set_message(name.clone());
-        let path = args.out.join(format!("{name}.png"));
+        let path = staged.path().join(format!("{name}.png"));
         let frame = renderer
             .render(&ctx, &camera)
             .with_context(|| format!("rendering view '{name}'"))?;
         write_opaque_png(&path, frame.width, frame.height, frame.pixels)?;
         bar.inc(1);
-        log::info!("wrote {}", path.display());
     }
     bar.finish_and_clear();
+    staged.commit()?;
+    if !args.quiet {
+        eprintln!("wrote {count} view(s), <view>.png");
+        eprintln!("output {}", shown(&args.out));
+    }
     Ok(())
 }

@@ -1,6 +1,6 @@
 //! `physfit render scene.toml --params OUT/drivers.safetensors --frames N
 //! --out DIR [--camera NAME|INDEX]... [--orbit DEG] [--size WxH]
-//! [interactions] [--color-by stiffness] [--side-by-side] [--quiet]`:
+//! [interactions] [--color-by stiffness] [--side-by-side] [--force] [--quiet]`:
 //! the fitted object simulated forward under new interactions
 //! (docs/scene.md "Interactions file"), written as a PNG sequence per view
 //! (`DIR/<view>/frame_NNNN.png`, frame 0 the rest state) and a looping GIF
@@ -16,7 +16,9 @@
 //! than half a cell per substep ([`ForwardSetup`]). Everything is written
 //! into a staging directory that replaces DIR only when the whole run
 //! succeeded ([`StagedDir`]): a blow-up names the frame and substep and
-//! leaves no partial GIF or sequence.
+//! leaves no partial GIF or sequence. A DIR holding an earlier `render
+//! --params`'s sequences or GIFs of these views is refused unless
+//! `--force`, which replaces those files only.
 
 use anyhow::{bail, Context, Result};
 use image::{GenericImage, RgbImage};
@@ -37,7 +39,8 @@ use physfit::scene::Scene;
 
 use super::parse_size;
 use super::render::{resolve_views, ColorBy, RenderArgs};
-use super::staged_dir::StagedDir;
+use super::staged_dir::{Owned, StagedDir};
+use physfit::io::shown::shown;
 
 /// Frames written when neither `--frames` nor reference frames say.
 pub const DEFAULT_FRAMES: usize = 48;
@@ -81,13 +84,9 @@ pub fn run(args: &RenderArgs) -> Result<()> {
     let scene = Scene::load(&args.scene)?;
     let fitted = FittedDrivers::load(params)?;
     let interactions = interactions(args)?;
-    let setup = ForwardSetup::from_fitted(
-        &scene,
-        &fitted,
-        &params.display().to_string(),
-        &interactions,
-    )
-    .with_context(|| format!("{} with {}", args.scene.display(), params.display()))?;
+    let setup =
+        ForwardSetup::from_fitted(&scene, &fitted, &shown(params).to_string(), &interactions)
+            .with_context(|| format!("{} with {}", shown(&args.scene), shown(params)))?;
     setup.check_velocity_bound()?;
     let frames = match args.frames {
         Some(0) => bail!("--frames must be at least 1 (the rest frame 0 included)"),
@@ -108,7 +107,7 @@ pub fn run(args: &RenderArgs) -> Result<()> {
         bail!(
             "--side-by-side: no view rendered has reference frames in {} (`views[].frames`); \
              fix: drop --side-by-side or add the frames",
-            args.scene.display()
+            shown(&args.scene)
         );
     }
 
@@ -127,11 +126,24 @@ pub fn run(args: &RenderArgs) -> Result<()> {
         None => scene.gaussians().clone(),
     };
 
-    let staged = StagedDir::new(&args.out, args.force, "--out")?;
+    let owned: Vec<Owned> = views
+        .iter()
+        .flat_map(|(name, _)| {
+            [
+                Owned::frames(name, "png"),
+                Owned::file(format!("{name}.gif")),
+            ]
+        })
+        .collect();
+    let staged = StagedDir::new(&args.out, owned, args.force, "render --params")?;
+    if !args.quiet {
+        eprintln!("output {}", shown(&args.out));
+    }
     let mut gifs = Vec::with_capacity(views.len());
     for (name, _) in &views {
         let dir = staged.path().join(name);
-        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("creating {}", physfit::io::shown::shown(&dir)))?;
         gifs.push(GifSequence::create(
             &staged.path().join(format!("{name}.gif")),
             scene.fps,
@@ -154,7 +166,7 @@ pub fn run(args: &RenderArgs) -> Result<()> {
     for k in 0..frames {
         if k > 0 {
             animation.step(&ctx).with_context(|| {
-                format!("simulating {} (nothing was written)", args.scene.display())
+                format!("simulating {} (nothing was written)", shown(&args.scene))
             })?;
         }
         animation.pose(&ctx, k)?;
@@ -204,14 +216,14 @@ pub fn run(args: &RenderArgs) -> Result<()> {
             }
         }
         eprintln!(
-            "wrote {frames} frames of {} view(s) to {} (PNG sequences, looping GIFs at {:.2} fps: \
+            "wrote {frames} frames of {} view(s) (PNG sequences, looping GIFs at {:.2} fps: \
              GIF delays are whole centiseconds, {} cs for the scene's {} fps)",
             views.len(),
-            args.out.display(),
             gif_fps(scene.fps),
             gif_delay_centiseconds(scene.fps),
             scene.fps
         );
+        eprintln!("output {}", shown(&args.out));
     }
     Ok(())
 }

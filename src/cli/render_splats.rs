@@ -17,7 +17,10 @@ use physfit::scene::ply::load_gaussians;
 use physfit::scene::Camera;
 use physfit::synth::layout::frame_path;
 
-use super::render::write_opaque_png;
+use physfit::io::shown::shown;
+
+use super::render::{write_opaque_png, RenderArgs};
+use super::staged_dir::{Owned, StagedDir};
 
 /// The files `pattern` names, sorted by file name (frame order). A pattern
 /// that matches no file is an error naming it.
@@ -37,21 +40,30 @@ pub fn list_splat_files(pattern: &str) -> Result<Vec<PathBuf>> {
 }
 
 /// Renders every file of `files` in every view of `views`, writing
-/// `out/<view>/frame_NNNN.png` (file k is frame k). Each file must have the
-/// scene's splat count `scene_splats`.
+/// `DIR/<view>/frame_NNNN.png` (`--out`) (file k is frame k), staged and under the
+/// overwrite rule ([`super::staged_dir`]). Each file must have the scene's
+/// splat count `scene_splats`.
 pub fn render_splat_files(
-    scene_path: &Path,
+    args: &RenderArgs,
     scene_splats: usize,
     background: [f32; 3],
     files: &[PathBuf],
     views: &[(String, Camera)],
-    out: &Path,
-    quiet: bool,
 ) -> Result<()> {
+    let (scene_path, target): (&Path, &Path) = (&args.scene, &args.out);
+    let (force, quiet) = (args.force, args.quiet);
+    let owned = views
+        .iter()
+        .map(|(name, _)| Owned::frames(name, "png"))
+        .collect();
+    let staged = StagedDir::new(target, owned, force, "render --splats")?;
+    if !quiet {
+        eprintln!("output {}", shown(target));
+    }
+    let out = staged.path();
     for (name, _) in views {
         let dir = out.join(name);
-        std::fs::create_dir_all(&dir)
-            .with_context(|| format!("creating output directory {}", dir.display()))?;
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", shown(&dir)))?;
     }
     let ctx = GpuContext::new(&Default::default())?;
     let bar = if quiet {
@@ -64,30 +76,38 @@ pub fn render_splat_files(
             .expect("static template"),
     );
     for (k, file) in files.iter().enumerate() {
-        bar.set_message(file.display().to_string());
-        let splats = load_gaussians(file)
-            .with_context(|| format!("--splats: reading {}", file.display()))?;
+        bar.set_message(shown(file).to_string());
+        let splats =
+            load_gaussians(file).with_context(|| format!("--splats: reading {}", shown(file)))?;
         let n = splats.gaussians.len();
         anyhow::ensure!(
             n == scene_splats,
             "--splats: {} holds {n} usable splats but the scene {} has {scene_splats} \
              (gaussians.path): every file must hold the scene's splats in the same order, \
              each posed for its frame; write the frames from the scene's own .ply",
-            file.display(),
-            scene_path.display()
+            shown(file),
+            shown(scene_path)
         );
         let mut renderer = SceneRenderer::at_rest(&ctx, &splats.gaussians, background)
-            .with_context(|| format!("--splats: uploading {}", file.display()))?;
+            .with_context(|| format!("--splats: uploading {}", shown(file)))?;
         for (name, camera) in views {
             let path = frame_path(out, name, k);
             let frame = renderer
                 .render(&ctx, camera)
-                .with_context(|| format!("rendering {} in view '{name}'", file.display()))?;
+                .with_context(|| format!("rendering {} in view '{name}'", shown(file)))?;
             write_opaque_png(&path, frame.width, frame.height, frame.pixels)?;
-            log::info!("wrote {}", path.display());
         }
         bar.inc(1);
     }
     bar.finish_and_clear();
+    staged.commit()?;
+    if !quiet {
+        eprintln!(
+            "wrote {} frame(s) of {} view(s), <view>/frame_NNNN.png",
+            files.len(),
+            views.len()
+        );
+        eprintln!("output {}", shown(target));
+    }
     Ok(())
 }

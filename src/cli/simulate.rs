@@ -1,4 +1,4 @@
-//! `physfit simulate scene.toml --velocity VX,VY,VZ [--frames N] --out DIR`:
+//! `physfit simulate scene.toml --velocity VX,VY,VZ [--frames N] [--size WxH] --out DIR [--force]`:
 //! runs the GPU MPM forward from the scene's rest state with a uniform
 //! initial velocity (world units per second; anchored splats start at rest)
 //! and Young's modulus `material.youngs_modulus` everywhere, and writes one
@@ -13,7 +13,9 @@
 //! the scene (`DIR/<view>/frame_0000.png`, 8-bit, 3DGS colours; `--size WxH` rescales
 //! the cameras), so the motion can be looked at as image sequences. The whole
 //! simulation happens before anything is written, so a refused or
-//! broken-down run writes nothing; each file is written atomically.
+//! broken-down run writes nothing; the files are staged and moved into DIR
+//! together ([`super::staged_dir`]), and a DIR holding an earlier
+//! simulate's files is refused unless `--force`, which replaces those only.
 //!
 //! The run goes through the one forward path ([`SceneRenderer`]): the
 //! scene's drivers at one E, from rest plus one velocity interaction.
@@ -30,7 +32,10 @@ use physfit::interact::InteractionFlags;
 use physfit::scene::ply::PlyData;
 use physfit::scene::Scene;
 
+use physfit::io::shown::shown;
+
 use super::render::resolve_views;
+use super::staged_dir::{Owned, StagedDir};
 
 /// Runs the subcommand; `velocity` is `--velocity VX,VY,VZ` as typed.
 pub fn run(
@@ -39,8 +44,14 @@ pub fn run(
     frames: Option<u32>,
     size: Option<(u32, u32)>,
     out: &Path,
+    force: bool,
 ) -> Result<()> {
     let scene = Scene::load(scene_path)?;
+    let owned: Vec<Owned> = std::iter::once(Owned::frames("", "ply"))
+        .chain(scene.views.iter().map(|v| Owned::frames(&v.name, "png")))
+        .collect();
+    super::staged_dir::check_overwrite(out, &owned, force, "simulate")?;
+    eprintln!("output {}", shown(out));
     let frames = match frames {
         Some(0) => bail!("--frames must be at least 1"),
         Some(n) => n,
@@ -56,7 +67,7 @@ pub fn run(
     }
     .interactions()?;
     let drivers = DriverSet::from_scene(&scene)
-        .with_context(|| format!("building the drivers of {}", scene_path.display()))?;
+        .with_context(|| format!("building the drivers of {}", shown(scene_path)))?;
     let log10_youngs = vec![scene.material.youngs_modulus.log10(); drivers.len()];
     let setup = ForwardSetup::from_drivers(
         &scene,
@@ -65,7 +76,7 @@ pub fn run(
         &vec![[0.0; 3]; drivers.len()],
         &interactions,
     )
-    .with_context(|| format!("simulating {}", scene_path.display()))?;
+    .with_context(|| format!("simulating {}", shown(scene_path)))?;
 
     let ctx = GpuContext::new(&GpuOptions::default())?;
     let mut animation =
@@ -78,18 +89,20 @@ pub fn run(
         .expect("valid template"),
     );
     for _ in 1..=frames {
-        animation.step(&ctx).with_context(|| {
-            format!("simulating {} (nothing was written)", scene_path.display())
-        })?;
+        animation
+            .step(&ctx)
+            .with_context(|| format!("simulating {} (nothing was written)", shown(scene_path)))?;
         bar.inc(1);
     }
     bar.finish_and_clear();
 
-    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let cameras = resolve_views(&scene, scene_path, &[], size)?;
+    let staged = StagedDir::new(out, owned, force, "simulate")?;
+    let target = out;
+    let out = staged.path();
     for (name, _) in &cameras {
         let dir = out.join(name);
-        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", shown(&dir)))?;
     }
     let mut gaussians = scene.gaussians().clone();
     let bar = ProgressBar::new(animation.frames() as u64).with_style(
@@ -104,7 +117,7 @@ pub fn run(
         let path = out.join(format!("frame_{k:04}.ply"));
         PlyData::from_gaussians(&gaussians, &path)
             .write(&path, &[])
-            .with_context(|| format!("writing {}", path.display()))?;
+            .with_context(|| format!("writing {}", shown(&path)))?;
         for (name, camera) in &cameras {
             let path = out.join(name).join(format!("frame_{k:04}.png"));
             let frame = animation
@@ -115,13 +128,14 @@ pub fn run(
         bar.inc(1);
     }
     bar.finish_and_clear();
+    staged.commit()?;
     eprintln!(
-        "wrote {} frames ({} drivers moving {} splats, {} substeps per frame) to {} (.ply per frame, PNG sequences per view)",
+        "wrote {} frames ({} drivers moving {} splats, {} substeps per frame): .ply per frame, PNG sequences per view",
         animation.frames(),
         drivers.len(),
         setup.deform.len(),
         setup.config.substeps_per_frame,
-        out.display()
     );
+    eprintln!("output {}", shown(target));
     Ok(())
 }

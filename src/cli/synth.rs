@@ -8,7 +8,8 @@
 //! plus `DIR/truth.toml` (the truth file as given) and `DIR/synth.json`
 //! (settings, drivers, substeps, adapter). The directory is written
 //! atomically ([`super::staged_dir`]): nothing partial on an error or a
-//! blow-up, and an existing non-empty DIR is refused unless `--force`.
+//! blow-up, and a DIR holding an earlier synth's files is refused unless
+//! `--force`, which replaces those files only.
 
 use std::path::{Path, PathBuf};
 
@@ -23,7 +24,8 @@ use physfit::synth::layout::{frame_path, SUMMARY_FILE, TRUTH_FILE};
 use physfit::synth::{SynthOptions, SynthPlan, Synthesis, Truth};
 
 use super::render::write_opaque_png;
-use super::staged_dir::{relative_to, StagedDir};
+use super::staged_dir::{relative_to, Owned, StagedDir};
+use physfit::io::shown::shown;
 
 /// Options of `physfit synth`.
 #[derive(Args, Debug)]
@@ -33,7 +35,7 @@ pub struct SynthArgs {
     /// The truth file: the known material and motion (docs/truth.md).
     #[arg(long)]
     pub truth: PathBuf,
-    /// Output directory (must not exist or be empty, unless --force).
+    /// Output directory (refused when it holds an earlier synth's files, unless --force).
     #[arg(long)]
     pub out: PathBuf,
     /// Frames to write, the rest frame 0 included (default: the truth file's `frames`).
@@ -43,7 +45,7 @@ pub struct SynthArgs {
     /// as many (fast, but a fit then recovers its own discretisation).
     #[arg(long)]
     pub same_discretisation: bool,
-    /// Replace an existing non-empty output directory.
+    /// Replace an earlier synth's files in the output directory (only those).
     #[arg(long)]
     pub force: bool,
     /// Print nothing but errors.
@@ -60,7 +62,16 @@ pub fn run(args: &SynthArgs) -> Result<()> {
         same_discretisation: args.same_discretisation,
     };
     let plan = SynthPlan::new(&scene, &truth, &options)?;
-    let staged = StagedDir::new(&args.out, args.force, "--out")?;
+    let owned: Vec<Owned> = scene
+        .views
+        .iter()
+        .map(|v| Owned::frames(&v.name, "png"))
+        .chain([Owned::file(TRUTH_FILE), Owned::file(SUMMARY_FILE)])
+        .collect();
+    let staged = StagedDir::new(&args.out, owned, args.force, "synth")?;
+    if !args.quiet {
+        eprintln!("output {}", shown(&args.out));
+    }
 
     let ctx = GpuContext::new(&GpuOptions::default())?;
     let bar = if args.quiet {
@@ -77,8 +88,8 @@ pub fn run(args: &SynthArgs) -> Result<()> {
     let mut synthesis = Synthesis::simulate(&ctx, &plan, &truth).with_context(|| {
         format!(
             "simulating {} from {} (nothing was written)",
-            args.scene.display(),
-            args.truth.display()
+            shown(&args.scene),
+            shown(&args.truth)
         )
     })?;
     bar.finish_and_clear();
@@ -95,7 +106,7 @@ pub fn run(args: &SynthArgs) -> Result<()> {
     );
     for (v, view) in views.iter().enumerate() {
         let dir = staged.path().join(&view.name);
-        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", shown(&dir)))?;
         bar.set_message(view.name.clone());
         for k in 0..plan.frames {
             let frame = synthesis
@@ -110,24 +121,23 @@ pub fn run(args: &SynthArgs) -> Result<()> {
 
     let truth_copy = staged.path().join(TRUTH_FILE);
     write_atomic(&truth_copy, truth.text.as_bytes())
-        .with_context(|| format!("writing {}", truth_copy.display()))?;
+        .with_context(|| format!("writing {}", shown(&truth_copy)))?;
     let report = summary(args, &plan, &ctx);
     let json = staged.path().join(SUMMARY_FILE);
     write_atomic(&json, serde_json::to_string_pretty(&report)?.as_bytes())
-        .with_context(|| format!("writing {}", json.display()))?;
+        .with_context(|| format!("writing {}", shown(&json)))?;
     staged.commit()?;
 
     if !args.quiet {
         eprintln!(
             "wrote {} frames per view ({} views, {} drivers, {} substeps per frame; the scene's \
-             own: {} drivers, {} substeps) to {}",
+             own: {} drivers, {} substeps)",
             plan.frames,
             views.len(),
             plan.drivers(),
             plan.substeps(),
             plan.scene_drivers,
             plan.scene_substeps,
-            args.out.display()
         );
         let scene_dir = match args.scene.parent() {
             Some(d) if !d.as_os_str().is_empty() => d,
@@ -136,7 +146,7 @@ pub fn run(args: &SynthArgs) -> Result<()> {
         let rel = relative_to(&args.out, scene_dir)?;
         eprintln!(
             "to fit them, give each view its frames in {}:",
-            args.scene.display()
+            shown(&args.scene)
         );
         for view in views {
             let glob = rel.join(&view.name).join("*.png");
@@ -146,6 +156,7 @@ pub fn run(args: &SynthArgs) -> Result<()> {
                 glob.display()
             );
         }
+        eprintln!("output {}", shown(&args.out));
     }
     Ok(())
 }

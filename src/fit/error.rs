@@ -14,6 +14,10 @@ use crate::splat::SplatError;
 /// Why a fit problem cannot be built or evaluated.
 #[derive(Debug, Error)]
 pub enum FitError {
+    /// The caller asked the fit to stop ([`super::fitter::StopSignal`]);
+    /// nothing is wrong.
+    #[error("stopped at the caller's request")]
+    Stopped,
     /// A selection names a view the scene does not have.
     #[error("view {view} selected but the scene has {views} views (0..{views})")]
     NoSuchView {

@@ -366,6 +366,31 @@ pub enum Control {
     Stop,
 }
 
+/// A request to stop a fit, shared with whoever may ask (a Ctrl-C
+/// handler): the fit polls it at every evaluation of the problem
+/// ([`crate::fit::FitProblem::set_stop`]), not only between iterations, so
+/// that a stop asked during a long first evaluation or a line search is
+/// honoured at the next safe point rather than an iteration later.
+#[derive(Clone, Debug, Default)]
+pub struct StopSignal(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl StopSignal {
+    /// A signal not yet raised.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Asks the fit to stop at its next safe point.
+    pub fn raise(&self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Whether a stop was asked.
+    pub fn raised(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
 /// Progress, checkpoints and interruption, outside the library loop.
 pub trait FitObserver {
     /// A stage starts (or resumes at `state.iteration`).
@@ -433,6 +458,23 @@ fn evaluate(
 /// Runs the fit from `state` through the end of `plan` (module doc),
 /// telling `observer` as it goes. `bounds` is `material.log10_youngs_range`.
 pub fn run_fit(
+    ctx: &GpuContext,
+    problem: &mut FitProblem,
+    plan: &[StagePlan],
+    state: &mut FitState,
+    bounds: [f64; 2],
+    observer: &mut dyn FitObserver,
+) -> Result<FitEnd, FitError> {
+    match run_stages(ctx, problem, plan, state, bounds, observer) {
+        // A stop asked during an evaluation: `state` holds the last
+        // complete iteration (every loop below updates it only once an
+        // iteration is whole).
+        Err(FitError::Stopped) => Ok(FitEnd::Stopped),
+        other => other,
+    }
+}
+
+fn run_stages(
     ctx: &GpuContext,
     problem: &mut FitProblem,
     plan: &[StagePlan],

@@ -48,7 +48,7 @@ pub use evaluation::{Evaluation, HostGradients, ImageTerms, LossReport, Paramete
 pub use field_setting::{ChosenField, RegionAssignment};
 pub use fitter::{
     plan_stages, run_fit, Control, FitEnd, FitObserver, FitState, IterationRecord, StageChoice,
-    StageKind, StagePlan,
+    StageKind, StagePlan, StopSignal,
 };
 pub use options::FitProblemOptions;
 pub use params::{MapEntry, ParamMap, VelocityField, YoungsField};

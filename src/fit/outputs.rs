@@ -157,13 +157,14 @@ pub struct FinishedFit<'a> {
 }
 
 /// Writes every output of `fit` into `out` (module doc); `progress` is
-/// called after each compare frame (frames × views of them).
+/// called after each compare frame (frames × views of them), and an error
+/// it returns (a stop) ends the writing there.
 pub fn write_outputs(
     ctx: &GpuContext,
     problem: &mut FitProblem,
     fit: &FinishedFit<'_>,
     out: &Path,
-    progress: &mut dyn FnMut(),
+    progress: &mut dyn FnMut() -> Result<(), SessionError>,
 ) -> Result<FitSummary, SessionError> {
     let (scene, inputs, state) = (fit.scene, fit.inputs, fit.state);
     let drivers = problem.drivers().clone();
@@ -225,7 +226,7 @@ pub fn write_outputs(
                 &triptych(&reference, &rendered).map_err(SessionError::output)?,
             )
             .map_err(SessionError::output)?;
-            progress();
+            progress()?;
         }
     }
     stiffness_picture(

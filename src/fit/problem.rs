@@ -123,6 +123,8 @@ pub struct FitProblem {
     tv_weight: f64,
     profiler: Profiler,
     velocity_tv_weight: f64,
+    /// Polled before each rollout ([`FitProblem::set_stop`]).
+    stop: Option<super::fitter::StopSignal>,
 }
 
 impl FitProblem {
@@ -235,6 +237,7 @@ impl FitProblem {
             tv_weight: options.tv_weight,
             profiler: Profiler::off(),
             velocity_tv_weight: options.velocity_tv_weight,
+            stop: None,
             drivers,
             forward,
             references,
@@ -350,11 +353,28 @@ impl FitProblem {
 
     /// Sets E from `params` and returns the per-driver `log10 E` and `v0`
     /// (world units/s) and the initial state (host).
+    /// Makes every later evaluation, loss and rollout return
+    /// [`FitError::Stopped`] once `stop` is raised: the problem's calls are
+    /// the fit's safe points, since nothing of the fit's state changes
+    /// inside them.
+    pub fn set_stop(&mut self, stop: super::fitter::StopSignal) {
+        self.stop = Some(stop);
+    }
+
+    /// [`FitError::Stopped`] when a stop was asked.
+    fn check_stop(&self) -> Result<(), FitError> {
+        match &self.stop {
+            Some(s) if s.raised() => Err(FitError::Stopped),
+            _ => Ok(()),
+        }
+    }
+
     fn prepare(
         &self,
         ctx: &GpuContext,
         params: &Parameters,
     ) -> Result<(Prepared, ParticleState), FitError> {
+        self.check_stop()?;
         let log10 = self.driver_log10_youngs(params)?;
         let v = self.velocity_map.apply(&params.velocity)?;
         self.prepare_drivers(ctx, log10, v)
@@ -764,6 +784,8 @@ impl FitProblem {
         let (prepared, start) = self.prepare(ctx, params)?;
         let last = *selection.frames.last().unwrap();
         let rollout = self.simulator().rollout(ctx, &start, last as u32)?;
+        // Between the forward rollout and the (longer) backward pass.
+        self.check_stop()?;
         let terms = self.terms_buffer(ctx, selection)?;
         let state_floats = self.simulator().particle_count() * STATE_STRIDE;
         while self.state_grads.len() < selection.frames.len() {

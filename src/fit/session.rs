@@ -26,6 +26,7 @@ use super::checkpoint::{Checkpoint, FitFingerprint};
 use super::evaluation::{LossReport, Parameters};
 use super::fitter::{
     plan_stages, run_fit, Control, FitEnd, FitObserver, FitState, StageChoice, StagePlan,
+    StopSignal,
 };
 use super::options::FitProblemOptions;
 use super::outputs::{per_driver, write_outputs, FinishedFit, OUTPUT_FILES};
@@ -160,9 +161,19 @@ pub struct FinishedStage<'a> {
 pub enum RunEnd {
     /// Every stage ran.
     Finished,
-    /// The caller stopped it; a checkpoint holds the state.
-    Stopped,
+    /// The caller stopped it ([`FitSession::set_stop`] or
+    /// [`Control::Stop`]).
+    Stopped {
+        /// A checkpoint holds the state: false only when the fit was
+        /// stopped before its first iteration, with nothing to keep.
+        checkpointed: bool,
+    },
 }
+
+/// Where [`FitSession::write_outputs`] writes before moving the outputs
+/// into the output directory, so that a stop or an error while they are
+/// written leaves the earlier outputs (or none) rather than a mixture.
+const OUTPUTS_STAGING: &str = ".outputs.staging";
 
 /// A fit opened on a GPU (module doc).
 pub struct FitSession {
@@ -178,6 +189,7 @@ pub struct FitSession {
     truth_file: Option<Truth>,
     truth: Option<TruthCheck>,
     camera: Vec<CameraCheck>,
+    stop: Option<StopSignal>,
 }
 
 impl FitSession {
@@ -343,7 +355,26 @@ impl FitSession {
             truth_file: truth.map(|(_, t)| t),
             truth: None,
             camera: Vec::new(),
+            stop: None,
         })
+    }
+
+    /// Stops the session at its next safe point once `stop` is raised:
+    /// every evaluation of the problem (the camera check, the stages, the
+    /// outputs' rollout) and every compare frame is one. A stopped step
+    /// returns [`SessionError::Fit`] of [`super::FitError::Stopped`]
+    /// ([`SessionError::is_stop`]), or [`RunEnd::Stopped`] from
+    /// [`FitSession::run`].
+    pub fn set_stop(&mut self, stop: StopSignal) {
+        self.problem.set_stop(stop.clone());
+        self.stop = Some(stop);
+    }
+
+    fn check_stop(&self) -> Result<(), SessionError> {
+        match &self.stop {
+            Some(s) if s.raised() => Err(super::FitError::Stopped.into()),
+            _ => Ok(()),
+        }
     }
 
     /// The scene.
@@ -457,18 +488,71 @@ impl FitSession {
             return Err(e);
         }
         Ok(match end? {
-            FitEnd::Stopped => RunEnd::Stopped,
+            FitEnd::Stopped => {
+                // Stopped inside an evaluation, the observer has not saved:
+                // the state is the last complete iteration. Before the
+                // first one (and not resumed) there is nothing to keep.
+                let checkpointed = !self.state.records.is_empty();
+                if checkpointed {
+                    self.save_checkpoint()?;
+                }
+                RunEnd::Stopped { checkpointed }
+            }
             FitEnd::Finished(_) => RunEnd::Finished,
         })
     }
 
     /// Step 5 (module doc); `progress` is called after each compare frame
-    /// ([`FitSession::compare_frames`] of them).
+    /// ([`FitSession::compare_frames`] of them). The outputs are written
+    /// into a hidden staging directory inside the output directory and
+    /// moved into place only once all are written: stopped
+    /// ([`FitSession::set_stop`]) or failed, it leaves the output directory
+    /// as it was (the checkpoint, which `--resume`-style continuation turns
+    /// into the outputs without another iteration).
     pub fn write_outputs(
         &mut self,
         ctx: &GpuContext,
         progress: &mut dyn FnMut(),
     ) -> Result<FitSummary, SessionError> {
+        self.check_stop()?;
+        let staging = self.out.join(OUTPUTS_STAGING);
+        if staging.exists() {
+            std::fs::remove_dir_all(&staging).map_err(SessionError::io(&staging))?;
+        }
+        std::fs::create_dir_all(&staging).map_err(SessionError::io(&staging))?;
+        let written = self.write_outputs_into(ctx, &staging, progress);
+        let moved = written.and_then(|summary| {
+            // fit.json last: once it is there, the outputs are whole.
+            for f in OUTPUT_FILES.iter().rev() {
+                let (from, to) = (staging.join(f), self.out.join(f));
+                if !from.exists() {
+                    continue;
+                }
+                if to.is_dir() {
+                    std::fs::remove_dir_all(&to).map_err(SessionError::io(&to))?;
+                }
+                std::fs::rename(&from, &to).map_err(SessionError::io(&to))?;
+            }
+            Ok(summary)
+        });
+        let _ = std::fs::remove_dir_all(&staging);
+        moved
+    }
+
+    fn write_outputs_into(
+        &mut self,
+        ctx: &GpuContext,
+        dir: &Path,
+        progress: &mut dyn FnMut(),
+    ) -> Result<FitSummary, SessionError> {
+        let stop = self.stop.clone();
+        let mut frame_done = || {
+            progress();
+            match &stop {
+                Some(s) if s.raised() => Err(SessionError::from(super::FitError::Stopped)),
+                _ => Ok(()),
+            }
+        };
         let fit = FinishedFit {
             scene: &self.scene,
             inputs: &self.inputs,
@@ -479,7 +563,7 @@ impl FitSession {
             truth: self.truth.as_ref(),
             settings: &self.fingerprint,
         };
-        write_outputs(ctx, &mut self.problem, &fit, &self.out, progress)
+        write_outputs(ctx, &mut self.problem, &fit, dir, &mut frame_done)
     }
 
     /// How many compare frames the outputs write.
@@ -509,29 +593,51 @@ fn held_velocity(
         .check_against(scene)
         .map_err(|e| fail(e.to_string()))?;
     if fitted.rest != drivers.rest {
-        let moved = fitted
-            .rest
-            .iter()
-            .zip(&drivers.rest)
-            .filter(|(a, b)| a != b)
-            .count();
-        let what = if fitted.len() == drivers.len() {
-            format!(
-                "the same number of drivers ({}), but {moved} of them sit elsewhere at rest (the K-Means drivers differ)",
-                drivers.len()
-            )
-        } else {
-            format!(
-                "{} drivers where the scene has {} (the K-Means drivers differ)",
-                fitted.len(),
-                drivers.len()
-            )
-        };
         return Err(fail(format!(
-            "{what}; fix: refit the velocity with this scene"
+            "{}; fix: refit the velocity with this scene (`--stage velocity`, or both stages)",
+            drivers_differ(&fitted.rest, &drivers.rest, scene.simulation.grid_res)
         )));
     }
     Ok(fitted.velocity.iter().flatten().copied().collect())
+}
+
+/// How an earlier fit's drivers (`fitted`, rest positions in the box's
+/// normalised units) differ from the scene's (`scene`): by count, or, when
+/// the counts match, by how many moved and how far, which tells a reseeded
+/// clustering (most moved, by cells) from a rounding difference (a few, by
+/// a hair). Called once the splats and `[drivers]` settings are known to
+/// match, so the count alone would not say what differs.
+fn drivers_differ(fitted: &[[f32; 3]], scene: &[[f32; 3]], grid_res: u32) -> String {
+    if fitted.len() != scene.len() {
+        return format!(
+            "{} drivers where the scene has {} (the splats and `[drivers]` settings match the \
+             fit's, so the K-Means clustering itself came out differently: a drivers file of \
+             another physfit version)",
+            fitted.len(),
+            scene.len()
+        );
+    }
+    let distance = |a: &[f32; 3], b: &[f32; 3]| {
+        (0..3)
+            .map(|i| f64::from(a[i] - b[i]).powi(2))
+            .sum::<f64>()
+            .sqrt()
+    };
+    let moves: Vec<f64> = fitted
+        .iter()
+        .zip(scene)
+        .map(|(a, b)| distance(a, b))
+        .filter(|&d| d > 0.0)
+        .collect();
+    let largest = moves.iter().copied().fold(0.0, f64::max);
+    format!(
+        "the same {} drivers, but {} of them sit elsewhere at rest, by up to {:.3} grid cells \
+         (the splats and `[drivers]` settings match the fit's, so the K-Means clustering itself \
+         came out differently: a drivers file of another physfit version)",
+        scene.len(),
+        moves.len(),
+        largest * f64::from(grid_res)
+    )
 }
 
 /// The checkpoints and per-stage reports around the caller's progress.
@@ -610,5 +716,26 @@ impl FitObserver for SessionObserver<'_> {
                 recovery,
             },
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::drivers_differ;
+
+    #[test]
+    fn drivers_that_match_in_count_say_how_many_moved_and_how_far() {
+        let scene = vec![[0.1, 0.2, 0.3], [0.5, 0.5, 0.5], [0.7, 0.2, 0.4]];
+        let mut fitted = scene.clone();
+        fitted[1][0] += 0.05;
+        let text = drivers_differ(&fitted, &scene, 20);
+        assert!(
+            text.contains("the same 3 drivers, but 1 of them sit elsewhere")
+                && text.contains("1.000 grid cells"),
+            "{text}"
+        );
+        assert!(!text.contains("3 drivers where"), "{text}");
+        let text = drivers_differ(&fitted[..2], &scene, 20);
+        assert!(text.contains("2 drivers where the scene has 3"), "{text}");
     }
 }

@@ -84,6 +84,12 @@ impl SessionError {
         move |error| Self::Io { path, error }
     }
 
+    /// The session stopped because its caller asked ([`super::FitError::Stopped`]):
+    /// not a failure.
+    pub fn is_stop(&self) -> bool {
+        matches!(self, Self::Fit(FitError::Stopped))
+    }
+
     /// An [`SessionError::Output`] from any error that names its file.
     pub fn output(error: impl std::fmt::Display) -> Self {
         Self::Output(error.to_string())

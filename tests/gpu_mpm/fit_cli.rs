@@ -494,6 +494,156 @@ fn fits_that_cannot_work_are_refused_before_anything_is_written() {
     ));
     assert!(stderr.contains("--velocity-from"), "{stderr}");
     assert!(!d.join("none").exists());
+    // A flag that would be ignored is refused, naming when it applies.
+    for stage in [None, Some("velocity"), Some("both")] {
+        let mut args = vec![
+            "fit",
+            "scene.toml",
+            "--out",
+            "none",
+            "--velocity-from",
+            "v/drivers.safetensors",
+        ];
+        if let Some(stage) = stage {
+            args.extend(["--stage", stage]);
+        }
+        let stderr = refused(&physfit(d, &args));
+        assert!(
+            stderr.contains("--velocity-from applies only with --stage stiffness")
+                && stderr.contains("fix:"),
+            "{stage:?}: {stderr}"
+        );
+        assert!(!d.join("none").exists());
+    }
+}
+
+/// Runs `physfit fit` as if Ctrl-C arrived at `phase`
+/// (`PHYSFIT_TEST_INTERRUPT_AT`): the exit status and stderr.
+fn fit_interrupted_at(d: &Path, phase: &str, args: &[&str]) -> (Option<i32>, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_physfit"))
+        .arg("fit")
+        .args(args)
+        .current_dir(d)
+        .env("RUST_LOG", "warn")
+        .env("PHYSFIT_TEST_INTERRUPT_AT", phase)
+        .output()
+        .unwrap();
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// Ctrl-C in every phase of a fit stops at the next safe point, says so
+/// and exits 130: before the first iteration nothing is kept (no
+/// checkpoint, no output directory left behind); later the checkpoint
+/// holds the fit and `--resume` continues it; during the outputs none is
+/// written; a second Ctrl-C exits at once with the checkpoint intact.
+#[test]
+fn ctrl_c_in_every_phase_stops_safely_and_resume_continues() {
+    let scene = scene_toml("global", "")
+        .replace("rounds = 2", "rounds = 1")
+        .replace("iterations = 20", "iterations = 3")
+        .replace("iterations = 30", "iterations = 3");
+    // The truth beside the frames makes the truth check run.
+    let dir = twin(&scene, TRUTH_CONSTANT);
+    let d = dir.path();
+    std::fs::write(
+        d.join("scan.toml"),
+        scene.replace("[fit.scan]\npoints = 0", "[fit.scan]\npoints = 2"),
+    )
+    .unwrap();
+    let files = |out: &str| -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(d.join(out))
+            .map(|r| {
+                r.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        names
+    };
+    for (phase, scene) in [
+        ("prepare", "scene.toml"),
+        ("camera-check", "scene.toml"),
+        ("truth-check", "scene.toml"),
+        ("scan", "scan.toml"),
+        ("velocity", "scene.toml"),
+    ] {
+        let out = format!("cut-{phase}");
+        let (code, stderr) = fit_interrupted_at(d, phase, &[scene, "--out", &out]);
+        assert_eq!(code, Some(130), "{phase}: {stderr}");
+        assert!(
+            stderr.contains("interrupted: stopping at the next safe point"),
+            "{phase}: {stderr}"
+        );
+        assert!(
+            stderr.contains("nothing to keep") && !stderr.contains("--resume"),
+            "{phase}: {stderr}"
+        );
+        assert!(files(&out).is_empty(), "{phase}: {:?}", files(&out));
+        assert!(!d.join(&out).exists(), "{phase}: no directory left");
+    }
+
+    // During the stiffness stage the velocity stage is kept.
+    let (code, stderr) = fit_interrupted_at(d, "stiffness", &["scene.toml", "--out", "cut"]);
+    assert_eq!(code, Some(130), "{stderr}");
+    assert!(
+        stderr.contains("interrupted during the stiffness stage")
+            && stderr.contains("cut/checkpoint.json")
+            && stderr.contains("physfit fit scene.toml --resume --out cut"),
+        "{stderr}"
+    );
+    assert_eq!(files("cut"), ["checkpoint.json"], "no partial outputs");
+
+    // Resumed, and interrupted while writing the outputs: none is written.
+    let (code, stderr) =
+        fit_interrupted_at(d, "outputs", &["scene.toml", "--out", "cut", "--resume"]);
+    assert_eq!(code, Some(130), "{stderr}");
+    assert!(
+        stderr.contains("interrupted while writing the outputs: none was written"),
+        "{stderr}"
+    );
+    assert_eq!(files("cut"), ["checkpoint.json"], "no partial outputs");
+    let checkpoint = std::fs::read(d.join("cut/checkpoint.json")).unwrap();
+
+    // Twice: out at once, the checkpoint as it was.
+    let (code, stderr) = fit_interrupted_at(
+        d,
+        "outputs,twice",
+        &["scene.toml", "--out", "cut", "--resume"],
+    );
+    assert_eq!(code, Some(130), "{stderr}");
+    assert!(stderr.contains("exiting at once"), "{stderr}");
+    assert_eq!(
+        std::fs::read(d.join("cut/checkpoint.json")).unwrap(),
+        checkpoint
+    );
+
+    let stderr = ok(&physfit(
+        d,
+        &["fit", "scene.toml", "--out", "cut", "--resume"],
+    ));
+    let json = fit_json(&d.join("cut"));
+    let stages: Vec<_> = json.stages.iter().map(|s| s.stage.clone()).collect();
+    assert_eq!(stages, ["velocity", "stiffness"]);
+    // The output directory first and last.
+    let outputs: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("output "))
+        .collect();
+    assert_eq!(outputs, ["output cut", "output cut"], "{stderr}");
+    assert!(
+        !files("cut").iter().any(|f| f.starts_with('.')),
+        "{:?}",
+        files("cut")
+    );
+
+    let stderr = refused(&physfit(d, &["fit", "scene.toml", "--out", "cut"]));
+    assert!(
+        stderr.contains("holds an earlier fit") && stderr.contains("--force"),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -133,3 +133,66 @@ fn a_run_that_leaves_the_box_writes_nothing() {
     );
     assert!(!out.exists() || std::fs::read_dir(&out).unwrap().next().is_none());
 }
+
+/// The one overwrite rule: a directory holding an earlier simulate's files
+/// is refused without `--force`, naming the flag and the files, and left
+/// as it was; `--force` replaces those files only.
+#[test]
+fn an_earlier_simulation_is_replaced_only_with_force_and_only_its_files() {
+    let dir = fixture();
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("notes.txt"), "mine").unwrap();
+    let first = simulate(dir.path(), "0.5,0,0", &out);
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let before = std::fs::read(out.join("frame_0002.ply")).unwrap();
+    let again = simulate(dir.path(), "-0.5,0,0", &out);
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert_eq!(again.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("earlier `physfit simulate`")
+            && stderr.contains("frame_0000.ply")
+            && stderr.contains("--force"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read(out.join("frame_0002.ply")).unwrap(), before);
+    let forced = Command::new(env!("CARGO_BIN_EXE_physfit"))
+        .arg("simulate")
+        .arg(dir.path().join("scene.toml"))
+        .args([
+            "--velocity",
+            "-0.5,0,0",
+            "--frames",
+            "1",
+            "--force",
+            "--out",
+        ])
+        .arg(&out)
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap();
+    assert!(
+        forced.status.success(),
+        "{}",
+        String::from_utf8_lossy(&forced.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join("notes.txt")).unwrap(),
+        "mine"
+    );
+    assert!(out.join("frame_0001.ply").exists());
+    assert!(
+        !out.join("frame_0002.ply").exists(),
+        "the stale frame is gone"
+    );
+    let hidden: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    assert!(hidden.is_empty(), "{hidden:?}");
+}

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::Output;
 
 use crate::common;
-use crate::common::cli::{ok, physfit};
+use crate::common::cli::{ok, physfit, refused};
 
 use physfit::scene::ply::PlyData;
 use physfit::scene::{Gaussians, Scene};
@@ -124,14 +124,18 @@ fn png(path: &Path) -> image::RgbaImage {
         .to_rgba8()
 }
 
-/// Nothing but `synth` (or nothing) is left beside it: no staging directory.
+/// No staging directory is left beside `synth` or in it.
 fn no_staging_left(dir: &Path) {
-    let hidden: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(".synth"))
-        .collect();
-    assert!(hidden.is_empty(), "{hidden:?}");
+    for d in [dir.to_path_buf(), dir.join("synth")] {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        let hidden: Vec<_> = entries
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains("staging"))
+            .collect();
+        assert!(hidden.is_empty(), "{}: {hidden:?}", d.display());
+    }
 }
 
 #[test]
@@ -197,28 +201,41 @@ fn synth_writes_every_view_from_rest_and_the_scene_loads_them() {
     assert_eq!(scene.frame_count(), Some(4));
 }
 
+/// The one overwrite rule: a directory may hold anything, but one holding
+/// an earlier synth's files is refused without `--force` and left as it
+/// was; `--force` replaces those files only (stale frames of a longer
+/// earlier run included), never the user's.
 #[test]
-fn an_existing_directory_is_refused_without_force_and_replaced_with_it() {
+fn an_earlier_synth_is_refused_without_force_and_only_its_files_replaced_with_it() {
     let dir = fixture();
     let d = dir.path();
     let out = d.join("synth");
     std::fs::create_dir_all(&out).unwrap();
     std::fs::write(out.join("keep.txt"), "mine").unwrap();
-    let run = synth(d, &["--same-discretisation", "--frames", "2"]);
-    let stderr = String::from_utf8_lossy(&run.stderr);
-    assert!(!run.status.success());
-    assert!(
-        stderr.contains("not empty") && stderr.contains("--force"),
-        "{stderr}"
-    );
-    let left: Vec<_> = std::fs::read_dir(&out)
-        .unwrap()
-        .map(|e| e.unwrap().file_name())
-        .collect();
-    assert_eq!(left, ["keep.txt"], "the directory is untouched");
+    ok(&synth(
+        d,
+        &["--same-discretisation", "--frames", "3", "--quiet"],
+    ));
     assert_eq!(
         std::fs::read_to_string(out.join("keep.txt")).unwrap(),
         "mine"
+    );
+    assert!(out.join("front/frame_0002.png").exists());
+    let frame = std::fs::read(out.join("front/frame_0002.png")).unwrap();
+
+    let run = synth(d, &["--same-discretisation", "--frames", "2"]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("earlier `physfit synth`")
+            && stderr.contains("front/frame_0000.png")
+            && stderr.contains("--force"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read(out.join("front/frame_0002.png")).unwrap(),
+        frame,
+        "untouched"
     );
     no_staging_left(d);
 
@@ -232,16 +249,106 @@ fn an_existing_directory_is_refused_without_force_and_replaced_with_it() {
             "--quiet",
         ],
     ));
-    assert!(
-        !out.join("keep.txt").exists(),
-        "--force replaces the directory"
+    assert_eq!(
+        std::fs::read_to_string(out.join("keep.txt")).unwrap(),
+        "mine",
+        "--force replaces only synth's files"
     );
     assert!(out.join("front/frame_0001.png").exists());
-    assert!(!out.join("front/frame_0002.png").exists());
+    assert!(!out.join("front/frame_0002.png").exists(), "no stale frame");
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("synth.json")).unwrap()).unwrap();
     assert_eq!(json["drivers"]["simulated"], 16, "--same-discretisation");
     no_staging_left(d);
+
+    // `--out .` with --force: the scene, the splats and the truth beside
+    // it are not synth's, and stay.
+    let here = physfit(
+        d,
+        &[
+            "synth",
+            "scene.toml",
+            "--truth",
+            "truth.toml",
+            "--out",
+            ".",
+            "--same-discretisation",
+            "--frames",
+            "2",
+            "--force",
+        ],
+    );
+    let stderr = ok(&here);
+    assert!(d.join("scene.toml").exists() && d.join("splats.ply").exists());
+    assert!(d.join("front/frame_0001.png").exists());
+    // The output directory is printed first and last, as typed.
+    let outputs: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("output "))
+        .collect();
+    assert_eq!(outputs, ["output .", "output ."], "{stderr}");
+}
+
+/// Plain `render` and `render --splats` follow the same rule, and flags
+/// that only `--params` reads are refused without it.
+#[test]
+fn render_refuses_earlier_renders_without_force_and_flags_it_would_ignore() {
+    let dir = fixture();
+    let d = dir.path();
+    std::fs::create_dir_all(d.join("r")).unwrap();
+    std::fs::write(d.join("r/keep.txt"), "mine").unwrap();
+    let stderr = ok(&physfit(d, &["render", "scene.toml", "--out", "sub/../r"]));
+    assert!(
+        stderr.contains("output r\n") || stderr.lines().any(|l| l == "output r"),
+        "{stderr}"
+    );
+    let before = std::fs::read(d.join("r/front.png")).unwrap();
+    let stderr = refused(&physfit(
+        d,
+        &["render", "scene.toml", "--out", "r", "--size", "8x8"],
+    ));
+    assert!(
+        stderr.contains("earlier `physfit render`")
+            && stderr.contains("front.png")
+            && stderr.contains("--force"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read(d.join("r/front.png")).unwrap(), before);
+    ok(&physfit(
+        d,
+        &[
+            "render",
+            "scene.toml",
+            "--out",
+            "r",
+            "--size",
+            "8x8",
+            "--force",
+            "--quiet",
+        ],
+    ));
+    assert_ne!(std::fs::read(d.join("r/front.png")).unwrap(), before);
+    assert_eq!(
+        std::fs::read_to_string(d.join("r/keep.txt")).unwrap(),
+        "mine"
+    );
+
+    for flag in [
+        vec!["--frames", "3"],
+        vec!["--orbit", "10"],
+        vec!["--from-rest"],
+        vec!["--side-by-side"],
+        vec!["--gravity", "0,0,-1"],
+    ] {
+        let mut args = vec!["render", "scene.toml", "--out", "never"];
+        args.extend(&flag);
+        let stderr = refused(&physfit(d, &args));
+        assert!(
+            stderr.contains(flag[0]) && stderr.contains("applies only with --params"),
+            "{flag:?}: {stderr}"
+        );
+        assert!(!d.join("never").exists(), "{flag:?}: nothing written");
+    }
 }
 
 #[test]
