@@ -98,6 +98,19 @@ pub struct ViewState {
     pub color: ColorCorrection,
 }
 
+/// What the chart's turns pivot about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pivot {
+    /// The object's centroid: turns show as parallax, shifts as the object
+    /// moving (fine levels, where both are visible and nearly independent).
+    Object,
+    /// The camera's own centre: turns move the whole image (a shift and a
+    /// roll, no parallax), which is what a coarse level can see; the
+    /// sideways shifts, nearly the same motion, are held within a pixel,
+    /// and the forward shift (a change of scale) stays free.
+    Camera,
+}
+
 /// The chart around one start (module doc).
 #[derive(Clone, Debug)]
 pub struct Chart {
@@ -109,8 +122,10 @@ pub struct Chart {
     distance: f64,
     /// The object's RMS radius about its centroid, world units.
     radius: f64,
-    /// The object's centroid in the start camera's frame: the pivot of turns.
+    /// The pivot of turns in the start camera's frame.
     pivot: DVec3,
+    /// Which pivot.
+    pivot_kind: Pivot,
     /// Half the image diagonal, pixels.
     half_diagonal: f64,
 }
@@ -160,18 +175,38 @@ impl Chart {
     /// The chart around `start` for `what`, turning about the object
     /// (`centroid`, world units, with RMS radius `radius` > 0).
     pub fn new(start: ViewState, what: AlignWhat, centroid: DVec3, radius: f64) -> Self {
+        Self::about(start, what, centroid, radius, Pivot::Object)
+    }
+
+    /// [`Chart::new`] with turns about `pivot`.
+    pub fn about(
+        start: ViewState,
+        what: AlignWhat,
+        centroid: DVec3,
+        radius: f64,
+        pivot_kind: Pivot,
+    ) -> Self {
         let c = &start.camera;
         let focal = 0.5 * (f64::from(c.fx) + f64::from(c.fy));
         let half_diagonal = 0.5 * f64::from(c.width).hypot(f64::from(c.height));
-        let pivot = c.rotation.as_dmat3() * centroid + c.translation.as_dvec3();
         let distance = (centroid - c.position().as_dvec3()).length().max(1e-9);
+        let (pivot, radius) = match pivot_kind {
+            Pivot::Object => (
+                c.rotation.as_dmat3() * centroid + c.translation.as_dvec3(),
+                radius.max(1e-9 * distance),
+            ),
+            // About the camera centre a turn of 1/f moves the image by a
+            // pixel: the lever is the distance itself.
+            Pivot::Camera => (DVec3::ZERO, distance),
+        };
         Self {
             start,
             what,
             focal,
             distance,
-            radius: radius.max(1e-9 * distance),
+            radius,
             pivot,
+            pivot_kind,
             half_diagonal,
         }
     }
@@ -226,7 +261,16 @@ impl Chart {
         let reach = 0.5 * f64::from(c.width.min(c.height));
         let mut b = Vec::with_capacity(self.what.dimension());
         if self.what.pose {
-            b.extend(std::iter::repeat_n((-reach, reach), 6));
+            b.extend(std::iter::repeat_n((-reach, reach), 3));
+            let sideways = match self.pivot_kind {
+                Pivot::Object => reach,
+                Pivot::Camera => 1.0,
+            };
+            b.extend([
+                (-sideways, sideways),
+                (-sideways, sideways),
+                (-reach, reach),
+            ]);
         }
         if self.what.focal {
             let r = std::f64::consts::LN_2 * self.half_diagonal;

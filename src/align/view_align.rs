@@ -19,7 +19,7 @@ use crate::scene::frames::Frame;
 use crate::scene::masks::Mask;
 use crate::scene::Camera;
 
-use super::chart::{rotation_angle_degrees, AlignWhat, Chart, ViewState};
+use super::chart::{rotation_angle_degrees, AlignWhat, Chart, Pivot, ViewState};
 use super::conditioning::{conditioning, Conditioning};
 use super::error::AlignError;
 use super::problem::ViewProblem;
@@ -308,7 +308,16 @@ pub fn align_view(
             color: settings.what.color && k + 2 >= pyramid.len(),
             ..settings.what
         };
-        let chart = Chart::new(
+        // Coarse levels turn the camera about its own centre (what a
+        // blurred, small image sees of a pose error: the whole picture
+        // shifted, rolled, scaled); the two finest turn it about the
+        // object, where parallax tells turn from shift.
+        let pivot = if k + 2 >= pyramid.len() {
+            Pivot::Object
+        } else {
+            Pivot::Camera
+        };
+        let chart = Chart::about(
             ViewState {
                 camera: level.camera(&current.camera),
                 color: current.color,
@@ -316,6 +325,7 @@ pub fn align_view(
             level_what,
             centroid,
             radius,
+            pivot,
         );
         let finest = k + 1 == pyramid.len();
         let lbfgs = LbfgsSettings {
