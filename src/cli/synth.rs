@@ -60,6 +60,14 @@ pub fn run(args: &SynthArgs) -> Result<()> {
         same_discretisation: args.same_discretisation,
     };
     let plan = SynthPlan::new(&scene, &truth, &options)?;
+    super::memory_check::refuse_over_memory(
+        &plan.scene,
+        &physfit::budget::Workload::Forward {
+            command: "physfit synth",
+            frames: plan.frames,
+            cameras: super::memory_check::scene_cameras(&plan.scene, None),
+        },
+    )?;
     let staged = StagedDir::new(&args.out, args.force, "--out")?;
 
     let ctx = GpuContext::new(&GpuOptions::default())?;
