@@ -144,13 +144,24 @@ impl DeviceMemory {
 }
 
 impl MachineMemory {
-    /// The host alone (no adapter found: only host memory is compared).
+    /// The host alone, when no adapter is found: counted as the software
+    /// adapter physfit would fall back to once a driver is installed (the
+    /// fix [`crate::gpu::GpuError::NoAdapter`] gives is Mesa's lavapipe),
+    /// so device needs are added to host needs; its limits are unknown
+    /// (not checked).
     pub fn host_only() -> Self {
         let (host_available, host_source) = host_available();
         Self {
             host_available,
             host_source,
-            device: None,
+            device: Some(DeviceMemory {
+                name: "no adapter found (counted as a software adapter)".into(),
+                shared_with_host: true,
+                available: None,
+                source: "no adapter: a software adapter's buffers are host memory".into(),
+                max_buffer_size: u64::MAX,
+                max_storage_binding: u64::MAX,
+            }),
         }
     }
 

@@ -218,7 +218,7 @@ impl MemoryEstimate {
     /// machine has.
     pub fn against(&self, machine: &MachineMemory) -> String {
         let device = match &machine.device {
-            None => "no GPU adapter found: device memory not compared".to_string(),
+            None => "no adapter: device memory not compared".to_string(),
             Some(d) if d.shared_with_host => format!(
                 "'{}' is a software adapter: its {} are host memory, {} in all",
                 d.name,
