@@ -35,12 +35,12 @@ mod fit_masks;
 mod fit_problem;
 #[path = "gpu_mpm/fit_settings.rs"]
 mod fit_settings;
-#[path = "gpu_mpm/memory_estimate.rs"]
-mod memory_estimate;
 #[path = "gpu_mpm/forcing.rs"]
 mod forcing;
 #[path = "gpu_mpm/forward.rs"]
 mod forward;
+#[path = "gpu_mpm/memory_estimate.rs"]
+mod memory_estimate;
 #[path = "gpu_mpm/render_params.rs"]
 mod render_params;
 #[path = "gpu_mpm/simulate_cli.rs"]

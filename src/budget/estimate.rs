@@ -219,7 +219,10 @@ pub fn rest_intersections(scene: &Scene, camera: &Camera) -> u64 {
         }
         let sigma = s.iter().fold(f32::MIN, |a, &b| a.max(b)).exp() * f / c.z;
         let r = 3.33 * (sigma * sigma + 0.3).sqrt() + 1.0;
-        let (u, v) = (camera.fx * c.x / c.z + camera.cx, camera.fy * c.y / c.z + camera.cy);
+        let (u, v) = (
+            camera.fx * c.x / c.z + camera.cx,
+            camera.fy * c.y / c.z + camera.cy,
+        );
         let span = |lo: f32, hi: f32, tiles: u32| -> u64 {
             let a = (lo / 16.0).floor().max(0.0);
             let b = (hi / 16.0).floor().min(tiles as f32 - 1.0);
@@ -387,7 +390,8 @@ pub fn estimate(scene: &Scene, workload: &Workload) -> MemoryEstimate {
         device.push(Part {
             kind: PartKind::Images,
             name: "images",
-            bytes: pixels * per_pixel + grown(u64::from(c.width.div_ceil(16)) * u64::from(c.height.div_ceil(16)) * 8),
+            bytes: pixels * per_pixel
+                + grown(u64::from(c.width.div_ceil(16)) * u64::from(c.height.div_ceil(16)) * 8),
             field: "views[i].camera".into(),
             value: size(c),
             fix: "render smaller images (`width`, `height`; `--size`)".into(),

@@ -56,7 +56,12 @@ pub struct MachineMemory {
 }
 
 fn env_mib(name: &str) -> Option<u64> {
-    std::env::var(name).ok()?.trim().parse::<u64>().ok().map(|m| m << 20)
+    std::env::var(name)
+        .ok()?
+        .trim()
+        .parse::<u64>()
+        .ok()
+        .map(|m| m << 20)
 }
 
 /// `MemAvailable` of a `/proc/meminfo` text, in bytes.
@@ -112,14 +117,24 @@ fn nvidia_free() -> Option<u64> {
 impl DeviceMemory {
     /// The memory of an adapter described by `info` and `limits` (module
     /// doc); `host_available` is what an integrated GPU is assumed to share.
-    pub fn of_adapter(info: &wgpu::AdapterInfo, limits: &wgpu::Limits, host_available: u64) -> Self {
+    pub fn of_adapter(
+        info: &wgpu::AdapterInfo,
+        limits: &wgpu::Limits,
+        host_available: u64,
+    ) -> Self {
         let shared_with_host = info.device_type == wgpu::DeviceType::Cpu;
         let (available, source) = if shared_with_host {
-            (None, "a software adapter: its buffers are host memory".to_string())
+            (
+                None,
+                "a software adapter: its buffers are host memory".to_string(),
+            )
         } else if let Some(bytes) = env_mib("PHYSFIT_DEVICE_MEMORY_MIB") {
             (Some(bytes), "PHYSFIT_DEVICE_MEMORY_MIB".to_string())
         } else if let Some(bytes) = (info.vendor == NVIDIA).then(nvidia_free).flatten() {
-            (Some(bytes), "nvidia-smi memory.total − memory.used".to_string())
+            (
+                Some(bytes),
+                "nvidia-smi memory.total − memory.used".to_string(),
+            )
         } else if info.device_type == wgpu::DeviceType::IntegratedGpu {
             (
                 Some(host_available),

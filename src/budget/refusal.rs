@@ -125,7 +125,7 @@ impl MemoryEstimate {
     /// the estimate exceeds the machine's memory (host and device; on a
     /// software adapter both together against the host: module doc of
     /// [`super::machine`]).
-    pub fn check(&self, path: &Path, machine: &MachineMemory) -> Result<(), MemoryError> {
+    pub fn check(&self, path: &Path, machine: &MachineMemory) -> Result<(), Box<MemoryError>> {
         if let Some(device) = &machine.device {
             for b in &self.buffers {
                 let limits = [
@@ -139,7 +139,7 @@ impl MemoryEstimate {
                 for (limit_name, limit, applies) in limits {
                     if applies && b.bytes > limit {
                         let part = self.part(b.kind).expect("a buffer belongs to a part");
-                        return Err(MemoryError::OverLimit {
+                        return Err(Box::new(MemoryError::OverLimit {
                             path: path.to_path_buf(),
                             command: self.command,
                             buffer: b.label,
@@ -150,7 +150,7 @@ impl MemoryEstimate {
                             field: part.field.clone(),
                             value: part.value.clone(),
                             fix: part.fix.clone(),
-                        });
+                        }));
                     }
                 }
             }
@@ -162,7 +162,7 @@ impl MemoryEstimate {
                 let needed = host.saturating_add(device_bytes);
                 if needed > machine.host_available {
                     let parts: Vec<Part> = self.device.iter().chain(&self.host).cloned().collect();
-                    return Err(too_large(
+                    return Err(Box::new(too_large(
                         path,
                         self,
                         MemoryKind::Shared,
@@ -170,12 +170,12 @@ impl MemoryEstimate {
                         machine.host_available,
                         &machine.host_source,
                         &parts,
-                    ));
+                    )));
                 }
             }
             device => {
                 if host > machine.host_available {
-                    return Err(too_large(
+                    return Err(Box::new(too_large(
                         path,
                         self,
                         MemoryKind::Host,
@@ -183,13 +183,14 @@ impl MemoryEstimate {
                         machine.host_available,
                         &machine.host_source,
                         &self.host,
-                    ));
+                    )));
                 }
-                if let Some((available, source)) =
-                    device.as_ref().and_then(|d| Some((d.available?, &d.source)))
+                if let Some((available, source)) = device
+                    .as_ref()
+                    .and_then(|d| Some((d.available?, &d.source)))
                 {
                     if device_bytes > available {
-                        return Err(too_large(
+                        return Err(Box::new(too_large(
                             path,
                             self,
                             MemoryKind::Device,
@@ -197,7 +198,7 @@ impl MemoryEstimate {
                             available,
                             source,
                             &self.device,
-                        ));
+                        )));
                     }
                 }
             }
@@ -245,11 +246,11 @@ impl MemoryEstimate {
 /// exceed the host's available memory: run by the scene loader before it
 /// allocates them, so a mistyped `simulation.grid_res` is refused naming
 /// the field instead of aborting the process.
-pub fn refuse_fill_grid(path: &Path, grid_res: u32) -> Result<(), MemoryError> {
+pub fn refuse_fill_grid(path: &Path, grid_res: u32) -> Result<(), Box<MemoryError>> {
     let needed = crate::mpm::voxel::fill_host_bytes(grid_res);
     let (available, source) = super::machine::host_available();
     if needed > available {
-        return Err(MemoryError::TooLarge {
+        return Err(Box::new(MemoryError::TooLarge {
             path: path.to_path_buf(),
             command: "loading the scene",
             kind: MemoryKind::Host,
@@ -261,7 +262,7 @@ pub fn refuse_fill_grid(path: &Path, grid_res: u32) -> Result<(), MemoryError> {
             field: "simulation.grid_res".into(),
             value: grid_res.to_string(),
             fix: "lower `simulation.grid_res` (the fill takes ~33 bytes per cell) or set `drivers.fill = false`".into(),
-        });
+        }));
     }
     Ok(())
 }

@@ -158,7 +158,6 @@ fn preflight_refuses_scenes_without_frames() {
     let err = preflight(&scene, StageChoice::Both).unwrap_err();
     assert!(matches!(err, PreflightError::NoFrames { .. }), "{err}");
     assert!(err.to_string().contains("frames"), "{err}");
-
 }
 
 #[test]

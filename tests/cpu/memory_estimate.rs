@@ -6,10 +6,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use physfit::budget::machine::{parse_meminfo, parse_nvidia_smi};
 use physfit::budget::{
     estimate, DeviceMemory, MachineMemory, MemoryError, MemoryKind, PartKind, Workload,
 };
-use physfit::budget::machine::{parse_meminfo, parse_nvidia_smi};
 use physfit::scene::Scene;
 
 fn root() -> PathBuf {
@@ -27,7 +27,10 @@ pub(crate) fn fox_with_grid(dir: &Path, grid_res: u32) -> PathBuf {
             "\"../assets/fox.ply\"",
             &format!("{:?}", root().join("assets/fox.ply")),
         )
-        .replace("\"fox_frames/", &format!("\"{}/fox_frames/", scenes.display()))
+        .replace(
+            "\"fox_frames/",
+            &format!("\"{}/fox_frames/", scenes.display()),
+        )
         .replace("\"../out/fox\"", &format!("{:?}", dir.join("out")));
     let path = dir.join("scene.toml");
     std::fs::write(&path, text).unwrap();
@@ -48,8 +51,14 @@ fn check_refuses_a_mistyped_grid_res_naming_the_field() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("`simulation.grid_res` = 4096"), "{stderr}");
-    assert!(stderr.contains("fix: lower `simulation.grid_res`"), "{stderr}");
-    assert!(!stderr.contains("panicked") && !stderr.contains("memory allocation"), "{stderr}");
+    assert!(
+        stderr.contains("fix: lower `simulation.grid_res`"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("memory allocation"),
+        "{stderr}"
+    );
     assert!(!stderr.contains("stack backtrace"), "{stderr}");
     assert!(out.stdout.is_empty(), "nothing printed but the refusal");
     assert!(!dir.path().join("out").exists(), "nothing written");
@@ -64,7 +73,11 @@ fn check_prints_the_estimate_of_the_demo() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let line = stdout
         .lines()
         .find(|l| l.starts_with("memory "))
@@ -78,7 +91,10 @@ fn machine_figures_are_parsed() {
     let meminfo = "MemTotal:       32000000 kB\nMemFree:  100 kB\nMemAvailable:   22563356 kB\n";
     assert_eq!(parse_meminfo(meminfo), Some(22_563_356 * 1024));
     assert_eq!(parse_meminfo("MemTotal: 1 kB\n"), None);
-    assert_eq!(parse_nvidia_smi("143771, 1024\n"), Some((143_771 - 1024) << 20));
+    assert_eq!(
+        parse_nvidia_smi("143771, 1024\n"),
+        Some((143_771 - 1024) << 20)
+    );
     assert_eq!(parse_nvidia_smi("[N/A], 0\n"), None);
 }
 
@@ -111,7 +127,7 @@ fn a_software_adapter_counts_its_buffers_once_as_host_memory() {
     let err = e
         .check(path, &machine(host + device - 1, Some((true, None))))
         .unwrap_err();
-    match &err {
+    match &*err {
         MemoryError::TooLarge { kind, needed, .. } => {
             assert_eq!(*kind, MemoryKind::Shared);
             assert_eq!(*needed, host + device, "added once, not twice");
@@ -126,10 +142,20 @@ fn a_software_adapter_counts_its_buffers_once_as_host_memory() {
         .check(path, &machine(host, Some((false, Some(device - 1)))))
         .unwrap_err();
     assert!(
-        matches!(err, MemoryError::TooLarge { kind: MemoryKind::Device, .. }),
+        matches!(
+            *err,
+            MemoryError::TooLarge {
+                kind: MemoryKind::Device,
+                ..
+            }
+        ),
         "{err}"
     );
-    assert!(e.against(&software).contains("software adapter"), "{}", e.against(&software));
+    assert!(
+        e.against(&software).contains("software adapter"),
+        "{}",
+        e.against(&software)
+    );
 }
 
 #[test]
@@ -143,5 +169,8 @@ fn a_buffer_over_the_binding_limit_is_refused_naming_its_field() {
     m.device.as_mut().unwrap().max_storage_binding = 128 << 20;
     let err = e.check(&scene.path, &m).unwrap_err();
     assert_eq!(err.field(), "simulation.grid_res", "{err}");
-    assert!(err.to_string().contains("max_storage_buffer_binding_size"), "{err}");
+    assert!(
+        err.to_string().contains("max_storage_buffer_binding_size"),
+        "{err}"
+    );
 }
