@@ -8,6 +8,7 @@
 
 pub mod align;
 pub mod bench;
+pub mod budget;
 pub mod deform;
 pub mod drive;
 pub mod fit;

@@ -23,6 +23,8 @@ mod interactions;
 mod lbfgs;
 #[path = "cpu/masks.rs"]
 mod masks;
+#[path = "cpu/memory_estimate.rs"]
+mod memory_estimate;
 #[path = "cpu/output_files.rs"]
 mod output_files;
 #[path = "cpu/ply.rs"]

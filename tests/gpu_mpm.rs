@@ -39,6 +39,8 @@ mod fit_settings;
 mod forcing;
 #[path = "gpu_mpm/forward.rs"]
 mod forward;
+#[path = "gpu_mpm/memory_estimate.rs"]
+mod memory_estimate;
 #[path = "gpu_mpm/render_params.rs"]
 mod render_params;
 #[path = "gpu_mpm/simulate_cli.rs"]

@@ -106,6 +106,11 @@ pub struct FitBenchResult {
     /// Peak bytes allocated through the context while the fit problem
     /// (not the reference maker) was built and run.
     pub peak_gpu_bytes: u64,
+    /// The device bytes [`crate::budget::estimate`] gives for fitting the
+    /// scene with its references, computed before the problem is built
+    /// (it must never fall below `peak_gpu_bytes`, and stay within twice
+    /// it).
+    pub estimated_gpu_bytes: u64,
     /// Seconds to make the reference frames (forward renders, PNGs).
     pub references_s: f64,
     /// Seconds to build the fit problem (drivers, uploads, pipelines).
@@ -195,6 +200,8 @@ pub fn run_case(
     let t = Instant::now();
     make_references(ctx, &mut scene, &options, frames, dir)?;
     let references_s = t.elapsed().as_secs_f64();
+    let estimated_gpu_bytes =
+        crate::budget::estimate(&scene, &crate::budget::Workload::Fit).device_bytes();
 
     ctx.memory.reset_peak();
     let t = Instant::now();
@@ -274,6 +281,7 @@ pub fn run_case(
         stage1,
         stage2,
         peak_gpu_bytes: ctx.memory.peak(),
+        estimated_gpu_bytes,
         references_s,
         setup_s,
     })

@@ -5,6 +5,7 @@ use std::fmt::Write;
 use std::path::Path;
 
 use anyhow::Result;
+use physfit::budget::{estimate, MachineMemory, Workload};
 use physfit::mpm::WallMode;
 use physfit::scene::scene::{AUTO_DRIVERS_PER_CELL, MIN_DRIVERS_PER_CELL};
 use physfit::scene::{DriverCount, Scene};
@@ -190,10 +191,35 @@ pub fn summary(scene: &Scene) -> Result<String> {
     Ok(s)
 }
 
-/// Runs `physfit check`.
+/// The workload `physfit check` estimates: the fit when the scene has
+/// reference frames (the heaviest command, and what a scene is checked
+/// for), else a forward simulation of [`DEFAULT_SIMULATE_FRAMES`] frames
+/// rendered from every camera.
+pub fn check_workload(scene: &Scene) -> Workload {
+    match scene.frame_count() {
+        Some(_) => Workload::Fit,
+        None => Workload::Forward {
+            command: "physfit simulate",
+            frames: DEFAULT_SIMULATE_FRAMES,
+            cameras: scene.views.iter().map(|v| v.camera.clone()).collect(),
+        },
+    }
+}
+
+/// Frames `physfit simulate` runs by default on a scene without reference
+/// frames (30 after the rest frame).
+pub const DEFAULT_SIMULATE_FRAMES: usize = 31;
+
+/// Runs `physfit check`: the summary, then the memory estimate against
+/// the machine (the adapter probed, no device created), refused before
+/// anything is allocated when it does not fit.
 pub fn run(path: &Path) -> Result<()> {
     let scene = Scene::load(path)?;
+    let machine = MachineMemory::probe();
+    let estimate = estimate(&scene, &check_workload(&scene));
+    estimate.check(&scene.path, &machine)?;
     print!("{}", summary(&scene)?);
+    println!("memory       {}", estimate.against(&machine));
     println!("ok");
     Ok(())
 }

@@ -8,6 +8,7 @@ pub mod bench_summary;
 pub mod check;
 pub mod check_fit;
 pub mod fit;
+pub mod memory_check;
 pub mod render;
 pub mod render_motion;
 pub mod render_splats;

@@ -222,6 +222,12 @@ pub fn run(args: &RenderArgs) -> Result<()> {
     let scene = Scene::load(&args.scene)?;
     let size = args.size.as_deref().map(parse_size).transpose()?;
     let views = resolve_views(&scene, &args.scene, &args.camera, size)?;
+    super::memory_check::refuse_over_memory(
+        &scene,
+        &physfit::budget::Workload::Render {
+            cameras: views.iter().map(|(_, c)| c.clone()).collect(),
+        },
+    )?;
     if let Some(pattern) = &args.splats {
         let files = super::render_splats::list_splat_files(pattern)?;
         return super::render_splats::render_splat_files(

@@ -82,6 +82,25 @@ fn beside(reference: Option<&Frame>, render: &RgbImage, background: [f32; 3]) ->
 pub fn run(args: &RenderArgs) -> Result<()> {
     let params = args.params.as_ref().expect("called with --params");
     let scene = Scene::load(&args.scene)?;
+    {
+        let frames = match args.frames {
+            Some(n) => n,
+            None => scene.frame_count().unwrap_or(DEFAULT_FRAMES),
+        };
+        let size = args.size.as_deref().map(parse_size).transpose()?;
+        let cameras = resolve_views(&scene, &args.scene, &args.camera, size)?
+            .into_iter()
+            .map(|(_, c)| c)
+            .collect();
+        super::memory_check::refuse_over_memory(
+            &scene,
+            &physfit::budget::Workload::Forward {
+                command: "physfit render --params",
+                frames: frames.max(1),
+                cameras,
+            },
+        )?;
+    }
     let fitted = FittedDrivers::load(params)?;
     let interactions = interactions(args)?;
     let setup =

@@ -60,6 +60,14 @@ pub fn run(
             .map(|n| n.saturating_sub(1).max(1) as u32)
             .unwrap_or(30),
     };
+    super::memory_check::refuse_over_memory(
+        &scene,
+        &physfit::budget::Workload::Forward {
+            command: "physfit simulate",
+            frames: frames as usize + 1,
+            cameras: super::memory_check::scene_cameras(&scene, size),
+        },
+    )?;
     let interactions = InteractionFlags {
         velocity: Some(velocity.to_string()),
         from_rest: true,

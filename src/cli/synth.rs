@@ -62,6 +62,14 @@ pub fn run(args: &SynthArgs) -> Result<()> {
         same_discretisation: args.same_discretisation,
     };
     let plan = SynthPlan::new(&scene, &truth, &options)?;
+    super::memory_check::refuse_over_memory(
+        &plan.scene,
+        &physfit::budget::Workload::Forward {
+            command: "physfit synth",
+            frames: plan.frames,
+            cameras: super::memory_check::scene_cameras(&plan.scene, None),
+        },
+    )?;
     let owned: Vec<Owned> = scene
         .views
         .iter()

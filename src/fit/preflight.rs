@@ -1,9 +1,10 @@
-//! What `physfit fit` refuses before it spends any simulation time (issue
-//! 13, "Refuse what cannot work, before running"). Each refusal names the
-//! scene file, the field and the fix. (Views with different frame counts
-//! are refused by [`Scene::load`] already; an output directory holding an
-//! earlier fit is the command's to refuse.) The GPU memory check,
-//! [`check_memory`], runs once the problem is built.
+//! What `physfit fit` refuses before it spends any simulation time. Each
+//! refusal names the scene file, the field and the fix. (Views with
+//! different frame counts are refused by [`Scene::load`] already; an
+//! output directory holding an earlier fit is the command's to refuse.)
+//! Memory is estimated from the scene and checked against the machine
+//! before anything is allocated ([`crate::budget`], run by
+//! [`super::FitSession::open`] once the adapter is known).
 
 use std::path::PathBuf;
 
@@ -52,16 +53,6 @@ pub enum PreflightError {
         /// The simulator's check.
         error: crate::mpm::MpmError,
     },
-    /// The fit would need more memory than the adapter has.
-    #[error("{path}: the fit needs about {} MiB of GPU memory but the adapter has {} MiB; fix: lower `drivers.count`, `simulation.grid_res` or the top of `material.log10_youngs_range` (fewer substeps), or fit fewer frames (`fit.stiffness.frames`)", needed >> 20, available >> 20)]
-    Memory {
-        /// The scene file.
-        path: PathBuf,
-        /// Bytes estimated.
-        needed: u64,
-        /// Bytes available.
-        available: u64,
-    },
     /// No simulated splat projects into any view with frames.
     #[error("{path}: the simulated object projects outside every image (no simulated splat centre lands inside views {views:?}); fix: check `[views.camera]` (pose, look_at, a nerfstudio dataparser transform that was not undone) and `regions.simulated` with `physfit render`")]
     OutsideImages {
@@ -70,46 +61,6 @@ pub enum PreflightError {
         /// The views with frames.
         views: Vec<String>,
     },
-}
-
-/// GPU memory a fit needs beyond what it has allocated once built
-/// (`resident`, [`crate::gpu::memory::MemoryTracker::current`]): an upper bound on
-/// one iteration's transient buffers, every substep state of the longest
-/// stage's rollout (`frames` frames of `substeps` states of `particles`
-/// records) twice over (forward states and their adjoints).
-pub fn memory_needed(resident: u64, particles: usize, substeps: u32, frames: usize) -> u64 {
-    let state = (particles * crate::mpm::layout::STATE_STRIDE * 4) as u64;
-    resident + 2 * state * u64::from(substeps) * frames as u64
-}
-
-/// Memory the adapter can give, where it can be known: for a software
-/// adapter (lavapipe), the system's `MemAvailable` (`/proc/meminfo`); wgpu
-/// reports no memory size for hardware adapters (`None`: not checked).
-pub fn memory_available(software: bool) -> Option<u64> {
-    if !software {
-        return None;
-    }
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
-}
-
-/// Refuses a fit whose estimated memory ([`memory_needed`]) exceeds
-/// `available`.
-pub fn check_memory(
-    scene: &Scene,
-    needed: u64,
-    available: Option<u64>,
-) -> Result<(), PreflightError> {
-    match available {
-        Some(available) if needed > available => Err(PreflightError::Memory {
-            path: scene.path.clone(),
-            needed,
-            available,
-        }),
-        _ => Ok(()),
-    }
 }
 
 /// The views a fit uses and its frame count, once nothing is refused.

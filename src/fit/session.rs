@@ -31,7 +31,7 @@ use super::fitter::{
 use super::options::FitProblemOptions;
 use super::outputs::{per_driver, write_outputs, FinishedFit, OUTPUT_FILES};
 use super::params::VelocityField;
-use super::preflight::{check_memory, memory_available, memory_needed, preflight, FitInputs};
+use super::preflight::{preflight, FitInputs};
 use super::problem::FitProblem;
 use super::recovery::Recovery;
 use super::session_error::SessionError;
@@ -278,6 +278,10 @@ impl FitSession {
             velocity_from,
         } = prepared;
         let out = options.out;
+        // Before anything is allocated (drivers, buffers): the scene's
+        // estimate against the host and this context's adapter.
+        crate::budget::estimate(&scene, &crate::budget::Workload::Fit)
+            .check(&scene.path, &crate::budget::MachineMemory::of_context(ctx))?;
         let drivers = DriverSet::from_scene(&scene).map_err(super::FitError::from)?;
         let held_velocity = match &velocity_from {
             Some(path) => Some(held_velocity(path, &scene, &drivers)?),
@@ -290,13 +294,6 @@ impl FitSession {
             problem_options.velocity_regions.clear();
         }
         let problem = FitProblem::from_drivers(ctx, &scene, drivers.clone(), &problem_options)?;
-        let needed = memory_needed(
-            ctx.memory.current(),
-            drivers.len(),
-            scene.simulation.substeps,
-            inputs.frames,
-        );
-        check_memory(&scene, needed, memory_available(ctx.is_software()))?;
         let plan = plan_stages(
             &scene,
             &inputs.views,

@@ -14,6 +14,10 @@ pub enum SessionError {
     /// The scene cannot be fitted as it is (no frames, unstable, …).
     #[error(transparent)]
     Preflight(#[from] PreflightError),
+    /// The fit would take more memory than the machine has, or a buffer
+    /// over an adapter limit (estimated before anything is allocated).
+    #[error(transparent)]
+    Memory(#[from] Box<crate::budget::MemoryError>),
     /// The output directory holds an earlier fit and the session was
     /// asked neither to continue nor to replace it.
     #[error("{} holds an earlier fit ({})", out.display(), files.join(", "))]

@@ -53,6 +53,37 @@ pub fn occupied_cells(points: &[[f32; 3]], grid_res: u32) -> Vec<bool> {
     occupied
 }
 
+/// Number of cells holding at least one of `points` (normalised), without
+/// the dense `grid_res³` occupancy of [`occupied_cells`]: the cell indices
+/// are sorted and deduplicated, so the memory follows the points, not the
+/// grid, and a scene with a mistyped `simulation.grid_res` (4096 for 64:
+/// 64 GiB of flags) is counted, then refused by the memory estimate
+/// ([`crate::budget`]), instead of aborting the process on the allocation.
+pub fn count_occupied(points: &[[f32; 3]], grid_res: u32) -> usize {
+    let n = u64::from(grid_res);
+    let mut cells: Vec<u64> = points
+        .iter()
+        .map(|p| {
+            let c = cell_of(*p, grid_res).map(u64::from);
+            (c[0] * n + c[1]) * n + c[2]
+        })
+        .collect();
+    cells.sort_unstable();
+    cells.dedup();
+    cells.len()
+}
+
+/// Host bytes [`fill`] takes at its peak for a grid of `grid_res` cells per
+/// side: the dense cell occupancy, interior and flood flags (1 byte per
+/// cell each) and, on the half-cell voxels ([`VOXELS_PER_AXIS`]³ per cell),
+/// the blocked, point-holding and outside flags, plus the flood's stack
+/// (at most one 24-byte entry per voxel, counted at a quarter).
+pub fn fill_host_bytes(grid_res: u32) -> u64 {
+    let cells = u64::from(grid_res).pow(3);
+    let voxels = cells * u64::from(VOXELS_PER_AXIS).pow(3);
+    3 * cells + 3 * voxels + voxels * 24 / 4
+}
+
 /// Number of occupied cells.
 pub fn count(cells: &[bool]) -> usize {
     cells.iter().filter(|c| **c).count()

@@ -143,6 +143,9 @@ pub enum SceneError {
         /// Largest E.
         youngs_max: f64,
     },
+    /// A setting asks for more memory than the machine has.
+    #[error(transparent)]
+    Memory(#[from] Box<crate::budget::MemoryError>),
     /// Any other invalid setting.
     #[error("{path}: `{field}`: {message}; fix: {fix}")]
     Invalid {
@@ -163,6 +166,7 @@ impl SceneError {
         match self {
             SceneError::Read { .. } | SceneError::Parse { .. } => None,
             SceneError::TooFewSubsteps { .. } => Some("simulation.substeps"),
+            SceneError::Memory(e) => Some(e.field()),
             SceneError::MissingFile { field, .. }
             | SceneError::Ply { field, .. }
             | SceneError::Frames { field, .. }

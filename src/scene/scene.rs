@@ -662,8 +662,9 @@ fn resolve_drivers(
         .map(|(p, _)| simulation.sim_box.to_normalised(*p))
         .collect();
     let n_sim = normalised.len();
-    let surface_cells = voxel::count(&voxel::occupied_cells(&normalised, grid_res));
+    let surface_cells = voxel::count_occupied(&normalised, grid_res);
     let (interior_cells, fill_points) = if d.fill {
+        crate::budget::refuse_fill_grid(v.path, grid_res)?;
         let fill = voxel::fill(&normalised, grid_res);
         (fill.interior_count, fill.points.len())
     } else {

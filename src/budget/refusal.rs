@@ -1,0 +1,268 @@
+//! The refusal: an estimate ([`super::MemoryEstimate`]) over what the
+//! machine has ([`super::MachineMemory`]), or one of its buffers over an
+//! adapter limit, becomes a [`MemoryError`] naming the scene file, the
+//! field that sets the largest part, the bytes needed, what the machine
+//! has and the fix; the command exits non-zero before allocating anything.
+
+use std::path::{Path, PathBuf};
+
+use super::estimate::{MemoryEstimate, Part};
+use super::machine::MachineMemory;
+use crate::gpu::error::human_bytes;
+
+/// Which memory was short.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemoryKind {
+    /// Host memory (a hardware adapter's commands).
+    Host,
+    /// The adapter's memory.
+    Device,
+    /// Host memory holding the software adapter's buffers too.
+    Shared,
+}
+
+impl std::fmt::Display for MemoryKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            MemoryKind::Host => "host memory",
+            MemoryKind::Device => "GPU memory",
+            MemoryKind::Shared => "host memory (host + the software adapter's buffers)",
+        })
+    }
+}
+
+/// Why a command is refused before it allocates.
+#[derive(Debug, thiserror::Error)]
+pub enum MemoryError {
+    /// The estimate exceeds what the machine has.
+    #[error("{}: {command} needs about {} of {kind} but the machine has {} ({origin}); the largest part is the {part} ({}), set by `{field}` = {value}; fix: {fix}", path.display(), human_bytes(*needed), human_bytes(*available), human_bytes(*part_bytes))]
+    TooLarge {
+        /// The scene file.
+        path: PathBuf,
+        /// The command.
+        command: &'static str,
+        /// Which memory.
+        kind: MemoryKind,
+        /// Bytes estimated.
+        needed: u64,
+        /// Bytes available.
+        available: u64,
+        /// Where `available` comes from.
+        origin: String,
+        /// The largest part's name.
+        part: &'static str,
+        /// Its bytes.
+        part_bytes: u64,
+        /// The field that sets it.
+        field: String,
+        /// Its value.
+        value: String,
+        /// How to fix it.
+        fix: String,
+    },
+    /// One buffer exceeds an adapter limit.
+    #[error("{}: {command}: buffer '{buffer}' would take {} but the adapter '{adapter}' allows {} ({limit_name}); it is set by `{field}` = {value}; fix: {fix}", path.display(), human_bytes(*size), human_bytes(*limit))]
+    OverLimit {
+        /// The scene file.
+        path: PathBuf,
+        /// The command.
+        command: &'static str,
+        /// The buffer's label.
+        buffer: &'static str,
+        /// Its bytes.
+        size: u64,
+        /// The adapter.
+        adapter: String,
+        /// The wgpu limit.
+        limit_name: &'static str,
+        /// Its value.
+        limit: u64,
+        /// The field that sets it.
+        field: String,
+        /// Its value.
+        value: String,
+        /// How to fix it.
+        fix: String,
+    },
+}
+
+impl MemoryError {
+    /// The scene field at fault.
+    pub fn field(&self) -> &str {
+        match self {
+            MemoryError::TooLarge { field, .. } | MemoryError::OverLimit { field, .. } => field,
+        }
+    }
+}
+
+fn too_large(
+    path: &Path,
+    estimate: &MemoryEstimate,
+    kind: MemoryKind,
+    needed: u64,
+    available: u64,
+    source: &str,
+    parts: &[Part],
+) -> MemoryError {
+    let top = MemoryEstimate::largest(parts);
+    MemoryError::TooLarge {
+        path: path.to_path_buf(),
+        command: estimate.command,
+        kind,
+        needed,
+        available,
+        origin: source.to_string(),
+        part: top.name,
+        part_bytes: top.bytes,
+        field: top.field.clone(),
+        value: top.value.clone(),
+        fix: top.fix.clone(),
+    }
+}
+
+impl MemoryEstimate {
+    /// Refuses the command when a buffer exceeds the adapter's limits or
+    /// the estimate exceeds the machine's memory (host and device; on a
+    /// software adapter both together against the host: module doc of
+    /// [`super::machine`]).
+    pub fn check(&self, path: &Path, machine: &MachineMemory) -> Result<(), Box<MemoryError>> {
+        if let Some(device) = &machine.device {
+            for b in &self.buffers {
+                let limits = [
+                    ("max_buffer_size", device.max_buffer_size, true),
+                    (
+                        "max_storage_buffer_binding_size",
+                        device.max_storage_binding,
+                        b.storage,
+                    ),
+                ];
+                for (limit_name, limit, applies) in limits {
+                    if applies && b.bytes > limit {
+                        let part = self.part(b.kind).expect("a buffer belongs to a part");
+                        return Err(Box::new(MemoryError::OverLimit {
+                            path: path.to_path_buf(),
+                            command: self.command,
+                            buffer: b.label,
+                            size: b.bytes,
+                            adapter: device.name.clone(),
+                            limit_name,
+                            limit,
+                            field: part.field.clone(),
+                            value: part.value.clone(),
+                            fix: part.fix.clone(),
+                        }));
+                    }
+                }
+            }
+        }
+        let host = self.host_bytes();
+        let device_bytes = self.device_bytes();
+        match &machine.device {
+            Some(d) if d.shared_with_host => {
+                let needed = host.saturating_add(device_bytes);
+                if needed > machine.host_available {
+                    let parts: Vec<Part> = self.device.iter().chain(&self.host).cloned().collect();
+                    return Err(Box::new(too_large(
+                        path,
+                        self,
+                        MemoryKind::Shared,
+                        needed,
+                        machine.host_available,
+                        &machine.host_source,
+                        &parts,
+                    )));
+                }
+            }
+            device => {
+                if host > machine.host_available {
+                    return Err(Box::new(too_large(
+                        path,
+                        self,
+                        MemoryKind::Host,
+                        host,
+                        machine.host_available,
+                        &machine.host_source,
+                        &self.host,
+                    )));
+                }
+                if let Some((available, source)) = device
+                    .as_ref()
+                    .and_then(|d| Some((d.available?, &d.source)))
+                {
+                    if device_bytes > available {
+                        return Err(Box::new(too_large(
+                            path,
+                            self,
+                            MemoryKind::Device,
+                            device_bytes,
+                            available,
+                            source,
+                            &self.device,
+                        )));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The bytes compared with the host's memory on `machine`: the host
+    /// part, plus the device part on a software adapter.
+    pub fn host_needed(&self, machine: &MachineMemory) -> u64 {
+        match &machine.device {
+            Some(d) if d.shared_with_host => self.host_bytes() + self.device_bytes(),
+            _ => self.host_bytes(),
+        }
+    }
+
+    /// The `physfit check` line: [`MemoryEstimate::summary`] and what the
+    /// machine has.
+    pub fn against(&self, machine: &MachineMemory) -> String {
+        let device = match &machine.device {
+            None => "no adapter: device memory not compared".to_string(),
+            Some(d) if d.shared_with_host => format!(
+                "'{}' is a software adapter: its {} are host memory, {} in all",
+                d.name,
+                human_bytes(self.device_bytes()),
+                human_bytes(self.host_needed(machine))
+            ),
+            Some(d) => format!(
+                "'{}' has {} ({})",
+                d.name,
+                d.available.map(human_bytes).unwrap_or_else(|| "?".into()),
+                d.source
+            ),
+        };
+        format!(
+            "{}; host has {} ({}); {device}",
+            self.summary(),
+            human_bytes(machine.host_available),
+            machine.host_source
+        )
+    }
+}
+
+/// Refuses the interior fill's dense voxels (`drivers.fill`) when they
+/// exceed the host's available memory: run by the scene loader before it
+/// allocates them, so a mistyped `simulation.grid_res` is refused naming
+/// the field instead of aborting the process.
+pub fn refuse_fill_grid(path: &Path, grid_res: u32) -> Result<(), Box<MemoryError>> {
+    let needed = crate::mpm::voxel::fill_host_bytes(grid_res);
+    let (available, source) = super::machine::host_available();
+    if needed > available {
+        return Err(Box::new(MemoryError::TooLarge {
+            path: path.to_path_buf(),
+            command: "loading the scene",
+            kind: MemoryKind::Host,
+            needed,
+            available,
+            origin: source,
+            part: "interior fill voxels",
+            part_bytes: needed,
+            field: "simulation.grid_res".into(),
+            value: grid_res.to_string(),
+            fix: "lower `simulation.grid_res` (the fill takes ~33 bytes per cell) or set `drivers.fill = false`".into(),
+        }));
+    }
+    Ok(())
+}
