@@ -394,6 +394,16 @@ pub fn align_view(
             camera,
             color: reached.color,
         };
+        log::debug!(
+            "align: level {}×{} loss {:.5} → {:.5} in {} evaluations, centre {:?}, rotation rows {:?}",
+            level.width,
+            level.height,
+            loss_start,
+            result.loss,
+            result.evaluations,
+            current.camera.position(),
+            [0, 1, 2].map(|i| current.camera.rotation.row(i))
+        );
         runs.push(LevelRun {
             width: level.width,
             height: level.height,

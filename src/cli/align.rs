@@ -117,6 +117,17 @@ pub fn run(args: &AlignArgs) -> Result<()> {
         println!("output       {}", shown(&args.out));
     }
 
+    // Align renders the chosen views at rest: refuse what would not fit
+    // before anything is allocated.
+    super::memory_check::refuse_over_memory(
+        &scene,
+        &physfit::budget::Workload::Render {
+            cameras: indices
+                .iter()
+                .map(|&i| scene.views[i].camera.clone())
+                .collect(),
+        },
+    )?;
     let settings = AlignSettings {
         what,
         levels: args.levels,

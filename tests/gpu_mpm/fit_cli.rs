@@ -336,19 +336,27 @@ fn final_parameters(out: &Path) -> (Vec<f64>, Vec<f64>) {
 /// 1.2e-5 in two resumes. 1e-4 leaves about 8×.
 const RESUME_TOLERANCE: f64 = 1e-4;
 
+/// Per-driver fields, fitted by Adam, whose state the checkpoint holds
+/// whole.
 #[test]
 fn a_fit_interrupted_by_ctrl_c_resumes_to_the_uninterrupted_result() {
-    let extra = "";
-    // Per-driver fields, fitted by Adam, whose state the checkpoint holds
-    // whole. (An L-BFGS stage resumes at the checkpointed point with its
-    // curvature memory empty and a fresh evaluation budget, so it does not
-    // retrace an uninterrupted run: measured on this scene with global
-    // fields, 6 + 6 evaluations, the two ended 0.17 · (1 + |a|) apart.)
-    let scene = scene_toml("drivers", extra)
-        .replace(
-            "[fit.velocity]\nfield = \"global\"",
-            "[fit.velocity]\nfield = \"drivers\"",
-        )
+    let scene = scene_toml("drivers", "").replace(
+        "[fit.velocity]\nfield = \"global\"",
+        "[fit.velocity]\nfield = \"drivers\"",
+    );
+    interrupted_fit_resumes(&scene);
+}
+
+/// Global fields, fitted by L-BFGS: the checkpoint holds the solver's
+/// state after its last accepted step (curvature pairs, evaluations used,
+/// the convergence count), so the resumed stage continues the same run.
+#[test]
+fn an_interrupted_lbfgs_fit_resumes_to_the_uninterrupted_result() {
+    interrupted_fit_resumes(&scene_toml("global", ""));
+}
+
+fn interrupted_fit_resumes(scene: &str) {
+    let scene = scene
         .replace("rounds = 2", "rounds = 1\ncheckpoint_every = 1")
         .replace("iterations = 20", "iterations = 6")
         .replace("iterations = 30", "iterations = 6");
@@ -419,9 +427,7 @@ fn a_fit_interrupted_by_ctrl_c_resumes_to_the_uninterrupted_result() {
         &["fit", "scene.toml", "--out", "cut", "--resume", "--quiet"],
     ));
     let lines = std::fs::read_to_string(d.join("cut").join("loss.jsonl")).unwrap();
-    // The records so far are kept; a resumed L-BFGS stage records its
-    // restart point again, so the count need not match an uninterrupted
-    // run's.
+    // The records so far are kept.
     assert!(lines.lines().count() > cut_at, "the resumed fit went on");
     assert!(d.join("cut").join("fit.json").exists(), "and finished");
     let (whole_e, whole_v) = final_parameters(&d.join("whole"));
