@@ -51,8 +51,20 @@ fn the_truth_matches_frames_recorded_through_a_correction_only_with_it() {
         if t.view == 0 {
             assert!(u.terms.psnr() < t.terms.psnr() - 20.0, "{u:?} vs {t:?}");
         } else {
-            // The side view has no correction in either scene.
-            assert_eq!(t.terms, u.terms);
+            // The side view has no correction in either scene: the same
+            // loss, to the run-to-run noise of the simulation's float
+            // atomics (two problems, two rollouts; measured 1.7e-6).
+            for (a, b) in [
+                (t.terms.loss, u.terms.loss),
+                (t.terms.l1, u.terms.l1),
+                (t.terms.dssim, u.terms.dssim),
+                (t.terms.mse, u.terms.mse),
+            ] {
+                assert!(
+                    (a - b).abs() <= 1e-4 * a.abs().max(b.abs()),
+                    "{t:?} vs {u:?}"
+                );
+            }
         }
     }
 

@@ -864,12 +864,19 @@ fn velocity_smoothness_term_matches_finite_differences() {
         assert!((a - b).abs() <= 1e-5 * e_scale, "log10 E[{i}]: {a} vs {b}");
     }
     let sel = all();
-    check_flow(
+    // The random v0 direction's finite difference moves with the float
+    // atomics' run-to-run noise: on the same gradient (−0.1350007) it gave
+    // −0.13440 and −0.13643 in two runs (4.5e-3 and 1.06e-2 relative), so
+    // this check takes 2e-2 where the scene's others take 1e-2.
+    check_flow_with(
         &ctx,
         &mut pw,
         &at,
         GradientFlow::Full,
-        Kind::Smooth,
+        Random {
+            velocity_tolerance: 2e-2,
+            ..Random::of(Kind::Smooth)
+        },
         |p, x| p.loss(&ctx, x, &sel).unwrap().loss,
     );
 }
