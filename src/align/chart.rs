@@ -141,7 +141,7 @@ fn skew(w: DVec3) -> DMat3 {
     )
 }
 
-/// exp([ω]×) (Rodrigues).
+/// exp(\[ω\]×) (Rodrigues).
 pub fn rotation_exp(w: DVec3) -> DMat3 {
     let theta = w.length();
     if theta < 1e-12 {

@@ -106,7 +106,7 @@ pub struct FitBenchResult {
     /// Peak bytes allocated through the context while the fit problem
     /// (not the reference maker) was built and run.
     pub peak_gpu_bytes: u64,
-    /// The device bytes [`crate::budget::estimate`] gives for fitting the
+    /// The device bytes [`crate::budget::estimate()`] gives for fitting the
     /// scene with its references, computed before the problem is built
     /// (it must never fall below `peak_gpu_bytes`, and stay within twice
     /// it).

@@ -5,7 +5,7 @@
 //! instead of aborting the process on a failed allocation or failing deep
 //! inside the GPU code.
 //!
-//! - [`estimate`]: host and device bytes per part (simulation grid,
+//! - [`estimate()`]: host and device bytes per part (simulation grid,
 //!   particle states, splats, tile intersections, images, reference
 //!   frames, runtime), each part tagged with the scene field that sets it,
 //!   and the largest single buffers (checked against the adapter's binding
