@@ -29,6 +29,8 @@ for field in ${FIELDS:-scene drivers}; do
     sed -E "s/^youngs_modulus *=.*/youngs_modulus = $e/" "$scene" >"$copy"
     if [ "$field" = drivers ]; then
       sed -i -E '/^\[fit.stiffness\]/,/^\[/ s/^field *=.*/field = "drivers"/' "$copy"
+      # A per-driver field takes no regions: drop the table (up to the next header).
+      sed -i -E '/^\[fit\.stiffness\.regions\]/,/^\[/{/^\[fit\.stiffness\.regions\]/d;/^\[/!d}' "$copy"
     fi
     args=(fit "$copy" --out "$out/$name" --force)
     [ -n "$truth" ] && args+=(--truth "$truth")
