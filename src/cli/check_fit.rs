@@ -85,11 +85,12 @@ pub fn fit_summary(scene: &Scene) -> Result<String> {
     Ok(s)
 }
 
-/// The frames a stage fits on.
+/// The frames a stage fits on: its frame count (the rest frame 0
+/// included) and the frames fitted.
 fn frames(stage: &FitStage) -> String {
     match stage.frames {
-        Some(n) => format!("frames 1..={n}"),
-        None => "all frames".to_string(),
+        Some(n) => format!("frames {n} (fits 1–{})", n.saturating_sub(1)),
+        None => "all frames (fits 1 to the last)".to_string(),
     }
 }
 

@@ -22,8 +22,10 @@ use crate::scene::{FieldSetting, FitStage, FrameSet, Scene};
 
 /// The `format` field of a checkpoint.
 pub const CHECKPOINT_FORMAT: &str = "physfit.checkpoint";
-/// The version this physfit writes and reads.
-pub const CHECKPOINT_VERSION: u32 = 2;
+/// The version this physfit writes and reads (3: the fingerprint's
+/// `fit.velocity.frames` and `fit.stiffness.frames` are frame counts with
+/// the rest frame 0 included, as the scene keys are).
+pub const CHECKPOINT_VERSION: u32 = 3;
 
 /// Why a checkpoint could not be written, read or used.
 #[derive(Debug, thiserror::Error)]
@@ -67,6 +69,7 @@ fn stage_fields(out: &mut BTreeMap<String, String>, table: &str, s: &FitStage) {
         out.insert(format!("{table}.{field}"), value);
     };
     put("learning_rate", s.learning_rate.to_string());
+    // The scene key's value: a frame count, the rest frame 0 included.
     put("frames", format!("{:?}", s.frames));
     put("warmup", s.warmup.to_string());
     put("decay", s.decay.to_string());

@@ -2,7 +2,8 @@
 //! [`FitProblem::evaluate`] (docs/design.md § Loss, parameters, fit).
 //!
 //! A fit is a [`StagePlan`] list run in order: per round, stage 1
-//! ([`StageKind::Velocity`]: v0 with E frozen, frames 1..=n, full flow),
+//! ([`StageKind::Velocity`]: v0 with E frozen, frames 1..=N−1 of
+//! `fit.velocity.frames = N`, full flow),
 //! then stage 2 ([`StageKind::Stiffness`]: log10 E with v0 frozen, all
 //! frames, truncated flow). Everything that changes while it runs is in one
 //! [`FitState`] (parameters, Adam's moments, where the fit is, the loss
@@ -145,8 +146,9 @@ fn velocity_step(scene: &Scene) -> f64 {
     0.02 * scene.simulation.sim_box.side * scene.fps
 }
 
-/// The stages of a fit of `scene` with reference frames `frames` (frame
-/// count, frame 0 the rest state) in `views`: `rounds` rounds of `choice`.
+/// The stages of a fit of `scene` with `frames` reference frames per view
+/// (a frame count, the rest frame 0 included) in `views`: `rounds` rounds
+/// of `choice`; each stage fits [`FitStage::fitted_frames`].
 /// Rounds after the first run each stage at `learning_rate · decay` (the
 /// rate its first round ended at).
 pub fn plan_stages(
@@ -162,18 +164,14 @@ pub fn plan_stages(
         StageChoice::Both => &[StageKind::Velocity, StageKind::Stiffness],
     };
     let mut plan = Vec::new();
-    let last_of = |stage: &FitStage| {
-        stage
-            .frames
-            .map_or(frames.saturating_sub(1), |n| n as usize)
-    };
+    let fitted = |stage: &FitStage| stage.fitted_frames(frames).collect::<Vec<_>>();
     if choice != StageChoice::Velocity && scene.fit.scan.points >= 2 {
         let settings = scene.fit.stiffness.clone();
         plan.push(StagePlan {
             round: 1,
             kind: StageKind::Scan,
             selection: Selection {
-                frames: (1..=last_of(&settings)).collect(),
+                frames: fitted(&settings),
                 views: views.to_vec(),
             },
             scan: Some(ScanPlan {
@@ -182,7 +180,7 @@ pub fn plan_stages(
                     scene.fit.scan.points,
                 ),
                 velocity_selection: Selection {
-                    frames: (1..=last_of(&scene.fit.velocity)).collect(),
+                    frames: fitted(&scene.fit.velocity),
                     views: views.to_vec(),
                 },
                 fit_velocity: choice == StageChoice::Both,
@@ -206,13 +204,13 @@ pub fn plan_stages(
             if round > 1 {
                 settings.learning_rate *= settings.decay;
             }
-            let last = last_of(&settings);
+            let frames = fitted(&settings);
             plan.push(StagePlan {
                 round,
                 kind,
                 settings,
                 selection: Selection {
-                    frames: (1..=last).collect(),
+                    frames,
                     views: views.to_vec(),
                 },
                 scan: None,

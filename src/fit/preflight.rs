@@ -34,16 +34,16 @@ pub enum PreflightError {
         frames: usize,
     },
     /// A stage asks for more frames than exist.
-    #[error("{path}: `{field}` = {asked} but the reference has frames 0..{last} (frame 0 is the rest state); fix: set it to at most {last}")]
+    #[error("{path}: `{field}` = {asked} but the reference has {available} frames per view, 0..{} (a frame count counts the rest frame 0); fix: set it to at most {available}", available - 1)]
     StageFrames {
         /// The scene file.
         path: PathBuf,
         /// `fit.velocity.frames` or `fit.stiffness.frames`.
         field: &'static str,
-        /// Its value.
+        /// Its value: a frame count, the rest frame 0 included.
         asked: u32,
-        /// The last frame index.
-        last: usize,
+        /// Reference frames per view, the rest frame 0 included.
+        available: usize,
     },
     /// The substeps are below the explicit bound at the top of the E range.
     #[error("{path}: `simulation.substeps` fails the stability bound: {error}; fix: remove `simulation.substeps` (the fewest stable are chosen) or lower `material.log10_youngs_range`'s top")]
@@ -122,12 +122,12 @@ pub fn preflight(scene: &Scene, choice: StageChoice) -> Result<FitInputs, Prefli
             }
         };
         if let Some(asked) = stage.frames {
-            if asked as usize >= frames {
+            if asked as usize > frames {
                 return Err(PreflightError::StageFrames {
                     path,
                     field,
                     asked,
-                    last: frames - 1,
+                    available: frames,
                 });
             }
         }

@@ -101,7 +101,8 @@ pub struct StageSummary {
     pub iterations: u32,
     /// Its learning rate.
     pub learning_rate: f64,
-    /// The frames it fitted.
+    /// The frames it fitted, as frame indices (1..=N−1 of a stage's
+    /// `frames = N`; never the rest frame 0).
     pub frames: Vec<usize>,
     /// Wall seconds (0 for a stage skipped because the rounds converged).
     pub seconds: f64,

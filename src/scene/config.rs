@@ -339,7 +339,8 @@ pub struct FitStageConfig {
     pub iterations: Option<u32>,
     /// Peak Adam learning rate.
     pub learning_rate: Option<f64>,
-    /// Frames used after frame 0 (frames 1..=n).
+    /// Frame count N, the rest frame 0 included: frames 1..=N−1 are fitted
+    /// (docs/scene.md § Frame counts).
     pub frames: Option<u32>,
     /// Iterations of linear learning-rate warm-up.
     pub warmup: Option<u32>,

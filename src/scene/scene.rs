@@ -121,7 +121,10 @@ pub struct FitStage {
     pub iterations: u32,
     /// Peak learning rate.
     pub learning_rate: f64,
-    /// Frames 1..=n used; `None` = all reference frames.
+    /// The `frames` key: a frame count N, the rest frame 0 included, so
+    /// the stage fits frames 1..=N−1 (docs/scene.md § Frame counts; ≥ 2,
+    /// at most the reference frame count); `None` = all reference frames.
+    /// [`FitStage::fitted_frames`] gives the frames themselves.
     pub frames: Option<u32>,
     /// Linear warm-up iterations.
     pub warmup: u32,
@@ -149,12 +152,22 @@ pub struct FitStage {
 }
 
 impl FitStage {
-    /// Stage 1 defaults (docs/design.md § Loss, parameters, fit: frames 1..3).
+    /// The frames this stage fits of `available` reference frames per view
+    /// (the rest frame 0 included): 1..=N−1 for `frames = N`, frames
+    /// 1..=available−1 for `None`; empty when nothing follows the rest
+    /// frame. Frame 0 is never fitted.
+    pub fn fitted_frames(&self, available: usize) -> std::ops::RangeInclusive<usize> {
+        let count = self.frames.map_or(available, |n| n as usize);
+        1..=count.saturating_sub(1)
+    }
+
+    /// Stage 1 defaults (docs/design.md § Loss, parameters, fit: a frame
+    /// count of 4, frames 1–3 fitted).
     pub fn velocity_default() -> FitStage {
         FitStage {
             iterations: 100,
             learning_rate: 0.1,
-            frames: Some(3),
+            frames: Some(4),
             warmup: 10,
             decay: 0.1,
             grad_clip: 1.0,
@@ -312,11 +325,12 @@ fn resolve_stage(
             "give `w_l1` or `w_ssim` a positive weight (defaults: the [fit] values, 0.1 and 0.9)",
         ));
     }
-    if stage.frames == Some(0) {
+    if let Some(n @ (0 | 1)) = stage.frames {
         return Err(v.out_of_range(
             &f("frames"),
-            0,
-            "must be ≥ 1 (frames 1..=n after the rest frame 0)",
+            n,
+            "must be ≥ 2: a frame count counts the rest frame 0, which is never fitted \
+             (4 fits frames 1–3; docs/scene.md § Frame counts)",
         ));
     }
     if !(stage.decay > 0.0 && stage.decay <= 1.0) {
@@ -729,7 +743,8 @@ fn resolve_drivers(
 
 /// `[fit]`: the loss weights, rounds and checkpoints, and the two stages
 /// (their loss weights default to the `[fit]` ones); a stage's `frames`
-/// must leave frames after it when the views have `frames_per_view`.
+/// (a frame count, the rest frame 0 included) must not exceed
+/// `frames_per_view` when the views have frames.
 fn resolve_fit(
     v: &Validator,
     f: &FitConfig,
@@ -807,11 +822,18 @@ fn resolve_fit(
     if let Some(n) = frames_per_view {
         for (name, stage) in [("velocity", &fit.velocity), ("stiffness", &fit.stiffness)] {
             if let Some(k) = stage.frames {
-                if k as usize >= n {
+                if k as usize > n {
+                    let fits = match n {
+                        0 | 1 => "a rest frame alone leaves nothing to fit".to_string(),
+                        _ => format!("{n} fits frames 1–{}", n - 1),
+                    };
                     return Err(v.out_of_range(
                         &format!("fit.{name}.frames"),
                         k,
-                        format!("must be below the {n} reference frames per view (frames 1..=n follow the rest frame 0)"),
+                        format!(
+                            "must be at most the {n} reference frame(s) per view \
+                             (a frame count counts the rest frame 0: {fits})"
+                        ),
                     ));
                 }
             }

@@ -73,7 +73,7 @@ velocity_evaluations = 2
 iterations = 4
 learning_rate = 0.1
 warmup = 1
-frames = 1
+frames = 2
 tolerance = 0.01
 velocity_tv_weight = 0.001
 

@@ -6,6 +6,7 @@ use crate::common;
 use std::path::{Path, PathBuf};
 
 use glam::Vec3;
+use physfit::fit::{plan_stages, StageChoice, StageKind};
 use physfit::mpm::stability::min_substeps_per_frame;
 use physfit::scene::ply::PlyData;
 use physfit::scene::{ColorCorrection, Gaussians, Scene, SceneError};
@@ -98,7 +99,11 @@ fn valid_scene_resolves_with_defaults() {
     assert_eq!(s.drivers.count, 64);
     assert_eq!(s.drivers.k, 8);
     assert_eq!((s.fit.w_l1, s.fit.w_ssim), (0.1, 0.9));
-    assert_eq!(s.fit.velocity.frames, Some(3));
+    // A frame count with the rest frame 0: frames 1–3 fitted.
+    assert_eq!(s.fit.velocity.frames, Some(4));
+    assert_eq!(s.fit.velocity.fitted_frames(12), 1..=3);
+    assert_eq!(s.fit.stiffness.frames, None);
+    assert_eq!(s.fit.stiffness.fitted_frames(12), 1..=11);
     assert_eq!(s.output_dir, f.path("output"));
     // Substeps default to the stability minimum for 10^5 Pa.
     let need = min_substeps_per_frame(30.0, 1e5, 0.3, 2000.0, 1.0 / 32.0);
@@ -249,12 +254,19 @@ fn frames_of_the_wrong_size_are_errors() {
     assert_eq!(s.frame_count(), Some(4));
     let fs = s.views[0].frames.as_ref().unwrap();
     assert_eq!(fs.load(1).unwrap().pixels.len(), 16 * 12);
-    // Stage 1 needs frames 1..=3; stage 2 asked for more than there are.
-    let too_many = format!("{ok}\n[fit.stiffness]\nframes = 4\n");
-    assert!(matches!(
-        expect_err(f.load(&too_many), "fit.stiffness.frames"),
-        SceneError::OutOfRange { .. }
-    ));
+    // Stage 1's default count of 4 (frames 1–3) is all 4 frames; stage 2
+    // may take all of them too, but not more than there are.
+    let all = format!("{ok}\n[fit.stiffness]\nframes = 4\n");
+    assert_eq!(f.load(&all).unwrap().fit.stiffness.fitted_frames(4), 1..=3);
+    let too_many = format!("{ok}\n[fit.stiffness]\nframes = 5\n");
+    let e = expect_err(f.load(&too_many), "fit.stiffness.frames");
+    assert!(matches!(e, SceneError::OutOfRange { .. }), "{e:?}");
+    assert!(
+        e.to_string()
+            .contains("at most the 4 reference frame(s) per view")
+            && e.to_string().contains("4 fits frames 1–3"),
+        "{e}"
+    );
     let bad = BASE.replace("[views.camera]", "frames = \"small/*.png\"\n[views.camera]");
     let e = expect_err(f.load(&bad), "views[0].frames");
     let msg = e.to_string();
@@ -540,6 +552,61 @@ fn fit_stages_inherit_and_override_loss_weights() {
     expect_err(fx.load(&both_zero), "fit.velocity.w_ssim");
     let negative = format!("{BASE}\n[fit.stiffness]\ntv_weight = -1.0\n");
     expect_err(fx.load(&negative), "fit.stiffness.tv_weight");
+}
+
+/// `fit.*.frames` is a frame count with the rest frame 0 included: 4 fits
+/// frames 1–3, and a count below 2 (nothing after the rest frame) is a
+/// typed error naming the key, the file and the convention.
+#[test]
+fn stage_frame_counts_include_the_rest_frame() {
+    let fx = Fixture::new();
+    let four = format!("{BASE}\n[fit.velocity]\nframes = 4\n[fit.stiffness]\nframes = 2\n");
+    let fit = fx.load(&four).unwrap().fit;
+    assert_eq!(fit.velocity.frames, Some(4));
+    assert_eq!(
+        fit.velocity.fitted_frames(12).collect::<Vec<_>>(),
+        [1, 2, 3]
+    );
+    assert_eq!(fit.stiffness.fitted_frames(12).collect::<Vec<_>>(), [1]);
+    // The fit's plan over 6 reference frames per view: stage 1 (and the
+    // scan's velocity fits) on frames 1–3, stage 2 on frame 1; a stage
+    // without a count on frames 1–5, never the rest frame 0.
+    let scene = fx.load(&four).unwrap();
+    let plan = plan_stages(&scene, &[0], 6, 1, StageChoice::Both);
+    let frames_of = |kind: StageKind| -> Vec<usize> {
+        let stage = plan.iter().find(|p| p.kind == kind).unwrap();
+        stage.selection.frames.clone()
+    };
+    assert_eq!(frames_of(StageKind::Velocity), [1, 2, 3]);
+    assert_eq!(frames_of(StageKind::Stiffness), [1]);
+    let scan = plan.iter().find(|p| p.kind == StageKind::Scan).unwrap();
+    assert_eq!(
+        scan.scan.as_ref().unwrap().velocity_selection.frames,
+        [1, 2, 3]
+    );
+    let default = fx.load(BASE).unwrap();
+    let plan = plan_stages(&default, &[0], 6, 1, StageChoice::Both);
+    assert_eq!(plan.last().unwrap().kind, StageKind::Stiffness);
+    assert_eq!(plan.last().unwrap().selection.frames, [1, 2, 3, 4, 5]);
+    for (table, n) in [("velocity", 1), ("velocity", 0), ("stiffness", 1)] {
+        let toml = format!("{BASE}\n[fit.{table}]\nframes = {n}\n");
+        let key = format!("fit.{table}.frames");
+        let e = expect_err(fx.load(&toml), &key);
+        match &e {
+            SceneError::OutOfRange { field, value, .. } => {
+                assert_eq!(
+                    (field.as_str(), value.as_str()),
+                    (key.as_str(), &*n.to_string())
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+        let msg = e.to_string();
+        assert!(
+            msg.contains("counts the rest frame 0") && msg.contains("4 fits frames 1–3"),
+            "{msg}"
+        );
+    }
 }
 
 /// A scene in `scene_dir` whose every path field (`gaussians.path`,

@@ -82,7 +82,7 @@ fn fit_settings_are_summarised_with_the_drivers_per_region() {
         .load(&format!(
             "{BASE}\n[fit]\nrounds = 2\ncheckpoint_every = 7\n\
              [fit.velocity]\nfield = \"rigid\"\nvelocity_tv_weight = 0.25\nlearning_rate = 0.2\n\
-             iterations = 40\nframes = 2\nwarmup = 3\n\
+             iterations = 40\nframes = 3\nwarmup = 3\n\
              [fit.stiffness]\nfield = \"regions\"\nlearning_rate = 0.07\niterations = 60\n\
              [fit.stiffness.regions]\n\
              low = [{{ min = [-1.0, -1.0, -1.0], max = [2.0, 2.0, 0.6] }}]\n\
@@ -107,7 +107,7 @@ fn fit_settings_are_summarised_with_the_drivers_per_region() {
         "2 rounds".to_string(),
         "checkpoint every 7 iterations".to_string(),
         "velocity   40 it, learning_rate 0.2 (warmup 3".to_string(),
-        "frames 1..=2".to_string(),
+        "frames 3 (fits 1–2)".to_string(),
         "velocity_tv_weight 0.25".to_string(),
         "\"rigid\"".to_string(),
         "stiffness  60 it, learning_rate 0.07".to_string(),

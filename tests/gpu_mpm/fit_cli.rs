@@ -87,7 +87,7 @@ field = "global"
 iterations = 30
 learning_rate = 0.1
 warmup = 3
-frames = 3
+frames = 4
 
 [fit.stiffness]
 field = "{stiffness_field}"
@@ -411,8 +411,8 @@ fn interrupted_fit_resumes(scene: &str) {
 
     // A checkpoint of other settings is refused, naming the field.
     let changed = scene.replace(
-        "learning_rate = 0.1\nwarmup = 3\nframes = 3",
-        "learning_rate = 0.2\nwarmup = 3\nframes = 3",
+        "learning_rate = 0.1\nwarmup = 3\nframes = 4",
+        "learning_rate = 0.2\nwarmup = 3\nframes = 4",
     );
     assert_ne!(changed, scene);
     std::fs::write(d.join("changed.toml"), &changed).unwrap();
@@ -466,7 +466,8 @@ fn fits_that_cannot_work_are_refused_before_anything_is_written() {
         ),
         (
             "more stage-1 frames than exist",
-            scene.replace("frames = 3", "frames = 7"),
+            // 7 reference frames per view (0–6): a count of 8 is one too many.
+            scene.replace("frames = 4", "frames = 8"),
             "fit.velocity.frames",
         ),
         (

@@ -42,7 +42,8 @@ fn two_stages_lower_the_loss_and_a_stopped_fit_continues() {
     let (_dir, mut scene) = fixture(&ctx);
     scene.fit.velocity.iterations = 3;
     scene.fit.velocity.warmup = 1;
-    scene.fit.velocity.frames = Some(2);
+    // A frame count, the rest frame 0 included: frames 1–2.
+    scene.fit.velocity.frames = Some(3);
     scene.fit.stiffness.iterations = 2;
     scene.fit.stiffness.warmup = 1;
     // The Adam stages alone (the scan and L-BFGS have tests of their own).
