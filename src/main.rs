@@ -40,7 +40,7 @@ enum Command {
         /// Initial velocity VX,VY,VZ of the simulated (non-anchored) splats, world units per second.
         #[arg(long, required = true, allow_hyphen_values = true)]
         velocity: String,
-        /// Frames to simulate after the rest state (default: the reference frame count − 1, else 30).
+        /// Frames written, the rest frame 0 included: N gives frame_0000 .. frame_{N−1} (docs/scene.md § Frame counts; default: the scene's reference frame count, else 48).
         #[arg(long)]
         frames: Option<u32>,
         /// Image size WxH of the rendered frames (square pixels, horizontal field of view kept); default: each camera's.

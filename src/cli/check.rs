@@ -175,7 +175,8 @@ pub fn summary(scene: &Scene) -> Result<String> {
         Some(n) => {
             let _ = writeln!(
                 s,
-                "reference    {n} frames per view = {:.3} s",
+                "reference    {n} frames per view (0–{}, 0 the rest frame) = {:.3} s",
+                n.saturating_sub(1),
                 n as f64 / scene.fps
             );
         }
@@ -193,22 +194,19 @@ pub fn summary(scene: &Scene) -> Result<String> {
 
 /// The workload `physfit check` estimates: the fit when the scene has
 /// reference frames (the heaviest command, and what a scene is checked
-/// for), else a forward simulation of [`DEFAULT_SIMULATE_FRAMES`] frames
-/// rendered from every camera.
+/// for), else the forward simulation `physfit simulate` runs by default
+/// ([`super::DEFAULT_FRAMES`] frames, the rest frame 0 included) rendered
+/// from every camera.
 pub fn check_workload(scene: &Scene) -> Workload {
     match scene.frame_count() {
         Some(_) => Workload::Fit,
         None => Workload::Forward {
             command: "physfit simulate",
-            frames: DEFAULT_SIMULATE_FRAMES,
+            frames: super::DEFAULT_FRAMES,
             cameras: scene.views.iter().map(|v| v.camera.clone()).collect(),
         },
     }
 }
-
-/// Frames `physfit simulate` runs by default on a scene without reference
-/// frames (30 after the rest frame).
-pub const DEFAULT_SIMULATE_FRAMES: usize = 31;
 
 /// Runs `physfit check`: the summary, then the memory estimate against
 /// the machine (the adapter probed, no device created), refused before

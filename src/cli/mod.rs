@@ -18,6 +18,12 @@ pub mod synth;
 
 use anyhow::{Context, Result};
 
+/// Frames `physfit simulate` and `physfit render --params` write when
+/// neither `--frames` nor the scene's reference frames say. Like every
+/// frame count (docs/scene.md § Frame counts) it counts the rest frame 0:
+/// frames 0..47.
+pub const DEFAULT_FRAMES: usize = 48;
+
 /// Parses `WxH`.
 pub fn parse_size(s: &str) -> Result<(u32, u32)> {
     let (w, h) = s

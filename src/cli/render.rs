@@ -59,7 +59,8 @@ pub struct RenderArgs {
     /// view's `frames` can name.
     #[arg(long, conflicts_with = "params")]
     pub splats: Option<String>,
-    /// With --params: frames written, the rest frame 0 included (default:
+    /// With --params: frames written, the rest frame 0 included, so N gives
+    /// frame_0000 .. frame_{N−1} (docs/scene.md § Frame counts; default:
     /// the scene's reference frame count, else 48).
     #[arg(long)]
     pub frames: Option<usize>,

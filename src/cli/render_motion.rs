@@ -37,13 +37,10 @@ use physfit::report::rgb8;
 use physfit::scene::frames::Frame;
 use physfit::scene::Scene;
 
-use super::parse_size;
 use super::render::{resolve_views, ColorBy, RenderArgs};
 use super::staged_dir::{Owned, StagedDir};
+use super::{parse_size, DEFAULT_FRAMES};
 use physfit::io::shown::shown;
-
-/// Frames written when neither `--frames` nor reference frames say.
-pub const DEFAULT_FRAMES: usize = 48;
 
 /// The interactions of the file and the flags, in that order.
 fn interactions(args: &RenderArgs) -> Result<Interactions> {

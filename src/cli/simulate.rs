@@ -2,7 +2,9 @@
 //! runs the GPU MPM forward from the scene's rest state with a uniform
 //! initial velocity (world units per second; anchored splats start at rest)
 //! and Young's modulus `material.youngs_modulus` everywhere, and writes one
-//! 3DGS .ply per frame (`frame_0000.ply` is the rest state) with the
+//! 3DGS .ply per frame (`frame_0000.ply` is the rest state; `--frames N`
+//! counts it, so N files `frame_0000` .. `frame_{N−1}`, docs/scene.md
+//! § Frame counts) with the
 //! simulated splats moved. The MPM particles are the scene's K-Means drivers
 //! ([`physfit::drive::DriverSet`]), and every free simulated splat follows
 //! the rigid motion of its 8 nearest drivers, centre and rotation
@@ -36,8 +38,12 @@ use physfit::io::shown::shown;
 
 use super::render::resolve_views;
 use super::staged_dir::{Owned, StagedDir};
+use super::DEFAULT_FRAMES;
 
-/// Runs the subcommand; `velocity` is `--velocity VX,VY,VZ` as typed.
+/// Runs the subcommand; `velocity` is `--velocity VX,VY,VZ` as typed and
+/// `frames` is `--frames N`, the frames written with the rest frame 0
+/// included (default: the scene's reference frame count, else
+/// [`DEFAULT_FRAMES`]).
 pub fn run(
     scene_path: &Path,
     velocity: &str,
@@ -53,18 +59,15 @@ pub fn run(
     super::staged_dir::check_overwrite(out, &owned, force, "simulate")?;
     eprintln!("output {}", shown(out));
     let frames = match frames {
-        Some(0) => bail!("--frames must be at least 1"),
-        Some(n) => n,
-        None => scene
-            .frame_count()
-            .map(|n| n.saturating_sub(1).max(1) as u32)
-            .unwrap_or(30),
+        Some(0) => bail!("--frames must be at least 1 (the rest frame 0 included)"),
+        Some(n) => n as usize,
+        None => scene.frame_count().unwrap_or(DEFAULT_FRAMES).max(1),
     };
     super::memory_check::refuse_over_memory(
         &scene,
         &physfit::budget::Workload::Forward {
             command: "physfit simulate",
-            frames: frames as usize + 1,
+            frames,
             cameras: super::memory_check::scene_cameras(&scene, size),
         },
     )?;
@@ -89,14 +92,15 @@ pub fn run(
     let ctx = GpuContext::new(&GpuOptions::default())?;
     let mut animation =
         SceneRenderer::simulated(&ctx, &setup, scene.gaussians(), scene.background)?;
-    let bar = ProgressBar::new(frames as u64);
+    // Frame 0 is the rest state; each step simulates one more.
+    let bar = ProgressBar::new(frames as u64 - 1);
     bar.set_style(
         ProgressStyle::with_template(
-            "simulating {bar:40} frame {pos}/{len} ({elapsed}, eta {eta})",
+            "simulating {bar:40} frame {pos}/{len} after the rest frame ({elapsed}, eta {eta})",
         )
         .expect("valid template"),
     );
-    for _ in 1..=frames {
+    for _ in 1..frames {
         animation
             .step(&ctx)
             .with_context(|| format!("simulating {} (nothing was written)", shown(scene_path)))?;

@@ -38,7 +38,7 @@ pub struct SynthArgs {
     /// Output directory (refused when it holds an earlier synth's files, unless --force).
     #[arg(long)]
     pub out: PathBuf,
-    /// Frames to write, the rest frame 0 included (default: the truth file's `frames`).
+    /// Frames to write, the rest frame 0 included, so N gives frame_0000 .. frame_{N−1} (docs/scene.md § Frame counts; default: the truth file's `frames`).
     #[arg(long)]
     pub frames: Option<usize>,
     /// Simulate with the scene's own drivers and substeps instead of twice

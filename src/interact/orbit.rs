@@ -37,8 +37,9 @@ pub fn orbit_camera(camera: &Camera, centre: Vec3, degrees: f32) -> Camera {
     }
 }
 
-/// The angle of frame `k` of `frames` on an orbit of `degrees`: `degrees ·
-/// k / frames`, so that a full turn loops without repeating a frame.
+/// The angle of frame `k` of `frames` (a frame count, the rest frame 0
+/// included) on an orbit of `degrees`: `degrees · k / frames`, so that a
+/// full turn loops without repeating a frame.
 pub fn orbit_angle(degrees: f32, k: usize, frames: usize) -> f32 {
     degrees * k as f32 / frames.max(1) as f32
 }

@@ -1,6 +1,7 @@
-//! `physfit simulate` end to end on a tiny scene: one .ply per frame whose
-//! centres move with the initial velocity, rendered as a PNG sequence per
-//! view, and a run that breaks down
+//! `physfit simulate` end to end on a tiny scene: `--frames N` writes N
+//! frames, the rest frame 0 included, one .ply per frame whose centres move
+//! with the initial velocity, rendered as a PNG sequence per view, and a
+//! run that breaks down
 //! (particles thrown out of the box) writes nothing and names the frame.
 
 use crate::common;
@@ -49,11 +50,32 @@ fn fixture() -> tempfile::TempDir {
     dir
 }
 
+/// Frames `simulate` writes here: frames 0..=2 (`--frames` counts the rest
+/// frame).
+const FRAMES: usize = 3;
+
+/// Files in `dir` named `frame_NNNN.<ext>`.
+fn frame_files(dir: &Path, ext: &str) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("frame_") && n.ends_with(&format!(".{ext}")))
+        .collect();
+    names.sort();
+    names
+}
+
 fn simulate(dir: &Path, velocity: &str, out: &Path) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_physfit"))
         .arg("simulate")
         .arg(dir.join("scene.toml"))
-        .args(["--velocity", velocity, "--frames", "2", "--out"])
+        .args([
+            "--velocity",
+            velocity,
+            "--frames",
+            &FRAMES.to_string(),
+            "--out",
+        ])
         .arg(out)
         .env("RUST_LOG", "warn")
         .output()
@@ -72,7 +94,10 @@ fn frames_move_with_the_initial_velocity() {
     );
     let scene = Scene::load(&dir.path().join("scene.toml")).unwrap();
     let rest = lattice();
-    for k in 0..=2 {
+    // Exactly N files: frame_0000 .. frame_{N−1}.
+    let expected: Vec<String> = (0..FRAMES).map(|k| format!("frame_{k:04}.ply")).collect();
+    assert_eq!(frame_files(&out, "ply"), expected);
+    for k in 0..FRAMES {
         let frame = load_gaussians(&out.join(format!("frame_{k:04}.ply")))
             .unwrap()
             .gaussians;
@@ -95,7 +120,6 @@ fn frames_move_with_the_initial_velocity() {
             }
         }
     }
-    assert!(!out.join("frame_0003.ply").exists());
 
     // One PNG sequence per view, at the camera's size, showing the motion.
     let view_dir = std::fs::read_dir(&out)
@@ -103,7 +127,9 @@ fn frames_move_with_the_initial_velocity() {
         .map(|e| e.unwrap().path())
         .find(|p| p.is_dir())
         .expect("a PNG sequence directory for the view");
-    let images: Vec<_> = (0..=2)
+    let expected: Vec<String> = (0..FRAMES).map(|k| format!("frame_{k:04}.png")).collect();
+    assert_eq!(frame_files(&view_dir, "png"), expected);
+    let images: Vec<_> = (0..FRAMES)
         .map(|k| {
             image::open(view_dir.join(format!("frame_{k:04}.png")))
                 .unwrap()
@@ -117,7 +143,6 @@ fn frames_move_with_the_initial_velocity() {
         images[0], images[2],
         "the rendered frames do not show the motion"
     );
-    assert!(!view_dir.join("frame_0003.png").exists());
 }
 
 #[test]
@@ -167,7 +192,7 @@ fn an_earlier_simulation_is_replaced_only_with_force_and_only_its_files() {
             "--velocity",
             "-0.5,0,0",
             "--frames",
-            "1",
+            "2",
             "--force",
             "--out",
         ])
@@ -184,9 +209,9 @@ fn an_earlier_simulation_is_replaced_only_with_force_and_only_its_files() {
         std::fs::read_to_string(out.join("notes.txt")).unwrap(),
         "mine"
     );
-    assert!(out.join("frame_0001.ply").exists());
-    assert!(
-        !out.join("frame_0002.ply").exists(),
+    assert_eq!(
+        frame_files(&out, "ply"),
+        ["frame_0000.ply", "frame_0001.ply"],
         "the stale frame is gone"
     );
     let hidden: Vec<_> = std::fs::read_dir(&out)
