@@ -1,6 +1,8 @@
-//! `physfit bench fit`: seconds per fit iteration, stage 1 ([`GradientFlow::Full`]
-//! over frames `1..=min(n, fit.velocity.frames)`) and stage 2
-//! ([`GradientFlow::Truncated`] over frames `1..=n`), each split into MPM
+//! `physfit bench fit`: seconds per fit iteration of a case of `n`
+//! reference frames per view (a frame count, the rest frame 0 included),
+//! stage 1 ([`GradientFlow::Full`] over frames
+//! `1..=min(n, fit.velocity.frames)−1`) and stage 2
+//! ([`GradientFlow::Truncated`] over frames `1..=n−1`), each split into MPM
 //! forward, MPM adjoint, deformation, render forward, render backward and
 //! loss, and the peak GPU memory of the fit problem.
 //!
@@ -32,7 +34,7 @@ use crate::gpu::GpuContext;
 use crate::scene::frames::{write_png, FrameError};
 use crate::scene::ply::{PlyData, PlyError};
 use crate::scene::view::FrameSet;
-use crate::scene::{Gaussians, Scene, SceneError};
+use crate::scene::{FitStage, Gaussians, Scene, SceneError};
 
 /// What can stop a fit benchmark.
 #[derive(Debug, thiserror::Error)]
@@ -95,7 +97,7 @@ pub struct FitBenchResult {
     pub views: usize,
     /// Image size of the views, `[width, height]`.
     pub image_size: [u32; 2],
-    /// Reference frames after the rest state.
+    /// Reference frames per view, the rest frame 0 included.
     pub frames: usize,
     /// Timed runs of each figure (medians are reported).
     pub repetitions: u32,
@@ -150,9 +152,9 @@ fn uniform(p: &FitProblem, log10_youngs: f64, velocity: [f64; 3]) -> Parameters 
     }
 }
 
-/// Renders `scene`'s forward at the true parameters for frames `0..=frames`
-/// in every view, writes them as PNGs under `dir/<view index>/` and
-/// attaches them to the views.
+/// Renders `scene`'s forward at the true parameters for `frames` frames
+/// (`0..frames`, the rest frame 0 included) in every view, writes them as
+/// PNGs under `dir/<view index>/` and attaches them to the views.
 fn make_references(
     ctx: &GpuContext,
     scene: &mut Scene,
@@ -163,7 +165,7 @@ fn make_references(
     let mut maker = FitProblem::new(ctx, scene, options)?;
     let truth = uniform(&maker, scene.material.youngs_modulus.log10(), TRUE_VELOCITY);
     for v in 0..scene.views.len() {
-        let rendered = maker.render_frames(ctx, &truth, v, frames)?;
+        let rendered = maker.render_frames(ctx, &truth, v, frames - 1)?;
         let out = dir.join(format!("view{v}"));
         std::fs::create_dir_all(&out).map_err(|e| FitBenchError::Io(out.clone(), e))?;
         let mut paths = Vec::with_capacity(rendered.len());
@@ -184,8 +186,9 @@ fn make_references(
 }
 
 /// Runs one case on `scene` (its views' own reference frames are
-/// replaced): makes the references under `dir`, then times `repetitions`
-/// iterations of each stage after a warm-up (module doc).
+/// replaced) with `frames` reference frames per view (the rest frame 0
+/// included; at least 2): makes the references under `dir`, then times
+/// `repetitions` iterations of each stage after a warm-up (module doc).
 pub fn run_case(
     ctx: &GpuContext,
     name: &str,
@@ -195,7 +198,7 @@ pub fn run_case(
     dir: &Path,
 ) -> Result<FitBenchResult, FitBenchError> {
     let repetitions = repetitions.max(1);
-    let frames = frames.max(1);
+    let frames = frames.max(2);
     let options = FitProblemOptions::per_driver(&scene.fit.stiffness);
     let t = Instant::now();
     make_references(ctx, &mut scene, &options, frames, dir)?;
@@ -213,17 +216,18 @@ pub fn run_case(
         TRUE_VELOCITY.map(|v| 0.8 * v),
     );
     let views: Vec<usize> = (0..scene.views.len()).collect();
-    let stage1_frames = scene
-        .fit
-        .velocity
-        .frames
-        .map_or(frames, |f| (f as usize).clamp(1, frames));
+    // Stage 1 at most the case's frames (a benchmark case fits whatever
+    // frames it made, where a fit would refuse too large a count).
+    let velocity = FitStage {
+        frames: scene.fit.velocity.frames.map(|n| n.min(frames as u32)),
+        ..scene.fit.velocity.clone()
+    };
     let stages = [
         (
             GradientFlow::Full,
             "full",
             Selection {
-                frames: (1..=stage1_frames).collect(),
+                frames: velocity.fitted_frames(frames).collect(),
                 views: views.clone(),
             },
         ),
@@ -231,7 +235,7 @@ pub fn run_case(
             GradientFlow::Truncated,
             "truncated",
             Selection {
-                frames: (1..=frames).collect(),
+                frames: (1..frames).collect(),
                 views,
             },
         ),
@@ -385,7 +389,7 @@ k = 8
 seed = 0
 
 [fit.velocity]
-frames = 3
+frames = 4
 "#
     );
     let path = dir.join("scene.toml");

@@ -1,5 +1,5 @@
 //! `physfit bench fit` on a tiny case (a 288-splat synthetic block, 32
-//! drivers, one 32×32 view, 2 frames): every figure it reports is measured
+//! drivers, one 32×32 view, 3 frames: the rest frame and 2 fitted): every figure it reports is measured
 //! (positive, finite), both stages and every stage of their split. Timings
 //! are never asserted against targets here (docs/benchmarks.md holds
 //! those).
@@ -33,15 +33,17 @@ fn tiny_case_reports_every_figure() {
     let dir = tempfile::tempdir().unwrap();
     let scene = synthetic_scene_of(dir.path(), &block(6, 6, 8), 32, 32, 32).unwrap();
     let refs = dir.path().join("references");
-    let r = run_case(&ctx, "tiny", scene, 2, 1, &refs).unwrap();
+    let r = run_case(&ctx, "tiny", scene, 3, 1, &refs).unwrap();
     assert_eq!(r.splats, 288);
     assert_eq!(r.drivers, 32);
     assert_eq!(r.views, 1);
     assert_eq!(r.image_size, [32, 32]);
-    assert_eq!((r.frames, r.repetitions), (2, 1));
+    assert_eq!((r.frames, r.repetitions), (3, 1));
     assert!(r.substeps_per_frame > 0);
     assert!(refs.join("view0").join("0002.png").is_file());
-    // The synthetic scene's stage 1 fits 3 frames, clipped to the 2 made.
+    assert!(!refs.join("view0").join("0003.png").exists());
+    // The synthetic scene's `fit.velocity.frames = 4` (frames 1–3), clipped
+    // to the 3 made (frames 1–2).
     check_stage("stage 1", &r.stage1, &[1, 2]);
     assert_eq!(r.stage1.flow, "full");
     check_stage("stage 2", &r.stage2, &[1, 2]);

@@ -40,7 +40,7 @@ fn estimate_bounds_the_measured_peak_of_a_small_fit_within_twice() {
     let dir = tempfile::tempdir().unwrap();
     let scene = synthetic_scene_of(dir.path(), &block(6, 6, 8), 32, 32, 32).unwrap();
     let refs = dir.path().join("references");
-    let r = run_case(&ctx, "tiny", scene, 2, 1, &refs).unwrap();
+    let r = run_case(&ctx, "tiny", scene, 3, 1, &refs).unwrap();
     let (peak, estimate) = (r.peak_gpu_bytes, r.estimated_gpu_bytes);
     assert!(peak > 0);
     assert!(
