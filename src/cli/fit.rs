@@ -114,8 +114,8 @@ impl FitProgress for CliProgress {
         self.bar.set_prefix(plan.label());
         self.bar.set_position(u64::from(state.iteration));
         self.bar.set_message(format!(
-            "({} frames × {} views)",
-            plan.selection.frames.len(),
+            "(frames {} × {} views)",
+            frame_span(&plan.selection.frames),
             plan.selection.views.len()
         ));
     }
@@ -179,6 +179,17 @@ impl FitProgress for CliProgress {
         if let Some(r) = &finished.recovery {
             eprintln!("{}: recovery: {}", plan.label(), r.summary());
         }
+    }
+}
+
+/// Frame indices as a span, `1–3` (a stage fits consecutive frames from
+/// 1), or a list when they are not consecutive.
+fn frame_span(frames: &[usize]) -> String {
+    match frames {
+        [] => "none".to_string(),
+        [one] => one.to_string(),
+        [first, .., last] if last - first + 1 == frames.len() => format!("{first}–{last}"),
+        _ => format!("{frames:?}"),
     }
 }
 
@@ -455,11 +466,12 @@ pub fn run(args: &FitArgs) -> Result<FitOutcome> {
     if !args.quiet {
         let d = session.drivers();
         eprintln!(
-            "fitting {}: {} drivers ({} anchored), {} frames × {} views, adapter {}",
+            "fitting {}: {} drivers ({} anchored), {} frames (0–{}, 0 the rest frame) × {} views, adapter {}",
             shown(&args.scene),
             d.len(),
             d.anchored.iter().filter(|a| **a).count(),
             session.inputs().frames,
+            session.inputs().frames - 1,
             session.inputs().views.len(),
             ctx.adapter_info.name
         );
@@ -545,7 +557,7 @@ pub fn run(args: &FitArgs) -> Result<FitOutcome> {
     if !args.quiet {
         let f = &summary.final_loss;
         eprintln!(
-            "fitted rollout: mean PSNR {:.2} dB, SSIM {:.4} over {} frames × {} views",
+            "fitted rollout: mean PSNR {:.2} dB, SSIM {:.4} over frames 1–{} × {} views",
             f.mean_psnr,
             f.mean_ssim,
             session.inputs().frames - 1,
