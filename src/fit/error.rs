@@ -40,7 +40,9 @@ pub enum FitError {
     /// A selected frame is past the end of a view's reference frames.
     #[error(
         "frame {frame} selected but view {view} ('{name}') has {available} reference frames \
-         (0..{available}); fix: select fewer frames (`fit.*.frames`) or add the missing frames"
+         (0–{}, the rest frame 0 included); fix: select fewer frames (`fit.*.frames`, a count \
+         with the rest frame) or add the missing frames",
+        available.saturating_sub(1)
     )]
     FrameOutOfRange {
         /// The frame asked for.
