@@ -3,7 +3,7 @@
 //! never panics, a non-finite number is always refused, and every refusal
 //! names the scene file and the field. Readers of the other input files
 //! (frames, masks, checkpoints, drivers) get the same treatment from random
-//! bytes: an error, never a panic.
+//! bytes: an error, never a panic (tests/cpu/reader_props.rs).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -14,7 +14,7 @@ use toml_edit::{DocumentMut, Item, Value};
 
 /// A scene that sets nearly every numeric field, around a 4³ lattice of
 /// splats spanning [0, 1.5]³ and two 16×12 frames.
-const FULL: &str = r#"
+pub(crate) const FULL: &str = r#"
 [gaussians]
 path = "splats.ply"
 
@@ -195,8 +195,9 @@ fn spelled(path: &[String]) -> String {
     s
 }
 
-#[test]
-fn every_number_of_a_scene_refuses_what_a_typo_gives_naming_the_field() {
+/// A fresh directory holding [`FULL`] as `scene.toml`, its `splats.ply`
+/// (a 4³ lattice) and three 16×12 frames in `frames/`.
+pub(crate) fn full_scene_dir() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let ply = d.join("splats.ply");
@@ -209,8 +210,14 @@ fn every_number_of_a_scene_refuses_what_a_typo_gives_naming_the_field() {
         physfit::scene::frames::write_png(&d.join(format!("frames/f{k}.png")), 16, 12, &px)
             .unwrap();
     }
-    let scene = d.join("scene.toml");
-    std::fs::write(&scene, FULL).unwrap();
+    std::fs::write(d.join("scene.toml"), FULL).unwrap();
+    dir
+}
+
+#[test]
+fn every_number_of_a_scene_refuses_what_a_typo_gives_naming_the_field() {
+    let dir = full_scene_dir();
+    let scene = dir.path().join("scene.toml");
     Scene::load(&scene).expect("the full scene is valid");
     let doc: DocumentMut = FULL.parse().unwrap();
     let fields = numbers(&doc);
