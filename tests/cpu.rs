@@ -29,6 +29,8 @@ mod memory_estimate;
 mod output_files;
 #[path = "cpu/ply.rs"]
 mod ply;
+#[path = "cpu/reader_props.rs"]
+mod reader_props;
 #[path = "cpu/reference_chain.rs"]
 mod reference_chain;
 #[path = "cpu/reference_deform.rs"]

@@ -264,13 +264,21 @@ impl Checkpoint {
             path: path.to_path_buf(),
             problem,
         };
-        let c: Checkpoint = serde_json::from_slice(&bytes).map_err(|e| format(e.to_string()))?;
-        if c.format != CHECKPOINT_FORMAT || c.version != CHECKPOINT_VERSION {
+        // The format and version first, so that a checkpoint of another
+        // version is named as such rather than by the first field it lacks.
+        #[derive(Deserialize)]
+        struct Stamp {
+            format: serde_json::Value,
+            version: serde_json::Value,
+        }
+        let stamp: Stamp = serde_json::from_slice(&bytes).map_err(|e| format(e.to_string()))?;
+        if stamp.format != CHECKPOINT_FORMAT || stamp.version != CHECKPOINT_VERSION {
             return Err(format(format!(
-                "format {} version {}, expected {CHECKPOINT_FORMAT} version {CHECKPOINT_VERSION}",
-                c.format, c.version
+                "format {} version {}, expected \"{CHECKPOINT_FORMAT}\" version {CHECKPOINT_VERSION}",
+                stamp.format, stamp.version
             )));
         }
+        let c: Checkpoint = serde_json::from_slice(&bytes).map_err(|e| format(e.to_string()))?;
         let differences = c.fingerprint.differences(now);
         if !differences.is_empty() {
             return Err(CheckpointError::Mismatch {

@@ -181,7 +181,9 @@ pub fn frame_size(path: &Path) -> Result<(u32, u32), FrameError> {
 }
 
 /// Decodes an image file (frame or mask, `crate::scene::masks`); with
-/// `expected`, an image of another size is [`FrameError::WrongSize`].
+/// `expected`, an image of another size is [`FrameError::WrongSize`],
+/// found from the file's header before any pixel is decoded (so a header
+/// claiming a huge image allocates nothing).
 pub(crate) fn decode_image(
     path: &Path,
     expected: Option<(u32, u32)>,
@@ -190,25 +192,32 @@ pub(crate) fn decode_image(
         path: path.to_path_buf(),
         message,
     };
+    let wrong_size = |(expected_w, expected_h): (u32, u32), (found_w, found_h): (u32, u32)| {
+        FrameError::WrongSize {
+            path: path.to_path_buf(),
+            expected_w,
+            expected_h,
+            found_w,
+            found_h,
+        }
+    };
+    if let Some(expected) = expected {
+        let found = frame_size(path)?;
+        if found != expected {
+            return Err(wrong_size(expected, found));
+        }
+    }
     let image = image::ImageReader::open(path)
         .map_err(|e| unreadable(e.to_string()))?
         .with_guessed_format()
         .map_err(|e| unreadable(e.to_string()))?
         .decode()
         .map_err(|e| unreadable(e.to_string()))?;
-    let (width, height) = (image.width(), image.height());
-    if let Some((ew, eh)) = expected {
-        if (ew, eh) != (width, height) {
-            return Err(FrameError::WrongSize {
-                path: path.to_path_buf(),
-                expected_w: ew,
-                expected_h: eh,
-                found_w: width,
-                found_h: height,
-            });
-        }
+    let found = (image.width(), image.height());
+    match expected {
+        Some(expected) if expected != found => Err(wrong_size(expected, found)),
+        _ => Ok(image),
     }
-    Ok(image)
 }
 
 /// Decodes one frame to RGBA in [0, 1], `value / max` (module doc); with `expected`, a frame

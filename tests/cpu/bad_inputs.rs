@@ -3,18 +3,28 @@
 //! never panics, a non-finite number is always refused, and every refusal
 //! names the scene file and the field. Readers of the other input files
 //! (frames, masks, checkpoints, drivers) get the same treatment from random
-//! bytes: an error, never a panic.
+//! bytes: an error, never a panic (tests/cpu/reader_props.rs). A damaged
+//! checkpoint or drivers file given to the command line is refused naming
+//! the file and the fix, and leaves every output as it was.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use std::collections::BTreeMap;
+use std::path::Path;
+
 use crate::common;
+use crate::common::cli::{physfit, refused};
+use physfit::drive::DriverSet;
+use physfit::fit::checkpoint::{Checkpoint, FitFingerprint};
+use physfit::fit::StageChoice;
+use physfit::output::FittedDrivers;
 use physfit::scene::ply::PlyData;
 use physfit::scene::Scene;
 use toml_edit::{DocumentMut, Item, Value};
 
 /// A scene that sets nearly every numeric field, around a 4³ lattice of
 /// splats spanning [0, 1.5]³ and two 16×12 frames.
-const FULL: &str = r#"
+pub(crate) const FULL: &str = r#"
 [gaussians]
 path = "splats.ply"
 
@@ -195,8 +205,9 @@ fn spelled(path: &[String]) -> String {
     s
 }
 
-#[test]
-fn every_number_of_a_scene_refuses_what_a_typo_gives_naming_the_field() {
+/// A fresh directory holding [`FULL`] as `scene.toml`, its `splats.ply`
+/// (a 4³ lattice) and three 16×12 frames in `frames/`.
+pub(crate) fn full_scene_dir() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let ply = d.join("splats.ply");
@@ -209,8 +220,14 @@ fn every_number_of_a_scene_refuses_what_a_typo_gives_naming_the_field() {
         physfit::scene::frames::write_png(&d.join(format!("frames/f{k}.png")), 16, 12, &px)
             .unwrap();
     }
-    let scene = d.join("scene.toml");
-    std::fs::write(&scene, FULL).unwrap();
+    std::fs::write(d.join("scene.toml"), FULL).unwrap();
+    dir
+}
+
+#[test]
+fn every_number_of_a_scene_refuses_what_a_typo_gives_naming_the_field() {
+    let dir = full_scene_dir();
+    let scene = dir.path().join("scene.toml");
     Scene::load(&scene).expect("the full scene is valid");
     let doc: DocumentMut = FULL.parse().unwrap();
     let fields = numbers(&doc);
@@ -285,4 +302,196 @@ fn every_number_of_a_scene_refuses_what_a_typo_gives_naming_the_field() {
         fields.len(),
         accepted.join(", ").replace(&"0".repeat(20), "0…")
     );
+}
+
+/// Every file under `dir` (relative path → bytes).
+fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut files = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let name = path.strip_prefix(dir).unwrap().display().to_string();
+                files.insert(name, std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    files
+}
+
+/// `physfit fit --resume` over a checkpoint cut short at several lengths or
+/// of another format version: refused before any GPU work, naming the
+/// checkpoint and what to do, with the output directory as it was.
+#[test]
+fn a_damaged_or_other_version_checkpoint_is_refused_by_resume() {
+    let dir = full_scene_dir();
+    let d = dir.path();
+    let scene = Scene::load(&d.join("scene.toml")).unwrap();
+    let out = d.join("out");
+    std::fs::create_dir(&out).unwrap();
+    // The earlier fit's outputs, which a refusal must leave alone.
+    for (name, text) in [("fit.json", "{}"), ("loss.jsonl", "{\"loss\": 1}\n")] {
+        std::fs::write(out.join(name), text).unwrap();
+    }
+    let path = out.join("checkpoint.json");
+    let fingerprint = FitFingerprint::of(&scene, StageChoice::Both, None).unwrap();
+    Checkpoint::new(
+        fingerprint.clone(),
+        crate::fit_checkpoint::state(),
+        vec![2.0],
+    )
+    .save(&path)
+    .unwrap();
+    // Whole, it would be resumed.
+    Checkpoint::load(&path, &fingerprint).unwrap();
+    let valid = std::fs::read_to_string(&path).unwrap();
+    let len = valid.len();
+    let mut cases: Vec<(String, String, &str)> = [0, 1, 16, len / 3, len / 2, len - 1]
+        .iter()
+        .map(|&n| {
+            (
+                format!("cut at {n} of {len} bytes"),
+                valid[..n].to_string(),
+                "",
+            )
+        })
+        .collect();
+    // Another version: named as such, even when the rest of the file is
+    // laid out differently (here: no `state`).
+    let v3 = valid.replacen("\"version\":2", "\"version\":3", 1);
+    let without_state = {
+        let mut json: serde_json::Value = serde_json::from_str(&v3).unwrap();
+        json.as_object_mut().unwrap().remove("state");
+        json.to_string()
+    };
+    cases.push(("version 3".into(), v3, "version 3"));
+    cases.push((
+        "version 3 without `state`".into(),
+        without_state,
+        "version 3",
+    ));
+    cases.push((
+        "version 1".into(),
+        valid.replacen("\"version\":2", "\"version\":1", 1),
+        "version 1",
+    ));
+    cases.push((
+        "another format".into(),
+        valid.replacen("physfit.checkpoint", "other.checkpoint", 1),
+        "other.checkpoint",
+    ));
+    for (what, text, needle) in cases {
+        std::fs::write(&path, &text).unwrap();
+        let before = snapshot(&out);
+        let run = physfit(d, &["fit", "scene.toml", "--resume", "--out", "out"]);
+        let message = refused(&run);
+        eprintln!("{what}: {message}");
+        assert!(message.contains("checkpoint.json"), "{what}: {message}");
+        assert!(
+            message.contains("run without --resume") && message.contains("--force"),
+            "{what}: the fix is not named: {message}"
+        );
+        assert!(message.contains(needle), "{what}: {message}");
+        assert!(!message.contains("panicked"), "{what}: {message}");
+        assert_eq!(snapshot(&out), before, "{what}: the outputs changed");
+    }
+}
+
+/// `physfit render --params` with a drivers file cut short, or fitted to
+/// another scene (other splats, other settings): refused before any GPU
+/// work, naming the file and the fix; no output directory is made.
+#[test]
+fn a_damaged_or_foreign_drivers_file_is_refused_by_render() {
+    let dir = full_scene_dir();
+    let d = dir.path();
+    let drivers_of = |scene_dir: &Path, file: &Path| {
+        let scene = Scene::load(&scene_dir.join("scene.toml")).unwrap();
+        let drivers = DriverSet::from_scene(&scene).unwrap();
+        let n = drivers.len();
+        let log10 = vec![4.0; n];
+        let velocity = vec![0.0; 3 * n];
+        FittedDrivers::new(&scene, &drivers, &log10, &velocity, None)
+            .unwrap()
+            .save(file)
+            .unwrap();
+        std::fs::read(file).unwrap()
+    };
+    let own = drivers_of(d, &d.join("own.safetensors"));
+    // Fitted to other splats: one fewer.
+    let other = full_scene_dir();
+    let ply = other.path().join("splats.ply");
+    let mut fewer = common::splat_lattice(4);
+    fewer.means.pop();
+    fewer.rotations.pop();
+    fewer.log_scales.pop();
+    fewer.opacity_logits.pop();
+    fewer.sh.pop();
+    PlyData::from_gaussians(&fewer, &ply)
+        .write(&ply, &[])
+        .unwrap();
+    let other_splats = drivers_of(other.path(), &other.path().join("d.safetensors"));
+    // Fitted with another grid.
+    let grid = full_scene_dir();
+    let text = crate::bad_inputs::FULL.replace("grid_res = 16", "grid_res = 24");
+    std::fs::write(grid.path().join("scene.toml"), text).unwrap();
+    let other_grid = drivers_of(grid.path(), &grid.path().join("d.safetensors"));
+
+    let len = own.len();
+    let mut cases: Vec<(String, Vec<u8>, &[&str])> = [4, 8, 40, len / 2, len - 1]
+        .iter()
+        .map(|&n| {
+            let needles: &[&str] = &["truncated", "write or download it again"];
+            (
+                format!("cut at {n} of {len} bytes"),
+                own[..n].to_vec(),
+                needles,
+            )
+        })
+        .collect();
+    cases.push((
+        "other splats".into(),
+        other_splats,
+        &[
+            "splats.ply",
+            "scene.toml",
+            "Point `gaussians.path` at the .ply of the fit",
+        ],
+    ));
+    cases.push((
+        "another grid".into(),
+        other_grid,
+        &[
+            "`simulation.grid_res`: 24 in the fit, 16 now",
+            "scene.toml",
+            "or fit again",
+        ],
+    ));
+    for (what, bytes, needles) in cases {
+        std::fs::write(d.join("drivers.safetensors"), &bytes).unwrap();
+        let run = physfit(
+            d,
+            &[
+                "render",
+                "scene.toml",
+                "--params",
+                "drivers.safetensors",
+                "--out",
+                "render",
+            ],
+        );
+        let message = refused(&run);
+        eprintln!("{what}: {message}");
+        assert!(message.contains("drivers.safetensors"), "{what}: {message}");
+        for needle in needles {
+            assert!(
+                message.contains(needle),
+                "{what}: lacks {needle}: {message}"
+            );
+        }
+        assert!(!message.contains("panicked"), "{what}: {message}");
+        assert!(!d.join("render").exists(), "{what}: an output was made");
+    }
 }

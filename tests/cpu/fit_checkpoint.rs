@@ -23,7 +23,7 @@ fn means() -> Vec<[f32; 3]> {
         .collect()
 }
 
-fn state() -> FitState {
+pub(crate) fn state() -> FitState {
     FitState {
         stage: 1,
         iteration: 3,

@@ -6,7 +6,7 @@ use physfit::interact::{
     Impulse, Interaction, InteractionFlags, Interactions, Start, VelocityRegion, MAX_IMPULSES,
 };
 
-const FILE: &str = r#"
+pub(crate) const FILE: &str = r#"
 [[interactions]]
 kind = "start"
 from = "rest"

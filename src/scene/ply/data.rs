@@ -374,6 +374,11 @@ fn read_ascii_element(
     path: &Path,
 ) -> Result<Vec<u8>, PlyError> {
     let mut data = Vec::new();
+    // Rows without properties hold no tokens: whatever the count, there is
+    // nothing to read (and counting to it would take forever).
+    if properties.is_empty() {
+        return Ok(data);
+    }
     for row in 0..count {
         for prop in properties {
             let value = |tokens: &mut AsciiTokens, ty: ScalarType, data: &mut Vec<u8>| {
