@@ -15,7 +15,7 @@ use std::path::Path;
 use crate::common;
 use crate::common::cli::{physfit, refused};
 use physfit::drive::DriverSet;
-use physfit::fit::checkpoint::{Checkpoint, FitFingerprint};
+use physfit::fit::checkpoint::{Checkpoint, FitFingerprint, CHECKPOINT_VERSION};
 use physfit::fit::StageChoice;
 use physfit::output::FittedDrivers;
 use physfit::scene::ply::PlyData;
@@ -361,22 +361,25 @@ fn a_damaged_or_other_version_checkpoint_is_refused_by_resume() {
         .collect();
     // Another version: named as such, even when the rest of the file is
     // laid out differently (here: no `state`).
-    let v3 = valid.replacen("\"version\":2", "\"version\":3", 1);
+    let current = format!("\"version\":{CHECKPOINT_VERSION}");
+    let (newer, older) = (CHECKPOINT_VERSION + 1, CHECKPOINT_VERSION - 1);
+    let next = valid.replacen(&current, &format!("\"version\":{newer}"), 1);
     let without_state = {
-        let mut json: serde_json::Value = serde_json::from_str(&v3).unwrap();
+        let mut json: serde_json::Value = serde_json::from_str(&next).unwrap();
         json.as_object_mut().unwrap().remove("state");
         json.to_string()
     };
-    cases.push(("version 3".into(), v3, "version 3"));
+    let (newer_label, older_label) = (format!("version {newer}"), format!("version {older}"));
+    cases.push((newer_label.clone(), next, newer_label.as_str()));
     cases.push((
-        "version 3 without `state`".into(),
+        format!("{newer_label} without `state`"),
         without_state,
-        "version 3",
+        newer_label.as_str(),
     ));
     cases.push((
-        "version 1".into(),
-        valid.replacen("\"version\":2", "\"version\":1", 1),
-        "version 1",
+        older_label.clone(),
+        valid.replacen(&current, &format!("\"version\":{older}"), 1),
+        older_label.as_str(),
     ));
     cases.push((
         "another format".into(),

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::path::Path;
 
-use physfit::fit::checkpoint::{Checkpoint, CheckpointError, FitFingerprint};
+use physfit::fit::checkpoint::{Checkpoint, CheckpointError, FitFingerprint, CHECKPOINT_VERSION};
 use physfit::interact::Interactions;
 use physfit::output::tensor_archive::TensorArchive;
 use physfit::output::FittedDrivers;
@@ -1045,11 +1045,13 @@ fn checkpoint_reader_never_panics_on_random_or_altered_files() {
     });
     // Any other version: refused as such.
     check("other versions", 64, any::<i64>(), |version| {
-        let other = text.replacen("\"version\":2", &format!("\"version\":{version}"), 1);
+        let current = format!("\"version\":{CHECKPOINT_VERSION}");
+        assert!(text.contains(&current), "the checkpoint holds its version");
+        let other = text.replacen(&current, &format!("\"version\":{version}"), 1);
         let path = dir.path().join(CHECKPOINT);
         std::fs::write(&path, other).unwrap();
         match Checkpoint::load(&path, &fingerprint()) {
-            Ok(_) => prop_assert_eq!(version, 2),
+            Ok(_) => prop_assert_eq!(version, i64::from(CHECKPOINT_VERSION)),
             Err(e) => prop_assert!(matches!(e, CheckpointError::Format { .. }), "{}", e),
         }
         Ok(())
