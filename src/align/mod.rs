@@ -15,17 +15,22 @@
 //! 2. [`pyramid`]: box-filtered levels of frame 0 and the camera scaled to
 //!    each;
 //! 3. [`problem`]: render, correct, the fit's own loss and its gradient;
-//! 4. [`view_align`]: the levels in turn, then the result against the start
+//!    [`color_guess`]: the colour's closed-form start at its first level;
+//! 4. [`silhouette`]: a first guess of the pose from the silhouettes'
+//!    moments, needing no overlap;
+//! 5. [`view_align`]: the guess, the levels in turn, then the result against the start
 //!    at full resolution, and [`conditioning`]: what one view cannot tell
 //!    apart;
-//! 5. [`scene_edit`]: the user's scene with only the refined fields changed.
+//! 6. [`scene_edit`]: the user's scene with only the refined fields changed.
 
 pub mod chart;
+pub mod color_guess;
 pub mod conditioning;
 pub mod error;
 pub mod problem;
 pub mod pyramid;
 pub mod scene_edit;
+pub mod silhouette;
 pub mod summary;
 pub mod view_align;
 

@@ -73,6 +73,11 @@ impl<'a> ViewProblem<'a> {
         })
     }
 
+    /// The scene's background colour, as rendered (before any correction).
+    pub fn background(&self) -> [f32; 3] {
+        self.background
+    }
+
     fn corrected(&self, state: &ViewState) -> bool {
         self.fit_color || !state.color.is_identity()
     }

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::conditioning::Conditioning;
-use super::view_align::{Changes, LevelRun, ViewAlignment};
+use super::view_align::{Changes, LevelRun, SilhouetteGuess, ViewAlignment};
 
 /// Version of the file's layout.
 pub const ALIGN_SUMMARY_VERSION: u32 = 1;
@@ -59,6 +59,9 @@ pub struct ViewSummary {
     pub camera_before: CameraRecord,
     /// The camera written.
     pub camera_after: CameraRecord,
+    /// The silhouette's first guess of the pose, when one was made.
+    #[serde(default)]
+    pub silhouette: Option<SilhouetteGuess>,
     /// The pyramid levels, coarsest first.
     pub levels: Vec<LevelRun>,
     /// What one view could not tell apart, when measured.
@@ -81,6 +84,7 @@ impl ViewSummary {
             changes: a.changes.clone(),
             camera_before: (&a.before.camera).into(),
             camera_after: (&a.after.camera).into(),
+            silhouette: a.silhouette.clone(),
             levels: a.levels.clone(),
             conditioning: a.conditioning.clone(),
             picture,

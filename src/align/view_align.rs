@@ -15,15 +15,18 @@ use serde::{Deserialize, Serialize};
 
 use crate::fit::lbfgs::{minimise_observed, LbfgsSettings, LbfgsStart};
 use crate::loss::{ReferenceFrame, ReferenceMask};
+use crate::scene::color_correction::ColorCorrection;
 use crate::scene::frames::Frame;
 use crate::scene::masks::Mask;
 use crate::scene::Camera;
 
 use super::chart::{rotation_angle_degrees, AlignWhat, Chart, Pivot, ViewState};
+use super::color_guess::color_guess;
 use super::conditioning::{conditioning, Conditioning};
 use super::error::AlignError;
 use super::problem::ViewProblem;
 use super::pyramid::{downsample_frame, downsample_mask, levels, Level};
+use super::silhouette;
 
 /// Below this share of splat centres inside the image the start is refused.
 pub const MIN_VISIBLE_SHARE: f64 = 0.05;
@@ -58,11 +61,15 @@ pub struct AlignSettings {
     pub coarse_tolerance: f64,
     /// Measure the curvature at the end (2 evaluations per parameter).
     pub conditioning: bool,
+    /// Start from the pose that matches the silhouettes' moments
+    /// ([`super::silhouette`]) when it lowers the loss (pose only).
+    pub silhouette_start: bool,
 }
 
 impl Default for AlignSettings {
     /// Pose and colour, 4 levels, 25 evaluations (tolerance 1e-4) per coarse
-    /// level and 60 (1e-6) at full resolution, conditioning on.
+    /// level and 60 (1e-6) at full resolution, conditioning on, the
+    /// silhouette's guess first.
     fn default() -> Self {
         Self {
             what: AlignWhat {
@@ -76,6 +83,7 @@ impl Default for AlignSettings {
             tolerance: 1e-6,
             coarse_tolerance: 1e-4,
             conditioning: true,
+            silhouette_start: true,
         }
     }
 }
@@ -95,6 +103,21 @@ pub struct LevelRun {
     pub evaluations: u32,
     /// Whether the level's steps fell below the tolerance.
     pub converged: bool,
+}
+
+/// The silhouette's first guess of the pose ([`super::silhouette`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SilhouetteGuess {
+    /// Matching steps taken.
+    pub steps: u32,
+    /// Its rotation from the start, degrees.
+    pub rotation_degrees: f64,
+    /// Its camera centre's shift from the start's, percent of the object's distance.
+    pub centre_shift_percent: f64,
+    /// Its full-resolution loss (the start's is the view's `loss_before`).
+    pub loss: f64,
+    /// Whether the levels started from it (it lowered the loss).
+    pub kept: bool,
 }
 
 /// What alignment changed, in readable units.
@@ -131,6 +154,8 @@ pub struct ViewAlignment {
     pub loss_after: f64,
     /// PSNR of the aligned state, dB (before the start was restored).
     pub psnr_after: f64,
+    /// The silhouette's guess, when one was made.
+    pub silhouette: Option<SilhouetteGuess>,
     /// The levels, coarsest first.
     pub levels: Vec<LevelRun>,
     /// What changed.
@@ -293,11 +318,39 @@ pub fn align_view(
     let (width, height) = (start.camera.width, start.camera.height);
     let full_reference = upload_level(ctx, reference, &levels(width, height, 1)[0])?;
     let first = problem.evaluate(start, &full_reference, false)?;
+    let (centroid, radius) = object_extent(centres);
+    let mut current = start.clone();
+    let mut guess = None;
+    if settings.what.pose && settings.silhouette_start {
+        if let Some((state, made)) = silhouette_guess(problem, reference, start, centroid)? {
+            let loss = problem.evaluate(&state, &full_reference, false)?.loss;
+            let kept = loss.is_finite() && loss < first.loss;
+            let distance = (centroid - start.camera.position().as_dvec3()).length();
+            log::debug!(
+                "align: silhouette guess after {} steps: {:.2}°, loss {:.5} (start {:.5}), {}",
+                made,
+                rotation_angle_degrees(&start.camera, &state.camera),
+                loss,
+                first.loss,
+                if kept { "kept" } else { "dropped" }
+            );
+            guess = Some(SilhouetteGuess {
+                steps: made,
+                rotation_degrees: rotation_angle_degrees(&start.camera, &state.camera),
+                centre_shift_percent: 100.0
+                    * f64::from((state.camera.position() - start.camera.position()).length())
+                    / distance,
+                loss,
+                kept,
+            });
+            if kept {
+                current = state;
+            }
+        }
+    }
     drop(full_reference);
     let pyramid = levels(width, height, settings.levels);
-    let mut current = start.clone();
     let mut runs = Vec::new();
-    let (centroid, radius) = object_extent(centres);
     for (k, level) in pyramid.iter().enumerate() {
         let level_reference = upload_level(ctx, reference, level)?;
         // The colour is fitted from the second finest level on: at the
@@ -317,6 +370,9 @@ pub fn align_view(
         } else {
             Pivot::Camera
         };
+        if level_what.color {
+            current.color = better_color(problem, reference, level, &level_reference, &current)?;
+        }
         let chart = Chart::about(
             ViewState {
                 camera: level.camera(&current.camera),
@@ -454,12 +510,89 @@ pub fn align_view(
         psnr_before: first.psnr,
         loss_after: last.loss,
         psnr_after: last.psnr,
+        silhouette: guess,
         levels: runs,
         changes,
         conditioning,
         kept_start,
         worse,
     })
+}
+
+/// The colour correction to start a colour-fitting level from: `current`'s,
+/// or the closed-form guess ([`super::color_guess`]) from the level's
+/// render when that scores lower at this level.
+fn better_color(
+    problem: &mut ViewProblem<'_>,
+    reference: &Reference<'_>,
+    level: &Level,
+    level_reference: &ReferenceFrame,
+    current: &ViewState,
+) -> Result<ColorCorrection, AlignError> {
+    let camera = level.camera(&current.camera);
+    let plain = ViewState {
+        camera: camera.clone(),
+        color: ColorCorrection::IDENTITY,
+    };
+    let render = problem.picture(&plain)?;
+    let small = downsample_frame(reference.frame, level);
+    let mask = reference.mask.map(|m| downsample_mask(m, level));
+    let guess = color_guess(&render, &small, mask.as_ref());
+    let with = |color| ViewState {
+        camera: camera.clone(),
+        color,
+    };
+    let now = problem.evaluate(&with(current.color), level_reference, false)?;
+    let guessed = problem.evaluate(&with(guess), level_reference, false)?;
+    log::debug!(
+        "align: colour guess gain {:?} offset {:?}: loss {:.5} against {:.5}",
+        guess.gain,
+        guess.offset,
+        guessed.loss,
+        now.loss
+    );
+    Ok(if guessed.loss < now.loss {
+        guess
+    } else {
+        current.color
+    })
+}
+
+/// Matching steps at most, and the step below which matching stops: a
+/// tenth of a pixel's turn and roll at the focal length, 0.1% of distance.
+const SILHOUETTE_STEPS: u32 = 5;
+
+/// The silhouette's guess of the pose from `start` (module doc of
+/// [`super::silhouette`]), at full resolution, with the number of steps
+/// taken; `None` when either image has no silhouette to match.
+fn silhouette_guess(
+    problem: &mut ViewProblem<'_>,
+    reference: &Reference<'_>,
+    start: &ViewState,
+    object: DVec3,
+) -> Result<Option<(ViewState, u32)>, AlignError> {
+    let Some(recorded) = silhouette::recorded(reference.frame, reference.mask) else {
+        return Ok(None);
+    };
+    let masked = reference.mask.is_some();
+    let background = start.color.apply(problem.background());
+    let focal = 0.5 * (f64::from(start.camera.fx) + f64::from(start.camera.fy));
+    let mut state = start.clone();
+    let mut steps = 0;
+    for _ in 0..SILHOUETTE_STEPS {
+        let render = problem.picture(&state)?;
+        let Some(rendered) = silhouette::rendered(&render, background, masked) else {
+            return Ok(None);
+        };
+        let (camera, step) =
+            silhouette::matched_camera(&state.camera, &rendered, &recorded, object, !masked);
+        state.camera = camera;
+        steps += 1;
+        if (step.turn.abs() + step.roll.abs()) * focal < 0.1 && (step.scale - 1.0).abs() < 1e-3 {
+            break;
+        }
+    }
+    Ok(Some((state, steps)))
 }
 
 /// The curvature at `state` by central differences of the chart gradient

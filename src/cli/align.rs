@@ -308,6 +308,21 @@ fn print_view(name: &str, a: &physfit::align::ViewAlignment, what: AlignWhat) {
             );
         }
     }
+    if let Some(g) = &a.silhouette {
+        println!(
+            "{:>12} silhouette guess: turned {:.2}°, centre moved {:.2}% in {} step{}: {}",
+            "",
+            g.rotation_degrees,
+            g.centre_shift_percent,
+            g.steps,
+            if g.steps == 1 { "" } else { "s" },
+            if g.kept {
+                "the levels started from it"
+            } else {
+                "no lower loss, not used"
+            }
+        );
+    }
     let levels: Vec<String> = a
         .levels
         .iter()
