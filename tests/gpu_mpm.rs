@@ -49,3 +49,5 @@ mod simulate_cli;
 mod synth_cli;
 #[path = "gpu_mpm/twin.rs"]
 mod twin;
+#[path = "gpu_mpm/xsim_scan.rs"]
+mod xsim_scan;
