@@ -583,7 +583,7 @@ fn held_velocity(
     let fitted = FittedDrivers::load(path).map_err(|e| {
         fail(format!(
             "a stiffness-only fit holds the velocity of an earlier fit ({e}); fix: fit the velocity of {} first",
-            scene.path.display()
+            crate::io::shown::shown(&scene.path)
         ))
     })?;
     fitted
