@@ -358,7 +358,8 @@ impl FitSession {
 
     /// Stops the session at its next safe point once `stop` is raised:
     /// every evaluation of the problem (the camera check, the stages, the
-    /// outputs' rollout) and every compare frame is one. A stopped step
+    /// outputs' rollout), every frame of the truth check's rollout and
+    /// every compare frame is one. A stopped step
     /// returns [`SessionError::Fit`] of [`super::FitError::Stopped`]
     /// ([`SessionError::is_stop`]), or [`RunEnd::Stopped`] from
     /// [`FitSession::run`].
@@ -429,15 +430,37 @@ impl FitSession {
     }
 
     /// Step 3 (module doc): the truth of a twin experiment on the fit's
-    /// drivers; nothing without one.
-    pub fn check_truth(&mut self, ctx: &GpuContext) -> Result<(), SessionError> {
+    /// drivers; nothing without one. Before each frame of the truth's
+    /// rollout, `progress` is told the frames simulated so far (the rest
+    /// frame 0 included) and then the stop ([`FitSession::set_stop`]) is
+    /// polled: a stopped check returns [`SessionError::is_stop`] and keeps
+    /// nothing of the rollout.
+    pub fn check_truth(
+        &mut self,
+        ctx: &GpuContext,
+        progress: &mut dyn FnMut(usize),
+    ) -> Result<(), SessionError> {
         if let Some(truth) = &self.truth_file {
-            let check =
-                TruthCheck::simulate(ctx, &self.scene, &self.drivers, truth, self.inputs.frames)
-                    .map_err(|e| SessionError::Truth {
-                        path: truth.path.clone(),
-                        problem: format!("simulating the truth on the fit's drivers: {e}"),
-                    })?;
+            let stop = self.stop.clone();
+            let mut go_on = |simulated: usize| {
+                progress(simulated);
+                !stop.as_ref().is_some_and(StopSignal::raised)
+            };
+            let check = TruthCheck::simulate(
+                ctx,
+                &self.scene,
+                &self.drivers,
+                truth,
+                self.inputs.frames,
+                &mut go_on,
+            )
+            .map_err(|e| match e {
+                crate::synth::SynthError::Stopped { .. } => super::FitError::Stopped.into(),
+                e => SessionError::Truth {
+                    path: truth.path.clone(),
+                    problem: format!("simulating the truth on the fit's drivers: {e}"),
+                },
+            })?;
             self.truth = Some(check);
         }
         Ok(())

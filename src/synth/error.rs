@@ -10,7 +10,10 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 pub enum TruthError {
     /// The file cannot be read.
-    #[error("{}: cannot read the truth file: {error}", crate::io::shown::shown(path))]
+    #[error(
+        "{}: cannot read the truth file: {error}",
+        crate::io::shown::shown(path)
+    )]
     Read {
         /// The truth file.
         path: PathBuf,
@@ -116,4 +119,13 @@ pub enum SynthError {
     /// The simulation or a render failed (a blow-up names its frame).
     #[error(transparent)]
     Forward(#[from] crate::forward::ForwardError),
+    /// The caller stopped the rollout between frames: not a failure, and
+    /// nothing of it is kept.
+    #[error("stopped after {simulated} of {frames} frames were simulated")]
+    Stopped {
+        /// Frames simulated when it stopped, the rest frame 0 included.
+        simulated: usize,
+        /// Frames asked for.
+        frames: usize,
+    },
 }

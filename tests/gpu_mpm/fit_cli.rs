@@ -11,9 +11,10 @@ use crate::common;
 use crate::common::cli::{ok, physfit, refused};
 use std::time::{Duration, Instant};
 
-use physfit::fit::FitSummary;
+use physfit::fit::{EarlierFit, FitSession, FitSummary, SessionOptions, StageChoice, StopSignal};
 use physfit::scene::ply::PlyData;
 use physfit::scene::Gaussians;
+use physfit::scene::Scene;
 
 /// 8×8×8 opaque splats filling [0, 0.35]³ (world units), a soft checker
 /// over a colour ramp so that motion shows in every direction.
@@ -574,6 +575,8 @@ fn ctrl_c_in_every_phase_stops_safely_and_resume_continues() {
         ("prepare", "scene.toml"),
         ("camera-check", "scene.toml"),
         ("truth-check", "scene.toml"),
+        // Inside the truth check, after 2 of its 7 frames.
+        ("truth-check@2", "scene.toml"),
         ("scan", "scan.toml"),
         ("velocity", "scene.toml"),
     ] {
@@ -966,4 +969,55 @@ fn fits_from_the_bottom_middle_and_top_of_the_range_agree() {
             .sqrt();
         assert!(dv <= 0.02 * size, "{name}: v0 {v:?} vs bottom's {v0:?}");
     }
+}
+
+/// The truth check polls the stop before every frame of the truth's
+/// rollout: stopped after 3 of 7 frames, it simulates no more, returns a
+/// stop (not a failure) and writes nothing.
+#[test]
+fn the_truth_check_stops_between_frames() {
+    let scene = scene_toml("global", "").replace("rounds = 2", "rounds = 1");
+    let dir = twin(&scene, TRUTH_CONSTANT);
+    let d = dir.path();
+    let ctx = common::gpu();
+    let out = d.join("out");
+    let options = SessionOptions {
+        out: out.clone(),
+        choice: StageChoice::Both,
+        velocity_from: None,
+        earlier: EarlierFit::Refuse,
+        truth: None,
+    };
+    let scene = Scene::load(&d.join("scene.toml")).unwrap();
+    let prepared = FitSession::prepare(scene, options).unwrap();
+    assert!(
+        prepared.truth_source().is_some(),
+        "the truth beside the frames"
+    );
+    let mut session = FitSession::open(&ctx, prepared).unwrap();
+    assert_eq!(session.inputs().frames, 7);
+
+    // Unstopped: told before each of frames 1–6.
+    let mut seen = Vec::new();
+    session
+        .check_truth(&ctx, &mut |simulated| seen.push(simulated))
+        .unwrap();
+    assert_eq!(seen, [1, 2, 3, 4, 5, 6]);
+
+    let stop = StopSignal::new();
+    session.set_stop(stop.clone());
+    let mut seen = Vec::new();
+    let end = session.check_truth(&ctx, &mut |simulated| {
+        seen.push(simulated);
+        if simulated == 3 {
+            stop.raise();
+        }
+    });
+    match end {
+        Err(e) => assert!(e.is_stop(), "a stop, not a failure: {e}"),
+        Ok(()) => panic!("ran through a stop"),
+    }
+    assert_eq!(seen, [1, 2, 3], "no frame simulated after the stop");
+    let left: Vec<_> = std::fs::read_dir(&out).unwrap().collect();
+    assert!(left.is_empty(), "nothing written: {left:?}");
 }
