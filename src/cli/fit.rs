@@ -498,7 +498,10 @@ pub fn run(args: &FitArgs) -> Result<FitOutcome> {
         }
     }
     let ctx = GpuContext::new(&GpuOptions::default())?;
-    // Before opening: --force removes the earlier fit there.
+    // Before opening (which allocates the fit on the GPU). An earlier fit
+    // that --force replaces stays until the fit writes its first checkpoint
+    // or its outputs (`EarlierFit::Replace`), so that every refusal and
+    // stop from here on keeps it.
     if interrupt.raised() {
         return stopped(Phase::Prepare, false);
     }
