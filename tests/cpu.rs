@@ -11,6 +11,8 @@ mod adam;
 mod bad_inputs;
 #[path = "cpu/drivers.rs"]
 mod drivers;
+#[path = "cpu/error_paths.rs"]
+mod error_paths;
 #[path = "cpu/fit_checkpoint.rs"]
 mod fit_checkpoint;
 #[path = "cpu/fit_settings.rs"]

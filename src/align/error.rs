@@ -59,7 +59,7 @@ pub enum AlignError {
     #[error(transparent)]
     Frame(#[from] FrameError),
     /// The scene file could not be rewritten.
-    #[error("{}: {message}", path.display())]
+    #[error("{}: {message}", crate::io::shown::shown(path))]
     SceneEdit {
         /// The scene file.
         path: PathBuf,
@@ -67,7 +67,7 @@ pub enum AlignError {
         message: String,
     },
     /// Writing an output failed.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {source}", crate::io::shown::shown(path))]
     Io {
         /// The file.
         path: PathBuf,

@@ -108,7 +108,8 @@ pub struct AlignSummary {
 impl AlignSummary {
     /// Reads `path`.
     pub fn read(path: &std::path::Path) -> Result<Self, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("{}: {e}", crate::io::shown::shown(path)))?;
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", crate::io::shown::shown(path)))
     }
 }

@@ -35,7 +35,7 @@ impl std::fmt::Display for MemoryKind {
 #[derive(Debug, thiserror::Error)]
 pub enum MemoryError {
     /// The estimate exceeds what the machine has.
-    #[error("{}: {command} needs about {} of {kind} but the machine has {} ({origin}); the largest part is the {part} ({}), set by `{field}` = {value}; fix: {fix}", path.display(), human_bytes(*needed), human_bytes(*available), human_bytes(*part_bytes))]
+    #[error("{}: {command} needs about {} of {kind} but the machine has {} ({origin}); the largest part is the {part} ({}), set by `{field}` = {value}; fix: {fix}", crate::io::shown::shown(path), human_bytes(*needed), human_bytes(*available), human_bytes(*part_bytes))]
     TooLarge {
         /// The scene file.
         path: PathBuf,
@@ -61,7 +61,7 @@ pub enum MemoryError {
         fix: String,
     },
     /// One buffer exceeds an adapter limit.
-    #[error("{}: {command}: buffer '{buffer}' would take {} but the adapter '{adapter}' allows {} ({limit_name}); it is set by `{field}` = {value}; fix: {fix}", path.display(), human_bytes(*size), human_bytes(*limit))]
+    #[error("{}: {command}: buffer '{buffer}' would take {} but the adapter '{adapter}' allows {} ({limit_name}); it is set by `{field}` = {value}; fix: {fix}", crate::io::shown::shown(path), human_bytes(*size), human_bytes(*limit))]
     OverLimit {
         /// The scene file.
         path: PathBuf,

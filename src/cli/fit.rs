@@ -221,8 +221,9 @@ fn with_flag_advice(error: SessionError, args: &FitArgs) -> anyhow::Error {
 
 /// The environment variable that makes `physfit fit` behave as if Ctrl-C
 /// arrived at the start of a phase ([`Phase`] names; `PHASE,twice` for two
-/// Ctrl-C): a deterministic way to test every phase's interruption, which
-/// timing real signals is not.
+/// Ctrl-C), or inside it: `truth-check@N` once the truth check has
+/// simulated N frames (the rest frame 0 included). A deterministic way to
+/// test every phase's interruption, which timing real signals is not.
 pub const INTERRUPT_HOOK: &str = "PHYSFIT_TEST_INTERRUPT_AT";
 
 /// The phases of `physfit fit`, as the interruption hook names them.
@@ -297,34 +298,73 @@ fn on_ctrl_c(stop: &StopSignal) {
     eprintln!("interrupted: stopping at the next safe point (Ctrl-C again exits at once)");
 }
 
+/// Where the hook ([`INTERRUPT_HOOK`]) makes Ctrl-C arrive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Hook {
+    phase: Phase,
+    /// Inside the phase, at this count of its steps; at its start when
+    /// `None`.
+    at: Option<usize>,
+    /// Ctrl-C this many times (1 or 2).
+    times: u32,
+}
+
+/// The phases whose steps the hook can count (`PHASE@N`).
+const COUNTED_PHASES: [Phase; 1] = [Phase::TruthCheck];
+
+impl Hook {
+    /// Reads the hook's value (`PHASE[@N][,twice]`).
+    fn parse(value: &str) -> Result<Self> {
+        let (rest, times) = match value.split_once(',') {
+            Some((rest, "twice")) => (rest, 2),
+            _ => (value, 1),
+        };
+        let (name, at) = match rest.split_once('@') {
+            Some((name, n)) => {
+                let n: usize = n.parse().with_context(|| {
+                    format!(
+                        "{INTERRUPT_HOOK}={value}: `@{n}` is not a count of steps; fix: give a \
+                         whole number, as in truth-check@2"
+                    )
+                })?;
+                (name, Some(n))
+            }
+            None => (rest, None),
+        };
+        let phase = Phase::ALL
+            .into_iter()
+            .find(|p| p.name() == name)
+            .with_context(|| {
+                let names: Vec<_> = Phase::ALL.iter().map(|p| p.name()).collect();
+                format!(
+                    "{INTERRUPT_HOOK}={value}: not a phase; fix: give one of {} (with ',twice' for two Ctrl-C), or unset it",
+                    names.join(", ")
+                )
+            })?;
+        if at.is_some() && !COUNTED_PHASES.contains(&phase) {
+            let names: Vec<_> = COUNTED_PHASES.iter().map(|p| p.name()).collect();
+            anyhow::bail!(
+                "{INTERRUPT_HOOK}={value}: {} counts no steps; fix: drop `@…`, or give one of {} with it",
+                phase.name(),
+                names.join(", ")
+            );
+        }
+        Ok(Self { phase, at, times })
+    }
+}
+
 /// Ctrl-C and the hook ([`INTERRUPT_HOOK`]).
 #[derive(Clone)]
 struct Interrupt {
     stop: StopSignal,
-    hook: Option<(Phase, u32)>,
+    hook: Option<Hook>,
 }
 
 impl Interrupt {
     /// Installs the handler; reads the hook.
     fn install() -> Result<Self> {
         let hook = match std::env::var(INTERRUPT_HOOK) {
-            Ok(value) => {
-                let (name, times) = match value.split_once(',') {
-                    Some((name, "twice")) => (name.to_string(), 2),
-                    _ => (value.clone(), 1),
-                };
-                let phase = Phase::ALL
-                    .into_iter()
-                    .find(|p| p.name() == name)
-                    .with_context(|| {
-                        let names: Vec<_> = Phase::ALL.iter().map(|p| p.name()).collect();
-                        format!(
-                            "{INTERRUPT_HOOK}={value}: not a phase; fix: give one of {} (with ',twice' for two Ctrl-C), or unset it",
-                            names.join(", ")
-                        )
-                    })?;
-                Some((phase, times))
-            }
+            Ok(value) => Some(Hook::parse(&value)?),
             Err(_) => None,
         };
         let stop = StopSignal::new();
@@ -335,9 +375,19 @@ impl Interrupt {
 
     /// `phase` starts: the hook's Ctrl-C arrives if it names it.
     fn enter(&self, phase: Phase) {
-        if let Some((p, times)) = self.hook {
-            if p == phase {
-                for _ in 0..times {
+        self.arrive(phase, None);
+    }
+
+    /// `phase` has taken `steps` of its steps: the hook's Ctrl-C arrives
+    /// if it names them (`PHASE@N`).
+    fn reach(&self, phase: Phase, steps: usize) {
+        self.arrive(phase, Some(steps));
+    }
+
+    fn arrive(&self, phase: Phase, at: Option<usize>) {
+        if let Some(hook) = self.hook {
+            if hook.phase == phase && hook.at == at {
+                for _ in 0..hook.times {
                     on_ctrl_c(&self.stop);
                 }
             }
@@ -448,7 +498,10 @@ pub fn run(args: &FitArgs) -> Result<FitOutcome> {
         }
     }
     let ctx = GpuContext::new(&GpuOptions::default())?;
-    // Before opening: --force removes the earlier fit there.
+    // Before opening (which allocates the fit on the GPU). An earlier fit
+    // that --force replaces stays until the fit writes its first checkpoint
+    // or its outputs (`EarlierFit::Replace`), so that every refusal and
+    // stop from here on keeps it.
     if interrupt.raised() {
         return stopped(Phase::Prepare, false);
     }
@@ -505,7 +558,12 @@ pub fn run(args: &FitArgs) -> Result<FitOutcome> {
         return stopped_early(Phase::CameraCheck);
     }
     interrupt.enter(Phase::TruthCheck);
-    session.check_truth(&ctx).map_err(advise)?;
+    match session.check_truth(&ctx, &mut |simulated| {
+        interrupt.reach(Phase::TruthCheck, simulated)
+    }) {
+        Err(e) if e.is_stop() => return stopped_early(Phase::TruthCheck),
+        other => other.map_err(advise)?,
+    }
     if interrupt.raised() {
         return stopped_early(Phase::TruthCheck);
     }

@@ -42,7 +42,7 @@ impl DriverSource {
         let splat_indices = scene.simulated_indices();
         if splat_indices.is_empty() {
             return Err(DriveError::NothingSimulated {
-                scene: scene.path.display().to_string(),
+                scene: crate::io::shown::shown(&scene.path).to_string(),
             });
         }
         let grid_res = scene.simulation.grid_res;

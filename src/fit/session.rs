@@ -17,6 +17,12 @@
 //!    `fit.checkpoint_every` iterations, at every stage end and when the
 //!    caller stops it;
 //! 5. [`FitSession::write_outputs`] writes the outputs ([`super::outputs`]).
+//!
+//! An earlier fit that the session is asked to replace
+//! ([`EarlierFit::Replace`]) stays as it is until this fit writes its first
+//! file of its own in the output directory (its first checkpoint, or its
+//! outputs): every step before that may still refuse or be stopped, and a
+//! refused or stopped replacement must leave the earlier fit whole.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -54,7 +60,9 @@ pub enum EarlierFit {
     Refuse,
     /// Continue it from its checkpoint.
     Resume,
-    /// Remove its files (only the fit's own) and start over.
+    /// Start over, removing its files (only the fit's own: [`OUTPUT_FILES`]
+    /// and the checkpoint) just before this fit writes its first file there
+    /// (module doc), so that a refusal or a stop before then keeps them.
     Replace,
 }
 
@@ -190,6 +198,9 @@ pub struct FitSession {
     truth: Option<TruthCheck>,
     camera: Vec<CameraCheck>,
     stop: Option<StopSignal>,
+    /// An earlier fit to replace is still there ([`EarlierFit::Replace`],
+    /// [`remove_earlier_fit`]).
+    replace_pending: std::cell::Cell<bool>,
 }
 
 impl FitSession {
@@ -265,7 +276,8 @@ impl FitSession {
         })
     }
 
-    /// Step 2 (module doc).
+    /// Step 2 (module doc). An earlier fit to replace is not touched yet
+    /// ([`EarlierFit::Replace`]).
     pub fn open(ctx: &GpuContext, prepared: PreparedFit) -> Result<Self, SessionError> {
         let PreparedFit {
             scene,
@@ -327,17 +339,7 @@ impl FitSession {
                 (FitState::start(start, &plan), Vec::new())
             }
         };
-        if options.earlier == EarlierFit::Replace {
-            for f in &earlier_files {
-                let path = out.join(f);
-                let removed = if path.is_dir() {
-                    std::fs::remove_dir_all(&path)
-                } else {
-                    std::fs::remove_file(&path)
-                };
-                removed.map_err(SessionError::io(&path))?;
-            }
-        }
+        let replace_pending = options.earlier == EarlierFit::Replace && !earlier_files.is_empty();
         std::fs::create_dir_all(&out).map_err(SessionError::io(&out))?;
         Ok(Self {
             scene,
@@ -353,12 +355,14 @@ impl FitSession {
             truth: None,
             camera: Vec::new(),
             stop: None,
+            replace_pending: std::cell::Cell::new(replace_pending),
         })
     }
 
     /// Stops the session at its next safe point once `stop` is raised:
     /// every evaluation of the problem (the camera check, the stages, the
-    /// outputs' rollout) and every compare frame is one. A stopped step
+    /// outputs' rollout), every frame of the truth check's rollout and
+    /// every compare frame is one. A stopped step
     /// returns [`SessionError::Fit`] of [`super::FitError::Stopped`]
     /// ([`SessionError::is_stop`]), or [`RunEnd::Stopped`] from
     /// [`FitSession::run`].
@@ -429,22 +433,46 @@ impl FitSession {
     }
 
     /// Step 3 (module doc): the truth of a twin experiment on the fit's
-    /// drivers; nothing without one.
-    pub fn check_truth(&mut self, ctx: &GpuContext) -> Result<(), SessionError> {
+    /// drivers; nothing without one. Before each frame of the truth's
+    /// rollout, `progress` is told the frames simulated so far (the rest
+    /// frame 0 included) and then the stop ([`FitSession::set_stop`]) is
+    /// polled: a stopped check returns [`SessionError::is_stop`] and keeps
+    /// nothing of the rollout.
+    pub fn check_truth(
+        &mut self,
+        ctx: &GpuContext,
+        progress: &mut dyn FnMut(usize),
+    ) -> Result<(), SessionError> {
         if let Some(truth) = &self.truth_file {
-            let check =
-                TruthCheck::simulate(ctx, &self.scene, &self.drivers, truth, self.inputs.frames)
-                    .map_err(|e| SessionError::Truth {
-                        path: truth.path.clone(),
-                        problem: format!("simulating the truth on the fit's drivers: {e}"),
-                    })?;
+            let stop = self.stop.clone();
+            let mut go_on = |simulated: usize| {
+                progress(simulated);
+                !stop.as_ref().is_some_and(StopSignal::raised)
+            };
+            let check = TruthCheck::simulate(
+                ctx,
+                &self.scene,
+                &self.drivers,
+                truth,
+                self.inputs.frames,
+                &mut go_on,
+            )
+            .map_err(|e| match e {
+                crate::synth::SynthError::Stopped { .. } => super::FitError::Stopped.into(),
+                e => SessionError::Truth {
+                    path: truth.path.clone(),
+                    problem: format!("simulating the truth on the fit's drivers: {e}"),
+                },
+            })?;
             self.truth = Some(check);
         }
         Ok(())
     }
 
-    /// Writes a checkpoint of the current state.
+    /// Writes a checkpoint of the current state (first removing an earlier
+    /// fit being replaced, [`EarlierFit::Replace`]).
     pub fn save_checkpoint(&self) -> Result<(), SessionError> {
+        remove_earlier_fit(&self.out, &self.replace_pending)?;
         Checkpoint::new(
             self.fingerprint.clone(),
             self.state.clone(),
@@ -464,6 +492,8 @@ impl FitSession {
             progress,
             checkpoint_every: self.scene.fit.checkpoint_every.max(1),
             checkpoint: self.checkpoint_path(),
+            out: &self.out,
+            replace_pending: &self.replace_pending,
             fingerprint: &self.fingerprint,
             stage_start: Instant::now(),
             stage_seconds: &mut self.stage_seconds,
@@ -519,6 +549,9 @@ impl FitSession {
         std::fs::create_dir_all(&staging).map_err(SessionError::io(&staging))?;
         let written = self.write_outputs_into(ctx, &staging, progress);
         let moved = written.and_then(|summary| {
+            // Only now, with every output written, may an earlier fit being
+            // replaced go (when no checkpoint has removed it already).
+            remove_earlier_fit(&self.out, &self.replace_pending)?;
             // fit.json last: once it is there, the outputs are whole.
             for f in OUTPUT_FILES.iter().rev() {
                 let (from, to) = (staging.join(f), self.out.join(f));
@@ -569,6 +602,34 @@ impl FitSession {
     }
 }
 
+/// With `pending` set ([`EarlierFit::Replace`]), removes the earlier fit's
+/// files in `out` and clears it. Only physfit's own files go: the names of
+/// [`OUTPUT_FILES`] and the checkpoint, those still there; anything else in
+/// `out` is left. The session calls it just before it writes its first
+/// file of its own in `out` (a checkpoint, or the outputs moved into
+/// place), not when it opens: the camera check and the truth check run
+/// after opening and may still refuse, and the caller may stop before the
+/// first iteration has finished, and either way nothing of the earlier
+/// fit may be lost for a fit that never wrote anything in its place.
+fn remove_earlier_fit(out: &Path, pending: &std::cell::Cell<bool>) -> Result<(), SessionError> {
+    if !pending.get() {
+        return Ok(());
+    }
+    for f in OUTPUT_FILES.iter().chain(&[CHECKPOINT_FILE]) {
+        let path = out.join(f);
+        let removed = if path.is_dir() {
+            std::fs::remove_dir_all(&path)
+        } else if path.exists() {
+            std::fs::remove_file(&path)
+        } else {
+            Ok(())
+        };
+        removed.map_err(SessionError::io(&path))?;
+    }
+    pending.set(false);
+    Ok(())
+}
+
 /// Where a stiffness-only fit takes its velocity from: per-driver values
 /// of an earlier fit of the same scene and drivers.
 fn held_velocity(
@@ -583,7 +644,7 @@ fn held_velocity(
     let fitted = FittedDrivers::load(path).map_err(|e| {
         fail(format!(
             "a stiffness-only fit holds the velocity of an earlier fit ({e}); fix: fit the velocity of {} first",
-            scene.path.display()
+            crate::io::shown::shown(&scene.path)
         ))
     })?;
     fitted
@@ -642,6 +703,8 @@ struct SessionObserver<'a> {
     progress: &'a mut dyn FitProgress,
     checkpoint_every: u32,
     checkpoint: PathBuf,
+    out: &'a Path,
+    replace_pending: &'a std::cell::Cell<bool>,
     fingerprint: &'a FitFingerprint,
     stage_start: Instant,
     stage_seconds: &'a mut Vec<f64>,
@@ -654,6 +717,10 @@ struct SessionObserver<'a> {
 
 impl SessionObserver<'_> {
     fn save(&mut self, state: &FitState) {
+        if let Err(e) = remove_earlier_fit(self.out, self.replace_pending) {
+            self.error.get_or_insert(e);
+            return;
+        }
         let c = Checkpoint::new(
             self.fingerprint.clone(),
             state.clone(),

@@ -20,7 +20,7 @@ pub enum SessionError {
     Memory(#[from] Box<crate::budget::MemoryError>),
     /// The output directory holds an earlier fit and the session was
     /// asked neither to continue nor to replace it.
-    #[error("{} holds an earlier fit ({})", out.display(), files.join(", "))]
+    #[error("{} holds an earlier fit ({})", crate::io::shown::shown(out), files.join(", "))]
     EarlierFit {
         /// The output directory.
         out: PathBuf,
@@ -28,7 +28,10 @@ pub enum SessionError {
         files: Vec<String>,
     },
     /// Asked to continue a fit whose checkpoint is missing.
-    #[error("{} holds no checkpoint to continue from", out.display())]
+    #[error(
+        "{} holds no checkpoint to continue from",
+        crate::io::shown::shown(out)
+    )]
     NoCheckpoint {
         /// The output directory.
         out: PathBuf,
@@ -37,7 +40,7 @@ pub enum SessionError {
     #[error(transparent)]
     Checkpoint(#[from] CheckpointError),
     /// The checkpoint is past the stage's iteration cap now.
-    #[error("{}: the checkpoint is at iteration {iteration} of {stage}, past its `iterations` = {cap} now; fix: raise it again (iterations may only grow when a fit continues)", path.display())]
+    #[error("{}: the checkpoint is at iteration {iteration} of {stage}, past its `iterations` = {cap} now; fix: raise it again (iterations may only grow when a fit continues)", crate::io::shown::shown(path))]
     PastIterations {
         /// The checkpoint.
         path: PathBuf,
@@ -50,7 +53,7 @@ pub enum SessionError {
     },
     /// The earlier fit whose velocity a stiffness-only fit holds cannot be
     /// read or belongs to another scene.
-    #[error("{}: {problem}", path.display())]
+    #[error("{}: {problem}", crate::io::shown::shown(path))]
     HeldVelocity {
         /// The drivers file.
         path: PathBuf,
@@ -58,7 +61,7 @@ pub enum SessionError {
         problem: String,
     },
     /// The truth file of a twin experiment cannot be read or simulated.
-    #[error("{}: {problem}", path.display())]
+    #[error("{}: {problem}", crate::io::shown::shown(path))]
     Truth {
         /// The truth file.
         path: PathBuf,
@@ -66,7 +69,7 @@ pub enum SessionError {
         problem: String,
     },
     /// A file or directory of the outputs could not be written or removed.
-    #[error("{}: {error}", path.display())]
+    #[error("{}: {error}", crate::io::shown::shown(path))]
     Io {
         /// The path.
         path: PathBuf,

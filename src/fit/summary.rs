@@ -21,7 +21,7 @@ pub const SUMMARY_VERSION: u32 = 2;
 #[derive(Debug, thiserror::Error)]
 pub enum SummaryError {
     /// Reading or writing failed.
-    #[error("{}: {error}", path.display())]
+    #[error("{}: {error}", crate::io::shown::shown(path))]
     Io {
         /// The file.
         path: PathBuf,
@@ -29,7 +29,7 @@ pub enum SummaryError {
         error: std::io::Error,
     },
     /// Not a `fit.json` this physfit reads.
-    #[error("{}: not a physfit fit.json of version {SUMMARY_VERSION} ({problem}); fix: re-run the fit with this physfit", path.display())]
+    #[error("{}: not a physfit fit.json of version {SUMMARY_VERSION} ({problem}); fix: re-run the fit with this physfit", crate::io::shown::shown(path))]
     Format {
         /// The file.
         path: PathBuf,

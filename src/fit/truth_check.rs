@@ -21,15 +21,17 @@ pub struct TruthCheck {
 
 impl TruthCheck {
     /// Simulates `truth` on `drivers` of `scene` through frame `frames − 1`
-    /// and marks the drivers that deform.
+    /// and marks the drivers that deform; `go_on` may stop it between
+    /// frames ([`simulate_truth`], [`SynthError::Stopped`]).
     pub fn simulate(
         ctx: &GpuContext,
         scene: &Scene,
         drivers: &DriverSet,
         truth: &Truth,
         frames: usize,
+        go_on: &mut dyn FnMut(usize) -> bool,
     ) -> Result<Self, SynthError> {
-        let (renderer, values) = simulate_truth(ctx, scene, drivers, truth, frames)?;
+        let (renderer, values) = simulate_truth(ctx, scene, drivers, truth, frames, go_on)?;
         let states = renderer.read_states(ctx)?;
         Ok(Self {
             values,

@@ -133,7 +133,7 @@ impl ForwardSetup {
         }
         if drivers.k != DRIVERS_PER_GAUSSIAN {
             return Err(ForwardError::NeighbourCount {
-                path: scene.path.display().to_string(),
+                path: crate::io::shown::shown(&scene.path).to_string(),
                 k: drivers.k,
                 needed: DRIVERS_PER_GAUSSIAN,
             });

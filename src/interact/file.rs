@@ -68,7 +68,7 @@ struct StartTable {
 impl Interactions {
     /// Reads an interactions file (module doc).
     pub fn load(path: &Path) -> Result<Interactions, InteractionError> {
-        let origin = path.display().to_string();
+        let origin = crate::io::shown::shown(path).to_string();
         let text = std::fs::read_to_string(path).map_err(|error| InteractionError::Read {
             source_name: origin.clone(),
             error,

@@ -13,7 +13,7 @@ use image::{Delay, RgbImage, RgbaImage};
 
 /// The GIF could not be written.
 #[derive(Debug, thiserror::Error)]
-#[error("{}: cannot write the GIF: {message}", path.display())]
+#[error("{}: cannot write the GIF: {message}", crate::io::shown::shown(path))]
 pub struct GifError {
     /// The GIF file.
     pub path: PathBuf,

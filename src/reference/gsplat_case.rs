@@ -67,7 +67,7 @@ pub fn reference_camera() -> Camera {
 pub fn load_gsplat_case(path: impl AsRef<Path>) -> Result<GsplatCase, GsplatCaseError> {
     let path = path.as_ref();
     let mut tensors = read_f32_tensors(path)?;
-    let shown = path.display().to_string();
+    let shown = crate::io::shown::shown(path).to_string();
     let mut take =
         |name: &'static str, tail: &[usize]| -> Result<(usize, Vec<f32>), GsplatCaseError> {
             let (shape, data) = tensors

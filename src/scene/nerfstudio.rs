@@ -45,17 +45,17 @@ pub struct NerfstudioCamera {
 /// messages that the caller wraps with the field name.
 pub fn read_transforms(path: &Path, index: usize) -> Result<NerfstudioCamera, String> {
     let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        .map_err(|e| format!("cannot read {}: {e}", crate::io::shown::shown(path)))?;
     let json: Value = serde_json::from_str(&text)
-        .map_err(|e| format!("{} is not valid JSON: {e}", path.display()))?;
+        .map_err(|e| format!("{} is not valid JSON: {e}", crate::io::shown::shown(path)))?;
     let frames = json
         .get("frames")
         .and_then(Value::as_array)
-        .ok_or_else(|| format!("{} has no `frames` list", path.display()))?;
+        .ok_or_else(|| format!("{} has no `frames` list", crate::io::shown::shown(path)))?;
     let frame = frames.get(index).ok_or_else(|| {
         format!(
             "{} has {} frames, so frame index {index} does not exist",
-            path.display(),
+            crate::io::shown::shown(path),
             frames.len()
         )
     })?;
@@ -68,19 +68,19 @@ pub fn read_transforms(path: &Path, index: usize) -> Result<NerfstudioCamera, St
     let width = number("w").ok_or_else(|| {
         format!(
             "{}: no image width `w` (frame {index} or top level)",
-            path.display()
+            crate::io::shown::shown(path)
         )
     })?;
     let height = number("h").ok_or_else(|| {
         format!(
             "{}: no image height `h` (frame {index} or top level)",
-            path.display()
+            crate::io::shown::shown(path)
         )
     })?;
     if !(width >= 1.0 && height >= 1.0 && width <= u32::MAX as f64 && height <= u32::MAX as f64) {
         return Err(format!(
             "{}: image size {width}×{height} is not valid",
-            path.display()
+            crate::io::shown::shown(path)
         ));
     }
     let fx = match number("fl_x") {
@@ -89,7 +89,7 @@ pub fn read_transforms(path: &Path, index: usize) -> Result<NerfstudioCamera, St
             let angle = number("camera_angle_x").ok_or_else(|| {
                 format!(
                     "{}: no focal length `fl_x` or `camera_angle_x`",
-                    path.display()
+                    crate::io::shown::shown(path)
                 )
             })?;
             width / (2.0 * (angle / 2.0).tan())
@@ -102,7 +102,7 @@ pub fn read_transforms(path: &Path, index: usize) -> Result<NerfstudioCamera, St
         if number(key).is_some_and(|v| v != 0.0) {
             log::warn!(
                 "{}: lens distortion `{key}` ignored (physfit uses a pinhole camera)",
-                path.display()
+                crate::io::shown::shown(path)
             );
         }
     }
@@ -112,14 +112,14 @@ pub fn read_transforms(path: &Path, index: usize) -> Result<NerfstudioCamera, St
         .ok_or_else(|| {
             format!(
                 "{}: frame {index} has no `transform_matrix`",
-                path.display()
+                crate::io::shown::shown(path)
             )
         })?;
     let mut c2w = [[0.0f64; 4]; 4];
     let bad_matrix = || {
         format!(
             "{}: frame {index}: `transform_matrix` must be 4×4 (or 3×4) numbers",
-            path.display()
+            crate::io::shown::shown(path)
         )
     };
     if m.len() < 3 {

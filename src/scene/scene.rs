@@ -589,7 +589,7 @@ fn resolve_regions(
     if !r.anchored.is_empty() && n_anchored == 0 {
         log::warn!(
             "{}: `regions.anchored` contains no simulated splat",
-            v.path.display()
+            crate::io::shown::shown(v.path)
         );
     }
     Ok(Regions {

@@ -353,7 +353,7 @@ fn resolve_masks(
     {
         return Err(v.invalid(
             field,
-            format!("{} is not a PNG", jpeg.display()),
+            format!("{} is not a PNG", crate::io::shown::shown(jpeg)),
             "save masks as PNG (8-bit grey or RGBA: white or opaque = the pixel counts), or narrow the glob to `*.png`",
         ));
     }
@@ -364,7 +364,7 @@ fn resolve_masks(
                 "{} masks for {} frames (from {})",
                 masks.len(),
                 frames.len(),
-                frames.spec.display()
+                crate::io::shown::shown(&frames.spec)
             ),
             "give one mask per reference frame, sorted the same way (mask k goes with frame k)",
         ));

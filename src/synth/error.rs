@@ -10,7 +10,10 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 pub enum TruthError {
     /// The file cannot be read.
-    #[error("{}: cannot read the truth file: {error}", path.display())]
+    #[error(
+        "{}: cannot read the truth file: {error}",
+        crate::io::shown::shown(path)
+    )]
     Read {
         /// The truth file.
         path: PathBuf,
@@ -20,7 +23,7 @@ pub enum TruthError {
     /// Not TOML, an unknown field, a missing field or a value of the wrong type.
     #[error(
         "{}: in `{field}`: {message}; fix: see docs/truth.md for the fields of each table",
-        path.display()
+        crate::io::shown::shown(path)
     )]
     Parse {
         /// The truth file.
@@ -33,7 +36,7 @@ pub enum TruthError {
     /// A `kind` that is not one of the table's.
     #[error(
         "{}: `{field}` = \"{kind}\" is not a kind of this table; fix: write one of {expected}",
-        path.display()
+        crate::io::shown::shown(path)
     )]
     UnknownKind {
         /// The truth file.
@@ -51,7 +54,7 @@ pub enum TruthError {
          [{low}, {high}] (log10 of E in normalised units, as `[material]`); its top sets the \
          substeps' stability bound; fix: give a value in the range, or widen the range in the \
          scene",
-        path.display()
+        crate::io::shown::shown(path)
     )]
     OutOfRange {
         /// The truth file.
@@ -66,7 +69,7 @@ pub enum TruthError {
         high: f64,
     },
     /// Any other bad value.
-    #[error("{}: `{field}`: {problem}; fix: {fix}", path.display())]
+    #[error("{}: `{field}`: {problem}; fix: {fix}", crate::io::shown::shown(path))]
     Invalid {
         /// The truth file.
         path: PathBuf,
@@ -116,4 +119,13 @@ pub enum SynthError {
     /// The simulation or a render failed (a blow-up names its frame).
     #[error(transparent)]
     Forward(#[from] crate::forward::ForwardError),
+    /// The caller stopped the rollout between frames: not a failure, and
+    /// nothing of it is kept.
+    #[error("stopped after {simulated} of {frames} frames were simulated")]
+    Stopped {
+        /// Frames simulated when it stopped, the rest frame 0 included.
+        simulated: usize,
+        /// Frames asked for.
+        frames: usize,
+    },
 }

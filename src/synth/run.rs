@@ -16,7 +16,9 @@
 //! for the truth's largest E, which never exceeds the top of
 //! `material.log10_youngs_range` ([`super::truth`]; doubling the substeps
 //! only halves the step). A rollout that produces NaN or leaves the box
-//! fails with the frame it happened at.
+//! fails with the frame it happened at. Between frames the caller may stop
+//! the rollout ([`simulate_truth`]'s `go_on`), which then ends with
+//! [`SynthError::Stopped`] and keeps nothing.
 
 use super::error::SynthError;
 use super::truth::{Truth, TruthValues};
@@ -98,7 +100,10 @@ impl Synthesis {
     /// last frame (module doc).
     pub fn simulate(ctx: &GpuContext, plan: &SynthPlan, truth: &Truth) -> Result<Self, SynthError> {
         let drivers = DriverSet::from_scene(&plan.scene)?;
-        let (renderer, values) = simulate_truth(ctx, &plan.scene, &drivers, truth, plan.frames)?;
+        let (renderer, values) =
+            simulate_truth(ctx, &plan.scene, &drivers, truth, plan.frames, &mut |_| {
+                true
+            })?;
         Ok(Self {
             renderer,
             cameras: plan.scene.views.iter().map(|v| v.camera.clone()).collect(),
@@ -147,12 +152,18 @@ impl Synthesis {
 /// `truth` on `drivers` of `scene`, simulated through frame `frames − 1`
 /// on the one forward path: the renderer holding the rollout, and the
 /// truth's per-driver values. Shared by `synth` and the fit's truth check.
+///
+/// Before each frame is simulated, `go_on` is called with the frames
+/// simulated so far (1 after the rest frame 0): `false` stops the rollout
+/// there with [`SynthError::Stopped`], so that a caller can honour a stop
+/// between frames rather than only once the whole rollout is done.
 pub fn simulate_truth(
     ctx: &GpuContext,
     scene: &Scene,
     drivers: &DriverSet,
     truth: &Truth,
     frames: usize,
+    go_on: &mut dyn FnMut(usize) -> bool,
 ) -> Result<(SceneRenderer, TruthValues), SynthError> {
     let values = truth.per_driver(drivers);
     let velocity: Vec<[f64; 3]> = values
@@ -168,6 +179,14 @@ pub fn simulate_truth(
         &Interactions::default(),
     )?;
     let mut renderer = SceneRenderer::simulated(ctx, &setup, scene.gaussians(), scene.background)?;
-    renderer.run_to(ctx, frames.saturating_sub(1))?;
+    while renderer.frames() < frames {
+        if !go_on(renderer.frames()) {
+            return Err(SynthError::Stopped {
+                simulated: renderer.frames(),
+                frames,
+            });
+        }
+        renderer.step(ctx)?;
+    }
     Ok((renderer, values))
 }

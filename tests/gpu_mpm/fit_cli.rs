@@ -2,7 +2,8 @@
 //! by two views (frames made by `physfit synth` with its finer default
 //! discretisation, so no inverse crime), every output written, Ctrl-C
 //! writing a checkpoint that `--resume` continues to the uninterrupted
-//! result, and the refusals writing nothing.
+//! result, the refusals writing nothing, and `--force` keeping the earlier
+//! fit until the new one has something to put in its place.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -11,9 +12,10 @@ use crate::common;
 use crate::common::cli::{ok, physfit, refused};
 use std::time::{Duration, Instant};
 
-use physfit::fit::FitSummary;
+use physfit::fit::{EarlierFit, FitSession, FitSummary, SessionOptions, StageChoice, StopSignal};
 use physfit::scene::ply::PlyData;
 use physfit::scene::Gaussians;
+use physfit::scene::Scene;
 
 /// 8×8×8 opaque splats filling [0, 0.35]³ (world units), a soft checker
 /// over a colour ramp so that motion shows in every direction.
@@ -574,6 +576,8 @@ fn ctrl_c_in_every_phase_stops_safely_and_resume_continues() {
         ("prepare", "scene.toml"),
         ("camera-check", "scene.toml"),
         ("truth-check", "scene.toml"),
+        // Inside the truth check, after 2 of its 7 frames.
+        ("truth-check@2", "scene.toml"),
         ("scan", "scan.toml"),
         ("velocity", "scene.toml"),
     ] {
@@ -965,5 +969,162 @@ fn fits_from_the_bottom_middle_and_top_of_the_range_agree() {
             .sum::<f64>()
             .sqrt();
         assert!(dv <= 0.02 * size, "{name}: v0 {v:?} vs bottom's {v0:?}");
+    }
+}
+
+/// The truth check polls the stop before every frame of the truth's
+/// rollout: stopped after 3 of 7 frames, it simulates no more, returns a
+/// stop (not a failure) and writes nothing.
+#[test]
+fn the_truth_check_stops_between_frames() {
+    let scene = scene_toml("global", "").replace("rounds = 2", "rounds = 1");
+    let dir = twin(&scene, TRUTH_CONSTANT);
+    let d = dir.path();
+    let ctx = common::gpu();
+    let out = d.join("out");
+    let options = SessionOptions {
+        out: out.clone(),
+        choice: StageChoice::Both,
+        velocity_from: None,
+        earlier: EarlierFit::Refuse,
+        truth: None,
+    };
+    let scene = Scene::load(&d.join("scene.toml")).unwrap();
+    let prepared = FitSession::prepare(scene, options).unwrap();
+    assert!(
+        prepared.truth_source().is_some(),
+        "the truth beside the frames"
+    );
+    let mut session = FitSession::open(&ctx, prepared).unwrap();
+    assert_eq!(session.inputs().frames, 7);
+
+    // Unstopped: told before each of frames 1–6.
+    let mut seen = Vec::new();
+    session
+        .check_truth(&ctx, &mut |simulated| seen.push(simulated))
+        .unwrap();
+    assert_eq!(seen, [1, 2, 3, 4, 5, 6]);
+
+    let stop = StopSignal::new();
+    session.set_stop(stop.clone());
+    let mut seen = Vec::new();
+    let end = session.check_truth(&ctx, &mut |simulated| {
+        seen.push(simulated);
+        if simulated == 3 {
+            stop.raise();
+        }
+    });
+    match end {
+        Err(e) => assert!(e.is_stop(), "a stop, not a failure: {e}"),
+        Ok(()) => panic!("ran through a stop"),
+    }
+    assert_eq!(seen, [1, 2, 3], "no frame simulated after the stop");
+    let left: Vec<_> = std::fs::read_dir(&out).unwrap().collect();
+    assert!(left.is_empty(), "nothing written: {left:?}");
+}
+
+/// Every file under `dir` (relative path → bytes).
+fn snapshot(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut files = std::collections::BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(p) = todo.pop() {
+        for entry in std::fs::read_dir(&p).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                todo.push(path);
+            } else {
+                let name = path.strip_prefix(dir).unwrap().display().to_string();
+                files.insert(name, std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    files
+}
+
+/// `--force` removes the earlier fit's files only once the new fit writes
+/// its own: refused by the truth check, or stopped inside it, after the
+/// output directory was opened, it leaves every earlier file as it was; a
+/// run that goes through replaces the fit's files and nothing else.
+#[test]
+fn force_keeps_the_earlier_fit_until_the_new_fit_replaces_it() {
+    let scene = scene_toml("global", "")
+        .replace("rounds = 2", "rounds = 1")
+        .replace("iterations = 20", "iterations = 3")
+        .replace("iterations = 30", "iterations = 3");
+    let dir = twin(&scene, TRUTH_CONSTANT);
+    let d = dir.path();
+    ok(&physfit(
+        d,
+        &["fit", "scene.toml", "--out", "out", "--quiet"],
+    ));
+    let out = d.join("out");
+    std::fs::write(out.join("notes.txt"), "the user's own").unwrap();
+    // Inside the fit's own compare/: goes with it when it is replaced.
+    std::fs::write(out.join("compare/earlier.txt"), "earlier fit").unwrap();
+    let earlier = snapshot(&out);
+    assert!(
+        earlier.contains_key("fit.json") && earlier.contains_key("checkpoint.json"),
+        "{:?}",
+        earlier.keys()
+    );
+
+    // A truth moving far faster than the box allows: the truth check, after
+    // the output directory is opened and the camera check has run, fails.
+    std::fs::write(
+        d.join("fast.toml"),
+        TRUTH_CONSTANT.replace("value = [1.0, 0.0, 0.0]", "value = [400.0, 0.0, 0.0]"),
+    )
+    .unwrap();
+    let stderr = refused(&physfit(
+        d,
+        &[
+            "fit",
+            "scene.toml",
+            "--out",
+            "out",
+            "--force",
+            "--truth",
+            "fast.toml",
+        ],
+    ));
+    assert!(
+        stderr.contains("simulating the truth on the fit's drivers"),
+        "{stderr}"
+    );
+    assert!(
+        snapshot(&out) == earlier,
+        "refused: every earlier file kept"
+    );
+
+    // Stopped inside the truth check: the same.
+    let (code, stderr) = fit_interrupted_at(
+        d,
+        "truth-check@2",
+        &["scene.toml", "--out", "out", "--force"],
+    );
+    assert_eq!(code, Some(130), "{stderr}");
+    assert!(stderr.contains("during the truth check"), "{stderr}");
+    assert!(
+        snapshot(&out) == earlier,
+        "stopped: every earlier file kept"
+    );
+
+    ok(&physfit(
+        d,
+        &["fit", "scene.toml", "--out", "out", "--force", "--quiet"],
+    ));
+    let now = snapshot(&out);
+    assert_eq!(
+        now["notes.txt"], earlier["notes.txt"],
+        "the user's file kept"
+    );
+    assert!(!now.contains_key("compare/earlier.txt"), "{:?}", now.keys());
+    for f in [
+        "fit.json",
+        "checkpoint.json",
+        "drivers.safetensors",
+        "loss.jsonl",
+    ] {
+        assert!(now.contains_key(f), "{f} written again: {:?}", now.keys());
     }
 }

@@ -183,7 +183,7 @@ impl PlyData {
                 if pos < body.len() {
                     log::warn!(
                         "{}: {} bytes after the last element ignored",
-                        path.display(),
+                        crate::io::shown::shown(path),
                         body.len() - pos
                     );
                 }

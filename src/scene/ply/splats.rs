@@ -82,13 +82,13 @@ impl SanitizeReport {
     fn log(&self, path: &Path) {
         for (n, what) in self.warnings() {
             if n > 0 {
-                log::warn!("{}: {n} splats {what}", path.display());
+                log::warn!("{}: {n} splats {what}", crate::io::shown::shown(path));
             }
         }
         if self.normalised_rotation > 0 {
             log::debug!(
                 "{}: {} quaternions normalised",
-                path.display(),
+                crate::io::shown::shown(path),
                 self.normalised_rotation
             );
         }
@@ -415,7 +415,7 @@ pub fn read_points(path: &Path) -> Result<Vec<[f32; 3]>, PlyError> {
     if points.len() < vertex.count {
         log::warn!(
             "{}: {} points with non-finite coordinates skipped",
-            path.display(),
+            crate::io::shown::shown(path),
             vertex.count - points.len()
         );
     }
