@@ -69,18 +69,57 @@ pub fn color_guess(render: &Frame, reference: &Frame, mask: Option<&Mask>) -> Co
         if pairs.len() < QUANTILES / 4 {
             continue;
         }
-        let n = pairs.len() as f64;
-        let mr = pairs.iter().map(|p| p.0).sum::<f64>() / n;
-        let mf = pairs.iter().map(|p| p.1).sum::<f64>() / n;
-        let var = pairs.iter().map(|p| (p.0 - mr).powi(2)).sum::<f64>() / n;
-        if var < MIN_SPREAD * MIN_SPREAD {
+        let Some((gain, offset)) = line(&pairs) else {
             continue;
-        }
-        let cov = pairs.iter().map(|p| (p.0 - mr) * (p.1 - mf)).sum::<f64>() / n;
-        let gain = (cov / var).clamp(0.25, 4.0);
-        let offset = (mf - gain * mr).clamp(-0.5, 0.5);
+        };
         out.gain[c] = gain as f32;
         out.offset[c] = offset as f32;
+    }
+    out
+}
+
+/// The least-squares line `f ≈ gain · r + offset` through `pairs`, held to
+/// the chart's bounds; `None` when `r` spreads less than [`MIN_SPREAD`].
+fn line(pairs: &[(f64, f64)]) -> Option<(f64, f64)> {
+    let n = pairs.len() as f64;
+    let mr = pairs.iter().map(|p| p.0).sum::<f64>() / n;
+    let mf = pairs.iter().map(|p| p.1).sum::<f64>() / n;
+    let var = pairs.iter().map(|p| (p.0 - mr).powi(2)).sum::<f64>() / n;
+    if var.is_nan() || var < MIN_SPREAD * MIN_SPREAD {
+        return None;
+    }
+    let cov = pairs.iter().map(|p| (p.0 - mr) * (p.1 - mf)).sum::<f64>() / n;
+    let gain = (cov / var).clamp(0.25, 4.0);
+    Some((gain, (mf - gain * mr).clamp(-0.5, 0.5)))
+}
+
+/// Once the pose is aligned: the least-squares line pixel by pixel, over
+/// the pixels both images hold unclipped (and the mask counts). It
+/// minimises the squared error, which PSNR measures, exactly, where the
+/// solver's L1 + D-SSIM stops on its tolerance a little short in a
+/// direction the loss barely sees (the caller keeps it only when it
+/// lowers the loss too).
+pub fn color_regression(render: &Frame, reference: &Frame, mask: Option<&Mask>) -> ColorCorrection {
+    let mut out = ColorCorrection::IDENTITY;
+    let unclipped = |v: f32| v > CLIP_MARGIN && v < 1.0 - CLIP_MARGIN;
+    for c in 0..3 {
+        let pairs: Vec<(f64, f64)> = render
+            .pixels
+            .iter()
+            .zip(&reference.pixels)
+            .enumerate()
+            .filter(|(i, (r, f))| {
+                mask.is_none_or(|m| m.counts[*i]) && unclipped(r[c]) && unclipped(f[c])
+            })
+            .map(|(_, (r, f))| (f64::from(r[c]), f64::from(f[c])))
+            .collect();
+        if pairs.len() < MIN_PIXELS {
+            continue;
+        }
+        if let Some((gain, offset)) = line(&pairs) {
+            out.gain[c] = gain as f32;
+            out.offset[c] = offset as f32;
+        }
     }
     out
 }
@@ -153,6 +192,28 @@ mod tests {
         for c in 0..3 {
             assert!((g.gain[c] - 0.85).abs() < 0.01, "{g:?}");
             assert!((g.offset[c] - 0.04).abs() < 0.01, "{g:?}");
+        }
+    }
+
+    #[test]
+    fn the_pixel_regression_recovers_an_aligned_line() {
+        let render: Vec<[f32; 4]> = (0..400)
+            .map(|i| {
+                let t = i as f32 / 399.0;
+                [t, 0.5 * t + 0.3, 1.0 - t, 1.0]
+            })
+            .collect();
+        let reference: Vec<[f32; 4]> = render
+            .iter()
+            .map(|p| {
+                let v: [f32; 3] = std::array::from_fn(|c| (0.85 * p[c] + 0.04).clamp(0.0, 1.0));
+                [v[0], v[1], v[2], 1.0]
+            })
+            .collect();
+        let g = color_regression(&frame(render), &frame(reference), None);
+        for c in 0..3 {
+            assert!((g.gain[c] - 0.85).abs() < 1e-4, "{g:?}");
+            assert!((g.offset[c] - 0.04).abs() < 1e-4, "{g:?}");
         }
     }
 

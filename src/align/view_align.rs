@@ -21,7 +21,7 @@ use crate::scene::masks::Mask;
 use crate::scene::Camera;
 
 use super::chart::{rotation_angle_degrees, AlignWhat, Chart, Pivot, ViewState};
-use super::color_guess::color_guess;
+use super::color_guess::{color_guess, color_regression};
 use super::conditioning::{conditioning, Conditioning};
 use super::error::AlignError;
 use super::problem::ViewProblem;
@@ -67,8 +67,8 @@ pub struct AlignSettings {
 }
 
 impl Default for AlignSettings {
-    /// Pose and colour, 4 levels, 25 evaluations (tolerance 1e-4) per coarse
-    /// level and 60 (1e-6) at full resolution, conditioning on, the
+    /// Pose and colour, 4 levels, 40 evaluations (tolerance 1e-4) per coarse
+    /// level and 100 (1e-6) at full resolution, conditioning on, the
     /// silhouette's guess first.
     fn default() -> Self {
         Self {
@@ -78,8 +78,8 @@ impl Default for AlignSettings {
                 color: true,
             },
             levels: 4,
-            evaluations: 60,
-            coarse_evaluations: 25,
+            evaluations: 100,
+            coarse_evaluations: 40,
             tolerance: 1e-6,
             coarse_tolerance: 1e-4,
             conditioning: true,
@@ -370,8 +370,12 @@ pub fn align_view(
         } else {
             Pivot::Camera
         };
+        let mut color_pivot = [0.0; 3];
         if level_what.color {
-            current.color = better_color(problem, reference, level, &level_reference, &current)?;
+            let (color, mean) =
+                better_color(problem, reference, level, &level_reference, &current)?;
+            current.color = color;
+            color_pivot = mean;
         }
         let chart = Chart::about(
             ViewState {
@@ -382,7 +386,8 @@ pub fn align_view(
             centroid,
             radius,
             pivot,
-        );
+        )
+        .with_color_pivot(color_pivot);
         let finest = k + 1 == pyramid.len();
         let lbfgs = LbfgsSettings {
             max_evaluations: if finest {
@@ -470,7 +475,34 @@ pub fn align_view(
         });
     }
     let full_reference = upload_level(ctx, reference, pyramid.last().expect("one level"))?;
-    let last = problem.evaluate(&current, &full_reference, false)?;
+    let mut last = problem.evaluate(&current, &full_reference, false)?;
+    if settings.what.color {
+        // The pose aligned, the colour's exact least-squares line pixel by
+        // pixel ([`color_regression`]), kept when it lowers the loss.
+        let plain = ViewState {
+            camera: current.camera.clone(),
+            color: ColorCorrection::IDENTITY,
+        };
+        let render = problem.picture(&plain)?;
+        let polished = ViewState {
+            camera: current.camera.clone(),
+            color: color_regression(&render, reference.frame, reference.mask),
+        };
+        let e = problem.evaluate(&polished, &full_reference, false)?;
+        log::debug!(
+            "align: colour regression gain {:?} offset {:?}: loss {:.6} (PSNR {:.2}) against {:.6} ({:.2})",
+            polished.color.gain,
+            polished.color.offset,
+            e.loss,
+            e.psnr,
+            last.loss,
+            last.psnr
+        );
+        if e.loss < last.loss {
+            current = polished;
+            last = e;
+        }
+    }
     let conditioning = if settings.conditioning && settings.what.dimension() > 0 {
         Some(curvature(
             problem,
@@ -521,14 +553,16 @@ pub fn align_view(
 
 /// The colour correction to start a colour-fitting level from: `current`'s,
 /// or the closed-form guess ([`super::color_guess`]) from the level's
-/// render when that scores lower at this level.
+/// render when that scores lower at this level; with the mean of the
+/// render's colours over the counted pixels, the chart's colour pivot
+/// ([`Chart::with_color_pivot`]).
 fn better_color(
     problem: &mut ViewProblem<'_>,
     reference: &Reference<'_>,
     level: &Level,
     level_reference: &ReferenceFrame,
     current: &ViewState,
-) -> Result<ColorCorrection, AlignError> {
+) -> Result<(ColorCorrection, [f64; 3]), AlignError> {
     let camera = level.camera(&current.camera);
     let plain = ViewState {
         camera: camera.clone(),
@@ -551,11 +585,21 @@ fn better_color(
         guessed.loss,
         now.loss
     );
-    Ok(if guessed.loss < now.loss {
+    let counted: Vec<&[f32; 4]> = render
+        .pixels
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| mask.as_ref().is_none_or(|m| m.counts[*i]))
+        .map(|(_, p)| p)
+        .collect();
+    let n = counted.len().max(1) as f64;
+    let mean = std::array::from_fn(|c| counted.iter().map(|p| f64::from(p[c])).sum::<f64>() / n);
+    let color = if guessed.loss < now.loss {
         guess
     } else {
         current.color
-    })
+    };
+    Ok((color, mean))
 }
 
 /// Matching steps at most, and the step below which matching stops: a

@@ -11,7 +11,8 @@
 //! Both views' cameras are put off by 3° about a skew axis and 3% of the
 //! object's distance (then 10° and 10%), and the frames are re-recorded
 //! with a gain of 0.85 and an offset of +0.04. Align must bring the
-//! rotation within 0.1° and the centre within 0.5% of the distance; a fit
+//! rotation within 0.1° and the centre within 0.5% of the distance, and
+//! the gain and offset within 0.01; a fit
 //! of the aligned scene must recover the material within 0.02 of median
 //! |Δ log10 E| and 1 point of v0 error of a fit with the true cameras.
 
@@ -116,6 +117,16 @@ fn check_cameras(truth: &Scene, aligned: &Scene, label: &str) {
             t.name
         );
         assert!(shift < 0.5, "{label} {}: centre off by {shift}%", t.name);
+        for c in 0..3 {
+            assert!(
+                (a.color_correction.gain[c] - GAIN).abs() < 0.01
+                    && (a.color_correction.offset[c] - OFFSET).abs() < 0.01,
+                "{label} {}: colour {:?} {:?}",
+                t.name,
+                a.color_correction.gain,
+                a.color_correction.offset
+            );
+        }
     }
 }
 
