@@ -13,7 +13,7 @@
 //! where the object is in the image, only on what the image shows, and the
 //! silhouette's guess ([`super::silhouette`]) has framed it as the
 //! recording does. Quantile pairs where the recording may have clipped
-//! (within [`CLIP_MARGIN`] of 0 or 1) say nothing about the line and are
+//! (within 0.01 of 0 or 1) say nothing about the line and are
 //! left out. The caller keeps the guess only when it lowers the loss
 //! ([`super::view_align`]); L-BFGS then refines it with the pose.
 
