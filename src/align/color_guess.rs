@@ -136,24 +136,34 @@ mod tests {
         }
     }
 
-    #[test]
-    fn recovers_a_gain_and_offset_past_the_clipped_pixels() {
-        let render: Vec<[f32; 4]> = (0..400)
+    /// 400 pixels, each channel a ramp over [0, 1] or part of it.
+    fn ramps() -> Vec<[f32; 4]> {
+        (0..400)
             .map(|i| {
                 let t = i as f32 / 399.0;
                 [t, 0.5 * t + 0.3, 1.0 - t, 1.0]
             })
-            .collect();
-        let gain = [0.85, 1.2, 0.7];
-        let offset = [0.04, -0.1, 0.2];
-        let reference: Vec<[f32; 4]> = render
+            .collect()
+    }
+
+    /// `render` as a camera with `gain` and `offset` records it (clipped).
+    fn recorded(render: &[[f32; 4]], gain: [f32; 3], offset: [f32; 3]) -> Vec<[f32; 4]> {
+        render
             .iter()
             .map(|p| {
                 let v: [f32; 3] =
                     std::array::from_fn(|c| (gain[c] * p[c] + offset[c]).clamp(0.0, 1.0));
                 [v[0], v[1], v[2], 1.0]
             })
-            .collect();
+            .collect()
+    }
+
+    #[test]
+    fn recovers_a_gain_and_offset_past_the_clipped_pixels() {
+        let render = ramps();
+        let gain = [0.85, 1.2, 0.7];
+        let offset = [0.04, -0.1, 0.2];
+        let reference = recorded(&render, gain, offset);
         let g = color_guess(&frame(render), &frame(reference), None);
         for c in 0..3 {
             assert!((g.gain[c] - gain[c]).abs() < 1e-4, "{g:?}");
@@ -197,19 +207,8 @@ mod tests {
 
     #[test]
     fn the_pixel_regression_recovers_an_aligned_line() {
-        let render: Vec<[f32; 4]> = (0..400)
-            .map(|i| {
-                let t = i as f32 / 399.0;
-                [t, 0.5 * t + 0.3, 1.0 - t, 1.0]
-            })
-            .collect();
-        let reference: Vec<[f32; 4]> = render
-            .iter()
-            .map(|p| {
-                let v: [f32; 3] = std::array::from_fn(|c| (0.85 * p[c] + 0.04).clamp(0.0, 1.0));
-                [v[0], v[1], v[2], 1.0]
-            })
-            .collect();
+        let render = ramps();
+        let reference = recorded(&render, [0.85; 3], [0.04; 3]);
         let g = color_regression(&frame(render), &frame(reference), None);
         for c in 0..3 {
             assert!((g.gain[c] - 0.85).abs() < 1e-4, "{g:?}");

@@ -326,17 +326,18 @@ pub fn align_view(
             let loss = problem.evaluate(&state, &full_reference, false)?.loss;
             let kept = loss.is_finite() && loss < first.loss;
             let distance = (centroid - start.camera.position().as_dvec3()).length();
+            let turned = rotation_angle_degrees(&start.camera, &state.camera);
             log::debug!(
                 "align: silhouette guess after {} steps: {:.2}°, loss {:.5} (start {:.5}), {}",
                 made,
-                rotation_angle_degrees(&start.camera, &state.camera),
+                turned,
                 loss,
                 first.loss,
                 if kept { "kept" } else { "dropped" }
             );
             guess = Some(SilhouetteGuess {
                 steps: made,
-                rotation_degrees: rotation_angle_degrees(&start.camera, &state.camera),
+                rotation_degrees: turned,
                 centre_shift_percent: 100.0
                     * f64::from((state.camera.position() - start.camera.position()).length())
                     / distance,
