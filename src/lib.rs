@@ -24,4 +24,5 @@ pub mod reference;
 pub mod report;
 pub mod scene;
 pub mod splat;
+pub mod stop;
 pub mod synth;

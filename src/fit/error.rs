@@ -14,7 +14,7 @@ use crate::splat::SplatError;
 /// Why a fit problem cannot be built or evaluated.
 #[derive(Debug, Error)]
 pub enum FitError {
-    /// The caller asked the fit to stop ([`super::fitter::StopSignal`]);
+    /// The caller asked the fit to stop ([`crate::stop::StopSignal`]);
     /// nothing is wrong.
     #[error("stopped at the caller's request")]
     Stopped,

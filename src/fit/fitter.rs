@@ -30,6 +30,7 @@ use super::scan::{run_scan, ScanPlan, ScanState};
 use crate::gpu::GpuContext;
 use crate::mpm::{GradientFlow, MpmError};
 use crate::scene::{FitStage, Scene};
+pub use crate::stop::StopSignal;
 
 /// Halvings of the rate a step may need before the fit gives up.
 pub const MAX_REJECTIONS: u32 = 8;
@@ -362,31 +363,6 @@ pub enum Control {
     Continue,
     /// Stop after this iteration (Ctrl-C): the state is consistent.
     Stop,
-}
-
-/// A request to stop a fit, shared with whoever may ask (a Ctrl-C
-/// handler): the fit polls it at every evaluation of the problem
-/// ([`crate::fit::FitProblem::set_stop`]), not only between iterations, so
-/// that a stop asked during a long first evaluation or a line search is
-/// honoured at the next safe point rather than an iteration later.
-#[derive(Clone, Debug, Default)]
-pub struct StopSignal(std::sync::Arc<std::sync::atomic::AtomicBool>);
-
-impl StopSignal {
-    /// A signal not yet raised.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Asks the fit to stop at its next safe point.
-    pub fn raise(&self) {
-        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
-    }
-
-    /// Whether a stop was asked.
-    pub fn raised(&self) -> bool {
-        self.0.load(std::sync::atomic::Ordering::SeqCst)
-    }
 }
 
 /// Progress, checkpoints and interruption, outside the library loop.

@@ -124,7 +124,7 @@ pub struct FitProblem {
     profiler: Profiler,
     velocity_tv_weight: f64,
     /// Polled before each rollout ([`FitProblem::set_stop`]).
-    stop: Option<super::fitter::StopSignal>,
+    stop: Option<crate::stop::StopSignal>,
 }
 
 impl FitProblem {
@@ -357,7 +357,7 @@ impl FitProblem {
     /// [`FitError::Stopped`] once `stop` is raised: the problem's calls are
     /// the fit's safe points, since nothing of the fit's state changes
     /// inside them.
-    pub fn set_stop(&mut self, stop: super::fitter::StopSignal) {
+    pub fn set_stop(&mut self, stop: crate::stop::StopSignal) {
         self.stop = Some(stop);
     }
 
