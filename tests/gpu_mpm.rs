@@ -21,6 +21,8 @@ mod bench_mpm;
 mod chain_vs_twin;
 #[path = "gpu_mpm/deform.rs"]
 mod deform;
+#[path = "gpu_mpm/discretisation_scan.rs"]
+mod discretisation_scan;
 #[path = "gpu_mpm/fill.rs"]
 mod fill;
 #[path = "gpu_mpm/fit_cli.rs"]

@@ -6,7 +6,7 @@
 use image::RgbImage;
 use plotters::backend::BitMapBackend;
 use plotters::chart::ChartContext;
-use plotters::coord::types::RangedCoordf64;
+use plotters::coord::combinators::BindKeyPoints;
 use plotters::element::{Circle, Rectangle};
 use plotters::prelude::{
     Cartesian2d, ChartBuilder, DashedLineSeries, IntoFont, IntoLogRange, LineSeries, RGBColor,
@@ -166,14 +166,15 @@ fn rgb(colour: [u8; 3]) -> RGBColor {
 /// `chart`, curve `k` in [`curve_colour`]`(k)`, with a dot where a curve
 /// has a single point (a line of one point draws nothing); with `labels`,
 /// each curve gets its legend entry.
-fn draw_curves<'a, Y>(
-    chart: &mut ChartContext<'a, BitMapBackend<'a>, Cartesian2d<RangedCoordf64, Y>>,
+fn draw_curves<'a, X, Y>(
+    chart: &mut ChartContext<'a, BitMapBackend<'a>, Cartesian2d<X, Y>>,
     (lo, hi): (f64, f64),
     series: &[Vec<(f64, f64)>],
     boundaries: &[f64],
     labels: Option<&[&str]>,
 ) -> Result<(), DrawError>
 where
+    X: Ranged<ValueType = f64>,
     Y: Ranged<ValueType = f64>,
 {
     for x in boundaries {
@@ -202,6 +203,62 @@ where
     Ok(())
 }
 
+/// The iterations labelled on the x axis: whole numbers only (a few
+/// iterations must not read `0 0 1 2 2 3`, as plotters' default ten labels
+/// at 0.5 apart print), every `step` of 1, 2 or 5 × 10^k so that at most
+/// about a dozen are labelled. Its length is the label count plotters is
+/// given, so that its own choice of round steps is no finer than 1.
+fn iteration_ticks(x_end: f64) -> Vec<f64> {
+    let span = x_end.max(1.0);
+    let mut step = 1.0;
+    'found: for decade in [1.0, 10.0, 100.0, 1000.0, 10000.0] {
+        for m in [1.0, 2.0, 5.0] {
+            step = m * decade;
+            if span / step <= 12.0 {
+                break 'found;
+            }
+        }
+    }
+    let count = (span / step).floor() as usize;
+    (0..=count).map(|k| k as f64 * step).collect()
+}
+
+/// The losses labelled on the log axis: 1, 2 and 5 × 10^k inside
+/// `lo..hi` (every mantissa 1–9 when fewer than four of those fall inside,
+/// as in a range within one decade, and the ends too when even those are
+/// fewer than three), so that every decade the curves reach has labels,
+/// not only those above 0.1.
+fn loss_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let ticks = |mantissas: &[f64]| -> Vec<f64> {
+        let (first, last) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
+        (first..=last)
+            // m / 10^−e rather than m · 10^e: 3 / 100 is 0.03 to the last
+            // bit, 3 · 0.01 is not.
+            .flat_map(|e| {
+                mantissas.iter().map(move |m| {
+                    if e < 0 {
+                        m / 10f64.powi(-e)
+                    } else {
+                        m * 10f64.powi(e)
+                    }
+                })
+            })
+            .filter(|v| (lo..=hi).contains(v))
+            .collect()
+    };
+    let coarse = ticks(&[1.0, 2.0, 5.0]);
+    if coarse.len() >= 4 {
+        return coarse;
+    }
+    let mut fine = ticks(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0]);
+    if fine.len() < 3 {
+        // A range inside one step of those: label its ends as well.
+        fine.insert(0, lo);
+        fine.push(hi);
+    }
+    fine
+}
+
 /// `v` with two significant digits in plain decimals (0.20, 0.0035, 12).
 fn two_significant(v: f64) -> String {
     if !(v.is_finite() && v > 0.0) {
@@ -224,13 +281,14 @@ fn draw_loss_panel(
         .margin(12)
         .x_label_area_size(28)
         .y_label_area_size(72)
-        .build_cartesian_2d(0.0..x_end, (lo..hi).log_scale())?;
+        .build_cartesian_2d(
+            0.0..x_end,
+            (lo..hi).log_scale().with_key_points(loss_ticks(lo, hi)),
+        )?;
     chart
         .configure_mesh()
         .y_desc("loss (log scale)")
-        // Enough key points that a range inside one decade (the usual
-        // case) gets labels at 1, 2, …, 9 × 10^k, not just at 10^k.
-        .y_labels(24)
+        .x_labels(iteration_ticks(x_end).len())
         .x_label_formatter(&|v| format!("{v:.0}"))
         .y_label_formatter(&|v| two_significant(*v))
         .label_style((FONT_FAMILY, 13))
@@ -265,10 +323,43 @@ fn draw_psnr_panel(
         .configure_mesh()
         .x_desc("iteration (stages end to end)")
         .y_desc("PSNR (dB)")
+        .x_labels(iteration_ticks(x_end).len())
         .x_label_formatter(&|v| format!("{v:.0}"))
         .label_style((FONT_FAMILY, 13))
         .axis_desc_style((FONT_FAMILY, 14))
         .draw()?;
     draw_curves(&mut chart, (lo, hi), series, boundaries, None)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{iteration_ticks, loss_ticks};
+
+    #[test]
+    fn few_iterations_are_labelled_once_each_and_whole() {
+        assert_eq!(iteration_ticks(5.0), vec![0.0, 1.0, 2.0, 3.0, 4.0, 5.0]);
+        assert_eq!(iteration_ticks(1.0), vec![0.0, 1.0]);
+        let many = iteration_ticks(137.0);
+        assert!(many.len() <= 13, "{many:?}");
+        assert!(many.iter().all(|v| v.fract() == 0.0));
+        assert!(many.windows(2).all(|w| w[1] > w[0]));
+    }
+
+    #[test]
+    fn every_decade_the_losses_reach_is_labelled() {
+        // The demo's losses: 0.7 at the scan's start down to 0.015.
+        let ticks = loss_ticks(0.015, 0.85);
+        for wanted in [0.02, 0.05, 0.1, 0.2, 0.5] {
+            assert!(
+                ticks.iter().any(|t| (t - wanted).abs() < 1e-12),
+                "{wanted} not in {ticks:?}"
+            );
+        }
+        // Within one decade: every mantissa.
+        let narrow = loss_ticks(0.021, 0.048);
+        assert_eq!(narrow, vec![0.021, 0.03, 0.04, 0.048], "{narrow:?}");
+        let wide = loss_ticks(0.021, 0.095);
+        assert!(wide.len() >= 4 && wide.contains(&0.05), "{wide:?}");
+    }
 }
