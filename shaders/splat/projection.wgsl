@@ -32,11 +32,11 @@ fn quat_to_rotmat(q: vec4<f32>) -> mat3x3<f32> {
 }
 
 fn world_to_camera_rotation(u: RasterUniforms) -> mat3x3<f32> {
-    return transpose(mat3x3<f32>(u.world_to_camera_0.xyz, u.world_to_camera_1.xyz, u.world_to_camera_2.xyz));
+    return transpose(mat3x3<f32>(u.world_to_camera[0].xyz, u.world_to_camera[1].xyz, u.world_to_camera[2].xyz));
 }
 
 fn world_to_camera_translation(u: RasterUniforms) -> vec3<f32> {
-    return vec3<f32>(u.world_to_camera_0.w, u.world_to_camera_1.w, u.world_to_camera_2.w);
+    return vec3<f32>(u.world_to_camera[0].w, u.world_to_camera[1].w, u.world_to_camera[2].w);
 }
 
 // Projection Jacobian at camera-frame point p, with the x/z, y/z clamp.

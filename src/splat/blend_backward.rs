@@ -4,7 +4,8 @@
 //! workgroup memory, then one global atomic add per splat and component per batch
 //! of 256 splats (f32 atomics in the context's mode: native or CAS).
 
-use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
+use crate::gpu::binding_table::named_buffers;
+use crate::gpu::{Binding, ComputeKernel, GpuBuffer, GpuContext, GpuError, KernelSpec};
 
 /// Floats per splat in the 2D gradient buffer: mean x, y; conic a, b, c;
 /// opacity; red, green, blue.
@@ -36,25 +37,26 @@ pub struct BlendBackward {
 }
 
 impl BlendBackward {
+    /// Entry point `main` of shaders/splat/blend_backward.wgsl and its bindings.
+    pub const SPEC: KernelSpec = KernelSpec {
+        shader: "splat/blend_backward",
+        entry: "main",
+        bindings: &[
+            Binding::uniform("u", 0),
+            Binding::read("projected", 1),
+            Binding::read("splat_ids", 2),
+            Binding::read("ranges", 3),
+            Binding::read("image", 4),
+            Binding::read("last_index", 5),
+            Binding::read("grad_image", 6),
+            Binding::read_write("grad_2d", 7),
+        ],
+    };
+
     /// Compiles the kernel for the context's atomic mode.
     pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
-        use BindingKind::*;
         Ok(Self {
-            kernel: ComputeKernel::new(
-                ctx,
-                "splat/blend_backward",
-                "main",
-                &[
-                    Uniform,
-                    StorageRead,
-                    StorageRead,
-                    StorageRead,
-                    StorageRead,
-                    StorageRead,
-                    StorageRead,
-                    StorageReadWrite,
-                ],
-            )?,
+            kernel: ComputeKernel::new(ctx, &Self::SPEC)?,
         })
     }
 
@@ -68,8 +70,8 @@ impl BlendBackward {
     ) {
         let bg = self.kernel.bind(
             ctx,
-            &[
-                b.uniforms,
+            &named_buffers![
+                b.uniforms => "u",
                 b.projected,
                 b.splat_ids,
                 b.ranges,

@@ -5,7 +5,8 @@
 //! is how gsplat differentiates its view matrix, and what `physfit align`
 //! fits a view's camera with. The splats are held fixed.
 
-use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
+use crate::gpu::binding_table::named_buffers;
+use crate::gpu::{Binding, ComputeKernel, GpuBuffer, GpuContext, GpuError, KernelSpec};
 
 /// Floats per splat in the kernel's output: dL/dW row-major (9), dL/dt (3),
 /// dL/dfx, dL/dfy, dL/dcx, dL/dcy.
@@ -84,14 +85,26 @@ pub struct CameraBackward {
 }
 
 impl CameraBackward {
+    /// Entry point `main` of shaders/splat/camera_backward.wgsl and its bindings.
+    pub const SPEC: KernelSpec = KernelSpec {
+        shader: "splat/camera_backward",
+        entry: "main",
+        bindings: &[
+            Binding::uniform("u", 0),
+            Binding::read("means", 1),
+            Binding::read("rotations", 2),
+            Binding::read("log_scales", 3),
+            Binding::read("sh", 4),
+            Binding::read("tile_rects", 5),
+            Binding::read("grad_2d", 6),
+            Binding::read_write("grad_camera", 7),
+        ],
+    };
+
     /// Compiles the kernel.
     pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
-        use BindingKind::*;
-        let mut bindings = vec![Uniform];
-        bindings.extend([StorageRead; 6]);
-        bindings.push(StorageReadWrite);
         Ok(Self {
-            kernel: ComputeKernel::new(ctx, "splat/camera_backward", "main", &bindings)?,
+            kernel: ComputeKernel::new(ctx, &Self::SPEC)?,
         })
     }
 
@@ -105,8 +118,8 @@ impl CameraBackward {
     ) {
         let bg = self.kernel.bind(
             ctx,
-            &[
-                b.uniforms,
+            &named_buffers![
+                b.uniforms => "u",
                 b.means,
                 b.rotations,
                 b.log_scales,

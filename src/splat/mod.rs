@@ -72,6 +72,7 @@
 
 pub mod blend;
 pub mod blend_backward;
+mod buffer_growth;
 pub mod camera_backward;
 pub mod error;
 pub mod intersect_tiles;
@@ -96,6 +97,7 @@ use crate::scene::Camera;
 
 use blend::{Blend, BlendBuffers};
 use blend_backward::{BlendBackward, BlendBackwardBuffers, GRAD_2D_STRIDE};
+use buffer_growth::{grown_u32, reserve};
 use camera_backward::{CameraBackward, CameraBackwardBuffers, CAMERA_GRADIENT_STRIDE};
 use intersect_tiles::{IntersectTiles, IntersectTilesBuffers};
 use project::{Project, ProjectBuffers};
@@ -103,7 +105,7 @@ use project_backward::{ProjectBackward, ProjectBackwardBuffers};
 use stage_recorder::StageRecorder;
 use tile_ranges::{TileRanges, TileRangesBuffers};
 use uniforms::RasterUniforms;
-use workspace::{grown_u32, reserve, Workspace};
+use workspace::Workspace;
 
 /// A rendered frame: its size and intersection count, and which render of
 /// which [`Rasterizer`] it is. The image and everything the backward pass

@@ -2,7 +2,8 @@
 //! thread per splat, from the 2D gradients of the blend to the parameters
 //! (means, raw quaternions, log-scales, opacity logits, SH coefficients).
 
-use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
+use crate::gpu::binding_table::named_buffers;
+use crate::gpu::{Binding, ComputeKernel, GpuBuffer, GpuContext, GpuError, KernelSpec};
 
 /// Buffers of one dispatch, named.
 pub struct ProjectBackwardBuffers<'a> {
@@ -40,14 +41,31 @@ pub struct ProjectBackward {
 }
 
 impl ProjectBackward {
+    /// Entry point `main` of shaders/splat/project_backward.wgsl and its bindings.
+    pub const SPEC: KernelSpec = KernelSpec {
+        shader: "splat/project_backward",
+        entry: "main",
+        bindings: &[
+            Binding::uniform("u", 0),
+            Binding::read("means", 1),
+            Binding::read("rotations", 2),
+            Binding::read("log_scales", 3),
+            Binding::read("opacity_logits", 4),
+            Binding::read("sh", 5),
+            Binding::read("tile_rects", 6),
+            Binding::read("grad_2d", 7),
+            Binding::read_write("grad_means", 8),
+            Binding::read_write("grad_rotations", 9),
+            Binding::read_write("grad_log_scales", 10),
+            Binding::read_write("grad_opacity_logits", 11),
+            Binding::read_write("grad_sh", 12),
+        ],
+    };
+
     /// Compiles the kernel.
     pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
-        use BindingKind::*;
-        let mut bindings = vec![Uniform];
-        bindings.extend([StorageRead; 7]);
-        bindings.extend([StorageReadWrite; 5]);
         Ok(Self {
-            kernel: ComputeKernel::new(ctx, "splat/project_backward", "main", &bindings)?,
+            kernel: ComputeKernel::new(ctx, &Self::SPEC)?,
         })
     }
 
@@ -61,8 +79,8 @@ impl ProjectBackward {
     ) {
         let bg = self.kernel.bind(
             ctx,
-            &[
-                b.uniforms,
+            &named_buffers![
+                b.uniforms => "u",
                 b.means,
                 b.rotations,
                 b.log_scales,
