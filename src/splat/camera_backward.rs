@@ -94,10 +94,10 @@ impl CameraBackward {
             Binding::read("means", 1),
             Binding::read("rotations", 2),
             Binding::read("log_scales", 3),
-            Binding::read("sh", 4),
-            Binding::read("tile_rects", 5),
-            Binding::read("grad_2d", 6),
-            Binding::read_write("grad_camera", 7),
+            Binding::read("sh", 5),
+            Binding::read("tile_rects", 6),
+            Binding::read("grad_2d", 7),
+            Binding::read_write("grad_camera", 8),
         ],
     };
 
