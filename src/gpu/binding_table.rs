@@ -90,6 +90,28 @@ pub struct KernelSpec {
     pub bindings: &'static [Binding],
 }
 
+/// The rows of `a`, then those of `b`, as one table of `N` rows: for an
+/// entry point that binds what another binds and more, or for rows that a
+/// WGSL file several kernels import declares once.
+pub const fn concat_bindings<const N: usize>(a: &[Binding], b: &[Binding]) -> [Binding; N] {
+    assert!(
+        a.len() + b.len() == N,
+        "concat_bindings: N is not the rows' count"
+    );
+    let mut out = [Binding::uniform("", 0); N];
+    let mut i = 0;
+    while i < a.len() {
+        out[i] = a[i];
+        i += 1;
+    }
+    let mut j = 0;
+    while j < b.len() {
+        out[a.len() + j] = b[j];
+        j += 1;
+    }
+    out
+}
+
 /// A buffer bound by the name of the WGSL variable it binds to.
 pub type NamedBuffer<'a> = (&'static str, &'a GpuBuffer);
 

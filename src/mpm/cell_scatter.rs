@@ -8,7 +8,7 @@
 //! [`super::p2g_adjoint`], `main_cells`).
 
 use super::p2g_bin::CellLists;
-use crate::gpu::binding_table::named_buffers;
+use crate::gpu::binding_table::{concat_bindings, named_buffers};
 use crate::gpu::{
     Binding, ComputeKernel, GpuBuffer, GpuContext, GpuError, KernelSpec, NamedBuffer,
 };
@@ -32,17 +32,17 @@ impl<'a> CellScatterBuffers<'a> {
     /// The buffers by name: what the bind group binds, and the
     /// simulator's bind-group cache key ([`super::bind_group_cache`]).
     pub fn by_name(&self) -> [NamedBuffer<'a>; 7] {
-        let [node_box, cell_head, particle_next] = self.lists.by_name();
         let [params, state, youngs, nodes] =
             named_buffers![self.uniforms => "params", self.state, self.youngs, self.nodes];
+        let [node_box, cell_head, particle_next] = self.lists.by_name();
         [
             params,
-            node_box,
             state,
             youngs,
+            nodes,
+            node_box,
             cell_head,
             particle_next,
-            nodes,
         ]
     }
 }
@@ -57,15 +57,15 @@ impl CellScatter {
     pub const SPEC: KernelSpec = KernelSpec {
         shader: "mpm/cell_scatter",
         entry: "p2g",
-        bindings: &[
-            Binding::uniform("params", 0),
-            Binding::read("node_box", 1),
-            Binding::read("state", 2),
-            Binding::read("youngs", 3),
-            Binding::read("cell_head", 4),
-            Binding::read("particle_next", 5),
-            Binding::read_write("nodes", 6),
-        ],
+        bindings: &concat_bindings::<7>(
+            &[
+                Binding::uniform("params", 0),
+                Binding::read("state", 2),
+                Binding::read("youngs", 3),
+                Binding::read_write("nodes", 6),
+            ],
+            &CellLists::BINDINGS,
+        ),
     };
 
     /// Compiles the kernel for this context's atomic mode.

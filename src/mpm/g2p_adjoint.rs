@@ -7,7 +7,7 @@
 //! [`super::p2g_adjoint`].
 
 use super::p2g_bin::CellLists;
-use crate::gpu::binding_table::named_buffers;
+use crate::gpu::binding_table::{concat_bindings, named_buffers};
 use crate::gpu::{
     Binding, ComputeKernel, GpuBuffer, GpuContext, GpuError, KernelSpec, NamedBuffer,
 };
@@ -66,33 +66,28 @@ pub struct G2pAdjoint {
 }
 
 impl G2pAdjoint {
-    /// Entry point `main` of shaders/mpm/g2p_adjoint.wgsl and its bindings.
+    /// The bindings of `main`.
+    const MAIN_BINDINGS: [Binding; 5] = [
+        Binding::uniform("params", 0),
+        Binding::read("state", 1),
+        Binding::read("anchored", 2),
+        Binding::read("state_grad_next", 3),
+        Binding::read_write("grid_velocity_grad", 4),
+    ];
+
+    /// Entry point `main` of shaders/mpm/g2p_adjoint.wgsl.
     pub const MAIN: KernelSpec = KernelSpec {
         shader: "mpm/g2p_adjoint",
         entry: "main",
-        bindings: &[
-            Binding::uniform("params", 0),
-            Binding::read("state", 1),
-            Binding::read("anchored", 2),
-            Binding::read("state_grad_next", 3),
-            Binding::read_write("grid_velocity_grad", 4),
-        ],
+        bindings: &Self::MAIN_BINDINGS,
     };
 
-    /// Entry point `main_cells` of shaders/mpm/g2p_adjoint.wgsl and its bindings.
+    /// Entry point `main_cells` of shaders/mpm/g2p_adjoint.wgsl: the bindings of
+    /// `main` and the cell lists.
     pub const MAIN_CELLS: KernelSpec = KernelSpec {
         shader: "mpm/g2p_adjoint",
         entry: "main_cells",
-        bindings: &[
-            Binding::uniform("params", 0),
-            Binding::read("state", 1),
-            Binding::read("anchored", 2),
-            Binding::read("state_grad_next", 3),
-            Binding::read_write("grid_velocity_grad", 4),
-            Binding::read("node_box", 5),
-            Binding::read("cell_head", 6),
-            Binding::read("particle_next", 7),
-        ],
+        bindings: &concat_bindings::<8>(&Self::MAIN_BINDINGS, &CellLists::BINDINGS),
     };
 
     /// Compiles both entry points for this context's atomic mode.

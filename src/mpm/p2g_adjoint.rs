@@ -8,7 +8,7 @@
 //! gathering them per particle (why: the shader's header).
 
 use super::p2g_bin::CellLists;
-use crate::gpu::binding_table::named_buffers;
+use crate::gpu::binding_table::{concat_bindings, named_buffers};
 use crate::gpu::{
     Binding, ComputeKernel, GpuBuffer, GpuContext, GpuError, KernelSpec, NamedBuffer,
 };
@@ -83,43 +83,33 @@ pub struct P2gAdjoint {
 }
 
 impl P2gAdjoint {
-    /// Entry point `main` of shaders/mpm/p2g_adjoint.wgsl and its bindings.
+    /// The bindings of `main`.
+    const MAIN_BINDINGS: [Binding; 10] = [
+        Binding::uniform("params", 0),
+        Binding::read("state", 1),
+        Binding::read("state_next", 2),
+        Binding::read("youngs", 3),
+        Binding::read("anchored", 4),
+        Binding::read("state_grad_next", 5),
+        Binding::read("grid_grad", 6),
+        Binding::read("grid_velocity", 7),
+        Binding::read_write("state_grad", 8),
+        Binding::read_write("youngs_grad", 9),
+    ];
+
+    /// Entry point `main` of shaders/mpm/p2g_adjoint.wgsl.
     pub const MAIN: KernelSpec = KernelSpec {
         shader: "mpm/p2g_adjoint",
         entry: "main",
-        bindings: &[
-            Binding::uniform("params", 0),
-            Binding::read("state", 1),
-            Binding::read("state_next", 2),
-            Binding::read("youngs", 3),
-            Binding::read("anchored", 4),
-            Binding::read("state_grad_next", 5),
-            Binding::read("grid_grad", 6),
-            Binding::read("grid_velocity", 7),
-            Binding::read_write("state_grad", 8),
-            Binding::read_write("youngs_grad", 9),
-        ],
+        bindings: &Self::MAIN_BINDINGS,
     };
 
-    /// Entry point `main_cells` of shaders/mpm/p2g_adjoint.wgsl and its bindings.
+    /// Entry point `main_cells` of shaders/mpm/p2g_adjoint.wgsl: the bindings of
+    /// `main` and the cell lists.
     pub const MAIN_CELLS: KernelSpec = KernelSpec {
         shader: "mpm/p2g_adjoint",
         entry: "main_cells",
-        bindings: &[
-            Binding::uniform("params", 0),
-            Binding::read("state", 1),
-            Binding::read("state_next", 2),
-            Binding::read("youngs", 3),
-            Binding::read("anchored", 4),
-            Binding::read("state_grad_next", 5),
-            Binding::read("grid_grad", 6),
-            Binding::read("grid_velocity", 7),
-            Binding::read_write("state_grad", 8),
-            Binding::read_write("youngs_grad", 9),
-            Binding::read("node_box", 10),
-            Binding::read("cell_head", 11),
-            Binding::read("particle_next", 12),
-        ],
+        bindings: &concat_bindings::<13>(&Self::MAIN_BINDINGS, &CellLists::BINDINGS),
     };
 
     /// Compiles both entry points.

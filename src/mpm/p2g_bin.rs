@@ -34,7 +34,16 @@ pub struct CellLists<'a> {
 }
 
 impl<'a> CellLists<'a> {
-    /// The three buffers, named as every walker declares them.
+    /// Their rows in every walker's binding table: shaders/mpm/cell_lists.wgsl
+    /// declares them once for the three walkers.
+    pub const BINDINGS: [Binding; 3] = [
+        Binding::read("node_box", 10),
+        Binding::read("cell_head", 11),
+        Binding::read("particle_next", 12),
+    ];
+
+    /// The three buffers, named as every walker declares them (at bindings
+    /// 10–12: shaders/mpm/cell_lists.wgsl).
     pub fn by_name(&self) -> [NamedBuffer<'a>; 3] {
         named_buffers![self.node_box, self.cell_head, self.particle_next]
     }
