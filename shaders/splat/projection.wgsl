@@ -1,6 +1,6 @@
 // EWA projection of one 3D Gaussian to the image (Zwicker et al. 2002, as in
 // 3DGS and gsplat "classic"), written once here and imported by project.wgsl,
-// project_backward.wgsl and camera_backward.wgsl, so that both backward
+// project_adjoint.wgsl and camera_adjoint.wgsl, so that both backward
 // passes differentiate exactly what the forward computed.
 //   Σ = R(q) S Sᵀ R(q)ᵀ,  S = diag(exp(log_scale)),  q normalised here;
 //   p = W μ + t (camera frame), Σ_c = W Σ Wᵀ;

@@ -1,6 +1,6 @@
 // A splat's colour from its SH coefficients, and the colour gradient's
-// direction term, written once for project.wgsl, project_backward.wgsl and
-// camera_backward.wgsl (splat/sh holds the basis). Reads the `sh` binding
+// direction term, written once for project.wgsl, project_adjoint.wgsl and
+// camera_adjoint.wgsl (splat/sh holds the basis). Reads the `sh` binding
 // of splat/splat_params (per splat, `coeffs_per_splat` RGB triples): naga
 // takes no storage pointers as function parameters.
 #import splat/splat_params

@@ -1,6 +1,6 @@
 // The splats' parameters and the frame's uniforms, bound at 0–5 by every
-// kernel that reads them (project.wgsl, project_backward.wgsl,
-// camera_backward.wgsl; src/splat/splat_buffers.rs documents the layouts),
+// kernel that reads them (project.wgsl, project_adjoint.wgsl,
+// camera_adjoint.wgsl; src/splat/splat_buffers.rs documents the layouts),
 // and the per-splat loads they share. Declared once here so that the three
 // kernels cannot disagree on a binding or a layout.
 #import splat/types

@@ -9,13 +9,13 @@
 //!   `splat_count + 1` counts (the last one 0, so the exclusive scan's last
 //!   entry is the total); the scan writes the offsets; `write` fills every
 //!   intersection slot below the total; `blend` writes the colour and the
-//!   last index of every pixel of the image; `project_backward` writes (or
+//!   last index of every pixel of the image; `project_adjoint` writes (or
 //!   zeroes) every gradient of every splat.
 //! - Buffers a kernel only partly writes or accumulates into are cleared in
 //!   the frame's encoder before it runs ([`wgpu::CommandEncoder::clear_buffer`],
 //!   the used prefix only): the per-tile ranges (`tile_ranges` writes only
 //!   tiles that have intersections; empty tiles must read (0, 0)) and the 2D
-//!   gradients (`blend_backward` adds to them with atomics).
+//!   gradients (`blend_adjoint` adds to them with atomics).
 //! - Capacity past the frame's counts holds stale data from earlier frames
 //!   and is never read: every kernel takes its counts (splats, intersections,
 //!   image size, tiles) from the uniforms, the sorts and the scan from their
@@ -75,11 +75,11 @@ pub(crate) struct Workspace {
     pub image: GpuBuffer,
     /// u32 per pixel: list entries walked up to the last composited splat.
     pub last_index: GpuBuffer,
-    /// 9 f32 per splat accumulated by `blend_backward` — cleared every backward.
+    /// 9 f32 per splat accumulated by `blend_adjoint` — cleared every backward.
     pub grad_2d: GpuBuffer,
-    /// Parameter gradients, overwritten by `project_backward`.
+    /// Parameter gradients, overwritten by `project_adjoint`.
     pub gradients: SplatGradients,
-    /// 16 f32 per splat of camera gradients, overwritten by `camera_backward`.
+    /// 16 f32 per splat of camera gradients, overwritten by `camera_adjoint`.
     pub grad_camera: GpuBuffer,
 }
 

@@ -49,12 +49,12 @@ fn all_kernel_specs() -> Vec<KernelSpec> {
         mpm::p2g_adjoint::P2gAdjoint::MAIN_CELLS,
         mpm::p2g_bin::P2gBin::SPEC,
         splat::blend::Blend::SPEC,
-        splat::blend_backward::BlendBackward::SPEC,
-        splat::camera_backward::CameraBackward::SPEC,
+        splat::blend_adjoint::BlendAdjoint::SPEC,
+        splat::camera_adjoint::CameraAdjoint::SPEC,
         splat::intersect_tiles::IntersectTiles::COUNT,
         splat::intersect_tiles::IntersectTiles::WRITE,
         splat::project::Project::SPEC,
-        splat::project_backward::ProjectBackward::SPEC,
+        splat::project_adjoint::ProjectAdjoint::SPEC,
         splat::tile_ranges::TileRanges::SPEC,
     ]
 }

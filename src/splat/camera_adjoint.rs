@@ -1,4 +1,4 @@
-//! Camera gradients of a frame (shaders/splat/camera_backward.wgsl): one
+//! Camera gradients of a frame (shaders/splat/camera_adjoint.wgsl): one
 //! thread per splat, from the blend's 2D gradients to that splat's share of
 //! dL/d(world-to-camera rotation, translation, focal lengths, principal
 //! point), summed over splats on the host in f64 ([`CameraGradient`]). This
@@ -60,7 +60,7 @@ impl CameraGradient {
 }
 
 /// Buffers of one dispatch, named.
-pub struct CameraBackwardBuffers<'a> {
+pub struct CameraAdjointBuffers<'a> {
     /// [`super::uniforms::RasterUniforms`] of the frame.
     pub uniforms: &'a GpuBuffer,
     /// Splat means.
@@ -73,21 +73,21 @@ pub struct CameraBackwardBuffers<'a> {
     pub sh: &'a GpuBuffer,
     /// Tile rectangles from the forward (empty = culled → zero).
     pub tile_rects: &'a GpuBuffer,
-    /// 2D gradients from [`super::blend_backward::BlendBackward`].
+    /// 2D gradients from [`super::blend_adjoint::BlendAdjoint`].
     pub grad_2d: &'a GpuBuffer,
     /// Output, [`CAMERA_GRADIENT_STRIDE`] floats per splat (overwritten).
     pub grad_camera: &'a GpuBuffer,
 }
 
 /// The camera-gradient kernel.
-pub struct CameraBackward {
+pub struct CameraAdjoint {
     kernel: ComputeKernel,
 }
 
-impl CameraBackward {
-    /// Entry point `main` of shaders/splat/camera_backward.wgsl and its bindings.
+impl CameraAdjoint {
+    /// Entry point `main` of shaders/splat/camera_adjoint.wgsl and its bindings.
     pub const SPEC: KernelSpec = KernelSpec {
-        shader: "splat/camera_backward",
+        shader: "splat/camera_adjoint",
         entry: "main",
         bindings: &[
             Binding::uniform("u", 0),
@@ -113,7 +113,7 @@ impl CameraBackward {
         &self,
         ctx: &GpuContext,
         encoder: &mut wgpu::CommandEncoder,
-        b: &CameraBackwardBuffers,
+        b: &CameraAdjointBuffers,
         count: u32,
     ) {
         let bg = self.kernel.bind(

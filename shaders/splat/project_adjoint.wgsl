@@ -1,11 +1,11 @@
 // Backward of project.wgsl, one thread per splat (no atomics: each splat's
 // gradients are written by its own thread). Recomputes the forward projection
 // (splat/projection.wgsl) and applies the chain rule from the per-splat 2D
-// gradients of blend_backward (mean₂, packed conic, opacity, colour) to the
+// gradients of blend_adjoint (mean₂, packed conic, opacity, colour) to the
 // parameters: means, raw (unnormalised) quaternions, log-scales, opacity
 // logits and SH coefficients. Culled splats (empty tile rectangle) get zero.
 //   conic, Σ₂ = J Σ_c Jᵀ, mean₂ and J(p) to dL/dp and dL/dΣ_c: shared with
-//     camera_backward.wgsl in splat/projection_adjoint.wgsl;
+//     camera_adjoint.wgsl in splat/projection_adjoint.wgsl;
 //   Σ_c = W Σ Wᵀ, p = W μ + t: dΣ = Wᵀ dΣ_c W, dμ = Wᵀ dp;
 //   Σ = M Mᵀ, M = R S: dM = 2 dΣ M, dR = dM S, ds_k = R_{:,k} · dM_{:,k};
 //   log-scale: ds · s; quaternion: ∂R/∂q, then through q/|q|;

@@ -1,5 +1,5 @@
 // Camera gradients of a rendered frame, one thread per splat: from the
-// per-splat 2D gradients of blend_backward (mean₂, packed conic, colour) to
+// per-splat 2D gradients of blend_adjoint (mean₂, packed conic, colour) to
 // the world-to-camera rotation W, translation t, focal lengths and principal
 // point (gsplat's view-matrix gradient, summed over splats on the host).
 // Splats are held fixed; the projection is recomputed as in project.wgsl.

@@ -1,4 +1,4 @@
-//! Backward projection kernel (shaders/splat/project_backward.wgsl): one
+//! Backward projection kernel (shaders/splat/project_adjoint.wgsl): one
 //! thread per splat, from the 2D gradients of the blend to the parameters
 //! (means, raw quaternions, log-scales, opacity logits, SH coefficients).
 
@@ -6,7 +6,7 @@ use crate::gpu::binding_table::named_buffers;
 use crate::gpu::{Binding, ComputeKernel, GpuBuffer, GpuContext, GpuError, KernelSpec};
 
 /// Buffers of one dispatch, named.
-pub struct ProjectBackwardBuffers<'a> {
+pub struct ProjectAdjointBuffers<'a> {
     /// [`super::uniforms::RasterUniforms`].
     pub uniforms: &'a GpuBuffer,
     /// Splat means.
@@ -21,7 +21,7 @@ pub struct ProjectBackwardBuffers<'a> {
     pub sh: &'a GpuBuffer,
     /// Tile rectangles from the forward (empty = culled → zero gradient).
     pub tile_rects: &'a GpuBuffer,
-    /// 2D gradients from [`super::blend_backward::BlendBackward`].
+    /// 2D gradients from [`super::blend_adjoint::BlendAdjoint`].
     pub grad_2d: &'a GpuBuffer,
     /// Output gradients (overwritten), layouts of [`super::SplatBuffers`].
     pub grad_means: &'a GpuBuffer,
@@ -36,14 +36,14 @@ pub struct ProjectBackwardBuffers<'a> {
 }
 
 /// The backward projection kernel.
-pub struct ProjectBackward {
+pub struct ProjectAdjoint {
     kernel: ComputeKernel,
 }
 
-impl ProjectBackward {
-    /// Entry point `main` of shaders/splat/project_backward.wgsl and its bindings.
+impl ProjectAdjoint {
+    /// Entry point `main` of shaders/splat/project_adjoint.wgsl and its bindings.
     pub const SPEC: KernelSpec = KernelSpec {
-        shader: "splat/project_backward",
+        shader: "splat/project_adjoint",
         entry: "main",
         bindings: &[
             Binding::uniform("u", 0),
@@ -74,7 +74,7 @@ impl ProjectBackward {
         &self,
         ctx: &GpuContext,
         encoder: &mut wgpu::CommandEncoder,
-        b: &ProjectBackwardBuffers,
+        b: &ProjectAdjointBuffers,
         count: u32,
     ) {
         let bg = self.kernel.bind(

@@ -1,4 +1,4 @@
-//! Backward blending kernel (shaders/splat/blend_backward.wgsl): per tile,
+//! Backward blending kernel (shaders/splat/blend_adjoint.wgsl): per tile,
 //! front-to-back replay of the forward walk (64 threads, a 2×2 pixel block
 //! each), per-splat gradients reduced in registers over the block, then in
 //! workgroup memory, then one global atomic add per splat and component per batch
@@ -12,7 +12,7 @@ use crate::gpu::{Binding, ComputeKernel, GpuBuffer, GpuContext, GpuError, Kernel
 pub const GRAD_2D_STRIDE: u32 = 9;
 
 /// Buffers of one dispatch, named.
-pub struct BlendBackwardBuffers<'a> {
+pub struct BlendAdjointBuffers<'a> {
     /// [`super::uniforms::RasterUniforms`].
     pub uniforms: &'a GpuBuffer,
     /// `ProjectedSplat` per splat (from the forward).
@@ -32,14 +32,14 @@ pub struct BlendBackwardBuffers<'a> {
 }
 
 /// The backward blending kernel.
-pub struct BlendBackward {
+pub struct BlendAdjoint {
     kernel: ComputeKernel,
 }
 
-impl BlendBackward {
-    /// Entry point `main` of shaders/splat/blend_backward.wgsl and its bindings.
+impl BlendAdjoint {
+    /// Entry point `main` of shaders/splat/blend_adjoint.wgsl and its bindings.
     pub const SPEC: KernelSpec = KernelSpec {
-        shader: "splat/blend_backward",
+        shader: "splat/blend_adjoint",
         entry: "main",
         bindings: &[
             Binding::uniform("u", 0),
@@ -65,7 +65,7 @@ impl BlendBackward {
         &self,
         ctx: &GpuContext,
         encoder: &mut wgpu::CommandEncoder,
-        b: &BlendBackwardBuffers,
+        b: &BlendAdjointBuffers,
         tiles: [u32; 2],
     ) {
         let bg = self.kernel.bind(
