@@ -21,6 +21,8 @@ mod fit_settings;
 mod frames;
 #[path = "cpu/interactions.rs"]
 mod interactions;
+#[path = "cpu/kernel_bindings.rs"]
+mod kernel_bindings;
 #[path = "cpu/lbfgs.rs"]
 mod lbfgs;
 #[path = "cpu/masks.rs"]
@@ -53,6 +55,8 @@ mod scene;
 mod scene_check;
 #[path = "cpu/truth.rs"]
 mod truth;
+#[path = "cpu/wgsl_mirrors.rs"]
+mod wgsl_mirrors;
 #[path = "cpu/wgsl_validation.rs"]
 mod wgsl_validation;
 #[path = "cpu/xsim_scene.rs"]

@@ -24,16 +24,13 @@
 #import mpm/particle_state
 #import mpm/p2g_particle
 #import mpm/cell_walk
+#import mpm/cell_lists
 
 @group(0) @binding(0) var<uniform> params: MpmParams;
-// Active box [origin xyz, dims xyz, count, 0] (grid_box.wgsl).
-@group(0) @binding(1) var<storage, read> node_box: array<u32, 8>;
 // Particle state and Young's modulus per particle.
 @group(0) @binding(2) var<storage, read> state: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> youngs: array<f32>;
-// List heads per base cell (p + 1, 0 = empty) and links per particle.
-@group(0) @binding(4) var<storage, read> cell_head: array<u32>;
-@group(0) @binding(5) var<storage, read> particle_next: array<u32>;
+// The active box and the lists: bindings 10–12, mpm/cell_lists.
 // GRID_STRIDE words per node: (m, mv).
 @group(0) @binding(6) var<storage, read_write> nodes: array<AtomicF32>;
 #atomic_f32_ops nodes
@@ -47,15 +44,12 @@ fn p2g(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgro
     }
     let res = nodes_per_axis(params);
     var window: CellWindow;
-    // At most particle_count links over the whole column: a corrupt
-    // (cyclic) list cannot hang the kernel (src/gpu/kernel.rs
-    // `physfit_runtime_checks`).
     var links = 0u;
     for (var dz = 0u; dz < walk.cells.z; dz++) {
         let base = column_cell(walk, dz);
-        var q = cell_head[node_index(vec3<i32>(base), res)];
-        for (; links < params.particle_count && q != 0u; links++) {
-            let p = q - 1u;
+        var cursor = list_start(node_index(vec3<i32>(base), res), links);
+        for (; list_has_particle(cursor, params.particle_count); cursor = list_next(cursor)) {
+            let p = list_particle(cursor);
             let o = p * STATE_QUADS;
             var state_record: array<vec4<f32>, STATE_QUADS>;
             for (var k = 0u; k < STATE_QUADS; k++) {
@@ -64,8 +58,8 @@ fn p2g(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgro
             let ps = particle_state(state_record);
             let terms = p2g_particle(ps, youngs[p], params);
             window = window_add(window, CellParticle(ps.x, terms.momentum, terms.affine), base, params.particle_mass, params);
-            q = particle_next[p];
         }
+        links = cursor.links;
         flush_plane(window, 0u, base, res);
         window = window_slide(window);
     }

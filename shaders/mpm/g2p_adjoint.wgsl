@@ -22,6 +22,7 @@
 #import mpm/particle_state
 #import mpm/stencil_node
 #import mpm/cell_walk
+#import mpm/cell_lists
 #import mpm/g2p_adjoint_particle
 
 @group(0) @binding(0) var<uniform> params: MpmParams;
@@ -30,12 +31,8 @@
 @group(0) @binding(3) var<storage, read> state_grad_next: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read_write> grid_velocity_grad: array<AtomicF32>;
 #atomic_f32_ops grid_velocity_grad
-// `main_cells` only: the active box [origin xyz, dims xyz, count, 0]
-// (grid_box.wgsl) and the substep's cell lists (heads per base cell,
-// p + 1, 0 = empty; links per particle), only read.
-@group(0) @binding(5) var<storage, read> node_box: array<u32, 8>;
-@group(0) @binding(6) var<storage, read> cell_head: array<u32>;
-@group(0) @binding(7) var<storage, read> particle_next: array<u32>;
+// `main_cells` only: the active box and the substep's cell lists, only
+// read: bindings 10–12, mpm/cell_lists.
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgroups) num_workgroups: vec3<u32>) {
@@ -80,20 +77,17 @@ fn main_cells(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_
     }
     let res = nodes_per_axis(params);
     var window: CellWindow;
-    // At most particle_count links over the whole column: a corrupt
-    // (cyclic) list cannot hang the kernel (src/gpu/kernel.rs
-    // `physfit_runtime_checks`).
     var links = 0u;
     for (var dz = 0u; dz < walk.cells.z; dz++) {
         let base = column_cell(walk, dz);
-        var q = cell_head[node_index(vec3<i32>(base), res)];
-        for (; links < params.particle_count && q != 0u; links++) {
-            let p = q - 1u;
+        var cursor = list_start(node_index(vec3<i32>(base), res), links);
+        for (; list_has_particle(cursor, params.particle_count); cursor = list_next(cursor)) {
+            let p = list_particle(cursor);
             if anchored[p] == 0u {
                 window = window_add(window, cell_particle(p), base, 0.0, params);
             }
-            q = particle_next[p];
         }
+        links = cursor.links;
         flush_plane(window, 0u, base, res);
         window = window_slide(window);
     }

@@ -23,6 +23,7 @@
 #import mpm/node_box
 #import mpm/particle_state
 #import mpm/p2g_adjoint_particle
+#import mpm/cell_lists
 
 @group(0) @binding(0) var<uniform> params: MpmParams;
 @group(0) @binding(1) var<storage, read> state: array<vec4<f32>>;
@@ -35,12 +36,8 @@
 @group(0) @binding(7) var<storage, read> grid_velocity: array<vec4<f32>>;
 @group(0) @binding(8) var<storage, read_write> state_grad: array<vec4<f32>>;
 @group(0) @binding(9) var<storage, read_write> youngs_grad: array<f32>;
-// `main_cells` only: the active box [origin xyz, dims xyz, count, 0]
-// (grid_box.wgsl) and the lists walked: heads per base cell (p + 1,
-// 0 = empty), links.
-@group(0) @binding(10) var<storage, read> node_box: array<u32, 8>;
-@group(0) @binding(11) var<storage, read> cell_head: array<u32>;
-@group(0) @binding(12) var<storage, read> particle_next: array<u32>;
+// `main_cells` only: the active box and the lists walked: bindings 10–12,
+// mpm/cell_lists.
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgroups) num_workgroups: vec3<u32>) {
@@ -131,15 +128,11 @@ fn main_cells(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_
     // Whether the window holds the nodes of the cell at z = loaded_z.
     var loaded = false;
     var loaded_z = 0u;
-    // At most particle_count links over the whole column: a corrupt
-    // (cyclic) list cannot hang the kernel (src/gpu/kernel.rs
-    // `physfit_runtime_checks`).
     var links = 0u;
     for (var dz = 0u; dz < walk.cells.z; dz++) {
         let z = walk.origin.z + dz;
-        let cell = node_index(vec3<i32>(vec3<u32>(column, z)), res);
-        var q = cell_head[cell];
-        if q == 0u {
+        var cursor = list_start(node_index(vec3<i32>(vec3<u32>(column, z)), res), links);
+        if cursor.entry == 0u {
             continue;
         }
         if loaded && loaded_z + 1u == z {
@@ -169,11 +162,10 @@ fn main_cells(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_
         }
         loaded = true;
         loaded_z = z;
-        for (; links < params.particle_count && q != 0u; links++) {
-            let p = q - 1u;
-            particle_adjoint(p, grads, velocities);
-            q = particle_next[p];
+        for (; list_has_particle(cursor, params.particle_count); cursor = list_next(cursor)) {
+            particle_adjoint(list_particle(cursor), grads, velocities);
         }
+        links = cursor.links;
     }
 }
 

@@ -8,14 +8,10 @@
 #import common/dispatch
 #import splat/types
 #import splat/sh
+#import splat/sh_color
+#import splat/splat_params
 #import splat/projection
 
-@group(0) @binding(0) var<uniform> u: RasterUniforms;
-@group(0) @binding(1) var<storage, read> means: array<f32>;
-@group(0) @binding(2) var<storage, read> rotations: array<f32>;
-@group(0) @binding(3) var<storage, read> log_scales: array<f32>;
-@group(0) @binding(4) var<storage, read> opacity_logits: array<f32>;
-@group(0) @binding(5) var<storage, read> sh: array<f32>;
 @group(0) @binding(6) var<storage, read_write> projected: array<ProjectedSplat>;
 @group(0) @binding(7) var<storage, read_write> tile_rects: array<vec4<u32>>;
 @group(0) @binding(8) var<storage, read_write> depth_keys: array<u32>;
@@ -34,9 +30,9 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
         return;
     }
     depth_order[i] = i;
-    let mean = vec3<f32>(means[3u * i], means[3u * i + 1u], means[3u * i + 2u]);
-    let quat = vec4<f32>(rotations[4u * i], rotations[4u * i + 1u], rotations[4u * i + 2u], rotations[4u * i + 3u]);
-    let log_scale = vec3<f32>(log_scales[3u * i], log_scales[3u * i + 1u], log_scales[3u * i + 2u]);
+    let mean = splat_mean(i);
+    let quat = splat_quaternion(i);
+    let log_scale = splat_log_scale(i);
     let logit = opacity_logits[i];
     let quat_norm2 = dot(quat, quat);
     if !(is_finite_vec3(mean) && is_finite_f32(quat_norm2) && quat_norm2 > 0.0 && is_finite_vec3(log_scale) && is_finite_f32(logit)) {
@@ -49,27 +45,16 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
         cull(i);
         return;
     }
-    let rot = quat_to_rotmat(quat * inverseSqrt(quat_norm2));
-    let s = exp(log_scale);
-    let m = mat3x3<f32>(rot[0] * s.x, rot[1] * s.y, rot[2] * s.z);
-    let cov_world = m * transpose(m);
-    let cov_camera = w2c * cov_world * transpose(w2c);
-    let jac = projection_jacobian(u, p);
-    let cov2 = jac * cov_camera * transpose(jac);
-    let cov2d = vec3<f32>(cov2[0][0] + DILATION, cov2[0][1], cov2[1][1] + DILATION);
-    let det = cov2d.x * cov2d.z - cov2d.y * cov2d.y;
-    let conic = vec3<f32>(cov2d.z, -cov2d.y, cov2d.x) / det;
+    let ewa = ewa_covariance(u, w2c, p, quat * inverseSqrt(quat_norm2), log_scale);
+    let cov2d = ewa.cov2d;
+    let det = ewa.det;
+    let conic = ewa.conic;
     let mean2d = vec2<f32>(u.focal.x * p.x / p.z + u.principal.x, u.focal.y * p.y / p.z + u.principal.y);
     let opacity = 1.0 / (1.0 + exp(-logit));
 
     let dir = normalize(mean - u.camera_position.xyz);
     let basis = sh_basis(dir);
-    let k = u.coeffs_per_splat;
-    var color = vec3<f32>(0.5);
-    for (var c = 0u; c < k; c++) {
-        let o = 3u * (i * k + c);
-        color += basis[c] * vec3<f32>(sh[o], sh[o + 1u], sh[o + 2u]);
-    }
+    var color = sh_raw_color(i, u.coeffs_per_splat, basis);
     // Checked before the clamp: max(NaN, 0) may be 0 (WGSL leaves it open).
     let color_finite = is_finite_vec3(color);
     color = max(color, vec3<f32>(0.0));

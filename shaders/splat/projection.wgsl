@@ -1,6 +1,7 @@
 // EWA projection of one 3D Gaussian to the image (Zwicker et al. 2002, as in
-// 3DGS and gsplat "classic"), shared by project.wgsl and project_backward.wgsl
-// so the backward pass differentiates exactly what the forward computed.
+// 3DGS and gsplat "classic"), written once here and imported by project.wgsl,
+// project_adjoint.wgsl and camera_adjoint.wgsl, so that both backward
+// passes differentiate exactly what the forward computed.
 //   Σ = R(q) S Sᵀ R(q)ᵀ,  S = diag(exp(log_scale)),  q normalised here;
 //   p = W μ + t (camera frame), Σ_c = W Σ Wᵀ;
 //   J = [[fx/z, 0, −fx·tx/z²], [0, fy/z, −fy·ty/z²]] with tx = z·clamp(x/z, ±limit_x)
@@ -32,11 +33,11 @@ fn quat_to_rotmat(q: vec4<f32>) -> mat3x3<f32> {
 }
 
 fn world_to_camera_rotation(u: RasterUniforms) -> mat3x3<f32> {
-    return transpose(mat3x3<f32>(u.world_to_camera_0.xyz, u.world_to_camera_1.xyz, u.world_to_camera_2.xyz));
+    return transpose(mat3x3<f32>(u.world_to_camera[0].xyz, u.world_to_camera[1].xyz, u.world_to_camera[2].xyz));
 }
 
 fn world_to_camera_translation(u: RasterUniforms) -> vec3<f32> {
-    return vec3<f32>(u.world_to_camera_0.w, u.world_to_camera_1.w, u.world_to_camera_2.w);
+    return vec3<f32>(u.world_to_camera[0].w, u.world_to_camera[1].w, u.world_to_camera[2].w);
 }
 
 // Projection Jacobian at camera-frame point p, with the x/z, y/z clamp.
@@ -50,6 +51,46 @@ fn projection_jacobian(u: RasterUniforms, p: vec3<f32>) -> mat3x2<f32> {
         vec2<f32>(0.0, u.focal.y * rz),
         vec2<f32>(-u.focal.x * tx * rz2, -u.focal.y * ty * rz2),
     );
+}
+
+// The EWA covariance of one splat and the intermediates its adjoints need.
+struct EwaCovariance {
+    // R(q) of the normalised quaternion.
+    rot: mat3x3<f32>,
+    // exp(log_scale).
+    s: vec3<f32>,
+    // M = R S.
+    m: mat3x3<f32>,
+    // Σ = M Mᵀ.
+    cov_world: mat3x3<f32>,
+    // Σ_c = W Σ Wᵀ.
+    cov_camera: mat3x3<f32>,
+    // J at the camera-frame point.
+    jac: mat3x2<f32>,
+    // Σ₂ + 0.3·I, packed (xx, xy, yy).
+    cov2d: vec3<f32>,
+    // det(Σ₂ + 0.3·I).
+    det: f32,
+    // (Σ₂ + 0.3·I)⁻¹, packed (xx, xy, yy).
+    conic: vec3<f32>,
+}
+
+// The EWA covariance of a splat with normalised quaternion `qn` and
+// log-scales `log_scale` at camera-frame point `p`, `w2c` = W. Callers
+// normalise the quaternion themselves (and cull before calling, where they
+// cull), so each keeps its own rounding of |q|.
+fn ewa_covariance(u: RasterUniforms, w2c: mat3x3<f32>, p: vec3<f32>, qn: vec4<f32>, log_scale: vec3<f32>) -> EwaCovariance {
+    let rot = quat_to_rotmat(qn);
+    let s = exp(log_scale);
+    let m = mat3x3<f32>(rot[0] * s.x, rot[1] * s.y, rot[2] * s.z);
+    let cov_world = m * transpose(m);
+    let cov_camera = w2c * cov_world * transpose(w2c);
+    let jac = projection_jacobian(u, p);
+    let cov2 = jac * cov_camera * transpose(jac);
+    let cov2d = vec3<f32>(cov2[0][0] + DILATION, cov2[0][1], cov2[1][1] + DILATION);
+    let det = cov2d.x * cov2d.z - cov2d.y * cov2d.y;
+    let conic = vec3<f32>(cov2d.z, -cov2d.y, cov2d.x) / det;
+    return EwaCovariance(rot, s, m, cov_world, cov_camera, jac, cov2d, det, conic);
 }
 
 // Tiles [min.xy, max.zw) holding every pixel centre where alpha can reach

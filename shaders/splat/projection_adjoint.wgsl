@@ -1,6 +1,6 @@
 // Adjoint of the EWA projection (splat/projection.wgsl) from the per-splat 2D
-// gradients to the camera frame, shared by project_backward.wgsl (which goes
-// on to the splat's parameters) and camera_backward.wgsl (which goes on to
+// gradients to the camera frame, shared by project_adjoint.wgsl (which goes
+// on to the splat's parameters) and camera_adjoint.wgsl (which goes on to
 // the camera's), so that both differentiate the same forward:
 //   conic = Σ₂⁻¹: the packed gradient (ga, gb, gc) is the symmetric matrix
 //     G = [[ga, gb/2], [gb/2, gc]] (b enters the quadratic form twice), and

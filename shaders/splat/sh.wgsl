@@ -2,7 +2,7 @@
 // (coefficient order and signs of Kerbl et al. 2023's `eval_sh`), evaluated
 // along the unit direction from the camera centre to the splat mean, and the
 // derivative of each basis function with respect to that unit direction
-// (used by project_backward to carry the colour gradient to the mean).
+// (used by project_adjoint to carry the colour gradient to the mean).
 
 const SH_C0: f32 = 0.28209479177387814;
 const SH_C1: f32 = 0.4886025119029199;

@@ -14,9 +14,7 @@ const DILATION: f32 = 0.3;
 
 struct RasterUniforms {
     // Rows of the world-to-camera rotation, translation in .w.
-    world_to_camera_0: vec4<f32>,
-    world_to_camera_1: vec4<f32>,
-    world_to_camera_2: vec4<f32>,
+    world_to_camera: array<vec4<f32>, 3>,
     // Camera centre in world coordinates (xyz).
     camera_position: vec4<f32>,
     focal: vec2<f32>,

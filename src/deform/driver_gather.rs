@@ -11,7 +11,9 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
+use crate::gpu::binding_table::named_buffers;
+use crate::gpu::wgsl_layout::wgsl_mirror;
+use crate::gpu::{Binding, ComputeKernel, GpuBuffer, GpuContext, GpuError, KernelSpec};
 
 /// Uniforms of `deform/driver_gather`.
 #[repr(C)]
@@ -25,7 +27,13 @@ pub struct DriverGatherUniforms {
     pub _pad: [u32; 2],
 }
 
-/// Buffers of one dispatch, named, in binding order.
+wgsl_mirror!(DriverGatherUniforms => "Uniforms" in ["deform/driver_gather"] {
+    driver_count,
+    entry_count,
+    _pad,
+});
+
+/// Buffers of one dispatch, named.
 pub struct DriverGatherBuffers<'a> {
     /// [`DriverGatherUniforms`].
     pub uniforms: &'a GpuBuffer,
@@ -45,22 +53,23 @@ pub struct DriverGather {
 }
 
 impl DriverGather {
+    /// Entry point `main` of shaders/deform/driver_gather.wgsl and its bindings.
+    pub const SPEC: KernelSpec = KernelSpec {
+        shader: "deform/driver_gather",
+        entry: "main",
+        bindings: &[
+            Binding::uniform("uniforms", 0),
+            Binding::read("offsets", 1),
+            Binding::read("entries", 2),
+            Binding::read("contributions", 3),
+            Binding::read_write("state_grad", 4),
+        ],
+    };
+
     /// Compiles the kernel.
     pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
-        use BindingKind::*;
         Ok(Self {
-            kernel: ComputeKernel::new(
-                ctx,
-                "deform/driver_gather",
-                "main",
-                &[
-                    Uniform,
-                    StorageRead,
-                    StorageRead,
-                    StorageRead,
-                    StorageReadWrite,
-                ],
-            )?,
+            kernel: ComputeKernel::new(ctx, &Self::SPEC)?,
         })
     }
 
@@ -74,7 +83,7 @@ impl DriverGather {
     ) {
         let bind_group = self.kernel.bind(
             ctx,
-            &[
+            &named_buffers![
                 b.uniforms,
                 b.offsets,
                 b.entries,

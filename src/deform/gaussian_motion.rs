@@ -3,9 +3,10 @@
 //! its drivers, written into the splat buffers (docs/design.md § Drivers and the
 //! deformation of Gaussians; equations in `crate::reference::deform`).
 
-use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
+use crate::gpu::binding_table::named_buffers;
+use crate::gpu::{Binding, ComputeKernel, GpuBuffer, GpuContext, GpuError, KernelSpec};
 
-/// Buffers of one dispatch, named, in binding order.
+/// Buffers of one dispatch, named.
 pub struct GaussianMotionBuffers<'a> {
     /// [`super::layout::DeformUniforms`].
     pub uniforms: &'a GpuBuffer,
@@ -28,23 +29,24 @@ pub struct GaussianMotion {
 }
 
 impl GaussianMotion {
+    /// Entry point `main` of shaders/deform/gaussian_motion.wgsl and its bindings.
+    pub const SPEC: KernelSpec = KernelSpec {
+        shader: "deform/gaussian_motion",
+        entry: "main",
+        bindings: &[
+            Binding::uniform("uniforms", 0),
+            Binding::read("state", 1),
+            Binding::read("rest_drivers", 2),
+            Binding::read("gaussians", 3),
+            Binding::read_write("means", 4),
+            Binding::read_write("rotations", 5),
+        ],
+    };
+
     /// Compiles the kernel.
     pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
-        use BindingKind::*;
         Ok(Self {
-            kernel: ComputeKernel::new(
-                ctx,
-                "deform/gaussian_motion",
-                "main",
-                &[
-                    Uniform,
-                    StorageRead,
-                    StorageRead,
-                    StorageRead,
-                    StorageReadWrite,
-                    StorageReadWrite,
-                ],
-            )?,
+            kernel: ComputeKernel::new(ctx, &Self::SPEC)?,
         })
     }
 
@@ -58,7 +60,7 @@ impl GaussianMotion {
     ) {
         let bind_group = self.kernel.bind(
             ctx,
-            &[
+            &named_buffers![
                 b.uniforms,
                 b.state,
                 b.rest_drivers,

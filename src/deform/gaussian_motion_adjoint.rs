@@ -5,9 +5,10 @@
 //! [`super::driver_gather`] sums them per driver (docs/design.md § Drivers and
 //! the deformation of Gaussians, § Adjoint: the polar derivative).
 
-use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
+use crate::gpu::binding_table::named_buffers;
+use crate::gpu::{Binding, ComputeKernel, GpuBuffer, GpuContext, GpuError, KernelSpec};
 
-/// Buffers of one dispatch, named, in binding order.
+/// Buffers of one dispatch, named.
 pub struct GaussianMotionAdjointBuffers<'a> {
     /// [`super::layout::DeformUniforms`].
     pub uniforms: &'a GpuBuffer,
@@ -32,24 +33,25 @@ pub struct GaussianMotionAdjoint {
 }
 
 impl GaussianMotionAdjoint {
+    /// Entry point `main` of shaders/deform/gaussian_motion_adjoint.wgsl and its bindings.
+    pub const SPEC: KernelSpec = KernelSpec {
+        shader: "deform/gaussian_motion_adjoint",
+        entry: "main",
+        bindings: &[
+            Binding::uniform("uniforms", 0),
+            Binding::read("state", 1),
+            Binding::read("rest_drivers", 2),
+            Binding::read("gaussians", 3),
+            Binding::read("grad_means", 4),
+            Binding::read("grad_rotations", 5),
+            Binding::read_write("contributions", 6),
+        ],
+    };
+
     /// Compiles the kernel.
     pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
-        use BindingKind::*;
         Ok(Self {
-            kernel: ComputeKernel::new(
-                ctx,
-                "deform/gaussian_motion_adjoint",
-                "main",
-                &[
-                    Uniform,
-                    StorageRead,
-                    StorageRead,
-                    StorageRead,
-                    StorageRead,
-                    StorageRead,
-                    StorageReadWrite,
-                ],
-            )?,
+            kernel: ComputeKernel::new(ctx, &Self::SPEC)?,
         })
     }
 
@@ -63,7 +65,7 @@ impl GaussianMotionAdjoint {
     ) {
         let bind_group = self.kernel.bind(
             ctx,
-            &[
+            &named_buffers![
                 b.uniforms,
                 b.state,
                 b.rest_drivers,

@@ -1,6 +1,7 @@
 //! Host mirrors of the GPU records shared by the deformation kernels
 //! (shaders/deform/rigid_fit.wgsl declares the same structs).
 
+use crate::gpu::wgsl_layout::wgsl_mirror;
 use bytemuck::{Pod, Zeroable};
 
 /// Uniforms of `deform/gaussian_motion` and `deform/gaussian_motion_adjoint`
@@ -18,6 +19,13 @@ pub struct DeformUniforms {
     pub _pad: [u32; 2],
 }
 
+wgsl_mirror!(DeformUniforms => "DeformUniforms" in ["deform/rigid_fit"] {
+    box_min_side,
+    gaussian_count,
+    driver_count,
+    _pad,
+});
+
 /// One deformed Gaussian on the GPU (`GaussianRecord` in
 /// shaders/deform/rigid_fit.wgsl, 64 bytes, WGSL storage layout).
 #[repr(C)]
@@ -34,6 +42,14 @@ pub struct GaussianRecord {
     /// Rest rotation, raw quaternion (w, x, y, z).
     pub rest_rotation: [f32; 4],
 }
+
+wgsl_mirror!(GaussianRecord => "GaussianRecord" in ["deform/rigid_fit"] {
+    drivers_lo,
+    drivers_hi,
+    rest_centre,
+    splat,
+    rest_rotation,
+});
 
 const _: () = assert!(std::mem::size_of::<GaussianRecord>() == 64);
 const _: () = assert!(std::mem::size_of::<DeformUniforms>() == 32);

@@ -12,24 +12,43 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::params::ParamMap;
-use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
+use crate::gpu::binding_table::named_buffers;
+use crate::gpu::wgsl_layout::wgsl_mirror;
+use crate::gpu::{Binding, ComputeKernel, GpuBuffer, GpuContext, GpuError, KernelSpec};
 
+/// `Uniforms` of shaders/fit/param_gather.wgsl: parameters, and whether
+/// entries are multiplied by `scale`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
-struct Uniforms {
+pub struct GatherUniforms {
     param_count: u32,
     use_scale: u32,
     _pad: [u32; 2],
 }
 
+wgsl_mirror!(GatherUniforms => "Uniforms" in ["fit/param_gather"] {
+    param_count,
+    use_scale,
+    _pad,
+});
+
+/// `Entry` of shaders/fit/param_gather.wgsl: one term `weight · src[src] ·
+/// scale[scale]` of a parameter's row.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
-struct Entry {
+pub struct GatherEntry {
     src: u32,
     scale: u32,
     weight: f32,
     _pad: u32,
 }
+
+wgsl_mirror!(GatherEntry => "Entry" in ["fit/param_gather"] {
+    src,
+    scale,
+    weight,
+    _pad,
+});
 
 /// Where a map's per-driver gradient lives in its source buffer: component
 /// `a` of driver `d` is `src[d·stride + offset + a]`, multiplied by
@@ -70,10 +89,10 @@ impl GatherPlan {
             counts[i + 1] += counts[i];
         }
         let mut fill = counts.clone();
-        let mut entries = vec![Entry::zeroed(); map.entries.len().max(1)];
+        let mut entries = vec![GatherEntry::zeroed(); map.entries.len().max(1)];
         for e in &map.entries {
             let slot = &mut fill[e.param as usize];
-            entries[*slot as usize] = Entry {
+            entries[*slot as usize] = GatherEntry {
                 src: e.driver * layout.stride + layout.offset + e.component,
                 scale: e.driver,
                 weight: (e.weight * layout.factor) as f32,
@@ -84,7 +103,7 @@ impl GatherPlan {
         Ok(Self {
             uniforms: ctx.uniform_buffer(
                 &format!("{label} gather uniforms"),
-                &Uniforms {
+                &GatherUniforms {
                     param_count: map.params as u32,
                     use_scale: u32::from(layout.scaled),
                     _pad: [0; 2],
@@ -120,24 +139,25 @@ pub struct ParamGather {
 }
 
 impl ParamGather {
+    /// Entry point `main` of shaders/fit/param_gather.wgsl and its bindings.
+    pub const SPEC: KernelSpec = KernelSpec {
+        shader: "fit/param_gather",
+        entry: "main",
+        bindings: &[
+            Binding::uniform("uniforms", 0),
+            Binding::read("offsets", 1),
+            Binding::read("entries", 2),
+            Binding::read("src", 3),
+            Binding::read("scale", 4),
+            Binding::read("init", 5),
+            Binding::read_write("out", 6),
+        ],
+    };
+
     /// Compiles the kernel.
     pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
-        use BindingKind::*;
         Ok(Self {
-            kernel: ComputeKernel::new(
-                ctx,
-                "fit/param_gather",
-                "main",
-                &[
-                    Uniform,
-                    StorageRead,
-                    StorageRead,
-                    StorageRead,
-                    StorageRead,
-                    StorageRead,
-                    StorageReadWrite,
-                ],
-            )?,
+            kernel: ComputeKernel::new(ctx, &Self::SPEC)?,
         })
     }
 
@@ -151,7 +171,7 @@ impl ParamGather {
     ) {
         let bind_group = self.kernel.bind(
             ctx,
-            &[
+            &named_buffers![
                 &plan.uniforms,
                 &plan.offsets,
                 &plan.entries,

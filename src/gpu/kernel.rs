@@ -3,23 +3,14 @@
 //! disagree). Typed wrappers (one Rust type per kernel, e.g.
 //! [`crate::mpm::p2g::P2g`]) own a `ComputeKernel` and expose one
 //! `dispatch` taking a struct of named buffers, so call sites never spell
-//! binding indices: the wrapper lists its buffers once, in binding order.
+//! binding indices: the wrapper declares its bindings once, in a
+//! [`KernelSpec`] table, and binds its buffers by name through it.
 
+use super::binding_table::{binding_of, Binding, KernelSpec, NamedBuffer};
 use super::buffer::GpuBuffer;
 use super::context::GpuContext;
 use super::error::GpuError;
 use super::shader::{parse_and_validate, workgroup_size};
-
-/// Kind of one binding in group 0, in binding-index order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BindingKind {
-    /// `var<uniform>`.
-    Uniform,
-    /// `var<storage, read>`.
-    StorageRead,
-    /// `var<storage, read_write>`.
-    StorageReadWrite,
-}
 
 /// The runtime checks wgpu adds to physfit's shaders: all of them (buffer
 /// bounds checks included) except `force_loop_bounding`.
@@ -54,20 +45,21 @@ pub struct ComputeKernel {
     label: String,
     pipeline: wgpu::ComputePipeline,
     layout: wgpu::BindGroupLayout,
-    kinds: Vec<BindingKind>,
+    bindings: &'static [Binding],
     workgroup_size: [u32; 3],
     max_workgroups_per_dim: u32,
 }
 
 impl ComputeKernel {
-    /// Builds the kernel `entry` of shader `shader` (name under shaders/,
-    /// e.g. `"mpm/p2g"`), whose group 0 has `bindings` in order.
-    pub fn new(
-        ctx: &GpuContext,
-        shader: &str,
-        entry: &str,
-        bindings: &[BindingKind],
-    ) -> Result<Self, GpuError> {
+    /// Builds the kernel `spec.entry` of shader `spec.shader` (name under
+    /// shaders/, e.g. `"mpm/p2g"`), whose group 0 is laid out by
+    /// `spec.bindings`.
+    pub fn new(ctx: &GpuContext, spec: &KernelSpec) -> Result<Self, GpuError> {
+        let KernelSpec {
+            shader,
+            entry,
+            bindings,
+        } = *spec;
         let label = format!("{shader}::{entry}");
         let (source, module) = parse_and_validate(shader, &ctx.shader_options)?;
         let workgroup_size = workgroup_size(&module, entry).ok_or_else(|| GpuError::Shader {
@@ -89,20 +81,11 @@ impl ComputeKernel {
         };
         let entries: Vec<wgpu::BindGroupLayoutEntry> = bindings
             .iter()
-            .enumerate()
-            .map(|(i, kind)| wgpu::BindGroupLayoutEntry {
-                binding: i as u32,
+            .map(|b| wgpu::BindGroupLayoutEntry {
+                binding: b.binding,
                 visibility: wgpu::ShaderStages::COMPUTE,
                 ty: wgpu::BindingType::Buffer {
-                    ty: match kind {
-                        BindingKind::Uniform => wgpu::BufferBindingType::Uniform,
-                        BindingKind::StorageRead => {
-                            wgpu::BufferBindingType::Storage { read_only: true }
-                        }
-                        BindingKind::StorageReadWrite => {
-                            wgpu::BufferBindingType::Storage { read_only: false }
-                        }
-                    },
+                    ty: b.kind.buffer_binding_type(),
                     has_dynamic_offset: false,
                     min_binding_size: None,
                 },
@@ -142,7 +125,7 @@ impl ComputeKernel {
             label,
             pipeline,
             layout,
-            kinds: bindings.to_vec(),
+            bindings,
             workgroup_size,
             max_workgroups_per_dim: ctx.limits.max_compute_workgroups_per_dimension,
         })
@@ -158,24 +141,27 @@ impl ComputeKernel {
         &self.label
     }
 
-    /// Binds `buffers` to group 0 in order. Panics if the count differs from
-    /// the layout: that is a bug in the typed wrapper, caught by its tests.
-    pub fn bind(&self, ctx: &GpuContext, buffers: &[&GpuBuffer]) -> wgpu::BindGroup {
-        assert_eq!(
-            buffers.len(),
-            self.kinds.len(),
-            "kernel {} expects {} bindings",
-            self.label,
-            self.kinds.len()
-        );
+    /// Binds each of `buffers` to group 0 at the binding of its name in
+    /// the kernel's table. Panics unless every row is bound exactly once:
+    /// that is a bug in the typed wrapper, caught by its tests.
+    pub fn bind(&self, ctx: &GpuContext, buffers: &[NamedBuffer]) -> wgpu::BindGroup {
         let entries: Vec<wgpu::BindGroupEntry> = buffers
             .iter()
-            .enumerate()
-            .map(|(i, b)| wgpu::BindGroupEntry {
-                binding: i as u32,
-                resource: b.binding(),
+            .map(|(name, buffer)| wgpu::BindGroupEntry {
+                binding: binding_of(self.bindings, name).unwrap_or_else(|| {
+                    panic!("kernel {} has no binding named '{name}'", self.label)
+                }),
+                resource: buffer.binding(),
             })
             .collect();
+        for row in self.bindings {
+            let bound = buffers.iter().filter(|(name, _)| *name == row.name).count();
+            assert_eq!(
+                bound, 1,
+                "kernel {} binds '{}' {bound} times, not once",
+                self.label, row.name
+            );
+        }
         ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some(&self.label),
             layout: &self.layout,

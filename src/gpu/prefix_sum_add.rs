@@ -2,10 +2,11 @@
 //! `data[i] += block_offsets[i / 2048]`, the scanned block totals of the level
 //! below. Orchestrated by [`super::prefix_sum::PrefixSum`].
 
+use super::binding_table::{named_buffers, Binding, KernelSpec};
 use super::buffer::GpuBuffer;
 use super::context::GpuContext;
 use super::error::GpuError;
-use super::kernel::{BindingKind, ComputeKernel};
+use super::kernel::ComputeKernel;
 
 /// Buffers of one dispatch, named.
 pub struct PrefixSumAddBuffers<'a> {
@@ -23,16 +24,21 @@ pub struct PrefixSumAdd {
 }
 
 impl PrefixSumAdd {
+    /// Entry point `main` of shaders/gpu/prefix_sum_add.wgsl and its bindings.
+    pub const SPEC: KernelSpec = KernelSpec {
+        shader: "gpu/prefix_sum_add",
+        entry: "main",
+        bindings: &[
+            Binding::uniform("uniforms", 0),
+            Binding::read_write("data", 1),
+            Binding::read("block_offsets", 2),
+        ],
+    };
+
     /// Compiles the kernel.
     pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
-        use BindingKind::*;
         Ok(Self {
-            kernel: ComputeKernel::new(
-                ctx,
-                "gpu/prefix_sum_add",
-                "main",
-                &[Uniform, StorageReadWrite, StorageRead],
-            )?,
+            kernel: ComputeKernel::new(ctx, &Self::SPEC)?,
         })
     }
 
@@ -46,7 +52,7 @@ impl PrefixSumAdd {
     ) {
         let bind_group = self.kernel.bind(
             ctx,
-            &[buffers.uniforms, buffers.data, buffers.block_offsets],
+            &named_buffers![buffers.uniforms, buffers.data, buffers.block_offsets,],
         );
         self.kernel.dispatch_threads(encoder, &bind_group, count);
     }

@@ -4,10 +4,12 @@
 
 use bytemuck::{Pod, Zeroable};
 
+use super::binding_table::{named_buffers, Binding, KernelSpec};
 use super::buffer::GpuBuffer;
 use super::context::GpuContext;
 use super::error::GpuError;
-use super::kernel::{BindingKind, ComputeKernel};
+use super::kernel::ComputeKernel;
+use super::wgsl_layout::wgsl_mirror;
 
 /// Elements scanned by one workgroup (`BLOCK_SIZE` in the WGSL).
 pub const PREFIX_SUM_BLOCK_SIZE: u32 = 2048;
@@ -21,6 +23,11 @@ pub struct PrefixSumUniforms {
     /// Padding to 16 bytes.
     pub _pad: [u32; 3],
 }
+
+wgsl_mirror!(PrefixSumUniforms => "Uniforms" in ["gpu/prefix_sum_blocks", "gpu/prefix_sum_add"] {
+    count,
+    _pad,
+});
 
 /// Buffers of one dispatch, named.
 pub struct PrefixSumBlocksBuffers<'a> {
@@ -38,16 +45,21 @@ pub struct PrefixSumBlocks {
 }
 
 impl PrefixSumBlocks {
+    /// Entry point `main` of shaders/gpu/prefix_sum_blocks.wgsl and its bindings.
+    pub const SPEC: KernelSpec = KernelSpec {
+        shader: "gpu/prefix_sum_blocks",
+        entry: "main",
+        bindings: &[
+            Binding::uniform("uniforms", 0),
+            Binding::read_write("data", 1),
+            Binding::read_write("block_sums", 2),
+        ],
+    };
+
     /// Compiles the kernel.
     pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
-        use BindingKind::*;
         Ok(Self {
-            kernel: ComputeKernel::new(
-                ctx,
-                "gpu/prefix_sum_blocks",
-                "main",
-                &[Uniform, StorageReadWrite, StorageReadWrite],
-            )?,
+            kernel: ComputeKernel::new(ctx, &Self::SPEC)?,
         })
     }
 
@@ -59,9 +71,10 @@ impl PrefixSumBlocks {
         buffers: &PrefixSumBlocksBuffers,
         count: u32,
     ) {
-        let bind_group = self
-            .kernel
-            .bind(ctx, &[buffers.uniforms, buffers.data, buffers.block_sums]);
+        let bind_group = self.kernel.bind(
+            ctx,
+            &named_buffers![buffers.uniforms, buffers.data, buffers.block_sums,],
+        );
         let blocks = count.div_ceil(PREFIX_SUM_BLOCK_SIZE);
         let groups = self
             .kernel

@@ -2,15 +2,16 @@
 //! histograms of each tile of [`RADIX_SORT_TILE_SIZE`] keys, digit-major.
 //! Orchestrated by [`super::radix_sort::RadixSort`].
 
+use super::binding_table::{named_buffers, Binding, KernelSpec};
 use super::buffer::GpuBuffer;
 use super::context::GpuContext;
 use super::error::GpuError;
-use super::kernel::{BindingKind, ComputeKernel};
-use super::radix_sort::RADIX_SORT_TILE_SIZE;
+use super::kernel::ComputeKernel;
+use super::radix_sort_pass::RADIX_SORT_TILE_SIZE;
 
 /// Buffers of one dispatch, named.
 pub struct RadixSortHistogramBuffers<'a> {
-    /// [`super::radix_sort::RadixPassUniforms`].
+    /// [`super::radix_sort_pass::RadixPassUniforms`].
     pub uniforms: &'a GpuBuffer,
     /// `u32` keys.
     pub keys: &'a GpuBuffer,
@@ -24,16 +25,21 @@ pub struct RadixSortHistogram {
 }
 
 impl RadixSortHistogram {
+    /// Entry point `main` of shaders/gpu/radix_sort_histogram.wgsl and its bindings.
+    pub const SPEC: KernelSpec = KernelSpec {
+        shader: "gpu/radix_sort_histogram",
+        entry: "main",
+        bindings: &[
+            Binding::uniform("uniforms", 0),
+            Binding::read("keys", 1),
+            Binding::read_write("histograms", 2),
+        ],
+    };
+
     /// Compiles the kernel.
     pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
-        use BindingKind::*;
         Ok(Self {
-            kernel: ComputeKernel::new(
-                ctx,
-                "gpu/radix_sort_histogram",
-                "main",
-                &[Uniform, StorageRead, StorageReadWrite],
-            )?,
+            kernel: ComputeKernel::new(ctx, &Self::SPEC)?,
         })
     }
 
@@ -45,9 +51,10 @@ impl RadixSortHistogram {
         buffers: &RadixSortHistogramBuffers,
         count: u32,
     ) {
-        let bind_group = self
-            .kernel
-            .bind(ctx, &[buffers.uniforms, buffers.keys, buffers.histograms]);
+        let bind_group = self.kernel.bind(
+            ctx,
+            &named_buffers![buffers.uniforms, buffers.keys, buffers.histograms,],
+        );
         let tiles = count.div_ceil(RADIX_SORT_TILE_SIZE);
         let groups = self
             .kernel

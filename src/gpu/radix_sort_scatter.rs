@@ -2,15 +2,16 @@
 //! scatter of each tile's (key, value) pairs to the positions given by the
 //! scanned histograms. Orchestrated by [`super::radix_sort::RadixSort`].
 
+use super::binding_table::{named_buffers, Binding, KernelSpec};
 use super::buffer::GpuBuffer;
 use super::context::GpuContext;
 use super::error::GpuError;
-use super::kernel::{BindingKind, ComputeKernel};
-use super::radix_sort::RADIX_SORT_TILE_SIZE;
+use super::kernel::ComputeKernel;
+use super::radix_sort_pass::RADIX_SORT_TILE_SIZE;
 
 /// Buffers of one dispatch, named.
 pub struct RadixSortScatterBuffers<'a> {
-    /// [`super::radix_sort::RadixPassUniforms`].
+    /// [`super::radix_sort_pass::RadixPassUniforms`].
     pub uniforms: &'a GpuBuffer,
     /// `u32` keys to read.
     pub keys_in: &'a GpuBuffer,
@@ -30,23 +31,24 @@ pub struct RadixSortScatter {
 }
 
 impl RadixSortScatter {
+    /// Entry point `main` of shaders/gpu/radix_sort_scatter.wgsl and its bindings.
+    pub const SPEC: KernelSpec = KernelSpec {
+        shader: "gpu/radix_sort_scatter",
+        entry: "main",
+        bindings: &[
+            Binding::uniform("uniforms", 0),
+            Binding::read("keys_in", 1),
+            Binding::read("values_in", 2),
+            Binding::read("histogram_offsets", 3),
+            Binding::read_write("keys_out", 4),
+            Binding::read_write("values_out", 5),
+        ],
+    };
+
     /// Compiles the kernel.
     pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
-        use BindingKind::*;
         Ok(Self {
-            kernel: ComputeKernel::new(
-                ctx,
-                "gpu/radix_sort_scatter",
-                "main",
-                &[
-                    Uniform,
-                    StorageRead,
-                    StorageRead,
-                    StorageRead,
-                    StorageReadWrite,
-                    StorageReadWrite,
-                ],
-            )?,
+            kernel: ComputeKernel::new(ctx, &Self::SPEC)?,
         })
     }
 
@@ -60,7 +62,7 @@ impl RadixSortScatter {
     ) {
         let bind_group = self.kernel.bind(
             ctx,
-            &[
+            &named_buffers![
                 buffers.uniforms,
                 buffers.keys_in,
                 buffers.values_in,

@@ -33,7 +33,9 @@ use bytemuck::{Pod, Zeroable};
 
 use super::error::LossError;
 use super::{RenderedImage, MAX_PIXELS};
-use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError, STORAGE};
+use crate::gpu::binding_table::named_buffers;
+use crate::gpu::wgsl_layout::wgsl_mirror;
+use crate::gpu::{Binding, ComputeKernel, GpuBuffer, GpuContext, GpuError, KernelSpec, STORAGE};
 use crate::scene::ColorCorrection;
 
 /// Uniforms of `loss/color_correction` (48 bytes).
@@ -50,7 +52,14 @@ pub struct ColorCorrectionUniforms {
     pub offset: [f32; 4],
 }
 
-/// Buffers of both entry points, named, in binding order.
+wgsl_mirror!(ColorCorrectionUniforms => "ColorCorrectionUniforms" in ["loss/color_correction"] {
+    pixel_count,
+    _pad,
+    gain,
+    offset,
+});
+
+/// Buffers of both entry points, named.
 pub struct ColorCorrectBuffers<'a> {
     /// [`ColorCorrectionUniforms`].
     pub uniforms: &'a GpuBuffer,
@@ -64,14 +73,6 @@ pub struct ColorCorrectBuffers<'a> {
     /// Output of `backward`: `∂L/∂image`.
     pub grad_image: &'a GpuBuffer,
 }
-
-const BINDINGS: [BindingKind; 5] = [
-    BindingKind::Uniform,
-    BindingKind::StorageRead,
-    BindingKind::StorageRead,
-    BindingKind::StorageReadWrite,
-    BindingKind::StorageReadWrite,
-];
 
 /// The `loss/color_correction` kernels with their own uniforms and output
 /// buffers (module doc).
@@ -152,11 +153,34 @@ fn check_correction(correction: &ColorCorrection) -> Result<(), LossError> {
 }
 
 impl ColorCorrect {
+    /// The bindings of both entry points.
+    pub const BINDINGS: &'static [Binding] = &[
+        Binding::uniform("uniforms", 0),
+        Binding::read("image", 1),
+        Binding::read("grad_corrected", 2),
+        Binding::read_write("corrected", 3),
+        Binding::read_write("grad_image", 4),
+    ];
+
+    /// Entry point `apply` of shaders/loss/color_correction.wgsl.
+    pub const APPLY: KernelSpec = KernelSpec {
+        shader: "loss/color_correction",
+        entry: "apply",
+        bindings: Self::BINDINGS,
+    };
+
+    /// Entry point `backward` of shaders/loss/color_correction.wgsl.
+    pub const BACKWARD: KernelSpec = KernelSpec {
+        shader: "loss/color_correction",
+        entry: "backward",
+        bindings: Self::BINDINGS,
+    };
+
     /// Compiles both entry points (output buffers grown on first use).
     pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
         Ok(Self {
-            apply: ComputeKernel::new(ctx, "loss/color_correction", "apply", &BINDINGS)?,
-            backward: ComputeKernel::new(ctx, "loss/color_correction", "backward", &BINDINGS)?,
+            apply: ComputeKernel::new(ctx, &Self::APPLY)?,
+            backward: ComputeKernel::new(ctx, &Self::BACKWARD)?,
             uniforms: ctx.uniform_buffer(
                 "color correction uniforms",
                 &ColorCorrectionUniforms::zeroed(),
@@ -199,7 +223,7 @@ impl ColorCorrect {
     ) -> wgpu::BindGroup {
         kernel.bind(
             ctx,
-            &[
+            &named_buffers![
                 b.uniforms,
                 b.image,
                 b.grad_corrected,

@@ -2,9 +2,10 @@
 //! workgroup sums the partial sums in a fixed order (deterministic, no
 //! atomics) and writes one slot of a [`super::LossTermsBuffer`].
 
-use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
+use crate::gpu::binding_table::named_buffers;
+use crate::gpu::{Binding, ComputeKernel, GpuBuffer, GpuContext, GpuError, KernelSpec};
 
-/// Buffers of one dispatch, named, in binding order.
+/// Buffers of one dispatch, named.
 pub struct ReduceTermsBuffers<'a> {
     /// [`super::uniforms::ReduceUniforms`].
     pub uniforms: &'a GpuBuffer,
@@ -20,16 +21,21 @@ pub struct ReduceTerms {
 }
 
 impl ReduceTerms {
+    /// Entry point `main` of shaders/loss/reduce_terms.wgsl and its bindings.
+    pub const SPEC: KernelSpec = KernelSpec {
+        shader: "loss/reduce_terms",
+        entry: "main",
+        bindings: &[
+            Binding::uniform("uniforms", 0),
+            Binding::read("partials", 1),
+            Binding::read_write("terms", 2),
+        ],
+    };
+
     /// Compiles the kernel.
     pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
-        use BindingKind::*;
         Ok(Self {
-            kernel: ComputeKernel::new(
-                ctx,
-                "loss/reduce_terms",
-                "main",
-                &[Uniform, StorageRead, StorageReadWrite],
-            )?,
+            kernel: ComputeKernel::new(ctx, &Self::SPEC)?,
         })
     }
 
@@ -40,7 +46,9 @@ impl ReduceTerms {
         encoder: &mut wgpu::CommandEncoder,
         b: &ReduceTermsBuffers,
     ) {
-        let bind_group = self.kernel.bind(ctx, &[b.uniforms, b.partials, b.terms]);
+        let bind_group = self
+            .kernel
+            .bind(ctx, &named_buffers![b.uniforms, b.partials, b.terms,]);
         self.kernel.dispatch(encoder, &bind_group, [1, 1, 1]);
     }
 }

@@ -2,9 +2,10 @@
 //! sums (the four moments), per pixel `1 − SSIM` and its derivatives with
 //! respect to the moments, and per-workgroup partial sums of the loss terms.
 
-use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
+use crate::gpu::binding_table::named_buffers;
+use crate::gpu::{Binding, ComputeKernel, GpuBuffer, GpuContext, GpuError, KernelSpec};
 
-/// Buffers of one dispatch, named, in binding order.
+/// Buffers of one dispatch, named.
 pub struct SsimColsBuffers<'a> {
     /// The channel's [`super::uniforms::LossUniforms`].
     pub uniforms: &'a GpuBuffer,
@@ -31,25 +32,26 @@ pub struct SsimCols {
 }
 
 impl SsimCols {
+    /// Entry point `main` of shaders/loss/ssim_cols.wgsl and its bindings.
+    pub const SPEC: KernelSpec = KernelSpec {
+        shader: "loss/ssim_cols",
+        entry: "main",
+        bindings: &[
+            Binding::uniform("uniforms", 0),
+            Binding::read("image", 1),
+            Binding::read("reference", 2),
+            Binding::read("decode", 3),
+            Binding::read("rows", 4),
+            Binding::read_write("maps", 5),
+            Binding::read_write("partials", 6),
+            Binding::read("mask", 7),
+        ],
+    };
+
     /// Compiles the kernel.
     pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
-        use BindingKind::*;
         Ok(Self {
-            kernel: ComputeKernel::new(
-                ctx,
-                "loss/ssim_cols",
-                "main",
-                &[
-                    Uniform,
-                    StorageRead,
-                    StorageRead,
-                    StorageRead,
-                    StorageRead,
-                    StorageReadWrite,
-                    StorageReadWrite,
-                    StorageRead,
-                ],
-            )?,
+            kernel: ComputeKernel::new(ctx, &Self::SPEC)?,
         })
     }
 
@@ -71,7 +73,7 @@ impl SsimCols {
     ) {
         let bind_group = self.kernel.bind(
             ctx,
-            &[
+            &named_buffers![
                 b.uniforms,
                 b.image,
                 b.reference,

@@ -2,9 +2,10 @@
 //! the vertical window sums of the derivative maps, combined with the L1
 //! term's sign into one channel of `∂L/∂pixel`.
 
-use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
+use crate::gpu::binding_table::named_buffers;
+use crate::gpu::{Binding, ComputeKernel, GpuBuffer, GpuContext, GpuError, KernelSpec};
 
-/// Buffers of one dispatch, named, in binding order.
+/// Buffers of one dispatch, named.
 pub struct SsimGradColsBuffers<'a> {
     /// The channel's [`super::uniforms::LossUniforms`].
     pub uniforms: &'a GpuBuffer,
@@ -30,24 +31,25 @@ pub struct SsimGradCols {
 }
 
 impl SsimGradCols {
+    /// Entry point `main` of shaders/loss/ssim_grad_cols.wgsl and its bindings.
+    pub const SPEC: KernelSpec = KernelSpec {
+        shader: "loss/ssim_grad_cols",
+        entry: "main",
+        bindings: &[
+            Binding::uniform("uniforms", 0),
+            Binding::read("image", 1),
+            Binding::read("reference", 2),
+            Binding::read("decode", 3),
+            Binding::read("rows", 4),
+            Binding::read_write("grad_image", 5),
+            Binding::read("mask", 6),
+        ],
+    };
+
     /// Compiles the kernel.
     pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
-        use BindingKind::*;
         Ok(Self {
-            kernel: ComputeKernel::new(
-                ctx,
-                "loss/ssim_grad_cols",
-                "main",
-                &[
-                    Uniform,
-                    StorageRead,
-                    StorageRead,
-                    StorageRead,
-                    StorageRead,
-                    StorageReadWrite,
-                    StorageRead,
-                ],
-            )?,
+            kernel: ComputeKernel::new(ctx, &Self::SPEC)?,
         })
     }
 
@@ -61,7 +63,7 @@ impl SsimGradCols {
     ) {
         let bind_group = self.kernel.bind(
             ctx,
-            &[
+            &named_buffers![
                 b.uniforms,
                 b.image,
                 b.reference,

@@ -2,9 +2,10 @@
 //! window sums of the derivative maps (the adjoint of the forward's
 //! zero-padded convolution with a symmetric window is the same convolution).
 
-use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
+use crate::gpu::binding_table::named_buffers;
+use crate::gpu::{Binding, ComputeKernel, GpuBuffer, GpuContext, GpuError, KernelSpec};
 
-/// Buffers of one dispatch, named, in binding order.
+/// Buffers of one dispatch, named.
 pub struct SsimGradRowsBuffers<'a> {
     /// The channel's [`super::uniforms::LossUniforms`].
     pub uniforms: &'a GpuBuffer,
@@ -20,16 +21,21 @@ pub struct SsimGradRows {
 }
 
 impl SsimGradRows {
+    /// Entry point `main` of shaders/loss/ssim_grad_rows.wgsl and its bindings.
+    pub const SPEC: KernelSpec = KernelSpec {
+        shader: "loss/ssim_grad_rows",
+        entry: "main",
+        bindings: &[
+            Binding::uniform("uniforms", 0),
+            Binding::read("maps", 1),
+            Binding::read_write("rows", 2),
+        ],
+    };
+
     /// Compiles the kernel.
     pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
-        use BindingKind::*;
         Ok(Self {
-            kernel: ComputeKernel::new(
-                ctx,
-                "loss/ssim_grad_rows",
-                "main",
-                &[Uniform, StorageRead, StorageReadWrite],
-            )?,
+            kernel: ComputeKernel::new(ctx, &Self::SPEC)?,
         })
     }
 
@@ -41,7 +47,9 @@ impl SsimGradRows {
         b: &SsimGradRowsBuffers,
         pixels: u32,
     ) {
-        let bind_group = self.kernel.bind(ctx, &[b.uniforms, b.maps, b.rows]);
+        let bind_group = self
+            .kernel
+            .bind(ctx, &named_buffers![b.uniforms, b.maps, b.rows,]);
         self.kernel.dispatch_threads(encoder, &bind_group, pixels);
     }
 }

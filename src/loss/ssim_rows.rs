@@ -1,9 +1,10 @@
 //! SSIM forward pass 1 (shaders/loss/ssim_rows.wgsl): per pixel of one
 //! channel, the horizontal 11-tap window sums of `(x, y, x·y, (x − y)²)`.
 
-use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
+use crate::gpu::binding_table::named_buffers;
+use crate::gpu::{Binding, ComputeKernel, GpuBuffer, GpuContext, GpuError, KernelSpec};
 
-/// Buffers of one dispatch, named, in binding order.
+/// Buffers of one dispatch, named.
 pub struct SsimRowsBuffers<'a> {
     /// The channel's [`super::uniforms::LossUniforms`].
     pub uniforms: &'a GpuBuffer,
@@ -23,22 +24,23 @@ pub struct SsimRows {
 }
 
 impl SsimRows {
+    /// Entry point `main` of shaders/loss/ssim_rows.wgsl and its bindings.
+    pub const SPEC: KernelSpec = KernelSpec {
+        shader: "loss/ssim_rows",
+        entry: "main",
+        bindings: &[
+            Binding::uniform("uniforms", 0),
+            Binding::read("image", 1),
+            Binding::read("reference", 2),
+            Binding::read("decode", 3),
+            Binding::read_write("rows", 4),
+        ],
+    };
+
     /// Compiles the kernel.
     pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
-        use BindingKind::*;
         Ok(Self {
-            kernel: ComputeKernel::new(
-                ctx,
-                "loss/ssim_rows",
-                "main",
-                &[
-                    Uniform,
-                    StorageRead,
-                    StorageRead,
-                    StorageRead,
-                    StorageReadWrite,
-                ],
-            )?,
+            kernel: ComputeKernel::new(ctx, &Self::SPEC)?,
         })
     }
 
@@ -50,9 +52,10 @@ impl SsimRows {
         b: &SsimRowsBuffers,
         pixels: u32,
     ) {
-        let bind_group = self
-            .kernel
-            .bind(ctx, &[b.uniforms, b.image, b.reference, b.decode, b.rows]);
+        let bind_group = self.kernel.bind(
+            ctx,
+            &named_buffers![b.uniforms, b.image, b.reference, b.decode, b.rows,],
+        );
         self.kernel.dispatch_threads(encoder, &bind_group, pixels);
     }
 }

@@ -4,6 +4,7 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::window::gaussian_window;
+use crate::gpu::wgsl_layout::wgsl_mirror;
 
 /// Uniforms shared by the four SSIM kernels, one buffer per RGB channel (the
 /// channel differs between dispatches recorded into one submission, and a
@@ -33,6 +34,18 @@ pub struct LossUniforms {
     pub window: [f32; 12],
 }
 
+wgsl_mirror!(LossUniforms => "LossUniforms" in ["loss/uniforms"] {
+    width,
+    height,
+    pixel_count,
+    channel,
+    partials_per_channel,
+    masked,
+    _pad,
+    coefficients,
+    window,
+});
+
 /// The 1-D SSIM window in f32: [`gaussian_window`], computed in f64 (the
 /// definition the f64 twin uses too) and rounded once.
 pub fn window_f32() -> [f32; 12] {
@@ -58,3 +71,11 @@ pub struct ReduceUniforms {
     /// The loss is `dot(weights, sums · scale)`.
     pub weights: [f32; 4],
 }
+
+wgsl_mirror!(ReduceUniforms => "ReduceUniforms" in ["loss/reduce_terms"] {
+    count,
+    slot,
+    _pad,
+    scale,
+    weights,
+});

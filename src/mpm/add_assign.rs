@@ -3,7 +3,9 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
+use crate::gpu::binding_table::named_buffers;
+use crate::gpu::wgsl_layout::wgsl_mirror;
+use crate::gpu::{Binding, ComputeKernel, GpuBuffer, GpuContext, GpuError, KernelSpec};
 
 /// Uniforms of `mpm/add_assign`.
 #[repr(C)]
@@ -15,7 +17,12 @@ pub struct AddAssignUniforms {
     pub _pad: [u32; 3],
 }
 
-/// Buffers of one dispatch, named, in binding order.
+wgsl_mirror!(AddAssignUniforms => "Uniforms" in ["mpm/add_assign"] {
+    count,
+    _pad,
+});
+
+/// Buffers of one dispatch, named.
 pub struct AddAssignBuffers<'a> {
     /// [`AddAssignUniforms`].
     pub uniforms: &'a GpuBuffer,
@@ -31,16 +38,21 @@ pub struct AddAssign {
 }
 
 impl AddAssign {
+    /// Entry point `main` of shaders/mpm/add_assign.wgsl and its bindings.
+    pub const SPEC: KernelSpec = KernelSpec {
+        shader: "mpm/add_assign",
+        entry: "main",
+        bindings: &[
+            Binding::uniform("uniforms", 0),
+            Binding::read("src", 1),
+            Binding::read_write("dst", 2),
+        ],
+    };
+
     /// Compiles the kernel.
     pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
-        use BindingKind::*;
         Ok(Self {
-            kernel: ComputeKernel::new(
-                ctx,
-                "mpm/add_assign",
-                "main",
-                &[Uniform, StorageRead, StorageReadWrite],
-            )?,
+            kernel: ComputeKernel::new(ctx, &Self::SPEC)?,
         })
     }
 
@@ -52,7 +64,9 @@ impl AddAssign {
         b: &AddAssignBuffers,
         count: u32,
     ) {
-        let bind_group = self.kernel.bind(ctx, &[b.uniforms, b.src, b.dst]);
+        let bind_group = self
+            .kernel
+            .bind(ctx, &named_buffers![b.uniforms, b.src, b.dst,]);
         self.kernel.dispatch_threads(encoder, &bind_group, count);
     }
 }

@@ -19,7 +19,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use crate::gpu::GpuBuffer;
+use crate::gpu::NamedBuffer;
 
 type Key = (&'static str, Vec<wgpu::Buffer>);
 
@@ -40,10 +40,13 @@ impl BindGroupCache {
     pub fn get(
         &self,
         kernel: &'static str,
-        buffers: &[&GpuBuffer],
+        buffers: &[NamedBuffer],
         make: impl FnOnce() -> wgpu::BindGroup,
     ) -> wgpu::BindGroup {
-        let key = (kernel, buffers.iter().map(|b| b.raw().clone()).collect());
+        let key = (
+            kernel,
+            buffers.iter().map(|(_, b)| b.raw().clone()).collect(),
+        );
         let mut groups = self.groups.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(group) = groups.get(&key) {
             return group.clone();

@@ -8,9 +8,12 @@
 //! [`super::p2g_adjoint`], `main_cells`).
 
 use super::p2g_bin::CellLists;
-use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
+use crate::gpu::binding_table::{concat_bindings, named_buffers};
+use crate::gpu::{
+    Binding, ComputeKernel, GpuBuffer, GpuContext, GpuError, KernelSpec, NamedBuffer,
+};
 
-/// Buffers of one `mpm/cell_scatter` dispatch, named, in binding order.
+/// Buffers of one `mpm/cell_scatter` dispatch, named.
 pub struct CellScatterBuffers<'a> {
     /// [`super::uniforms::MpmUniforms`].
     pub uniforms: &'a GpuBuffer,
@@ -26,18 +29,20 @@ pub struct CellScatterBuffers<'a> {
 }
 
 impl<'a> CellScatterBuffers<'a> {
-    /// The buffers in binding order: what the bind group binds, and the
+    /// The buffers by name: what the bind group binds, and the
     /// simulator's bind-group cache key ([`super::bind_group_cache`]).
-    pub fn in_binding_order(&self) -> [&'a GpuBuffer; 7] {
-        let [node_box, cell_head, particle_next] = self.lists.in_binding_order();
+    pub fn by_name(&self) -> [NamedBuffer<'a>; 7] {
+        let [params, state, youngs, nodes] =
+            named_buffers![self.uniforms => "params", self.state, self.youngs, self.nodes];
+        let [node_box, cell_head, particle_next] = self.lists.by_name();
         [
-            self.uniforms,
+            params,
+            state,
+            youngs,
+            nodes,
             node_box,
-            self.state,
-            self.youngs,
             cell_head,
             particle_next,
-            self.nodes,
         ]
     }
 }
@@ -48,26 +53,31 @@ pub struct CellScatter {
 }
 
 impl CellScatter {
+    /// Entry point `p2g` of shaders/mpm/cell_scatter.wgsl and its bindings.
+    pub const SPEC: KernelSpec = KernelSpec {
+        shader: "mpm/cell_scatter",
+        entry: "p2g",
+        bindings: &concat_bindings::<7>(
+            &[
+                Binding::uniform("params", 0),
+                Binding::read("state", 2),
+                Binding::read("youngs", 3),
+                Binding::read_write("nodes", 6),
+            ],
+            &CellLists::BINDINGS,
+        ),
+    };
+
     /// Compiles the kernel for this context's atomic mode.
     pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
-        use BindingKind::*;
-        let bindings = [
-            Uniform,
-            StorageRead,
-            StorageRead,
-            StorageRead,
-            StorageRead,
-            StorageRead,
-            StorageReadWrite,
-        ];
         Ok(Self {
-            kernel: ComputeKernel::new(ctx, "mpm/cell_scatter", "p2g", &bindings)?,
+            kernel: ComputeKernel::new(ctx, &Self::SPEC)?,
         })
     }
 
     /// Bind group of a dispatch on `b`.
     pub fn bind(&self, ctx: &GpuContext, b: &CellScatterBuffers) -> wgpu::BindGroup {
-        self.kernel.bind(ctx, &b.in_binding_order())
+        self.kernel.bind(ctx, &b.by_name())
     }
 
     /// Records one dispatch over the (x, y) columns of the active box

@@ -5,7 +5,11 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
+use crate::gpu::binding_table::named_buffers;
+use crate::gpu::wgsl_layout::wgsl_mirror;
+use crate::gpu::{
+    Binding, ComputeKernel, GpuBuffer, GpuContext, GpuError, KernelSpec, NamedBuffer,
+};
 
 /// Most impulses one run holds: the bits of a particle's `u32` mask
 /// (`MAX_IMPULSES` in the shader).
@@ -20,7 +24,11 @@ pub struct ImpulseTable {
     pub dv: [[f32; 4]; MAX_IMPULSES],
 }
 
-/// Buffers of one `mpm/external_force` dispatch, named, in binding order.
+wgsl_mirror!(ImpulseTable => "ImpulseTable" in ["mpm/external_force"] {
+    dv,
+});
+
+/// Buffers of one `mpm/external_force` dispatch, named.
 pub struct ExternalForceBuffers<'a> {
     /// [`super::uniforms::MpmUniforms`].
     pub uniforms: &'a GpuBuffer,
@@ -35,10 +43,10 @@ pub struct ExternalForceBuffers<'a> {
 }
 
 impl<'a> ExternalForceBuffers<'a> {
-    /// The buffers in binding order (the bind group and its cache key).
-    pub fn in_binding_order(&self) -> [&'a GpuBuffer; 5] {
-        [
-            self.uniforms,
+    /// The buffers by name (the bind group and its cache key).
+    pub fn by_name(&self) -> [NamedBuffer<'a>; 5] {
+        named_buffers![
+            self.uniforms => "params",
             self.table,
             self.state,
             self.members,
@@ -53,22 +61,29 @@ pub struct ExternalForce {
 }
 
 impl ExternalForce {
+    /// Entry point `main` of shaders/mpm/external_force.wgsl and its bindings.
+    pub const SPEC: KernelSpec = KernelSpec {
+        shader: "mpm/external_force",
+        entry: "main",
+        bindings: &[
+            Binding::uniform("params", 0),
+            Binding::uniform("table", 1),
+            Binding::read("state", 2),
+            Binding::read("members", 3),
+            Binding::read_write("grid", 4),
+        ],
+    };
+
     /// Compiles the kernel for this context's atomic mode.
     pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
-        use BindingKind::*;
         Ok(Self {
-            kernel: ComputeKernel::new(
-                ctx,
-                "mpm/external_force",
-                "main",
-                &[Uniform, Uniform, StorageRead, StorageRead, StorageReadWrite],
-            )?,
+            kernel: ComputeKernel::new(ctx, &Self::SPEC)?,
         })
     }
 
     /// Bind group for `b`.
     pub fn bind(&self, ctx: &GpuContext, b: &ExternalForceBuffers) -> wgpu::BindGroup {
-        self.kernel.bind(ctx, &b.in_binding_order())
+        self.kernel.bind(ctx, &b.by_name())
     }
 
     /// Records one dispatch over `count` particles.

@@ -253,11 +253,9 @@ impl ForcedRun {
                     members: &self.members,
                     grid: &sim.grid.mass_momentum,
                 };
-                let bg = sim
-                    .bind_groups
-                    .get("external_force", &force.in_binding_order(), || {
-                        self.kernel.bind(ctx, &force)
-                    });
+                let bg = sim.bind_groups.get("external_force", &force.by_name(), || {
+                    self.kernel.bind(ctx, &force)
+                });
                 self.kernel.dispatch(encoder, &bg, sim.particle_count);
             }
         }

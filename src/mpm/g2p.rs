@@ -1,8 +1,11 @@
 //! G2P: particles gather velocity and its affine part, update F and x; flags non-finite values and particles leaving the grid (shaders/mpm/g2p.wgsl, docs/design.md § MPM step 3).
 
-use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
+use crate::gpu::binding_table::named_buffers;
+use crate::gpu::{
+    Binding, ComputeKernel, GpuBuffer, GpuContext, GpuError, KernelSpec, NamedBuffer,
+};
 
-/// Buffers of one `mpm/g2p` dispatch, named, in binding order.
+/// Buffers of one `mpm/g2p` dispatch, named.
 pub struct G2pBuffers<'a> {
     /// [`super::uniforms::MpmUniforms`].
     pub uniforms: &'a GpuBuffer,
@@ -19,11 +22,11 @@ pub struct G2pBuffers<'a> {
 }
 
 impl<'a> G2pBuffers<'a> {
-    /// The buffers in binding order: what the bind group binds, and the
+    /// The buffers by name: what the bind group binds, and the
     /// simulator's bind-group cache key ([`super::bind_group_cache`]).
-    pub fn in_binding_order(&self) -> [&'a GpuBuffer; 6] {
-        [
-            self.uniforms,
+    pub fn by_name(&self) -> [NamedBuffer<'a>; 6] {
+        named_buffers![
+            self.uniforms => "params",
             self.state,
             self.grid_velocity,
             self.anchored,
@@ -39,30 +42,31 @@ pub struct G2p {
 }
 
 impl G2p {
+    /// Entry point `main` of shaders/mpm/g2p.wgsl and its bindings.
+    pub const SPEC: KernelSpec = KernelSpec {
+        shader: "mpm/g2p",
+        entry: "main",
+        bindings: &[
+            Binding::uniform("params", 0),
+            Binding::read("state", 1),
+            Binding::read("grid_velocity", 2),
+            Binding::read("anchored", 3),
+            Binding::read_write("state_out", 4),
+            Binding::read_write("status", 5),
+        ],
+    };
+
     /// Compiles the kernel for this context's atomic mode.
     pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
-        use BindingKind::*;
         Ok(Self {
-            kernel: ComputeKernel::new(
-                ctx,
-                "mpm/g2p",
-                "main",
-                &[
-                    Uniform,
-                    StorageRead,
-                    StorageRead,
-                    StorageRead,
-                    StorageReadWrite,
-                    StorageReadWrite,
-                ],
-            )?,
+            kernel: ComputeKernel::new(ctx, &Self::SPEC)?,
         })
     }
 
     /// Bind group for `b` (the simulator caches it per set of bound buffers:
     /// [`super::bind_group_cache`]).
     pub fn bind(&self, ctx: &GpuContext, b: &G2pBuffers) -> wgpu::BindGroup {
-        self.kernel.bind(ctx, &b.in_binding_order())
+        self.kernel.bind(ctx, &b.by_name())
     }
 
     /// Records one dispatch over `count` particles.

@@ -7,9 +7,12 @@
 //! [`super::p2g_adjoint`].
 
 use super::p2g_bin::CellLists;
-use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
+use crate::gpu::binding_table::{concat_bindings, named_buffers};
+use crate::gpu::{
+    Binding, ComputeKernel, GpuBuffer, GpuContext, GpuError, KernelSpec, NamedBuffer,
+};
 
-/// Buffers of one `mpm/g2p_adjoint` dispatch, named, in binding order.
+/// Buffers of one `mpm/g2p_adjoint` dispatch, named.
 pub struct G2pAdjointBuffers<'a> {
     /// [`super::uniforms::MpmUniforms`].
     pub uniforms: &'a GpuBuffer,
@@ -24,11 +27,11 @@ pub struct G2pAdjointBuffers<'a> {
 }
 
 impl<'a> G2pAdjointBuffers<'a> {
-    /// The buffers in binding order: what the bind group binds, and the
+    /// The buffers by name: what the bind group binds, and the
     /// simulator's bind-group cache key ([`super::bind_group_cache`]).
-    pub fn in_binding_order(&self) -> [&'a GpuBuffer; 5] {
-        [
-            self.uniforms,
+    pub fn by_name(&self) -> [NamedBuffer<'a>; 5] {
+        named_buffers![
+            self.uniforms => "params",
             self.state,
             self.anchored,
             self.state_grad_next,
@@ -47,11 +50,11 @@ pub struct G2pAdjointCellsBuffers<'a> {
 }
 
 impl<'a> G2pAdjointCellsBuffers<'a> {
-    /// The buffers in binding order: what the bind group binds, and the
+    /// The buffers by name: what the bind group binds, and the
     /// simulator's bind-group cache key ([`super::bind_group_cache`]).
-    pub fn in_binding_order(&self) -> [&'a GpuBuffer; 8] {
-        let [a0, a1, a2, a3, a4] = self.adjoint.in_binding_order();
-        let [l0, l1, l2] = self.lists.in_binding_order();
+    pub fn by_name(&self) -> [NamedBuffer<'a>; 8] {
+        let [a0, a1, a2, a3, a4] = self.adjoint.by_name();
+        let [l0, l1, l2] = self.lists.by_name();
         [a0, a1, a2, a3, a4, l0, l1, l2]
     }
 }
@@ -63,28 +66,42 @@ pub struct G2pAdjoint {
 }
 
 impl G2pAdjoint {
+    /// The bindings of `main`.
+    const MAIN_BINDINGS: [Binding; 5] = [
+        Binding::uniform("params", 0),
+        Binding::read("state", 1),
+        Binding::read("anchored", 2),
+        Binding::read("state_grad_next", 3),
+        Binding::read_write("grid_velocity_grad", 4),
+    ];
+
+    /// Entry point `main` of shaders/mpm/g2p_adjoint.wgsl.
+    pub const MAIN: KernelSpec = KernelSpec {
+        shader: "mpm/g2p_adjoint",
+        entry: "main",
+        bindings: &Self::MAIN_BINDINGS,
+    };
+
+    /// Entry point `main_cells` of shaders/mpm/g2p_adjoint.wgsl: the bindings of
+    /// `main` and the cell lists.
+    pub const MAIN_CELLS: KernelSpec = KernelSpec {
+        shader: "mpm/g2p_adjoint",
+        entry: "main_cells",
+        bindings: &concat_bindings::<8>(&Self::MAIN_BINDINGS, &CellLists::BINDINGS),
+    };
+
     /// Compiles both entry points for this context's atomic mode.
     pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
-        use BindingKind::*;
-        const MAIN: [BindingKind; 5] = [
-            Uniform,
-            StorageRead,
-            StorageRead,
-            StorageRead,
-            StorageReadWrite,
-        ];
-        let mut cells = MAIN.to_vec();
-        cells.extend([StorageRead; 3]);
         Ok(Self {
-            kernel: ComputeKernel::new(ctx, "mpm/g2p_adjoint", "main", &MAIN)?,
-            cells: ComputeKernel::new(ctx, "mpm/g2p_adjoint", "main_cells", &cells)?,
+            kernel: ComputeKernel::new(ctx, &Self::MAIN)?,
+            cells: ComputeKernel::new(ctx, &Self::MAIN_CELLS)?,
         })
     }
 
     /// Bind group for `b` (the simulator caches it per set of bound buffers:
     /// [`super::bind_group_cache`]).
     pub fn bind(&self, ctx: &GpuContext, b: &G2pAdjointBuffers) -> wgpu::BindGroup {
-        self.kernel.bind(ctx, &b.in_binding_order())
+        self.kernel.bind(ctx, &b.by_name())
     }
 
     /// Records one dispatch over `count` particles.
@@ -99,7 +116,7 @@ impl G2pAdjoint {
 
     /// Bind group of a `main_cells` dispatch.
     pub fn bind_cells(&self, ctx: &GpuContext, b: &G2pAdjointCellsBuffers) -> wgpu::BindGroup {
-        self.cells.bind(ctx, &b.in_binding_order())
+        self.cells.bind(ctx, &b.by_name())
     }
 
     /// Records one `main_cells` dispatch over the (x, y) columns of the

@@ -3,9 +3,12 @@
 //! (shaders/mpm/grid_bounds.wgsl). [`super::grid_box`] turns them into the
 //! box and the indirect dispatch arguments of the per-node kernels.
 
-use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
+use crate::gpu::binding_table::named_buffers;
+use crate::gpu::{
+    Binding, ComputeKernel, GpuBuffer, GpuContext, GpuError, KernelSpec, NamedBuffer,
+};
 
-/// Buffers of `mpm/grid_bounds`, in binding order.
+/// Buffers of `mpm/grid_bounds`, named.
 pub struct GridBoundsBuffers<'a> {
     /// [`super::uniforms::MpmUniforms`].
     pub uniforms: &'a GpuBuffer,
@@ -17,10 +20,14 @@ pub struct GridBoundsBuffers<'a> {
 }
 
 impl<'a> GridBoundsBuffers<'a> {
-    /// The buffers in binding order: what the bind group binds, and the
+    /// The buffers by name: what the bind group binds, and the
     /// simulator's bind-group cache key ([`super::bind_group_cache`]).
-    pub fn in_binding_order(&self) -> [&'a GpuBuffer; 3] {
-        [self.uniforms, self.state, self.bounds]
+    pub fn by_name(&self) -> [NamedBuffer<'a>; 3] {
+        named_buffers![
+            self.uniforms => "params",
+            self.state,
+            self.bounds,
+        ]
     }
 }
 
@@ -36,23 +43,28 @@ pub struct GridBounds {
 }
 
 impl GridBounds {
+    /// Entry point `main` of shaders/mpm/grid_bounds.wgsl and its bindings.
+    pub const SPEC: KernelSpec = KernelSpec {
+        shader: "mpm/grid_bounds",
+        entry: "main",
+        bindings: &[
+            Binding::uniform("params", 0),
+            Binding::read("state", 1),
+            Binding::read_write("bounds", 2),
+        ],
+    };
+
     /// Compiles the kernel.
     pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
-        use BindingKind::*;
         Ok(Self {
-            kernel: ComputeKernel::new(
-                ctx,
-                "mpm/grid_bounds",
-                "main",
-                &[Uniform, StorageRead, StorageReadWrite],
-            )?,
+            kernel: ComputeKernel::new(ctx, &Self::SPEC)?,
         })
     }
 
     /// Bind group for `b` (the simulator caches it per set of bound buffers:
     /// [`super::bind_group_cache`]).
     pub fn bind(&self, ctx: &GpuContext, b: &GridBoundsBuffers) -> wgpu::BindGroup {
-        self.kernel.bind(ctx, &b.in_binding_order())
+        self.kernel.bind(ctx, &b.by_name())
     }
 
     /// Records one dispatch over `particle_count` particles.

@@ -8,7 +8,10 @@
 //! invocation: box, node count, dispatch arguments, and the reset of the
 //! bounds).
 
-use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
+use crate::gpu::binding_table::named_buffers;
+use crate::gpu::{
+    Binding, ComputeKernel, GpuBuffer, GpuContext, GpuError, KernelSpec, NamedBuffer,
+};
 
 /// Byte offset, in the dispatch arguments written by `mpm/grid_box`, of
 /// those of the per-column kernels (one thread per (x, y) column of the
@@ -28,7 +31,7 @@ pub fn dispatch_columns(
     kernel.dispatch_indirect(encoder, bind_group, dispatch_args, COLUMN_DISPATCH_OFFSET);
 }
 
-/// Buffers of `mpm/grid_box`, in binding order.
+/// Buffers of `mpm/grid_box`, named.
 pub struct GridBoxBuffers<'a> {
     /// [`super::uniforms::MpmUniforms`].
     pub uniforms: &'a GpuBuffer,
@@ -43,11 +46,11 @@ pub struct GridBoxBuffers<'a> {
 }
 
 impl<'a> GridBoxBuffers<'a> {
-    /// The buffers in binding order: what the bind group binds, and the
+    /// The buffers by name: what the bind group binds, and the
     /// simulator's bind-group cache key ([`super::bind_group_cache`]).
-    pub fn in_binding_order(&self) -> [&'a GpuBuffer; 4] {
-        [
-            self.uniforms,
+    pub fn by_name(&self) -> [NamedBuffer<'a>; 4] {
+        named_buffers![
+            self.uniforms => "params",
             self.bounds,
             self.node_box,
             self.dispatch_args,
@@ -61,28 +64,29 @@ pub struct GridBox {
 }
 
 impl GridBox {
+    /// Entry point `main` of shaders/mpm/grid_box.wgsl and its bindings.
+    pub const SPEC: KernelSpec = KernelSpec {
+        shader: "mpm/grid_box",
+        entry: "main",
+        bindings: &[
+            Binding::uniform("params", 0),
+            Binding::read_write("bounds", 1),
+            Binding::read_write("node_box", 2),
+            Binding::read_write("dispatch_args", 3),
+        ],
+    };
+
     /// Compiles the kernel.
     pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
-        use BindingKind::*;
         Ok(Self {
-            kernel: ComputeKernel::new(
-                ctx,
-                "mpm/grid_box",
-                "main",
-                &[
-                    Uniform,
-                    StorageReadWrite,
-                    StorageReadWrite,
-                    StorageReadWrite,
-                ],
-            )?,
+            kernel: ComputeKernel::new(ctx, &Self::SPEC)?,
         })
     }
 
     /// Bind group for `b` (the simulator caches it per set of bound buffers:
     /// [`super::bind_group_cache`]).
     pub fn bind(&self, ctx: &GpuContext, b: &GridBoxBuffers) -> wgpu::BindGroup {
-        self.kernel.bind(ctx, &b.in_binding_order())
+        self.kernel.bind(ctx, &b.by_name())
     }
 
     /// Records the one-invocation dispatch.

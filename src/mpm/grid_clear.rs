@@ -7,9 +7,12 @@
 //! adjoint of the grid update zeroes the nodes it reads
 //! ([`super::grid_update_adjoint`]).
 
-use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
+use crate::gpu::binding_table::named_buffers;
+use crate::gpu::{
+    Binding, ComputeKernel, GpuBuffer, GpuContext, GpuError, KernelSpec, NamedBuffer,
+};
 
-/// Buffers of one `clear_grid` dispatch, in binding order.
+/// Buffers of one `clear_grid` dispatch, named.
 pub struct GridClearBuffers<'a> {
     /// [`super::uniforms::MpmUniforms`].
     pub uniforms: &'a GpuBuffer,
@@ -25,16 +28,17 @@ pub struct GridClearBuffers<'a> {
 }
 
 impl<'a> GridClearBuffers<'a> {
-    /// The buffers in binding order: what the bind group binds, and the
+    /// The buffers by name: what the bind group binds, and the
     /// simulator's bind-group cache key ([`super::bind_group_cache`]).
-    pub fn in_binding_order(&self) -> Vec<&'a GpuBuffer> {
-        let mut buffers = vec![
-            self.uniforms,
+    pub fn by_name(&self) -> Vec<NamedBuffer<'a>> {
+        let mut buffers = named_buffers![
+            self.uniforms => "params",
             self.node_box,
-            self.mass_momentum,
-            self.anchored,
-        ];
-        buffers.extend(self.cell_head);
+            self.mass_momentum => "nodes",
+            self.anchored => "flags",
+        ]
+        .to_vec();
+        buffers.extend(self.cell_head.map(|head| ("cell_head", head)));
         buffers
     }
 }
@@ -46,20 +50,36 @@ pub struct GridClear {
 }
 
 impl GridClear {
+    /// Entry point `clear_grid` of shaders/mpm/grid_clear.wgsl and its bindings.
+    pub const CLEAR_GRID: KernelSpec = KernelSpec {
+        shader: "mpm/grid_clear",
+        entry: "clear_grid",
+        bindings: &[
+            Binding::uniform("params", 0),
+            Binding::read("node_box", 1),
+            Binding::read_write("nodes", 2),
+            Binding::read_write("flags", 3),
+        ],
+    };
+
+    /// Entry point `clear_grid_and_lists` of shaders/mpm/grid_clear.wgsl and its bindings.
+    pub const CLEAR_GRID_AND_LISTS: KernelSpec = KernelSpec {
+        shader: "mpm/grid_clear",
+        entry: "clear_grid_and_lists",
+        bindings: &[
+            Binding::uniform("params", 0),
+            Binding::read("node_box", 1),
+            Binding::read_write("nodes", 2),
+            Binding::read_write("flags", 3),
+            Binding::read_write("cell_head", 4),
+        ],
+    };
+
     /// Compiles both entry points.
     pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
-        use BindingKind::*;
-        const GRID: [BindingKind; 4] = [Uniform, StorageRead, StorageReadWrite, StorageReadWrite];
-        let mut with_lists = GRID.to_vec();
-        with_lists.push(StorageReadWrite);
         Ok(Self {
-            grid: ComputeKernel::new(ctx, "mpm/grid_clear", "clear_grid", &GRID)?,
-            grid_and_lists: ComputeKernel::new(
-                ctx,
-                "mpm/grid_clear",
-                "clear_grid_and_lists",
-                &with_lists,
-            )?,
+            grid: ComputeKernel::new(ctx, &Self::CLEAR_GRID)?,
+            grid_and_lists: ComputeKernel::new(ctx, &Self::CLEAR_GRID_AND_LISTS)?,
         })
     }
 
@@ -73,7 +93,7 @@ impl GridClear {
 
     /// Bind group of a dispatch on `b`.
     pub fn bind_grid(&self, ctx: &GpuContext, b: &GridClearBuffers) -> wgpu::BindGroup {
-        self.kernel(b).bind(ctx, &b.in_binding_order())
+        self.kernel(b).bind(ctx, &b.by_name())
     }
 
     /// Records the dispatch on `b` (whose bind group is `bind_group`) over

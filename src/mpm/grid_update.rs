@@ -1,8 +1,11 @@
 //! Grid update: momentum to velocity, gravity, damping, anchored nodes and walls (shaders/mpm/grid_update.wgsl, src/mpm/config.rs rules).
 
-use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
+use crate::gpu::binding_table::named_buffers;
+use crate::gpu::{
+    Binding, ComputeKernel, GpuBuffer, GpuContext, GpuError, KernelSpec, NamedBuffer,
+};
 
-/// Buffers of one `mpm/grid_update` dispatch, named, in binding order.
+/// Buffers of one `mpm/grid_update` dispatch, named.
 pub struct GridUpdateBuffers<'a> {
     /// [`super::uniforms::MpmUniforms`].
     pub uniforms: &'a GpuBuffer,
@@ -17,11 +20,11 @@ pub struct GridUpdateBuffers<'a> {
 }
 
 impl<'a> GridUpdateBuffers<'a> {
-    /// The buffers in binding order: what the bind group binds, and the
+    /// The buffers by name: what the bind group binds, and the
     /// simulator's bind-group cache key ([`super::bind_group_cache`]).
-    pub fn in_binding_order(&self) -> [&'a GpuBuffer; 5] {
-        [
-            self.uniforms,
+    pub fn by_name(&self) -> [NamedBuffer<'a>; 5] {
+        named_buffers![
+            self.uniforms => "params",
             self.node_box,
             self.grid,
             self.grid_anchored,
@@ -36,29 +39,30 @@ pub struct GridUpdate {
 }
 
 impl GridUpdate {
+    /// Entry point `main` of shaders/mpm/grid_update.wgsl and its bindings.
+    pub const SPEC: KernelSpec = KernelSpec {
+        shader: "mpm/grid_update",
+        entry: "main",
+        bindings: &[
+            Binding::uniform("params", 0),
+            Binding::read("node_box", 1),
+            Binding::read("grid", 2),
+            Binding::read("grid_anchored", 3),
+            Binding::read_write("grid_velocity", 4),
+        ],
+    };
+
     /// Compiles the kernel for this context's atomic mode.
     pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
-        use BindingKind::*;
         Ok(Self {
-            kernel: ComputeKernel::new(
-                ctx,
-                "mpm/grid_update",
-                "main",
-                &[
-                    Uniform,
-                    StorageRead,
-                    StorageRead,
-                    StorageRead,
-                    StorageReadWrite,
-                ],
-            )?,
+            kernel: ComputeKernel::new(ctx, &Self::SPEC)?,
         })
     }
 
     /// Bind group for `b` (the simulator caches it per set of bound buffers:
     /// [`super::bind_group_cache`]).
     pub fn bind(&self, ctx: &GpuContext, b: &GridUpdateBuffers) -> wgpu::BindGroup {
-        self.kernel.bind(ctx, &b.in_binding_order())
+        self.kernel.bind(ctx, &b.by_name())
     }
 
     /// Records one dispatch over the active box; `dispatch_args` holds the

@@ -1,8 +1,11 @@
 //! Adjoint of the grid update (shaders/mpm/grid_update_adjoint.wgsl): ∂L/∂v_i → (∂L/∂mv_i, ∂L/∂m_i), including the grid-mass path.
 
-use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
+use crate::gpu::binding_table::named_buffers;
+use crate::gpu::{
+    Binding, ComputeKernel, GpuBuffer, GpuContext, GpuError, KernelSpec, NamedBuffer,
+};
 
-/// Buffers of one `mpm/grid_update_adjoint` dispatch, named, in binding order.
+/// Buffers of one `mpm/grid_update_adjoint` dispatch, named.
 pub struct GridUpdateAdjointBuffers<'a> {
     /// [`super::uniforms::MpmUniforms`].
     pub uniforms: &'a GpuBuffer,
@@ -19,11 +22,11 @@ pub struct GridUpdateAdjointBuffers<'a> {
 }
 
 impl<'a> GridUpdateAdjointBuffers<'a> {
-    /// The buffers in binding order: what the bind group binds, and the
+    /// The buffers by name: what the bind group binds, and the
     /// simulator's bind-group cache key ([`super::bind_group_cache`]).
-    pub fn in_binding_order(&self) -> [&'a GpuBuffer; 6] {
-        [
-            self.uniforms,
+    pub fn by_name(&self) -> [NamedBuffer<'a>; 6] {
+        named_buffers![
+            self.uniforms => "params",
             self.node_box,
             self.grid,
             self.grid_anchored,
@@ -39,30 +42,31 @@ pub struct GridUpdateAdjoint {
 }
 
 impl GridUpdateAdjoint {
+    /// Entry point `main` of shaders/mpm/grid_update_adjoint.wgsl and its bindings.
+    pub const SPEC: KernelSpec = KernelSpec {
+        shader: "mpm/grid_update_adjoint",
+        entry: "main",
+        bindings: &[
+            Binding::uniform("params", 0),
+            Binding::read("node_box", 1),
+            Binding::read("grid", 2),
+            Binding::read("grid_anchored", 3),
+            Binding::read_write("grid_velocity_grad", 4),
+            Binding::read_write("grid_grad", 5),
+        ],
+    };
+
     /// Compiles the kernel for this context's atomic mode.
     pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
-        use BindingKind::*;
         Ok(Self {
-            kernel: ComputeKernel::new(
-                ctx,
-                "mpm/grid_update_adjoint",
-                "main",
-                &[
-                    Uniform,
-                    StorageRead,
-                    StorageRead,
-                    StorageRead,
-                    StorageReadWrite,
-                    StorageReadWrite,
-                ],
-            )?,
+            kernel: ComputeKernel::new(ctx, &Self::SPEC)?,
         })
     }
 
     /// Bind group for `b` (the simulator caches it per set of bound buffers:
     /// [`super::bind_group_cache`]).
     pub fn bind(&self, ctx: &GpuContext, b: &GridUpdateAdjointBuffers) -> wgpu::BindGroup {
-        self.kernel.bind(ctx, &b.in_binding_order())
+        self.kernel.bind(ctx, &b.by_name())
     }
 
     /// Records one dispatch over the active box; `dispatch_args` holds the

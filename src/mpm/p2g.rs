@@ -1,8 +1,11 @@
 //! P2G: particles scatter mass, momentum and the anchored-node flag to the grid (shaders/mpm/p2g.wgsl, docs/design.md § MPM step 1).
 
-use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
+use crate::gpu::binding_table::named_buffers;
+use crate::gpu::{
+    Binding, ComputeKernel, GpuBuffer, GpuContext, GpuError, KernelSpec, NamedBuffer,
+};
 
-/// Buffers of one `mpm/p2g` dispatch, named, in binding order.
+/// Buffers of one `mpm/p2g` dispatch, named.
 pub struct P2gBuffers<'a> {
     /// [`super::uniforms::MpmUniforms`].
     pub uniforms: &'a GpuBuffer,
@@ -19,11 +22,11 @@ pub struct P2gBuffers<'a> {
 }
 
 impl<'a> P2gBuffers<'a> {
-    /// The buffers in binding order: what the bind group binds, and the
+    /// The buffers by name: what the bind group binds, and the
     /// simulator's bind-group cache key ([`super::bind_group_cache`]).
-    pub fn in_binding_order(&self) -> [&'a GpuBuffer; 6] {
-        [
-            self.uniforms,
+    pub fn by_name(&self) -> [NamedBuffer<'a>; 6] {
+        named_buffers![
+            self.uniforms => "params",
             self.state,
             self.youngs,
             self.anchored,
@@ -39,30 +42,31 @@ pub struct P2g {
 }
 
 impl P2g {
+    /// Entry point `main` of shaders/mpm/p2g.wgsl and its bindings.
+    pub const SPEC: KernelSpec = KernelSpec {
+        shader: "mpm/p2g",
+        entry: "main",
+        bindings: &[
+            Binding::uniform("params", 0),
+            Binding::read("state", 1),
+            Binding::read("youngs", 2),
+            Binding::read("anchored", 3),
+            Binding::read_write("grid", 4),
+            Binding::read_write("grid_anchored", 5),
+        ],
+    };
+
     /// Compiles the kernel for this context's atomic mode.
     pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
-        use BindingKind::*;
         Ok(Self {
-            kernel: ComputeKernel::new(
-                ctx,
-                "mpm/p2g",
-                "main",
-                &[
-                    Uniform,
-                    StorageRead,
-                    StorageRead,
-                    StorageRead,
-                    StorageReadWrite,
-                    StorageReadWrite,
-                ],
-            )?,
+            kernel: ComputeKernel::new(ctx, &Self::SPEC)?,
         })
     }
 
     /// Bind group for `b` (the simulator caches it per set of bound buffers:
     /// [`super::bind_group_cache`]).
     pub fn bind(&self, ctx: &GpuContext, b: &P2gBuffers) -> wgpu::BindGroup {
-        self.kernel.bind(ctx, &b.in_binding_order())
+        self.kernel.bind(ctx, &b.by_name())
     }
 
     /// Records one dispatch over `count` particles.

@@ -8,9 +8,12 @@
 //! gathering them per particle (why: the shader's header).
 
 use super::p2g_bin::CellLists;
-use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
+use crate::gpu::binding_table::{concat_bindings, named_buffers};
+use crate::gpu::{
+    Binding, ComputeKernel, GpuBuffer, GpuContext, GpuError, KernelSpec, NamedBuffer,
+};
 
-/// Buffers of one `mpm/p2g_adjoint` dispatch, named, in binding order.
+/// Buffers of one `mpm/p2g_adjoint` dispatch, named.
 pub struct P2gAdjointBuffers<'a> {
     /// [`super::uniforms::MpmUniforms`].
     pub uniforms: &'a GpuBuffer,
@@ -36,11 +39,11 @@ pub struct P2gAdjointBuffers<'a> {
 }
 
 impl<'a> P2gAdjointBuffers<'a> {
-    /// The buffers in binding order: what the bind group binds, and the
+    /// The buffers by name: what the bind group binds, and the
     /// simulator's bind-group cache key ([`super::bind_group_cache`]).
-    pub fn in_binding_order(&self) -> [&'a GpuBuffer; 10] {
-        [
-            self.uniforms,
+    pub fn by_name(&self) -> [NamedBuffer<'a>; 10] {
+        named_buffers![
+            self.uniforms => "params",
             self.state,
             self.state_next,
             self.youngs,
@@ -64,11 +67,11 @@ pub struct P2gAdjointCellsBuffers<'a> {
 }
 
 impl<'a> P2gAdjointCellsBuffers<'a> {
-    /// The buffers in binding order: what the bind group binds, and the
+    /// The buffers by name: what the bind group binds, and the
     /// simulator's bind-group cache key ([`super::bind_group_cache`]).
-    pub fn in_binding_order(&self) -> [&'a GpuBuffer; 13] {
-        let [a0, a1, a2, a3, a4, a5, a6, a7, a8, a9] = self.adjoint.in_binding_order();
-        let [l0, l1, l2] = self.lists.in_binding_order();
+    pub fn by_name(&self) -> [NamedBuffer<'a>; 13] {
+        let [a0, a1, a2, a3, a4, a5, a6, a7, a8, a9] = self.adjoint.by_name();
+        let [l0, l1, l2] = self.lists.by_name();
         [a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, l0, l1, l2]
     }
 }
@@ -80,38 +83,52 @@ pub struct P2gAdjoint {
 }
 
 impl P2gAdjoint {
+    /// The bindings of `main`.
+    const MAIN_BINDINGS: [Binding; 10] = [
+        Binding::uniform("params", 0),
+        Binding::read("state", 1),
+        Binding::read("state_next", 2),
+        Binding::read("youngs", 3),
+        Binding::read("anchored", 4),
+        Binding::read("state_grad_next", 5),
+        Binding::read("grid_grad", 6),
+        Binding::read("grid_velocity", 7),
+        Binding::read_write("state_grad", 8),
+        Binding::read_write("youngs_grad", 9),
+    ];
+
+    /// Entry point `main` of shaders/mpm/p2g_adjoint.wgsl.
+    pub const MAIN: KernelSpec = KernelSpec {
+        shader: "mpm/p2g_adjoint",
+        entry: "main",
+        bindings: &Self::MAIN_BINDINGS,
+    };
+
+    /// Entry point `main_cells` of shaders/mpm/p2g_adjoint.wgsl: the bindings of
+    /// `main` and the cell lists.
+    pub const MAIN_CELLS: KernelSpec = KernelSpec {
+        shader: "mpm/p2g_adjoint",
+        entry: "main_cells",
+        bindings: &concat_bindings::<13>(&Self::MAIN_BINDINGS, &CellLists::BINDINGS),
+    };
+
     /// Compiles both entry points.
     pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
-        use BindingKind::*;
-        const MAIN: [BindingKind; 10] = [
-            Uniform,
-            StorageRead,
-            StorageRead,
-            StorageRead,
-            StorageRead,
-            StorageRead,
-            StorageRead,
-            StorageRead,
-            StorageReadWrite,
-            StorageReadWrite,
-        ];
-        let mut cells = MAIN.to_vec();
-        cells.extend([StorageRead; 3]);
         Ok(Self {
-            kernel: ComputeKernel::new(ctx, "mpm/p2g_adjoint", "main", &MAIN)?,
-            cells: ComputeKernel::new(ctx, "mpm/p2g_adjoint", "main_cells", &cells)?,
+            kernel: ComputeKernel::new(ctx, &Self::MAIN)?,
+            cells: ComputeKernel::new(ctx, &Self::MAIN_CELLS)?,
         })
     }
 
     /// Bind group for `b` (the simulator caches it per set of bound buffers:
     /// [`super::bind_group_cache`]).
     pub fn bind(&self, ctx: &GpuContext, b: &P2gAdjointBuffers) -> wgpu::BindGroup {
-        self.kernel.bind(ctx, &b.in_binding_order())
+        self.kernel.bind(ctx, &b.by_name())
     }
 
     /// Bind group of a `main_cells` dispatch.
     pub fn bind_cells(&self, ctx: &GpuContext, b: &P2gAdjointCellsBuffers) -> wgpu::BindGroup {
-        self.cells.bind(ctx, &b.in_binding_order())
+        self.cells.bind(ctx, &b.by_name())
     }
 
     /// Records one `main` dispatch over `count` particles.

@@ -15,7 +15,10 @@
 //! [`super::p2g`] (fast L2 atomics, no list walks);
 //! [`super::simulator::MpmSimulator`] picks by adapter type.
 
-use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
+use crate::gpu::binding_table::named_buffers;
+use crate::gpu::{
+    Binding, ComputeKernel, GpuBuffer, GpuContext, GpuError, KernelSpec, NamedBuffer,
+};
 
 /// What a column walk over a substep's particles reads: the substep's
 /// active box and the cell lists its P2G binning built (every particle,
@@ -31,13 +34,22 @@ pub struct CellLists<'a> {
 }
 
 impl<'a> CellLists<'a> {
-    /// The three buffers in the binding order every walker declares them.
-    pub fn in_binding_order(&self) -> [&'a GpuBuffer; 3] {
-        [self.node_box, self.cell_head, self.particle_next]
+    /// Their rows in every walker's binding table: shaders/mpm/cell_lists.wgsl
+    /// declares them once for the three walkers.
+    pub const BINDINGS: [Binding; 3] = [
+        Binding::read("node_box", 10),
+        Binding::read("cell_head", 11),
+        Binding::read("particle_next", 12),
+    ];
+
+    /// The three buffers, named as every walker declares them (at bindings
+    /// 10–12: shaders/mpm/cell_lists.wgsl).
+    pub fn by_name(&self) -> [NamedBuffer<'a>; 3] {
+        named_buffers![self.node_box, self.cell_head, self.particle_next]
     }
 }
 
-/// Buffers of one `mpm/p2g_bin` dispatch, named, in binding order.
+/// Buffers of one `mpm/p2g_bin` dispatch, named.
 pub struct P2gBinBuffers<'a> {
     /// [`super::uniforms::MpmUniforms`].
     pub uniforms: &'a GpuBuffer,
@@ -57,11 +69,11 @@ pub struct P2gBinBuffers<'a> {
 }
 
 impl<'a> P2gBinBuffers<'a> {
-    /// The buffers in binding order: what the bind group binds, and the
+    /// The buffers by name: what the bind group binds, and the
     /// simulator's bind-group cache key ([`super::bind_group_cache`]).
-    pub fn in_binding_order(&self) -> [&'a GpuBuffer; 6] {
-        [
-            self.uniforms,
+    pub fn by_name(&self) -> [NamedBuffer<'a>; 6] {
+        named_buffers![
+            self.uniforms => "params",
             self.state,
             self.anchored,
             self.cell_head,
@@ -77,29 +89,30 @@ pub struct P2gBin {
 }
 
 impl P2gBin {
+    /// Entry point `main` of shaders/mpm/p2g_bin.wgsl and its bindings.
+    pub const SPEC: KernelSpec = KernelSpec {
+        shader: "mpm/p2g_bin",
+        entry: "main",
+        bindings: &[
+            Binding::uniform("params", 0),
+            Binding::read("state", 1),
+            Binding::read("anchored", 2),
+            Binding::read_write("cell_head", 3),
+            Binding::read_write("particle_next", 4),
+            Binding::read_write("grid_anchored", 5),
+        ],
+    };
+
     /// Compiles the kernel.
     pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
-        use BindingKind::*;
         Ok(Self {
-            kernel: ComputeKernel::new(
-                ctx,
-                "mpm/p2g_bin",
-                "main",
-                &[
-                    Uniform,
-                    StorageRead,
-                    StorageRead,
-                    StorageReadWrite,
-                    StorageReadWrite,
-                    StorageReadWrite,
-                ],
-            )?,
+            kernel: ComputeKernel::new(ctx, &Self::SPEC)?,
         })
     }
 
     /// Bind group for `b`.
     pub fn bind(&self, ctx: &GpuContext, b: &P2gBinBuffers) -> wgpu::BindGroup {
-        self.kernel.bind(ctx, &b.in_binding_order())
+        self.kernel.bind(ctx, &b.by_name())
     }
 
     /// Records one dispatch over `count` particles.

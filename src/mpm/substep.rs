@@ -153,7 +153,7 @@ impl MpmSimulator {
     ) {
         let k = &self.kernels;
         let cache = &self.bind_groups;
-        // Every key is all the buffers its bind group binds, in binding order.
+        // Every key is all the buffers its bind group binds.
         match stage {
             SubstepStage::ActiveBox => {
                 let bounds = GridBoundsBuffers {
@@ -161,7 +161,7 @@ impl MpmSimulator {
                     state: b.state,
                     bounds: &self.bounds,
                 };
-                let bounds_group = cache.get("grid_bounds", &bounds.in_binding_order(), || {
+                let bounds_group = cache.get("grid_bounds", &bounds.by_name(), || {
                     k.grid_bounds.bind(ctx, &bounds)
                 });
                 let node_box = GridBoxBuffers {
@@ -170,7 +170,7 @@ impl MpmSimulator {
                     node_box: &grid.node_box,
                     dispatch_args: &grid.dispatch_args,
                 };
-                let box_group = cache.get("grid_box", &node_box.in_binding_order(), || {
+                let box_group = cache.get("grid_box", &node_box.by_name(), || {
                     k.grid_box.bind(ctx, &node_box)
                 });
                 k.grid_bounds
@@ -189,9 +189,7 @@ impl MpmSimulator {
                     Some(_) => "clear_grid_and_lists",
                     None => "clear_grid",
                 };
-                let bg = cache.get(name, &b.in_binding_order(), || {
-                    k.grid_clear.bind_grid(ctx, &b)
-                });
+                let bg = cache.get(name, &b.by_name(), || k.grid_clear.bind_grid(ctx, &b));
                 k.grid_clear
                     .dispatch_grid(encoder, &b, &bg, &grid.dispatch_args);
             }
@@ -204,9 +202,7 @@ impl MpmSimulator {
                     particle_next: grid.particle_next(),
                     grid_anchored: &grid.anchored,
                 };
-                let bin_group = cache.get("p2g_bin", &bin.in_binding_order(), || {
-                    k.p2g_bin.bind(ctx, &bin)
-                });
+                let bin_group = cache.get("p2g_bin", &bin.by_name(), || k.p2g_bin.bind(ctx, &bin));
                 k.p2g_bin.dispatch(encoder, &bin_group, self.particle_count);
                 let scatter = CellScatterBuffers {
                     uniforms: &self.uniforms,
@@ -215,7 +211,7 @@ impl MpmSimulator {
                     lists: grid.lists(),
                     nodes: &grid.mass_momentum,
                 };
-                let scatter_group = cache.get("cell_scatter", &scatter.in_binding_order(), || {
+                let scatter_group = cache.get("cell_scatter", &scatter.by_name(), || {
                     k.cell_scatter.bind(ctx, &scatter)
                 });
                 k.cell_scatter
@@ -230,7 +226,7 @@ impl MpmSimulator {
                     grid: &grid.mass_momentum,
                     grid_anchored: &grid.anchored,
                 };
-                let bg = cache.get("p2g", &p2g.in_binding_order(), || k.p2g.bind(ctx, &p2g));
+                let bg = cache.get("p2g", &p2g.by_name(), || k.p2g.bind(ctx, &p2g));
                 k.p2g.dispatch(encoder, &bg, self.particle_count);
             }
             SubstepStage::GridUpdate => {
@@ -241,7 +237,7 @@ impl MpmSimulator {
                     grid_anchored: &grid.anchored,
                     grid_velocity: &grid.velocity,
                 };
-                let bg = cache.get("grid_update", &update.in_binding_order(), || {
+                let bg = cache.get("grid_update", &update.by_name(), || {
                     k.grid_update.bind(ctx, &update)
                 });
                 k.grid_update.dispatch(encoder, &bg, &grid.dispatch_args);
@@ -255,7 +251,7 @@ impl MpmSimulator {
                     state_out: b.next,
                     status: &self.status,
                 };
-                let bg = cache.get("g2p", &g2p.in_binding_order(), || k.g2p.bind(ctx, &g2p));
+                let bg = cache.get("g2p", &g2p.by_name(), || k.g2p.bind(ctx, &g2p));
                 k.g2p.dispatch(encoder, &bg, self.particle_count);
             }
             SubstepStage::G2pAdjoint => {
@@ -271,13 +267,13 @@ impl MpmSimulator {
                         adjoint,
                         lists: grid.lists(),
                     };
-                    let bg = cache.get("g2p_adjoint cells", &cells.in_binding_order(), || {
+                    let bg = cache.get("g2p_adjoint cells", &cells.by_name(), || {
                         k.g2p_adjoint.bind_cells(ctx, &cells)
                     });
                     k.g2p_adjoint
                         .dispatch_cells(encoder, &bg, &grid.dispatch_args);
                 } else {
-                    let bg = cache.get("g2p_adjoint", &adjoint.in_binding_order(), || {
+                    let bg = cache.get("g2p_adjoint", &adjoint.by_name(), || {
                         k.g2p_adjoint.bind(ctx, &adjoint)
                     });
                     k.g2p_adjoint.dispatch(encoder, &bg, self.particle_count);
@@ -292,7 +288,7 @@ impl MpmSimulator {
                     grid_velocity_grad: &self.grid_velocity_grad,
                     grid_grad: &self.grid_grad,
                 };
-                let bg = cache.get("grid_update_adjoint", &adj.in_binding_order(), || {
+                let bg = cache.get("grid_update_adjoint", &adj.by_name(), || {
                     k.grid_update_adjoint.bind(ctx, &adj)
                 });
                 k.grid_update_adjoint
@@ -316,13 +312,13 @@ impl MpmSimulator {
                         adjoint,
                         lists: grid.lists(),
                     };
-                    let bg = cache.get("p2g_adjoint cells", &cells.in_binding_order(), || {
+                    let bg = cache.get("p2g_adjoint cells", &cells.by_name(), || {
                         k.p2g_adjoint.bind_cells(ctx, &cells)
                     });
                     k.p2g_adjoint
                         .dispatch_cells(encoder, &bg, &grid.dispatch_args);
                 } else {
-                    let bg = cache.get("p2g_adjoint", &adjoint.in_binding_order(), || {
+                    let bg = cache.get("p2g_adjoint", &adjoint.by_name(), || {
                         k.p2g_adjoint.bind(ctx, &adjoint)
                     });
                     k.p2g_adjoint.dispatch(encoder, &bg, self.particle_count);

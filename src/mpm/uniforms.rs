@@ -4,6 +4,7 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::config::{MpmConfig, WallMode, WALL_MARGIN_CELLS};
+use crate::gpu::wgsl_layout::wgsl_mirror;
 
 /// `MpmParams` of shaders/mpm/params.wgsl (64 bytes, 16-byte aligned).
 #[repr(C)]
@@ -38,6 +39,23 @@ pub struct MpmUniforms {
     /// Padding.
     pub _pad: f32,
 }
+
+wgsl_mirror!(MpmUniforms => "MpmParams" in ["mpm/params"] {
+    grid_res,
+    particle_count,
+    wall_mode,
+    wall_margin,
+    dx,
+    inv_dx,
+    dt,
+    particle_volume,
+    particle_mass,
+    damping_factor,
+    mu_per_youngs,
+    lambda_per_youngs,
+    gravity,
+    _pad,
+});
 
 impl MpmUniforms {
     /// Uniforms for `config`, `particle_count` particles of volume `particle_volume`.

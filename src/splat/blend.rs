@@ -1,7 +1,8 @@
 //! Forward blending kernel (shaders/splat/blend.wgsl): one workgroup per
 //! 16×16 tile, front-to-back compositing of the tile's depth-ordered list.
 
-use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
+use crate::gpu::binding_table::named_buffers;
+use crate::gpu::{Binding, ComputeKernel, GpuBuffer, GpuContext, GpuError, KernelSpec};
 
 /// Buffers of one dispatch, named.
 pub struct BlendBuffers<'a> {
@@ -25,23 +26,24 @@ pub struct Blend {
 }
 
 impl Blend {
+    /// Entry point `main` of shaders/splat/blend.wgsl and its bindings.
+    pub const SPEC: KernelSpec = KernelSpec {
+        shader: "splat/blend",
+        entry: "main",
+        bindings: &[
+            Binding::uniform("u", 0),
+            Binding::read("projected", 1),
+            Binding::read("splat_ids", 2),
+            Binding::read("ranges", 3),
+            Binding::read_write("image", 4),
+            Binding::read_write("last_index", 5),
+        ],
+    };
+
     /// Compiles the kernel.
     pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
-        use BindingKind::*;
         Ok(Self {
-            kernel: ComputeKernel::new(
-                ctx,
-                "splat/blend",
-                "main",
-                &[
-                    Uniform,
-                    StorageRead,
-                    StorageRead,
-                    StorageRead,
-                    StorageReadWrite,
-                    StorageReadWrite,
-                ],
-            )?,
+            kernel: ComputeKernel::new(ctx, &Self::SPEC)?,
         })
     }
 
@@ -55,8 +57,8 @@ impl Blend {
     ) {
         let bg = self.kernel.bind(
             ctx,
-            &[
-                b.uniforms,
+            &named_buffers![
+                b.uniforms => "u",
                 b.projected,
                 b.splat_ids,
                 b.ranges,

@@ -4,7 +4,8 @@
 //! Both read the rectangle stored once by the projection, so the counting and
 //! writing passes agree bit for bit.
 
-use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
+use crate::gpu::binding_table::named_buffers;
+use crate::gpu::{Binding, ComputeKernel, GpuBuffer, GpuContext, GpuError, KernelSpec};
 
 /// Buffers of both entry points, named.
 pub struct IntersectTilesBuffers<'a> {
@@ -31,22 +32,37 @@ pub struct IntersectTiles {
     write: ComputeKernel,
 }
 
-const BINDINGS: [BindingKind; 7] = [
-    BindingKind::Uniform,
-    BindingKind::StorageRead,
-    BindingKind::StorageRead,
-    BindingKind::StorageRead,
-    BindingKind::StorageReadWrite,
-    BindingKind::StorageReadWrite,
-    BindingKind::StorageReadWrite,
-];
-
 impl IntersectTiles {
+    /// The bindings of both entry points.
+    pub const BINDINGS: &'static [Binding] = &[
+        Binding::uniform("u", 0),
+        Binding::read("tile_rects", 1),
+        Binding::read("depth_order", 2),
+        Binding::read("offsets", 3),
+        Binding::read_write("counts", 4),
+        Binding::read_write("tile_ids", 5),
+        Binding::read_write("splat_ids", 6),
+    ];
+
+    /// Entry point `count` of shaders/splat/intersect_tiles.wgsl.
+    pub const COUNT: KernelSpec = KernelSpec {
+        shader: "splat/intersect_tiles",
+        entry: "count",
+        bindings: Self::BINDINGS,
+    };
+
+    /// Entry point `write` of shaders/splat/intersect_tiles.wgsl.
+    pub const WRITE: KernelSpec = KernelSpec {
+        shader: "splat/intersect_tiles",
+        entry: "write",
+        bindings: Self::BINDINGS,
+    };
+
     /// Compiles both entry points.
     pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
         Ok(Self {
-            count: ComputeKernel::new(ctx, "splat/intersect_tiles", "count", &BINDINGS)?,
-            write: ComputeKernel::new(ctx, "splat/intersect_tiles", "write", &BINDINGS)?,
+            count: ComputeKernel::new(ctx, &Self::COUNT)?,
+            write: ComputeKernel::new(ctx, &Self::WRITE)?,
         })
     }
 
@@ -58,8 +74,8 @@ impl IntersectTiles {
     ) -> wgpu::BindGroup {
         kernel.bind(
             ctx,
-            &[
-                b.uniforms,
+            &named_buffers![
+                b.uniforms => "u",
                 b.tile_rects,
                 b.depth_order,
                 b.offsets,

@@ -26,17 +26,17 @@
 //!    over the background, alpha = 1 − T) + per-pixel stop index.
 //!
 //! Backward ([`Rasterizer::backward`]), given dL/d(RGBA) per pixel:
-//! 1. [`blend_backward`]: per tile, front-to-back replay, per-splat gradients
+//! 1. [`blend_adjoint`]: per tile, front-to-back replay, per-splat gradients
 //!    of (mean₂, conic, opacity, colour) reduced in registers over a 2×2
 //!    pixel block per thread, then in workgroup memory, then one f32 atomic
 //!    per splat and component per batch of 256 (native or CAS).
 //!    The replay divides once by 1 − αᵢ ≥ 0.01 per splat to get what lies
 //!    behind it (never a chained division recovering T): see the shader.
-//! 2. [`project_backward`]: per splat, to means, raw quaternions, log-scales,
+//! 2. [`project_adjoint`]: per splat, to means, raw quaternions, log-scales,
 //!    opacity logits and SH coefficients.
 //!
 //! Camera backward ([`Rasterizer::camera_backward`]): the same blend
-//! backward, then [`camera_backward`] to each splat's share of dL/d(camera
+//! backward, then [`camera_adjoint`] to each splat's share of dL/d(camera
 //! pose, focal lengths, principal point), summed on the host — the splats
 //! held fixed, the camera moving (`physfit align`).
 //!
@@ -71,19 +71,20 @@
 //! ~33 M intersections); beyond it render returns [`GpuError::OverLimit`].
 
 pub mod blend;
-pub mod blend_backward;
-pub mod camera_backward;
+pub mod blend_adjoint;
+mod buffer_growth;
+pub mod camera_adjoint;
 pub mod error;
 pub mod intersect_tiles;
 pub mod project;
-pub mod project_backward;
+pub mod project_adjoint;
 pub mod splat_buffers;
 pub mod stage_recorder;
 pub mod tile_ranges;
 pub mod uniforms;
 mod workspace;
 
-pub use camera_backward::CameraGradient;
+pub use camera_adjoint::CameraGradient;
 pub use error::SplatError;
 pub use splat_buffers::{HostGradients, SplatBuffers, SplatGradients};
 pub use stage_recorder::StageTiming;
@@ -95,15 +96,16 @@ use crate::gpu::{GpuBuffer, GpuContext, GpuError};
 use crate::scene::Camera;
 
 use blend::{Blend, BlendBuffers};
-use blend_backward::{BlendBackward, BlendBackwardBuffers, GRAD_2D_STRIDE};
-use camera_backward::{CameraBackward, CameraBackwardBuffers, CAMERA_GRADIENT_STRIDE};
+use blend_adjoint::{BlendAdjoint, BlendAdjointBuffers, GRAD_2D_STRIDE};
+use buffer_growth::{grown_u32, reserve};
+use camera_adjoint::{CameraAdjoint, CameraAdjointBuffers, CAMERA_GRADIENT_STRIDE};
 use intersect_tiles::{IntersectTiles, IntersectTilesBuffers};
 use project::{Project, ProjectBuffers};
-use project_backward::{ProjectBackward, ProjectBackwardBuffers};
+use project_adjoint::{ProjectAdjoint, ProjectAdjointBuffers};
 use stage_recorder::StageRecorder;
 use tile_ranges::{TileRanges, TileRangesBuffers};
 use uniforms::RasterUniforms;
-use workspace::{grown_u32, reserve, Workspace};
+use workspace::Workspace;
 
 /// A rendered frame: its size and intersection count, and which render of
 /// which [`Rasterizer`] it is. The image and everything the backward pass
@@ -168,10 +170,10 @@ pub struct Rasterizer {
     intersect_tiles: IntersectTiles,
     tile_ranges: TileRanges,
     blend: Blend,
-    blend_backward: BlendBackward,
-    project_backward: ProjectBackward,
+    blend_adjoint: BlendAdjoint,
+    project_adjoint: ProjectAdjoint,
     /// Compiled on first use: only `physfit align` moves cameras.
-    camera_backward: Option<CameraBackward>,
+    camera_adjoint: Option<CameraAdjoint>,
     prefix_sum: Option<PrefixSum>,
     depth_sort: Option<RadixSort>,
     tile_sort: Option<RadixSort>,
@@ -209,7 +211,7 @@ impl Rasterizer {
     /// workgroup memory than the blending kernels stage (22.5 KiB for the
     /// backward).
     pub fn new(ctx: &GpuContext) -> Result<Self, SplatError> {
-        for kernel in ["splat/blend", "splat/blend_backward"] {
+        for kernel in ["splat/blend", "splat/blend_adjoint"] {
             let needed = workgroup_memory_bytes(ctx, kernel)?;
             let limit = ctx.limits.max_compute_workgroup_storage_size;
             if needed > limit {
@@ -225,9 +227,9 @@ impl Rasterizer {
             intersect_tiles: IntersectTiles::new(ctx)?,
             tile_ranges: TileRanges::new(ctx)?,
             blend: Blend::new(ctx)?,
-            blend_backward: BlendBackward::new(ctx)?,
-            project_backward: ProjectBackward::new(ctx)?,
-            camera_backward: None,
+            blend_adjoint: BlendAdjoint::new(ctx)?,
+            project_adjoint: ProjectAdjoint::new(ctx)?,
+            camera_adjoint: None,
             prefix_sum: None,
             depth_sort: None,
             tile_sort: None,
@@ -514,14 +516,14 @@ impl Rasterizer {
         let ws = &self.workspace;
         let mut rec = StageRecorder::new(ctx, "splat backward", self.profile);
         rec.stage("blend backward", |enc| {
-            self.record_blend_backward(ctx, enc, output, grad_image, n);
+            self.record_blend_adjoint(ctx, enc, output, grad_image, n);
             Ok(())
         })?;
         rec.stage("project backward", |enc| {
-            self.project_backward.dispatch(
+            self.project_adjoint.dispatch(
                 ctx,
                 enc,
-                &ProjectBackwardBuffers {
+                &ProjectAdjointBuffers {
                     uniforms: &ws.uniforms,
                     means: &splats.means,
                     rotations: &splats.rotations,
@@ -572,21 +574,21 @@ impl Rasterizer {
             u64::from(CAMERA_GRADIENT_STRIDE) * u64::from(n),
             4,
         )?;
-        if self.camera_backward.is_none() {
-            self.camera_backward = Some(CameraBackward::new(ctx)?);
+        if self.camera_adjoint.is_none() {
+            self.camera_adjoint = Some(CameraAdjoint::new(ctx)?);
         }
-        let kernel = self.camera_backward.as_ref().expect("compiled above");
+        let kernel = self.camera_adjoint.as_ref().expect("compiled above");
         let ws = &self.workspace;
         let mut rec = StageRecorder::new(ctx, "splat camera backward", self.profile);
         rec.stage("blend backward", |enc| {
-            self.record_blend_backward(ctx, enc, output, grad_image, n);
+            self.record_blend_adjoint(ctx, enc, output, grad_image, n);
             Ok(())
         })?;
         rec.stage("camera backward", |enc| {
             kernel.dispatch(
                 ctx,
                 enc,
-                &CameraBackwardBuffers {
+                &CameraAdjointBuffers {
                     uniforms: &ws.uniforms,
                     means: &splats.means,
                     rotations: &splats.rotations,
@@ -642,7 +644,7 @@ impl Rasterizer {
 
     /// Records the blend backward of `output` into the (cleared) 2D
     /// gradients of its `n` splats.
-    fn record_blend_backward(
+    fn record_blend_adjoint(
         &self,
         ctx: &GpuContext,
         enc: &mut wgpu::CommandEncoder,
@@ -652,14 +654,14 @@ impl Rasterizer {
     ) {
         let ws = &self.workspace;
         let grad_2d_floats = u64::from(GRAD_2D_STRIDE) * u64::from(n);
-        // blend_backward adds into grad_2d with atomics.
+        // blend_adjoint adds into grad_2d with atomics.
         if grad_2d_floats > 0 {
             enc.clear_buffer(&ws.grad_2d, 0, Some(grad_2d_floats * 4));
         }
-        self.blend_backward.dispatch(
+        self.blend_adjoint.dispatch(
             ctx,
             enc,
-            &BlendBackwardBuffers {
+            &BlendAdjointBuffers {
                 uniforms: &ws.uniforms,
                 projected: &ws.projected,
                 splat_ids: &ws.splat_ids,

@@ -3,7 +3,8 @@
 //! depth sort key; culls splats behind the near plane or with non-finite
 //! inputs or outputs.
 
-use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
+use crate::gpu::binding_table::named_buffers;
+use crate::gpu::{Binding, ComputeKernel, GpuBuffer, GpuContext, GpuError, KernelSpec};
 
 /// Bytes of one `ProjectedSplat` (three `vec4<f32>`).
 pub const PROJECTED_SPLAT_BYTES: u64 = 48;
@@ -38,27 +39,28 @@ pub struct Project {
 }
 
 impl Project {
+    /// Entry point `main` of shaders/splat/project.wgsl and its bindings.
+    pub const SPEC: KernelSpec = KernelSpec {
+        shader: "splat/project",
+        entry: "main",
+        bindings: &[
+            Binding::uniform("u", 0),
+            Binding::read("means", 1),
+            Binding::read("rotations", 2),
+            Binding::read("log_scales", 3),
+            Binding::read("opacity_logits", 4),
+            Binding::read("sh", 5),
+            Binding::read_write("projected", 6),
+            Binding::read_write("tile_rects", 7),
+            Binding::read_write("depth_keys", 8),
+            Binding::read_write("depth_order", 9),
+        ],
+    };
+
     /// Compiles the kernel.
     pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
-        use BindingKind::*;
         Ok(Self {
-            kernel: ComputeKernel::new(
-                ctx,
-                "splat/project",
-                "main",
-                &[
-                    Uniform,
-                    StorageRead,
-                    StorageRead,
-                    StorageRead,
-                    StorageRead,
-                    StorageRead,
-                    StorageReadWrite,
-                    StorageReadWrite,
-                    StorageReadWrite,
-                    StorageReadWrite,
-                ],
-            )?,
+            kernel: ComputeKernel::new(ctx, &Self::SPEC)?,
         })
     }
 
@@ -72,8 +74,8 @@ impl Project {
     ) {
         let bind_group = self.kernel.bind(
             ctx,
-            &[
-                b.uniforms,
+            &named_buffers![
+                b.uniforms => "u",
                 b.means,
                 b.rotations,
                 b.log_scales,

@@ -12,8 +12,8 @@
 use crate::gpu::{GpuBuffer, GpuContext, GpuError};
 use crate::scene::Gaussians;
 
+use super::buffer_growth::{placeholder, reserve};
 use super::error::SplatError;
-use super::workspace::{placeholder, reserve};
 
 /// Splat parameters resident on the GPU (inputs of [`super::Rasterizer`]).
 pub struct SplatBuffers {

@@ -2,7 +2,8 @@
 //! intersection of the tile-sorted list marks where each tile's run starts
 //! and ends; the ranges buffer must be zeroed first (empty tiles stay (0, 0)).
 
-use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
+use crate::gpu::binding_table::named_buffers;
+use crate::gpu::{Binding, ComputeKernel, GpuBuffer, GpuContext, GpuError, KernelSpec};
 
 /// Buffers of one dispatch, named.
 pub struct TileRangesBuffers<'a> {
@@ -20,16 +21,21 @@ pub struct TileRanges {
 }
 
 impl TileRanges {
+    /// Entry point `main` of shaders/splat/tile_ranges.wgsl and its bindings.
+    pub const SPEC: KernelSpec = KernelSpec {
+        shader: "splat/tile_ranges",
+        entry: "main",
+        bindings: &[
+            Binding::uniform("u", 0),
+            Binding::read("tile_ids", 1),
+            Binding::read_write("ranges", 2),
+        ],
+    };
+
     /// Compiles the kernel.
     pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
-        use BindingKind::*;
         Ok(Self {
-            kernel: ComputeKernel::new(
-                ctx,
-                "splat/tile_ranges",
-                "main",
-                &[Uniform, StorageRead, StorageReadWrite],
-            )?,
+            kernel: ComputeKernel::new(ctx, &Self::SPEC)?,
         })
     }
 
@@ -41,7 +47,14 @@ impl TileRanges {
         b: &TileRangesBuffers,
         intersection_count: u32,
     ) {
-        let bg = self.kernel.bind(ctx, &[b.uniforms, b.tile_ids, b.ranges]);
+        let bg = self.kernel.bind(
+            ctx,
+            &named_buffers![
+                b.uniforms => "u",
+                b.tile_ids,
+                b.ranges,
+            ],
+        );
         self.kernel
             .dispatch_threads(encoder, &bg, intersection_count);
     }

@@ -4,6 +4,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
+use crate::gpu::wgsl_layout::wgsl_mirror;
 use crate::scene::Camera;
 
 /// Side of a square tile in pixels (docs/design.md § Gaussian splatting).
@@ -48,6 +49,24 @@ pub struct RasterUniforms {
     /// Padding to a multiple of 16 bytes.
     pub _pad: u32,
 }
+
+wgsl_mirror!(RasterUniforms => "RasterUniforms" in ["splat/types"] {
+    world_to_camera,
+    camera_position,
+    focal,
+    principal,
+    image_size,
+    tile_count,
+    background,
+    near,
+    limit_x,
+    limit_y,
+    splat_count,
+    sh_degree,
+    coeffs_per_splat,
+    intersection_count,
+    _pad,
+});
 
 /// Tiles across and down for a `width × height` image.
 pub fn tile_count(width: u32, height: u32) -> [u32; 2] {

@@ -9,13 +9,13 @@
 //!   `splat_count + 1` counts (the last one 0, so the exclusive scan's last
 //!   entry is the total); the scan writes the offsets; `write` fills every
 //!   intersection slot below the total; `blend` writes the colour and the
-//!   last index of every pixel of the image; `project_backward` writes (or
+//!   last index of every pixel of the image; `project_adjoint` writes (or
 //!   zeroes) every gradient of every splat.
 //! - Buffers a kernel only partly writes or accumulates into are cleared in
 //!   the frame's encoder before it runs ([`wgpu::CommandEncoder::clear_buffer`],
 //!   the used prefix only): the per-tile ranges (`tile_ranges` writes only
 //!   tiles that have intersections; empty tiles must read (0, 0)) and the 2D
-//!   gradients (`blend_backward` adds to them with atomics).
+//!   gradients (`blend_adjoint` adds to them with atomics).
 //! - Capacity past the frame's counts holds stale data from earlier frames
 //!   and is never read: every kernel takes its counts (splats, intersections,
 //!   image size, tiles) from the uniforms, the sorts and the scan from their
@@ -29,54 +29,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytemuck::Zeroable;
 
-use crate::gpu::{GpuBuffer, GpuContext, GpuError, STORAGE};
+use crate::gpu::{GpuBuffer, GpuContext, GpuError};
 
+use super::buffer_growth::{placeholder, reserve};
 use super::project::PROJECTED_SPLAT_BYTES;
 use super::splat_buffers::SplatGradients;
 use super::uniforms::RasterUniforms;
-
-/// Elements to allocate for `needed`: 25% headroom (at least 1024) so that a
-/// slowly growing count does not reallocate every frame.
-pub(crate) fn grown(needed: u64) -> u64 {
-    needed.saturating_add(needed / 4).max(1024)
-}
-
-/// [`grown`] for the sort and scan primitives, whose capacities are u32.
-pub(crate) fn grown_u32(needed: u32) -> u32 {
-    grown(u64::from(needed)).min(u64::from(u32::MAX)) as u32
-}
-
-/// Makes `buffer` hold at least `count` (≥ 1) elements of `element_bytes`.
-/// When it does not, it is reallocated under the same label with
-/// [`grown`] headroom, capped at what the device can bind (contents lost);
-/// a `count` beyond the device's limits fails with [`GpuError::OverLimit`]
-/// naming the buffer. The old buffer is released first (lower peak memory).
-pub(crate) fn reserve(
-    ctx: &GpuContext,
-    buffer: &mut GpuBuffer,
-    count: u64,
-    element_bytes: u64,
-) -> Result<(), GpuError> {
-    let count = count.max(1);
-    if buffer.size() >= count.saturating_mul(element_bytes) {
-        return Ok(());
-    }
-    let label = buffer.label().to_string();
-    *buffer = placeholder(ctx, &label)?;
-    let limit = ctx
-        .limits
-        .max_storage_buffer_binding_size
-        .min(ctx.limits.max_buffer_size)
-        / element_bytes;
-    let capacity = grown(count).min(limit).max(count);
-    *buffer = ctx.create_buffer(&label, capacity.saturating_mul(element_bytes), STORAGE)?;
-    Ok(())
-}
-
-/// A 4-byte buffer standing for one not yet sized (grown on first use).
-pub(crate) fn placeholder(ctx: &GpuContext, label: &str) -> Result<GpuBuffer, GpuError> {
-    ctx.create_buffer(label, 4, STORAGE)
-}
 
 /// Source of [`Workspace::id`]: unique per rasterizer in the process.
 static NEXT_WORKSPACE_ID: AtomicU64 = AtomicU64::new(1);
@@ -117,11 +75,11 @@ pub(crate) struct Workspace {
     pub image: GpuBuffer,
     /// u32 per pixel: list entries walked up to the last composited splat.
     pub last_index: GpuBuffer,
-    /// 9 f32 per splat accumulated by `blend_backward` — cleared every backward.
+    /// 9 f32 per splat accumulated by `blend_adjoint` — cleared every backward.
     pub grad_2d: GpuBuffer,
-    /// Parameter gradients, overwritten by `project_backward`.
+    /// Parameter gradients, overwritten by `project_adjoint`.
     pub gradients: SplatGradients,
-    /// 16 f32 per splat of camera gradients, overwritten by `camera_backward`.
+    /// 16 f32 per splat of camera gradients, overwritten by `camera_adjoint`.
     pub grad_camera: GpuBuffer,
 }
 

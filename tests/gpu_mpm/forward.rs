@@ -478,7 +478,7 @@ fn bind_groups_are_built_once_per_set_of_buffers() {
                 node_box: &node_box,
                 dispatch_args: a,
             };
-            cache.get("grid_box", &[b.uniforms, b.bounds, b.node_box, a], || {
+            cache.get("grid_box", &b.by_name(), || {
                 built += 1;
                 kernel.bind(&ctx, &b)
             });

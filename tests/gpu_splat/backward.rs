@@ -345,7 +345,7 @@ fn one_rasterizer_back_propagates_alternating_frames_like_fresh_ones() {
     // the backward: the reused 2D-gradient accumulator must be cleared each
     // time and the reused parameter gradients fully rewritten. Images must be
     // equal bit for bit; gradients only to 1e-6 of each kind's largest
-    // component, because blend_backward sums every splat's per-tile
+    // component, because blend_adjoint sums every splat's per-tile
     // contributions with f32 atomics, whose order (and so the last bits of
     // the sum) changes from run to run with the driver's threads (lavapipe
     // runs workgroups on several; a GPU's atomics are unordered too). 1e-6

@@ -256,7 +256,7 @@ fn bad_camera_and_background_are_typed_errors() {
 fn blending_kernels_fit_portable_workgroup_memory() {
     // 32 KiB is what desktop adapters (and lavapipe) offer.
     let ctx = common::gpu();
-    for kernel in ["splat/blend", "splat/blend_backward"] {
+    for kernel in ["splat/blend", "splat/blend_adjoint"] {
         let bytes = physfit::gpu::primitive_error::workgroup_memory_bytes(&ctx, kernel).unwrap();
         println!("{kernel}: {bytes} bytes of workgroup memory");
         assert!(bytes <= 32 * 1024, "{kernel}: {bytes}");

@@ -1,11 +1,12 @@
-//! Camera gradients of a frame (shaders/splat/camera_backward.wgsl): one
+//! Camera gradients of a frame (shaders/splat/camera_adjoint.wgsl): one
 //! thread per splat, from the blend's 2D gradients to that splat's share of
 //! dL/d(world-to-camera rotation, translation, focal lengths, principal
 //! point), summed over splats on the host in f64 ([`CameraGradient`]). This
 //! is how gsplat differentiates its view matrix, and what `physfit align`
 //! fits a view's camera with. The splats are held fixed.
 
-use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
+use crate::gpu::binding_table::named_buffers;
+use crate::gpu::{Binding, ComputeKernel, GpuBuffer, GpuContext, GpuError, KernelSpec};
 
 /// Floats per splat in the kernel's output: dL/dW row-major (9), dL/dt (3),
 /// dL/dfx, dL/dfy, dL/dcx, dL/dcy.
@@ -59,7 +60,7 @@ impl CameraGradient {
 }
 
 /// Buffers of one dispatch, named.
-pub struct CameraBackwardBuffers<'a> {
+pub struct CameraAdjointBuffers<'a> {
     /// [`super::uniforms::RasterUniforms`] of the frame.
     pub uniforms: &'a GpuBuffer,
     /// Splat means.
@@ -72,26 +73,38 @@ pub struct CameraBackwardBuffers<'a> {
     pub sh: &'a GpuBuffer,
     /// Tile rectangles from the forward (empty = culled → zero).
     pub tile_rects: &'a GpuBuffer,
-    /// 2D gradients from [`super::blend_backward::BlendBackward`].
+    /// 2D gradients from [`super::blend_adjoint::BlendAdjoint`].
     pub grad_2d: &'a GpuBuffer,
     /// Output, [`CAMERA_GRADIENT_STRIDE`] floats per splat (overwritten).
     pub grad_camera: &'a GpuBuffer,
 }
 
 /// The camera-gradient kernel.
-pub struct CameraBackward {
+pub struct CameraAdjoint {
     kernel: ComputeKernel,
 }
 
-impl CameraBackward {
+impl CameraAdjoint {
+    /// Entry point `main` of shaders/splat/camera_adjoint.wgsl and its bindings.
+    pub const SPEC: KernelSpec = KernelSpec {
+        shader: "splat/camera_adjoint",
+        entry: "main",
+        bindings: &[
+            Binding::uniform("u", 0),
+            Binding::read("means", 1),
+            Binding::read("rotations", 2),
+            Binding::read("log_scales", 3),
+            Binding::read("sh", 5),
+            Binding::read("tile_rects", 6),
+            Binding::read("grad_2d", 7),
+            Binding::read_write("grad_camera", 8),
+        ],
+    };
+
     /// Compiles the kernel.
     pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
-        use BindingKind::*;
-        let mut bindings = vec![Uniform];
-        bindings.extend([StorageRead; 6]);
-        bindings.push(StorageReadWrite);
         Ok(Self {
-            kernel: ComputeKernel::new(ctx, "splat/camera_backward", "main", &bindings)?,
+            kernel: ComputeKernel::new(ctx, &Self::SPEC)?,
         })
     }
 
@@ -100,13 +113,13 @@ impl CameraBackward {
         &self,
         ctx: &GpuContext,
         encoder: &mut wgpu::CommandEncoder,
-        b: &CameraBackwardBuffers,
+        b: &CameraAdjointBuffers,
         count: u32,
     ) {
         let bg = self.kernel.bind(
             ctx,
-            &[
-                b.uniforms,
+            &named_buffers![
+                b.uniforms => "u",
                 b.means,
                 b.rotations,
                 b.log_scales,

@@ -1,11 +1,11 @@
 // Backward of project.wgsl, one thread per splat (no atomics: each splat's
 // gradients are written by its own thread). Recomputes the forward projection
 // (splat/projection.wgsl) and applies the chain rule from the per-splat 2D
-// gradients of blend_backward (mean₂, packed conic, opacity, colour) to the
+// gradients of blend_adjoint (mean₂, packed conic, opacity, colour) to the
 // parameters: means, raw (unnormalised) quaternions, log-scales, opacity
 // logits and SH coefficients. Culled splats (empty tile rectangle) get zero.
 //   conic, Σ₂ = J Σ_c Jᵀ, mean₂ and J(p) to dL/dp and dL/dΣ_c: shared with
-//     camera_backward.wgsl in splat/projection_adjoint.wgsl;
+//     camera_adjoint.wgsl in splat/projection_adjoint.wgsl;
 //   Σ_c = W Σ Wᵀ, p = W μ + t: dΣ = Wᵀ dΣ_c W, dμ = Wᵀ dp;
 //   Σ = M Mᵀ, M = R S: dM = 2 dΣ M, dR = dM S, ds_k = R_{:,k} · dM_{:,k};
 //   log-scale: ds · s; quaternion: ∂R/∂q, then through q/|q|;
@@ -14,15 +14,11 @@
 #import common/dispatch
 #import splat/types
 #import splat/sh
+#import splat/sh_color
+#import splat/splat_params
 #import splat/projection
 #import splat/projection_adjoint
 
-@group(0) @binding(0) var<uniform> u: RasterUniforms;
-@group(0) @binding(1) var<storage, read> means: array<f32>;
-@group(0) @binding(2) var<storage, read> rotations: array<f32>;
-@group(0) @binding(3) var<storage, read> log_scales: array<f32>;
-@group(0) @binding(4) var<storage, read> opacity_logits: array<f32>;
-@group(0) @binding(5) var<storage, read> sh: array<f32>;
 @group(0) @binding(6) var<storage, read> tile_rects: array<vec4<u32>>;
 @group(0) @binding(7) var<storage, read> grad_2d: array<f32>;
 @group(0) @binding(8) var<storage, read_write> grad_means: array<f32>;
@@ -62,25 +58,23 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
     let d_opacity = grad_2d[g + 5u];
     let d_color = vec3<f32>(grad_2d[g + 6u], grad_2d[g + 7u], grad_2d[g + 8u]);
 
-    // ---- forward recomputation (as in project.wgsl) ----
-    let mean = vec3<f32>(means[3u * i], means[3u * i + 1u], means[3u * i + 2u]);
-    let quat = vec4<f32>(rotations[4u * i], rotations[4u * i + 1u], rotations[4u * i + 2u], rotations[4u * i + 3u]);
-    let log_scale = vec3<f32>(log_scales[3u * i], log_scales[3u * i + 1u], log_scales[3u * i + 2u]);
+    // ---- forward recomputation (splat/projection `ewa_covariance`, as project.wgsl) ----
+    let mean = splat_mean(i);
+    let quat = splat_quaternion(i);
+    let log_scale = splat_log_scale(i);
     let logit = opacity_logits[i];
     let quat_norm = sqrt(dot(quat, quat));
     let qn = quat / quat_norm;
     let w2c = world_to_camera_rotation(u);
     let p = w2c * mean + world_to_camera_translation(u);
-    let rot = quat_to_rotmat(qn);
-    let s = exp(log_scale);
-    let m = mat3x3<f32>(rot[0] * s.x, rot[1] * s.y, rot[2] * s.z);
-    let cov_world = m * transpose(m);
-    let cov_camera = w2c * cov_world * transpose(w2c);
-    let jac = projection_jacobian(u, p);
-    let cov2 = jac * cov_camera * transpose(jac);
-    let cov2d = vec3<f32>(cov2[0][0] + DILATION, cov2[0][1], cov2[1][1] + DILATION);
-    let det = cov2d.x * cov2d.z - cov2d.y * cov2d.y;
-    let conic = vec3<f32>(cov2d.z, -cov2d.y, cov2d.x) / det;
+    let ewa = ewa_covariance(u, w2c, p, qn, log_scale);
+    let rot = ewa.rot;
+    let s = ewa.s;
+    let m = ewa.m;
+    let cov_world = ewa.cov_world;
+    let cov_camera = ewa.cov_camera;
+    let jac = ewa.jac;
+    let conic = ewa.conic;
     let opacity = 1.0 / (1.0 + exp(-logit));
 
     // ---- opacity ----
@@ -92,23 +86,17 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
     let dir = to_mean / dist;
     let basis = sh_basis(dir);
     let k = u.coeffs_per_splat;
-    var raw_color = vec3<f32>(0.5);
-    for (var c = 0u; c < k; c++) {
-        let o = 3u * (i * k + c);
-        raw_color += basis[c] * vec3<f32>(sh[o], sh[o + 1u], sh[o + 2u]);
-    }
+    let raw_color = sh_raw_color(i, k, basis);
     let d_raw_color = select(vec3<f32>(0.0), d_color, raw_color >= vec3<f32>(0.0));
     let basis_grad = sh_basis_gradient(dir);
-    var d_dir = vec3<f32>(0.0);
     for (var c = 0u; c < k; c++) {
         let o = 3u * (i * k + c);
-        let coeff = vec3<f32>(sh[o], sh[o + 1u], sh[o + 2u]);
         let d_coeff = d_raw_color * basis[c];
         grad_sh[o] = d_coeff.x;
         grad_sh[o + 1u] = d_coeff.y;
         grad_sh[o + 2u] = d_coeff.z;
-        d_dir += dot(d_raw_color, coeff) * basis_grad[c];
     }
+    let d_dir = sh_direction_gradient(i, k, d_raw_color, basis_grad);
     var d_mean_world = (d_dir - dir * dot(dir, d_dir)) / dist;
 
     // ---- 2D gradients -> camera frame (splat/projection_adjoint) ----

@@ -1,5 +1,5 @@
 // Camera gradients of a rendered frame, one thread per splat: from the
-// per-splat 2D gradients of blend_backward (mean₂, packed conic, colour) to
+// per-splat 2D gradients of blend_adjoint (mean₂, packed conic, colour) to
 // the world-to-camera rotation W, translation t, focal lengths and principal
 // point (gsplat's view-matrix gradient, summed over splats on the host).
 // Splats are held fixed; the projection is recomputed as in project.wgsl.
@@ -16,19 +16,17 @@
 #import common/dispatch
 #import splat/types
 #import splat/sh
+#import splat/sh_color
+#import splat/splat_params
 #import splat/projection
 #import splat/projection_adjoint
 
 const CAMERA_GRADIENT_STRIDE: u32 = 16u;
 
-@group(0) @binding(0) var<uniform> u: RasterUniforms;
-@group(0) @binding(1) var<storage, read> means: array<f32>;
-@group(0) @binding(2) var<storage, read> rotations: array<f32>;
-@group(0) @binding(3) var<storage, read> log_scales: array<f32>;
-@group(0) @binding(4) var<storage, read> sh: array<f32>;
-@group(0) @binding(5) var<storage, read> tile_rects: array<vec4<u32>>;
-@group(0) @binding(6) var<storage, read> grad_2d: array<f32>;
-@group(0) @binding(7) var<storage, read_write> grad_camera: array<f32>;
+// Bindings 0–5 (the splats, `opacity_logits` unused here): splat/splat_params.
+@group(0) @binding(6) var<storage, read> tile_rects: array<vec4<u32>>;
+@group(0) @binding(7) var<storage, read> grad_2d: array<f32>;
+@group(0) @binding(8) var<storage, read_write> grad_camera: array<f32>;
 
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgroups) num_workgroups: vec3<u32>) {
@@ -48,24 +46,19 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
     let d_conic = vec3<f32>(grad_2d[g + 2u], grad_2d[g + 3u], grad_2d[g + 4u]);
     let d_color = vec3<f32>(grad_2d[g + 6u], grad_2d[g + 7u], grad_2d[g + 8u]);
 
-    // ---- forward recomputation (as in project.wgsl) ----
-    let mean = vec3<f32>(means[3u * i], means[3u * i + 1u], means[3u * i + 2u]);
-    let quat = vec4<f32>(rotations[4u * i], rotations[4u * i + 1u], rotations[4u * i + 2u], rotations[4u * i + 3u]);
-    let log_scale = vec3<f32>(log_scales[3u * i], log_scales[3u * i + 1u], log_scales[3u * i + 2u]);
+    // ---- forward recomputation (splat/projection `ewa_covariance`, as project.wgsl) ----
+    let mean = splat_mean(i);
+    let quat = splat_quaternion(i);
+    let log_scale = splat_log_scale(i);
     let qn = quat / sqrt(dot(quat, quat));
     let w2c = world_to_camera_rotation(u);
     let t = world_to_camera_translation(u);
     let p = w2c * mean + t;
-    let rot = quat_to_rotmat(qn);
-    let s = exp(log_scale);
-    let m = mat3x3<f32>(rot[0] * s.x, rot[1] * s.y, rot[2] * s.z);
-    let cov_world = m * transpose(m);
-    let cov_camera = w2c * cov_world * transpose(w2c);
-    let jac = projection_jacobian(u, p);
-    let cov2 = jac * cov_camera * transpose(jac);
-    let cov2d = vec3<f32>(cov2[0][0] + DILATION, cov2[0][1], cov2[1][1] + DILATION);
-    let det = cov2d.x * cov2d.z - cov2d.y * cov2d.y;
-    let conic = vec3<f32>(cov2d.z, -cov2d.y, cov2d.x) / det;
+    let ewa = ewa_covariance(u, w2c, p, qn, log_scale);
+    let cov_world = ewa.cov_world;
+    let cov_camera = ewa.cov_camera;
+    let jac = ewa.jac;
+    let conic = ewa.conic;
 
     let adjoint = projection_adjoint(u, p, cov_camera, jac, conic, d_mean2d, d_conic);
     let d_p = adjoint.d_point;
@@ -76,19 +69,10 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
     let dir = to_mean / dist;
     let basis = sh_basis(dir);
     let k = u.coeffs_per_splat;
-    var raw_color = vec3<f32>(0.5);
-    for (var c = 0u; c < k; c++) {
-        let o = 3u * (i * k + c);
-        raw_color += basis[c] * vec3<f32>(sh[o], sh[o + 1u], sh[o + 2u]);
-    }
+    let raw_color = sh_raw_color(i, k, basis);
     let d_raw_color = select(vec3<f32>(0.0), d_color, raw_color >= vec3<f32>(0.0));
     let basis_grad = sh_basis_gradient(dir);
-    var d_dir = vec3<f32>(0.0);
-    for (var c = 0u; c < k; c++) {
-        let o = 3u * (i * k + c);
-        let coeff = vec3<f32>(sh[o], sh[o + 1u], sh[o + 2u]);
-        d_dir += dot(d_raw_color, coeff) * basis_grad[c];
-    }
+    let d_dir = sh_direction_gradient(i, k, d_raw_color, basis_grad);
     let d_centre = -(d_dir - dir * dot(dir, d_dir)) / dist;
 
     // ---- pose: dW (columns of the WGSL matrix are W's columns) ----

@@ -1,11 +1,12 @@
-//! Backward projection kernel (shaders/splat/project_backward.wgsl): one
+//! Backward projection kernel (shaders/splat/project_adjoint.wgsl): one
 //! thread per splat, from the 2D gradients of the blend to the parameters
 //! (means, raw quaternions, log-scales, opacity logits, SH coefficients).
 
-use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
+use crate::gpu::binding_table::named_buffers;
+use crate::gpu::{Binding, ComputeKernel, GpuBuffer, GpuContext, GpuError, KernelSpec};
 
 /// Buffers of one dispatch, named.
-pub struct ProjectBackwardBuffers<'a> {
+pub struct ProjectAdjointBuffers<'a> {
     /// [`super::uniforms::RasterUniforms`].
     pub uniforms: &'a GpuBuffer,
     /// Splat means.
@@ -20,7 +21,7 @@ pub struct ProjectBackwardBuffers<'a> {
     pub sh: &'a GpuBuffer,
     /// Tile rectangles from the forward (empty = culled → zero gradient).
     pub tile_rects: &'a GpuBuffer,
-    /// 2D gradients from [`super::blend_backward::BlendBackward`].
+    /// 2D gradients from [`super::blend_adjoint::BlendAdjoint`].
     pub grad_2d: &'a GpuBuffer,
     /// Output gradients (overwritten), layouts of [`super::SplatBuffers`].
     pub grad_means: &'a GpuBuffer,
@@ -35,19 +36,36 @@ pub struct ProjectBackwardBuffers<'a> {
 }
 
 /// The backward projection kernel.
-pub struct ProjectBackward {
+pub struct ProjectAdjoint {
     kernel: ComputeKernel,
 }
 
-impl ProjectBackward {
+impl ProjectAdjoint {
+    /// Entry point `main` of shaders/splat/project_adjoint.wgsl and its bindings.
+    pub const SPEC: KernelSpec = KernelSpec {
+        shader: "splat/project_adjoint",
+        entry: "main",
+        bindings: &[
+            Binding::uniform("u", 0),
+            Binding::read("means", 1),
+            Binding::read("rotations", 2),
+            Binding::read("log_scales", 3),
+            Binding::read("opacity_logits", 4),
+            Binding::read("sh", 5),
+            Binding::read("tile_rects", 6),
+            Binding::read("grad_2d", 7),
+            Binding::read_write("grad_means", 8),
+            Binding::read_write("grad_rotations", 9),
+            Binding::read_write("grad_log_scales", 10),
+            Binding::read_write("grad_opacity_logits", 11),
+            Binding::read_write("grad_sh", 12),
+        ],
+    };
+
     /// Compiles the kernel.
     pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
-        use BindingKind::*;
-        let mut bindings = vec![Uniform];
-        bindings.extend([StorageRead; 7]);
-        bindings.extend([StorageReadWrite; 5]);
         Ok(Self {
-            kernel: ComputeKernel::new(ctx, "splat/project_backward", "main", &bindings)?,
+            kernel: ComputeKernel::new(ctx, &Self::SPEC)?,
         })
     }
 
@@ -56,13 +74,13 @@ impl ProjectBackward {
         &self,
         ctx: &GpuContext,
         encoder: &mut wgpu::CommandEncoder,
-        b: &ProjectBackwardBuffers,
+        b: &ProjectAdjointBuffers,
         count: u32,
     ) {
         let bg = self.kernel.bind(
             ctx,
-            &[
-                b.uniforms,
+            &named_buffers![
+                b.uniforms => "u",
                 b.means,
                 b.rotations,
                 b.log_scales,

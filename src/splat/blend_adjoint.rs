@@ -1,17 +1,18 @@
-//! Backward blending kernel (shaders/splat/blend_backward.wgsl): per tile,
+//! Backward blending kernel (shaders/splat/blend_adjoint.wgsl): per tile,
 //! front-to-back replay of the forward walk (64 threads, a 2×2 pixel block
 //! each), per-splat gradients reduced in registers over the block, then in
 //! workgroup memory, then one global atomic add per splat and component per batch
 //! of 256 splats (f32 atomics in the context's mode: native or CAS).
 
-use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
+use crate::gpu::binding_table::named_buffers;
+use crate::gpu::{Binding, ComputeKernel, GpuBuffer, GpuContext, GpuError, KernelSpec};
 
 /// Floats per splat in the 2D gradient buffer: mean x, y; conic a, b, c;
 /// opacity; red, green, blue.
 pub const GRAD_2D_STRIDE: u32 = 9;
 
 /// Buffers of one dispatch, named.
-pub struct BlendBackwardBuffers<'a> {
+pub struct BlendAdjointBuffers<'a> {
     /// [`super::uniforms::RasterUniforms`].
     pub uniforms: &'a GpuBuffer,
     /// `ProjectedSplat` per splat (from the forward).
@@ -31,30 +32,31 @@ pub struct BlendBackwardBuffers<'a> {
 }
 
 /// The backward blending kernel.
-pub struct BlendBackward {
+pub struct BlendAdjoint {
     kernel: ComputeKernel,
 }
 
-impl BlendBackward {
+impl BlendAdjoint {
+    /// Entry point `main` of shaders/splat/blend_adjoint.wgsl and its bindings.
+    pub const SPEC: KernelSpec = KernelSpec {
+        shader: "splat/blend_adjoint",
+        entry: "main",
+        bindings: &[
+            Binding::uniform("u", 0),
+            Binding::read("projected", 1),
+            Binding::read("splat_ids", 2),
+            Binding::read("ranges", 3),
+            Binding::read("image", 4),
+            Binding::read("last_index", 5),
+            Binding::read("grad_image", 6),
+            Binding::read_write("grad_2d", 7),
+        ],
+    };
+
     /// Compiles the kernel for the context's atomic mode.
     pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
-        use BindingKind::*;
         Ok(Self {
-            kernel: ComputeKernel::new(
-                ctx,
-                "splat/blend_backward",
-                "main",
-                &[
-                    Uniform,
-                    StorageRead,
-                    StorageRead,
-                    StorageRead,
-                    StorageRead,
-                    StorageRead,
-                    StorageRead,
-                    StorageReadWrite,
-                ],
-            )?,
+            kernel: ComputeKernel::new(ctx, &Self::SPEC)?,
         })
     }
 
@@ -63,13 +65,13 @@ impl BlendBackward {
         &self,
         ctx: &GpuContext,
         encoder: &mut wgpu::CommandEncoder,
-        b: &BlendBackwardBuffers,
+        b: &BlendAdjointBuffers,
         tiles: [u32; 2],
     ) {
         let bg = self.kernel.bind(
             ctx,
-            &[
-                b.uniforms,
+            &named_buffers![
+                b.uniforms => "u",
                 b.projected,
                 b.splat_ids,
                 b.ranges,
