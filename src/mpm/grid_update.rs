@@ -1,4 +1,4 @@
-//! Grid update: momentum to velocity, gravity, damping, anchored nodes and walls (shaders/mpm/grid_update.wgsl, src/mpm/config.rs rules).
+//! Grid update: momentum to velocity, gravity, damping, anchored nodes, colliders and walls (shaders/mpm/grid_update.wgsl, src/mpm/config.rs and src/mpm/collider.rs rules).
 
 use crate::gpu::{BindingKind, ComputeKernel, GpuBuffer, GpuContext, GpuError};
 
@@ -14,18 +14,21 @@ pub struct GridUpdateBuffers<'a> {
     pub grid_anchored: &'a GpuBuffer,
     /// Output: velocity per node (4 f32, the 4th unused).
     pub grid_velocity: &'a GpuBuffer,
+    /// Collider records ([`super::collider::collider_records`]).
+    pub colliders: &'a GpuBuffer,
 }
 
 impl<'a> GridUpdateBuffers<'a> {
     /// The buffers in binding order: what the bind group binds, and the
     /// simulator's bind-group cache key ([`super::bind_group_cache`]).
-    pub fn in_binding_order(&self) -> [&'a GpuBuffer; 5] {
+    pub fn in_binding_order(&self) -> [&'a GpuBuffer; 6] {
         [
             self.uniforms,
             self.node_box,
             self.grid,
             self.grid_anchored,
             self.grid_velocity,
+            self.colliders,
         ]
     }
 }
@@ -50,6 +53,7 @@ impl GridUpdate {
                     StorageRead,
                     StorageRead,
                     StorageReadWrite,
+                    StorageRead,
                 ],
             )?,
         })

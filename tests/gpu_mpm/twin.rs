@@ -19,7 +19,7 @@ use physfit::mpm::{
 };
 use physfit::reference::mpm::{frames_gradient, rollout, rollout_gradient, MpmSetup64, MpmState64};
 
-fn to64(s: &ParticleState) -> MpmState64 {
+pub(crate) fn to64(s: &ParticleState) -> MpmState64 {
     let v3 = |a: &[f32; 3]| a.map(|x| x as f64);
     let m3 = |m: &[[f32; 3]; 3]| m.map(|r| r.map(|x| x as f64));
     MpmState64 {
@@ -180,7 +180,7 @@ fn forward_with_gravity_damping_anchors_and_slip_walls_matches_the_twin() {
     forward_matches(true);
 }
 
-fn relative(a: &[f64], b: &[f64]) -> f64 {
+pub(crate) fn relative(a: &[f64], b: &[f64]) -> f64 {
     let d: f64 = a.iter().zip(b).map(|(x, y)| (x - y).powi(2)).sum::<f64>();
     let n: f64 = b.iter().map(|y| y * y).sum::<f64>();
     (d / n).sqrt()
@@ -390,6 +390,7 @@ fn fit_scale_scene() -> Scene {
         density: 2000.0,
         poisson: 0.3,
         walls: WallMode::Sticky,
+        colliders: Vec::new(),
     };
     let needed = physfit::mpm::stability::min_substeps_per_frame(
         config.fps,
