@@ -425,7 +425,10 @@ fn check_fit_scale_drop(ground: Ground) {
     );
     let rel_mu = report("μ", g.friction[0] as f64, fd_mu);
     assert!(rel_e <= 1e-2, "{ground:?}: dL/dE {rel_e}");
-    assert!(rel_v <= 1e-2, "{ground:?}: dL/dv0 {rel_v}");
+    // Measured 8.2e-3 (±0.03, 6 points): the kinks the window still
+    // crosses, not noise; 2e-2 leaves room for other adapters' rounding,
+    // and dropping the grid-mass path moves ∂L/∂v0 by tens of percent.
+    assert!(rel_v <= 2e-2, "{ground:?}: dL/dv0 {rel_v}");
     assert!(rel_mu <= 1e-2, "{ground:?}: dL/dμ {rel_mu}");
 }
 
@@ -515,4 +518,40 @@ fn gravity_either_way_lands_the_block_on_the_plane_on_that_side() {
         .fold(0.0f32, f32::max);
     eprintln!("mirror difference {:.2e}·dx", worst * 16.0);
     assert!(worst <= 1e-2 / 16.0, "the two directions differ by {worst}");
+}
+
+/// `set_friction` takes only a friction collider's finite μ ≥ 0, and a
+/// rollout run before it can no longer be back-propagated.
+#[test]
+fn set_friction_is_checked_and_makes_earlier_rollouts_stale() {
+    let ctx = common::gpu();
+    let d = small_drop(Ground::Plane, ContactRule::Friction(0.3));
+    let mut sim = d.simulator(&ctx);
+    assert!(
+        sim.set_friction(&ctx, 1, 0.2).is_err(),
+        "the slip wall has no μ"
+    );
+    assert!(sim.set_friction(&ctx, 2, 0.2).is_err(), "no third collider");
+    assert!(sim.set_friction(&ctx, 0, -0.1).is_err());
+    assert!(sim.set_friction(&ctx, 0, f64::NAN).is_err());
+    let rollout = sim.rollout(&ctx, &d.start, 1).unwrap();
+    sim.set_friction(&ctx, 0, 0.5).unwrap();
+    assert_eq!(sim.config().colliders[0].friction(), Some(0.5));
+    let seed = ctx
+        .storage_from_slice("dL/dstate", &loss_weights(d.start.len(), 1)[0])
+        .unwrap();
+    let err = sim
+        .backward(
+            &ctx,
+            &rollout,
+            &[FrameGradient {
+                frame: 1,
+                grad: &seed,
+            }],
+            &BackwardOptions::default(),
+            &mut BackwardWork::new(),
+        )
+        .err()
+        .expect("stale after set_friction");
+    assert!(err.to_string().contains("set_friction"), "{err}");
 }
