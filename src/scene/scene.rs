@@ -1026,7 +1026,9 @@ fn key_at(text: &str, offset: usize) -> Option<String> {
 fn table_at(text: &str, offset: usize) -> Option<String> {
     let before = text.get(..offset)?;
     let mut current: Option<String> = None;
-    let mut views = 0usize;
+    // Entries seen so far of each array of tables (`[[views]]`,
+    // `[[simulation.colliders]]`), numbered in the name.
+    let mut entries: Vec<(String, usize)> = Vec::new();
     // A header names a key path; array rows in multi-line arrays (`[1, 0, 0],`) do not.
     let is_key_path = |name: &str| {
         name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_' || c == '"')
@@ -1041,8 +1043,9 @@ fn table_at(text: &str, offset: usize) -> Option<String> {
             if !is_key_path(name) {
                 continue;
             }
-            if name == "views" {
-                views += 1;
+            match entries.iter_mut().find(|(array, _)| array == name) {
+                Some((_, count)) => *count += 1,
+                None => entries.push((name.to_string(), 1)),
             }
             current = Some(name.to_string());
         } else if let Some(name) = line.strip_prefix('[').and_then(|l| l.split(']').next()) {
@@ -1052,10 +1055,16 @@ fn table_at(text: &str, offset: usize) -> Option<String> {
         }
     }
     let name = current?;
-    match name.strip_prefix("views") {
-        Some(rest) if views > 0 && (rest.is_empty() || rest.starts_with('.')) => {
-            Some(format!("views[{}]{rest}", views - 1))
-        }
-        _ => Some(name),
+    // The longest array the table is, or is inside of.
+    let array = entries
+        .iter()
+        .filter(|(array, _)| {
+            name.strip_prefix(array.as_str())
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
+        })
+        .max_by_key(|(array, _)| array.len());
+    match array {
+        Some((array, count)) => Some(format!("{array}[{}]{}", count - 1, &name[array.len()..])),
+        None => Some(name),
     }
 }

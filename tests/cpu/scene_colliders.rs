@@ -152,8 +152,12 @@ fn collider_mistakes_name_the_field_and_the_fix() {
             "min",
         ),
         (
-            plane(&format!("{ground}\ncontact = \"slip\"\nradius = 1.0")),
-            "radius",
+            format!(
+                "{}{}",
+                plane(&format!("{ground}\ncontact = \"sticky\"")),
+                plane(&format!("{ground}\ncontact = \"slip\"\nradius = 1.0"))
+            ),
+            "simulation.colliders[1].radius",
             "remove or rename",
         ),
     ];
