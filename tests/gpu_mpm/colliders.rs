@@ -18,7 +18,7 @@
 use crate::common;
 use crate::common::slopes::fitted_slope;
 use crate::support::*;
-use crate::twin::{relative, to64};
+use crate::twin::{relative, to64, youngs_and_velocity};
 use physfit::gpu::GpuContext;
 use physfit::mpm::layout::STATE_STRIDE;
 use physfit::mpm::{
@@ -266,14 +266,7 @@ fn drops_onto_colliders_match_the_twin_adjoint() {
             &seeds,
             GradientFlow::Full,
         );
-        let gpu_e: Vec<f64> = g.youngs.iter().map(|&v| v as f64).collect();
-        let gpu_v: Vec<f64> = g
-            .initial_state
-            .v
-            .iter()
-            .flatten()
-            .map(|&v| v as f64)
-            .collect();
+        let (gpu_e, gpu_v) = youngs_and_velocity(&g);
         let twin_v: Vec<f64> = twin.d_initial.v.iter().flatten().copied().collect();
         let gpu_mu: Vec<f64> = g.friction.iter().map(|&v| v as f64).collect();
         let de = relative(&gpu_e, &twin.d_youngs);

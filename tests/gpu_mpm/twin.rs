@@ -180,6 +180,20 @@ fn forward_with_gravity_damping_anchors_and_slip_walls_matches_the_twin() {
     forward_matches(true);
 }
 
+/// `∂L/∂E` per particle and `∂L/∂v0` per particle and axis of GPU
+/// gradients, in f64 for comparisons with the twin.
+pub(crate) fn youngs_and_velocity(g: &HostMpmGradients) -> (Vec<f64>, Vec<f64>) {
+    let youngs = g.youngs.iter().map(|&v| v as f64).collect();
+    let velocity = g
+        .initial_state
+        .v
+        .iter()
+        .flatten()
+        .map(|&v| v as f64)
+        .collect();
+    (youngs, velocity)
+}
+
 pub(crate) fn relative(a: &[f64], b: &[f64]) -> f64 {
     let d: f64 = a.iter().zip(b).map(|(x, y)| (x - y).powi(2)).sum::<f64>();
     let n: f64 = b.iter().map(|y| y * y).sum::<f64>();
@@ -486,14 +500,7 @@ fn fit_scale_gradients_match_the_twin_per_component() {
             let seeds: Vec<(usize, &physfit::gpu::GpuBuffer)> =
                 bufs.iter().enumerate().map(|(i, b)| (i + 1, b)).collect();
             let g = gpu_gradients(&ctx, &sim, &rollout, &seeds, flow);
-            let gpu_e: Vec<f64> = g.youngs.iter().map(|&v| v as f64).collect();
-            let gpu_v: Vec<f64> = g
-                .initial_state
-                .v
-                .iter()
-                .flatten()
-                .map(|&v| v as f64)
-                .collect();
+            let (gpu_e, gpu_v) = youngs_and_velocity(&g);
             // Anchored particles stay at F = I, where the stress is 0 for
             // every E: no ∂L/∂E (to f32 rounding of the SVD of I).
             let scale = twin.d_youngs.iter().fold(0.0f64, |m, v| m.max(v.abs()));
