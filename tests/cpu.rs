@@ -37,6 +37,8 @@ mod ply;
 mod reader_props;
 #[path = "cpu/reference_chain.rs"]
 mod reference_chain;
+#[path = "cpu/reference_collider.rs"]
+mod reference_collider;
 #[path = "cpu/reference_deform.rs"]
 mod reference_deform;
 #[path = "cpu/reference_gsplat_case.rs"]
@@ -53,6 +55,8 @@ mod report;
 mod scene;
 #[path = "cpu/scene_check.rs"]
 mod scene_check;
+#[path = "cpu/scene_colliders.rs"]
+mod scene_colliders;
 #[path = "cpu/truth.rs"]
 mod truth;
 #[path = "cpu/wgsl_mirrors.rs"]

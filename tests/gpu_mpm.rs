@@ -1,7 +1,7 @@
 //! The GPU MPM on the present adapter (lavapipe in CI): forward physics,
 //! the adjoint against finite differences of the GPU loss and against the
 //! f64 twin (also at a fit's length), schedules of one computation against
-//! each other, the scene → particles → splats glue, `physfit simulate`, impulses and `physfit render --params`, and
+//! each other, colliders against the twin and finite differences, the scene → particles → splats glue, `physfit simulate`, impulses and `physfit render --params`, and
 //! `physfit bench mpm` and `bench fit` end to end, a fit problem built
 //! from scene settings, loss masks and colour corrections in the fit problem (docs/design.md § Verification 3–7). One test binary, which also travels to GPU machines (shared/gpu/prepare.sh, beside the checkout).
 
@@ -19,6 +19,8 @@ mod bench_fit;
 mod bench_mpm;
 #[path = "gpu_mpm/chain_vs_twin.rs"]
 mod chain_vs_twin;
+#[path = "gpu_mpm/colliders.rs"]
+mod colliders;
 #[path = "gpu_mpm/deform.rs"]
 mod deform;
 #[path = "gpu_mpm/discretisation_scan.rs"]

@@ -1,7 +1,12 @@
 // Adjoint of the grid update (mirrors grid_update.wgsl). With
-// v̂ = mv/m, v = mask·(v̂ + dt·g)·d (d = exp(−damping·dt), mask from the
-// boundary rules evaluated on the forward's pre-boundary velocity):
-//   ∂L/∂v̂ = d·mask·∂L/∂v,  ∂L/∂mv = ∂L/∂v̂ / m,  ∂L/∂m = −∂L/∂v̂ · mv / m².
+// v̂ = mv/m, u = (v̂ + dt·g)·d (d = exp(−damping·dt)), u_K the velocity the
+// K colliders leave (u_{k+1} = C_k(u_k), u_0 = u) and v = mask·u_K (mask
+// from the boundary rules evaluated on u_K):
+//   ∂L/∂u_K = mask·∂L/∂v,  ∂L/∂u_k = J_kᵀ ∂L/∂u_{k+1} (mpm/collider's
+//   contact_adjoint, u_k replayed from u),  ∂L/∂v̂ = d·∂L/∂u_0,
+//   ∂L/∂mv = ∂L/∂v̂ / m,  ∂L/∂m = −∂L/∂v̂ · mv / m²,
+// and each friction collider's ∂L/∂μ_k, summed over the nodes into
+// collider_grad[k] (atomic: every node of the contact adds to it).
 // The ∂L/∂m term is the grid-mass path that PhysDreamer's gradients drop
 // (docs/design.md § Adjoint). Writes (∂L/∂mv, ∂L/∂m) per node; one thread per
 // node, no atomics. Zeroes ∂L/∂v at every box node once read: G2P* of the
@@ -11,7 +16,9 @@
 #import common/dispatch
 #import mpm/params
 #import mpm/boundary
+#import mpm/collider
 #import mpm/node_box
+#import atomic_f32
 
 @group(0) @binding(0) var<uniform> params: MpmParams;
 // Active box [origin xyz, dims xyz, count, 0] (grid_box.wgsl).
@@ -20,6 +27,23 @@
 @group(0) @binding(3) var<storage, read> grid_anchored: array<u32>;
 @group(0) @binding(4) var<storage, read_write> grid_velocity_grad: array<vec4<f32>>;
 @group(0) @binding(5) var<storage, read_write> grid_grad: array<vec4<f32>>;
+// params.collider_count records (at least one, unread when the count is 0).
+@group(0) @binding(6) var<storage, read> colliders: array<Collider>;
+// ∂L/∂μ per collider, added to over the backward pass.
+#atomic_f32_ops collider_grad
+@group(0) @binding(7) var<storage, read_write> collider_grad: array<AtomicF32>;
+
+// u_k: the velocity u after the first k colliders (as grid_update.wgsl).
+fn after_colliders(u: vec3<f32>, x: vec3<f32>, k: u32) -> vec3<f32> {
+    var v = u;
+    for (var j = 0u; j < k; j++) {
+        let collider = colliders[j];
+        if collider_contains(collider, x) {
+            v = contact_velocity(collider, collider_normal(collider, x), v);
+        }
+    }
+    return v;
+}
 
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgroups) num_workgroups: vec3<u32>) {
@@ -37,9 +61,24 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
     var g_m = 0.0;
     if m > 0.0 {
         let mv = node.yzw;
-        let v = (mv / m + params.dt * params.gravity) * params.damping_factor;
-        let mask = boundary_mask(v, grid_anchored[n] != 0u, node_coords(n, res), params);
-        let g_vhat = params.damping_factor * mask * gv;
+        let u = (mv / m + params.dt * params.gravity) * params.damping_factor;
+        let anchored = grid_anchored[n] != 0u;
+        let c = node_coords(n, res);
+        let x = vec3<f32>(c) * params.dx;
+        let count = select(params.collider_count, 0u, anchored);
+        let mask = boundary_mask(after_colliders(u, x, count), anchored, c, params);
+        var g_u = mask * gv;
+        for (var k = count; k > 0u; k--) {
+            let collider = colliders[k - 1u];
+            if collider_contains(collider, x) {
+                let back = contact_adjoint(collider, collider_normal(collider, x), after_colliders(u, x, k - 1u), g_u);
+                g_u = back.xyz;
+                if back.w != 0.0 {
+                    collider_grad_atomic_add(k - 1u, back.w);
+                }
+            }
+        }
+        let g_vhat = params.damping_factor * g_u;
         g_mv = g_vhat / m;
         g_m = -dot(g_vhat, mv) / (m * m);
     }

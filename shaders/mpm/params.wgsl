@@ -23,7 +23,8 @@ struct MpmParams {
     mu_per_youngs: f32,
     lambda_per_youngs: f32,
     gravity: vec3<f32>,
-    _pad: f32,
+    // Records in the collider buffer (mpm/collider, src/mpm/collider.rs).
+    collider_count: u32,
 }
 
 // Nodes per axis: grid_res + 1 (indices 0..=grid_res).

@@ -130,6 +130,7 @@ fn scene(case: &MpmBenchCase) -> (MpmConfig, ParticleState, f64) {
         density: 2000.0,
         poisson: 0.3,
         walls: WallMode::Sticky,
+        colliders: Vec::new(),
     };
     let dx = 1.0 / case.grid_res as f32;
     let spacing = dx / 2.0;

@@ -2,8 +2,9 @@
 //! parameters, fit).
 //!
 //! [`MpmSimulator::backward`] takes `∂L/∂(state at frame k)` for any set of
-//! frames and returns `∂L/∂E` per particle and `∂L/∂(state at frame 0)`
-//! (whose `v` part is the initial-velocity gradient) as GPU buffers
+//! frames and returns `∂L/∂E` per particle, `∂L/∂(state at frame 0)`
+//! (whose `v` part is the initial-velocity gradient) and `∂L/∂μ` per
+//! collider (friction coefficients; zero for the other rules) as GPU buffers
 //! ([`MpmGradients`]; [`MpmGradients::read`] brings them to the host, which
 //! a fit iteration does not need). Inside a frame of S substeps it keeps a
 //! state every K substeps (checkpoints, at the starts of ⌈S/K⌉ segments:
@@ -111,6 +112,12 @@ pub struct MpmGradients {
     /// its `v` part is the initial-velocity gradient. In
     /// [`GradientFlow::Truncated`] mode only frames 0 and 1 contribute.
     pub initial_state: GpuBuffer,
+    /// `∂L/∂μ` per collider (f32; one zero when there are none): the
+    /// friction coefficient's gradient for [`super::ContactRule::Friction`]
+    /// colliders, 0 for the others.
+    pub friction: GpuBuffer,
+    /// Colliders of the simulation (entries of `friction` that count).
+    colliders: usize,
     /// Forward substeps the pass ran again (checkpoints it had to recompute
     /// and segment replays): what checkpointing cost on top of the substep
     /// adjoints. Per frame (S − K) + S when it recomputes the checkpoints,
@@ -130,14 +137,19 @@ pub struct HostMpmGradients {
     pub youngs: Vec<f32>,
     /// `∂L/∂(state at frame 0)`; `.v` is the initial-velocity gradient.
     pub initial_state: ParticleState,
+    /// `∂L/∂μ` per collider (0 for colliders without friction).
+    pub friction: Vec<f32>,
     /// As [`MpmGradients::replayed_substeps`].
     pub replayed_substeps: u64,
 }
 
 impl MpmGradients {
-    /// Reads both gradients back (two readbacks: not for a fit iteration).
+    /// Reads the gradients back (three readbacks: not for a fit iteration).
     pub fn read(&self, ctx: &GpuContext) -> Result<HostMpmGradients, MpmError> {
+        let mut friction: Vec<f32> = ctx.read_buffer(&self.friction)?;
+        friction.truncate(self.colliders);
         Ok(HostMpmGradients {
+            friction,
             youngs: ctx.read_buffer(&self.youngs)?,
             initial_state: ParticleState::from_packed(
                 &ctx.read_buffer::<f32>(&self.initial_state)?,
@@ -207,10 +219,14 @@ impl MpmSimulator {
         );
         let youngs_grad = ctx.storage_zeroed::<f32>("mpm youngs grad", self.particle_count())?;
         let initial = self.state_buffer(ctx, "mpm grad frame 0")?;
+        let colliders = self.config().colliders.len();
+        let friction = ctx.storage_zeroed::<f32>("mpm friction grad", colliders.max(1))?;
         let Some(last) = by_frame.iter().rposition(|g| g.is_some()) else {
             return Ok(MpmGradients {
                 youngs: youngs_grad,
                 initial_state: initial,
+                friction,
+                colliders,
                 replayed_substeps: 0,
             });
         };
@@ -237,9 +253,22 @@ impl MpmSimulator {
             &youngs_grad,
             &initial,
         )?;
+        // The substep adjoints added ∂L/∂μ into the simulator's buffer,
+        // which the next backward pass zeroes: hand out a copy.
+        let mut encoder = crate::gpu::encoder(ctx, "mpm backward friction grad");
+        encoder.copy_buffer_to_buffer(
+            self.collider_grad.raw(),
+            0,
+            friction.raw(),
+            0,
+            friction.size(),
+        );
+        ctx.queue.submit([encoder.finish()]);
         Ok(MpmGradients {
             youngs: youngs_grad,
             initial_state: initial,
+            friction,
+            colliders,
             replayed_substeps,
         })
     }
@@ -261,6 +290,7 @@ impl MpmSimulator {
         let mut replayed_substeps = 0;
         let mut encoder = crate::gpu::encoder(ctx, "mpm backward start");
         self.encode_clear_grid_velocity_grad(&mut encoder);
+        encoder.clear_buffer(self.collider_grad.raw(), 0, None);
         // frame_grads[cur]: ∂L/∂(state k) including every later frame (full
         // flow); the other: ∂L/∂(state k − 1), written by frame k's adjoint.
         for g in &work.frame_grads {

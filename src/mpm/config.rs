@@ -8,7 +8,9 @@
 //! 2. Grid: `v_i = mv_i / m_i` for `m_i > 0`; `v_i += dt·gravity`;
 //!    `v_i *= exp(−damping·dt)`; then boundary conditions in this order:
 //!    anchored nodes (any node with `w_ip > 0` for an anchored particle p)
-//!    get `v_i = 0`; wall nodes (node index `< WALL_MARGIN_CELLS` or
+//!    get `v_i = 0`; the colliders, in the order listed, change the
+//!    velocity of the nodes inside or on them by their contact rules
+//!    ([`super::collider`]); wall nodes (node index `< WALL_MARGIN_CELLS` or
 //!    `> grid_res − WALL_MARGIN_CELLS` along an axis) get, for
 //!    [`WallMode::Sticky`], `v_i = 0`, for [`WallMode::Slip`], the velocity
 //!    component along that axis zeroed when it points into the wall
@@ -25,6 +27,8 @@
 //! about 10% smaller by frame 12 than PhysDreamer's rule would (docs/design.md
 //! § MPM). Fitted E values therefore carry over between the two only
 //! approximately near anchors.
+
+use super::collider::Collider;
 
 /// Cells of margin kept from every wall (docs/design.md § Units and frames).
 pub const WALL_MARGIN_CELLS: u32 = 3;
@@ -62,6 +66,8 @@ pub struct MpmConfig {
     pub poisson: f64,
     /// Wall condition.
     pub walls: WallMode,
+    /// Static colliders ([`super::collider`]), applied in this order.
+    pub colliders: Vec<Collider>,
 }
 
 impl MpmConfig {

@@ -59,12 +59,13 @@ pub enum MpmError {
         /// First offending particle index.
         particle: u32,
     },
-    /// A backward pass against a rollout whose Young's moduli changed after
-    /// its forward run.
+    /// A backward pass against a rollout whose Young's moduli or friction
+    /// coefficients changed after its forward run.
     #[error(
-        "the rollout ran with Young's moduli (version {rollout}) that have changed since \
-         (now version {current}: set_youngs or youngs_buffer_mut); its states belong \
-         to the old moduli. fix: run a new rollout before its backward pass"
+        "the rollout ran with Young's moduli and friction coefficients (version {rollout}) \
+         that have changed since (now version {current}: set_youngs, youngs_buffer_mut or \
+         set_friction); its states belong to the old values. fix: run a new rollout before \
+         its backward pass"
     )]
     StaleRollout {
         /// The version the rollout ran with.

@@ -1,4 +1,4 @@
-//! Grid update: momentum to velocity, gravity, damping, anchored nodes and walls (shaders/mpm/grid_update.wgsl, src/mpm/config.rs rules).
+//! Grid update: momentum to velocity, gravity, damping, anchored nodes, colliders and walls (shaders/mpm/grid_update.wgsl, src/mpm/config.rs and src/mpm/collider.rs rules).
 
 use crate::gpu::binding_table::named_buffers;
 use crate::gpu::{
@@ -17,18 +17,21 @@ pub struct GridUpdateBuffers<'a> {
     pub grid_anchored: &'a GpuBuffer,
     /// Output: velocity per node (4 f32, the 4th unused).
     pub grid_velocity: &'a GpuBuffer,
+    /// Collider records ([`super::collider::collider_records`]).
+    pub colliders: &'a GpuBuffer,
 }
 
 impl<'a> GridUpdateBuffers<'a> {
     /// The buffers by name: what the bind group binds, and the
     /// simulator's bind-group cache key ([`super::bind_group_cache`]).
-    pub fn by_name(&self) -> [NamedBuffer<'a>; 5] {
+    pub fn by_name(&self) -> [NamedBuffer<'a>; 6] {
         named_buffers![
             self.uniforms => "params",
             self.node_box,
             self.grid,
             self.grid_anchored,
             self.grid_velocity,
+            self.colliders,
         ]
     }
 }
@@ -49,6 +52,7 @@ impl GridUpdate {
             Binding::read("grid", 2),
             Binding::read("grid_anchored", 3),
             Binding::read_write("grid_velocity", 4),
+            Binding::read("colliders", 5),
         ],
     };
 

@@ -1,4 +1,4 @@
-//! Adjoint of the grid update (shaders/mpm/grid_update_adjoint.wgsl): ∂L/∂v_i → (∂L/∂mv_i, ∂L/∂m_i), including the grid-mass path.
+//! Adjoint of the grid update (shaders/mpm/grid_update_adjoint.wgsl): ∂L/∂v_i → (∂L/∂mv_i, ∂L/∂m_i), including the grid-mass path, through the colliders' contact rules, adding their ∂L/∂μ.
 
 use crate::gpu::binding_table::named_buffers;
 use crate::gpu::{
@@ -19,12 +19,16 @@ pub struct GridUpdateAdjointBuffers<'a> {
     pub grid_velocity_grad: &'a GpuBuffer,
     /// Output: (∂L/∂mv, ∂L/∂m) per node.
     pub grid_grad: &'a GpuBuffer,
+    /// Collider records ([`super::collider::collider_records`]).
+    pub colliders: &'a GpuBuffer,
+    /// ∂L/∂μ per collider (f32), added to.
+    pub collider_grad: &'a GpuBuffer,
 }
 
 impl<'a> GridUpdateAdjointBuffers<'a> {
     /// The buffers by name: what the bind group binds, and the
     /// simulator's bind-group cache key ([`super::bind_group_cache`]).
-    pub fn by_name(&self) -> [NamedBuffer<'a>; 6] {
+    pub fn by_name(&self) -> [NamedBuffer<'a>; 8] {
         named_buffers![
             self.uniforms => "params",
             self.node_box,
@@ -32,6 +36,8 @@ impl<'a> GridUpdateAdjointBuffers<'a> {
             self.grid_anchored,
             self.grid_velocity_grad,
             self.grid_grad,
+            self.colliders,
+            self.collider_grad,
         ]
     }
 }
@@ -53,6 +59,8 @@ impl GridUpdateAdjoint {
             Binding::read("grid_anchored", 3),
             Binding::read_write("grid_velocity_grad", 4),
             Binding::read_write("grid_grad", 5),
+            Binding::read("colliders", 6),
+            Binding::read_write("collider_grad", 7),
         ],
     };
 

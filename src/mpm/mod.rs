@@ -9,7 +9,7 @@
 //! The per-node kernels run over the active box that `grid_bounds` +
 //! `grid_box` compute on the GPU (indirect dispatch).
 //! Shader files without a kernel are `#import` modules of shared math
-//! (values in, values out): `params`, `boundary`, `corotated`, `node_box`,
+//! (values in, values out): `params`, `boundary`, `collider`, `corotated`, `node_box`,
 //! `particle_state` (state record), `stencil_node` (w, ∇w, x_i − x_p),
 //! `p2g_particle` (p2g ↔ cell_scatter), `g2p_adjoint_particle` (the adjoint of
 //! G2P, shared by its grid side `g2p_adjoint` and its
@@ -36,6 +36,7 @@ pub mod backward;
 pub mod backward_work;
 pub mod bind_group_cache;
 pub mod cell_scatter;
+pub mod collider;
 pub mod config;
 pub mod error;
 pub mod external_force;
@@ -62,6 +63,7 @@ pub mod voxel;
 
 pub use backward::{BackwardOptions, FrameGradient, GradientFlow, HostMpmGradients, MpmGradients};
 pub use backward_work::BackwardWork;
+pub use collider::{Collider, ColliderShape, ContactRule};
 pub use config::{MpmConfig, WallMode};
 pub use error::MpmError;
 pub use forcing::{ForcedRun, ImpulseForce};

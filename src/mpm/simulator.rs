@@ -9,6 +9,7 @@
 use super::add_assign::{AddAssign, AddAssignUniforms};
 use super::bind_group_cache::BindGroupCache;
 use super::cell_scatter::CellScatter;
+use super::collider::{collider_records, ContactRule};
 use super::config::{MpmConfig, WALL_MARGIN_CELLS};
 use super::error::MpmError;
 use super::g2p::G2p;
@@ -132,6 +133,10 @@ pub struct MpmSimulator {
     pub(crate) grid: SubstepGrid,
     pub(crate) grid_velocity_grad: GpuBuffer,
     pub(crate) grid_grad: GpuBuffer,
+    /// Collider records ([`super::collider`]), at least one.
+    pub(crate) colliders: GpuBuffer,
+    /// ∂L/∂μ per collider record, zeroed by each backward pass.
+    pub(crate) collider_grad: GpuBuffer,
     pub(crate) status: GpuBuffer,
     /// [`super::status::SimulationStatus::CLEAR`], copied over `status` by
     /// [`MpmSimulator::encode_frame`] inside the caller's encoder.
@@ -144,8 +149,9 @@ pub struct MpmSimulator {
     binned: bool,
     options: MpmOptions,
     id: u64,
-    /// Bumped by every change of E: a rollout records it, and a backward
-    /// pass against a rollout run with other moduli is refused.
+    /// Bumped by every change of E or of a collider's friction coefficient:
+    /// a rollout records it, and a backward pass against a rollout run with
+    /// other parameters is refused.
     youngs_version: AtomicU64,
 }
 
@@ -198,6 +204,11 @@ fn validate_config(config: &MpmConfig) -> Result<(), MpmError> {
     }
     if config.gravity.iter().any(|g| !g.is_finite()) {
         return bad("gravity must be finite".into());
+    }
+    for (i, collider) in config.colliders.iter().enumerate() {
+        if let Some(problem) = collider.problem() {
+            return bad(format!("collider {i}: {problem}"));
+        }
     }
     Ok(())
 }
@@ -259,6 +270,12 @@ impl MpmSimulator {
             grid: SubstepGrid::new(ctx, "mpm", nodes, n, binned)?,
             grid_velocity_grad: ctx.storage_zeroed::<f32>("mpm grid velocity grad", nodes * 4)?,
             grid_grad: ctx.storage_zeroed::<f32>("mpm grid (mv, m) grad", nodes * 4)?,
+            colliders: ctx
+                .storage_from_slice("mpm colliders", &collider_records(&config.colliders))?,
+            collider_grad: ctx.storage_zeroed::<f32>(
+                "mpm collider friction grad",
+                config.colliders.len().max(1),
+            )?,
             status: ctx.storage_zeroed::<u32>("mpm status", STATUS_WORDS)?,
             status_clear: ctx.storage_from_slice("mpm status clear", &SimulationStatus::CLEAR)?,
             add_uniforms: ctx.uniform_buffer(
@@ -358,8 +375,42 @@ impl MpmSimulator {
         &self.youngs
     }
 
-    /// How many times E has changed since construction (rollouts record
-    /// it; [`MpmSimulator::backward`] compares).
+    /// Sets the friction coefficient μ of collider `index`, a
+    /// [`ContactRule::Friction`] one, after checking it (finite, ≥ 0).
+    /// Rollouts run before this call can no longer be back-propagated
+    /// ([`MpmError::StaleRollout`]).
+    pub fn set_friction(
+        &mut self,
+        ctx: &GpuContext,
+        index: usize,
+        mu: f64,
+    ) -> Result<(), MpmError> {
+        let Some(collider) = self.config.colliders.get_mut(index) else {
+            return Err(MpmError::InvalidInput(format!(
+                "no collider {index}: the simulation has {}",
+                self.config.colliders.len()
+            )));
+        };
+        if collider.friction().is_none() {
+            return Err(MpmError::InvalidInput(format!(
+                "collider {index} has the {:?} rule, not friction",
+                collider.contact
+            )));
+        }
+        if !(mu.is_finite() && mu >= 0.0) {
+            return Err(MpmError::InvalidInput(format!(
+                "friction coefficient {mu} of collider {index} must be finite and ≥ 0"
+            )));
+        }
+        collider.contact = ContactRule::Friction(mu);
+        ctx.write(&self.colliders, &collider_records(&self.config.colliders));
+        self.youngs_version.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// How many times E or a friction coefficient has changed since
+    /// construction (rollouts record it; [`MpmSimulator::backward`]
+    /// compares).
     pub fn youngs_version(&self) -> u64 {
         self.youngs_version.load(Ordering::Relaxed)
     }

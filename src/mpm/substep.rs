@@ -236,6 +236,7 @@ impl MpmSimulator {
                     grid: &grid.mass_momentum,
                     grid_anchored: &grid.anchored,
                     grid_velocity: &grid.velocity,
+                    colliders: &self.colliders,
                 };
                 let bg = cache.get("grid_update", &update.by_name(), || {
                     k.grid_update.bind(ctx, &update)
@@ -287,6 +288,8 @@ impl MpmSimulator {
                     grid_anchored: &grid.anchored,
                     grid_velocity_grad: &self.grid_velocity_grad,
                     grid_grad: &self.grid_grad,
+                    colliders: &self.colliders,
+                    collider_grad: &self.collider_grad,
                 };
                 let bg = cache.get("grid_update_adjoint", &adj.by_name(), || {
                     k.grid_update_adjoint.bind(ctx, &adj)

@@ -36,8 +36,8 @@ pub struct MpmUniforms {
     pub lambda_per_youngs: f32,
     /// Gravity (normalised units).
     pub gravity: [f32; 3],
-    /// Padding.
-    pub _pad: f32,
+    /// Colliders in the simulator's collider buffer ([`super::collider`]).
+    pub collider_count: u32,
 }
 
 wgsl_mirror!(MpmUniforms => "MpmParams" in ["mpm/params"] {
@@ -54,7 +54,7 @@ wgsl_mirror!(MpmUniforms => "MpmParams" in ["mpm/params"] {
     mu_per_youngs,
     lambda_per_youngs,
     gravity,
-    _pad,
+    collider_count,
 });
 
 impl MpmUniforms {
@@ -78,7 +78,7 @@ impl MpmUniforms {
             mu_per_youngs: mu_per_youngs as f32,
             lambda_per_youngs: lambda_per_youngs as f32,
             gravity: config.gravity.map(|g| g as f32),
-            _pad: 0.0,
+            collider_count: config.colliders.len() as u32,
         }
     }
 }

@@ -164,6 +164,7 @@ impl SimulationRecord {
             density: self.density,
             poisson: self.poisson_ratio,
             walls: self.walls,
+            colliders: Vec::new(),
         }
     }
 }

@@ -200,6 +200,35 @@ pub struct SimulationConfig {
     pub damping: f64,
     /// Wall condition.
     pub walls: WallMode,
+    /// `[[simulation.colliders]]`: static planes and boxes with a contact
+    /// rule, in the order they act.
+    pub colliders: Vec<ColliderConfig>,
+}
+
+/// One `[[simulation.colliders]]` entry: `kind = "plane"` with `point` and
+/// `normal`, or `kind = "box"` with `min` and `max` (world units), and
+/// `contact = "sticky" | "slip" | "friction"` with `friction = μ` for the
+/// last. Words and optional fields, so that a wrong or missing one is
+/// refused by the validation (src/scene/collider.rs) naming the field and
+/// the fix.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ColliderConfig {
+    /// `"plane"` or `"box"`.
+    pub kind: Option<String>,
+    /// Plane: a point of it, world units.
+    pub point: Option<[f64; 3]>,
+    /// Plane: its outward normal (any length > 0), pointing out of the
+    /// collider into the space the object moves in.
+    pub normal: Option<[f64; 3]>,
+    /// Box: lower corner, world units.
+    pub min: Option<[f64; 3]>,
+    /// Box: upper corner, world units.
+    pub max: Option<[f64; 3]>,
+    /// `"sticky"`, `"slip"` or `"friction"`.
+    pub contact: Option<String>,
+    /// Coulomb friction coefficient μ ≥ 0 (with `contact = "friction"` only).
+    pub friction: Option<f64>,
 }
 
 impl Default for SimulationConfig {
@@ -212,6 +241,7 @@ impl Default for SimulationConfig {
             gravity: [0.0; 3],
             damping: 0.0,
             walls: WallMode::Sticky,
+            colliders: Vec::new(),
         }
     }
 }

@@ -1,10 +1,11 @@
 //! Scene input: 3DGS splats (`ply`), cameras (`camera`, `view`,
-//! `nerfstudio`), reference frames (`frames`), their loss masks (`masks`)
+//! `nerfstudio`), colliders (`collider`), reference frames (`frames`), their loss masks (`masks`)
 //! and each view's colour correction (`color_correction`), and
 //! `scene.toml` (`config` for the schema, `scene` for [`Scene::load`] and
 //! its validation).
 
 pub mod camera;
+pub mod collider;
 pub mod color_correction;
 pub mod config;
 pub mod error;

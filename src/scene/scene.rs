@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::collider::{check_start_outside, resolve_colliders, to_normalised};
 use super::config::{
     BoxSetting, CountConfig, DriversConfig, FitConfig, FitStageConfig, GaussiansConfig,
     MaterialConfig, ReferenceConfig, RegionsConfig, SceneConfig, SimulationConfig, ViewConfig,
@@ -20,7 +21,7 @@ use super::view::{resolve_view, View};
 use super::Gaussians;
 use crate::mpm::stability::{explicit_dt_bound, min_substeps_per_frame};
 use crate::mpm::voxel;
-use crate::mpm::{MpmConfig, WallMode};
+use crate::mpm::{Collider, MpmConfig, WallMode};
 
 /// Drivers per occupied grid cell of `drivers.count = "auto"` (the
 /// default): MPM wants several particles per cell (PhysDreamer's author:
@@ -50,6 +51,9 @@ pub struct Simulation {
     pub damping: f64,
     /// Wall condition.
     pub walls: WallMode,
+    /// `[[simulation.colliders]]` in order, world units (the simulator's
+    /// are [`Scene::mpm_config`]'s).
+    pub colliders: Vec<Collider>,
 }
 
 /// Resolved `[material]` (normalised units).
@@ -415,11 +419,12 @@ struct SimulationNumbers {
     substeps: u32,
     gravity_world: [f64; 3],
     damping: f64,
+    colliders: Vec<Collider>,
 }
 
 /// `[simulation]` less its box: the grid, the padding of an automatic box,
-/// damping, gravity and the substeps, checked against the explicit
-/// time-step bound at the top of the material's E range.
+/// damping, gravity, the colliders and the substeps, checked against the
+/// explicit time-step bound at the top of the material's E range.
 fn resolve_simulation(
     v: &Validator,
     s: &SimulationConfig,
@@ -464,11 +469,13 @@ fn resolve_simulation(
         }
         Some(n) => n,
     };
+    let colliders = resolve_colliders(v, &s.colliders)?;
     Ok(SimulationNumbers {
         padding,
         substeps,
         gravity_world,
         damping,
+        colliders,
     })
 }
 
@@ -601,7 +608,8 @@ fn resolve_regions(
 
 /// `simulation.box`, which completes `[simulation]`: derived around the
 /// simulated splats (`"auto"`) or given as a cube, and holding every
-/// simulated splat clear of the wall margin.
+/// simulated splat clear of the wall margin; no simulated splat may start
+/// inside a collider.
 fn resolve_box(
     v: &Validator,
     s: &SimulationConfig,
@@ -647,6 +655,7 @@ fn resolve_box(
             "enlarge the box, or use box = \"auto\"",
         ));
     }
+    check_start_outside(v, &numbers.colliders, means, simulated)?;
     Ok(Simulation {
         sim_box,
         auto_box,
@@ -655,6 +664,7 @@ fn resolve_box(
         gravity_world: numbers.gravity_world,
         damping: numbers.damping,
         walls: s.walls,
+        colliders: numbers.colliders,
     })
 }
 
@@ -944,6 +954,12 @@ impl Scene {
             density: self.material.density,
             poisson: self.material.poisson_ratio,
             walls: self.simulation.walls,
+            colliders: self
+                .simulation
+                .colliders
+                .iter()
+                .map(|c| to_normalised(c, &self.simulation.sim_box))
+                .collect(),
         }
     }
 
@@ -1010,7 +1026,9 @@ fn key_at(text: &str, offset: usize) -> Option<String> {
 fn table_at(text: &str, offset: usize) -> Option<String> {
     let before = text.get(..offset)?;
     let mut current: Option<String> = None;
-    let mut views = 0usize;
+    // Entries seen so far of each array of tables (`[[views]]`,
+    // `[[simulation.colliders]]`), numbered in the name.
+    let mut entries: Vec<(String, usize)> = Vec::new();
     // A header names a key path; array rows in multi-line arrays (`[1, 0, 0],`) do not.
     let is_key_path = |name: &str| {
         name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_' || c == '"')
@@ -1025,8 +1043,9 @@ fn table_at(text: &str, offset: usize) -> Option<String> {
             if !is_key_path(name) {
                 continue;
             }
-            if name == "views" {
-                views += 1;
+            match entries.iter_mut().find(|(array, _)| array == name) {
+                Some((_, count)) => *count += 1,
+                None => entries.push((name.to_string(), 1)),
             }
             current = Some(name.to_string());
         } else if let Some(name) = line.strip_prefix('[').and_then(|l| l.split(']').next()) {
@@ -1036,10 +1055,16 @@ fn table_at(text: &str, offset: usize) -> Option<String> {
         }
     }
     let name = current?;
-    match name.strip_prefix("views") {
-        Some(rest) if views > 0 && (rest.is_empty() || rest.starts_with('.')) => {
-            Some(format!("views[{}]{rest}", views - 1))
-        }
-        _ => Some(name),
+    // The longest array the table is, or is inside of.
+    let array = entries
+        .iter()
+        .filter(|(array, _)| {
+            name.strip_prefix(array.as_str())
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
+        })
+        .max_by_key(|(array, _)| array.len());
+    match array {
+        Some((array, count)) => Some(format!("{array}[{}]{}", count - 1, &name[array.len()..])),
+        None => Some(name),
     }
 }

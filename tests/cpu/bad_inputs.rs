@@ -54,6 +54,19 @@ substeps = 40
 gravity = [0.0, 0.0, -9.8]
 damping = 0.5
 
+[[simulation.colliders]]
+kind = "plane"
+point = [0.0, 0.0, -0.5]
+normal = [0.0, 0.0, 1.0]
+contact = "friction"
+friction = 0.4
+
+[[simulation.colliders]]
+kind = "box"
+min = [1.8, -1.0, -1.0]
+max = [2.4, 2.5, 2.5]
+contact = "slip"
+
 [material]
 density = 1000.0
 poisson_ratio = 0.3

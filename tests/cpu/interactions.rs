@@ -262,6 +262,7 @@ fn impulses_and_gravity_go_to_normalised_units_and_the_velocity_bound_is_checked
         density: 2000.0,
         poisson: 0.3,
         walls: WallMode::Sticky,
+        colliders: Vec::new(),
     };
     assert_eq!(
         list.apply_gravity(&config, &sim_box).gravity,

@@ -164,6 +164,7 @@ fn scene() -> Scene {
         density: 2000.0,
         poisson: 0.3,
         walls: WallMode::Sticky,
+        colliders: Vec::new(),
     };
     let mpm = MpmSetup64 {
         config,

@@ -47,6 +47,7 @@ fn config(grid_res: u32, substeps_per_frame: u32, gravity: [f64; 3]) -> MpmConfi
         density: 2000.0,
         poisson: 0.3,
         walls: WallMode::Sticky,
+        colliders: Vec::new(),
     }
 }
 

@@ -14,6 +14,7 @@ pub fn small_config() -> MpmConfig {
         density: 1000.0,
         poisson: 0.3,
         walls: WallMode::Sticky,
+        colliders: Vec::new(),
     }
 }
 

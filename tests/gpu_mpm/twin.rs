@@ -19,7 +19,7 @@ use physfit::mpm::{
 };
 use physfit::reference::mpm::{frames_gradient, rollout, rollout_gradient, MpmSetup64, MpmState64};
 
-fn to64(s: &ParticleState) -> MpmState64 {
+pub(crate) fn to64(s: &ParticleState) -> MpmState64 {
     let v3 = |a: &[f32; 3]| a.map(|x| x as f64);
     let m3 = |m: &[[f32; 3]; 3]| m.map(|r| r.map(|x| x as f64));
     MpmState64 {
@@ -180,7 +180,21 @@ fn forward_with_gravity_damping_anchors_and_slip_walls_matches_the_twin() {
     forward_matches(true);
 }
 
-fn relative(a: &[f64], b: &[f64]) -> f64 {
+/// `∂L/∂E` per particle and `∂L/∂v0` per particle and axis of GPU
+/// gradients, in f64 for comparisons with the twin.
+pub(crate) fn youngs_and_velocity(g: &HostMpmGradients) -> (Vec<f64>, Vec<f64>) {
+    let youngs = g.youngs.iter().map(|&v| v as f64).collect();
+    let velocity = g
+        .initial_state
+        .v
+        .iter()
+        .flatten()
+        .map(|&v| v as f64)
+        .collect();
+    (youngs, velocity)
+}
+
+pub(crate) fn relative(a: &[f64], b: &[f64]) -> f64 {
     let d: f64 = a.iter().zip(b).map(|(x, y)| (x - y).powi(2)).sum::<f64>();
     let n: f64 = b.iter().map(|y| y * y).sum::<f64>();
     (d / n).sqrt()
@@ -390,6 +404,7 @@ fn fit_scale_scene() -> Scene {
         density: 2000.0,
         poisson: 0.3,
         walls: WallMode::Sticky,
+        colliders: Vec::new(),
     };
     let needed = physfit::mpm::stability::min_substeps_per_frame(
         config.fps,
@@ -485,14 +500,7 @@ fn fit_scale_gradients_match_the_twin_per_component() {
             let seeds: Vec<(usize, &physfit::gpu::GpuBuffer)> =
                 bufs.iter().enumerate().map(|(i, b)| (i + 1, b)).collect();
             let g = gpu_gradients(&ctx, &sim, &rollout, &seeds, flow);
-            let gpu_e: Vec<f64> = g.youngs.iter().map(|&v| v as f64).collect();
-            let gpu_v: Vec<f64> = g
-                .initial_state
-                .v
-                .iter()
-                .flatten()
-                .map(|&v| v as f64)
-                .collect();
+            let (gpu_e, gpu_v) = youngs_and_velocity(&g);
             // Anchored particles stay at F = I, where the stress is 0 for
             // every E: no ∂L/∂E (to f32 rounding of the SVD of I).
             let scale = twin.d_youngs.iter().fold(0.0f64, |m, v| m.max(v.abs()));

@@ -1,12 +1,13 @@
 //! Background grid of one substep and the grid update (src/mpm/config.rs,
 //! step 2): `v_i = mv_i/m_i`, `+ dt·gravity`, `·exp(−damping·dt)`, then
-//! anchored nodes, then walls.
+//! anchored nodes, then the colliders ([`super::collider`]), then walls.
 //!
 //! Nodes have global indices 0..=grid_res per axis (positions `i·dx`, so
 //! the box `[0, 1]` has nodes on both faces and the wall rule "index < 3 or
 //! index > grid_res − 3" marks 3 node layers at each side). The twin stores
 //! only the bounding box of the nodes the particles touch.
 
+use super::collider::after_colliders;
 use super::mat3::Vec3;
 use super::stencil::{offsets, Stencil};
 use super::MpmSetup64;
@@ -78,6 +79,11 @@ impl Grid64 {
         std::array::from_fn(|a| self.origin[a] + l[a] as i64)
     }
 
+    /// Position of the node at storage index `index`, normalised units.
+    pub fn position(&self, index: usize, dx: f64) -> Vec3 {
+        self.node(index).map(|c| c as f64 * dx)
+    }
+
     /// Storage indices of a stencil's 27 nodes, in [`offsets`] order.
     pub fn stencil_indices(&self, s: &Stencil) -> [usize; 27] {
         let mut out = [0; 27];
@@ -94,9 +100,12 @@ impl Grid64 {
 pub struct GridVelocity64 {
     /// Updated `v_i` (zero where `m_i = 0`).
     pub velocity: Vec<Vec3>,
-    /// Per component: true where the boundary conditions left it, false
+    /// Per component: true where the walls and anchors left it, false
     /// where they zeroed it (a zeroed component passes zero gradient).
     pub pass: Vec<[bool; 3]>,
+    /// The damped velocity before the colliders (the adjoint replays them
+    /// from it).
+    pub before_colliders: Vec<Vec3>,
 }
 
 /// The grid update of src/mpm/config.rs step 2.
@@ -107,13 +116,26 @@ pub fn grid_update(setup: &MpmSetup64, grid: &Grid64) -> GridVelocity64 {
     let n = grid.mass.len();
     let mut velocity = vec![[0.0; 3]; n];
     let mut pass = vec![[true; 3]; n];
+    let mut before_colliders = vec![[0.0; 3]; n];
     for i in 0..n {
         let m = grid.mass[i];
         if m <= 0.0 {
             continue;
         }
-        let mut v: Vec3 =
+        let u: Vec3 =
             std::array::from_fn(|a| (grid.momentum[i][a] / m + dt * config.gravity[a]) * decay);
+        before_colliders[i] = u;
+        let mut v = if grid.anchored[i] {
+            u
+        } else {
+            let colliders = &config.colliders;
+            after_colliders(
+                colliders,
+                &grid.position(i, config.dx()),
+                &u,
+                colliders.len(),
+            )
+        };
         let mask = boundary_mask(setup, grid, i, &v);
         for a in 0..3 {
             if !mask[a] {
@@ -123,12 +145,17 @@ pub fn grid_update(setup: &MpmSetup64, grid: &Grid64) -> GridVelocity64 {
         velocity[i] = v;
         pass[i] = mask;
     }
-    GridVelocity64 { velocity, pass }
+    GridVelocity64 {
+        velocity,
+        pass,
+        before_colliders,
+    }
 }
 
-/// Which components of the damped velocity `v` of node `i` survive the
-/// boundary conditions: anchored nodes lose all; wall nodes lose all
-/// (sticky) or the component pointing into the wall (slip).
+/// Which components of the velocity `v` of node `i` (damped, then through
+/// the colliders) survive the other boundary conditions: anchored nodes
+/// lose all; wall nodes lose all (sticky) or the component pointing into
+/// the wall (slip).
 fn boundary_mask(setup: &MpmSetup64, grid: &Grid64, i: usize, v: &Vec3) -> [bool; 3] {
     if grid.anchored[i] {
         return [false; 3];

@@ -1,11 +1,15 @@
 //! Grid* — reverse mode of [`super::grid::grid_update`].
 //!
 //! Forward per node with `m_i > 0`: `u = mv/m`, `g = (u + dt·gravity)·γ`
-//! (`γ = exp(−damping·dt)`), `v = mask ⊙ g`. Reverse: `ḡ = mask ⊙ v̄`
-//! (zeroed components pass zero gradient), `ū = γ ḡ`, `m̄v = ū/m`, and the
+//! (`γ = exp(−damping·dt)`), `c = C(g)` through the colliders (the
+//! identity at anchored nodes), `v = mask ⊙ c`. Reverse: `c̄ = mask ⊙ v̄`
+//! (zeroed components pass zero gradient), `ḡ = C*(c̄)`
+//! ([`super::collider::after_colliders_adjoint`], which adds each friction
+//! collider's `∂L/∂μ`), `ū = γ ḡ`, `m̄v = ū/m`, and the
 //! grid-mass path `m̄ = −ū·u/m` (dropped by PhysDreamer's shipped adjoint;
 //! docs/design.md § Adjoint). Gravity is a constant and contributes nothing.
 
+use super::collider::after_colliders_adjoint;
 use super::grid::{Grid64, GridVelocity64};
 use super::mat3::Vec3;
 use super::MpmSetup64;
@@ -23,11 +27,12 @@ impl AdjointPaths {
     pub const ALL: AdjointPaths = AdjointPaths { grid_mass: true };
 }
 
-/// `∂L/∂m_i` and `∂L/∂mv_i`.
+/// `∂L/∂m_i` and `∂L/∂mv_i`, and `∂L/∂μ` per collider (0 without friction).
 #[derive(Clone, Debug)]
 pub struct AdjointGrid64 {
     pub mass: Vec<f64>,
     pub momentum: Vec<Vec3>,
+    pub friction: Vec<f64>,
 }
 
 /// Reverse of the grid update given `∂L/∂v_i` (after boundary conditions).
@@ -42,17 +47,25 @@ pub fn grid_adjoint(
     let n = grid.mass.len();
     let mut mass = vec![0.0; n];
     let mut momentum = vec![[0.0; 3]; n];
+    let colliders = &setup.config.colliders;
+    let mut friction = vec![0.0; colliders.len()];
     for i in 0..n {
         let m = grid.mass[i];
         if m <= 0.0 {
             continue;
         }
-        let mut u_bar = [0.0; 3];
+        let mut c_bar = [0.0; 3];
         for a in 0..3 {
             if gv.pass[i][a] {
-                u_bar[a] = decay * adj_velocity[i][a];
+                c_bar[a] = adj_velocity[i][a];
             }
         }
+        if !grid.anchored[i] && !colliders.is_empty() {
+            let x = grid.position(i, setup.config.dx());
+            let g = &gv.before_colliders[i];
+            c_bar = after_colliders_adjoint(colliders, &x, g, &c_bar, &mut friction);
+        }
+        let u_bar = c_bar.map(|c| decay * c);
         let mut m_bar = 0.0;
         for a in 0..3 {
             momentum[i][a] = u_bar[a] / m;
@@ -63,5 +76,9 @@ pub fn grid_adjoint(
             mass[i] = m_bar;
         }
     }
-    AdjointGrid64 { mass, momentum }
+    AdjointGrid64 {
+        mass,
+        momentum,
+        friction,
+    }
 }

@@ -19,6 +19,7 @@
 // Index loops over 3 axes / 3×3 entries read like the equations they code.
 #![allow(clippy::needless_range_loop)]
 
+pub mod collider;
 pub mod g2p;
 pub mod g2p_adjoint;
 pub mod grid;
@@ -144,7 +145,7 @@ pub fn substep(setup: &MpmSetup64, state: &MpmState64, youngs: &[f64]) -> MpmSta
 }
 
 /// Reverse mode of [`substep`]: given `adj_after = ∂L/∂(state after)`,
-/// returns `(∂L/∂(state before), ∂L/∂E)`, replaying the forward from
+/// returns `(∂L/∂(state before), ∂L/∂E, ∂L/∂μ per collider)`, replaying the forward from
 /// `state_before` and running G2P* → grid* → P2G*. `paths` switches some
 /// paths off ([`AdjointPaths::ALL`] keeps every one), to show in tests that
 /// dropping one (the grid-mass path) breaks the gradient.
@@ -154,11 +155,13 @@ pub fn substep_adjoint_with(
     youngs: &[f64],
     adj_after: &MpmState64,
     paths: AdjointPaths,
-) -> (MpmState64, Vec<f64>) {
+) -> (MpmState64, Vec<f64>, Vec<f64>) {
     let grid = p2g::p2g(setup, state_before, youngs);
     let velocity = grid::grid_update(setup, &grid);
     let (partial, adj_velocity) =
         g2p_adjoint::g2p_adjoint(setup, state_before, &grid, &velocity, adj_after);
     let adj_grid = grid_adjoint::grid_adjoint(setup, &grid, &velocity, &adj_velocity, paths);
-    p2g_adjoint::p2g_adjoint(setup, state_before, youngs, &grid, &adj_grid, partial)
+    let (before, d_youngs) =
+        p2g_adjoint::p2g_adjoint(setup, state_before, youngs, &grid, &adj_grid, partial);
+    (before, d_youngs, adj_grid.friction)
 }

@@ -66,33 +66,62 @@ pub fn frame_states(
         .collect()
 }
 
-/// Gradient of a loss of a rollout: with respect to E and to the initial
-/// state (frame 0).
+/// Gradient of a loss of a rollout: with respect to E, to the initial
+/// state (frame 0) and to the colliders' friction coefficients.
 #[derive(Clone, Debug)]
 pub struct RolloutGradient {
     /// `∂L/∂E_p`.
     pub d_youngs: Vec<f64>,
+    /// `∂L/∂μ` per collider of the configuration (0 for colliders without
+    /// friction).
+    pub d_friction: Vec<f64>,
     /// `∂L/∂(initial state)`, i.e. `∂L/∂(state at frame 0)`; `.v` is the
     /// initial-velocity gradient. From [`frames_gradient`] with
     /// [`GradientFlow::Truncated`], only frames 0 and 1 contribute.
     pub d_initial: MpmState64,
 }
 
+/// `∂L/∂E` and `∂L/∂μ` summed over the substeps of a reverse pass.
+struct ParameterGradients {
+    d_youngs: Vec<f64>,
+    d_friction: Vec<f64>,
+}
+
+impl ParameterGradients {
+    fn zeros(setup: &MpmSetup64, particles: usize) -> Self {
+        Self {
+            d_youngs: vec![0.0; particles],
+            d_friction: vec![0.0; setup.config.colliders.len()],
+        }
+    }
+
+    fn into_gradient(self, d_initial: MpmState64) -> RolloutGradient {
+        RolloutGradient {
+            d_youngs: self.d_youngs,
+            d_friction: self.d_friction,
+            d_initial,
+        }
+    }
+}
+
 /// Reverse pass over the substeps `states[0] → … → states[n]`: given
 /// `adj_end = ∂L/∂(states[n])`, returns `∂L/∂(states[0])` and adds the
-/// substeps' `∂L/∂E` into `d_youngs`.
+/// substeps' `∂L/∂E` and `∂L/∂μ` into `totals`.
 fn backpropagate(
     setup: &MpmSetup64,
     states: &[MpmState64],
     youngs: &[f64],
     adj_end: MpmState64,
-    d_youngs: &mut [f64],
+    totals: &mut ParameterGradients,
     paths: AdjointPaths,
 ) -> MpmState64 {
     let mut adj = adj_end;
     for s in (0..states.len() - 1).rev() {
-        let (before, d_e) = substep_adjoint_with(setup, &states[s], youngs, &adj, paths);
-        for (total, d) in d_youngs.iter_mut().zip(d_e) {
+        let (before, d_e, d_mu) = substep_adjoint_with(setup, &states[s], youngs, &adj, paths);
+        for (total, d) in totals.d_youngs.iter_mut().zip(d_e) {
+            *total += d;
+        }
+        for (total, d) in totals.d_friction.iter_mut().zip(d_mu) {
             *total += d;
         }
         adj = before;
@@ -130,19 +159,16 @@ pub fn rollout_gradient_with(
     paths: AdjointPaths,
 ) -> RolloutGradient {
     let states = rollout(setup, initial, youngs, n_substeps);
-    let mut d_youngs = vec![0.0; youngs.len()];
+    let mut totals = ParameterGradients::zeros(setup, youngs.len());
     let d_initial = backpropagate(
         setup,
         &states,
         youngs,
         loss_grad_of_final_state.clone(),
-        &mut d_youngs,
+        &mut totals,
         paths,
     );
-    RolloutGradient {
-        d_youngs,
-        d_initial,
-    }
+    totals.into_gradient(d_initial)
 }
 
 /// Gradient of a loss on the frames `0..=frames` of a rollout from
@@ -190,7 +216,7 @@ pub fn frames_gradient(
     // Frame k's substeps run from states[(k − 1)·S] to states[k·S].
     let frame = |k: usize| &states[(k - 1) * s..=k * s];
     let paths = AdjointPaths::ALL;
-    let mut d_youngs = vec![0.0; n];
+    let mut totals = ParameterGradients::zeros(setup, n);
     let mut d_initial = MpmState64::zeros(n);
     match flow {
         GradientFlow::Full => {
@@ -200,7 +226,7 @@ pub fn frames_gradient(
                 if let Some(seed) = by_frame[k] {
                     adj.add_scaled(seed, 1.0);
                 }
-                adj = backpropagate(setup, frame(k), youngs, adj, &mut d_youngs, paths);
+                adj = backpropagate(setup, frame(k), youngs, adj, &mut totals, paths);
             }
             d_initial = adj;
         }
@@ -208,7 +234,7 @@ pub fn frames_gradient(
             for k in (1..=last).rev() {
                 let Some(seed) = by_frame[k] else { continue };
                 let start =
-                    backpropagate(setup, frame(k), youngs, seed.clone(), &mut d_youngs, paths);
+                    backpropagate(setup, frame(k), youngs, seed.clone(), &mut totals, paths);
                 // The state at frame k − 1 is a constant for k ≥ 2: its
                 // gradient is dropped; frame 0's is the initial state's.
                 if k == 1 {
@@ -220,8 +246,5 @@ pub fn frames_gradient(
     if let Some(seed) = by_frame[0] {
         d_initial.add_scaled(seed, 1.0);
     }
-    RolloutGradient {
-        d_youngs,
-        d_initial,
-    }
+    totals.into_gradient(d_initial)
 }
