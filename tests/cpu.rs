@@ -51,6 +51,8 @@ mod report;
 mod scene;
 #[path = "cpu/scene_check.rs"]
 mod scene_check;
+#[path = "cpu/solvers.rs"]
+mod solvers;
 #[path = "cpu/truth.rs"]
 mod truth;
 #[path = "cpu/wgsl_validation.rs"]

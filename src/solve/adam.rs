@@ -1,15 +1,25 @@
 //! Adam with warm-up, exponential decay and gradient-norm clipping: the
-//! optimiser of both fit stages (docs/design.md § Loss, parameters, fit; issue
-//! 13, "Optimiser").
+//! solver of the fit's stages with many parameters (per-driver fields;
+//! docs/design.md § Loss, parameters, fit).
 //!
 //! The parameters are few (at most 3 per driver) and live on the host, so
 //! the optimiser is plain f64 host code. A step is split in two so that a
 //! blown-up simulation can refuse it: [`Adam::propose`] returns the moved
 //! parameters and the moments they would leave, without touching `self`;
-//! [`Adam::accept`] makes the proposal the state. A rejected step is
-//! proposed again from the same state at a smaller rate.
+//! [`Adam::accept`] makes the proposal the state. A rejected step (an
+//! unusable point, [`super::objective`]) is proposed again from the same
+//! state at half the rate, at most [`AdamSolver::max_rejections`] times.
+//!
+//! One [`Solver`] iteration at `x` with gradient `g` (from evaluating `x`):
+//! clip `g`, propose `x'` by Adam at the schedule's rate (projected into
+//! the bounds), evaluate `x'`. The run ends at the schedule's last
+//! iteration, or converged once the warm-up is over and the loss has
+//! flattened ([`flattened`]).
 
 use serde::{Deserialize, Serialize};
+
+use super::objective::Objective;
+use super::solver::{Iteration, Solver};
 
 /// Adam's exponential decay rate of the first moment (Kingma & Ba 2015, §2).
 pub const BETA1: f64 = 0.9;
@@ -155,5 +165,193 @@ impl Adam {
         }
         let c2 = 1.0 - BETA2.powi(self.t as i32);
         self.v.iter().map(|v| (v / c2).sqrt()).collect()
+    }
+}
+
+/// Iterations over which a run's progress is judged.
+pub const CONVERGENCE_WINDOW: usize = 5;
+
+/// True when the losses `history` (oldest first) have flattened: they fell
+/// by at most `tolerance` of the loss over [`CONVERGENCE_WINDOW`]
+/// iterations. Never with a tolerance of 0.
+pub fn flattened(history: &[f64], tolerance: f64) -> bool {
+    if history.len() <= CONVERGENCE_WINDOW || tolerance <= 0.0 {
+        return false;
+    }
+    let now = history[history.len() - 1];
+    let then = history[history.len() - 1 - CONVERGENCE_WINDOW];
+    (then - now) <= tolerance * then.abs()
+}
+
+/// The Adam solver: a schedule and the rules around a step (module doc).
+#[derive(Clone, Debug, PartialEq)]
+pub struct AdamSolver {
+    /// The rate per iteration; its `iterations` cap the run.
+    pub schedule: Schedule,
+    /// The gradient's norm is clipped to this before a step (`inf`: no
+    /// clipping).
+    pub grad_clip: f64,
+    /// The bounds every parameter is projected into, if any.
+    pub bounds: Option<(f64, f64)>,
+    /// Converged when the loss fell by at most this fraction over
+    /// [`CONVERGENCE_WINDOW`] iterations (0: never).
+    pub tolerance: f64,
+    /// Halvings of the rate a step may need before the run fails.
+    pub max_rejections: u32,
+    /// What the warning of a rejected step names ("round 1 velocity").
+    pub label: String,
+}
+
+/// An Adam run between two iterations: where it is, its loss and gradient
+/// there, the moments, the iterations taken, the losses at the points it
+/// stepped from, and how the last step was taken.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AdamRun {
+    /// The current point.
+    pub x: Vec<f64>,
+    /// Its loss.
+    pub loss: f64,
+    /// Its gradient.
+    pub grad: Vec<f64>,
+    /// The moments.
+    pub moments: Adam,
+    /// Iterations taken (the schedule's index of the next).
+    pub iteration: u32,
+    /// The loss at each point a step was taken from, oldest first.
+    pub losses: Vec<f64>,
+    /// The last step: the gradient's norm before clipping, the rate it was
+    /// taken at (after any halvings) and the halvings.
+    pub last_step: Option<AdamStep>,
+}
+
+/// How one Adam step was taken.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AdamStep {
+    /// The gradient's norm before clipping.
+    pub grad_norm: f64,
+    /// The rate, after any halvings.
+    pub rate: f64,
+    /// Steps rejected (halvings) before this one.
+    pub rejected: u32,
+}
+
+/// A step that stayed unusable after [`AdamSolver::max_rejections`]
+/// halvings of the rate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StepsRejected {
+    /// The iteration whose step could not be taken.
+    pub iteration: u32,
+    /// The halvings tried.
+    pub halvings: u32,
+}
+
+/// What an Adam run fails with: its objective's error, or a step no rate
+/// made usable.
+#[derive(Debug)]
+pub enum AdamError<E> {
+    /// The objective failed.
+    Objective(E),
+    /// No halving of the rate gave a usable point.
+    Rejected(StepsRejected),
+}
+
+impl AdamSolver {
+    /// The run at `x0` with `moments` (fresh, or a checkpoint's), after
+    /// `iteration` iterations whose losses were `losses`: `x0` is
+    /// evaluated, `Ok(None)` when it is unusable.
+    pub fn start<O: Objective + ?Sized>(
+        &self,
+        objective: &mut O,
+        x0: Vec<f64>,
+        moments: Adam,
+        iteration: u32,
+        losses: Vec<f64>,
+    ) -> Result<Option<AdamRun>, O::Error> {
+        Ok(objective.evaluate(&x0)?.map(|(loss, grad)| AdamRun {
+            x: x0,
+            loss,
+            grad,
+            moments,
+            iteration,
+            losses,
+            last_step: None,
+        }))
+    }
+
+    /// True when the run has converged: the warm-up is over and the loss
+    /// has flattened (the warm-up's small rates move the loss little
+    /// whatever remains to gain).
+    fn converged(&self, run: &AdamRun) -> bool {
+        if run.last_step.is_none()
+            || run.iteration < self.schedule.warmup + CONVERGENCE_WINDOW as u32
+        {
+            return false;
+        }
+        let mut history = run.losses.clone();
+        history.push(run.loss);
+        flattened(&history, self.tolerance)
+    }
+}
+
+/// An [`Objective`] whose errors an Adam run wraps into [`AdamError`].
+pub struct AdamObjective<'a, O: ?Sized>(pub &'a mut O);
+
+impl<O: Objective + ?Sized> Objective for AdamObjective<'_, O> {
+    type Error = AdamError<O::Error>;
+
+    fn evaluate(&mut self, x: &[f64]) -> Result<super::objective::Evaluated, Self::Error> {
+        self.0.evaluate(x).map_err(AdamError::Objective)
+    }
+}
+
+impl<O: Objective + ?Sized> Solver<AdamObjective<'_, O>> for AdamSolver {
+    type State = AdamRun;
+
+    fn next_iteration(
+        &mut self,
+        objective: &mut AdamObjective<'_, O>,
+        run: &mut AdamRun,
+    ) -> Result<Iteration, AdamError<O::Error>> {
+        if self.converged(run) {
+            return Ok(Iteration::Ended { converged: true });
+        }
+        if run.iteration >= self.schedule.iterations {
+            return Ok(Iteration::Ended { converged: false });
+        }
+        let mut grad = run.grad.clone();
+        let grad_norm = clip_norm(&mut grad, self.grad_clip);
+        let mut rate = self.schedule.rate(run.iteration);
+        let mut rejected = 0;
+        let (proposal, (loss, next_grad)) = loop {
+            let proposal = run.moments.propose(&run.x, &grad, rate, self.bounds);
+            if let Some(next) = objective.evaluate(&proposal.params)? {
+                break (proposal, next);
+            }
+            rejected += 1;
+            if rejected > self.max_rejections {
+                return Err(AdamError::Rejected(StepsRejected {
+                    iteration: run.iteration,
+                    halvings: self.max_rejections,
+                }));
+            }
+            log::warn!(
+                "{} iteration {}: the step blew the simulation up; retrying at half the rate ({:.3e})",
+                self.label,
+                run.iteration,
+                rate / 2.0
+            );
+            rate /= 2.0;
+        };
+        run.losses.push(run.loss);
+        run.x = run.moments.accept(proposal);
+        run.loss = loss;
+        run.grad = next_grad;
+        run.iteration += 1;
+        run.last_step = Some(AdamStep {
+            grad_norm,
+            rate,
+            rejected,
+        });
+        Ok(Iteration::Taken)
     }
 }

@@ -1,13 +1,16 @@
 //! A small limited-memory BFGS minimiser with a backtracking (Armijo) line
-//! search that also grows its first step, for the fit's low-dimensional
-//! problems (a global or rigid velocity: 3 or 6 unknowns), where Adam's
-//! reach is capped by rate × iterations whatever the gradient says.
+//! search that also grows its first step, for low-dimensional problems
+//! (the fit's global or rigid velocity: 3 or 6 unknowns, where Adam's
+//! reach is capped by rate × iterations whatever the gradient says; a
+//! view's camera and colour in `align`), with bounds that trial points are
+//! projected into.
 //!
-//! The problem is a closure from a point to its loss and gradient, apart
-//! from the solver (argmin's split): `Ok(None)` means the point is
-//! unusable (the simulation blew up, or a value came out non-finite), and
-//! the line search shrinks its step as it does on an insufficient
-//! decrease. Every evaluation counts against `max_evaluations`, line-search
+//! The problem is an [`Objective`] (module [`super::objective`]): an
+//! unusable point (the simulation blew up, or a value came out
+//! non-finite) makes the line search shrink its step as it does on an
+//! insufficient decrease. One [`Solver`] iteration is one accepted step
+//! (its line search and any restart included); [`LbfgsState`] after it
+//! continues the run exactly. Every evaluation counts against `max_evaluations`, line-search
 //! trials included, since each is a full rollout and render.
 //!
 //! It has converged when two accepted steps in a row each lower the loss by
@@ -22,9 +25,10 @@
 
 use serde::{Deserialize, Serialize};
 
-/// What one evaluation returns: the loss and its gradient, or `None` for
-/// an unusable point.
-pub type Evaluated = Option<(f64, Vec<f64>)>;
+use super::objective::Objective;
+use super::solver::{execute, Control, Ending, Iteration, Solver};
+
+pub use super::objective::Evaluated;
 
 /// How an L-BFGS run is bounded.
 #[derive(Clone, Debug, PartialEq)]
@@ -129,30 +133,23 @@ pub enum LbfgsStart<'a> {
     Resume(LbfgsState),
 }
 
-/// [`minimise`] telling `accepted` of the run's state after every
-/// accepted step (checkpoint it to continue later with
-/// [`LbfgsStart::Resume`]); `false` from it stops the run there (not
-/// converged).
-pub fn minimise_observed<E>(
-    start: LbfgsStart<'_>,
-    settings: &LbfgsSettings,
-    mut f: impl FnMut(&[f64]) -> Result<Evaluated, E>,
-    mut accepted_step: impl FnMut(&LbfgsState) -> bool,
-) -> Result<Option<LbfgsResult>, E> {
-    let LbfgsState {
-        mut x,
-        mut loss,
-        mut grad,
-        pairs,
-        mut evaluations,
-        mut first,
-        mut small_steps,
-    } = match start {
-        LbfgsStart::At(x0) => {
-            let Some((loss, grad)) = f(x0)? else {
-                return Ok(None);
-            };
-            LbfgsState {
+/// The L-BFGS solver: its settings (module doc).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Lbfgs {
+    /// How the run is bounded.
+    pub settings: LbfgsSettings,
+}
+
+impl Lbfgs {
+    /// The state at `start`: a point is evaluated (`Ok(None)` when it is
+    /// unusable), a checkpointed state taken as it is.
+    pub fn start<O: Objective + ?Sized>(
+        &self,
+        objective: &mut O,
+        start: LbfgsStart<'_>,
+    ) -> Result<Option<LbfgsState>, O::Error> {
+        Ok(match start {
+            LbfgsStart::At(x0) => objective.evaluate(x0)?.map(|(loss, grad)| LbfgsState {
                 x: x0.to_vec(),
                 loss,
                 grad,
@@ -160,56 +157,71 @@ pub fn minimise_observed<E>(
                 evaluations: 1,
                 first: true,
                 small_steps: 0,
-            }
-        }
-        LbfgsStart::Resume(state) => state,
-    };
-    let mut pairs: Vec<(Vec<f64>, Vec<f64>, f64)> =
-        pairs.into_iter().map(|p| (p.s, p.y, p.rho)).collect();
-    let mut converged = false;
-    while evaluations < settings.max_evaluations {
-        let gnorm = dot(&grad, &grad).sqrt();
-        if gnorm == 0.0 {
-            converged = true;
-            break;
-        }
-        // Two-loop recursion: d = −H·g.
+            }),
+            LbfgsStart::Resume(state) => Some(state),
+        })
+    }
+
+    /// The search direction `−H·g` by the two-loop recursion (Nocedal &
+    /// Wright alg. 7.4), the gradient itself at the first step's length
+    /// when the curvature does not give a descent direction; with the
+    /// slope along it. May drop the pairs (a restart).
+    fn direction(&self, state: &mut LbfgsState, gnorm: f64) -> (Vec<f64>, f64) {
+        let grad = &state.grad;
         let mut q = grad.clone();
-        let mut alphas = Vec::with_capacity(pairs.len());
-        for (s, y, rho) in pairs.iter().rev() {
-            let a = rho * dot(s, &q);
-            q.iter_mut().zip(y).for_each(|(qi, yi)| *qi -= a * yi);
+        let mut alphas = Vec::with_capacity(state.pairs.len());
+        for p in state.pairs.iter().rev() {
+            let a = p.rho * dot(&p.s, &q);
+            q.iter_mut().zip(&p.y).for_each(|(qi, yi)| *qi -= a * yi);
             alphas.push(a);
         }
-        let gamma = pairs
+        let gamma = state
+            .pairs
             .last()
-            .map_or(settings.first_step / gnorm, |(s, y, _)| {
-                dot(s, y) / dot(y, y)
+            .map_or(self.settings.first_step / gnorm, |p| {
+                dot(&p.s, &p.y) / dot(&p.y, &p.y)
             });
         q.iter_mut().for_each(|qi| *qi *= gamma);
-        for ((s, y, rho), a) in pairs.iter().zip(alphas.iter().rev()) {
-            let b = rho * dot(y, &q);
-            q.iter_mut().zip(s).for_each(|(qi, si)| *qi += (a - b) * si);
+        for (p, a) in state.pairs.iter().zip(alphas.iter().rev()) {
+            let b = p.rho * dot(&p.y, &q);
+            q.iter_mut()
+                .zip(&p.s)
+                .for_each(|(qi, si)| *qi += (a - b) * si);
         }
         let mut d: Vec<f64> = q.iter().map(|v| -v).collect();
-        let mut slope = dot(&grad, &d);
+        let mut slope = dot(grad, &d);
         if slope >= 0.0 {
             // Not a descent direction (noise in the gradient): restart.
-            pairs.clear();
+            state.pairs.clear();
             d = grad
                 .iter()
-                .map(|g| -g * settings.first_step / gnorm)
+                .map(|g| -g * self.settings.first_step / gnorm)
                 .collect();
-            slope = dot(&grad, &d);
+            slope = dot(grad, &d);
         }
-        // Backtracking; the first step may also grow while it keeps
-        // paying, since its length is only a guess.
+        (d, slope)
+    }
+
+    /// Backtracking along `d` from the state's point (Nocedal & Wright
+    /// alg. 3.1); the first step may also grow while it keeps paying,
+    /// since its length is only a guess. The best point that decreased
+    /// the loss enough, if any.
+    #[allow(clippy::type_complexity)]
+    fn line_search<O: Objective + ?Sized>(
+        &self,
+        objective: &mut O,
+        state: &mut LbfgsState,
+        d: &[f64],
+        slope: f64,
+    ) -> Result<Option<(Vec<f64>, f64, Vec<f64>)>, O::Error> {
+        let settings = &self.settings;
         let mut t = 1.0;
         let mut accepted: Option<(Vec<f64>, f64, Vec<f64>)> = None;
-        while evaluations < settings.max_evaluations {
-            let trial: Vec<f64> = x
+        while state.evaluations < settings.max_evaluations {
+            let trial: Vec<f64> = state
+                .x
                 .iter()
-                .zip(&d)
+                .zip(d)
                 .enumerate()
                 .map(|(i, (xi, di))| {
                     let v = xi + t * di;
@@ -219,19 +231,19 @@ pub fn minimise_observed<E>(
                         .map_or(v, |&(lo, hi)| v.clamp(lo, hi))
                 })
                 .collect();
-            if trial == x {
+            if trial == state.x {
                 // Projected onto the point itself: nothing left to move.
                 break;
             }
-            let value = f(&trial)?;
-            evaluations += 1;
+            let value = objective.evaluate(&trial)?;
+            state.evaluations += 1;
             match value {
-                Some((l, g)) if l.is_finite() && l <= loss + 1e-4 * t * slope => {
+                Some((l, g)) if l.is_finite() && l <= state.loss + 1e-4 * t * slope => {
                     let better = accepted.as_ref().is_none_or(|(_, best, _)| l < *best);
                     if better {
                         accepted = Some((trial, l, g));
                     }
-                    if first && better && evaluations < settings.max_evaluations {
+                    if state.first && better && state.evaluations < settings.max_evaluations {
                         t *= 2.0;
                         continue;
                     }
@@ -244,68 +256,105 @@ pub fn minimise_observed<E>(
                 _ => t *= 0.5,
             }
         }
-        first = false;
-        let Some((x_new, l_new, g_new)) = accepted else {
-            if pairs.is_empty() {
-                // Not even a short step along the gradient lowers the loss:
-                // a minimum, as far as the loss's noise lets one tell.
-                converged = evaluations < settings.max_evaluations;
-                break;
-            }
-            // The curvature misled the search: start again from the
-            // gradient at a fresh scale.
-            pairs.clear();
-            first = true;
-            continue;
-        };
-        let s: Vec<f64> = x_new.iter().zip(&x).map(|(a, b)| a - b).collect();
-        let y: Vec<f64> = g_new.iter().zip(&grad).map(|(a, b)| a - b).collect();
-        let sy = dot(&s, &y);
-        if sy > 1e-12 * dot(&s, &s).sqrt() * dot(&y, &y).sqrt() {
-            pairs.push((s, y, 1.0 / sy));
-            if pairs.len() > settings.memory {
-                pairs.remove(0);
-            }
-        }
-        let gain = (loss - l_new) / loss.abs().max(f64::MIN_POSITIVE);
-        x = x_new;
-        loss = l_new;
-        grad = g_new;
+        Ok(accepted)
+    }
+}
+
+impl<O: Objective + ?Sized> Solver<O> for Lbfgs {
+    type State = LbfgsState;
+
+    /// One accepted step (module doc). The run ends converged after two
+    /// small gains in a row, at a zero gradient, or when not even a short
+    /// step along the gradient lowers the loss; unconverged when the
+    /// evaluations run out.
+    fn next_iteration(
+        &mut self,
+        objective: &mut O,
+        state: &mut LbfgsState,
+    ) -> Result<Iteration, O::Error> {
         // Two small gains in a row: one alone may be a short step along a
         // poor first direction.
-        small_steps = if gain < settings.relative_tolerance {
-            small_steps + 1
-        } else {
-            0
-        };
-        let state = LbfgsState {
-            x: x.clone(),
-            loss,
-            grad: grad.clone(),
-            pairs: pairs
-                .iter()
-                .map(|(s, y, rho)| CurvaturePair {
-                    s: s.clone(),
-                    y: y.clone(),
-                    rho: *rho,
-                })
-                .collect(),
-            evaluations,
-            first,
-            small_steps,
-        };
-        if !accepted_step(&state) {
-            break;
+        if state.small_steps >= 2 {
+            return Ok(Iteration::Ended { converged: true });
         }
-        if small_steps >= 2 {
-            converged = true;
-            break;
+        while state.evaluations < self.settings.max_evaluations {
+            let gnorm = dot(&state.grad, &state.grad).sqrt();
+            if gnorm == 0.0 {
+                return Ok(Iteration::Ended { converged: true });
+            }
+            let (d, slope) = self.direction(state, gnorm);
+            let accepted = self.line_search(objective, state, &d, slope)?;
+            state.first = false;
+            let Some((x_new, l_new, g_new)) = accepted else {
+                if state.pairs.is_empty() {
+                    // Not even a short step along the gradient lowers the
+                    // loss: a minimum, as far as the loss's noise lets one
+                    // tell.
+                    return Ok(Iteration::Ended {
+                        converged: state.evaluations < self.settings.max_evaluations,
+                    });
+                }
+                // The curvature misled the search: start again from the
+                // gradient at a fresh scale.
+                state.pairs.clear();
+                state.first = true;
+                continue;
+            };
+            let s: Vec<f64> = x_new.iter().zip(&state.x).map(|(a, b)| a - b).collect();
+            let y: Vec<f64> = g_new.iter().zip(&state.grad).map(|(a, b)| a - b).collect();
+            let sy = dot(&s, &y);
+            if sy > 1e-12 * dot(&s, &s).sqrt() * dot(&y, &y).sqrt() {
+                state.pairs.push(CurvaturePair {
+                    s,
+                    y,
+                    rho: 1.0 / sy,
+                });
+                if state.pairs.len() > self.settings.memory {
+                    state.pairs.remove(0);
+                }
+            }
+            let gain = (state.loss - l_new) / state.loss.abs().max(f64::MIN_POSITIVE);
+            state.x = x_new;
+            state.loss = l_new;
+            state.grad = g_new;
+            state.small_steps = if gain < self.settings.relative_tolerance {
+                state.small_steps + 1
+            } else {
+                0
+            };
+            return Ok(Iteration::Taken);
         }
+        Ok(Iteration::Ended { converged: false })
     }
+}
+
+/// [`minimise`] telling `accepted_step` of the run's state after every
+/// accepted step (checkpoint it to continue later with
+/// [`LbfgsStart::Resume`]); `false` from it stops the run there (not
+/// converged).
+pub fn minimise_observed<E>(
+    start: LbfgsStart<'_>,
+    settings: &LbfgsSettings,
+    mut f: impl FnMut(&[f64]) -> Result<Evaluated, E>,
+    mut accepted_step: impl FnMut(&LbfgsState) -> bool,
+) -> Result<Option<LbfgsResult>, E> {
+    let mut solver = Lbfgs {
+        settings: settings.clone(),
+    };
+    let Some(mut state) = solver.start(&mut f, start)? else {
+        return Ok(None);
+    };
+    let ending = execute(&mut solver, &mut f, &mut state, |_, s| {
+        if accepted_step(s) {
+            Control::Continue
+        } else {
+            Control::Stop
+        }
+    })?;
     Ok(Some(LbfgsResult {
-        x,
-        loss,
-        evaluations,
-        converged,
+        x: state.x,
+        loss: state.loss,
+        evaluations: state.evaluations,
+        converged: ending == Ending::Ended { converged: true },
     }))
 }
