@@ -1,7 +1,8 @@
 //! physfit: recover the material of a 3D Gaussian Splatting object from video.
 //!
 //! The pipeline (docs/design.md): scene → drivers → MPM → deform → splat → loss →
-//! fit. Each stage is a module named after it; `report` draws the fit's
+//! fit. Each stage is a module named after it, and `solve` holds the
+//! minimisers the fit and the view alignment share; `report` draws the fit's
 //! pictures and `io` writes files atomically. `reference` holds the f64 CPU
 //! twins used as test oracles: it is compiled only with the `reference`
 //! feature, which the tests turn on and the released library leaves off.
@@ -23,6 +24,7 @@ pub mod output;
 pub mod reference;
 pub mod report;
 pub mod scene;
+pub mod solve;
 pub mod splat;
 pub mod stop;
 pub mod synth;

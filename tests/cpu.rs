@@ -57,6 +57,8 @@ mod scene;
 mod scene_check;
 #[path = "cpu/scene_colliders.rs"]
 mod scene_colliders;
+#[path = "cpu/solvers.rs"]
+mod solvers;
 #[path = "cpu/truth.rs"]
 mod truth;
 #[path = "cpu/wgsl_mirrors.rs"]

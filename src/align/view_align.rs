@@ -1,6 +1,6 @@
 //! Aligning one view: the start checked (is the object in the image?), then
 //! coarse to fine through the pyramid ([`super::pyramid`]), each level a
-//! bounded L-BFGS run ([`crate::fit::lbfgs`]) in the chart around where the
+//! bounded L-BFGS run ([`crate::solve::lbfgs`]) in the chart around where the
 //! coarser level ended ([`super::chart`]), then the result measured at full
 //! resolution against the start, and the curvature there
 //! ([`super::conditioning`]).
@@ -13,12 +13,12 @@
 use glam::{DVec3, Vec3};
 use serde::{Deserialize, Serialize};
 
-use crate::fit::lbfgs::{minimise_observed, LbfgsSettings, LbfgsStart};
 use crate::loss::{ReferenceFrame, ReferenceMask};
 use crate::scene::color_correction::ColorCorrection;
 use crate::scene::frames::Frame;
 use crate::scene::masks::Mask;
 use crate::scene::Camera;
+use crate::solve::lbfgs::{minimise_observed, LbfgsSettings, LbfgsStart};
 
 use super::chart::{rotation_angle_degrees, AlignWhat, Chart, Pivot, ViewState};
 use super::color_guess::{color_guess, color_regression};

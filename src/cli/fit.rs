@@ -13,11 +13,12 @@ use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use physfit::fit::checkpoint::CheckpointError;
-use physfit::fit::fitter::mean_quality;
-use physfit::fit::session::{FinishedStage, RunEnd, TruthSource, CHECKPOINT_FILE};
+use physfit::fit::record::mean_quality;
+use physfit::fit::session::{RunEnd, TruthSource, CHECKPOINT_FILE};
+use physfit::fit::stages::ROUND_TOLERANCE;
 use physfit::fit::{
-    Control, EarlierFit, FitProgress, FitSession, FitState, SessionError, SessionOptions,
-    StageChoice, StagePlan, StopSignal,
+    Control, EarlierFit, FinishedStage, FitObserver, FitSession, FitState, SessionError,
+    SessionOptions, StageChoice, StagePlan, StopSignal,
 };
 use physfit::gpu::{GpuContext, GpuOptions};
 use physfit::io::shown::shown;
@@ -96,7 +97,7 @@ struct CliProgress {
     phase: Phase,
 }
 
-impl FitProgress for CliProgress {
+impl FitObserver for CliProgress {
     fn stage_started(&mut self, plan: &StagePlan, state: &FitState) {
         self.phase = Phase::of_stage(plan.kind);
         self.interrupt.enter(self.phase);
@@ -141,7 +142,7 @@ impl FitProgress for CliProgress {
         }
     }
 
-    fn stage_finished(&mut self, plan: &StagePlan, finished: &FinishedStage<'_>) {
+    fn stage_finished(&mut self, plan: &StagePlan, _: &FitState, finished: &FinishedStage<'_>) {
         self.bar.finish_and_clear();
         if self.quiet {
             return;
@@ -173,7 +174,7 @@ impl FitProgress for CliProgress {
             eprintln!(
                 "{}: the round gained less than {:.0}% over the previous one; the fit has converged",
                 plan.label(),
-                100.0 * physfit::fit::fitter::ROUND_TOLERANCE
+                100.0 * ROUND_TOLERANCE
             );
         }
         if let Some(r) = &finished.recovery {

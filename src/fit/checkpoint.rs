@@ -15,7 +15,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::fitter::{FitState, StageChoice};
+use super::plan::StageChoice;
+use super::state::FitState;
 use crate::io::atomic_write::write_atomic;
 use crate::output::{ply_sha256, PlyHashError, SimulationRecord};
 use crate::scene::{FieldSetting, FitStage, FrameSet, Scene};

@@ -9,8 +9,11 @@
 //! - their transposes on the GPU ([`param_gather`]) (per-driver gradients →
 //!   parameter gradients);
 //! - [`FitProblem`] itself ([`problem`]);
-//! - the optimiser, Adam with its schedule ([`adam`]), and the two-stage
-//!   loop around the problem ([`fitter`]);
+//! - the fit as planned ([`plan`]), its state ([`state`], a checkpoint's
+//!   content, with the records of [`record`] and the scan's points of
+//!   [`scan_state`]), each stage as an objective ([`objective`]) and the
+//!   stages run in order by the solvers of [`crate::solve`] ([`stages`],
+//!   the coarse [`scan`]), telling one [`FitObserver`] ([`observer`]);
 //! - the parameterisations a scene's `field` settings choose, with their
 //!   region assignment ([`field_setting`]);
 //! - the fit from a scene to its outputs as a library session
@@ -19,41 +22,46 @@
 //!   [`summary`]), which `physfit fit` only prints around;
 //! - the errors, [`FitError`] ([`mod@error`]) and [`SessionError`].
 
-pub mod adam;
 pub mod camera_check;
 pub mod checkpoint;
 pub mod error;
 pub mod evaluation;
 pub mod field_setting;
-pub mod fitter;
-pub mod lbfgs;
+pub mod objective;
+pub mod observer;
 pub mod options;
 pub mod outputs;
 pub mod param_gather;
 pub mod params;
+pub mod plan;
 pub mod preflight;
 pub mod problem;
 pub mod profile;
+pub mod record;
 pub mod recovery;
 pub mod scan;
+pub mod scan_state;
 pub mod session;
 pub mod session_error;
+pub mod stages;
+pub mod state;
 pub mod summary;
 pub mod truth_check;
 
 pub use crate::mpm::GradientFlow;
-pub use adam::{Adam, Schedule};
+pub use crate::stop::StopSignal;
 pub use error::FitError;
 pub use evaluation::{Evaluation, HostGradients, ImageTerms, LossReport, Parameters, Selection};
 pub use field_setting::{ChosenField, RegionAssignment};
-pub use fitter::{
-    plan_stages, run_fit, Control, FitEnd, FitObserver, FitState, IterationRecord, StageChoice,
-    StageKind, StagePlan, StopSignal,
-};
+pub use observer::{Control, FinishedStage, FitObserver};
 pub use options::FitProblemOptions;
 pub use params::{MapEntry, ParamMap, VelocityField, YoungsField};
+pub use plan::{plan_stages, StageChoice, StageKind, StagePlan};
 pub use problem::FitProblem;
 pub use profile::FitTimings;
-pub use session::{EarlierFit, FitProgress, FitSession, SessionOptions};
+pub use record::IterationRecord;
+pub use session::{EarlierFit, FitSession, SessionOptions};
 pub use session_error::SessionError;
+pub use stages::{run_fit, FitEnd};
+pub use state::FitState;
 pub use summary::FitSummary;

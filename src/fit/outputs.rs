@@ -16,11 +16,13 @@ use std::path::Path;
 use super::camera_check::CameraCheck;
 use super::checkpoint::FitFingerprint;
 use super::evaluation::{LossReport, Selection};
-use super::fitter::{mean_quality, FitState, StagePlan};
 use super::params::ParamMap;
+use super::plan::StagePlan;
 use super::preflight::FitInputs;
 use super::problem::FitProblem;
+use super::record::mean_quality;
 use super::session_error::SessionError;
+use super::state::FitState;
 use super::summary::{
     Adapter, FinalLoss, FitSummary, FrameQuality, Settings, StageSummary, Units, YoungsParameter,
     SUMMARY_FORMAT, SUMMARY_VERSION,

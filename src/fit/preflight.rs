@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use glam::Vec3;
 
-use super::fitter::{StageChoice, StageKind};
+use super::plan::{StageChoice, StageKind};
 use crate::mpm::simulator::check_stability;
 use crate::scene::Scene;
 

@@ -25,28 +25,27 @@
 //! refused or stopped replacement must leave the earlier fit whole.
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use super::camera_check::{camera_check, CameraCheck};
 use super::checkpoint::{Checkpoint, FitFingerprint};
-use super::evaluation::{LossReport, Parameters};
-use super::fitter::{
-    plan_stages, run_fit, Control, FitEnd, FitObserver, FitState, StageChoice, StagePlan,
-    StopSignal,
-};
+use super::evaluation::Parameters;
+use super::observer::{Control, FinishedStage, FitObserver};
 use super::options::FitProblemOptions;
 use super::outputs::{per_driver, write_outputs, FinishedFit, OUTPUT_FILES};
 use super::params::VelocityField;
+use super::plan::{plan_stages, StageChoice, StagePlan};
 use super::preflight::{preflight, FitInputs};
 use super::problem::FitProblem;
-use super::recovery::Recovery;
 use super::session_error::SessionError;
+use super::stages::{run_fit, FitEnd};
+use super::state::FitState;
 use super::summary::FitSummary;
 use super::truth_check::TruthCheck;
 use crate::drive::DriverSet;
 use crate::gpu::GpuContext;
 use crate::output::FittedDrivers;
 use crate::scene::Scene;
+use crate::stop::StopSignal;
 use crate::synth::layout::truth_beside_frames;
 use crate::synth::Truth;
 
@@ -134,34 +133,6 @@ impl PreparedFit {
     pub fn checkpoint_path(&self) -> PathBuf {
         self.options.out.join(CHECKPOINT_FILE)
     }
-}
-
-/// What a caller of [`FitSession::run`] is told, and may stop.
-pub trait FitProgress {
-    /// A stage starts (or resumes at `state.iteration`).
-    fn stage_started(&mut self, plan: &StagePlan, state: &FitState);
-    /// An iteration was taken; its record is `state.records.last()`.
-    /// [`Control::Stop`] stops the fit after a checkpoint.
-    fn iteration_done(&mut self, plan: &StagePlan, state: &FitState) -> Control;
-    /// A stage ended: the loss at its final parameters, its wall seconds
-    /// and, on a twin experiment, the recovery of the truth so far.
-    fn stage_finished(&mut self, plan: &StagePlan, finished: &FinishedStage<'_>);
-}
-
-/// What [`FitProgress::stage_finished`] reports.
-pub struct FinishedStage<'a> {
-    /// The loss at the stage's final parameters.
-    pub final_loss: &'a LossReport,
-    /// Its wall seconds.
-    pub seconds: f64,
-    /// Iterations it ran.
-    pub iterations: u32,
-    /// It stopped because its loss flattened, not at its cap.
-    pub converged: bool,
-    /// The rounds converged: the stages left are skipped.
-    pub rounds_converged: bool,
-    /// The recovery of the truth, on a twin experiment.
-    pub recovery: Option<Recovery>,
 }
 
 /// How [`FitSession::run`] ended.
@@ -486,7 +457,7 @@ impl FitSession {
     pub fn run(
         &mut self,
         ctx: &GpuContext,
-        progress: &mut dyn FitProgress,
+        progress: &mut dyn FitObserver,
     ) -> Result<RunEnd, SessionError> {
         let mut observer = SessionObserver {
             progress,
@@ -495,7 +466,6 @@ impl FitSession {
             out: &self.out,
             replace_pending: &self.replace_pending,
             fingerprint: &self.fingerprint,
-            stage_start: Instant::now(),
             stage_seconds: &mut self.stage_seconds,
             truth: self.truth.as_ref(),
             drivers: &self.drivers,
@@ -700,13 +670,12 @@ fn drivers_differ(fitted: &[[f32; 3]], scene: &[[f32; 3]], grid_res: u32) -> Str
 
 /// The checkpoints and per-stage reports around the caller's progress.
 struct SessionObserver<'a> {
-    progress: &'a mut dyn FitProgress,
+    progress: &'a mut dyn FitObserver,
     checkpoint_every: u32,
     checkpoint: PathBuf,
     out: &'a Path,
     replace_pending: &'a std::cell::Cell<bool>,
     fingerprint: &'a FitFingerprint,
-    stage_start: Instant,
     stage_seconds: &'a mut Vec<f64>,
     truth: Option<&'a TruthCheck>,
     drivers: &'a DriverSet,
@@ -734,7 +703,6 @@ impl SessionObserver<'_> {
 
 impl FitObserver for SessionObserver<'_> {
     fn stage_started(&mut self, plan: &StagePlan, state: &FitState) {
-        self.stage_start = Instant::now();
         self.progress.stage_started(plan, state);
     }
 
@@ -750,9 +718,10 @@ impl FitObserver for SessionObserver<'_> {
         }
     }
 
-    fn stage_finished(&mut self, plan: &StagePlan, state: &FitState, final_loss: &LossReport) {
-        let seconds = self.stage_start.elapsed().as_secs_f64();
-        self.stage_seconds.push(seconds);
+    /// Keeps the stage's seconds, checkpoints, and adds the recovery of
+    /// the truth so far for the caller.
+    fn stage_finished(&mut self, plan: &StagePlan, state: &FitState, finished: &FinishedStage<'_>) {
+        self.stage_seconds.push(finished.seconds);
         self.save(state);
         let recovery = match self.truth {
             Some(truth) => match per_driver(&self.youngs_map, &self.velocity_map, state) {
@@ -764,20 +733,12 @@ impl FitObserver for SessionObserver<'_> {
             },
             None => None,
         };
-        let index = self.stage_seconds.len() - 1;
         self.progress.stage_finished(
             plan,
+            state,
             &FinishedStage {
-                final_loss,
-                seconds,
-                iterations: state
-                    .records
-                    .iter()
-                    .filter(|r| r.round == plan.round && r.stage == plan.kind)
-                    .count() as u32,
-                converged: state.converged.get(index).copied().unwrap_or(true),
-                rounds_converged: state.converged.len() > index + 1,
                 recovery,
+                ..*finished
             },
         );
     }

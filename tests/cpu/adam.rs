@@ -1,9 +1,9 @@
-//! The fit's optimiser (src/fit/adam.rs): Adam's update against the
+//! Adam (src/solve/adam.rs): Adam's update against the
 //! formula, the schedule, clipping, the projection, and that a proposal
 //! leaves the state alone until accepted.
 
-use physfit::fit::adam::{clip_norm, BETA1, BETA2, EPSILON};
-use physfit::fit::{Adam, Schedule};
+use physfit::solve::adam::{clip_norm, BETA1, BETA2, EPSILON};
+use physfit::solve::{Adam, Schedule};
 
 #[test]
 fn first_step_moves_each_parameter_by_the_rate_against_its_gradient_sign() {

@@ -2,12 +2,12 @@
 //! experiment (src/fit/recovery.rs) and the pre-run refusals
 //! (src/fit/preflight.rs), without a device.
 
-use physfit::fit::adam::Adam;
 use physfit::fit::checkpoint::{Checkpoint, CheckpointError, FitFingerprint};
 use physfit::fit::preflight::{preflight, PreflightError};
 use physfit::fit::recovery::{deforming_drivers, green_strain_norm, Recovery};
 use physfit::fit::{FitState, IterationRecord, StageChoice, StageKind};
 use physfit::mpm::ParticleState;
+use physfit::solve::adam::Adam;
 
 use crate::common::scene_with;
 
@@ -39,12 +39,12 @@ pub(crate) fn state() -> FitState {
         converged: vec![true],
         stage_losses: vec![0.5],
         // A running L-BFGS stage's solver round-trips too (exact resume).
-        lbfgs: Some(physfit::fit::fitter::LbfgsCheckpoint {
-            solver: physfit::fit::lbfgs::LbfgsState {
+        lbfgs: Some(physfit::fit::state::LbfgsCheckpoint {
+            solver: physfit::solve::lbfgs::LbfgsState {
                 x: vec![0.1, 1.0 / 3.0],
                 loss: 0.987654321,
                 grad: vec![-1e-12, 2.5],
-                pairs: vec![physfit::fit::lbfgs::CurvaturePair {
+                pairs: vec![physfit::solve::lbfgs::CurvaturePair {
                     s: vec![0.01, -0.02],
                     y: vec![0.3, 1.0 / 7.0],
                     rho: 17.25,

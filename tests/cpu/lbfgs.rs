@@ -1,8 +1,8 @@
-//! The fit's L-BFGS (src/fit/lbfgs.rs) on functions whose minima are known:
+//! The solvers' L-BFGS (src/solve/lbfgs.rs) on functions whose minima are known:
 //! it converges, keeps to its bounds, and treats an unusable point as a
 //! step too long, and continues a checkpointed run exactly.
 
-use physfit::fit::lbfgs::{minimise, minimise_observed, LbfgsSettings, LbfgsStart, LbfgsState};
+use physfit::solve::lbfgs::{minimise, minimise_observed, LbfgsSettings, LbfgsStart, LbfgsState};
 
 fn rosenbrock(x: &[f64]) -> (f64, Vec<f64>) {
     let (a, b) = (x[0], x[1]);

@@ -1,11 +1,11 @@
-//! The two-stage loop (src/fit/fitter.rs) on the small twin scene of
+//! The two-stage loop (src/fit/stages.rs) on the small twin scene of
 //! tests/gpu_mpm/fit_problem.rs: iterations run and are recorded, the loss
 //! falls, the observer sees every stage and iteration, and a stop leaves a
 //! state from which the loop continues.
 
-use physfit::fit::fitter::LBFGS_MAX_PARAMETERS;
+use physfit::fit::plan::LBFGS_MAX_PARAMETERS;
 use physfit::fit::{
-    plan_stages, run_fit, Control, FitEnd, FitObserver, FitProblem, FitState, LossReport,
+    plan_stages, run_fit, Control, FinishedStage, FitEnd, FitObserver, FitProblem, FitState,
     StageChoice, StageKind, StagePlan,
 };
 
@@ -31,8 +31,8 @@ impl FitObserver for Counter {
             _ => Control::Continue,
         }
     }
-    fn stage_finished(&mut self, _: &StagePlan, _: &FitState, final_loss: &LossReport) {
-        self.finished.push(final_loss.loss);
+    fn stage_finished(&mut self, _: &StagePlan, _: &FitState, finished: &FinishedStage<'_>) {
+        self.finished.push(finished.final_loss.loss);
     }
 }
 

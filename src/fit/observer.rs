@@ -1,0 +1,40 @@
+//! The one trait through which whoever runs a fit is told of it and may
+//! stop it: the stage loop ([`super::stages::run_fit`]) tells it, the
+//! session ([`super::session`]) adds its checkpoints and the truth's
+//! recovery and passes it on to its caller's (`physfit fit`'s progress
+//! bars, a test's counter).
+
+use super::evaluation::LossReport;
+use super::plan::StagePlan;
+use super::recovery::Recovery;
+use super::state::FitState;
+pub use crate::solve::Control;
+
+/// Progress, checkpoints and interruption, outside the fit's loop.
+pub trait FitObserver {
+    /// A stage starts (or resumes at `state.iteration`).
+    fn stage_started(&mut self, plan: &StagePlan, state: &FitState);
+    /// An iteration was taken; its record is `state.records.last()`.
+    /// [`Control::Stop`] stops the fit there (the state is consistent).
+    fn iteration_done(&mut self, plan: &StagePlan, state: &FitState) -> Control;
+    /// A stage ended; `state` is already at the start of the next stage (a
+    /// checkpoint written here resumes there).
+    fn stage_finished(&mut self, plan: &StagePlan, state: &FitState, finished: &FinishedStage<'_>);
+}
+
+/// What [`FitObserver::stage_finished`] reports.
+pub struct FinishedStage<'a> {
+    /// The loss at the stage's final parameters.
+    pub final_loss: &'a LossReport,
+    /// Its wall seconds (since it started or resumed).
+    pub seconds: f64,
+    /// Iterations it ran.
+    pub iterations: u32,
+    /// It stopped because its loss flattened, not at its cap.
+    pub converged: bool,
+    /// The rounds converged: the stages left are skipped.
+    pub rounds_converged: bool,
+    /// The recovery of the truth, on a twin experiment (the session adds
+    /// it; the stage loop knows no truth).
+    pub recovery: Option<Recovery>,
+}

@@ -1,0 +1,219 @@
+//! The loss of a fit problem without gradients (for line searches, the
+//! scan, reports and finite differences), and the loss report every
+//! evaluation sums from its terms buffer.
+
+use super::{FitError, FitProblem, Parameters, Prepared, Selection, TimedPart, TvGradients};
+use crate::fit::evaluation::{ImageTerms, LossReport};
+use crate::gpu::{GpuBuffer, GpuContext};
+use crate::loss::{tv_scalar, tv_vector, LossTerms, LossTermsBuffer, TV_EPSILON};
+use crate::mpm::{ParticleState, Rollout};
+
+impl FitProblem {
+    /// Reads the terms buffer and sums the report.
+    pub(super) fn report(
+        &self,
+        ctx: &GpuContext,
+        selection: &Selection,
+        terms: &LossTermsBuffer,
+        prepared: &Prepared,
+        intersections: u64,
+    ) -> Result<(LossReport, TvGradients), FitError> {
+        let slots: Vec<LossTerms> = ctx.read_buffer(terms.buffer())?;
+        let mut images = Vec::new();
+        let (mut image, mut l1, mut dssim) = (0.0, 0.0, 0.0);
+        for (f, &frame) in selection.frames.iter().enumerate() {
+            for (v, &view) in selection.views.iter().enumerate() {
+                let t = slots[f * selection.views.len() + v];
+                image += f64::from(t.loss);
+                l1 += f64::from(t.l1);
+                dssim += f64::from(t.dssim);
+                images.push(ImageTerms {
+                    frame,
+                    view,
+                    terms: t,
+                });
+            }
+        }
+        let tv = tv_scalar(&prepared.log10, &self.drivers.graph, TV_EPSILON)?;
+        let v: Vec<[f64; 3]> = prepared
+            .velocity
+            .chunks_exact(3)
+            .map(|c| [c[0], c[1], c[2]])
+            .collect();
+        let velocity_tv = tv_vector(&v, &self.drivers.graph, TV_EPSILON)?;
+        Ok((
+            LossReport {
+                loss: image
+                    + self.tv_weight * tv.value
+                    + self.velocity_tv_weight * velocity_tv.value,
+                image,
+                l1,
+                dssim,
+                tv: tv.value,
+                velocity_tv: velocity_tv.value,
+                images,
+                intersections,
+            },
+            TvGradients {
+                log10: tv.gradient,
+                velocity: velocity_tv.gradient.into_iter().flatten().collect(),
+            },
+        ))
+    }
+
+    pub(super) fn terms_buffer(
+        &self,
+        ctx: &GpuContext,
+        selection: &Selection,
+    ) -> Result<LossTermsBuffer, FitError> {
+        Ok(LossTermsBuffer::new(
+            ctx,
+            "fit loss terms",
+            (selection.frames.len() * selection.views.len()) as u32,
+        )?)
+    }
+
+    /// The loss of `params` on `selection` without gradients (one rollout
+    /// from frame 0, renders, loss terms): for line searches, reports and
+    /// finite differences.
+    pub fn loss(
+        &mut self,
+        ctx: &GpuContext,
+        params: &Parameters,
+        selection: &Selection,
+    ) -> Result<LossReport, FitError> {
+        self.check_selection(selection)?;
+        self.profiler.start();
+        let (prepared, start) = self.prepare(ctx, params)?;
+        self.loss_from(ctx, &prepared, &start, selection)
+    }
+
+    /// One rollout from `start` through the last selected frame, rendered
+    /// and scored (shared by [`FitProblem::loss`] and
+    /// [`FitProblem::loss_of_drivers`]).
+    fn loss_from(
+        &mut self,
+        ctx: &GpuContext,
+        prepared: &Prepared,
+        start: &ParticleState,
+        selection: &Selection,
+    ) -> Result<LossReport, FitError> {
+        let last = *selection.frames.last().unwrap();
+        let rollout = self.simulator().rollout(ctx, start, last as u32)?;
+        let terms = self.terms_buffer(ctx, selection)?;
+        self.profiler.lap(ctx, TimedPart::MpmForward)?;
+        let states: Vec<&GpuBuffer> = selection
+            .frames
+            .iter()
+            .map(|&k| &rollout.frames[k])
+            .collect();
+        self.report_frames(ctx, selection, &terms, prepared, &states)
+    }
+
+    /// [`FitProblem::loss`] of per-driver values rather than parameters:
+    /// `log10_youngs` one per driver (normalised units), `velocity` three
+    /// per driver (world units/s). A twin experiment's truth is per-driver
+    /// whatever the fit's fields, so its loss on the fit's own frames,
+    /// views and weights is measured with this.
+    pub fn loss_of_drivers(
+        &mut self,
+        ctx: &GpuContext,
+        log10_youngs: &[f64],
+        velocity: &[f64],
+        selection: &Selection,
+    ) -> Result<LossReport, FitError> {
+        self.check_selection(selection)?;
+        if let Some(d) = log10_youngs.iter().position(|&v| v > self.log10_max) {
+            return Err(FitError::YoungsAboveRange {
+                driver: d,
+                value: log10_youngs[d],
+                max: self.log10_max,
+            });
+        }
+        self.profiler.start();
+        let (prepared, start) =
+            self.prepare_drivers(ctx, log10_youngs.to_vec(), velocity.to_vec())?;
+        self.loss_from(ctx, &prepared, &start, selection)
+    }
+
+    /// The loss report of `selection` whose frame `selection.frames[f]` is
+    /// the MPM state `states[f]`: renders and losses only, no gradients
+    /// (shared by [`FitProblem::loss`] and [`FitProblem::truncated_loss`]).
+    fn report_frames(
+        &mut self,
+        ctx: &GpuContext,
+        selection: &Selection,
+        terms: &LossTermsBuffer,
+        prepared: &Prepared,
+        states: &[&GpuBuffer],
+    ) -> Result<LossReport, FitError> {
+        let views = selection.views.len() as u32;
+        let mut intersections = 0;
+        for (f, (&k, state)) in selection.frames.iter().zip(states).enumerate() {
+            intersections += self.frame(
+                ctx,
+                state,
+                k,
+                &selection.views,
+                terms,
+                f as u32 * views,
+                None,
+            )?;
+        }
+        let report = self
+            .report(ctx, selection, terms, prepared, intersections)?
+            .0;
+        self.profiler.lap(ctx, TimedPart::Loss)?;
+        Ok(report)
+    }
+
+    /// The stage-2 objective whose gradient [`GradientFlow::Truncated`]
+    /// gives: each selected frame k ≥ 2 simulated one frame from
+    /// `frozen.frames[k − 1]` (held constant) with the E of `params`; frame
+    /// 1 from the initial state of `params`. `frozen` comes from
+    /// [`FitProblem::forward_states`]; at its own parameters this equals
+    /// [`FitProblem::loss`]. For finite-difference checks of stage 2.
+    pub fn truncated_loss(
+        &mut self,
+        ctx: &GpuContext,
+        params: &Parameters,
+        selection: &Selection,
+        frozen: &Rollout,
+    ) -> Result<LossReport, FitError> {
+        self.check_selection(selection)?;
+        self.profiler.start();
+        let (prepared, start) = self.prepare(ctx, params)?;
+        let terms = self.terms_buffer(ctx, selection)?;
+        // One one-frame rollout per selected frame, from its frozen start.
+        let mut rollouts = Vec::with_capacity(selection.frames.len());
+        for &k in &selection.frames {
+            let first = if k <= 1 {
+                self.simulator().upload_state(ctx, "fit frame 0", &start)?
+            } else {
+                let Some(src) = frozen.frames.get(k - 1) else {
+                    return Err(FitError::FrameOutOfRange {
+                        frame: k,
+                        view: selection.views[0],
+                        name: "frozen forward states".into(),
+                        available: frozen.frames.len(),
+                    });
+                };
+                let copy = self.simulator().state_buffer(ctx, "fit frozen start")?;
+                let mut encoder = crate::gpu::encoder(ctx, "fit copy frozen state");
+                encoder.copy_buffer_to_buffer(src.raw(), 0, copy.raw(), 0, src.size());
+                ctx.queue.submit([encoder.finish()]);
+                copy
+            };
+            rollouts.push(
+                self.simulator()
+                    .rollout_from(ctx, first, u32::from(k > 0))?,
+            );
+        }
+        self.profiler.lap(ctx, TimedPart::MpmForward)?;
+        let states: Vec<&GpuBuffer> = rollouts
+            .iter()
+            .map(|r| r.frames.last().expect("a rollout holds its start"))
+            .collect();
+        self.report_frames(ctx, selection, &terms, &prepared, &states)
+    }
+}

@@ -1,0 +1,103 @@
+//! Everything that changes while a fit runs, in one value: a checkpoint
+//! is that state, and a resumed fit continues as an uninterrupted one (it
+//! re-evaluates the checkpointed parameters, which an uninterrupted run
+//! evaluated too).
+
+use serde::{Deserialize, Serialize};
+
+use super::evaluation::Parameters;
+use super::plan::{StageKind, StagePlan};
+use super::record::IterationRecord;
+use super::scan_state::ScanState;
+use crate::solve::{Adam, LbfgsState};
+
+/// Everything that changes while a fit runs (a checkpoint's content).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FitState {
+    /// Index of the running stage in the plan (the plan's length when done).
+    pub stage: usize,
+    /// Steps completed in that stage.
+    pub iteration: u32,
+    /// `log10 E` parameters (normalised units).
+    pub log10_youngs: Vec<f64>,
+    /// Velocity parameters (world units/s; rad/s for rigid angular parts).
+    pub velocity: Vec<f64>,
+    /// Adam's state of the running stage.
+    pub adam: Adam,
+    /// Adam's `√v̂` at the end of the last finished stiffness stage, per
+    /// `log10 E` parameter: the root mean square of the recent gradients of
+    /// the loss w.r.t. that parameter (`youngs_gradient_rms` in
+    /// `fitted.ply`). Large where the video constrains E, near 0 where it
+    /// says nothing about it; a scale, not a probability or an error bar.
+    pub youngs_gradient_rms: Option<Vec<f64>>,
+    /// Every iteration so far.
+    pub records: Vec<IterationRecord>,
+    /// The scan's candidates so far, when the plan starts with one.
+    #[serde(default)]
+    pub scan: Option<ScanState>,
+    /// Per finished stage, in plan order: whether it converged before its
+    /// iteration cap (a scan always does; stages skipped because the rounds
+    /// converged count as converged).
+    #[serde(default)]
+    pub converged: Vec<bool>,
+    /// The final loss of each finished stage, in plan order.
+    #[serde(default)]
+    pub stage_losses: Vec<f64>,
+    /// The running L-BFGS stage's solver, after its last accepted step:
+    /// a resumed fit continues the same run (curvature pairs, evaluations
+    /// used, convergence count) instead of restarting it.
+    #[serde(default)]
+    pub lbfgs: Option<LbfgsCheckpoint>,
+}
+
+/// What a checkpoint keeps of a running L-BFGS stage.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LbfgsCheckpoint {
+    /// The solver's state (scaled coordinates).
+    pub solver: LbfgsState,
+    /// Per parameter, the sum of squared gradients at the accepted steps
+    /// so far (for `youngs_gradient_rms`).
+    pub squares: Vec<f64>,
+}
+
+impl FitState {
+    /// The start of a fit at `params`.
+    pub fn start(params: Parameters, plan: &[StagePlan]) -> Self {
+        let mut state = FitState {
+            stage: 0,
+            iteration: 0,
+            log10_youngs: params.log10_youngs,
+            velocity: params.velocity,
+            adam: Adam::new(0),
+            youngs_gradient_rms: None,
+            records: Vec::new(),
+            scan: None,
+            converged: Vec::new(),
+            stage_losses: Vec::new(),
+            lbfgs: None,
+        };
+        state.adam = Adam::new(state.stage_params(plan).map_or(0, <[f64]>::len));
+        state
+    }
+
+    /// The parameters.
+    pub fn parameters(&self) -> Parameters {
+        Parameters {
+            log10_youngs: self.log10_youngs.clone(),
+            velocity: self.velocity.clone(),
+        }
+    }
+
+    /// True when every stage has run.
+    pub fn done(&self, plan: &[StagePlan]) -> bool {
+        self.stage >= plan.len()
+    }
+
+    /// The running stage's parameters: those it fits.
+    pub fn stage_params(&self, plan: &[StagePlan]) -> Option<&[f64]> {
+        plan.get(self.stage).map(|p| match p.kind {
+            StageKind::Velocity => self.velocity.as_slice(),
+            StageKind::Scan | StageKind::Stiffness => self.log10_youngs.as_slice(),
+        })
+    }
+}

@@ -1,0 +1,360 @@
+//! A small limited-memory BFGS minimiser with a backtracking (Armijo) line
+//! search that also grows its first step, for low-dimensional problems
+//! (the fit's global or rigid velocity: 3 or 6 unknowns, where Adam's
+//! reach is capped by rate × iterations whatever the gradient says; a
+//! view's camera and colour in `align`), with bounds that trial points are
+//! projected into.
+//!
+//! The problem is an [`Objective`] (module [`super::objective`]): an
+//! unusable point (the simulation blew up, or a value came out
+//! non-finite) makes the line search shrink its step as it does on an
+//! insufficient decrease. One [`Solver`] iteration is one accepted step
+//! (its line search and any restart included); [`LbfgsState`] after it
+//! continues the run exactly. Every evaluation counts against `max_evaluations`, line-search
+//! trials included, since each is a full rollout and render.
+//!
+//! It has converged when two accepted steps in a row each lower the loss by
+//! less than `relative_tolerance` of it, or when no step along the gradient
+//! lowers it at all. A line search that finds no lower point drops the
+//! curvature pairs and tries again from the gradient; with no pairs to
+//! drop, the run ends there (converged, unless the evaluations ran out).
+//!
+//! Nocedal & Wright, *Numerical Optimization* (2006), alg. 7.4 (the
+//! two-loop recursion) and alg. 3.1 (backtracking with the sufficient
+//! decrease condition, c₁ = 1e-4).
+
+use serde::{Deserialize, Serialize};
+
+use super::objective::Objective;
+use super::solver::{execute, Control, Ending, Iteration, Solver};
+
+pub use super::objective::Evaluated;
+
+/// How an L-BFGS run is bounded.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LbfgsSettings {
+    /// Evaluations at most, the start's included.
+    pub max_evaluations: u32,
+    /// Length of the first trial step (parameter units): the solver knows
+    /// no curvature yet, so this sets the scale of the first move.
+    pub first_step: f64,
+    /// Pairs of (step, gradient change) kept.
+    pub memory: usize,
+    /// Stop when a step lowers the loss by less than this fraction of it.
+    pub relative_tolerance: f64,
+    /// Bounds per coordinate: trial points are projected into them (the
+    /// fit's `log10 E` range); empty for none, infinite ends for a free
+    /// coordinate.
+    pub bounds: Vec<(f64, f64)>,
+}
+
+impl Default for LbfgsSettings {
+    /// 8 evaluations, a unit first step, 5 pairs, 1e-4, no bounds.
+    fn default() -> Self {
+        Self {
+            max_evaluations: 8,
+            first_step: 1.0,
+            memory: 5,
+            relative_tolerance: 1e-4,
+            bounds: Vec::new(),
+        }
+    }
+}
+
+/// Where an L-BFGS run ended.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LbfgsResult {
+    /// The best point found.
+    pub x: Vec<f64>,
+    /// Its loss.
+    pub loss: f64,
+    /// Evaluations used.
+    pub evaluations: u32,
+    /// True when it stopped because a step gained less than the tolerance
+    /// (not because it ran out of evaluations).
+    pub converged: bool,
+}
+
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// Minimises `f` from `x0` (module doc). `Ok(None)` when the start itself
+/// is unusable; errors of `f` pass through.
+pub fn minimise<E>(
+    x0: &[f64],
+    settings: &LbfgsSettings,
+    f: impl FnMut(&[f64]) -> Result<Evaluated, E>,
+) -> Result<Option<LbfgsResult>, E> {
+    minimise_observed(LbfgsStart::At(x0), settings, f, |_| true)
+}
+
+/// One curvature pair: a step `s`, the gradient change `y` along it and
+/// `1 / sᵀy`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CurvaturePair {
+    /// The step.
+    pub s: Vec<f64>,
+    /// The gradient's change over it.
+    pub y: Vec<f64>,
+    /// `1 / sᵀy`.
+    pub rho: f64,
+}
+
+/// Everything an L-BFGS run carries from one accepted step to the next,
+/// so that a checkpointed run continues exactly where it stopped: the
+/// point, its loss and gradient, the curvature pairs, the evaluations
+/// used, whether the next line search is a first one (allowed to grow its
+/// step), and the count of small gains in a row.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LbfgsState {
+    /// The current point.
+    pub x: Vec<f64>,
+    /// Its loss.
+    pub loss: f64,
+    /// Its gradient.
+    pub grad: Vec<f64>,
+    /// The most recent curvature pairs, oldest first.
+    pub pairs: Vec<CurvaturePair>,
+    /// Evaluations used so far, the start's included.
+    pub evaluations: u32,
+    /// The next line search may grow its first step.
+    pub first: bool,
+    /// Accepted steps in a row that gained less than the tolerance.
+    pub small_steps: u32,
+}
+
+/// Where a run starts.
+#[derive(Clone, Debug, PartialEq)]
+pub enum LbfgsStart<'a> {
+    /// From a point (evaluated first).
+    At(&'a [f64]),
+    /// From a checkpointed run's state, as it was after an accepted step.
+    Resume(LbfgsState),
+}
+
+/// The L-BFGS solver: its settings (module doc).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Lbfgs {
+    /// How the run is bounded.
+    pub settings: LbfgsSettings,
+}
+
+impl Lbfgs {
+    /// The state at `start`: a point is evaluated (`Ok(None)` when it is
+    /// unusable), a checkpointed state taken as it is.
+    pub fn start<O: Objective + ?Sized>(
+        &self,
+        objective: &mut O,
+        start: LbfgsStart<'_>,
+    ) -> Result<Option<LbfgsState>, O::Error> {
+        Ok(match start {
+            LbfgsStart::At(x0) => objective.evaluate(x0)?.map(|(loss, grad)| LbfgsState {
+                x: x0.to_vec(),
+                loss,
+                grad,
+                pairs: Vec::new(),
+                evaluations: 1,
+                first: true,
+                small_steps: 0,
+            }),
+            LbfgsStart::Resume(state) => Some(state),
+        })
+    }
+
+    /// The search direction `−H·g` by the two-loop recursion (Nocedal &
+    /// Wright alg. 7.4), the gradient itself at the first step's length
+    /// when the curvature does not give a descent direction; with the
+    /// slope along it. May drop the pairs (a restart).
+    fn direction(&self, state: &mut LbfgsState, gnorm: f64) -> (Vec<f64>, f64) {
+        let grad = &state.grad;
+        let mut q = grad.clone();
+        let mut alphas = Vec::with_capacity(state.pairs.len());
+        for p in state.pairs.iter().rev() {
+            let a = p.rho * dot(&p.s, &q);
+            q.iter_mut().zip(&p.y).for_each(|(qi, yi)| *qi -= a * yi);
+            alphas.push(a);
+        }
+        let gamma = state
+            .pairs
+            .last()
+            .map_or(self.settings.first_step / gnorm, |p| {
+                dot(&p.s, &p.y) / dot(&p.y, &p.y)
+            });
+        q.iter_mut().for_each(|qi| *qi *= gamma);
+        for (p, a) in state.pairs.iter().zip(alphas.iter().rev()) {
+            let b = p.rho * dot(&p.y, &q);
+            q.iter_mut()
+                .zip(&p.s)
+                .for_each(|(qi, si)| *qi += (a - b) * si);
+        }
+        let mut d: Vec<f64> = q.iter().map(|v| -v).collect();
+        let mut slope = dot(grad, &d);
+        if slope >= 0.0 {
+            // Not a descent direction (noise in the gradient): restart.
+            state.pairs.clear();
+            d = grad
+                .iter()
+                .map(|g| -g * self.settings.first_step / gnorm)
+                .collect();
+            slope = dot(grad, &d);
+        }
+        (d, slope)
+    }
+
+    /// Backtracking along `d` from the state's point (Nocedal & Wright
+    /// alg. 3.1); the first step may also grow while it keeps paying,
+    /// since its length is only a guess. The best point that decreased
+    /// the loss enough, if any.
+    #[allow(clippy::type_complexity)]
+    fn line_search<O: Objective + ?Sized>(
+        &self,
+        objective: &mut O,
+        state: &mut LbfgsState,
+        d: &[f64],
+        slope: f64,
+    ) -> Result<Option<(Vec<f64>, f64, Vec<f64>)>, O::Error> {
+        let settings = &self.settings;
+        let mut t = 1.0;
+        let mut accepted: Option<(Vec<f64>, f64, Vec<f64>)> = None;
+        while state.evaluations < settings.max_evaluations {
+            let trial: Vec<f64> = state
+                .x
+                .iter()
+                .zip(d)
+                .enumerate()
+                .map(|(i, (xi, di))| {
+                    let v = xi + t * di;
+                    settings
+                        .bounds
+                        .get(i)
+                        .map_or(v, |&(lo, hi)| v.clamp(lo, hi))
+                })
+                .collect();
+            if trial == state.x {
+                // Projected onto the point itself: nothing left to move.
+                break;
+            }
+            let value = objective.evaluate(&trial)?;
+            state.evaluations += 1;
+            match value {
+                Some((l, g)) if l.is_finite() && l <= state.loss + 1e-4 * t * slope => {
+                    let better = accepted.as_ref().is_none_or(|(_, best, _)| l < *best);
+                    if better {
+                        accepted = Some((trial, l, g));
+                    }
+                    if state.first && better && state.evaluations < settings.max_evaluations {
+                        t *= 2.0;
+                        continue;
+                    }
+                    break;
+                }
+                _ if accepted.is_some() => break,
+                // A direction that gains nothing even 1/32 of the way is
+                // not worth more evaluations.
+                _ if t < 1.0 / 32.0 => break,
+                _ => t *= 0.5,
+            }
+        }
+        Ok(accepted)
+    }
+}
+
+impl<O: Objective + ?Sized> Solver<O> for Lbfgs {
+    type State = LbfgsState;
+
+    /// One accepted step (module doc). The run ends converged after two
+    /// small gains in a row, at a zero gradient, or when not even a short
+    /// step along the gradient lowers the loss; unconverged when the
+    /// evaluations run out.
+    fn next_iteration(
+        &mut self,
+        objective: &mut O,
+        state: &mut LbfgsState,
+    ) -> Result<Iteration, O::Error> {
+        // Two small gains in a row: one alone may be a short step along a
+        // poor first direction.
+        if state.small_steps >= 2 {
+            return Ok(Iteration::Ended { converged: true });
+        }
+        while state.evaluations < self.settings.max_evaluations {
+            let gnorm = dot(&state.grad, &state.grad).sqrt();
+            if gnorm == 0.0 {
+                return Ok(Iteration::Ended { converged: true });
+            }
+            let (d, slope) = self.direction(state, gnorm);
+            let accepted = self.line_search(objective, state, &d, slope)?;
+            state.first = false;
+            let Some((x_new, l_new, g_new)) = accepted else {
+                if state.pairs.is_empty() {
+                    // Not even a short step along the gradient lowers the
+                    // loss: a minimum, as far as the loss's noise lets one
+                    // tell.
+                    return Ok(Iteration::Ended {
+                        converged: state.evaluations < self.settings.max_evaluations,
+                    });
+                }
+                // The curvature misled the search: start again from the
+                // gradient at a fresh scale.
+                state.pairs.clear();
+                state.first = true;
+                continue;
+            };
+            let s: Vec<f64> = x_new.iter().zip(&state.x).map(|(a, b)| a - b).collect();
+            let y: Vec<f64> = g_new.iter().zip(&state.grad).map(|(a, b)| a - b).collect();
+            let sy = dot(&s, &y);
+            if sy > 1e-12 * dot(&s, &s).sqrt() * dot(&y, &y).sqrt() {
+                state.pairs.push(CurvaturePair {
+                    s,
+                    y,
+                    rho: 1.0 / sy,
+                });
+                if state.pairs.len() > self.settings.memory {
+                    state.pairs.remove(0);
+                }
+            }
+            let gain = (state.loss - l_new) / state.loss.abs().max(f64::MIN_POSITIVE);
+            state.x = x_new;
+            state.loss = l_new;
+            state.grad = g_new;
+            state.small_steps = if gain < self.settings.relative_tolerance {
+                state.small_steps + 1
+            } else {
+                0
+            };
+            return Ok(Iteration::Taken);
+        }
+        Ok(Iteration::Ended { converged: false })
+    }
+}
+
+/// [`minimise`] telling `accepted_step` of the run's state after every
+/// accepted step (checkpoint it to continue later with
+/// [`LbfgsStart::Resume`]); `false` from it stops the run there (not
+/// converged).
+pub fn minimise_observed<E>(
+    start: LbfgsStart<'_>,
+    settings: &LbfgsSettings,
+    mut f: impl FnMut(&[f64]) -> Result<Evaluated, E>,
+    mut accepted_step: impl FnMut(&LbfgsState) -> bool,
+) -> Result<Option<LbfgsResult>, E> {
+    let mut solver = Lbfgs {
+        settings: settings.clone(),
+    };
+    let Some(mut state) = solver.start(&mut f, start)? else {
+        return Ok(None);
+    };
+    let ending = execute(&mut solver, &mut f, &mut state, |_, s| {
+        if accepted_step(s) {
+            Control::Continue
+        } else {
+            Control::Stop
+        }
+    })?;
+    Ok(Some(LbfgsResult {
+        x: state.x,
+        loss: state.loss,
+        evaluations: state.evaluations,
+        converged: ending == Ending::Ended { converged: true },
+    }))
+}
