@@ -28,6 +28,7 @@ pub mod field_setting;
 pub mod fitter;
 pub mod lbfgs;
 pub mod options;
+pub mod output_plan;
 pub mod outputs;
 pub mod param_gather;
 pub mod params;

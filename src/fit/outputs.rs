@@ -37,17 +37,20 @@ use crate::report::loss_plot::LOSS_PLOT_SIZE;
 use crate::report::{loss_plot, rgb8, triptych, LossCurve, LossPoint};
 use crate::scene::Scene;
 
-/// The files (and the directory) a fit writes: an output directory holding
-/// any of them holds an earlier fit.
-pub const OUTPUT_FILES: [&str; 7] = [
+/// The files a fit writes at its end, `fit.json` (moved into place last)
+/// first; with the compare frames of every view, an output directory
+/// holding any of them holds an earlier fit ([`super::output_plan`]).
+pub const OUTPUT_FILES: [&str; 6] = [
     "fit.json",
     "drivers.safetensors",
     "fitted.ply",
     "loss.jsonl",
     "loss.png",
     "stiffness.png",
-    "compare",
 ];
+
+/// The folder of the compare frames, `compare/<view>/frame_NNNN.png`.
+pub const COMPARE_DIR: &str = "compare";
 
 /// Per-driver `log10 E` and velocity (3 per driver) of `state`.
 pub fn per_driver(
@@ -215,7 +218,7 @@ pub fn write_outputs(
     let rollout = problem.forward_states(ctx, &params, inputs.frames - 1)?;
     for &v in &inputs.views {
         let view = &scene.views[v];
-        let dir = out.join("compare").join(&view.name);
+        let dir = out.join(COMPARE_DIR).join(&view.name);
         std::fs::create_dir_all(&dir).map_err(SessionError::io(&dir))?;
         let frames = view.frames.as_ref().expect("views with frames");
         for (k, state) in rollout.frames.iter().enumerate() {
