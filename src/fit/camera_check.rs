@@ -53,8 +53,10 @@ impl CameraCheck {
 /// Checks `views` of `scene` at `start` (module doc); the pictures go to
 /// `camera_check/<view>.png` in the output directory, written in place
 /// through it: a view's earlier picture is replaced, or removed when the
-/// view now lines up (it is stale whatever this check finds). Nothing else
-/// in `camera_check/` is touched.
+/// view now lines up (it is stale whatever this check finds; an earlier
+/// fit being replaced keeps it until the replacement). Nothing else in
+/// `camera_check/` is touched, and a picture does not yet replace the rest
+/// of an earlier fit (the check may still be followed by a refusal).
 pub fn camera_check(
     ctx: &GpuContext,
     scene: &Scene,
@@ -89,7 +91,7 @@ pub fn camera_check(
                 path: path.clone(),
                 error: std::io::Error::other(e),
             })?;
-            output.write_in_place(&relative, &bytes)?;
+            output.replace_one_in_place(&relative, &bytes)?;
             check.picture = Some(path);
         } else {
             output.remove_in_place(&camera_check_picture(&view.name))?;

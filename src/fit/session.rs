@@ -24,8 +24,9 @@
 //! the fit's inputs, locked for this run, checked writable, before any
 //! work. An earlier fit that the session is asked to replace
 //! ([`EarlierFit::Replace`]) stays as it is until this fit writes its first
-//! file of its own in the output directory (a camera-check picture, its
-//! first checkpoint, or its outputs): every step before that may still
+//! file of its own in the output directory (its first checkpoint, or its
+//! outputs; a camera-check picture replaces only the earlier picture of
+//! its view): every step before that may still
 //! refuse or be stopped, and a refused or stopped replacement must leave
 //! the earlier fit whole. Only the fit's own files, by exact name and
 //! pattern, are ever removed; no folder is removed whole.

@@ -238,12 +238,25 @@ impl OutputDir {
     /// atomically; `relative` must be one of the plan's in-place files. The
     /// earlier run's files go first when they are being replaced.
     pub fn write_in_place(&mut self, relative: &Path, bytes: &[u8]) -> Result<(), OutputDirError> {
+        self.replace_earlier()?;
+        self.replace_one_in_place(relative, bytes)
+    }
+
+    /// Writes `bytes` to `relative` as [`OutputDir::write_in_place`] does,
+    /// replacing only an earlier file of that name: a replacement of the
+    /// earlier run's other files stays pending. For a diagnostic written
+    /// before the run has anything of its own to put in their place (a
+    /// fit's camera-check picture).
+    pub fn replace_one_in_place(
+        &mut self,
+        relative: &Path,
+        bytes: &[u8],
+    ) -> Result<(), OutputDirError> {
         debug_assert!(
             self.plan.in_place.iter().any(|o| o.matches(relative)),
             "{} is not among the files written in place",
             relative.display()
         );
-        self.replace_earlier()?;
         let path = self.target.join(relative);
         let folder = self.target.join(relative.parent().unwrap_or(Path::new("")));
         check_links(

@@ -1019,8 +1019,24 @@ fn the_truth_check_stops_between_frames() {
         Ok(()) => panic!("ran through a stop"),
     }
     assert_eq!(seen, [1, 2, 3], "no frame simulated after the stop");
-    let left: Vec<_> = std::fs::read_dir(&out).unwrap().collect();
+    // The open session's lock and empty staging folder are all there is.
+    let left: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != ".physfit.lock" && n != ".physfit-fit.staging")
+        .collect();
     assert!(left.is_empty(), "nothing written: {left:?}");
+    assert_eq!(
+        std::fs::read_dir(out.join(".physfit-fit.staging"))
+            .unwrap()
+            .count(),
+        0
+    );
+    drop(session);
+    assert!(
+        !out.exists(),
+        "the directory the session created, left empty, is removed"
+    );
 }
 
 /// Every file under `dir` (relative path → bytes).
@@ -1059,8 +1075,11 @@ fn force_keeps_the_earlier_fit_until_the_new_fit_replaces_it() {
     ));
     let out = d.join("out");
     std::fs::write(out.join("notes.txt"), "the user's own").unwrap();
-    // Inside the fit's own compare/: goes with it when it is replaced.
-    std::fs::write(out.join("compare/earlier.txt"), "earlier fit").unwrap();
+    // Inside the fit's own compare/ and camera_check/: the user's, kept
+    // when the fit is replaced (only the fit's files, by name, go).
+    std::fs::write(out.join("compare/earlier.txt"), "the user's own").unwrap();
+    std::fs::create_dir_all(out.join("camera_check")).unwrap();
+    std::fs::write(out.join("camera_check/notes.txt"), "the user's own").unwrap();
     let earlier = snapshot(&out);
     assert!(
         earlier.contains_key("fit.json") && earlier.contains_key("checkpoint.json"),
@@ -1118,7 +1137,9 @@ fn force_keeps_the_earlier_fit_until_the_new_fit_replaces_it() {
         now["notes.txt"], earlier["notes.txt"],
         "the user's file kept"
     );
-    assert!(!now.contains_key("compare/earlier.txt"), "{:?}", now.keys());
+    for kept in ["compare/earlier.txt", "camera_check/notes.txt"] {
+        assert_eq!(now[kept], earlier[kept], "{kept}: the user's file kept");
+    }
     for f in [
         "fit.json",
         "checkpoint.json",
