@@ -28,10 +28,7 @@ fn physfit_with(dir: &Path, env: &[(&str, &str)], args: &[&str]) -> Output {
 fn framed() -> tempfile::TempDir {
     let dir = fixture();
     let d = dir.path();
-    ok(&synth(
-        d,
-        &["--same-discretisation", "--frames", "3", "--quiet"],
-    ));
+    ok(&synth(d, &["--same-discretisation", "--quiet"]));
     std::fs::write(d.join("framed.toml"), scene_toml(true)).unwrap();
     dir
 }
