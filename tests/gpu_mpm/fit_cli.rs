@@ -596,6 +596,18 @@ fn ctrl_c_in_every_phase_stops_safely_and_resume_continues() {
         assert!(!d.join(&out).exists(), "{phase}: no directory left");
     }
 
+    // SIGTERM (what `timeout`, batch schedulers and `kill` send) alike, with
+    // its own exit status.
+    let (code, stderr) =
+        fit_interrupted_at(d, "velocity,term", &["scene.toml", "--out", "cut-term"]);
+    assert_eq!(code, Some(143), "{stderr}");
+    assert!(
+        stderr.contains("interrupted: stopping at the next safe point (SIGTERM")
+            && stderr.contains("nothing to keep"),
+        "{stderr}"
+    );
+    assert!(!d.join("cut-term").exists(), "no directory left");
+
     // During the stiffness stage the velocity stage is kept.
     let (code, stderr) = fit_interrupted_at(d, "stiffness", &["scene.toml", "--out", "cut"]);
     assert_eq!(code, Some(130), "{stderr}");
@@ -1069,17 +1081,19 @@ fn force_keeps_the_earlier_fit_until_the_new_fit_replaces_it() {
         .replace("iterations = 30", "iterations = 3");
     let dir = twin(&scene, TRUTH_CONSTANT);
     let d = dir.path();
+    let out = d.join("out");
+    // The user's notes in a folder named as the camera check's: a fit
+    // without --force leaves them (only its own pictures, by name).
+    std::fs::create_dir_all(out.join("camera_check")).unwrap();
+    std::fs::write(out.join("camera_check/notes.txt"), "the user's own").unwrap();
     ok(&physfit(
         d,
         &["fit", "scene.toml", "--out", "out", "--quiet"],
     ));
-    let out = d.join("out");
     std::fs::write(out.join("notes.txt"), "the user's own").unwrap();
     // Inside the fit's own compare/ and camera_check/: the user's, kept
     // when the fit is replaced (only the fit's files, by name, go).
     std::fs::write(out.join("compare/earlier.txt"), "the user's own").unwrap();
-    std::fs::create_dir_all(out.join("camera_check")).unwrap();
-    std::fs::write(out.join("camera_check/notes.txt"), "the user's own").unwrap();
     let earlier = snapshot(&out);
     assert!(
         earlier.contains_key("fit.json") && earlier.contains_key("checkpoint.json"),
