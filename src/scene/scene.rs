@@ -536,6 +536,19 @@ fn resolve_splats(
         field: "gaussians.path".into(),
         error: Box::new(error),
     })?;
+    // Said here, naming the file, rather than later as "no splat lies in
+    // the simulated region".
+    if splats.gaussians.is_empty() {
+        return Err(v.invalid(
+            "gaussians.path",
+            format!(
+                "{} holds no usable splat (its vertex element is empty, or every splat had \
+                 non-finite values and was dropped)",
+                crate::io::shown::shown(&gaussians_path)
+            ),
+            "give a 3DGS .ply with splats",
+        ));
+    }
     Ok((gaussians_path, splats))
 }
 
