@@ -27,8 +27,7 @@ use crate::scene::Scene;
 /// pixels falls below.
 pub const CAMERA_CHECK_DB: f64 = 25.0;
 
-/// The folder of the check's pictures in the output directory.
-pub const CAMERA_CHECK_DIR: &str = "camera_check";
+pub use super::output_plan::CAMERA_CHECK_DIR;
 
 /// The check of one view.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -6,14 +6,32 @@
 
 use std::path::{Path, PathBuf};
 
-use super::camera_check::CAMERA_CHECK_DIR;
-use super::outputs::{COMPARE_DIR, OUTPUT_FILES};
-use super::session::CHECKPOINT_FILE;
 use crate::io::output_dir::OutputPlan;
 use crate::io::output_place::Input;
 use crate::io::owned::Owned;
 use crate::scene::inputs::scene_inputs;
 use crate::scene::Scene;
+
+/// The files a fit writes at its end, `fit.json` (moved into place last)
+/// first; with the compare frames of every view, an output directory
+/// holding any of them holds an earlier fit.
+pub const OUTPUT_FILES: [&str; 6] = [
+    "fit.json",
+    "drivers.safetensors",
+    "fitted.ply",
+    "loss.jsonl",
+    "loss.png",
+    "stiffness.png",
+];
+
+/// The folder of the compare frames, `compare/<view>/frame_NNNN.png`.
+pub const COMPARE_DIR: &str = "compare";
+
+/// The checkpoint's file name in the output directory.
+pub const CHECKPOINT_FILE: &str = "checkpoint.json";
+
+/// The folder of the camera check's pictures in the output directory.
+pub const CAMERA_CHECK_DIR: &str = "camera_check";
 
 /// The camera check's picture of `view`, relative to the output directory.
 pub fn camera_check_picture(view: &str) -> PathBuf {

@@ -17,6 +17,7 @@ use super::camera_check::CameraCheck;
 use super::checkpoint::FitFingerprint;
 use super::evaluation::{LossReport, Selection};
 use super::fitter::{mean_quality, FitState, StagePlan};
+use super::output_plan::COMPARE_DIR;
 use super::params::ParamMap;
 use super::preflight::FitInputs;
 use super::problem::FitProblem;
@@ -36,21 +37,6 @@ use crate::output::{youngs_world, FittedDrivers};
 use crate::report::loss_plot::LOSS_PLOT_SIZE;
 use crate::report::{loss_plot, rgb8, triptych, LossCurve, LossPoint};
 use crate::scene::Scene;
-
-/// The files a fit writes at its end, `fit.json` (moved into place last)
-/// first; with the compare frames of every view, an output directory
-/// holding any of them holds an earlier fit ([`super::output_plan`]).
-pub const OUTPUT_FILES: [&str; 6] = [
-    "fit.json",
-    "drivers.safetensors",
-    "fitted.ply",
-    "loss.jsonl",
-    "loss.png",
-    "stiffness.png",
-];
-
-/// The folder of the compare frames, `compare/<view>/frame_NNNN.png`.
-pub const COMPARE_DIR: &str = "compare";
 
 /// Per-driver `log10 E` and velocity (3 per driver) of `state`.
 pub fn per_driver(

@@ -60,8 +60,7 @@ use crate::scene::Scene;
 use crate::synth::layout::truth_beside_frames;
 use crate::synth::Truth;
 
-/// The checkpoint's file name in the output directory.
-pub const CHECKPOINT_FILE: &str = "checkpoint.json";
+pub use super::output_plan::CHECKPOINT_FILE;
 
 /// What to do with an earlier fit in the output directory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

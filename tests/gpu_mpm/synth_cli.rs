@@ -264,7 +264,7 @@ fn an_earlier_synth_is_refused_without_force_and_only_its_files_replaced_with_it
     // `--out .` holds the scene, the splats and the truth synth reads: its
     // output could replace them, so it is refused, with or without
     // --force, before anything is written.
-    let before = snapshot_names(d);
+    let before = crate::writer_cli::snapshot(d);
     let here = physfit(
         d,
         &[
@@ -285,24 +285,7 @@ fn an_earlier_synth_is_refused_without_force_and_only_its_files_replaced_with_it
         stderr.contains("--out . holds scene.toml") && stderr.contains("with or without --force"),
         "{stderr}"
     );
-    assert_eq!(snapshot_names(d), before, "nothing written");
-}
-
-/// Every path under `dir`, relative, sorted.
-fn snapshot_names(dir: &Path) -> Vec<String> {
-    let mut names = Vec::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(p) = todo.pop() {
-        for entry in std::fs::read_dir(&p).unwrap() {
-            let path = entry.unwrap().path();
-            names.push(path.strip_prefix(dir).unwrap().display().to_string());
-            if path.is_dir() {
-                todo.push(path);
-            }
-        }
-    }
-    names.sort();
-    names
+    assert_eq!(crate::writer_cli::snapshot(d), before, "nothing written");
 }
 
 /// Plain `render` and `render --splats` follow the same rule, and flags

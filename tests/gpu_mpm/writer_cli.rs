@@ -34,7 +34,7 @@ fn framed() -> tempfile::TempDir {
 }
 
 /// Every path under `dir`, relative, sorted, with its bytes (folders empty).
-fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
+pub(crate) fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
     let mut all = Vec::new();
     let mut todo = vec![dir.to_path_buf()];
     while let Some(p) = todo.pop() {
