@@ -193,7 +193,7 @@ fn a_recursive_glob_walks_only_below_the_scene_folder() {
     };
     for spec in ["/**/*.png", "../**/*.png"] {
         let started = std::time::Instant::now();
-        let text = with_frames(spec).err().expect("refused").to_string();
+        let text = with_frames(spec).expect_err("refused").to_string();
         assert!(
             text.contains("views[0].frames")
                 && text.contains("walks only below the scene's folder")

@@ -591,7 +591,7 @@ fn drivers_files_with_values_no_fit_writes_are_refused_naming_the_file() {
 #[test]
 fn a_ply_without_splats_is_refused_naming_the_file() {
     let (_dir, scene) = scene_with(&[], "");
-    let text = scene.err().expect("refused").to_string();
+    let text = scene.expect_err("refused").to_string();
     assert!(
         text.contains("`gaussians.path`")
             && text.contains("splats.ply holds no usable splat")
