@@ -80,6 +80,12 @@ fn main() {
     )
     .init();
     if let Err(e) = run(Cli::parse()) {
+        // A stop by SIGINT or SIGTERM is not an error: its line says what
+        // was kept, and the status which signal it was.
+        if let Some(stopped) = e.downcast_ref::<cli::interrupt::Interrupted>() {
+            eprintln!("{stopped}");
+            std::process::exit(stopped.status);
+        }
         eprintln!("error: {e:#}");
         std::process::exit(1);
     }
@@ -93,8 +99,8 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Check { scene } => cli::check::run(&scene)?,
         Command::Fit(args) => {
-            if cli::fit::run(&args)? == cli::fit::FitOutcome::Interrupted {
-                std::process::exit(cli::fit::INTERRUPTED_STATUS);
+            if let cli::fit::FitOutcome::Interrupted(cause) = cli::fit::run(&args)? {
+                std::process::exit(cause.exit_status());
             }
         }
         Command::Render(args) => cli::render::run(&args)?,

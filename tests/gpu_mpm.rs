@@ -53,5 +53,7 @@ mod simulate_cli;
 mod synth_cli;
 #[path = "gpu_mpm/twin.rs"]
 mod twin;
+#[path = "gpu_mpm/writer_cli.rs"]
+mod writer_cli;
 #[path = "gpu_mpm/xsim_scan.rs"]
 mod xsim_scan;

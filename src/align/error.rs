@@ -11,6 +11,9 @@ use crate::splat::SplatError;
 /// Why an alignment refuses or stops.
 #[derive(Debug, thiserror::Error)]
 pub enum AlignError {
+    /// The caller asked the alignment to stop ([`crate::stop::StopSignal`]).
+    #[error("stopped at the caller's request")]
+    Stopped,
     /// A view chosen for alignment has no reference frames.
     #[error("view '{view}' has no reference frames to align to; fix: give it `frames` in the scene, or leave it out with --camera")]
     NoFrames {

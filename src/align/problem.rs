@@ -49,6 +49,8 @@ pub struct ViewProblem<'a> {
     terms: LossTermsBuffer,
     /// Apply the correction even when it is the identity (it is being fitted).
     fit_color: bool,
+    /// Polled at every evaluation ([`ViewProblem::set_stop`]).
+    stop: Option<crate::stop::StopSignal>,
 }
 
 impl<'a> ViewProblem<'a> {
@@ -70,7 +72,16 @@ impl<'a> ViewProblem<'a> {
             color: ColorCorrect::new(ctx)?,
             terms: LossTermsBuffer::new(ctx, "align loss terms", 1)?,
             fit_color,
+            stop: None,
         })
+    }
+
+    /// Stops the alignment at its next evaluation once `stop` is raised:
+    /// [`ViewProblem::evaluate`] then returns [`AlignError::Stopped`], so a
+    /// SIGINT or SIGTERM is honoured between evaluations, not a whole view
+    /// later.
+    pub fn set_stop(&mut self, stop: crate::stop::StopSignal) {
+        self.stop = Some(stop);
     }
 
     /// The scene's background colour, as rendered (before any correction).
@@ -90,6 +101,13 @@ impl<'a> ViewProblem<'a> {
         reference: &ReferenceFrame,
         gradient: bool,
     ) -> Result<Evaluation, AlignError> {
+        if self
+            .stop
+            .as_ref()
+            .is_some_and(crate::stop::StopSignal::raised)
+        {
+            return Err(AlignError::Stopped);
+        }
         let ctx = self.ctx;
         let out = self
             .raster

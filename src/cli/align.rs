@@ -32,7 +32,11 @@ use physfit::splat::SplatBuffers;
 use physfit::io::shown::shown;
 
 use super::render::view_indices;
-use super::staged_dir::{Owned, StagedDir};
+use physfit::io::owned::Owned;
+use physfit::scene::inputs::scene_inputs;
+
+use super::interrupt::{nothing_kept, Interrupt};
+use super::output::open_output;
 
 /// The aligned scene's file name in the output directory.
 pub const ALIGNED_SCENE_FILE: &str = "scene.toml";
@@ -79,6 +83,8 @@ pub fn run(args: &AlignArgs) -> Result<()> {
     if args.levels == 0 {
         bail!("--levels 0: give at least 1 (full resolution only)");
     }
+    // Installed first: SIGINT and SIGTERM stop at the next evaluation.
+    let interrupt = Interrupt::install(&["align"], &["align"])?;
     let scene = Scene::load(&args.scene)?;
     let indices: Vec<usize> = if args.camera.is_empty() {
         let with_frames: Vec<usize> = (0..scene.views.len())
@@ -102,8 +108,8 @@ pub fn run(args: &AlignArgs) -> Result<()> {
             .into());
         }
     }
-    // The one overwrite rule (super::staged_dir): DIR holding align's files
-    // is refused unless --force, which replaces those only.
+    // The one writer discipline (physfit::io::output_dir): DIR holding
+    // align's files is refused unless --force, which replaces those only.
     let owned: Vec<Owned> = [
         ALIGNED_SCENE_FILE.to_string(),
         ALIGN_SUMMARY_FILE.to_string(),
@@ -112,7 +118,13 @@ pub fn run(args: &AlignArgs) -> Result<()> {
     .chain(indices.iter().map(|&i| picture_name(&scene.views[i].name)))
     .map(Owned::file)
     .collect();
-    let staged = StagedDir::new(&args.out, owned, args.force, "align")?;
+    let mut staged = open_output(
+        &args.out,
+        "align",
+        owned,
+        scene_inputs(&scene, true),
+        args.force,
+    )?;
     if !args.quiet {
         println!("output       {}", shown(&args.out));
     }
@@ -142,10 +154,13 @@ pub fn run(args: &AlignArgs) -> Result<()> {
         ssim: scene.fit.w_ssim as f32,
     };
     let mut problem = ViewProblem::new(&ctx, &splats, scene.background, weights, what.color)?;
+    problem.set_stop(interrupt.stop().clone());
     let mut edits = Vec::new();
     let mut summaries = Vec::new();
     let mut worse = Vec::new();
-    for &i in &indices {
+    for (aligned_views, &i) in indices.iter().enumerate() {
+        interrupt.reach("align", aligned_views);
+        interrupt.check(|| nothing_kept(&staged))?;
         let view = &scene.views[i];
         let frames = view.frames.as_ref().expect("checked above");
         let frame = frames.load(0)?;
@@ -187,8 +202,11 @@ pub fn run(args: &AlignArgs) -> Result<()> {
                     p.loss
                 ));
             },
-        )
-        .map_err(|e| match e {
+        );
+        if matches!(alignment, Err(AlignError::Stopped)) {
+            interrupt.check(|| nothing_kept(&staged))?;
+        }
+        let alignment = alignment.map_err(|e| match e {
             AlignError::NonFinite { .. } => AlignError::NonFinite {
                 view: view.name.clone(),
             },
@@ -218,7 +236,7 @@ pub fn run(args: &AlignArgs) -> Result<()> {
             ("|reference − after| × 4", &diff),
         ])?;
         let picture_file = picture_name(&view.name);
-        write_png(&staged.path().join(&picture_file), &picture)?;
+        write_png(&staged.staging().join(&picture_file), &picture)?;
         if !args.quiet {
             print_view(&view.name, &alignment, what);
         }
@@ -238,7 +256,7 @@ pub fn run(args: &AlignArgs) -> Result<()> {
         summaries.push(ViewSummary::new(&view.name, &alignment, picture_file));
     }
     let text = edited_scene(&args.scene, &scene.output_dir, &args.out, &edits)?;
-    write_atomic(&staged.path().join(ALIGNED_SCENE_FILE), text.as_bytes())
+    write_atomic(&staged.staging().join(ALIGNED_SCENE_FILE), text.as_bytes())
         .with_context(|| format!("writing {}", shown(&args.out.join(ALIGNED_SCENE_FILE))))?;
     let summary = AlignSummary {
         version: ALIGN_SUMMARY_VERSION,
@@ -247,7 +265,7 @@ pub fn run(args: &AlignArgs) -> Result<()> {
         views: summaries,
     };
     write_atomic(
-        &staged.path().join(ALIGN_SUMMARY_FILE),
+        &staged.staging().join(ALIGN_SUMMARY_FILE),
         serde_json::to_string_pretty(&summary)?.as_bytes(),
     )
     .with_context(|| format!("writing {}", shown(&args.out.join(ALIGN_SUMMARY_FILE))))?;

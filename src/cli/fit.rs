@@ -3,7 +3,7 @@
 //! [--quiet]`: the two-stage fit (docs/design.md § Loss, parameters, fit). The
 //! fit itself is the library's session ([`FitSession`]); this command only
 //! turns flags into its options, prints, draws the progress bars, turns
-//! Ctrl-C into a stop (a checkpoint, then exit status 130) and adds the
+//! SIGINT and SIGTERM into a stop ([`super::interrupt`]: a checkpoint, then exit status 130 or 143) and adds the
 //! flags to use to the session's refusals.
 
 use std::path::PathBuf;
@@ -18,14 +18,14 @@ use physfit::fit::session::{RunEnd, TruthSource, CHECKPOINT_FILE};
 use physfit::fit::stages::ROUND_TOLERANCE;
 use physfit::fit::{
     Control, EarlierFit, FinishedStage, FitObserver, FitSession, FitState, SessionError,
-    SessionOptions, StageChoice, StagePlan, StopSignal,
+    SessionOptions, StageChoice, StagePlan,
 };
+use physfit::stop::StopCause;
+
+use super::interrupt::Interrupt;
 use physfit::gpu::{GpuContext, GpuOptions};
 use physfit::io::shown::shown;
 use physfit::scene::Scene;
-
-/// The exit status after Ctrl-C (128 + SIGINT).
-pub const INTERRUPTED_STATUS: i32 = 130;
 
 /// `--stage`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -84,8 +84,9 @@ pub struct FitArgs {
 pub enum FitOutcome {
     /// Every stage ran and the outputs are written.
     Finished,
-    /// Ctrl-C: a checkpoint is written; exit with [`INTERRUPTED_STATUS`].
-    Interrupted,
+    /// SIGINT or SIGTERM: stopped at a safe point, the checkpoint kept;
+    /// exit with the cause's status (130 or 143).
+    Interrupted(StopCause),
 }
 
 /// Progress bars and Ctrl-C.
@@ -100,7 +101,7 @@ struct CliProgress {
 impl FitObserver for CliProgress {
     fn stage_started(&mut self, plan: &StagePlan, state: &FitState) {
         self.phase = Phase::of_stage(plan.kind);
-        self.interrupt.enter(self.phase);
+        self.interrupt.enter(self.phase.name());
         self.bar = if self.quiet {
             ProgressBar::hidden()
         } else {
@@ -220,14 +221,8 @@ fn with_flag_advice(error: SessionError, args: &FitArgs) -> anyhow::Error {
     }
 }
 
-/// The environment variable that makes `physfit fit` behave as if Ctrl-C
-/// arrived at the start of a phase ([`Phase`] names; `PHASE,twice` for two
-/// Ctrl-C), or inside it: `truth-check@N` once the truth check has
-/// simulated N frames (the rest frame 0 included). A deterministic way to
-/// test every phase's interruption, which timing real signals is not.
-pub const INTERRUPT_HOOK: &str = "PHYSFIT_TEST_INTERRUPT_AT";
-
-/// The phases of `physfit fit`, as the interruption hook names them.
+/// The phases of `physfit fit`, as the interruption hook
+/// ([`super::interrupt::INTERRUPT_HOOK`]) names them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
     Prepare,
@@ -284,120 +279,10 @@ impl Phase {
     }
 }
 
-/// Ctrl-C: the first asks the fit to stop at its next safe point; a second
-/// exits at once with [`INTERRUPTED_STATUS`]. Checkpoints are written
-/// atomically, so exiting at once keeps the last complete one.
-fn on_ctrl_c(stop: &StopSignal) {
-    if stop.raised() {
-        eprintln!(
-            "interrupted again: exiting at once; the last complete checkpoint is kept \
-             (the outputs of this run, if any were being written, are not)"
-        );
-        std::process::exit(INTERRUPTED_STATUS);
-    }
-    stop.raise();
-    eprintln!("interrupted: stopping at the next safe point (Ctrl-C again exits at once)");
-}
-
-/// Where the hook ([`INTERRUPT_HOOK`]) makes Ctrl-C arrive.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Hook {
-    phase: Phase,
-    /// Inside the phase, at this count of its steps; at its start when
-    /// `None`.
-    at: Option<usize>,
-    /// Ctrl-C this many times (1 or 2).
-    times: u32,
-}
-
-/// The phases whose steps the hook can count (`PHASE@N`).
-const COUNTED_PHASES: [Phase; 1] = [Phase::TruthCheck];
-
-impl Hook {
-    /// Reads the hook's value (`PHASE[@N][,twice]`).
-    fn parse(value: &str) -> Result<Self> {
-        let (rest, times) = match value.split_once(',') {
-            Some((rest, "twice")) => (rest, 2),
-            _ => (value, 1),
-        };
-        let (name, at) = match rest.split_once('@') {
-            Some((name, n)) => {
-                let n: usize = n.parse().with_context(|| {
-                    format!(
-                        "{INTERRUPT_HOOK}={value}: `@{n}` is not a count of steps; fix: give a \
-                         whole number, as in truth-check@2"
-                    )
-                })?;
-                (name, Some(n))
-            }
-            None => (rest, None),
-        };
-        let phase = Phase::ALL
-            .into_iter()
-            .find(|p| p.name() == name)
-            .with_context(|| {
-                let names: Vec<_> = Phase::ALL.iter().map(|p| p.name()).collect();
-                format!(
-                    "{INTERRUPT_HOOK}={value}: not a phase; fix: give one of {} (with ',twice' for two Ctrl-C), or unset it",
-                    names.join(", ")
-                )
-            })?;
-        if at.is_some() && !COUNTED_PHASES.contains(&phase) {
-            let names: Vec<_> = COUNTED_PHASES.iter().map(|p| p.name()).collect();
-            anyhow::bail!(
-                "{INTERRUPT_HOOK}={value}: {} counts no steps; fix: drop `@…`, or give one of {} with it",
-                phase.name(),
-                names.join(", ")
-            );
-        }
-        Ok(Self { phase, at, times })
-    }
-}
-
-/// Ctrl-C and the hook ([`INTERRUPT_HOOK`]).
-#[derive(Clone)]
-struct Interrupt {
-    stop: StopSignal,
-    hook: Option<Hook>,
-}
-
-impl Interrupt {
-    /// Installs the handler; reads the hook.
-    fn install() -> Result<Self> {
-        let hook = match std::env::var(INTERRUPT_HOOK) {
-            Ok(value) => Some(Hook::parse(&value)?),
-            Err(_) => None,
-        };
-        let stop = StopSignal::new();
-        let handler = stop.clone();
-        ctrlc::set_handler(move || on_ctrl_c(&handler)).context("installing the Ctrl-C handler")?;
-        Ok(Self { stop, hook })
-    }
-
-    /// `phase` starts: the hook's Ctrl-C arrives if it names it.
-    fn enter(&self, phase: Phase) {
-        self.arrive(phase, None);
-    }
-
-    /// `phase` has taken `steps` of its steps: the hook's Ctrl-C arrives
-    /// if it names them (`PHASE@N`).
-    fn reach(&self, phase: Phase, steps: usize) {
-        self.arrive(phase, Some(steps));
-    }
-
-    fn arrive(&self, phase: Phase, at: Option<usize>) {
-        if let Some(hook) = self.hook {
-            if hook.phase == phase && hook.at == at {
-                for _ in 0..hook.times {
-                    on_ctrl_c(&self.stop);
-                }
-            }
-        }
-    }
-
-    fn raised(&self) -> bool {
-        self.stop.raised()
-    }
+/// SIGINT/SIGTERM and the hook, with the fit's phase names.
+fn install_interrupt() -> Result<Interrupt> {
+    let names: Vec<&str> = Phase::ALL.iter().map(|p| p.name()).collect();
+    Interrupt::install(&names, &[Phase::TruthCheck.name()])
 }
 
 /// How a `--resume` of this run reads.
@@ -439,9 +324,9 @@ fn check_flags(args: &FitArgs) -> Result<()> {
 /// Runs `physfit fit`.
 pub fn run(args: &FitArgs) -> Result<FitOutcome> {
     check_flags(args)?;
-    // Installed first, so that Ctrl-C is honoured in every phase.
-    let interrupt = Interrupt::install()?;
-    interrupt.enter(Phase::Prepare);
+    // Installed first, so that a signal is honoured in every phase.
+    let interrupt = install_interrupt()?;
+    interrupt.enter(Phase::Prepare.name());
     let scene = Scene::load(&args.scene)?;
     let out = args.out.clone().unwrap_or_else(|| scene.output_dir.clone());
     let options = SessionOptions {
@@ -462,6 +347,7 @@ pub fn run(args: &FitArgs) -> Result<FitOutcome> {
     let resumed = prepared.resumed().is_some();
     // What an interruption says: the phase, and whether the earlier
     // checkpoint stands.
+    let cause = || interrupt.stop().cause().unwrap_or(StopCause::Interrupt);
     let stopped = |phase: Phase, checkpointed: bool| {
         if checkpointed || resumed {
             eprintln!(
@@ -477,7 +363,7 @@ pub fn run(args: &FitArgs) -> Result<FitOutcome> {
                 phase.doing()
             );
         }
-        Ok(FitOutcome::Interrupted)
+        Ok(FitOutcome::Interrupted(cause()))
     };
     if interrupt.raised() {
         return stopped(Phase::Prepare, false);
@@ -506,17 +392,11 @@ pub fn run(args: &FitArgs) -> Result<FitOutcome> {
     if interrupt.raised() {
         return stopped(Phase::Prepare, false);
     }
-    let out_existed = out.exists();
-    // Nothing kept: the output directory goes if this run made it (and
-    // left it empty).
-    let stopped_early = |phase: Phase| {
-        if !out_existed {
-            let _ = std::fs::remove_dir(&out);
-        }
-        stopped(phase, false)
-    };
+    // Nothing kept: the session, dropped, removes its staging folder and
+    // the output directory if this run made it and left it empty.
+    let stopped_early = |phase: Phase| stopped(phase, false);
     let mut session = FitSession::open(&ctx, prepared).map_err(advise)?;
-    session.set_stop(interrupt.stop.clone());
+    session.set_stop(interrupt.stop().clone());
     if !args.quiet {
         let d = session.drivers();
         eprintln!(
@@ -530,7 +410,7 @@ pub fn run(args: &FitArgs) -> Result<FitOutcome> {
             ctx.adapter_info.name
         );
     }
-    interrupt.enter(Phase::CameraCheck);
+    interrupt.enter(Phase::CameraCheck.name());
     let checks = match session.check_cameras(&ctx) {
         Err(e) if e.is_stop() => return stopped_early(Phase::CameraCheck),
         other => other.map_err(advise)?,
@@ -558,9 +438,9 @@ pub fn run(args: &FitArgs) -> Result<FitOutcome> {
     if interrupt.raised() {
         return stopped_early(Phase::CameraCheck);
     }
-    interrupt.enter(Phase::TruthCheck);
+    interrupt.enter(Phase::TruthCheck.name());
     match session.check_truth(&ctx, &mut |simulated| {
-        interrupt.reach(Phase::TruthCheck, simulated)
+        interrupt.reach(Phase::TruthCheck.name(), simulated)
     }) {
         Err(e) if e.is_stop() => return stopped_early(Phase::TruthCheck),
         other => other.map_err(advise)?,
@@ -588,7 +468,7 @@ pub fn run(args: &FitArgs) -> Result<FitOutcome> {
         };
     }
 
-    interrupt.enter(Phase::Outputs);
+    interrupt.enter(Phase::Outputs.name());
     let bar = if args.quiet {
         ProgressBar::hidden()
     } else {
@@ -608,7 +488,7 @@ pub fn run(args: &FitArgs) -> Result<FitOutcome> {
                 shown(&session.checkpoint_path()),
                 resume_command(args)
             );
-            return Ok(FitOutcome::Interrupted);
+            return Ok(FitOutcome::Interrupted(cause()));
         }
         other => other.map_err(advise)?,
     };

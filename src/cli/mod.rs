@@ -8,12 +8,14 @@ pub mod bench_summary;
 pub mod check;
 pub mod check_fit;
 pub mod fit;
+pub mod interrupt;
 pub mod memory_check;
+pub mod output;
+pub mod relative_path;
 pub mod render;
 pub mod render_motion;
 pub mod render_splats;
 pub mod simulate;
-pub mod staged_dir;
 pub mod synth;
 
 use anyhow::{Context, Result};

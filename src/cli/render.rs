@@ -22,8 +22,12 @@ use physfit::scene::Camera;
 
 use physfit::io::shown::shown;
 
+use physfit::io::owned::Owned;
+use physfit::scene::inputs::scene_inputs;
+
+use super::interrupt::{nothing_kept, Interrupt};
+use super::output::open_output;
 use super::parse_size;
-use super::staged_dir::{Owned, StagedDir};
 
 /// What `--color-by` colours the splats by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -220,6 +224,8 @@ pub fn run(args: &RenderArgs) -> Result<()> {
              motion); {without}; fix: drop {flag}, or render the fit with --params"
         );
     }
+    // Installed first: SIGINT and SIGTERM stop at the next view or file.
+    let interrupt = Interrupt::install(&["render"], &["render"])?;
     let scene = Scene::load(&args.scene)?;
     let size = args.size.as_deref().map(parse_size).transpose()?;
     let views = resolve_views(&scene, &args.scene, &args.camera, size)?;
@@ -237,13 +243,20 @@ pub fn run(args: &RenderArgs) -> Result<()> {
             scene.background,
             &files,
             &views,
+            (scene_inputs(&scene, true), &interrupt),
         );
     }
     let owned: Vec<Owned> = views
         .iter()
         .map(|(name, _)| Owned::file(format!("{name}.png")))
         .collect();
-    let staged = StagedDir::new(&args.out, owned, args.force, "render")?;
+    let mut staged = open_output(
+        &args.out,
+        "render",
+        owned,
+        scene_inputs(&scene, true),
+        args.force,
+    )?;
     if !args.quiet {
         eprintln!("output {}", shown(&args.out));
     }
@@ -260,9 +273,11 @@ pub fn run(args: &RenderArgs) -> Result<()> {
             .expect("static template"),
     );
     let count = views.len();
-    for (name, camera) in views {
+    for (k, (name, camera)) in views.into_iter().enumerate() {
+        interrupt.reach("render", k);
+        interrupt.check(|| nothing_kept(&staged))?;
         bar.set_message(name.clone());
-        let path = staged.path().join(format!("{name}.png"));
+        let path = staged.staging().join(format!("{name}.png"));
         let frame = renderer
             .render(&ctx, &camera)
             .with_context(|| format!("rendering view '{name}'"))?;

@@ -14,9 +14,9 @@
 //! Refused before anything runs: a drivers file of another scene or other
 //! settings, too few substeps for the largest fitted E, a motion faster
 //! than half a cell per substep ([`ForwardSetup`]). Everything is written
-//! into a staging directory that replaces DIR only when the whole run
-//! succeeded ([`StagedDir`]): a blow-up names the frame and substep and
-//! leaves no partial GIF or sequence. A DIR holding an earlier `render
+//! into a staging folder whose files replace DIR's only when the whole run
+//! succeeded ([`physfit::io::output_dir`]): a blow-up, SIGINT or SIGTERM
+//! (polled between frames) leaves no partial GIF or sequence. A DIR holding an earlier `render
 //! --params`'s sequences or GIFs of these views is refused unless
 //! `--force`, which replaces those files only.
 
@@ -37,8 +37,13 @@ use physfit::report::rgb8;
 use physfit::scene::frames::Frame;
 use physfit::scene::Scene;
 
+use physfit::io::output_place::Input;
+use physfit::io::owned::Owned;
+use physfit::scene::inputs::scene_inputs;
+
+use super::interrupt::{nothing_kept, Interrupt};
+use super::output::open_output;
 use super::render::{resolve_views, ColorBy, RenderArgs};
-use super::staged_dir::{Owned, StagedDir};
 use super::{parse_size, DEFAULT_FRAMES};
 use physfit::io::shown::shown;
 
@@ -78,6 +83,8 @@ fn beside(reference: Option<&Frame>, render: &RgbImage, background: [f32; 3]) ->
 /// Runs `physfit render --params` (module doc).
 pub fn run(args: &RenderArgs) -> Result<()> {
     let params = args.params.as_ref().expect("called with --params");
+    // Installed first: SIGINT and SIGTERM stop at the next frame.
+    let interrupt = Interrupt::install(&["render"], &["render"])?;
     let scene = Scene::load(&args.scene)?;
     {
         let frames = match args.frames {
@@ -151,17 +158,22 @@ pub fn run(args: &RenderArgs) -> Result<()> {
             ]
         })
         .collect();
-    let staged = StagedDir::new(&args.out, owned, args.force, "render --params")?;
+    let mut inputs = scene_inputs(&scene, true);
+    inputs.push(Input::file(params, "fitted drivers (--params)"));
+    if let Some(file) = &args.interactions {
+        inputs.push(Input::file(file, "interactions file"));
+    }
+    let mut staged = open_output(&args.out, "render --params", owned, inputs, args.force)?;
     if !args.quiet {
         eprintln!("output {}", shown(&args.out));
     }
     let mut gifs = Vec::with_capacity(views.len());
     for (name, _) in &views {
-        let dir = staged.path().join(name);
+        let dir = staged.staging().join(name);
         std::fs::create_dir_all(&dir)
             .with_context(|| format!("creating {}", physfit::io::shown::shown(&dir)))?;
         gifs.push(GifSequence::create(
-            &staged.path().join(format!("{name}.gif")),
+            &staged.staging().join(format!("{name}.gif")),
             scene.fps,
         )?);
     }
@@ -180,6 +192,8 @@ pub fn run(args: &RenderArgs) -> Result<()> {
         .expect("valid template"),
     );
     for k in 0..frames {
+        interrupt.reach("render", k);
+        interrupt.check(|| nothing_kept(&staged))?;
         if k > 0 {
             animation.step(&ctx).with_context(|| {
                 format!("simulating {} (nothing was written)", shown(&args.scene))
@@ -209,7 +223,10 @@ pub fn run(args: &RenderArgs) -> Result<()> {
                 image = beside(reference.as_ref(), &image, scene.background);
             }
             write_png(
-                &staged.path().join(name).join(format!("frame_{k:04}.png")),
+                &staged
+                    .staging()
+                    .join(name)
+                    .join(format!("frame_{k:04}.png")),
                 &image,
             )?;
             gifs[v].push(&image)?;

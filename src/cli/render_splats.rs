@@ -19,8 +19,12 @@ use physfit::synth::layout::frame_path;
 
 use physfit::io::shown::shown;
 
+use physfit::io::output_place::Input;
+use physfit::io::owned::Owned;
+
+use super::interrupt::{nothing_kept, Interrupt};
+use super::output::open_output;
 use super::render::{write_opaque_png, RenderArgs};
-use super::staged_dir::{Owned, StagedDir};
 
 /// The files `pattern` names, sorted by file name (frame order). A pattern
 /// that matches no file is an error naming it.
@@ -41,14 +45,17 @@ pub fn list_splat_files(pattern: &str) -> Result<Vec<PathBuf>> {
 
 /// Renders every file of `files` in every view of `views`, writing
 /// `DIR/<view>/frame_NNNN.png` (`--out`) (file k is frame k), staged and under the
-/// overwrite rule ([`super::staged_dir`]). Each file must have the scene's
-/// splat count `scene_splats`.
+/// one writer discipline ([`physfit::io::output_dir`]; `inputs` the scene's,
+/// the splat files added). Each file must have the scene's splat count
+/// `scene_splats`. `interrupt` is polled between files (phase `render`,
+/// counting files).
 pub fn render_splat_files(
     args: &RenderArgs,
     scene_splats: usize,
     background: [f32; 3],
     files: &[PathBuf],
     views: &[(String, Camera)],
+    (mut inputs, interrupt): (Vec<Input>, &Interrupt),
 ) -> Result<()> {
     let (scene_path, target): (&Path, &Path) = (&args.scene, &args.out);
     let (force, quiet) = (args.force, args.quiet);
@@ -56,11 +63,17 @@ pub fn render_splat_files(
         .iter()
         .map(|(name, _)| Owned::frames(name, "png"))
         .collect();
-    let staged = StagedDir::new(target, owned, force, "render --splats")?;
+    inputs.extend(
+        files
+            .iter()
+            .map(|f| Input::file(f, "splat files (--splats)")),
+    );
+    let mut staged = open_output(target, "render --splats", owned, inputs, force)?;
     if !quiet {
         eprintln!("output {}", shown(target));
     }
-    let out = staged.path();
+    let out = staged.staging().to_path_buf();
+    let out = out.as_path();
     for (name, _) in views {
         let dir = out.join(name);
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", shown(&dir)))?;
@@ -76,6 +89,8 @@ pub fn render_splat_files(
             .expect("static template"),
     );
     for (k, file) in files.iter().enumerate() {
+        interrupt.reach("render", k);
+        interrupt.check(|| nothing_kept(&staged))?;
         bar.set_message(shown(file).to_string());
         let splats =
             load_gaussians(file).with_context(|| format!("--splats: reading {}", shown(file)))?;

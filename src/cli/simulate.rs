@@ -16,8 +16,9 @@
 //! the cameras), so the motion can be looked at as image sequences. The whole
 //! simulation happens before anything is written, so a refused or
 //! broken-down run writes nothing; the files are staged and moved into DIR
-//! together ([`super::staged_dir`]), and a DIR holding an earlier
+//! together ([`physfit::io::output_dir`]), and a DIR holding an earlier
 //! simulate's files is refused unless `--force`, which replaces those only.
+//! SIGINT and SIGTERM stop it between frames, writing nothing.
 //!
 //! The run goes through the one forward path ([`SceneRenderer`]): the
 //! scene's drivers at one E, from rest plus one velocity interaction.
@@ -36,8 +37,12 @@ use physfit::scene::Scene;
 
 use physfit::io::shown::shown;
 
+use physfit::io::owned::Owned;
+use physfit::scene::inputs::scene_inputs;
+
+use super::interrupt::{nothing_kept, Interrupt};
+use super::output::open_output;
 use super::render::resolve_views;
-use super::staged_dir::{Owned, StagedDir};
 use super::DEFAULT_FRAMES;
 
 /// Runs the subcommand; `velocity` is `--velocity VX,VY,VZ` as typed and
@@ -52,11 +57,13 @@ pub fn run(
     out: &Path,
     force: bool,
 ) -> Result<()> {
+    // Installed first: SIGINT and SIGTERM stop at the next frame.
+    let interrupt = Interrupt::install(&["simulate", "write"], &["simulate", "write"])?;
     let scene = Scene::load(scene_path)?;
     let owned: Vec<Owned> = std::iter::once(Owned::frames("", "ply"))
         .chain(scene.views.iter().map(|v| Owned::frames(&v.name, "png")))
         .collect();
-    super::staged_dir::check_overwrite(out, &owned, force, "simulate")?;
+    let mut staged = open_output(out, "simulate", owned, scene_inputs(&scene, true), force)?;
     eprintln!("output {}", shown(out));
     let frames = match frames {
         Some(0) => bail!("--frames must be at least 1 (the rest frame 0 included)"),
@@ -100,7 +107,9 @@ pub fn run(
         )
         .expect("valid template"),
     );
-    for _ in 1..frames {
+    for k in 1..frames {
+        interrupt.reach("simulate", k);
+        interrupt.check(|| nothing_kept(&staged))?;
         animation
             .step(&ctx)
             .with_context(|| format!("simulating {} (nothing was written)", shown(scene_path)))?;
@@ -109,9 +118,9 @@ pub fn run(
     bar.finish_and_clear();
 
     let cameras = resolve_views(&scene, scene_path, &[], size)?;
-    let staged = StagedDir::new(out, owned, force, "simulate")?;
     let target = out;
-    let out = staged.path();
+    let out = staged.staging().to_path_buf();
+    let out = out.as_path();
     for (name, _) in &cameras {
         let dir = out.join(name);
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", shown(&dir)))?;
@@ -122,6 +131,8 @@ pub fn run(
             .expect("valid template"),
     );
     for k in 0..animation.frames() {
+        interrupt.reach("write", k);
+        interrupt.check(|| nothing_kept(&staged))?;
         // The splats follow their drivers on the GPU, for the renders; the
         // .ply output needs them on the host.
         animation.pose(&ctx, k)?;

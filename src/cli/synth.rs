@@ -7,9 +7,10 @@
 //! size, opaque 8-bit PNG in 3DGS colours as `physfit render` writes them),
 //! plus `DIR/truth.toml` (the truth file as given) and `DIR/synth.json`
 //! (settings, drivers, substeps, adapter). The directory is written
-//! atomically ([`super::staged_dir`]): nothing partial on an error or a
-//! blow-up, and a DIR holding an earlier synth's files is refused unless
-//! `--force`, which replaces those files only.
+//! atomically ([`physfit::io::output_dir`]): nothing partial on an error,
+//! a blow-up, SIGINT or SIGTERM (polled between frames), and a DIR holding
+//! an earlier synth's files is refused unless `--force`, which replaces
+//! those files only.
 
 use std::path::{Path, PathBuf};
 
@@ -23,8 +24,14 @@ use physfit::scene::Scene;
 use physfit::synth::layout::{frame_path, SUMMARY_FILE, TRUTH_FILE};
 use physfit::synth::{SynthOptions, SynthPlan, Synthesis, Truth};
 
+use physfit::io::output_place::Input;
+use physfit::io::owned::Owned;
+use physfit::scene::inputs::scene_inputs;
+
+use super::interrupt::{nothing_kept, Interrupt};
+use super::output::open_output;
+use super::relative_path::relative_to;
 use super::render::write_opaque_png;
-use super::staged_dir::{relative_to, Owned, StagedDir};
 use physfit::io::shown::shown;
 
 /// Options of `physfit synth`.
@@ -55,6 +62,8 @@ pub struct SynthArgs {
 
 /// Runs `physfit synth`.
 pub fn run(args: &SynthArgs) -> Result<()> {
+    // Installed first: SIGINT and SIGTERM stop at the next frame.
+    let interrupt = Interrupt::install(&["simulate", "render"], &["simulate", "render"])?;
     let scene = Scene::load(&args.scene)?;
     let truth = Truth::load(&args.truth, scene.material.log10_youngs_range)?;
     let options = SynthOptions {
@@ -76,7 +85,10 @@ pub fn run(args: &SynthArgs) -> Result<()> {
         .map(|v| Owned::frames(&v.name, "png"))
         .chain([Owned::file(TRUTH_FILE), Owned::file(SUMMARY_FILE)])
         .collect();
-    let staged = StagedDir::new(&args.out, owned, args.force, "synth")?;
+    // The frames the scene names are what synth writes, not its inputs.
+    let mut inputs = scene_inputs(&scene, false);
+    inputs.push(Input::file(&args.truth, "truth file"));
+    let mut staged = open_output(&args.out, "synth", owned, inputs, args.force)?;
     if !args.quiet {
         eprintln!("output {}", shown(&args.out));
     }
@@ -93,7 +105,14 @@ pub fn run(args: &SynthArgs) -> Result<()> {
         plan.drivers(),
         plan.substeps()
     ));
-    let mut synthesis = Synthesis::simulate(&ctx, &plan, &truth).with_context(|| {
+    let simulated = Synthesis::simulate_until(&ctx, &plan, &truth, &mut |frames| {
+        interrupt.reach("simulate", frames);
+        !interrupt.raised()
+    });
+    if matches!(simulated, Err(physfit::synth::SynthError::Stopped { .. })) {
+        interrupt.check(|| nothing_kept(&staged))?;
+    }
+    let mut synthesis = simulated.with_context(|| {
         format!(
             "simulating {} from {} (nothing was written)",
             shown(&args.scene),
@@ -112,26 +131,30 @@ pub fn run(args: &SynthArgs) -> Result<()> {
         ProgressStyle::with_template("rendering {bar:40} {pos}/{len} {msg} ({elapsed}, eta {eta})")
             .expect("valid template"),
     );
+    let mut rendered = 0;
     for (v, view) in views.iter().enumerate() {
-        let dir = staged.path().join(&view.name);
+        let dir = staged.staging().join(&view.name);
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", shown(&dir)))?;
         bar.set_message(view.name.clone());
         for k in 0..plan.frames {
+            interrupt.reach("render", rendered);
+            interrupt.check(|| nothing_kept(&staged))?;
+            rendered += 1;
             let frame = synthesis
                 .render(&ctx, v, k)
                 .with_context(|| format!("rendering frame {k} in view '{}'", view.name))?;
-            let path = frame_path(staged.path(), &view.name, k);
+            let path = frame_path(staged.staging(), &view.name, k);
             write_opaque_png(&path, frame.width, frame.height, frame.pixels)?;
             bar.inc(1);
         }
     }
     bar.finish_and_clear();
 
-    let truth_copy = staged.path().join(TRUTH_FILE);
+    let truth_copy = staged.staging().join(TRUTH_FILE);
     write_atomic(&truth_copy, truth.text.as_bytes())
         .with_context(|| format!("writing {}", shown(&truth_copy)))?;
     let report = summary(args, &plan, &ctx);
-    let json = staged.path().join(SUMMARY_FILE);
+    let json = staged.staging().join(SUMMARY_FILE);
     write_atomic(&json, serde_json::to_string_pretty(&report)?.as_bytes())
         .with_context(|| format!("writing {}", shown(&json)))?;
     staged.commit()?;

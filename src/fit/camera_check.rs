@@ -8,15 +8,17 @@
 //! view's colour correction, as the loss compares it. A view below it is
 //! fixed by `physfit align`, which fits the view's pose and colour.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
 use super::evaluation::{Parameters, Selection};
+use super::output_plan::camera_check_picture;
 use super::problem::FitProblem;
 use super::session_error::SessionError;
 use crate::gpu::GpuContext;
-use crate::io::png::write_png;
+use crate::io::output_dir::OutputDir;
+use crate::io::png::png_bytes;
 use crate::report::triptych;
 use crate::scene::Scene;
 
@@ -25,8 +27,7 @@ use crate::scene::Scene;
 /// pixels falls below.
 pub const CAMERA_CHECK_DB: f64 = 25.0;
 
-/// The folder of the check's pictures in the output directory.
-pub const CAMERA_CHECK_DIR: &str = "camera_check";
+pub use super::output_plan::CAMERA_CHECK_DIR;
 
 /// The check of one view.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -49,20 +50,20 @@ impl CameraCheck {
 }
 
 /// Checks `views` of `scene` at `start` (module doc); the pictures go to
-/// `out/camera_check/`, whose earlier pictures are removed first (they are
-/// stale whatever this check finds).
+/// `camera_check/<view>.png` in the output directory, written in place
+/// through it: a view's earlier picture is replaced, or removed when the
+/// view now lines up (it is stale whatever this check finds; an earlier
+/// fit being replaced keeps it until the replacement). Nothing else in
+/// `camera_check/` is touched, and a picture does not yet replace the rest
+/// of an earlier fit (the check may still be followed by a refusal).
 pub fn camera_check(
     ctx: &GpuContext,
     scene: &Scene,
     problem: &mut FitProblem,
     start: &Parameters,
     views: &[usize],
-    out: &Path,
+    output: &mut OutputDir,
 ) -> Result<Vec<CameraCheck>, SessionError> {
-    let dir = out.join(CAMERA_CHECK_DIR);
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir).map_err(SessionError::io(&dir))?;
-    }
     let frame0 = Selection {
         frames: vec![0],
         views: views.to_vec(),
@@ -82,14 +83,17 @@ pub fn camera_check(
             let rest = problem.forward_states(ctx, start, 0)?;
             let rendered = problem.render_state_corrected(ctx, &rest.frames[0], t.view)?;
             let reference = frames.load(0).map_err(SessionError::output)?;
-            std::fs::create_dir_all(&dir).map_err(SessionError::io(&dir))?;
-            let path = dir.join(format!("{}.png", view.name));
-            write_png(
-                &path,
-                &triptych(&reference, &rendered).map_err(SessionError::output)?,
-            )
-            .map_err(SessionError::output)?;
+            let relative = camera_check_picture(&view.name);
+            let path = output.target().join(&relative);
+            let picture = triptych(&reference, &rendered).map_err(SessionError::output)?;
+            let bytes = png_bytes(&picture).map_err(|e| SessionError::Io {
+                path: path.clone(),
+                error: std::io::Error::other(e),
+            })?;
+            output.replace_one_in_place(&relative, &bytes)?;
             check.picture = Some(path);
+        } else {
+            output.remove_in_place(&camera_check_picture(&view.name))?;
         }
         results.push(check);
     }

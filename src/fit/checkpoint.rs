@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::plan::StageChoice;
+use super::plan::{StageChoice, StageKind, StagePlan};
 use super::state::FitState;
 use crate::io::atomic_write::write_atomic;
 use crate::output::{ply_sha256, PlyHashError, SimulationRecord};
@@ -54,6 +54,22 @@ pub enum CheckpointError {
         path: PathBuf,
         /// `field: checkpoint → now`, one per difference.
         differences: Vec<String>,
+    },
+    /// A field of the checkpoint does not fit the plan it claims to
+    /// continue (a stage past the plan, an array of another length, a
+    /// value outside its range).
+    #[error(
+        "{}: `{field}` {problem}, which the fit it continues cannot have written; fix: start \
+         over with --force (or restore the checkpoint that fit wrote)",
+        crate::io::shown::shown(path)
+    )]
+    Invalid {
+        /// The checkpoint.
+        path: PathBuf,
+        /// The field, as the JSON names it.
+        field: String,
+        /// What is wrong with it.
+        problem: String,
     },
     /// Hashing the `.ply` failed.
     #[error(transparent)]
@@ -244,14 +260,144 @@ impl Checkpoint {
 
     /// Writes it to `path` atomically (temporary file, then rename).
     pub fn save(&self, path: &Path) -> Result<(), CheckpointError> {
-        let json = serde_json::to_vec(self).map_err(|e| CheckpointError::Format {
-            path: path.to_path_buf(),
-            problem: e.to_string(),
-        })?;
+        let json = self.to_json(path)?;
         write_atomic(path, &json).map_err(|error| CheckpointError::Io {
             path: path.to_path_buf(),
             error,
         })
+    }
+
+    /// Its JSON, for a writer that places the file itself (`path` names it
+    /// in an error).
+    pub fn to_json(&self, path: &Path) -> Result<Vec<u8>, CheckpointError> {
+        serde_json::to_vec(self).map_err(|e| CheckpointError::Format {
+            path: path.to_path_buf(),
+            problem: e.to_string(),
+        })
+    }
+
+    /// Refuses a checkpoint (read from `path`) whose state the fit of
+    /// `plan` cannot have written: a stage past the plan, a per-stage list
+    /// of another length than the stages finished, an array of another
+    /// length than its parameterisation (`youngs` log10 E parameters,
+    /// `velocity` velocity parameters), or a log10 E that is not finite
+    /// or lies outside `youngs_bounds` (the range, widened to hold the
+    /// start). A crafted or damaged checkpoint would otherwise skip stages
+    /// or fail later with a message that names no file.
+    pub fn check_against(
+        &self,
+        path: &Path,
+        plan: &[StagePlan],
+        youngs: usize,
+        velocity: usize,
+        youngs_bounds: (f64, f64),
+    ) -> Result<(), CheckpointError> {
+        let invalid = |field: &str, problem: String| CheckpointError::Invalid {
+            path: path.to_path_buf(),
+            field: field.to_string(),
+            problem,
+        };
+        let length = |field: &str, got: usize, want: usize, of: &str| {
+            if got == want {
+                Ok(())
+            } else {
+                Err(invalid(
+                    field,
+                    format!("holds {got} values where {of} has {want}"),
+                ))
+            }
+        };
+        let s = &self.state;
+        if s.stage > plan.len() {
+            return Err(invalid(
+                "state.stage",
+                format!("is {}, past the plan's {} stages", s.stage, plan.len()),
+            ));
+        }
+        length(
+            "state.converged",
+            s.converged.len(),
+            s.stage,
+            "the stages finished",
+        )?;
+        length(
+            "state.stage_losses",
+            s.stage_losses.len(),
+            s.stage,
+            "the stages finished",
+        )?;
+        length(
+            "state.log10_youngs",
+            s.log10_youngs.len(),
+            youngs,
+            "the E parameterisation",
+        )?;
+        length(
+            "state.velocity",
+            s.velocity.len(),
+            velocity,
+            "the velocity parameterisation",
+        )?;
+        if let Some(rms) = &s.youngs_gradient_rms {
+            length(
+                "state.youngs_gradient_rms",
+                rms.len(),
+                youngs,
+                "the E parameterisation",
+            )?;
+        }
+        let (low, high) = youngs_bounds;
+        for (i, &e) in s.log10_youngs.iter().enumerate() {
+            if !(e.is_finite() && (low..=high).contains(&e)) {
+                return Err(invalid(
+                    &format!("state.log10_youngs[{i}]"),
+                    format!("is {e:.6e}, outside `material.log10_youngs_range` [{low}, {high}]"),
+                ));
+            }
+        }
+        if let Some(bad) = s.velocity.iter().position(|v| !v.is_finite()) {
+            return Err(invalid(
+                &format!("state.velocity[{bad}]"),
+                "is not finite".to_string(),
+            ));
+        }
+        let running = plan.get(s.stage).map_or(0, |p| match p.kind {
+            StageKind::Velocity => velocity,
+            StageKind::Scan | StageKind::Stiffness => youngs,
+        });
+        let of = "the running stage's parameters";
+        length("state.adam.m", s.adam.m.len(), running, of)?;
+        length("state.adam.v", s.adam.v.len(), running, of)?;
+        if let Some(l) = &s.lbfgs {
+            length("state.lbfgs.solver.x", l.solver.x.len(), running, of)?;
+            length("state.lbfgs.solver.grad", l.solver.grad.len(), running, of)?;
+            length("state.lbfgs.squares", l.squares.len(), running, of)?;
+            for (i, pair) in l.solver.pairs.iter().enumerate() {
+                length(
+                    &format!("state.lbfgs.solver.pairs[{i}].s"),
+                    pair.s.len(),
+                    running,
+                    of,
+                )?;
+                length(
+                    &format!("state.lbfgs.solver.pairs[{i}].y"),
+                    pair.y.len(),
+                    running,
+                    of,
+                )?;
+            }
+        }
+        if let Some(scan) = &s.scan {
+            for (i, point) in scan.points.iter().enumerate() {
+                length(
+                    &format!("state.scan.points[{i}].velocity"),
+                    point.velocity.len(),
+                    velocity,
+                    "the velocity parameterisation",
+                )?;
+            }
+        }
+        Ok(())
     }
 
     /// Reads the checkpoint at `path` and refuses it unless it was written

@@ -30,6 +30,7 @@ pub mod field_setting;
 pub mod objective;
 pub mod observer;
 pub mod options;
+pub mod output_plan;
 pub mod outputs;
 pub mod param_gather;
 pub mod params;

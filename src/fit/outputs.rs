@@ -16,6 +16,7 @@ use std::path::Path;
 use super::camera_check::CameraCheck;
 use super::checkpoint::FitFingerprint;
 use super::evaluation::{LossReport, Selection};
+use super::output_plan::COMPARE_DIR;
 use super::params::ParamMap;
 use super::plan::StagePlan;
 use super::preflight::FitInputs;
@@ -38,18 +39,6 @@ use crate::output::{youngs_world, FittedDrivers};
 use crate::report::loss_plot::LOSS_PLOT_SIZE;
 use crate::report::{loss_plot, rgb8, triptych, LossCurve, LossPoint};
 use crate::scene::Scene;
-
-/// The files (and the directory) a fit writes: an output directory holding
-/// any of them holds an earlier fit.
-pub const OUTPUT_FILES: [&str; 7] = [
-    "fit.json",
-    "drivers.safetensors",
-    "fitted.ply",
-    "loss.jsonl",
-    "loss.png",
-    "stiffness.png",
-    "compare",
-];
 
 /// Per-driver `log10 E` and velocity (3 per driver) of `state`.
 pub fn per_driver(
@@ -217,7 +206,7 @@ pub fn write_outputs(
     let rollout = problem.forward_states(ctx, &params, inputs.frames - 1)?;
     for &v in &inputs.views {
         let view = &scene.views[v];
-        let dir = out.join("compare").join(&view.name);
+        let dir = out.join(COMPARE_DIR).join(&view.name);
         std::fs::create_dir_all(&dir).map_err(SessionError::io(&dir))?;
         let frames = view.frames.as_ref().expect("views with frames");
         for (k, state) in rollout.frames.iter().enumerate() {

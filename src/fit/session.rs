@@ -18,11 +18,18 @@
 //!    caller stops it;
 //! 5. [`FitSession::write_outputs`] writes the outputs ([`super::outputs`]).
 //!
-//! An earlier fit that the session is asked to replace
+//! The output directory is opened in step 1 through the one writer
+//! discipline of every command ([`crate::io::output_dir`], with the fit's
+//! files in [`super::output_plan`]): refused where it holds or lies inside
+//! the fit's inputs, locked for this run, checked writable, before any
+//! work. An earlier fit that the session is asked to replace
 //! ([`EarlierFit::Replace`]) stays as it is until this fit writes its first
 //! file of its own in the output directory (its first checkpoint, or its
-//! outputs): every step before that may still refuse or be stopped, and a
-//! refused or stopped replacement must leave the earlier fit whole.
+//! outputs; a camera-check picture replaces only the earlier picture of
+//! its view): every step before that may still
+//! refuse or be stopped, and a refused or stopped replacement must leave
+//! the earlier fit whole. Only the fit's own files, by exact name and
+//! pattern, are ever removed; no folder is removed whole.
 
 use std::path::{Path, PathBuf};
 
@@ -31,7 +38,8 @@ use super::checkpoint::{Checkpoint, FitFingerprint};
 use super::evaluation::Parameters;
 use super::observer::{Control, FinishedStage, FitObserver};
 use super::options::FitProblemOptions;
-use super::outputs::{per_driver, write_outputs, FinishedFit, OUTPUT_FILES};
+use super::output_plan::fit_output_plan;
+use super::outputs::{per_driver, write_outputs, FinishedFit};
 use super::params::VelocityField;
 use super::plan::{plan_stages, StageChoice, StagePlan};
 use super::preflight::{preflight, FitInputs};
@@ -43,14 +51,15 @@ use super::summary::FitSummary;
 use super::truth_check::TruthCheck;
 use crate::drive::DriverSet;
 use crate::gpu::GpuContext;
+use crate::io::output_dir::{Earlier, OutputDir};
+use crate::io::output_error::OutputDirError;
 use crate::output::FittedDrivers;
 use crate::scene::Scene;
 use crate::stop::StopSignal;
 use crate::synth::layout::truth_beside_frames;
 use crate::synth::Truth;
 
-/// The checkpoint's file name in the output directory.
-pub const CHECKPOINT_FILE: &str = "checkpoint.json";
+pub use super::output_plan::CHECKPOINT_FILE;
 
 /// What to do with an earlier fit in the output directory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,9 +68,10 @@ pub enum EarlierFit {
     Refuse,
     /// Continue it from its checkpoint.
     Resume,
-    /// Start over, removing its files (only the fit's own: [`OUTPUT_FILES`]
-    /// and the checkpoint) just before this fit writes its first file there
-    /// (module doc), so that a refusal or a stop before then keeps them.
+    /// Start over, removing its files (only the fit's own, by name and
+    /// pattern: [`super::output_plan`]) just before this fit writes its
+    /// first file there (module doc), so that a refusal or a stop before
+    /// then keeps them.
     Replace,
 }
 
@@ -105,8 +115,8 @@ pub struct PreparedFit {
     scene: Scene,
     options: SessionOptions,
     inputs: FitInputs,
-    /// The fit's files already in the output directory.
-    earlier_files: Vec<String>,
+    /// The output directory, opened and locked.
+    output: OutputDir,
     fingerprint: FitFingerprint,
     resumed: Option<Checkpoint>,
     truth: Option<(TruthSource, Truth)>,
@@ -149,11 +159,6 @@ pub enum RunEnd {
     },
 }
 
-/// Where [`FitSession::write_outputs`] writes before moving the outputs
-/// into the output directory, so that a stop or an error while they are
-/// written leaves the earlier outputs (or none) rather than a mixture.
-const OUTPUTS_STAGING: &str = ".outputs.staging";
-
 /// A fit opened on a GPU (module doc).
 pub struct FitSession {
     scene: Scene,
@@ -169,9 +174,8 @@ pub struct FitSession {
     truth: Option<TruthCheck>,
     camera: Vec<CameraCheck>,
     stop: Option<StopSignal>,
-    /// An earlier fit to replace is still there ([`EarlierFit::Replace`],
-    /// [`remove_earlier_fit`]).
-    replace_pending: std::cell::Cell<bool>,
+    /// The output directory, opened and locked (module doc).
+    output: OutputDir,
 }
 
 impl FitSession {
@@ -180,23 +184,8 @@ impl FitSession {
         let inputs = preflight(&scene, options.choice)?;
         let out = &options.out;
         let checkpoint = out.join(CHECKPOINT_FILE);
-        let earlier_files: Vec<String> = OUTPUT_FILES
-            .iter()
-            .chain(&[CHECKPOINT_FILE])
-            .filter(|f| out.join(f).exists())
-            .map(|f| f.to_string())
-            .collect();
-        match options.earlier {
-            EarlierFit::Resume if !checkpoint.exists() => {
-                return Err(SessionError::NoCheckpoint { out: out.clone() })
-            }
-            EarlierFit::Refuse if !earlier_files.is_empty() => {
-                return Err(SessionError::EarlierFit {
-                    out: out.clone(),
-                    files: earlier_files,
-                })
-            }
-            _ => {}
+        if options.earlier == EarlierFit::Resume && !checkpoint.exists() {
+            return Err(SessionError::NoCheckpoint { out: out.clone() });
         }
         let velocity_from = match options.choice {
             StageChoice::Stiffness => Some(
@@ -211,6 +200,30 @@ impl FitSession {
             Some(p) => Some(TruthSource::Given(p.clone())),
             None => truth_beside_frames(&scene).map(TruthSource::BesideFrames),
         };
+        // Before any work: the output directory's place, lock and
+        // writability, and an earlier fit in it.
+        let read: Vec<_> = source
+            .iter()
+            .map(|s| (s.path().to_path_buf(), "truth file"))
+            .chain(
+                velocity_from
+                    .iter()
+                    .map(|p| (p.clone(), "drivers file whose velocity is held")),
+            )
+            .collect();
+        let earlier = match options.earlier {
+            EarlierFit::Refuse => Earlier::Refuse,
+            EarlierFit::Resume => Earlier::Keep,
+            EarlierFit::Replace => Earlier::Replace,
+        };
+        let output =
+            OutputDir::open(out, fit_output_plan(&scene, &read), earlier).map_err(|e| match e {
+                OutputDirError::Earlier { out, listing, .. } => SessionError::EarlierFit {
+                    out,
+                    files: vec![listing],
+                },
+                e => SessionError::OutputDir(e),
+            })?;
         let truth =
             match source {
                 Some(source) => {
@@ -239,7 +252,7 @@ impl FitSession {
             scene,
             options,
             inputs,
-            earlier_files,
+            output,
             fingerprint,
             resumed,
             truth,
@@ -254,7 +267,7 @@ impl FitSession {
             scene,
             options,
             inputs,
-            earlier_files,
+            output,
             fingerprint,
             resumed,
             truth,
@@ -296,6 +309,17 @@ impl FitSession {
                         });
                     }
                 }
+                let (start, range) = (
+                    scene.material.youngs_modulus.log10(),
+                    scene.material.log10_youngs_range,
+                );
+                c.check_against(
+                    &out.join(CHECKPOINT_FILE),
+                    &plan,
+                    problem.youngs_map().params,
+                    problem.velocity_map().params,
+                    (range[0].min(start), range[1].max(start)),
+                )?;
                 (c.state, c.stage_seconds)
             }
             None => {
@@ -310,8 +334,6 @@ impl FitSession {
                 (FitState::start(start, &plan), Vec::new())
             }
         };
-        let replace_pending = options.earlier == EarlierFit::Replace && !earlier_files.is_empty();
-        std::fs::create_dir_all(&out).map_err(SessionError::io(&out))?;
         Ok(Self {
             scene,
             out,
@@ -326,7 +348,7 @@ impl FitSession {
             truth: None,
             camera: Vec::new(),
             stop: None,
-            replace_pending: std::cell::Cell::new(replace_pending),
+            output,
         })
     }
 
@@ -398,7 +420,7 @@ impl FitSession {
             &mut self.problem,
             &start,
             &self.inputs.views,
-            &self.out,
+            &mut self.output,
         )?;
         Ok(&self.camera)
     }
@@ -442,15 +464,15 @@ impl FitSession {
 
     /// Writes a checkpoint of the current state (first removing an earlier
     /// fit being replaced, [`EarlierFit::Replace`]).
-    pub fn save_checkpoint(&self) -> Result<(), SessionError> {
-        remove_earlier_fit(&self.out, &self.replace_pending)?;
-        Checkpoint::new(
-            self.fingerprint.clone(),
-            self.state.clone(),
-            self.stage_seconds.clone(),
+    pub fn save_checkpoint(&mut self) -> Result<(), SessionError> {
+        save_checkpoint(
+            &mut self.output,
+            &Checkpoint::new(
+                self.fingerprint.clone(),
+                self.state.clone(),
+                self.stage_seconds.clone(),
+            ),
         )
-        .save(&self.checkpoint_path())?;
-        Ok(())
     }
 
     /// Step 4 (module doc).
@@ -462,9 +484,7 @@ impl FitSession {
         let mut observer = SessionObserver {
             progress,
             checkpoint_every: self.scene.fit.checkpoint_every.max(1),
-            checkpoint: self.checkpoint_path(),
-            out: &self.out,
-            replace_pending: &self.replace_pending,
+            output: &mut self.output,
             fingerprint: &self.fingerprint,
             stage_seconds: &mut self.stage_seconds,
             truth: self.truth.as_ref(),
@@ -512,30 +532,20 @@ impl FitSession {
         progress: &mut dyn FnMut(),
     ) -> Result<FitSummary, SessionError> {
         self.check_stop()?;
-        let staging = self.out.join(OUTPUTS_STAGING);
-        if staging.exists() {
-            std::fs::remove_dir_all(&staging).map_err(SessionError::io(&staging))?;
-        }
-        std::fs::create_dir_all(&staging).map_err(SessionError::io(&staging))?;
+        self.output.clear_staging()?;
+        let staging = self.output.staging().to_path_buf();
         let written = self.write_outputs_into(ctx, &staging, progress);
+        // Only now, with every output written, may an earlier fit being
+        // replaced go (when no checkpoint has removed it already); the
+        // commit moves fit.json last: once it is there, the outputs are
+        // whole.
         let moved = written.and_then(|summary| {
-            // Only now, with every output written, may an earlier fit being
-            // replaced go (when no checkpoint has removed it already).
-            remove_earlier_fit(&self.out, &self.replace_pending)?;
-            // fit.json last: once it is there, the outputs are whole.
-            for f in OUTPUT_FILES.iter().rev() {
-                let (from, to) = (staging.join(f), self.out.join(f));
-                if !from.exists() {
-                    continue;
-                }
-                if to.is_dir() {
-                    std::fs::remove_dir_all(&to).map_err(SessionError::io(&to))?;
-                }
-                std::fs::rename(&from, &to).map_err(SessionError::io(&to))?;
-            }
+            self.output.commit()?;
             Ok(summary)
         });
-        let _ = std::fs::remove_dir_all(&staging);
+        if moved.is_err() {
+            let _ = self.output.clear_staging();
+        }
         moved
     }
 
@@ -572,31 +582,12 @@ impl FitSession {
     }
 }
 
-/// With `pending` set ([`EarlierFit::Replace`]), removes the earlier fit's
-/// files in `out` and clears it. Only physfit's own files go: the names of
-/// [`OUTPUT_FILES`] and the checkpoint, those still there; anything else in
-/// `out` is left. The session calls it just before it writes its first
-/// file of its own in `out` (a checkpoint, or the outputs moved into
-/// place), not when it opens: the camera check and the truth check run
-/// after opening and may still refuse, and the caller may stop before the
-/// first iteration has finished, and either way nothing of the earlier
-/// fit may be lost for a fit that never wrote anything in its place.
-fn remove_earlier_fit(out: &Path, pending: &std::cell::Cell<bool>) -> Result<(), SessionError> {
-    if !pending.get() {
-        return Ok(());
-    }
-    for f in OUTPUT_FILES.iter().chain(&[CHECKPOINT_FILE]) {
-        let path = out.join(f);
-        let removed = if path.is_dir() {
-            std::fs::remove_dir_all(&path)
-        } else if path.exists() {
-            std::fs::remove_file(&path)
-        } else {
-            Ok(())
-        };
-        removed.map_err(SessionError::io(&path))?;
-    }
-    pending.set(false);
+/// Writes `checkpoint` in place in the output directory (first removing
+/// an earlier fit being replaced).
+fn save_checkpoint(output: &mut OutputDir, checkpoint: &Checkpoint) -> Result<(), SessionError> {
+    let path = output.target().join(CHECKPOINT_FILE);
+    let bytes = checkpoint.to_json(&path)?;
+    output.write_in_place(Path::new(CHECKPOINT_FILE), &bytes)?;
     Ok(())
 }
 
@@ -672,9 +663,7 @@ fn drivers_differ(fitted: &[[f32; 3]], scene: &[[f32; 3]], grid_res: u32) -> Str
 struct SessionObserver<'a> {
     progress: &'a mut dyn FitObserver,
     checkpoint_every: u32,
-    checkpoint: PathBuf,
-    out: &'a Path,
-    replace_pending: &'a std::cell::Cell<bool>,
+    output: &'a mut OutputDir,
     fingerprint: &'a FitFingerprint,
     stage_seconds: &'a mut Vec<f64>,
     truth: Option<&'a TruthCheck>,
@@ -686,17 +675,13 @@ struct SessionObserver<'a> {
 
 impl SessionObserver<'_> {
     fn save(&mut self, state: &FitState) {
-        if let Err(e) = remove_earlier_fit(self.out, self.replace_pending) {
-            self.error.get_or_insert(e);
-            return;
-        }
         let c = Checkpoint::new(
             self.fingerprint.clone(),
             state.clone(),
             self.stage_seconds.clone(),
         );
-        if let Err(e) = c.save(&self.checkpoint) {
-            self.error.get_or_insert(e.into());
+        if let Err(e) = save_checkpoint(self.output, &c) {
+            self.error.get_or_insert(e);
         }
     }
 }

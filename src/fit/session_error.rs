@@ -27,6 +27,10 @@ pub enum SessionError {
         /// The fit's files found there.
         files: Vec<String>,
     },
+    /// The output directory is refused (its place, a link, another run's
+    /// lock) or could not be written.
+    #[error(transparent)]
+    OutputDir(#[from] crate::io::output_error::OutputDirError),
     /// Asked to continue a fit whose checkpoint is missing.
     #[error(
         "{} holds no checkpoint to continue from",

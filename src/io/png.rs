@@ -32,11 +32,21 @@ where
         path: path.to_path_buf(),
         message,
     };
+    let bytes = png_bytes(image).map_err(|e| err(e.to_string()))?;
+    write_atomic(path, &bytes).map_err(|e| err(e.to_string()))
+}
+
+/// `image` encoded as PNG, for a writer that places the bytes itself.
+pub fn png_bytes<P>(
+    image: &image::ImageBuffer<P, Vec<P::Subpixel>>,
+) -> Result<Vec<u8>, image::ImageError>
+where
+    P: image::Pixel + image::PixelWithColorType,
+    [P::Subpixel]: image::EncodableLayout,
+{
     let mut bytes = std::io::Cursor::new(Vec::new());
-    image
-        .write_to(&mut bytes, image::ImageFormat::Png)
-        .map_err(|e| err(e.to_string()))?;
-    write_atomic(path, bytes.get_ref()).map_err(|e| err(e.to_string()))
+    image.write_to(&mut bytes, image::ImageFormat::Png)?;
+    Ok(bytes.into_inner())
 }
 
 /// One value as a sample of `max` levels (255 or 65535):

@@ -412,6 +412,34 @@ impl FittedDrivers {
                 return Err(bad(tensor, format!("holds {} at element {i}", values[i])));
             }
         }
+        // Values a fit cannot have written, refused here, naming the file,
+        // rather than later as an impossible substep count or a particle
+        // outside the box.
+        let [low, high] = settings.log10_youngs_range;
+        if let Some(i) = log10_youngs.iter().position(|e| !(low..=high).contains(e)) {
+            return Err(bad(
+                "log10_youngs",
+                format!(
+                    "holds log10 E {:.6e} at element {i}, outside the range [{low}, {high}] the \
+                     fit was run with (`material.log10_youngs_range`)",
+                    log10_youngs[i]
+                ),
+            ));
+        }
+        let rest: Vec<[f32; 3]> = rest;
+        if let Some(i) = rest
+            .iter()
+            .position(|p| !p.iter().all(|c| (0.0..=1.0).contains(c)))
+        {
+            return Err(bad(
+                "rest",
+                format!(
+                    "holds {:?} at row {i}, outside the simulation box (rest positions are in \
+                     the box's normalised units, 0 to 1)",
+                    rest[i]
+                ),
+            ));
+        }
         for (tensor, values) in [("anchored", &anchored), ("fill_only", &fill_only)] {
             if let Some(i) = values.iter().position(|&v| v > 1) {
                 return Err(bad(

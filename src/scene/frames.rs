@@ -29,6 +29,19 @@ pub enum FrameError {
         /// What went wrong.
         message: String,
     },
+    /// A recursive `**` that would walk outside the scene's folder (at
+    /// worst the whole file system, for `/**/*.png`).
+    #[error(
+        "{spec}: a recursive `**` walks only below the scene's folder ({root}), so that a \
+         pattern such as `/**/*.png` cannot walk the whole file system; fix: name the folder \
+         the frames are in (`frames/*.png`), or keep `**` below the scene's folder"
+    )]
+    UnboundedGlob {
+        /// The pattern.
+        spec: PathBuf,
+        /// The scene's folder.
+        root: PathBuf,
+    },
     /// No PNG/JPEG file matched.
     #[error("{spec}: no PNG or JPEG frames found (give a directory holding them or a glob such as `frames/*.png`)")]
     NoFrames {
@@ -129,6 +142,33 @@ fn is_image(path: &Path) -> bool {
         .and_then(|e| e.to_str())
         .map(|e| matches!(e.to_ascii_lowercase().as_str(), "png" | "jpg" | "jpeg"))
         .unwrap_or(false)
+}
+
+/// Refuses a `pattern` with a recursive `**` whose literal part (the
+/// folders before its first wildcard) lies outside `root`, the scene's
+/// folder: such a walk is bounded only by the file system.
+pub fn check_glob_bound(pattern: &Path, root: &Path) -> Result<(), FrameError> {
+    let text = pattern.to_string_lossy();
+    if !text.contains("**") {
+        return Ok(());
+    }
+    let literal: PathBuf = pattern
+        .components()
+        .take_while(|c| !c.as_os_str().to_string_lossy().contains(['*', '?', '[']))
+        .collect();
+    let resolve = |p: &Path| crate::io::output_place::resolved(p).ok();
+    let inside = match (resolve(&literal), resolve(root)) {
+        (Some(l), Some(r)) => l.starts_with(r),
+        _ => false,
+    };
+    if inside {
+        Ok(())
+    } else {
+        Err(FrameError::UnboundedGlob {
+            spec: pattern.to_path_buf(),
+            root: root.to_path_buf(),
+        })
+    }
 }
 
 /// The frame files of `spec`: a directory (its PNG/JPEG files) or a glob

@@ -12,6 +12,7 @@ pub mod error;
 pub mod fit_field;
 pub mod frames;
 pub mod gaussians;
+pub mod inputs;
 pub mod masks;
 pub mod nerfstudio;
 pub mod ply;

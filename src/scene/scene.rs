@@ -544,6 +544,19 @@ fn resolve_splats(
         field: "gaussians.path".into(),
         error: Box::new(error),
     })?;
+    // Said here, naming the file, rather than later as "no splat lies in
+    // the simulated region".
+    if splats.gaussians.is_empty() {
+        return Err(v.invalid(
+            "gaussians.path",
+            format!(
+                "{} holds no usable splat (its vertex element is empty, or every splat had \
+                 non-finite values and was dropped)",
+                crate::io::shown::shown(&gaussians_path)
+            ),
+            "give a 3DGS .ply with splats",
+        ));
+    }
     Ok((gaussians_path, splats))
 }
 
@@ -860,7 +873,20 @@ impl Scene {
             path: path.to_path_buf(),
             error,
         })?;
+        if let Some((line, depth)) = deepest_nesting(&text) {
+            return Err(SceneError::Parse {
+                path: path.to_path_buf(),
+                message: format!(
+                    "line {line}: keys, tables or arrays nested {depth} deep (a scene file \
+                     nests a few levels; the parser stops at its recursion limit); fix: remove \
+                     the nesting at line {line} (docs/scene.md lists each field)"
+                ),
+            });
+        }
         let config: SceneConfig = toml::from_str(&text).map_err(|e| {
+            // An error on a table's own header (`[extra]`) is about that
+            // table, not the one before it.
+            let header = e.span().and_then(|span| header_at(&text, span.start));
             let table = e.span().and_then(|span| table_at(&text, span.start));
             let key = e.span().and_then(|span| key_at(&text, span.start));
             let message = e.to_string().trim_end().to_string();
@@ -873,6 +899,17 @@ impl Scene {
                     format!("fix: give `{k}` a value of the type the error expects (docs/scene.md lists each field)")
                 }
             };
+            if let Some(h) = header {
+                let fix = if message.contains("unknown field") {
+                    format!("fix: remove or rename the table `[{h}]` (docs/scene.md lists the tables)")
+                } else {
+                    format!("fix: correct the table `[{h}]` (docs/scene.md lists the tables)")
+                };
+                return SceneError::Parse {
+                    path: path.to_path_buf(),
+                    message: format!("`[{h}]`: {message}\n{fix}"),
+                };
+            }
             SceneError::Parse {
                 path: path.to_path_buf(),
                 message: match (table, key) {
@@ -1012,6 +1049,58 @@ impl Scene {
 /// it; `[[views]]` entries are numbered. `None` at the top level.
 /// The key of the `key = value` line holding byte `offset` of `text`, when
 /// that line is one (a parse error's span points at the value).
+/// The most a scene file nests keys, tables and arrays before it is
+/// refused without parsing (the deepest real field, `views.camera.look_at`
+/// in an inline table, is a handful).
+const MAX_NESTING: usize = 64;
+
+/// The first line (1-based) where keys (dotted), tables and arrays nest
+/// deeper than [`MAX_NESTING`], with the depth: refused before parsing, so
+/// that the error names the line (the parser's recursion limit names none).
+fn deepest_nesting(text: &str) -> Option<(usize, usize)> {
+    let mut open = 0usize;
+    for (n, line) in text.lines().enumerate() {
+        let mut quote: Option<char> = None;
+        let mut dots = 0usize;
+        let mut before_value = true;
+        for c in line.chars() {
+            let in_string = quote.is_some();
+            match c {
+                '"' | '\'' if quote == Some(c) => quote = None,
+                '"' | '\'' if !in_string => quote = Some(c),
+                '#' if !in_string => break,
+                '=' if !in_string => before_value = false,
+                '.' if !in_string && before_value => dots += 1,
+                '{' | '[' if !in_string => open += 1,
+                '}' | ']' if !in_string => open = open.saturating_sub(1),
+                _ => {}
+            }
+            if open + dots > MAX_NESTING {
+                return Some((n + 1, open + dots));
+            }
+        }
+    }
+    None
+}
+
+/// The table whose header (`[name]` or `[[name]]`) is the line at
+/// `offset`, if that line is a header.
+fn header_at(text: &str, offset: usize) -> Option<String> {
+    let start = text.get(..offset)?.rfind('\n').map_or(0, |i| i + 1);
+    let line = text[start..].lines().next()?.trim();
+    let name = line
+        .strip_prefix("[[")
+        .and_then(|l| l.split("]]").next())
+        .or_else(|| line.strip_prefix('[').and_then(|l| l.split(']').next()))?
+        .trim();
+    // A header names a key path; an array row (`[0.0],`) does not.
+    let key_path = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_' || c == '"')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-.\" ".contains(c));
+    (key_path && !line.contains('=')).then(|| name.to_string())
+}
+
 fn key_at(text: &str, offset: usize) -> Option<String> {
     let start = text.get(..offset)?.rfind('\n').map_or(0, |i| i + 1);
     let line = text[start..].lines().next()?;

@@ -306,6 +306,14 @@ fn resolve_frames(
     } else {
         spec_path.clone()
     };
+    if is_pattern {
+        let root = if v.dir.as_os_str().is_empty() {
+            std::path::Path::new(".")
+        } else {
+            v.dir
+        };
+        crate::scene::frames::check_glob_bound(&pattern, root).map_err(frames_err)?;
+    }
     let paths = list_frames(&pattern).map_err(frames_err)?;
     for p in &paths {
         let (w, h) = frame_size(p).map_err(frames_err)?;

@@ -99,11 +99,21 @@ impl Synthesis {
     /// Builds the plan's drivers and runs the truth's rollout through the
     /// last frame (module doc).
     pub fn simulate(ctx: &GpuContext, plan: &SynthPlan, truth: &Truth) -> Result<Self, SynthError> {
+        Self::simulate_until(ctx, plan, truth, &mut |_| true)
+    }
+
+    /// [`Synthesis::simulate`], asking `go_on` before each frame as
+    /// [`simulate_truth`] does: `false` stops there with
+    /// [`SynthError::Stopped`] (a SIGINT or SIGTERM between frames).
+    pub fn simulate_until(
+        ctx: &GpuContext,
+        plan: &SynthPlan,
+        truth: &Truth,
+        go_on: &mut dyn FnMut(usize) -> bool,
+    ) -> Result<Self, SynthError> {
         let drivers = DriverSet::from_scene(&plan.scene)?;
         let (renderer, values) =
-            simulate_truth(ctx, &plan.scene, &drivers, truth, plan.frames, &mut |_| {
-                true
-            })?;
+            simulate_truth(ctx, &plan.scene, &drivers, truth, plan.frames, go_on)?;
         Ok(Self {
             renderer,
             cameras: plan.scene.views.iter().map(|v| v.camera.clone()).collect(),

@@ -216,3 +216,73 @@ fn fit_json_of_another_version_is_refused_naming_the_fix() {
     assert!(matches!(err, SummaryError::Format { .. }), "{err}");
     assert!(err.to_string().contains("re-run the fit"), "{err}");
 }
+
+/// A checkpoint is checked against the plan it continues: a stage past the
+/// plan, per-stage lists of another length than the stages finished, an
+/// array of another length than its parameterisation, a log10 E outside
+/// the range are refused, naming the file and the field (and a huge E in
+/// exponent notation, not 300 digits).
+#[test]
+fn a_checkpoint_that_does_not_fit_its_plan_is_refused_naming_the_field() {
+    use physfit::fit::plan::plan_stages;
+    use physfit::fit::Parameters;
+    let (_dir, scene) = scene_with(&means(), "");
+    let scene = scene.unwrap();
+    let plan = plan_stages(&scene, &[0], 3, 1, StageChoice::Both);
+    let (youngs, velocity) = (2, 3);
+    let start = FitState::start(
+        Parameters {
+            log10_youngs: vec![3.5; youngs],
+            velocity: vec![0.0; velocity],
+        },
+        &plan,
+    );
+    let path = std::path::Path::new("out/checkpoint.json");
+    let check = |state: FitState| {
+        Checkpoint::new(FitFingerprint(Default::default()), state, Vec::new())
+            .check_against(path, &plan, youngs, velocity, (3.0, 4.5))
+            .err()
+            .map(|e| e.to_string())
+    };
+    assert_eq!(check(start.clone()), None, "a fresh start fits its plan");
+    let mut finished = start.clone();
+    finished.stage = plan.len();
+    finished.adam = Adam::new(0);
+    finished.converged = vec![true; plan.len()];
+    finished.stage_losses = vec![0.5; plan.len()];
+    assert_eq!(
+        check(finished.clone()),
+        None,
+        "a finished fit fits its plan"
+    );
+
+    let refused = |state: FitState, field: &str| {
+        let text = check(state).unwrap_or_else(|| panic!("{field}: accepted"));
+        assert!(
+            text.contains("out/checkpoint.json")
+                && text.contains(&format!("`{field}`"))
+                && text.contains("fix:"),
+            "{field}: {text}"
+        );
+        text
+    };
+    let mut s = finished.clone();
+    s.stage = 99;
+    refused(s, "state.stage");
+    let mut s = finished.clone();
+    s.converged.clear();
+    refused(s, "state.converged");
+    let mut s = start.clone();
+    s.log10_youngs.push(3.5);
+    refused(s, "state.log10_youngs");
+    let mut s = start.clone();
+    s.youngs_gradient_rms = Some(vec![0.0; 1_000_000]);
+    refused(s, "state.youngs_gradient_rms");
+    let mut s = start.clone();
+    s.adam.m.push(0.0);
+    refused(s, "state.adam.m");
+    let mut s = start.clone();
+    s.log10_youngs[1] = 1e308;
+    let text = refused(s, "state.log10_youngs[1]");
+    assert!(text.contains("1.000000e308") && text.len() < 400, "{text}");
+}

@@ -167,3 +167,44 @@ fn bad_frames_are_errors() {
         [0, 255, 0, 0]
     );
 }
+
+/// A recursive `**` walks only below the scene's folder: `/**/*.png` (or
+/// `../**`) is refused at once, naming the field and the fix, instead of
+/// walking the whole file system; below the folder it lists as before.
+#[test]
+fn a_recursive_glob_walks_only_below_the_scene_folder() {
+    let means: Vec<[f32; 3]> = (0..27)
+        .map(|i| [i % 3, (i / 3) % 3, i / 9].map(|a| 0.3 + 0.2 * a as f32))
+        .collect();
+    let (dir, _) = crate::common::scene_with(&means, "");
+    let d = dir.path();
+    std::fs::create_dir_all(d.join("frames/a")).unwrap();
+    for k in 0..4 {
+        image::RgbImage::new(16, 12)
+            .save(d.join(format!("frames/a/frame_{k:04}.png")))
+            .unwrap();
+    }
+    let with_frames = |spec: &str| {
+        let toml = std::fs::read_to_string(d.join("scene.toml"))
+            .unwrap()
+            .replace("[[views]]\n", &format!("[[views]]\nframes = \"{spec}\"\n"));
+        std::fs::write(d.join("framed.toml"), toml).unwrap();
+        physfit::scene::Scene::load(&d.join("framed.toml"))
+    };
+    for spec in ["/**/*.png", "../**/*.png"] {
+        let started = std::time::Instant::now();
+        let text = with_frames(spec).expect_err("refused").to_string();
+        assert!(
+            text.contains("views[0].frames")
+                && text.contains("walks only below the scene's folder")
+                && text.contains("fix:"),
+            "{spec}: {text}"
+        );
+        assert!(
+            started.elapsed().as_secs_f64() < 2.0,
+            "{spec}: refused at once"
+        );
+    }
+    let scene = with_frames("frames/**/*.png").unwrap();
+    assert_eq!(scene.views[0].frames.as_ref().unwrap().len(), 4);
+}

@@ -554,3 +554,48 @@ fn stiffness_colouring_spans_the_scene_range_in_world_units() {
         .count();
     assert!(moved > 0, "colours follow E, not the fitted min–max");
 }
+
+/// Values no fit writes are refused at load, naming the file and the
+/// tensor: an E outside the range the fit ran with (not later as an
+/// impossible substep count), a rest position outside the box (not later
+/// as a particle that left it, with no file named).
+#[test]
+fn drivers_files_with_values_no_fit_writes_are_refused_naming_the_file() {
+    let f = fitted();
+    let path = f.path("drivers.safetensors");
+    let mut file = f.file();
+    file.log10_youngs[0] = 300.0;
+    file.save(&path).unwrap();
+    let text = FittedDrivers::load(&path).unwrap_err().to_string();
+    assert!(
+        text.contains("drivers.safetensors")
+            && text.contains("`log10_youngs`")
+            && text.contains("outside the range [3, 5]")
+            && !text.contains("substeps"),
+        "{text}"
+    );
+    let mut file = f.file();
+    file.rest[0] = [1e30; 3];
+    file.save(&path).unwrap();
+    let text = FittedDrivers::load(&path).unwrap_err().to_string();
+    assert!(
+        text.contains("drivers.safetensors")
+            && text.contains("`rest`")
+            && text.contains("outside the simulation box"),
+        "{text}"
+    );
+}
+
+/// A `.ply` without a usable splat is refused naming `gaussians.path` and
+/// the file, not later as "no splat lies in the simulated region".
+#[test]
+fn a_ply_without_splats_is_refused_naming_the_file() {
+    let (_dir, scene) = scene_with(&[], "");
+    let text = scene.expect_err("refused").to_string();
+    assert!(
+        text.contains("`gaussians.path`")
+            && text.contains("splats.ply holds no usable splat")
+            && !text.contains("simulated region"),
+        "{text}"
+    );
+}

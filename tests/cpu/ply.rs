@@ -498,3 +498,23 @@ fn unknown_vertex_list_property_is_tolerated_and_preserved() {
         vec![3.0, 4.0]
     );
 }
+
+/// A header of 100k properties (the last a duplicate) is refused in well
+/// under a second: the duplicate check is a set, not a scan of every
+/// property before it (which took tens of seconds).
+#[test]
+fn a_header_of_many_properties_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let names: Vec<String> = (0..100_000).map(|i| format!("p{i}")).collect();
+    let mut props: Vec<(&str, &str)> = names.iter().map(|n| ("float", n.as_str())).collect();
+    props.push(("float", "p0"));
+    let p = write(dir.path(), "many.ply", &binary_header(0, &props));
+    let started = std::time::Instant::now();
+    let refused = PlyData::read(&p).unwrap_err();
+    assert!(
+        matches!(refused, PlyError::DuplicateProperty { .. }),
+        "{refused}"
+    );
+    let seconds = started.elapsed().as_secs_f64();
+    assert!(seconds < 1.0, "{seconds:.2} s to refuse");
+}

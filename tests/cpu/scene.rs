@@ -199,6 +199,48 @@ fn unknown_field_is_an_error() {
     assert!(matches!(e, SceneError::Parse { .. }));
 }
 
+/// An unknown top-level table is named itself (not as a field of the table
+/// before it), and a file nested deeper than any scene is refused naming
+/// the line, at once, before the parser's recursion limit (which names
+/// none).
+#[test]
+fn an_unknown_table_and_absurd_nesting_are_named_with_the_fix() {
+    let f = Fixture::new();
+    let e = expect_err(
+        f.load(&format!(
+            "{BASE}\n[output]\ndirectory = \"out\"\n\n[extra]\nx = 1\n"
+        )),
+        "extra",
+    );
+    let text = e.to_string();
+    assert!(
+        text.contains("`[extra]`") && text.contains("fix: remove or rename the table `[extra]`"),
+        "{text}"
+    );
+    assert!(!text.contains("in `output`"), "{text}");
+    let deep = format!(
+        "{BASE}\nx = {}1{}\n",
+        "[".repeat(20_000),
+        "]".repeat(20_000)
+    );
+    let started = std::time::Instant::now();
+    let text = expect_err(f.load(&deep), "nested").to_string();
+    let line = BASE.lines().count() + 2;
+    assert!(
+        text.contains(&format!("line {line}:")) && text.contains("fix:"),
+        "{}",
+        &text[..text.len().min(400)]
+    );
+    assert!(started.elapsed().as_secs_f64() < 1.0);
+    let dotted = format!("{BASE}\n{} = 1\n", vec!["a"; 20_000].join("."));
+    let text = expect_err(f.load(&dotted), "nested").to_string();
+    assert!(
+        text.contains("nested") && text.len() < 600,
+        "{}",
+        &text[..text.len().min(400)]
+    );
+}
+
 #[test]
 fn missing_splat_file_is_an_error() {
     let f = Fixture::new();

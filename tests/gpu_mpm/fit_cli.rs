@@ -596,6 +596,18 @@ fn ctrl_c_in_every_phase_stops_safely_and_resume_continues() {
         assert!(!d.join(&out).exists(), "{phase}: no directory left");
     }
 
+    // SIGTERM (what `timeout`, batch schedulers and `kill` send) alike, with
+    // its own exit status.
+    let (code, stderr) =
+        fit_interrupted_at(d, "velocity,term", &["scene.toml", "--out", "cut-term"]);
+    assert_eq!(code, Some(143), "{stderr}");
+    assert!(
+        stderr.contains("interrupted: stopping at the next safe point (SIGTERM")
+            && stderr.contains("nothing to keep"),
+        "{stderr}"
+    );
+    assert!(!d.join("cut-term").exists(), "no directory left");
+
     // During the stiffness stage the velocity stage is kept.
     let (code, stderr) = fit_interrupted_at(d, "stiffness", &["scene.toml", "--out", "cut"]);
     assert_eq!(code, Some(130), "{stderr}");
@@ -1019,8 +1031,24 @@ fn the_truth_check_stops_between_frames() {
         Ok(()) => panic!("ran through a stop"),
     }
     assert_eq!(seen, [1, 2, 3], "no frame simulated after the stop");
-    let left: Vec<_> = std::fs::read_dir(&out).unwrap().collect();
+    // The open session's lock and empty staging folder are all there is.
+    let left: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != ".physfit.lock" && n != ".physfit-fit.staging")
+        .collect();
     assert!(left.is_empty(), "nothing written: {left:?}");
+    assert_eq!(
+        std::fs::read_dir(out.join(".physfit-fit.staging"))
+            .unwrap()
+            .count(),
+        0
+    );
+    drop(session);
+    assert!(
+        !out.exists(),
+        "the directory the session created, left empty, is removed"
+    );
 }
 
 /// Every file under `dir` (relative path → bytes).
@@ -1053,14 +1081,19 @@ fn force_keeps_the_earlier_fit_until_the_new_fit_replaces_it() {
         .replace("iterations = 30", "iterations = 3");
     let dir = twin(&scene, TRUTH_CONSTANT);
     let d = dir.path();
+    let out = d.join("out");
+    // The user's notes in a folder named as the camera check's: a fit
+    // without --force leaves them (only its own pictures, by name).
+    std::fs::create_dir_all(out.join("camera_check")).unwrap();
+    std::fs::write(out.join("camera_check/notes.txt"), "the user's own").unwrap();
     ok(&physfit(
         d,
         &["fit", "scene.toml", "--out", "out", "--quiet"],
     ));
-    let out = d.join("out");
     std::fs::write(out.join("notes.txt"), "the user's own").unwrap();
-    // Inside the fit's own compare/: goes with it when it is replaced.
-    std::fs::write(out.join("compare/earlier.txt"), "earlier fit").unwrap();
+    // Inside the fit's own compare/ and camera_check/: the user's, kept
+    // when the fit is replaced (only the fit's files, by name, go).
+    std::fs::write(out.join("compare/earlier.txt"), "the user's own").unwrap();
     let earlier = snapshot(&out);
     assert!(
         earlier.contains_key("fit.json") && earlier.contains_key("checkpoint.json"),
@@ -1118,7 +1151,9 @@ fn force_keeps_the_earlier_fit_until_the_new_fit_replaces_it() {
         now["notes.txt"], earlier["notes.txt"],
         "the user's file kept"
     );
-    assert!(!now.contains_key("compare/earlier.txt"), "{:?}", now.keys());
+    for kept in ["compare/earlier.txt", "camera_check/notes.txt"] {
+        assert_eq!(now[kept], earlier[kept], "{kept}: the user's file kept");
+    }
     for f in [
         "fit.json",
         "checkpoint.json",

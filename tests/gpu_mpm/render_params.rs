@@ -399,3 +399,52 @@ fn an_impulse_from_the_command_line_moves_the_object_from_rest() {
     };
     assert_ne!(frame(0), frame(2), "the impulse moved nothing");
 }
+
+/// `render --params` keeps to the one writer discipline: nothing written
+/// through a linked view folder (even with --force), an --out holding its
+/// scene and drivers file refused (even with --force), and SIGTERM between
+/// frames writing nothing, exiting 143.
+#[cfg(unix)]
+#[test]
+fn render_params_keeps_to_the_writer_rules() {
+    let f = fitted();
+    let d = f.dir.path();
+    let view = f.scene.views[0].name.clone();
+    let (out, elsewhere) = (d.join("out"), d.join("elsewhere"));
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::write(elsewhere.join("frame_0002.png"), "theirs").unwrap();
+    std::os::unix::fs::symlink(&elsewhere, out.join(&view)).unwrap();
+    let run = render(&f, &out, &["--frames", "3", "--force"]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("is a symbolic link"), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(elsewhere.join("frame_0002.png")).unwrap(),
+        "theirs"
+    );
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 1);
+
+    let run = render(&f, d, &["--frames", "3", "--force"]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("with or without --force"), "{stderr}");
+
+    let cut = d.join("cut");
+    let run = Command::new(env!("CARGO_BIN_EXE_physfit"))
+        .arg("render")
+        .arg(d.join("scene.toml"))
+        .arg("--params")
+        .arg(&f.params)
+        .arg("--out")
+        .arg(&cut)
+        .args(["--frames", "3"])
+        .env("RUST_LOG", "warn")
+        .env("PHYSFIT_TEST_INTERRUPT_AT", "render@1,term")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(143), "{stderr}");
+    assert!(stderr.contains("nothing was written"), "{stderr}");
+    assert!(!cut.exists(), "the directory it created is removed");
+}

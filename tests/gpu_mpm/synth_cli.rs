@@ -29,7 +29,7 @@ fn block() -> Gaussians {
     })
 }
 
-fn scene_toml(frames: bool) -> String {
+pub(crate) fn scene_toml(frames: bool) -> String {
     let frames = |v: &str| {
         if frames {
             format!("frames = \"synth/{v}/*.png\"\n")
@@ -94,7 +94,7 @@ kind = "uniform"
 value = [2.0, 0.0, 0.0]
 "#;
 
-fn fixture() -> tempfile::TempDir {
+pub(crate) fn fixture() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let ply = dir.path().join("splats.ply");
     PlyData::from_gaussians(&block(), &ply)
@@ -105,7 +105,7 @@ fn fixture() -> tempfile::TempDir {
     dir
 }
 
-fn synth(dir: &Path, extra: &[&str]) -> Output {
+pub(crate) fn synth(dir: &Path, extra: &[&str]) -> Output {
     let mut args = vec![
         "synth",
         "scene.toml",
@@ -261,8 +261,10 @@ fn an_earlier_synth_is_refused_without_force_and_only_its_files_replaced_with_it
     assert_eq!(json["drivers"]["simulated"], 16, "--same-discretisation");
     no_staging_left(d);
 
-    // `--out .` with --force: the scene, the splats and the truth beside
-    // it are not synth's, and stay.
+    // `--out .` holds the scene, the splats and the truth synth reads: its
+    // output could replace them, so it is refused, with or without
+    // --force, before anything is written.
+    let before = crate::writer_cli::snapshot(d);
     let here = physfit(
         d,
         &[
@@ -278,15 +280,12 @@ fn an_earlier_synth_is_refused_without_force_and_only_its_files_replaced_with_it
             "--force",
         ],
     );
-    let stderr = ok(&here);
-    assert!(d.join("scene.toml").exists() && d.join("splats.ply").exists());
-    assert!(d.join("front/frame_0001.png").exists());
-    // The output directory is printed first and last, as typed.
-    let outputs: Vec<&str> = stderr
-        .lines()
-        .filter(|l| l.starts_with("output "))
-        .collect();
-    assert_eq!(outputs, ["output .", "output ."], "{stderr}");
+    let stderr = refused(&here);
+    assert!(
+        stderr.contains("--out . holds scene.toml") && stderr.contains("with or without --force"),
+        "{stderr}"
+    );
+    assert_eq!(crate::writer_cli::snapshot(d), before, "nothing written");
 }
 
 /// Plain `render` and `render --splats` follow the same rule, and flags
