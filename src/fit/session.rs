@@ -202,12 +202,18 @@ impl FitSession {
         };
         // Before any work: the output directory's place, lock and
         // writability, and an earlier fit in it.
+        // The default held velocity is the output directory's own earlier
+        // fit, read whole before anything is written and meant to be
+        // replaced by this stage: only a file the user names is an input
+        // the directory must not hold.
         let read: Vec<_> = source
             .iter()
             .map(|s| (s.path().to_path_buf(), "truth file"))
             .chain(
-                velocity_from
+                options
+                    .velocity_from
                     .iter()
+                    .filter(|_| options.choice == StageChoice::Stiffness)
                     .map(|p| (p.clone(), "drivers file whose velocity is held")),
             )
             .collect();

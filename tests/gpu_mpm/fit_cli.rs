@@ -1163,3 +1163,134 @@ fn force_keeps_the_earlier_fit_until_the_new_fit_replaces_it() {
         assert!(now.contains_key(f), "{f} written again: {:?}", now.keys());
     }
 }
+
+/// A fit with a checkpoint every iteration, cut short (6 + 6 iterations).
+fn short_checkpointed_fit() -> tempfile::TempDir {
+    let scene = scene_toml("global", "")
+        .replace("rounds = 2", "rounds = 1\ncheckpoint_every = 1")
+        .replace("iterations = 20", "iterations = 6")
+        .replace("iterations = 30", "iterations = 6");
+    twin(&scene, TRUTH_CONSTANT)
+}
+
+/// The records a checkpoint holds (0 while there is none).
+fn checkpoint_records(checkpoint: &Path) -> usize {
+    std::fs::read_to_string(checkpoint)
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .map_or(0, |c| c["state"]["records"].as_array().map_or(0, Vec::len))
+}
+
+/// SIGKILL gives the process no chance to clean up: what it leaves (a
+/// checkpoint, a staging folder, the lock file, whose lock the kernel
+/// drops with the process) must not stop `--resume` from finishing the
+/// fit from the last checkpoint.
+#[test]
+fn a_fit_killed_outright_resumes_from_its_checkpoint() {
+    let dir = short_checkpointed_fit();
+    let d = dir.path();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_physfit"))
+        .args(["fit", "scene.toml", "--out", "killed", "--quiet"])
+        .current_dir(d)
+        .env("RUST_LOG", "warn")
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let checkpoint = d.join("killed").join("checkpoint.json");
+    let started = Instant::now();
+    while checkpoint_records(&checkpoint) < 2 {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "no checkpoint with 2 iterations"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let cut_at = checkpoint_records(&checkpoint);
+    assert!(cut_at < 12, "killed before the end ({cut_at} iterations)");
+    assert!(!d.join("killed").join("fit.json").exists());
+
+    let stderr = ok(&physfit(
+        d,
+        &["fit", "scene.toml", "--out", "killed", "--resume"],
+    ));
+    assert!(stderr.contains("resum"), "{stderr}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("killed").join("fit.json")).unwrap())
+            .unwrap();
+    assert!(json.is_object());
+    assert!(checkpoint_records(&checkpoint) > cut_at);
+    assert!(d.join("killed").join("drivers.safetensors").exists());
+}
+
+/// A write that fails for lack of room (here the process's file-size
+/// limit, which fails a write the way a full disk does, with the error
+/// reported instead of a signal) while the outputs are written: the error
+/// names the file, exit status ≠ 0, no staging and no partial output are
+/// left, and the checkpoint, written before, is kept for `--resume`.
+#[cfg(unix)]
+#[test]
+fn a_write_that_fails_for_room_is_reported_and_keeps_the_checkpoint() {
+    use std::os::unix::process::CommandExt;
+
+    let dir = short_checkpointed_fit();
+    let d = dir.path();
+    // The outputs' sizes, from a fit that has room: the limit lets the
+    // checkpoint through and stops a larger output.
+    ok(&physfit(
+        d,
+        &["fit", "scene.toml", "--out", "roomy", "--quiet"],
+    ));
+    let size = |p: &Path| std::fs::metadata(p).unwrap().len();
+    let checkpoint_bytes = size(&d.join("roomy").join("checkpoint.json"));
+    let limit = (checkpoint_bytes * 2).max(16 * 1024);
+    let largest = ["fitted.ply", "loss.png", "fit.json", "drivers.safetensors"]
+        .iter()
+        .map(|f| size(&d.join("roomy").join(f)))
+        .max()
+        .unwrap();
+    assert!(
+        largest > limit,
+        "an output must exceed the limit: largest {largest} B, limit {limit} B"
+    );
+
+    let mut command = Command::new(env!("CARGO_BIN_EXE_physfit"));
+    command
+        .args(["fit", "scene.toml", "--out", "full", "--quiet"])
+        .current_dir(d)
+        .env("RUST_LOG", "warn");
+    // SAFETY: only async-signal-safe libc calls between fork and exec.
+    unsafe {
+        command.pre_exec(move || {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            let rlimit = libc::rlimit {
+                rlim_cur: limit,
+                rlim_max: limit,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &rlimit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let output = command.output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(stderr.contains("full"), "the error names where: {stderr}");
+    let out = d.join("full");
+    assert!(out.join("checkpoint.json").exists(), "{stderr}");
+    assert!(!out.join("fit.json").exists(), "no partial outputs");
+    let left: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("staging"))
+        .collect();
+    assert!(left.is_empty(), "staging left behind: {left:?}");
+    // With room again, --resume writes the outputs.
+    ok(&physfit(
+        d,
+        &["fit", "scene.toml", "--out", "full", "--resume", "--quiet"],
+    ));
+    assert!(out.join("fit.json").exists());
+}
