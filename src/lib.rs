@@ -18,6 +18,7 @@ pub mod gpu;
 pub mod interact;
 pub mod io;
 pub mod loss;
+pub mod memory;
 pub mod mpm;
 pub mod output;
 #[cfg(feature = "reference")]

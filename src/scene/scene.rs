@@ -702,7 +702,7 @@ fn resolve_drivers(
     let n_sim = normalised.len();
     let surface_cells = voxel::count_occupied(&normalised, grid_res);
     let (interior_cells, fill_points) = if d.fill {
-        crate::budget::refuse_fill_grid(v.path, grid_res)?;
+        crate::memory::refuse_fill_grid(v.path, grid_res, voxel::fill_host_bytes(grid_res))?;
         let fill = voxel::fill(&normalised, grid_res);
         (fill.interior_count, fill.points.len())
     } else {
