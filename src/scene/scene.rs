@@ -10,6 +10,7 @@ use super::collider::{check_start_outside, resolve_colliders, to_normalised};
 use super::config::{
     BoxSetting, CountConfig, DriversConfig, FitConfig, FitStageConfig, GaussiansConfig,
     MaterialConfig, ReferenceConfig, RegionsConfig, SceneConfig, SimulationConfig, ViewConfig,
+    DRIVERS_PER_GAUSSIAN,
 };
 use super::error::SceneError;
 use super::fit_field::{resolve_field, FieldOf, FieldSetting};
@@ -746,11 +747,26 @@ fn resolve_drivers(
         DriverCount::Fraction(f) => ((f * n_sim as f64).round() as usize).max(1),
     }
     .min(n_points);
-    if d.k == 0 || d.k > count {
+    if d.k != DRIVERS_PER_GAUSSIAN {
         return Err(v.out_of_range(
             "drivers.k",
             d.k,
-            format!("must be in 1..={count} (the driver count)"),
+            format!(
+                "must be {DRIVERS_PER_GAUSSIAN}: each deformed Gaussian follows exactly its \
+                 {DRIVERS_PER_GAUSSIAN} nearest drivers (the deformation's kernels are built for \
+                 that k); fix: set `drivers.k = {DRIVERS_PER_GAUSSIAN}` or remove the line"
+            ),
+        ));
+    }
+    if d.k > count {
+        return Err(v.invalid(
+            "drivers.count",
+            format!(
+                "gives {count} driver(s), fewer than the {} nearest drivers each Gaussian \
+                 follows (`drivers.k`)",
+                d.k
+            ),
+            format!("set `drivers.count` to at least {}", d.k),
         ));
     }
     Ok(Drivers {
