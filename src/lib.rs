@@ -20,6 +20,7 @@ pub mod io;
 pub mod loss;
 pub mod memory;
 pub mod mpm;
+pub mod mpm_rules;
 pub mod output;
 #[cfg(feature = "reference")]
 pub mod reference;

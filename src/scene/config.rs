@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 
-use crate::mpm::WallMode;
+use crate::mpm_rules::WallMode;
 
 /// The whole file.
 #[derive(Clone, Debug, Deserialize)]

@@ -20,9 +20,9 @@ use super::sim_box::SimBox;
 use super::validate::{representable, Validator};
 use super::view::{resolve_view, View};
 use super::Gaussians;
-use crate::mpm::stability::{explicit_dt_bound, min_substeps_per_frame};
-use crate::mpm::voxel;
-use crate::mpm::{Collider, MpmConfig, WallMode};
+use crate::mpm_rules::stability::{explicit_dt_bound, min_substeps_per_frame};
+use crate::mpm_rules::voxel;
+use crate::mpm_rules::{Collider, MpmConfig, WallMode};
 
 /// Drivers per occupied grid cell of `drivers.count = "auto"` (the
 /// default): MPM wants several particles per cell (PhysDreamer's author:
@@ -91,13 +91,13 @@ pub struct Drivers {
     pub rule: DriverCount,
     /// Cells of the simulation grid the material occupies: those holding at
     /// least one simulated splat (anchored ones included), plus the interior
-    /// cells with `fill` ([`crate::mpm::voxel`]).
+    /// cells with `fill` ([`crate::mpm_rules::voxel`]).
     pub occupied_cells: usize,
     /// Interior cells filled with points (0 without `fill`).
     pub interior_cells: usize,
     /// Fill points (0 without `fill`): in every half-cell voxel of the
     /// interior cells and in the inner empty voxels of the surface cells, as
-    /// many per voxel as the splats have ([`crate::mpm::voxel::fill`]).
+    /// many per voxel as the splats have ([`crate::mpm_rules::voxel::fill`]).
     pub fill_points: usize,
     /// Fill closed objects before K-Means.
     pub fill: bool,
@@ -433,13 +433,13 @@ fn resolve_simulation(
     fps: f64,
     material: &Material,
 ) -> Result<SimulationNumbers, SceneError> {
-    if s.grid_res < crate::mpm::config::MIN_GRID_RES {
+    if s.grid_res < crate::mpm_rules::config::MIN_GRID_RES {
         return Err(v.out_of_range(
             "simulation.grid_res",
             s.grid_res,
             format!(
                 "must be ≥ {} (3 cells of wall margin on each side plus room for the object)",
-                crate::mpm::config::MIN_GRID_RES
+                crate::mpm_rules::config::MIN_GRID_RES
             ),
         ));
     }
