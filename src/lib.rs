@@ -18,7 +18,9 @@ pub mod gpu;
 pub mod interact;
 pub mod io;
 pub mod loss;
+pub mod memory;
 pub mod mpm;
+pub mod mpm_rules;
 pub mod output;
 #[cfg(feature = "reference")]
 pub mod reference;

@@ -20,8 +20,8 @@
 
 use std::process::Command;
 
-/// Host memory assumed where the platform's available memory is not read.
-pub const ASSUMED_HOST_BYTES: u64 = 8 << 30;
+use crate::memory::host::env_mib;
+pub use crate::memory::host::{host_available, parse_meminfo, ASSUMED_HOST_BYTES};
 
 /// Device memory assumed for a hardware adapter whose memory is not reported.
 pub const ASSUMED_DEVICE_BYTES: u64 = 4 << 30;
@@ -55,22 +55,6 @@ pub struct MachineMemory {
     pub device: Option<DeviceMemory>,
 }
 
-fn env_mib(name: &str) -> Option<u64> {
-    std::env::var(name)
-        .ok()?
-        .trim()
-        .parse::<u64>()
-        .ok()
-        .map(|m| m << 20)
-}
-
-/// `MemAvailable` of a `/proc/meminfo` text, in bytes.
-pub fn parse_meminfo(text: &str) -> Option<u64> {
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
-}
-
 /// Free bytes of the first GPU in `nvidia-smi --query-gpu=memory.total,
 /// memory.used --format=csv,noheader,nounits` output (MiB: total − used).
 pub fn parse_nvidia_smi(text: &str) -> Option<u64> {
@@ -79,24 +63,6 @@ pub fn parse_nvidia_smi(text: &str) -> Option<u64> {
     let total = fields.next()??;
     let used = fields.next()??;
     Some(total.saturating_sub(used) << 20)
-}
-
-/// The host's available memory and where the figure comes from.
-pub fn host_available() -> (u64, String) {
-    if let Some(bytes) = env_mib("PHYSFIT_HOST_MEMORY_MIB") {
-        return (bytes, "PHYSFIT_HOST_MEMORY_MIB".into());
-    }
-    match std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .as_deref()
-        .and_then(parse_meminfo)
-    {
-        Some(bytes) => (bytes, "MemAvailable of /proc/meminfo".into()),
-        None => (
-            ASSUMED_HOST_BYTES,
-            "assumed: this platform's available memory is not read".into(),
-        ),
-    }
 }
 
 /// PCI vendor id of NVIDIA.

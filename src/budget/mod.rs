@@ -21,4 +21,4 @@ pub mod refusal;
 
 pub use estimate::{estimate, MemoryEstimate, Part, PartKind, PlannedBuffer, Workload};
 pub use machine::{DeviceMemory, MachineMemory};
-pub use refusal::{refuse_fill_grid, MemoryError, MemoryKind};
+pub use refusal::{MemoryError, MemoryKind};

@@ -31,7 +31,7 @@ use physfit::splat::SplatBuffers;
 
 use physfit::io::shown::shown;
 
-use super::render::view_indices;
+use super::view_selection::view_indices;
 use physfit::io::owned::Owned;
 use physfit::scene::inputs::scene_inputs;
 

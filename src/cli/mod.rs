@@ -10,13 +10,16 @@ pub mod check_fit;
 pub mod fit;
 pub mod interrupt;
 pub mod memory_check;
+pub mod opaque_png;
 pub mod output;
 pub mod relative_path;
 pub mod render;
+pub mod render_args;
 pub mod render_motion;
 pub mod render_splats;
 pub mod simulate;
 pub mod synth;
+pub mod view_selection;
 
 use anyhow::{Context, Result};
 

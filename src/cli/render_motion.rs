@@ -43,7 +43,8 @@ use physfit::scene::inputs::scene_inputs;
 
 use super::interrupt::{nothing_kept, Interrupt};
 use super::output::open_output;
-use super::render::{resolve_views, ColorBy, RenderArgs};
+use super::render_args::{ColorBy, RenderArgs};
+use super::view_selection::resolve_views;
 use super::{parse_size, DEFAULT_FRAMES};
 use physfit::io::shown::shown;
 

@@ -23,8 +23,9 @@ use physfit::io::output_place::Input;
 use physfit::io::owned::Owned;
 
 use super::interrupt::{nothing_kept, Interrupt};
+use super::opaque_png::write_opaque_png;
 use super::output::open_output;
-use super::render::{write_opaque_png, RenderArgs};
+use super::render_args::RenderArgs;
 
 /// The files `pattern` names, sorted by file name (frame order). A pattern
 /// that matches no file is an error naming it.

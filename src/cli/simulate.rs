@@ -42,7 +42,7 @@ use physfit::scene::inputs::scene_inputs;
 
 use super::interrupt::{nothing_kept, Interrupt};
 use super::output::open_output;
-use super::render::resolve_views;
+use super::view_selection::resolve_views;
 use super::DEFAULT_FRAMES;
 
 /// Runs the subcommand; `velocity` is `--velocity VX,VY,VZ` as typed and
@@ -146,7 +146,7 @@ pub fn run(
             let frame = animation
                 .render(&ctx, camera)
                 .with_context(|| format!("rendering frame {k} from view '{name}'"))?;
-            super::render::write_opaque_png(&path, frame.width, frame.height, frame.pixels)?;
+            super::opaque_png::write_opaque_png(&path, frame.width, frame.height, frame.pixels)?;
         }
         bar.inc(1);
     }

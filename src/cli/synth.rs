@@ -29,9 +29,9 @@ use physfit::io::owned::Owned;
 use physfit::scene::inputs::scene_inputs;
 
 use super::interrupt::{nothing_kept, Interrupt};
+use super::opaque_png::write_opaque_png;
 use super::output::open_output;
 use super::relative_path::relative_to;
-use super::render::write_opaque_png;
 use physfit::io::shown::shown;
 
 /// Options of `physfit synth`.

@@ -71,8 +71,10 @@ use gaussian_motion::{GaussianMotion, GaussianMotionBuffers};
 use gaussian_motion_adjoint::{GaussianMotionAdjoint, GaussianMotionAdjointBuffers};
 use layout::{DeformUniforms, GaussianRecord};
 
-/// Drivers per deformed Gaussian (k of PhysDreamer's k nearest drivers).
-pub const DRIVERS_PER_GAUSSIAN: usize = 8;
+/// Drivers per deformed Gaussian (k of PhysDreamer's k nearest drivers):
+/// the scene loader's rule for `drivers.k`, defined there so that a scene
+/// the deformation cannot take is refused at load.
+pub use crate::scene::config::DRIVERS_PER_GAUSSIAN;
 
 /// Why a deformation cannot be built or recorded.
 #[derive(Debug, thiserror::Error)]

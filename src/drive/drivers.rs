@@ -168,7 +168,7 @@ impl DriverSet {
     /// moves costs nothing (its anchored Gaussians stay at rest anyway),
     /// while one held fixed would also pin the free half of its cluster and
     /// widen the anchored nodes, already thicker than PhysDreamer's rule
-    /// (src/mpm/config.rs). A cluster without points (only when there are
+    /// (src/mpm_rules/config.rs). A cluster without points (only when there are
     /// fewer distinct points than drivers) is free.
     pub fn build(
         source: &DriverSource,

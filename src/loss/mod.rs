@@ -70,6 +70,7 @@
 
 pub mod color_correction;
 pub mod error;
+pub mod frames_upload;
 pub mod reduce_terms;
 pub mod reference_frame;
 pub mod reference_mask;

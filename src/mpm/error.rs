@@ -7,7 +7,7 @@ use crate::gpu::GpuError;
 /// Why a simulation was refused or stopped.
 #[derive(Debug, Error)]
 pub enum MpmError {
-    /// The explicit time-step bound (src/mpm/stability.rs) is violated.
+    /// The explicit time-step bound (src/mpm_rules/stability.rs) is violated.
     #[error(
         "{substeps} substeps per frame are too few for Young's modulus up to {youngs_max:.3e} \
          (ν = {poisson}, ρ = {density}, grid_res = {grid_res}, {fps} fps): the explicit MPM step \

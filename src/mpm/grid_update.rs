@@ -1,4 +1,4 @@
-//! Grid update: momentum to velocity, gravity, damping, anchored nodes, colliders and walls (shaders/mpm/grid_update.wgsl, src/mpm/config.rs and src/mpm/collider.rs rules).
+//! Grid update: momentum to velocity, gravity, damping, anchored nodes, colliders and walls (shaders/mpm/grid_update.wgsl, src/mpm_rules/config.rs and src/mpm_rules/collider.rs rules).
 
 use crate::gpu::binding_table::named_buffers;
 use crate::gpu::{

@@ -27,17 +27,15 @@
 //! [`bind_group_cache`]) → [`rollout`] (frames forward) → [`backward`] (the
 //! checkpointed backward pass, on the caller's [`BackwardWork`]:
 //! [`backward_work`]).
-//! On the CPU: [`config`], [`stability`] (the explicit time-step bound) and
-//! [`voxel`] (the grid cells the material occupies, and the interior fill
-//! of closed objects).
+//! On the CPU, in [`crate::mpm_rules`] (re-exported here): [`config`],
+//! [`stability`] (the explicit time-step bound) and [`voxel`] (the grid
+//! cells the material occupies, and the interior fill of closed objects).
 
 pub mod add_assign;
 pub mod backward;
 pub mod backward_work;
 pub mod bind_group_cache;
 pub mod cell_scatter;
-pub mod collider;
-pub mod config;
 pub mod error;
 pub mod external_force;
 pub mod forcing;
@@ -54,13 +52,14 @@ pub mod p2g_adjoint;
 pub mod p2g_bin;
 pub mod rollout;
 pub mod simulator;
-pub mod stability;
 pub mod status;
 pub mod substep;
 pub mod substep_grid;
 pub mod uniforms;
-pub mod voxel;
 
+/// The CPU rules shared with the scene loader ([`crate::mpm_rules`]), under
+/// their old paths.
+pub use crate::mpm_rules::{collider, config, stability, voxel};
 pub use backward::{BackwardOptions, FrameGradient, GradientFlow, HostMpmGradients, MpmGradients};
 pub use backward_work::BackwardWork;
 pub use collider::{Collider, ColliderShape, ContactRule};

@@ -8,7 +8,7 @@ use super::config::ColliderConfig;
 use super::error::SceneError;
 use super::sim_box::SimBox;
 use super::validate::Validator;
-use crate::mpm::{Collider, ColliderShape, ContactRule};
+use crate::mpm_rules::{Collider, ColliderShape, ContactRule};
 
 /// `simulation.colliders[i]`, the field prefix of entry `i`.
 fn field(i: usize) -> String {

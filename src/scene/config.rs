@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 
-use crate::mpm::WallMode;
+use crate::mpm_rules::WallMode;
 
 /// The whole file.
 #[derive(Clone, Debug, Deserialize)]
@@ -296,6 +296,12 @@ pub struct RegionsConfig {
     pub anchored: Vec<RegionShapeConfig>,
 }
 
+/// Drivers per deformed Gaussian (k of PhysDreamer's k nearest drivers,
+/// alg. 1): fixed, because the deformation's kernels unroll their loops
+/// over it (docs/design.md § Drivers and the deformation of Gaussians), so
+/// `drivers.k` is refused at load unless it equals this.
+pub const DRIVERS_PER_GAUSSIAN: usize = 8;
+
 /// `[drivers]`: K-Means driving particles.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -305,7 +311,8 @@ pub struct DriversConfig {
     pub count: Option<CountConfig>,
     /// Drivers as a fraction of the simulated splats, in (0, 1].
     pub fraction: Option<f64>,
-    /// Nearest drivers per Gaussian.
+    /// Nearest drivers per Gaussian: [`DRIVERS_PER_GAUSSIAN`], the only
+    /// value the deformation takes.
     pub k: usize,
     /// K-Means seed.
     pub seed: u64,
@@ -318,7 +325,7 @@ impl Default for DriversConfig {
         DriversConfig {
             count: None,
             fraction: None,
-            k: 8,
+            k: DRIVERS_PER_GAUSSIAN,
             seed: 0,
             fill: false,
         }

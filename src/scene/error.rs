@@ -145,7 +145,7 @@ pub enum SceneError {
     },
     /// A setting asks for more memory than the machine has.
     #[error(transparent)]
-    Memory(#[from] Box<crate::budget::MemoryError>),
+    Memory(#[from] Box<crate::memory::MemoryError>),
     /// Any other invalid setting.
     #[error("{path}: `{field}`: {message}; fix: {fix}")]
     Invalid {

@@ -15,7 +15,6 @@
 use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
 
-use crate::gpu::{GpuBuffer, GpuContext, GpuError};
 use crate::io::png::{self, quantised, PngError};
 
 /// Why frames could not be listed, read or written.
@@ -283,21 +282,6 @@ pub fn load_frame(path: &Path, expected: Option<(u32, u32)>) -> Result<Frame, Fr
         height,
         pixels,
     })
-}
-
-/// Uploads frames (all the same size) back to back into one labelled
-/// storage buffer of `[f32; 4]` pixels: frame `k`'s pixel `(x, y)` is
-/// element `k·w·h + y·w + x`.
-pub fn upload_frames(
-    ctx: &GpuContext,
-    label: &str,
-    frames: &[Frame],
-) -> Result<GpuBuffer, GpuError> {
-    let mut all: Vec<[f32; 4]> = Vec::with_capacity(frames.iter().map(|f| f.pixels.len()).sum());
-    for f in frames {
-        all.extend_from_slice(&f.pixels);
-    }
-    ctx.storage_from_slice(label, &all)
 }
 
 fn check_count(path: &Path, width: u32, height: u32, found: usize) -> Result<(), FrameError> {

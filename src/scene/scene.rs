@@ -10,6 +10,7 @@ use super::collider::{check_start_outside, resolve_colliders, to_normalised};
 use super::config::{
     BoxSetting, CountConfig, DriversConfig, FitConfig, FitStageConfig, GaussiansConfig,
     MaterialConfig, ReferenceConfig, RegionsConfig, SceneConfig, SimulationConfig, ViewConfig,
+    DRIVERS_PER_GAUSSIAN,
 };
 use super::error::SceneError;
 use super::fit_field::{resolve_field, FieldOf, FieldSetting};
@@ -19,9 +20,9 @@ use super::sim_box::SimBox;
 use super::validate::{representable, Validator};
 use super::view::{resolve_view, View};
 use super::Gaussians;
-use crate::mpm::stability::{explicit_dt_bound, min_substeps_per_frame};
-use crate::mpm::voxel;
-use crate::mpm::{Collider, MpmConfig, WallMode};
+use crate::mpm_rules::stability::{explicit_dt_bound, min_substeps_per_frame};
+use crate::mpm_rules::voxel;
+use crate::mpm_rules::{Collider, MpmConfig, WallMode};
 
 /// Drivers per occupied grid cell of `drivers.count = "auto"` (the
 /// default): MPM wants several particles per cell (PhysDreamer's author:
@@ -90,13 +91,13 @@ pub struct Drivers {
     pub rule: DriverCount,
     /// Cells of the simulation grid the material occupies: those holding at
     /// least one simulated splat (anchored ones included), plus the interior
-    /// cells with `fill` ([`crate::mpm::voxel`]).
+    /// cells with `fill` ([`crate::mpm_rules::voxel`]).
     pub occupied_cells: usize,
     /// Interior cells filled with points (0 without `fill`).
     pub interior_cells: usize,
     /// Fill points (0 without `fill`): in every half-cell voxel of the
     /// interior cells and in the inner empty voxels of the surface cells, as
-    /// many per voxel as the splats have ([`crate::mpm::voxel::fill`]).
+    /// many per voxel as the splats have ([`crate::mpm_rules::voxel::fill`]).
     pub fill_points: usize,
     /// Fill closed objects before K-Means.
     pub fill: bool,
@@ -432,13 +433,13 @@ fn resolve_simulation(
     fps: f64,
     material: &Material,
 ) -> Result<SimulationNumbers, SceneError> {
-    if s.grid_res < crate::mpm::config::MIN_GRID_RES {
+    if s.grid_res < crate::mpm_rules::config::MIN_GRID_RES {
         return Err(v.out_of_range(
             "simulation.grid_res",
             s.grid_res,
             format!(
                 "must be ≥ {} (3 cells of wall margin on each side plus room for the object)",
-                crate::mpm::config::MIN_GRID_RES
+                crate::mpm_rules::config::MIN_GRID_RES
             ),
         ));
     }
@@ -702,7 +703,7 @@ fn resolve_drivers(
     let n_sim = normalised.len();
     let surface_cells = voxel::count_occupied(&normalised, grid_res);
     let (interior_cells, fill_points) = if d.fill {
-        crate::budget::refuse_fill_grid(v.path, grid_res)?;
+        crate::memory::refuse_fill_grid(v.path, grid_res, voxel::fill_host_bytes(grid_res))?;
         let fill = voxel::fill(&normalised, grid_res);
         (fill.interior_count, fill.points.len())
     } else {
@@ -746,11 +747,26 @@ fn resolve_drivers(
         DriverCount::Fraction(f) => ((f * n_sim as f64).round() as usize).max(1),
     }
     .min(n_points);
-    if d.k == 0 || d.k > count {
+    if d.k != DRIVERS_PER_GAUSSIAN {
         return Err(v.out_of_range(
             "drivers.k",
             d.k,
-            format!("must be in 1..={count} (the driver count)"),
+            format!(
+                "must be {DRIVERS_PER_GAUSSIAN}: each deformed Gaussian follows exactly its \
+                 {DRIVERS_PER_GAUSSIAN} nearest drivers (the deformation's kernels are built for \
+                 that k); fix: set `drivers.k = {DRIVERS_PER_GAUSSIAN}` or remove the line"
+            ),
+        ));
+    }
+    if d.k > count {
+        return Err(v.invalid(
+            "drivers.count",
+            format!(
+                "gives {count} driver(s), fewer than the {} nearest drivers each Gaussian \
+                 follows (`drivers.k`)",
+                d.k
+            ),
+            format!("set `drivers.count` to at least {}", d.k),
         ));
     }
     Ok(Drivers {

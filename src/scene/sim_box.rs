@@ -4,7 +4,7 @@
 //! scale, so lengths scale by `1/side`, velocities and accelerations too
 //! (time is unchanged).
 
-use crate::mpm::config::WALL_MARGIN_CELLS;
+use crate::mpm_rules::config::WALL_MARGIN_CELLS;
 
 /// The simulation cube in world units.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -15,6 +15,7 @@ use physfit::drive::kmeans::{
 use physfit::drive::{DriverSet, DriverSource};
 use physfit::mpm::config::occupied_volume;
 use physfit::mpm::voxel;
+use physfit::scene::config::DRIVERS_PER_GAUSSIAN;
 use physfit::scene::{DriverCount, Gaussians, Scene, SimBox};
 
 /// `n` points in a few anisotropic clumps inside [0.2, 0.8]³.
@@ -370,6 +371,32 @@ fn bad_driver_settings_are_refused_naming_the_field() {
         assert!(msg.contains("drivers"), "`{toml}`: {msg}");
         assert!(msg.contains("scene.toml"), "`{toml}`: {msg}");
     }
+}
+
+/// The deformation takes exactly 8 nearest drivers per Gaussian, so any
+/// other `drivers.k` is refused when the scene loads, naming the field and
+/// the value to set, not later inside a fit or a render.
+#[test]
+fn drivers_k_other_than_the_deformations_is_refused_at_load() {
+    let means = dense_block(6);
+    for k in [1, 4, 7, 9, 16] {
+        let (_d, s) = scene_with(&means, &format!("[drivers]\ncount = 40\nk = {k}"));
+        let msg = match s {
+            Ok(_) => panic!("`drivers.k = {k}` accepted"),
+            Err(e) => e.to_string(),
+        };
+        assert!(msg.contains("`drivers.k`"), "k = {k}: {msg}");
+        assert!(msg.contains("set `drivers.k = 8`"), "k = {k}: {msg}");
+    }
+    let (_d, s) = scene_with(&means, "[drivers]\ncount = 40\nk = 8");
+    assert_eq!(s.unwrap().drivers.k, DRIVERS_PER_GAUSSIAN);
+    let (_d, s) = scene_with(&means, "[drivers]\ncount = 5");
+    let msg = match s {
+        Ok(_) => panic!("5 drivers for k = 8 accepted"),
+        Err(e) => e.to_string(),
+    };
+    assert!(msg.contains("drivers.count"), "{msg}");
+    assert!(msg.contains("at least 8"), "{msg}");
 }
 
 #[test]

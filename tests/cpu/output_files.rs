@@ -19,7 +19,7 @@ use crate::common::scene_with;
 
 /// 5³ splats in the unit cube: the top layer (z = 1) static, the bottom
 /// layer (z = 0) anchored, the rest free; 12 drivers, 4 per splat.
-const REGIONS: &str = "[drivers]\ncount = 12\nk = 4\n\n[regions]\n\
+const REGIONS: &str = "[drivers]\ncount = 12\nk = 8\n\n[regions]\n\
     simulated = [{ min = [-0.1, -0.1, -0.1], max = [1.1, 1.1, 0.8] }]\n\
     anchored = [{ min = [-0.1, -0.1, -0.1], max = [1.1, 1.1, 0.1] }]";
 
@@ -425,8 +425,10 @@ fn fitted_ply_reloads_with_every_splat_and_its_material() {
     let g = f.drivers.followers.len() / 2;
     let s = f.drivers.followers[g] as usize;
     let near = f.drivers.neighbours_of(g);
-    assert_eq!(near.len(), 4);
-    let mean = |x: &dyn Fn(usize) -> f64| near.iter().map(|&d| x(d as usize)).sum::<f64>() / 4.0;
+    assert_eq!(near.len(), f.scene.drivers.k);
+    let mean = |x: &dyn Fn(usize) -> f64| {
+        near.iter().map(|&d| x(d as usize)).sum::<f64>() / near.len() as f64
+    };
     let log10 = mean(&|d| f.log10[d]);
     assert!(
         close(e[s], 10f64.powf(log10) * side * side),

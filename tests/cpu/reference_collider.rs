@@ -1,5 +1,5 @@
 //! The f64 twin's colliders (src/reference/mpm/collider.rs): the contact
-//! rules do what src/mpm/collider.rs says, their reverse mode matches
+//! rules do what src/mpm_rules/collider.rs says, their reverse mode matches
 //! central differences in every branch, and the twin's rollout gradients
 //! through a drop onto a friction plane and a slip box (∂L/∂E, ∂L/∂v0,
 //! ∂L/∂μ) match central differences of the twin itself.

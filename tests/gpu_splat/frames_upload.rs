@@ -3,7 +3,8 @@
 use std::path::Path;
 
 use crate::common;
-use physfit::scene::frames::{load_frame, upload_frames, write_png16};
+use physfit::loss::frames_upload::upload_frames;
+use physfit::scene::frames::{load_frame, write_png16};
 
 #[test]
 fn frames_upload_to_a_storage_buffer() {

@@ -1,5 +1,5 @@
 //! Colliders of the grid update in f64, and the reverse mode of their
-//! contact rules (the rules are fixed in src/mpm/collider.rs; the GPU's are
+//! contact rules (the rules are fixed in src/mpm_rules/collider.rs; the GPU's are
 //! shaders/mpm/collider.wgsl).
 //!
 //! Reverse of one rule at a node inside the collider, normal `n`, velocity

@@ -1,4 +1,4 @@
-//! Background grid of one substep and the grid update (src/mpm/config.rs,
+//! Background grid of one substep and the grid update (src/mpm_rules/config.rs,
 //! step 2): `v_i = mv_i/m_i`, `+ dt·gravity`, `·exp(−damping·dt)`, then
 //! anchored nodes, then the colliders ([`super::collider`]), then walls.
 //!
@@ -108,7 +108,7 @@ pub struct GridVelocity64 {
     pub before_colliders: Vec<Vec3>,
 }
 
-/// The grid update of src/mpm/config.rs step 2.
+/// The grid update of src/mpm_rules/config.rs step 2.
 pub fn grid_update(setup: &MpmSetup64, grid: &Grid64) -> GridVelocity64 {
     let config = &setup.config;
     let dt = config.dt();

@@ -4,7 +4,7 @@
 //! per kernel with the same stem (p2g ↔ p2g_adjoint, …).
 //!
 //! The per-substep rules (update order, damping, anchoring, walls) are those
-//! documented in src/mpm/config.rs. Matrices are row-major `[[f64; 3]; 3]`
+//! documented in src/mpm_rules/config.rs. Matrices are row-major `[[f64; 3]; 3]`
 //! (`f[p][i][j] = F_ij`). Grid nodes have global indices 0..=grid_res per
 //! axis (see [`grid`]); a particle whose stencil leaves them is a bug in
 //! the calling test and panics. R of the polar decomposition is the
@@ -113,7 +113,7 @@ impl MpmState64 {
 #[derive(Clone, Debug)]
 pub struct MpmSetup64 {
     pub config: MpmConfig,
-    /// `V_p`, the same for all particles (src/mpm/config.rs `particle_volume`).
+    /// `V_p`, the same for all particles (src/mpm_rules/config.rs `particle_volume`).
     pub particle_volume: f64,
     /// Anchored (frozen) particles.
     pub anchored: Vec<bool>,
@@ -137,7 +137,7 @@ impl MpmSetup64 {
     }
 }
 
-/// One substep: P2G → grid update → G2P (src/mpm/config.rs).
+/// One substep: P2G → grid update → G2P (src/mpm_rules/config.rs).
 pub fn substep(setup: &MpmSetup64, state: &MpmState64, youngs: &[f64]) -> MpmState64 {
     let grid = p2g::p2g(setup, state, youngs);
     let velocity = grid::grid_update(setup, &grid);

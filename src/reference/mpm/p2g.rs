@@ -29,7 +29,7 @@ pub fn affine_momentum(setup: &MpmSetup64, state: &MpmState64, youngs: f64, p: u
 
 /// Scatters all particles to a fresh grid. Anchored particles scatter like
 /// the others (mass, momentum and the stress of their frozen F) and mark
-/// the nodes they reach with `w > 0` as anchored (src/mpm/config.rs).
+/// the nodes they reach with `w > 0` as anchored (src/mpm_rules/config.rs).
 pub fn p2g(setup: &MpmSetup64, state: &MpmState64, youngs: &[f64]) -> Grid64 {
     setup.check(state, youngs);
     let config = &setup.config;

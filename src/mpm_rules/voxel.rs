@@ -24,7 +24,7 @@
 //! (`crate::drive`) sample the fill points K-Means runs over.
 
 /// Half-cell voxels per cell along each axis: the fill works on the voxels
-/// of the volume rule ([`crate::mpm::config::occupied_volume`]), 2³ = 8 per
+/// of the volume rule ([`super::config::occupied_volume`]), 2³ = 8 per
 /// cell.
 pub const VOXELS_PER_AXIS: u32 = 2;
 
@@ -189,7 +189,7 @@ fn voxel_offsets(n: usize) -> Vec<[f64; 3]> {
 /// densities 2–4% (tests/gpu_mpm/fill.rs; its hollow shell: 64–67%).
 ///
 /// Every filled voxel counts in the volume rule
-/// ([`crate::mpm::config::occupied_volume`]), so the filled object counts
+/// ([`super::config::occupied_volume`]), so the filled object counts
 /// as solid. Deterministic: no randomness, so the drivers of a scene depend
 /// only on its seed. Nothing is filled for an open shell.
 pub fn fill(points: &[[f32; 3]], grid_res: u32) -> Fill {
