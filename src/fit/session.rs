@@ -15,8 +15,10 @@
 //!    the fit's drivers ([`TruthCheck`]);
 //! 4. [`FitSession::run`] runs the stages, writing a checkpoint every
 //!    `fit.checkpoint_every` iterations, at every stage end and when the
-//!    caller stops it;
-//! 5. [`FitSession::write_outputs`] writes the outputs ([`super::outputs`]).
+//!    caller stops it (the only file it writes), and returns the fit's
+//!    result in memory ([`FitResult`]);
+//! 5. [`FitSession::write_outputs`], when the caller wants files, writes
+//!    the outputs ([`super::outputs`]).
 //!
 //! The output directory is opened in step 1 through the one writer
 //! discipline of every command ([`crate::io::output_dir`], with the fit's
@@ -45,6 +47,7 @@ use super::params::VelocityField;
 use super::plan::{plan_stages, StageChoice, StagePlan};
 use super::preflight::{preflight, FitInputs};
 use super::problem::FitProblem;
+use super::result::FitResult;
 use super::session_error::SessionError;
 use super::session_observer::{save_checkpoint, SessionObserver};
 use super::stages::{run_fit, FitEnd};
@@ -147,12 +150,13 @@ impl PreparedFit {
 }
 
 /// How [`FitSession::run`] ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum RunEnd {
-    /// Every stage ran.
-    Finished,
+    /// Every stage ran: the fit's result, in memory. The outputs are not
+    /// written yet ([`FitSession::write_outputs`], the caller's step 5).
+    Finished(FitResult),
     /// The caller stopped it ([`FitSession::set_stop`] or
-    /// [`Control::Stop`]).
+    /// [`Control::Stop`](super::Control::Stop)).
     Stopped {
         /// A checkpoint holds the state: false only when the fit was
         /// stopped before its first iteration, with nothing to keep.
@@ -516,8 +520,21 @@ impl FitSession {
                 }
                 RunEnd::Stopped { checkpointed }
             }
-            FitEnd::Finished(_) => RunEnd::Finished,
+            FitEnd::Finished(_) => RunEnd::Finished(self.result()?),
         })
+    }
+
+    /// The fit's result at its current state (after [`FitSession::run`]
+    /// finished: the fitted values), in memory.
+    pub fn result(&self) -> Result<FitResult, SessionError> {
+        FitResult::of(
+            &self.plan,
+            &self.state,
+            &self.stage_seconds,
+            (self.problem.youngs_map(), self.problem.velocity_map()),
+            &self.drivers,
+            self.truth.as_ref(),
+        )
     }
 
     /// Step 5 (module doc); `progress` is called after each compare frame
