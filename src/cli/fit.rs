@@ -6,10 +6,7 @@
 //! SIGINT and SIGTERM into a stop ([`super::interrupt`]: a checkpoint, then exit status 130 or 143) and adds the
 //! flags to use to the session's refusals.
 
-use std::path::PathBuf;
-
 use anyhow::{Context, Result};
-use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use physfit::fit::output_plan::{COMPARE_DIR, OUTPUT_FILES};
@@ -20,61 +17,10 @@ use physfit::io::shown::shown;
 use physfit::scene::Scene;
 use physfit::stop::StopCause;
 
-use super::fit_flags::{check_flags, resume_command, with_flag_advice};
+pub use super::fit_args::FitArgs;
+use super::fit_args::{check_flags, resume_command, with_flag_advice};
 use super::fit_phase::{install_interrupt, Phase};
 use super::fit_progress::CliProgress;
-
-/// `--stage`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum StageArg {
-    /// Stage 1 only: the initial velocity, E frozen at `material.youngs_modulus`.
-    Velocity,
-    /// Stage 2 only: log10 E, with the velocity of an earlier fit (`--velocity-from`).
-    Stiffness,
-    /// Both, `fit.rounds` times.
-    Both,
-}
-
-impl From<StageArg> for StageChoice {
-    fn from(s: StageArg) -> Self {
-        match s {
-            StageArg::Velocity => StageChoice::Velocity,
-            StageArg::Stiffness => StageChoice::Stiffness,
-            StageArg::Both => StageChoice::Both,
-        }
-    }
-}
-
-/// Options of `physfit fit`.
-#[derive(Args, Debug)]
-pub struct FitArgs {
-    /// The scene description (with reference frames in at least one view).
-    pub scene: PathBuf,
-    /// Output directory (default: the scene's `output.directory`).
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    /// Which stages to run.
-    #[arg(long, value_enum, default_value_t = StageArg::Both)]
-    pub stage: StageArg,
-    /// With `--stage stiffness` (refused otherwise): the drivers.safetensors
-    /// of an earlier fit whose velocity to hold (default: the output
-    /// directory's).
-    #[arg(long)]
-    pub velocity_from: Option<PathBuf>,
-    /// Continue the fit checkpointed in the output directory (iterations may be raised).
-    #[arg(long, conflicts_with = "force")]
-    pub resume: bool,
-    /// Replace an earlier fit in the output directory.
-    #[arg(long)]
-    pub force: bool,
-    /// A twin experiment's truth file (docs/truth.md): report how well the fit recovers it
-    /// (default: the `truth.toml` that `physfit synth` left beside the frames, if any).
-    #[arg(long)]
-    pub truth: Option<PathBuf>,
-    /// Print nothing but errors.
-    #[arg(long)]
-    pub quiet: bool,
-}
 
 /// How `physfit fit` ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

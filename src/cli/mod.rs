@@ -8,7 +8,7 @@ pub mod bench_summary;
 pub mod check;
 pub mod check_fit;
 pub mod fit;
-mod fit_flags;
+mod fit_args;
 mod fit_phase;
 mod fit_progress;
 pub mod interrupt;

@@ -48,6 +48,7 @@ pub mod scan_state;
 pub mod session;
 pub mod session_error;
 mod session_observer;
+pub mod session_options;
 pub mod stages;
 pub mod state;
 pub mod summary;

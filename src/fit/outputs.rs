@@ -17,12 +17,11 @@ use super::camera_check::CameraCheck;
 use super::checkpoint::FitFingerprint;
 use super::evaluation::{LossReport, Selection};
 use super::output_plan::COMPARE_DIR;
-use super::params::ParamMap;
 use super::plan::StagePlan;
 use super::preflight::FitInputs;
 use super::problem::FitProblem;
 use super::record::mean_quality;
-use super::result::{stage_summaries, youngs_parameters};
+use super::result::{per_driver, stage_summaries, youngs_parameters};
 use super::session_error::SessionError;
 use super::state::FitState;
 use super::summary::{
@@ -39,18 +38,6 @@ use crate::output::FittedDrivers;
 use crate::report::loss_plot::LOSS_PLOT_SIZE;
 use crate::report::{loss_plot, rgb8, triptych, LossCurve, LossPoint};
 use crate::scene::Scene;
-
-/// Per-driver `log10 E` and velocity (3 per driver) of `state`.
-pub fn per_driver(
-    youngs: &ParamMap,
-    velocity: &ParamMap,
-    state: &FitState,
-) -> Result<(Vec<f64>, Vec<f64>), SessionError> {
-    Ok((
-        youngs.apply(&state.log10_youngs)?,
-        velocity.apply(&state.velocity)?,
-    ))
-}
 
 /// `loss.png`: one curve per stage run.
 fn loss_curves(plan: &[StagePlan], state: &FitState) -> Vec<LossCurve> {

@@ -9,7 +9,6 @@
 //! units (the box mapped to [0,1]³, as scene.toml's material values) and
 //! world units (E_normalised · box_side², [`youngs_world`]).
 
-use super::outputs::per_driver;
 use super::params::ParamMap;
 use super::plan::StagePlan;
 use super::record::IterationRecord;
@@ -101,6 +100,18 @@ impl FitResult {
     pub fn last_loss(&self) -> Option<f64> {
         self.records.last().map(|r| r.loss)
     }
+}
+
+/// Per-driver `log10 E` and velocity (3 per driver) of `state`.
+pub fn per_driver(
+    youngs: &ParamMap,
+    velocity: &ParamMap,
+    state: &FitState,
+) -> Result<(Vec<f64>, Vec<f64>), SessionError> {
+    Ok((
+        youngs.apply(&state.log10_youngs)?,
+        velocity.apply(&state.velocity)?,
+    ))
 }
 
 /// The `log10 E` parameters `log10` (normalised units) in both units, for

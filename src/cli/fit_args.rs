@@ -1,15 +1,67 @@
-//! The flags of `physfit fit` as advice: the flags that fix a session's
-//! refusal, the command that resumes a stopped run, and the flags refused
-//! because they would be ignored.
+//! The flags of `physfit fit`: their definitions, the flags refused
+//! because they would be ignored, the flags that fix a session's refusal,
+//! and the command that resumes a stopped run.
+
+use std::path::PathBuf;
 
 use anyhow::Result;
-use clap::ValueEnum;
+use clap::{Args, ValueEnum};
 
 use physfit::fit::checkpoint::CheckpointError;
-use physfit::fit::SessionError;
+use physfit::fit::{SessionError, StageChoice};
 use physfit::io::shown::shown;
 
-use super::fit::{FitArgs, StageArg};
+/// `--stage`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum StageArg {
+    /// Stage 1 only: the initial velocity, E frozen at `material.youngs_modulus`.
+    Velocity,
+    /// Stage 2 only: log10 E, with the velocity of an earlier fit (`--velocity-from`).
+    Stiffness,
+    /// Both, `fit.rounds` times.
+    Both,
+}
+
+impl From<StageArg> for StageChoice {
+    fn from(s: StageArg) -> Self {
+        match s {
+            StageArg::Velocity => StageChoice::Velocity,
+            StageArg::Stiffness => StageChoice::Stiffness,
+            StageArg::Both => StageChoice::Both,
+        }
+    }
+}
+
+/// Options of `physfit fit`.
+#[derive(Args, Debug)]
+pub struct FitArgs {
+    /// The scene description (with reference frames in at least one view).
+    pub scene: PathBuf,
+    /// Output directory (default: the scene's `output.directory`).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Which stages to run.
+    #[arg(long, value_enum, default_value_t = StageArg::Both)]
+    pub stage: StageArg,
+    /// With `--stage stiffness` (refused otherwise): the drivers.safetensors
+    /// of an earlier fit whose velocity to hold (default: the output
+    /// directory's).
+    #[arg(long)]
+    pub velocity_from: Option<PathBuf>,
+    /// Continue the fit checkpointed in the output directory (iterations may be raised).
+    #[arg(long, conflicts_with = "force")]
+    pub resume: bool,
+    /// Replace an earlier fit in the output directory.
+    #[arg(long)]
+    pub force: bool,
+    /// A twin experiment's truth file (docs/truth.md): report how well the fit recovers it
+    /// (default: the `truth.toml` that `physfit synth` left beside the frames, if any).
+    #[arg(long)]
+    pub truth: Option<PathBuf>,
+    /// Print nothing but errors.
+    #[arg(long)]
+    pub quiet: bool,
+}
 
 /// The session's refusal with the flags that fix it.
 pub(super) fn with_flag_advice(error: SessionError, args: &FitArgs) -> anyhow::Error {
