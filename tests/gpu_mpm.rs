@@ -31,6 +31,8 @@ mod fill;
 mod fit_cli;
 #[path = "gpu_mpm/fit_color_correction.rs"]
 mod fit_color_correction;
+#[path = "gpu_mpm/fit_example.rs"]
+mod fit_example;
 #[path = "gpu_mpm/fit_loop.rs"]
 mod fit_loop;
 #[path = "gpu_mpm/fit_masks.rs"]

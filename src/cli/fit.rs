@@ -6,78 +6,21 @@
 //! SIGINT and SIGTERM into a stop ([`super::interrupt`]: a checkpoint, then exit status 130 or 143) and adds the
 //! flags to use to the session's refusals.
 
-use std::path::PathBuf;
-
 use anyhow::{Context, Result};
-use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use physfit::fit::checkpoint::CheckpointError;
-use physfit::fit::record::mean_quality;
+use physfit::fit::output_plan::{COMPARE_DIR, OUTPUT_FILES};
 use physfit::fit::session::{RunEnd, TruthSource, CHECKPOINT_FILE};
-use physfit::fit::stages::ROUND_TOLERANCE;
-use physfit::fit::{
-    Control, EarlierFit, FinishedStage, FitObserver, FitSession, FitState, SessionError,
-    SessionOptions, StageChoice, StagePlan,
-};
-use physfit::stop::StopCause;
-
-use super::interrupt::Interrupt;
+use physfit::fit::{EarlierFit, FitSession, SessionError, SessionOptions, StageChoice};
 use physfit::gpu::{GpuContext, GpuOptions};
 use physfit::io::shown::shown;
 use physfit::scene::Scene;
+use physfit::stop::StopCause;
 
-/// `--stage`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum StageArg {
-    /// Stage 1 only: the initial velocity, E frozen at `material.youngs_modulus`.
-    Velocity,
-    /// Stage 2 only: log10 E, with the velocity of an earlier fit (`--velocity-from`).
-    Stiffness,
-    /// Both, `fit.rounds` times.
-    Both,
-}
-
-impl From<StageArg> for StageChoice {
-    fn from(s: StageArg) -> Self {
-        match s {
-            StageArg::Velocity => StageChoice::Velocity,
-            StageArg::Stiffness => StageChoice::Stiffness,
-            StageArg::Both => StageChoice::Both,
-        }
-    }
-}
-
-/// Options of `physfit fit`.
-#[derive(Args, Debug)]
-pub struct FitArgs {
-    /// The scene description (with reference frames in at least one view).
-    pub scene: PathBuf,
-    /// Output directory (default: the scene's `output.directory`).
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    /// Which stages to run.
-    #[arg(long, value_enum, default_value_t = StageArg::Both)]
-    pub stage: StageArg,
-    /// With `--stage stiffness` (refused otherwise): the drivers.safetensors
-    /// of an earlier fit whose velocity to hold (default: the output
-    /// directory's).
-    #[arg(long)]
-    pub velocity_from: Option<PathBuf>,
-    /// Continue the fit checkpointed in the output directory (iterations may be raised).
-    #[arg(long, conflicts_with = "force")]
-    pub resume: bool,
-    /// Replace an earlier fit in the output directory.
-    #[arg(long)]
-    pub force: bool,
-    /// A twin experiment's truth file (docs/truth.md): report how well the fit recovers it
-    /// (default: the `truth.toml` that `physfit synth` left beside the frames, if any).
-    #[arg(long)]
-    pub truth: Option<PathBuf>,
-    /// Print nothing but errors.
-    #[arg(long)]
-    pub quiet: bool,
-}
+pub use super::fit_args::FitArgs;
+use super::fit_args::{check_flags, resume_command, with_flag_advice};
+use super::fit_phase::{install_interrupt, Phase};
+use super::fit_progress::CliProgress;
 
 /// How `physfit fit` ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -87,238 +30,6 @@ pub enum FitOutcome {
     /// SIGINT or SIGTERM: stopped at a safe point, the checkpoint kept;
     /// exit with the cause's status (130 or 143).
     Interrupted(StopCause),
-}
-
-/// Progress bars and Ctrl-C.
-struct CliProgress {
-    quiet: bool,
-    bar: ProgressBar,
-    interrupt: Interrupt,
-    /// The stage running, for the interruption message.
-    phase: Phase,
-}
-
-impl FitObserver for CliProgress {
-    fn stage_started(&mut self, plan: &StagePlan, state: &FitState) {
-        self.phase = Phase::of_stage(plan.kind);
-        self.interrupt.enter(self.phase.name());
-        self.bar = if self.quiet {
-            ProgressBar::hidden()
-        } else {
-            ProgressBar::new(u64::from(plan.settings.iterations))
-        };
-        self.bar.set_style(
-            ProgressStyle::with_template(
-                "{prefix:>18} {bar:30} {pos}/{len} {msg} [{per_sec}, {elapsed}, eta {eta}]",
-            )
-            .expect("valid template"),
-        );
-        self.bar.set_prefix(plan.label());
-        self.bar.set_position(u64::from(state.iteration));
-        self.bar.set_message(format!(
-            "(frames {} × {} views)",
-            frame_span(&plan.selection.frames),
-            plan.selection.views.len()
-        ));
-    }
-
-    fn iteration_done(&mut self, _plan: &StagePlan, state: &FitState) -> Control {
-        if let Some(r) = state.records.last() {
-            self.bar.set_message(format!(
-                "loss {:.4e} PSNR {:.2} dB{}",
-                r.loss,
-                r.psnr,
-                if r.rejected > 0 {
-                    format!(" ({} halvings)", r.rejected)
-                } else {
-                    String::new()
-                }
-            ));
-        }
-        self.bar.set_position(u64::from(state.iteration));
-        if self.interrupt.raised() {
-            Control::Stop
-        } else {
-            Control::Continue
-        }
-    }
-
-    fn stage_finished(&mut self, plan: &StagePlan, _: &FitState, finished: &FinishedStage<'_>) {
-        self.bar.finish_and_clear();
-        if self.quiet {
-            return;
-        }
-        let (psnr, _) = mean_quality(finished.final_loss);
-        let how = if plan.kind == physfit::fit::StageKind::Scan {
-            "candidates".to_string()
-        } else if finished.converged {
-            format!("iterations (converged; cap {})", plan.settings.iterations)
-        } else {
-            "iterations (its cap)".to_string()
-        };
-        eprintln!(
-            "{}: {} {how} in {:.0} s, final loss {:.4e}, PSNR {:.2} dB",
-            plan.label(),
-            finished.iterations,
-            finished.seconds,
-            finished.final_loss.loss,
-            psnr
-        );
-        if !finished.converged {
-            eprintln!(
-                "WARNING: {} stopped at its cap while the loss still fell; raise `fit.{}.iterations` to let it converge",
-                plan.label(),
-                plan.kind.name()
-            );
-        }
-        if finished.rounds_converged {
-            eprintln!(
-                "{}: the round gained less than {:.0}% over the previous one; the fit has converged",
-                plan.label(),
-                100.0 * ROUND_TOLERANCE
-            );
-        }
-        if let Some(r) = &finished.recovery {
-            eprintln!("{}: recovery: {}", plan.label(), r.summary());
-        }
-    }
-}
-
-/// Frame indices as a span, `1–3` (a stage fits consecutive frames from
-/// 1), or a list when they are not consecutive.
-fn frame_span(frames: &[usize]) -> String {
-    match frames {
-        [] => "none".to_string(),
-        [one] => one.to_string(),
-        [first, .., last] if last - first + 1 == frames.len() => format!("{first}–{last}"),
-        _ => format!("{frames:?}"),
-    }
-}
-
-/// The session's refusal with the flags that fix it.
-fn with_flag_advice(error: SessionError, args: &FitArgs) -> anyhow::Error {
-    let advice = match &error {
-        SessionError::EarlierFit { .. } => Some(
-            "fix: --resume to continue it, --force to replace those files (nothing else in it is \
-             touched), or --out another directory",
-        ),
-        SessionError::NoCheckpoint { .. } => Some("fix: run without --resume"),
-        SessionError::Checkpoint(CheckpointError::Format { .. }) => {
-            Some("fix: run without --resume, with --force to start over")
-        }
-        SessionError::Checkpoint(CheckpointError::Mismatch { .. }) => {
-            Some("fix: restore them, or start over with --force")
-        }
-        SessionError::HeldVelocity { .. } if args.velocity_from.is_none() => Some(
-            "(--stage stiffness holds the velocity of the output directory's earlier fit; \
-             give another with --velocity-from, or run --stage velocity first)",
-        ),
-        _ => None,
-    };
-    match advice {
-        Some(a) => anyhow::anyhow!("{error}; {a}"),
-        None => anyhow::Error::new(error),
-    }
-}
-
-/// The phases of `physfit fit`, as the interruption hook
-/// ([`super::interrupt::INTERRUPT_HOOK`]) names them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Phase {
-    Prepare,
-    CameraCheck,
-    TruthCheck,
-    Scan,
-    Velocity,
-    Stiffness,
-    Outputs,
-}
-
-impl Phase {
-    const ALL: [Phase; 7] = [
-        Phase::Prepare,
-        Phase::CameraCheck,
-        Phase::TruthCheck,
-        Phase::Scan,
-        Phase::Velocity,
-        Phase::Stiffness,
-        Phase::Outputs,
-    ];
-
-    fn name(self) -> &'static str {
-        match self {
-            Phase::Prepare => "prepare",
-            Phase::CameraCheck => "camera-check",
-            Phase::TruthCheck => "truth-check",
-            Phase::Scan => "scan",
-            Phase::Velocity => "velocity",
-            Phase::Stiffness => "stiffness",
-            Phase::Outputs => "outputs",
-        }
-    }
-
-    /// What the interruption message says the fit was doing.
-    fn doing(self) -> &'static str {
-        match self {
-            Phase::Prepare => "while preparing the fit",
-            Phase::CameraCheck => "during the camera check",
-            Phase::TruthCheck => "during the truth check",
-            Phase::Scan => "during the scan",
-            Phase::Velocity => "during the velocity stage",
-            Phase::Stiffness => "during the stiffness stage",
-            Phase::Outputs => "while writing the outputs",
-        }
-    }
-
-    fn of_stage(kind: physfit::fit::StageKind) -> Self {
-        match kind {
-            physfit::fit::StageKind::Scan => Phase::Scan,
-            physfit::fit::StageKind::Velocity => Phase::Velocity,
-            physfit::fit::StageKind::Stiffness => Phase::Stiffness,
-        }
-    }
-}
-
-/// SIGINT/SIGTERM and the hook, with the fit's phase names.
-fn install_interrupt() -> Result<Interrupt> {
-    let names: Vec<&str> = Phase::ALL.iter().map(|p| p.name()).collect();
-    Interrupt::install(&names, &[Phase::TruthCheck.name()])
-}
-
-/// How a `--resume` of this run reads.
-fn resume_command(args: &FitArgs) -> String {
-    let mut command = format!("physfit fit {} --resume", shown(&args.scene));
-    if let Some(o) = &args.out {
-        command.push_str(&format!(" --out {}", shown(o)));
-    }
-    if args.stage != StageArg::Both {
-        command.push_str(&format!(
-            " --stage {}",
-            args.stage
-                .to_possible_value()
-                .expect("no skipped value")
-                .get_name()
-        ));
-    }
-    if let Some(v) = &args.velocity_from {
-        command.push_str(&format!(" --velocity-from {}", shown(v)));
-    }
-    if let Some(t) = &args.truth {
-        command.push_str(&format!(" --truth {}", shown(t)));
-    }
-    command
-}
-
-/// The flags that would be ignored: refused, naming when they apply.
-fn check_flags(args: &FitArgs) -> Result<()> {
-    if args.velocity_from.is_some() && args.stage != StageArg::Stiffness {
-        anyhow::bail!(
-            "--velocity-from applies only with --stage stiffness (the velocity a stiffness-only \
-             fit holds; the velocity stage fits its own); fix: add --stage stiffness, or drop \
-             --velocity-from"
-        );
-    }
-    Ok(())
 }
 
 /// Runs `physfit fit`.
@@ -505,8 +216,8 @@ pub fn run(args: &FitArgs) -> Result<FitOutcome> {
         if let Some(r) = &summary.recovery {
             eprintln!("recovery of the truth: {}", r.summary());
         }
-        if let Some(t) = &summary.truth_loss {
-            let verdict = if f.loss <= t.loss {
+        if let (Some(t), Some(reached)) = (&summary.truth_loss, summary.reached_the_truths_loss()) {
+            let verdict = if reached {
                 "at or below it: the optimiser did its job"
             } else {
                 "above it: the optimiser stopped short of the truth"
@@ -516,9 +227,7 @@ pub fn run(args: &FitArgs) -> Result<FitOutcome> {
                 t.loss, t.mean_psnr, f.loss
             );
         }
-        eprintln!(
-            "wrote fitted.ply, drivers.safetensors, fit.json, loss.jsonl, loss.png, stiffness.png, compare/"
-        );
+        eprintln!("wrote {}, {COMPARE_DIR}/", OUTPUT_FILES.join(", "));
         eprintln!("output {}", shown(session.out()));
     }
     if interrupt.raised() {

@@ -18,8 +18,9 @@
 //!   region assignment ([`field_setting`]);
 //! - the fit from a scene to its outputs as a library session
 //!   ([`session`]: preflight, [`camera_check`], [`truth_check`], the
-//!   stages with checkpoints, [`outputs`] with the typed `fit.json`,
-//!   [`summary`]), which `physfit fit` only prints around;
+//!   stages with checkpoints, the result in memory ([`result`]),
+//!   [`outputs`] with the typed `fit.json`, [`summary`]), which
+//!   `physfit fit` only prints around;
 //! - the errors, [`FitError`] ([`mod@error`]) and [`SessionError`].
 
 pub mod camera_check;
@@ -27,6 +28,7 @@ pub mod checkpoint;
 pub mod error;
 pub mod evaluation;
 pub mod field_setting;
+mod held_velocity;
 pub mod objective;
 pub mod observer;
 pub mod options;
@@ -40,10 +42,13 @@ pub mod problem;
 pub mod profile;
 pub mod record;
 pub mod recovery;
+pub mod result;
 pub mod scan;
 pub mod scan_state;
 pub mod session;
 pub mod session_error;
+mod session_observer;
+pub mod session_options;
 pub mod stages;
 pub mod state;
 pub mod summary;
@@ -61,7 +66,8 @@ pub use plan::{plan_stages, StageChoice, StageKind, StagePlan};
 pub use problem::FitProblem;
 pub use profile::FitTimings;
 pub use record::IterationRecord;
-pub use session::{EarlierFit, FitSession, SessionOptions};
+pub use result::{DriverValues, FitResult};
+pub use session::{EarlierFit, FitSession, RunEnd, SessionOptions};
 pub use session_error::SessionError;
 pub use stages::{run_fit, FitEnd};
 pub use state::FitState;

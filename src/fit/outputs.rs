@@ -17,16 +17,15 @@ use super::camera_check::CameraCheck;
 use super::checkpoint::FitFingerprint;
 use super::evaluation::{LossReport, Selection};
 use super::output_plan::COMPARE_DIR;
-use super::params::ParamMap;
 use super::plan::StagePlan;
 use super::preflight::FitInputs;
 use super::problem::FitProblem;
 use super::record::mean_quality;
+use super::result::{per_driver, stage_summaries, youngs_parameters};
 use super::session_error::SessionError;
 use super::state::FitState;
 use super::summary::{
-    Adapter, FinalLoss, FitSummary, FrameQuality, Settings, StageSummary, Units, YoungsParameter,
-    SUMMARY_FORMAT, SUMMARY_VERSION,
+    Adapter, FinalLoss, FitSummary, FrameQuality, Settings, Units, SUMMARY_FORMAT, SUMMARY_VERSION,
 };
 use super::truth_check::TruthCheck;
 use crate::forward::SceneRenderer;
@@ -35,22 +34,10 @@ use crate::io::atomic_write::write_atomic;
 use crate::io::png::write_png;
 use crate::output::fitted_ply::{write_fitted_ply, SplatMaterial};
 use crate::output::stiffness::{stiffness_range_world, StiffnessColouring};
-use crate::output::{youngs_world, FittedDrivers};
+use crate::output::FittedDrivers;
 use crate::report::loss_plot::LOSS_PLOT_SIZE;
 use crate::report::{loss_plot, rgb8, triptych, LossCurve, LossPoint};
 use crate::scene::Scene;
-
-/// Per-driver `log10 E` and velocity (3 per driver) of `state`.
-pub fn per_driver(
-    youngs: &ParamMap,
-    velocity: &ParamMap,
-    state: &FitState,
-) -> Result<(Vec<f64>, Vec<f64>), SessionError> {
-    Ok((
-        youngs.apply(&state.log10_youngs)?,
-        velocity.apply(&state.velocity)?,
-    ))
-}
 
 /// `loss.png`: one curve per stage run.
 fn loss_curves(plan: &[StagePlan], state: &FitState) -> Vec<LossCurve> {
@@ -265,34 +252,9 @@ pub fn write_outputs(
             software: ctx.is_software(),
         },
         camera_check: fit.camera_check.to_vec(),
-        stages: fit
-            .plan
-            .iter()
-            .enumerate()
-            .map(|(i, p)| StageSummary {
-                round: p.round,
-                stage: p.kind.name().into(),
-                iterations: p.settings.iterations,
-                learning_rate: p.settings.learning_rate,
-                frames: p.selection.frames.clone(),
-                seconds: fit.stage_seconds.get(i).copied().unwrap_or(0.0),
-                iterations_run: state
-                    .records
-                    .iter()
-                    .filter(|r| r.round == p.round && r.stage == p.kind)
-                    .count() as u32,
-                converged: state.converged.get(i).copied().unwrap_or(false),
-            })
-            .collect(),
+        stages: stage_summaries(fit.plan, state, fit.stage_seconds),
         final_loss: final_loss(scene, &report),
-        youngs_parameters: state
-            .log10_youngs
-            .iter()
-            .map(|&l| YoungsParameter {
-                log10_normalised: l,
-                world: youngs_world(10f64.powf(l), side),
-            })
-            .collect(),
+        youngs_parameters: youngs_parameters(&state.log10_youngs, side),
         velocity_parameters: state.velocity.clone(),
         recovery: fit.truth.map(|t| t.recovery(&drivers, &log10, &velocity)),
         truth_loss,

@@ -15,8 +15,10 @@
 //!    the fit's drivers ([`TruthCheck`]);
 //! 4. [`FitSession::run`] runs the stages, writing a checkpoint every
 //!    `fit.checkpoint_every` iterations, at every stage end and when the
-//!    caller stops it;
-//! 5. [`FitSession::write_outputs`] writes the outputs ([`super::outputs`]).
+//!    caller stops it (the only file it writes), and returns the fit's
+//!    result in memory ([`FitResult`]);
+//! 5. [`FitSession::write_outputs`], when the caller wants files, writes
+//!    the outputs ([`super::outputs`]).
 //!
 //! The output directory is opened in step 1 through the one writer
 //! discipline of every command ([`crate::io::output_dir`], with the fit's
@@ -36,15 +38,18 @@ use std::path::{Path, PathBuf};
 use super::camera_check::{camera_check, CameraCheck};
 use super::checkpoint::{Checkpoint, FitFingerprint};
 use super::evaluation::Parameters;
-use super::observer::{Control, FinishedStage, FitObserver};
+use super::held_velocity::held_velocity;
+use super::observer::FitObserver;
 use super::options::FitProblemOptions;
 use super::output_plan::fit_output_plan;
-use super::outputs::{per_driver, write_outputs, FinishedFit};
+use super::outputs::{write_outputs, FinishedFit};
 use super::params::VelocityField;
 use super::plan::{plan_stages, StageChoice, StagePlan};
 use super::preflight::{preflight, FitInputs};
 use super::problem::FitProblem;
+use super::result::FitResult;
 use super::session_error::SessionError;
+use super::session_observer::{save_checkpoint, SessionObserver};
 use super::stages::{run_fit, FitEnd};
 use super::state::FitState;
 use super::summary::FitSummary;
@@ -53,62 +58,13 @@ use crate::drive::DriverSet;
 use crate::gpu::GpuContext;
 use crate::io::output_dir::{Earlier, OutputDir};
 use crate::io::output_error::OutputDirError;
-use crate::output::FittedDrivers;
 use crate::scene::Scene;
 use crate::stop::StopSignal;
 use crate::synth::layout::truth_beside_frames;
 use crate::synth::Truth;
 
 pub use super::output_plan::CHECKPOINT_FILE;
-
-/// What to do with an earlier fit in the output directory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EarlierFit {
-    /// Refuse to start ([`SessionError::EarlierFit`]).
-    Refuse,
-    /// Continue it from its checkpoint.
-    Resume,
-    /// Start over, removing its files (only the fit's own, by name and
-    /// pattern: [`super::output_plan`]) just before this fit writes its
-    /// first file there (module doc), so that a refusal or a stop before
-    /// then keeps them.
-    Replace,
-}
-
-/// How a session is asked to fit.
-#[derive(Clone, Debug, PartialEq)]
-pub struct SessionOptions {
-    /// The output directory.
-    pub out: PathBuf,
-    /// The stages to run.
-    pub choice: StageChoice,
-    /// For a stiffness-only fit: the drivers file whose velocity to hold
-    /// (default: the output directory's).
-    pub velocity_from: Option<PathBuf>,
-    /// An earlier fit in `out`.
-    pub earlier: EarlierFit,
-    /// A twin experiment's truth file (default: the one `physfit synth`
-    /// left beside the frames, if any).
-    pub truth: Option<PathBuf>,
-}
-
-/// Where the truth of a twin experiment comes from.
-#[derive(Clone, Debug, PartialEq)]
-pub enum TruthSource {
-    /// Given by the caller.
-    Given(PathBuf),
-    /// Left beside the frames by `physfit synth`.
-    BesideFrames(PathBuf),
-}
-
-impl TruthSource {
-    /// The truth file.
-    pub fn path(&self) -> &Path {
-        match self {
-            Self::Given(p) | Self::BesideFrames(p) => p,
-        }
-    }
-}
+pub use super::session_options::{EarlierFit, SessionOptions, TruthSource};
 
 /// A fit checked and ready to open on a GPU (step 1 of the module doc).
 pub struct PreparedFit {
@@ -146,12 +102,13 @@ impl PreparedFit {
 }
 
 /// How [`FitSession::run`] ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum RunEnd {
-    /// Every stage ran.
-    Finished,
+    /// Every stage ran: the fit's result, in memory. The outputs are not
+    /// written yet ([`FitSession::write_outputs`], the caller's step 5).
+    Finished(FitResult),
     /// The caller stopped it ([`FitSession::set_stop`] or
-    /// [`Control::Stop`]).
+    /// [`Control::Stop`](super::Control::Stop)).
     Stopped {
         /// A checkpoint holds the state: false only when the fit was
         /// stopped before its first iteration, with nothing to keep.
@@ -521,8 +478,21 @@ impl FitSession {
                 }
                 RunEnd::Stopped { checkpointed }
             }
-            FitEnd::Finished(_) => RunEnd::Finished,
+            FitEnd::Finished(_) => RunEnd::Finished(self.result()?),
         })
+    }
+
+    /// The fit's result at its current state (after [`FitSession::run`]
+    /// finished: the fitted values), in memory.
+    pub fn result(&self) -> Result<FitResult, SessionError> {
+        FitResult::of(
+            &self.plan,
+            &self.state,
+            &self.stage_seconds,
+            (self.problem.youngs_map(), self.problem.velocity_map()),
+            &self.drivers,
+            self.truth.as_ref(),
+        )
     }
 
     /// Step 5 (module doc); `progress` is called after each compare frame
@@ -585,173 +555,5 @@ impl FitSession {
     /// How many compare frames the outputs write.
     pub fn compare_frames(&self) -> usize {
         self.inputs.frames * self.inputs.views.len()
-    }
-}
-
-/// Writes `checkpoint` in place in the output directory (first removing
-/// an earlier fit being replaced).
-fn save_checkpoint(output: &mut OutputDir, checkpoint: &Checkpoint) -> Result<(), SessionError> {
-    let path = output.target().join(CHECKPOINT_FILE);
-    let bytes = checkpoint.to_json(&path)?;
-    output.write_in_place(Path::new(CHECKPOINT_FILE), &bytes)?;
-    Ok(())
-}
-
-/// Where a stiffness-only fit takes its velocity from: per-driver values
-/// of an earlier fit of the same scene and drivers.
-fn held_velocity(
-    path: &Path,
-    scene: &Scene,
-    drivers: &DriverSet,
-) -> Result<Vec<f64>, SessionError> {
-    let fail = |problem: String| SessionError::HeldVelocity {
-        path: path.to_path_buf(),
-        problem,
-    };
-    let fitted = FittedDrivers::load(path).map_err(|e| {
-        fail(format!(
-            "a stiffness-only fit holds the velocity of an earlier fit ({e}); fix: fit the velocity of {} first",
-            crate::io::shown::shown(&scene.path)
-        ))
-    })?;
-    fitted
-        .check_against(scene)
-        .map_err(|e| fail(e.to_string()))?;
-    if fitted.rest != drivers.rest {
-        return Err(fail(format!(
-            "{}; fix: refit the velocity with this scene (`--stage velocity`, or both stages)",
-            drivers_differ(&fitted.rest, &drivers.rest, scene.simulation.grid_res)
-        )));
-    }
-    Ok(fitted.velocity.iter().flatten().copied().collect())
-}
-
-/// How an earlier fit's drivers (`fitted`, rest positions in the box's
-/// normalised units) differ from the scene's (`scene`): by count, or, when
-/// the counts match, by how many moved and how far, which tells a reseeded
-/// clustering (most moved, by cells) from a rounding difference (a few, by
-/// a hair). Called once the splats and `[drivers]` settings are known to
-/// match, so the count alone would not say what differs.
-fn drivers_differ(fitted: &[[f32; 3]], scene: &[[f32; 3]], grid_res: u32) -> String {
-    if fitted.len() != scene.len() {
-        return format!(
-            "{} drivers where the scene has {} (the splats and `[drivers]` settings match the \
-             fit's, so the K-Means clustering itself came out differently: a drivers file of \
-             another physfit version)",
-            fitted.len(),
-            scene.len()
-        );
-    }
-    let distance = |a: &[f32; 3], b: &[f32; 3]| {
-        (0..3)
-            .map(|i| f64::from(a[i] - b[i]).powi(2))
-            .sum::<f64>()
-            .sqrt()
-    };
-    let moves: Vec<f64> = fitted
-        .iter()
-        .zip(scene)
-        .map(|(a, b)| distance(a, b))
-        .filter(|&d| d > 0.0)
-        .collect();
-    let largest = moves.iter().copied().fold(0.0, f64::max);
-    format!(
-        "the same {} drivers, but {} of them sit elsewhere at rest, by up to {:.3} grid cells \
-         (the splats and `[drivers]` settings match the fit's, so the K-Means clustering itself \
-         came out differently: a drivers file of another physfit version)",
-        scene.len(),
-        moves.len(),
-        largest * f64::from(grid_res)
-    )
-}
-
-/// The checkpoints and per-stage reports around the caller's progress.
-struct SessionObserver<'a> {
-    progress: &'a mut dyn FitObserver,
-    checkpoint_every: u32,
-    output: &'a mut OutputDir,
-    fingerprint: &'a FitFingerprint,
-    stage_seconds: &'a mut Vec<f64>,
-    truth: Option<&'a TruthCheck>,
-    drivers: &'a DriverSet,
-    youngs_map: super::ParamMap,
-    velocity_map: super::ParamMap,
-    error: Option<SessionError>,
-}
-
-impl SessionObserver<'_> {
-    fn save(&mut self, state: &FitState) {
-        let c = Checkpoint::new(
-            self.fingerprint.clone(),
-            state.clone(),
-            self.stage_seconds.clone(),
-        );
-        if let Err(e) = save_checkpoint(self.output, &c) {
-            self.error.get_or_insert(e);
-        }
-    }
-}
-
-impl FitObserver for SessionObserver<'_> {
-    fn stage_started(&mut self, plan: &StagePlan, state: &FitState) {
-        self.progress.stage_started(plan, state);
-    }
-
-    fn iteration_done(&mut self, plan: &StagePlan, state: &FitState) -> Control {
-        let control = self.progress.iteration_done(plan, state);
-        if control == Control::Stop || state.iteration.is_multiple_of(self.checkpoint_every) {
-            self.save(state);
-        }
-        if self.error.is_some() {
-            Control::Stop
-        } else {
-            control
-        }
-    }
-
-    /// Keeps the stage's seconds, checkpoints, and adds the recovery of
-    /// the truth so far for the caller.
-    fn stage_finished(&mut self, plan: &StagePlan, state: &FitState, finished: &FinishedStage<'_>) {
-        self.stage_seconds.push(finished.seconds);
-        self.save(state);
-        let recovery = match self.truth {
-            Some(truth) => match per_driver(&self.youngs_map, &self.velocity_map, state) {
-                Ok((log10, velocity)) => Some(truth.recovery(self.drivers, &log10, &velocity)),
-                Err(e) => {
-                    self.error.get_or_insert(e);
-                    None
-                }
-            },
-            None => None,
-        };
-        self.progress.stage_finished(
-            plan,
-            state,
-            &FinishedStage {
-                recovery,
-                ..*finished
-            },
-        );
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::drivers_differ;
-
-    #[test]
-    fn drivers_that_match_in_count_say_how_many_moved_and_how_far() {
-        let scene = vec![[0.1, 0.2, 0.3], [0.5, 0.5, 0.5], [0.7, 0.2, 0.4]];
-        let mut fitted = scene.clone();
-        fitted[1][0] += 0.05;
-        let text = drivers_differ(&fitted, &scene, 20);
-        assert!(
-            text.contains("the same 3 drivers, but 1 of them sit elsewhere")
-                && text.contains("1.000 grid cells"),
-            "{text}"
-        );
-        assert!(!text.contains("3 drivers where"), "{text}");
-        let text = drivers_differ(&fitted[..2], &scene, 20);
-        assert!(text.contains("2 drivers where the scene has 3"), "{text}");
     }
 }
