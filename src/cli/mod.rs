@@ -9,6 +9,7 @@ pub mod check;
 pub mod check_fit;
 pub mod fit;
 pub mod interrupt;
+pub mod log_setup;
 pub mod memory_check;
 pub mod output;
 pub mod relative_path;
