@@ -47,6 +47,7 @@ pub mod session_error;
 pub mod stages;
 pub mod state;
 pub mod summary;
+pub mod summary_build;
 pub mod truth_check;
 
 pub use crate::mpm::GradientFlow;

@@ -25,9 +25,9 @@ use super::record::mean_quality;
 use super::session_error::SessionError;
 use super::state::FitState;
 use super::summary::{
-    Adapter, FinalLoss, FitSummary, FrameQuality, Settings, StageSummary, Units, YoungsParameter,
-    SUMMARY_FORMAT, SUMMARY_VERSION,
+    Adapter, FinalLoss, FitSummary, FrameQuality, Units, SUMMARY_FORMAT, SUMMARY_VERSION,
 };
+use super::summary_build;
 use super::truth_check::TruthCheck;
 use crate::forward::SceneRenderer;
 use crate::gpu::GpuContext;
@@ -35,7 +35,7 @@ use crate::io::atomic_write::write_atomic;
 use crate::io::png::write_png;
 use crate::output::fitted_ply::{write_fitted_ply, SplatMaterial};
 use crate::output::stiffness::{stiffness_range_world, StiffnessColouring};
-use crate::output::{youngs_world, FittedDrivers};
+use crate::output::FittedDrivers;
 use crate::report::loss_plot::LOSS_PLOT_SIZE;
 use crate::report::{loss_plot, rgb8, triptych, LossCurve, LossPoint};
 use crate::scene::Scene;
@@ -240,59 +240,24 @@ pub fn write_outputs(
     let summary = FitSummary {
         format: SUMMARY_FORMAT.into(),
         version: SUMMARY_VERSION,
-        scene: scene.path.display().to_string(),
+        scene: crate::io::shown::shown(&scene.path).to_string(),
         units: Units {
             youngs_normalised: "the simulator's: the box mapped to [0,1]^3, as scene.toml's material values (PhysDreamer's convention)".into(),
             youngs_world: "E_normalised * box_side^2 with box_side in the .ply's length unit (Pa for metres at the scene's density)".into(),
             box_side: side,
             velocity: "world units / s".into(),
         },
-        settings: Settings {
-            inputs: fit.settings.0.clone(),
-            velocity_iterations: scene.fit.velocity.iterations,
-            stiffness_iterations: scene.fit.stiffness.iterations,
-            checkpoint_every: scene.fit.checkpoint_every,
-            drivers: drivers.len(),
-            grid_res: scene.simulation.grid_res,
-            substeps: scene.simulation.substeps,
-            log10_youngs_range: scene.material.log10_youngs_range,
-            start_youngs_modulus: scene.material.youngs_modulus,
-        },
+        settings: summary_build::settings(scene, &drivers, state, fit.settings),
         adapter: Adapter {
             name: info.name.clone(),
-            backend: format!("{:?}", info.backend),
+            backend: info.backend.to_str().into(),
             driver: format!("{} {}", info.driver, info.driver_info),
             software: ctx.is_software(),
         },
         camera_check: fit.camera_check.to_vec(),
-        stages: fit
-            .plan
-            .iter()
-            .enumerate()
-            .map(|(i, p)| StageSummary {
-                round: p.round,
-                stage: p.kind.name().into(),
-                iterations: p.settings.iterations,
-                learning_rate: p.settings.learning_rate,
-                frames: p.selection.frames.clone(),
-                seconds: fit.stage_seconds.get(i).copied().unwrap_or(0.0),
-                iterations_run: state
-                    .records
-                    .iter()
-                    .filter(|r| r.round == p.round && r.stage == p.kind)
-                    .count() as u32,
-                converged: state.converged.get(i).copied().unwrap_or(false),
-            })
-            .collect(),
+        stages: summary_build::stages(fit.plan, state, fit.stage_seconds),
         final_loss: final_loss(scene, &report),
-        youngs_parameters: state
-            .log10_youngs
-            .iter()
-            .map(|&l| YoungsParameter {
-                log10_normalised: l,
-                world: youngs_world(10f64.powf(l), side),
-            })
-            .collect(),
+        youngs_parameters: summary_build::youngs_parameters(scene, &drivers, state, side),
         velocity_parameters: state.velocity.clone(),
         recovery: fit.truth.map(|t| t.recovery(&drivers, &log10, &velocity)),
         truth_loss,
