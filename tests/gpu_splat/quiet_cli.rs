@@ -20,6 +20,22 @@ fn physfit_plain(args: &[&str], tmp: &Path) -> Output {
         .expect("run physfit")
 }
 
+/// A small render of the demo's first view into `out`, then `more`.
+fn render_args<'a>(out: &'a str, more: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "render",
+        "scenes/fox.toml",
+        "--size",
+        "32x24",
+        "--camera",
+        "0",
+        "--out",
+        out,
+    ];
+    args.extend_from_slice(more);
+    args
+}
+
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
@@ -29,18 +45,9 @@ fn quiet_render_and_check_print_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("q");
     let out = out.to_str().unwrap();
+    let render = render_args(out, &["--quiet"]);
     for args in [
-        &[
-            "render",
-            "scenes/fox.toml",
-            "--size",
-            "32x24",
-            "--camera",
-            "0",
-            "--out",
-            out,
-            "--quiet",
-        ][..],
+        &render[..],
         // The flag is global: before the command as well.
         &["--quiet", "check", "scenes/fox.toml"][..],
         &["info", "--quiet"][..],
@@ -57,19 +64,7 @@ fn quiet_render_and_check_print_nothing() {
 fn a_software_adapter_is_announced_once_in_a_plain_line() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("r");
-    let run = physfit_plain(
-        &[
-            "render",
-            "scenes/fox.toml",
-            "--size",
-            "32x24",
-            "--camera",
-            "0",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        tmp.path(),
-    );
+    let run = physfit_plain(&render_args(out.to_str().unwrap(), &[]), tmp.path());
     let stderr = text(&run.stderr);
     assert!(run.status.success(), "{stderr}");
     let software = stderr.matches("no hardware GPU found").count();
