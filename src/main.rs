@@ -15,7 +15,7 @@ mod cli;
 )]
 struct Cli {
     /// Print nothing but errors (every command: no progress, no summary, no
-    /// warnings).
+    /// warnings; `bench` still prints its JSON, which is its result).
     #[arg(long, global = true)]
     quiet: bool,
     #[command(subcommand)]
@@ -145,16 +145,16 @@ fn run(cli: Cli) -> Result<i32> {
             args.quiet = quiet;
             cli::synth::run(&args)?
         }
-        Command::Bench { target: None } => cli::bench_summary::run()?,
+        Command::Bench { target: None } => cli::bench_summary::run(quiet)?,
         Command::Bench {
             target: Some(BenchTarget::Raster(args)),
         } => cli::bench_raster::run(&args)?,
         Command::Bench {
             target: Some(BenchTarget::Mpm(args)),
-        } => cli::bench_mpm::run(&args)?,
+        } => cli::bench_mpm::run(&args, quiet)?,
         Command::Bench {
             target: Some(BenchTarget::Fit(args)),
-        } => cli::bench_fit::run(&args)?,
+        } => cli::bench_fit::run(&args, quiet)?,
     }
     Ok(0)
 }
