@@ -14,6 +14,10 @@ mod cli;
     about = "Recover the material of a 3D Gaussian Splatting object from video"
 )]
 struct Cli {
+    /// Print nothing but errors (every command: no progress, no summary, no
+    /// warnings; `bench` still prints its JSON, which is its result).
+    #[arg(long, global = true)]
+    quiet: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -74,37 +78,58 @@ enum BenchTarget {
 }
 
 fn main() {
-    env_logger::Builder::from_env(
-        env_logger::Env::default()
-            .default_filter_or("info,wgpu_core=warn,wgpu_hal=error,naga=warn"),
-    )
-    .init();
-    if let Err(e) = run(Cli::parse()) {
-        // A stop by SIGINT or SIGTERM is not an error: its line says what
-        // was kept, and the status which signal it was.
-        if let Some(stopped) = e.downcast_ref::<cli::interrupt::Interrupted>() {
-            eprintln!("{stopped}");
-            std::process::exit(stopped.status);
-        }
-        eprintln!("error: {e:#}");
-        std::process::exit(1);
+    let cli = Cli::parse();
+    cli::log_setup::init_logger(cli.quiet);
+    // Before any wgpu instance: the Vulkan loader complains on stderr
+    // without a runtime directory.
+    let runtime_dir = physfit::gpu::runtime_dir::RuntimeDir::ensure();
+    let result = run(cli);
+    // `process::exit` runs no destructors: the private directory goes first.
+    drop(runtime_dir);
+    match result {
+        Ok(0) => {}
+        Ok(status) => std::process::exit(status),
+        Err(e) => fail(e),
     }
 }
 
-fn run(cli: Cli) -> Result<()> {
+/// Reports `e` and exits with its status.
+fn fail(e: anyhow::Error) -> ! {
+    // A stop by SIGINT or SIGTERM is not an error: its line says what
+    // was kept, and the status which signal it was.
+    if let Some(stopped) = e.downcast_ref::<cli::interrupt::Interrupted>() {
+        eprintln!("{stopped}");
+        std::process::exit(stopped.status);
+    }
+    eprintln!("error: {e:#}");
+    std::process::exit(1);
+}
+
+/// Runs the command; its exit status (0, or a stop's status).
+fn run(cli: Cli) -> Result<i32> {
+    let quiet = cli.quiet;
     match cli.command {
         Command::Info => {
             let ctx = physfit::gpu::GpuContext::new(&Default::default())?;
-            println!("{}", physfit::gpu::info::describe(&ctx));
-        }
-        Command::Check { scene } => cli::check::run(&scene)?,
-        Command::Fit(args) => {
-            if let cli::fit::FitOutcome::Interrupted(cause) = cli::fit::run(&args)? {
-                std::process::exit(cause.exit_status());
+            if !quiet {
+                println!("{}", physfit::gpu::info::describe(&ctx));
             }
         }
-        Command::Render(args) => cli::render::run(&args)?,
-        Command::Align(args) => cli::align::run(&args)?,
+        Command::Check { scene } => cli::check::run(&scene, quiet)?,
+        Command::Fit(mut args) => {
+            args.quiet = quiet;
+            if let cli::fit::FitOutcome::Interrupted(cause) = cli::fit::run(&args)? {
+                return Ok(cause.exit_status());
+            }
+        }
+        Command::Render(mut args) => {
+            args.quiet = quiet;
+            cli::render::run(&args)?
+        }
+        Command::Align(mut args) => {
+            args.quiet = quiet;
+            cli::align::run(&args)?
+        }
         Command::Simulate {
             scene,
             velocity,
@@ -114,19 +139,22 @@ fn run(cli: Cli) -> Result<()> {
             force,
         } => {
             let size = size.as_deref().map(cli::parse_size).transpose()?;
-            cli::simulate::run(&scene, &velocity, frames, size, &out, force)?
+            cli::simulate::run(&scene, &velocity, frames, size, &out, force, quiet)?
         }
-        Command::Synth(args) => cli::synth::run(&args)?,
-        Command::Bench { target: None } => cli::bench_summary::run()?,
+        Command::Synth(mut args) => {
+            args.quiet = quiet;
+            cli::synth::run(&args)?
+        }
+        Command::Bench { target: None } => cli::bench_summary::run(quiet)?,
         Command::Bench {
             target: Some(BenchTarget::Raster(args)),
         } => cli::bench_raster::run(&args)?,
         Command::Bench {
             target: Some(BenchTarget::Mpm(args)),
-        } => cli::bench_mpm::run(&args)?,
+        } => cli::bench_mpm::run(&args, quiet)?,
         Command::Bench {
             target: Some(BenchTarget::Fit(args)),
-        } => cli::bench_fit::run(&args)?,
+        } => cli::bench_fit::run(&args, quiet)?,
     }
-    Ok(())
+    Ok(0)
 }

@@ -15,6 +15,8 @@ mod drivers;
 mod error_paths;
 #[path = "cpu/fit_checkpoint.rs"]
 mod fit_checkpoint;
+#[path = "cpu/fit_schema.rs"]
+mod fit_schema;
 #[path = "cpu/fit_settings.rs"]
 mod fit_settings;
 #[path = "cpu/frames.rs"]

@@ -3,7 +3,7 @@
 //! against the twin and finite differences, the fox against a golden image,
 //! workspace reuse and stale frames, the prefix sum and radix sort against
 //! CPU ones, reference frames uploaded to the GPU, the image loss against
-//! its f64 twin and finite differences (also with a loss mask), a view's colour correction (forward, backward, gain and offset gradients), `physfit render` end to end, and the recolouring of `stiffness.png` (docs/design.md § Gaussian splatting, § Verification 3–4). One test
+//! its f64 twin and finite differences (also with a loss mask), a view's colour correction (forward, backward, gain and offset gradients), `physfit render` end to end, what the binary prints under `--quiet` and without `XDG_RUNTIME_DIR`, and the recolouring of `stiffness.png` (docs/design.md § Gaussian splatting, § Verification 3–4). One test
 //! binary, which also travels to GPU machines (shared/gpu/prepare.sh, beside the checkout).
 
 mod common;
@@ -32,6 +32,8 @@ mod loss;
 mod loss_mask;
 #[path = "gpu_splat/prefix_sum.rs"]
 mod prefix_sum;
+#[path = "gpu_splat/quiet_cli.rs"]
+mod quiet_cli;
 #[path = "gpu_splat/radix_sort.rs"]
 mod radix_sort;
 #[path = "gpu_splat/recolor.rs"]

@@ -64,8 +64,8 @@ pub struct AlignArgs {
     /// Replace align's earlier files in DIR.
     #[arg(long)]
     pub force: bool,
-    /// Print nothing but errors.
-    #[arg(long)]
+    /// The global `--quiet` (one flag for every command, set by `main`).
+    #[arg(skip)]
     pub quiet: bool,
 }
 

@@ -55,7 +55,8 @@ impl Drop for TempDir {
 }
 
 /// Runs the fit benchmark cases named in `args.cases` (all when empty).
-pub fn run(args: &BenchFitArgs) -> Result<()> {
+/// `quiet` drops the progress lines (the JSON is the result).
+pub fn run(args: &BenchFitArgs, quiet: bool) -> Result<()> {
     const KNOWN: [&str; 2] = ["fox", "synthetic"];
     for c in &args.cases {
         if !KNOWN.contains(&c.as_str()) {
@@ -80,11 +81,13 @@ pub fn run(args: &BenchFitArgs) -> Result<()> {
             }
         }
         let dir = TempDir::new("fox")?;
-        eprintln!(
-            "bench fit case fox: {} splats, {} views, {frames} frames",
-            scene.gaussians().means.len(),
-            scene.views.len()
-        );
+        if !quiet {
+            eprintln!(
+                "bench fit case fox: {} splats, {} views, {frames} frames",
+                scene.gaussians().means.len(),
+                scene.views.len()
+            );
+        }
         results.push(run_case(
             &ctx,
             "fox",
@@ -98,11 +101,13 @@ pub fn run(args: &BenchFitArgs) -> Result<()> {
         let (w, h) = size.unwrap_or((256, 256));
         let dir = TempDir::new("synthetic")?;
         let scene = synthetic_scene(dir.0.as_path(), w, h, args.drivers)?;
-        eprintln!(
-            "bench fit case synthetic: {} splats, {} drivers, {w}x{h}, {frames} frames",
-            scene.gaussians().means.len(),
-            args.drivers
-        );
+        if !quiet {
+            eprintln!(
+                "bench fit case synthetic: {} splats, {} drivers, {w}x{h}, {frames} frames",
+                scene.gaussians().means.len(),
+                args.drivers
+            );
+        }
         let refs = dir.0.as_path().join("references");
         results.push(run_case(
             &ctx,

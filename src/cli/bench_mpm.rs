@@ -23,7 +23,8 @@ pub struct BenchMpmArgs {
 
 /// Runs the MPM benchmark cases named in `args.cases` (all when empty) with
 /// backward checkpoints every `args.checkpoint_every` substeps (default ⌈√S⌉).
-pub fn run(args: &BenchMpmArgs) -> Result<()> {
+/// `quiet` drops the progress lines (the JSON is the result).
+pub fn run(args: &BenchMpmArgs, quiet: bool) -> Result<()> {
     let (cases, checkpoint_every) = (&args.cases, args.checkpoint_every);
     let ctx = GpuContext::new(&GpuOptions::default())?;
     let all = default_cases();
@@ -38,13 +39,15 @@ pub fn run(args: &BenchMpmArgs) -> Result<()> {
         .iter()
         .filter(|a| cases.is_empty() || cases.contains(&a.name))
     {
-        eprintln!(
-            "bench mpm case {}: {} particles, grid {}³, {} substeps",
-            case.name,
-            case.edge.pow(3),
-            case.grid_res,
-            case.substeps
-        );
+        if !quiet {
+            eprintln!(
+                "bench mpm case {}: {} particles, grid {}³, {} substeps",
+                case.name,
+                case.edge.pow(3),
+                case.grid_res,
+                case.substeps
+            );
+        }
         match run_case(&ctx, case, checkpoint_every, args.repetitions) {
             Ok(r) => results.push(r),
             // "where memory allows": a case over the device's limits is

@@ -88,8 +88,10 @@ pub fn run(args: &BenchRasterArgs) -> Result<()> {
     println!("{text}");
     if let Some(path) = &args.out {
         let tmp = path.with_extension("json.tmp");
-        std::fs::write(&tmp, &text).with_context(|| format!("writing {}", tmp.display()))?;
-        std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))?;
+        std::fs::write(&tmp, &text)
+            .with_context(|| format!("writing {}", physfit::io::shown::shown(&tmp)))?;
+        std::fs::rename(&tmp, path)
+            .with_context(|| format!("writing {}", physfit::io::shown::shown(path)))?;
     }
     Ok(())
 }

@@ -18,20 +18,23 @@ use physfit::scene::scene::Scene;
 /// The demo scene the raster figure is measured on.
 const DEMO_SCENE: &str = "scenes/fox.toml";
 
-/// Runs the summary benchmark and prints its JSON.
-pub fn run() -> Result<()> {
+/// Runs the summary benchmark and prints its JSON; `quiet` drops the
+/// progress lines (the JSON is the result).
+pub fn run(quiet: bool) -> Result<()> {
     let ctx = GpuContext::new(&GpuOptions::default())?;
 
     let case = default_cases()
         .into_iter()
         .find(|c| c.name == "a")
         .context("MPM benchmark case 'a' is missing")?;
-    eprintln!(
-        "bench: MPM case a ({} particles, grid {}³, {} substeps)",
-        case.edge.pow(3),
-        case.grid_res,
-        case.substeps
-    );
+    if !quiet {
+        eprintln!(
+            "bench: MPM case a ({} particles, grid {}³, {} substeps)",
+            case.edge.pow(3),
+            case.grid_res,
+            case.substeps
+        );
+    }
     let mpm = run_case(&ctx, &case, None, 3)?;
 
     let scene_path = Path::new(DEMO_SCENE);
@@ -50,7 +53,9 @@ pub fn run() -> Result<()> {
         camera: view.camera.clone(),
         gaussians: scene.gaussians().clone(),
     };
-    eprintln!("bench: rasterizer, {}", raster_case.name);
+    if !quiet {
+        eprintln!("bench: rasterizer, {}", raster_case.name);
+    }
     let raster = bench_case(&ctx, &raster_case, 3)?;
 
     let out = json!({

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use anyhow::Result;
 use physfit::budget::{estimate, MachineMemory, Workload};
+use physfit::io::shown::shown;
 use physfit::mpm::WallMode;
 use physfit::scene::scene::{AUTO_DRIVERS_PER_CELL, MIN_DRIVERS_PER_CELL};
 use physfit::scene::{DriverCount, Scene};
@@ -27,13 +28,13 @@ fn f3(v: [f64; 3]) -> String {
 pub fn summary(scene: &Scene) -> Result<String> {
     let mut s = String::new();
     let g = scene.gaussians();
-    let _ = writeln!(s, "scene        {}", scene.path.display());
+    let _ = writeln!(s, "scene        {}", shown(&scene.path));
     let _ = writeln!(
         s,
         "splats       {} (SH degree {}) from {}",
         g.len(),
         g.sh_degree,
-        scene.gaussians_path.display()
+        shown(&scene.gaussians_path)
     );
     let report = &scene.splats.report;
     if !report.is_clean() {
@@ -151,9 +152,9 @@ pub fn summary(scene: &Scene) -> Result<String> {
                     f.len(),
                     f.width,
                     f.height,
-                    f.spec.display(),
-                    f.paths[0].display(),
-                    f.paths[f.len() - 1].display()
+                    shown(&f.spec),
+                    shown(&f.paths[0]),
+                    shown(&f.paths[f.len() - 1])
                 );
             }
             None => {
@@ -165,9 +166,9 @@ pub fn summary(scene: &Scene) -> Result<String> {
                 s,
                 "  masks      {} from {} ({} .. {}): the loss counts only their white pixels",
                 m.len(),
-                m.spec.display(),
-                m.paths[0].display(),
-                m.paths[m.len() - 1].display()
+                shown(&m.spec),
+                shown(&m.paths[0]),
+                shown(&m.paths[m.len() - 1])
             );
         }
     }
@@ -188,7 +189,7 @@ pub fn summary(scene: &Scene) -> Result<String> {
         }
     }
     s.push_str(&fit_summary(scene)?);
-    let _ = writeln!(s, "output       {}", scene.output_dir.display());
+    let _ = writeln!(s, "output       {}", shown(&scene.output_dir));
     Ok(s)
 }
 
@@ -211,12 +212,18 @@ pub fn check_workload(scene: &Scene) -> Workload {
 /// Runs `physfit check`: the summary, then the memory estimate against
 /// the machine (the adapter probed, no device created), refused before
 /// anything is allocated when it does not fit.
-pub fn run(path: &Path) -> Result<()> {
+/// Runs `physfit check`; `quiet` prints nothing (the exit status and any
+/// error say whether the scene is usable).
+pub fn run(path: &Path, quiet: bool) -> Result<()> {
     let scene = Scene::load(path)?;
     let machine = MachineMemory::probe();
     let estimate = estimate(&scene, &check_workload(&scene));
     estimate.check(&scene.path, &machine)?;
-    print!("{}", summary(&scene)?);
+    let summary = summary(&scene)?;
+    if quiet {
+        return Ok(());
+    }
+    print!("{summary}");
     println!("memory       {}", estimate.against(&machine));
     println!("ok");
     Ok(())

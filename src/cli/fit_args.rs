@@ -58,8 +58,8 @@ pub struct FitArgs {
     /// (default: the `truth.toml` that `physfit synth` left beside the frames, if any).
     #[arg(long)]
     pub truth: Option<PathBuf>,
-    /// Print nothing but errors.
-    #[arg(long)]
+    /// The global `--quiet` (one flag for every command, set by `main`).
+    #[arg(skip)]
     pub quiet: bool,
 }
 

@@ -12,6 +12,7 @@ mod fit_args;
 mod fit_phase;
 mod fit_progress;
 pub mod interrupt;
+pub mod log_setup;
 pub mod memory_check;
 pub mod opaque_png;
 pub mod output;

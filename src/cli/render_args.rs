@@ -81,8 +81,8 @@ pub struct RenderArgs {
     /// Replace an earlier render's files in the output directory (only those).
     #[arg(long)]
     pub force: bool,
-    /// Print nothing but errors.
-    #[arg(long)]
+    /// The global `--quiet` (one flag for every command, set by `main`).
+    #[arg(skip)]
     pub quiet: bool,
 }
 

@@ -1,4 +1,4 @@
-//! `physfit simulate scene.toml --velocity VX,VY,VZ [--frames N] [--size WxH] --out DIR [--force]`:
+//! `physfit simulate scene.toml --velocity VX,VY,VZ [--frames N] [--size WxH] --out DIR [--force] [--quiet]`:
 //! runs the GPU MPM forward from the scene's rest state with a uniform
 //! initial velocity (world units per second; anchored splats start at rest)
 //! and Young's modulus `material.youngs_modulus` everywhere, and writes one
@@ -56,6 +56,7 @@ pub fn run(
     size: Option<(u32, u32)>,
     out: &Path,
     force: bool,
+    quiet: bool,
 ) -> Result<()> {
     // Installed first: SIGINT and SIGTERM stop at the next frame.
     let interrupt = Interrupt::install(&["simulate", "write"], &["simulate", "write"])?;
@@ -64,7 +65,9 @@ pub fn run(
         .chain(scene.views.iter().map(|v| Owned::frames(&v.name, "png")))
         .collect();
     let mut staged = open_output(out, "simulate", owned, scene_inputs(&scene, true), force)?;
-    eprintln!("output {}", shown(out));
+    if !quiet {
+        eprintln!("output {}", shown(out));
+    }
     let frames = match frames {
         Some(0) => bail!("--frames must be at least 1 (the rest frame 0 included)"),
         Some(n) => n as usize,
@@ -100,7 +103,7 @@ pub fn run(
     let mut animation =
         SceneRenderer::simulated(&ctx, &setup, scene.gaussians(), scene.background)?;
     // Frame 0 is the rest state; each step simulates one more.
-    let bar = ProgressBar::new(frames as u64 - 1);
+    let bar = progress_bar(quiet, frames as u64 - 1);
     bar.set_style(
         ProgressStyle::with_template(
             "simulating {bar:40} frame {pos}/{len} after the rest frame ({elapsed}, eta {eta})",
@@ -126,7 +129,7 @@ pub fn run(
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", shown(&dir)))?;
     }
     let mut gaussians = scene.gaussians().clone();
-    let bar = ProgressBar::new(animation.frames() as u64).with_style(
+    let bar = progress_bar(quiet, animation.frames() as u64).with_style(
         ProgressStyle::with_template("writing {bar:40} frame {pos}/{len} ({elapsed}, eta {eta})")
             .expect("valid template"),
     );
@@ -152,6 +155,9 @@ pub fn run(
     }
     bar.finish_and_clear();
     staged.commit()?;
+    if quiet {
+        return Ok(());
+    }
     eprintln!(
         "wrote {} frames ({} drivers moving {} splats, {} substeps per frame): .ply per frame, PNG sequences per view",
         animation.frames(),
@@ -161,4 +167,13 @@ pub fn run(
     );
     eprintln!("output {}", shown(target));
     Ok(())
+}
+
+/// A bar of `len` steps, hidden under `--quiet`.
+fn progress_bar(quiet: bool, len: u64) -> ProgressBar {
+    if quiet {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new(len)
+    }
 }

@@ -55,8 +55,8 @@ pub struct SynthArgs {
     /// Replace an earlier synth's files in the output directory (only those).
     #[arg(long)]
     pub force: bool,
-    /// Print nothing but errors.
-    #[arg(long)]
+    /// The global `--quiet` (one flag for every command, set by `main`).
+    #[arg(skip)]
     pub quiet: bool,
 }
 
@@ -184,7 +184,7 @@ pub fn run(args: &SynthArgs) -> Result<()> {
             eprintln!(
                 "  [[views]] name = \"{}\": frames = \"{}\"",
                 view.name,
-                glob.display()
+                physfit::io::shown::normalised(&glob).display()
             );
         }
         eprintln!("output {}", shown(&args.out));

@@ -52,6 +52,7 @@ pub mod session_options;
 pub mod stages;
 pub mod state;
 pub mod summary;
+pub mod summary_build;
 pub mod truth_check;
 
 pub use crate::mpm::GradientFlow;

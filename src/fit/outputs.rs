@@ -21,12 +21,13 @@ use super::plan::StagePlan;
 use super::preflight::FitInputs;
 use super::problem::FitProblem;
 use super::record::mean_quality;
-use super::result::{per_driver, stage_summaries, youngs_parameters};
+use super::result::per_driver;
 use super::session_error::SessionError;
 use super::state::FitState;
 use super::summary::{
-    Adapter, FinalLoss, FitSummary, FrameQuality, Settings, Units, SUMMARY_FORMAT, SUMMARY_VERSION,
+    Adapter, FinalLoss, FitSummary, FrameQuality, Units, SUMMARY_FORMAT, SUMMARY_VERSION,
 };
+use super::summary_build;
 use super::truth_check::TruthCheck;
 use crate::forward::SceneRenderer;
 use crate::gpu::GpuContext;
@@ -227,34 +228,24 @@ pub fn write_outputs(
     let summary = FitSummary {
         format: SUMMARY_FORMAT.into(),
         version: SUMMARY_VERSION,
-        scene: scene.path.display().to_string(),
+        scene: crate::io::shown::shown(&scene.path).to_string(),
         units: Units {
             youngs_normalised: "the simulator's: the box mapped to [0,1]^3, as scene.toml's material values (PhysDreamer's convention)".into(),
             youngs_world: "E_normalised * box_side^2 with box_side in the .ply's length unit (Pa for metres at the scene's density)".into(),
             box_side: side,
             velocity: "world units / s".into(),
         },
-        settings: Settings {
-            inputs: fit.settings.0.clone(),
-            velocity_iterations: scene.fit.velocity.iterations,
-            stiffness_iterations: scene.fit.stiffness.iterations,
-            checkpoint_every: scene.fit.checkpoint_every,
-            drivers: drivers.len(),
-            grid_res: scene.simulation.grid_res,
-            substeps: scene.simulation.substeps,
-            log10_youngs_range: scene.material.log10_youngs_range,
-            start_youngs_modulus: scene.material.youngs_modulus,
-        },
+        settings: summary_build::settings(scene, &drivers, state, fit.settings),
         adapter: Adapter {
             name: info.name.clone(),
-            backend: format!("{:?}", info.backend),
+            backend: info.backend.to_str().into(),
             driver: format!("{} {}", info.driver, info.driver_info),
             software: ctx.is_software(),
         },
         camera_check: fit.camera_check.to_vec(),
-        stages: stage_summaries(fit.plan, state, fit.stage_seconds),
+        stages: summary_build::stages(fit.plan, state, fit.stage_seconds),
         final_loss: final_loss(scene, &report),
-        youngs_parameters: youngs_parameters(&state.log10_youngs, side),
+        youngs_parameters: summary_build::youngs_parameters(scene, &drivers, state, side),
         velocity_parameters: state.velocity.clone(),
         recovery: fit.truth.map(|t| t.recovery(&drivers, &log10, &velocity)),
         truth_loss,

@@ -48,7 +48,7 @@ pub fn green_strain_norm(f: &[[f32; 3]; 3]) -> f64 {
 }
 
 /// A fit's recovery of its truth (module doc).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Recovery {
     /// `‖v − v*‖ / ‖v*‖` over the free drivers (NaN when the truth is at rest).
     pub velocity_relative_error: f64,

@@ -2,7 +2,7 @@
 //! that a caller (the command line, a binding, a batch runner) reads E and
 //! v0 without going through files. The outputs ([`super::outputs`]) write
 //! the same values (`fit.json`'s stages and parameters come from the
-//! functions here), and nothing here writes (docs/design.md § Loss,
+//! same functions, [`super::summary_build`]), and nothing here writes (docs/design.md § Loss,
 //! parameters, fit).
 //!
 //! E is given in both units `fit.json` uses: the simulator's normalised
@@ -16,9 +16,11 @@ use super::recovery::Recovery;
 use super::session_error::SessionError;
 use super::state::FitState;
 use super::summary::{StageSummary, YoungsParameter};
+use super::summary_build;
 use super::truth_check::TruthCheck;
 use crate::drive::DriverSet;
 use crate::output::youngs_world;
+use crate::scene::Scene;
 
 /// The fitted values of one driver.
 #[derive(Clone, Debug, PartialEq)]
@@ -42,9 +44,8 @@ pub struct FitResult {
     pub box_side: f64,
     /// Per driver, in driver order.
     pub drivers: Vec<DriverValues>,
-    /// The fitted `log10 E` parameters, in parameter order: one for a
-    /// global field, one per region for a regions field, one per driver
-    /// for a per-driver field.
+    /// The fitted E parameters, in parameter order, named (the region,
+    /// `object` for a global field, `driver N`), in both units.
     pub youngs_parameters: Vec<YoungsParameter>,
     /// The fitted velocity parameters (3 per parameter, world units / s).
     pub velocity_parameters: Vec<f64>,
@@ -61,6 +62,7 @@ impl FitResult {
     /// The result of `state`, the fit of `plan` through the maps
     /// `youngs` and `velocity` onto `drivers`.
     pub(crate) fn of(
+        scene: &Scene,
         plan: &[StagePlan],
         state: &FitState,
         stage_seconds: &[f64],
@@ -88,9 +90,9 @@ impl FitResult {
         Ok(Self {
             box_side: side,
             drivers: values,
-            youngs_parameters: youngs_parameters(&state.log10_youngs, side),
+            youngs_parameters: summary_build::youngs_parameters(scene, drivers, state, side),
             velocity_parameters: state.velocity.clone(),
-            stages: stage_summaries(plan, state, stage_seconds),
+            stages: summary_build::stages(plan, state, stage_seconds),
             records: state.records.clone(),
             recovery: truth.map(|t| t.recovery(drivers, &log10, &v0)),
         })
@@ -112,42 +114,4 @@ pub fn per_driver(
         youngs.apply(&state.log10_youngs)?,
         velocity.apply(&state.velocity)?,
     ))
-}
-
-/// The `log10 E` parameters `log10` (normalised units) in both units, for
-/// a box of side `side`.
-pub(crate) fn youngs_parameters(log10: &[f64], side: f64) -> Vec<YoungsParameter> {
-    log10
-        .iter()
-        .map(|&l| YoungsParameter {
-            log10_normalised: l,
-            world: youngs_world(10f64.powf(l), side),
-        })
-        .collect()
-}
-
-/// Each stage of `plan` as run in `state`, with its seconds from
-/// `stage_seconds` (0 for a stage not run).
-pub(crate) fn stage_summaries(
-    plan: &[StagePlan],
-    state: &FitState,
-    stage_seconds: &[f64],
-) -> Vec<StageSummary> {
-    plan.iter()
-        .enumerate()
-        .map(|(i, p)| StageSummary {
-            round: p.round,
-            stage: p.kind.name().into(),
-            iterations: p.settings.iterations,
-            learning_rate: p.settings.learning_rate,
-            frames: p.selection.frames.clone(),
-            seconds: stage_seconds.get(i).copied().unwrap_or(0.0),
-            iterations_run: state
-                .records
-                .iter()
-                .filter(|r| r.round == p.round && r.stage == p.kind)
-                .count() as u32,
-            converged: state.converged.get(i).copied().unwrap_or(false),
-        })
-        .collect()
 }

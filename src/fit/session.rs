@@ -486,6 +486,7 @@ impl FitSession {
     /// finished: the fitted values), in memory.
     pub fn result(&self) -> Result<FitResult, SessionError> {
         FitResult::of(
+            &self.scene,
             &self.plan,
             &self.state,
             &self.stage_seconds,

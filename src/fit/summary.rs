@@ -3,9 +3,9 @@
 //! check instead of indexing a JSON blob by strings. Written last by the
 //! outputs: its presence marks a complete fit.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::camera_check::CameraCheck;
@@ -14,8 +14,9 @@ use crate::io::atomic_write::write_atomic;
 
 /// The `format` field of `fit.json`.
 pub const SUMMARY_FORMAT: &str = "physfit.fit";
-/// The version this physfit writes and reads.
-pub const SUMMARY_VERSION: u32 = 2;
+/// The version this physfit writes and reads (3: typed settings by table,
+/// stages with their solver and whether they ran, E parameters by name).
+pub const SUMMARY_VERSION: u32 = 3;
 
 /// Why `fit.json` could not be read or written.
 #[derive(Debug, thiserror::Error)]
@@ -39,7 +40,7 @@ pub enum SummaryError {
 }
 
 /// The units the summary's values are in.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Units {
     /// What normalised E means.
     pub youngs_normalised: String,
@@ -51,34 +52,136 @@ pub struct Units {
     pub velocity: String,
 }
 
-/// The settings the fit ran with.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// The settings the fit ran with, as scene.toml's tables (resolved:
+/// defaults filled in), typed values throughout.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Settings {
-    /// Every input by its scene.toml name (the checkpoint's fingerprint).
-    pub inputs: BTreeMap<String, String>,
-    /// `fit.velocity.iterations`.
-    #[serde(rename = "fit.velocity.iterations")]
-    pub velocity_iterations: u32,
-    /// `fit.stiffness.iterations`.
-    #[serde(rename = "fit.stiffness.iterations")]
-    pub stiffness_iterations: u32,
-    /// `fit.checkpoint_every`.
-    #[serde(rename = "fit.checkpoint_every")]
-    pub checkpoint_every: u32,
-    /// Drivers (MPM particles).
-    pub drivers: usize,
+    /// SHA-256 of the input files (the checkpoint's fingerprint of them).
+    pub inputs_sha256: InputHashes,
+    /// `simulation`.
+    pub simulation: SimulationSettings,
+    /// `material`.
+    pub material: MaterialSettings,
+    /// `fit`.
+    pub fit: FitSettings,
+    /// The stages run: `both`, `velocity` or `stiffness` (`--stage`).
+    pub stages: String,
+    /// Where a stiffness-only fit took its velocity from (`--velocity-from`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub velocity_from: Option<String>,
+}
+
+/// SHA-256 of the files a fit reads.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct InputHashes {
+    /// `gaussians.path`.
+    pub gaussians: String,
+    /// Every reference frame, view by view.
+    pub reference_frames: String,
+    /// Every loss mask, view by view (absent: no view has masks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss_masks: Option<String>,
+}
+
+/// `[simulation]` and `[drivers]` as resolved.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SimulationSettings {
     /// `simulation.grid_res`.
     pub grid_res: u32,
     /// `simulation.substeps`.
     pub substeps: u32,
-    /// `material.log10_youngs_range` (normalised units).
+    /// Drivers (MPM particles), `drivers.count` resolved.
+    pub drivers: usize,
+}
+
+/// `[material]` (normalised units).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct MaterialSettings {
+    /// `material.youngs_modulus`, the start.
+    pub youngs_modulus: f64,
+    /// `material.log10_youngs_range`.
     pub log10_youngs_range: [f64; 2],
-    /// `material.youngs_modulus`, the start (normalised units).
-    pub start_youngs_modulus: f64,
+}
+
+/// `[fit]`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FitSettings {
+    /// `fit.rounds`.
+    pub rounds: u32,
+    /// `fit.checkpoint_every`.
+    pub checkpoint_every: u32,
+    /// `[fit.scan]`.
+    pub scan: ScanSettings,
+    /// `[fit.velocity]`.
+    pub velocity: StageSettings,
+    /// `[fit.stiffness]`.
+    pub stiffness: StageSettings,
+}
+
+/// `[fit.scan]`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ScanSettings {
+    /// `fit.scan.points`.
+    pub points: u32,
+    /// `fit.scan.velocity_evaluations`.
+    pub velocity_evaluations: u32,
+}
+
+/// The optimiser of a stage (docs/design.md § Loss, parameters, fit): the
+/// field's parameter count chooses it, and with it which settings apply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Solver {
+    /// One uniform log10 E scanned over the range.
+    Scan,
+    /// Adam with warm-up, decay and clipping (a per-driver field).
+    Adam,
+    /// Bounded L-BFGS (a field of few parameters: no learning rate).
+    Lbfgs,
+}
+
+/// A stage table (`[fit.velocity]`, `[fit.stiffness]`): the settings that
+/// apply to its solver; Adam's alone are absent for L-BFGS.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StageSettings {
+    /// The solver its field gets.
+    pub solver: Solver,
+    /// `iterations`: the cap.
+    pub iterations: u32,
+    /// `frames`: a frame count with the rest frame 0 (absent: all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frames: Option<u32>,
+    /// `learning_rate` (Adam only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub learning_rate: Option<f64>,
+    /// `warmup` (Adam only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup: Option<u32>,
+    /// `decay` (Adam only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decay: Option<f64>,
+    /// `grad_clip` (Adam only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grad_clip: Option<f64>,
+    /// `tolerance`.
+    pub tolerance: f64,
+    /// `w_l1`.
+    pub w_l1: f64,
+    /// `w_ssim`.
+    pub w_ssim: f64,
+    /// `tv_weight`.
+    pub tv_weight: f64,
+    /// `velocity_tv_weight`.
+    pub velocity_tv_weight: f64,
+    /// `field`: `drivers`, `global`, `rigid` or `regions`.
+    pub field: String,
+    /// With `field = "regions"`: the regions' names in parameter order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub regions: Vec<String>,
 }
 
 /// The GPU adapter the fit ran on.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Adapter {
     /// Its name.
     pub name: String,
@@ -90,31 +193,42 @@ pub struct Adapter {
     pub software: bool,
 }
 
-/// One stage run.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// One stage of the plan.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct StageSummary {
     /// Its round (1-based).
     pub round: u32,
-    /// `velocity` or `stiffness`.
+    /// `scan`, `velocity` or `stiffness`.
     pub stage: String,
+    /// Its solver.
+    pub solver: Solver,
     /// Its iteration cap.
     pub iterations: u32,
-    /// Its learning rate.
-    pub learning_rate: f64,
+    /// Its learning rate (Adam only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub learning_rate: Option<f64>,
     /// The frames it fitted, as frame indices (1..=N−1 of a stage's
     /// `frames = N`; never the rest frame 0).
     pub frames: Vec<usize>,
-    /// Wall seconds (0 for a stage skipped because the rounds converged).
+    /// What it did; absent when it never ran (the rounds before it had
+    /// converged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<StageRun>,
+}
+
+/// What a stage that ran did.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StageRun {
+    /// Wall seconds.
     pub seconds: f64,
-    /// Iterations it ran (a scan: candidates scanned; 0 when skipped).
-    pub iterations_run: u32,
-    /// It stopped because its loss flattened, not at its cap (a skipped
-    /// stage counts as converged).
+    /// Iterations it recorded (a scan: candidates scanned).
+    pub iterations: u32,
+    /// It stopped because its loss flattened, not at its cap.
     pub converged: bool,
 }
 
 /// The quality of one frame and view of the fitted rollout.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct FrameQuality {
     /// The frame.
     pub frame: usize,
@@ -129,7 +243,7 @@ pub struct FrameQuality {
 }
 
 /// The loss of the fitted parameters over every frame and view.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct FinalLoss {
     /// The loss.
     pub loss: f64,
@@ -145,23 +259,28 @@ pub struct FinalLoss {
     pub frames: Vec<FrameQuality>,
 }
 
-/// One fitted `log10 E` parameter.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// One fitted Young's modulus parameter, named by what it covers.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct YoungsParameter {
+    /// The region's name (`field = "regions"`), `object` (`global`) or
+    /// `driver N` (`drivers`).
+    pub name: String,
     /// `log10 E`, normalised units.
     pub log10_normalised: f64,
+    /// E in normalised units.
+    pub normalised: f64,
     /// E in world units.
     pub world: f64,
 }
 
 /// `fit.json` (module doc).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct FitSummary {
     /// [`SUMMARY_FORMAT`].
     pub format: String,
     /// [`SUMMARY_VERSION`].
     pub version: u32,
-    /// The scene file.
+    /// The scene file, as typed from the working directory.
     pub scene: String,
     /// The units.
     pub units: Units,
@@ -176,14 +295,16 @@ pub struct FitSummary {
     /// The fitted rollout's loss.
     #[serde(rename = "final")]
     pub final_loss: FinalLoss,
-    /// The fitted `log10 E` parameters, in parameter order.
+    /// The fitted Young's modulus parameters, in parameter order.
     pub youngs_parameters: Vec<YoungsParameter>,
     /// The fitted velocity parameters (world units / s).
     pub velocity_parameters: Vec<f64>,
     /// The recovery of the truth, on a twin experiment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovery: Option<Recovery>,
     /// On a twin experiment: the loss of the truth's own parameters on the
     /// same frames, views and weights as [`FitSummary::final_loss`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub truth_loss: Option<FinalLoss>,
 }
 
@@ -207,6 +328,15 @@ impl FitSummary {
             path: path.to_path_buf(),
             error,
         })
+    }
+
+    /// The JSON Schema of `fit.json`, generated from these types
+    /// (committed as `docs/fit.schema.json`).
+    pub fn json_schema() -> String {
+        let schema = schemars::schema_for!(FitSummary);
+        let mut text = serde_json::to_string_pretty(&schema).expect("a schema serialises");
+        text.push('\n');
+        text
     }
 
     /// Reads `path`, refusing another format or version.

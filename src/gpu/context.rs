@@ -6,6 +6,7 @@
 //! virtual) and a software one (lavapipe, WARP, SwiftShader) is the fallback,
 //! announced in the log because it is orders of magnitude slower.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::error::GpuError;
@@ -84,6 +85,9 @@ fn default_backends() -> wgpu::Backends {
     wgpu::Backends::from_env().unwrap_or(wgpu::Backends::PRIMARY)
 }
 
+/// Whether this process has warned that it runs on a software adapter.
+static SOFTWARE_ANNOUNCED: AtomicBool = AtomicBool::new(false);
+
 /// Picks an adapter according to the module docs.
 pub fn select_adapter(instance: &wgpu::Instance) -> Result<wgpu::Adapter, GpuError> {
     let backends = default_backends();
@@ -125,7 +129,11 @@ pub fn select_adapter(instance: &wgpu::Instance) -> Result<wgpu::Adapter, GpuErr
     match usable.first() {
         Some(a) => {
             let info = a.get_info();
-            if info.device_type == wgpu::DeviceType::Cpu {
+            // Said once per process: a command may select twice (the
+            // memory check probes the adapter before the context exists).
+            if info.device_type == wgpu::DeviceType::Cpu
+                && !SOFTWARE_ANNOUNCED.swap(true, Ordering::Relaxed)
+            {
                 log::warn!(
                     "no hardware GPU found; falling back to the software adapter '{}' ({:?}). \
                      It is correct but slow: use it for tests and small scenes.",

@@ -17,6 +17,7 @@ pub mod radix_sort;
 pub mod radix_sort_histogram;
 pub mod radix_sort_pass;
 pub mod radix_sort_scatter;
+pub mod runtime_dir;
 pub mod shader;
 pub mod sort_bench;
 pub mod wgsl_layout;

@@ -157,4 +157,5 @@ pub fn block(layout: &Block) -> physfit::scene::Gaussians {
 pub mod cameras;
 pub mod cli;
 pub mod deform_cases;
+pub mod json_shape;
 pub mod slopes;

@@ -187,25 +187,42 @@ fn fit_json_of_another_version_is_refused_naming_the_fix() {
     let text = format!(
         r#"{{"format":"physfit.fit","version":{},"scene":"s.toml",
         "units":{{"youngs_normalised":"n","youngs_world":"w","box_side":2.0,"velocity":"v"}},
-        "settings":{{"inputs":{{}},"fit.velocity.iterations":1,"fit.stiffness.iterations":2,
-          "fit.checkpoint_every":3,"drivers":4,"grid_res":16,"substeps":9,
-          "log10_youngs_range":[3.0,5.0],"start_youngs_modulus":1e4}},
+        "settings":{{"inputs_sha256":{{"gaussians":"a","reference_frames":"b"}},
+          "simulation":{{"grid_res":16,"substeps":9,"drivers":4}},
+          "material":{{"youngs_modulus":1e4,"log10_youngs_range":[3.0,5.0]}},
+          "fit":{{"rounds":1,"checkpoint_every":3,"scan":{{"points":5,"velocity_evaluations":4}},
+            "velocity":{{"solver":"lbfgs","iterations":1,"tolerance":0.0,"w_l1":0.8,"w_ssim":0.2,
+              "tv_weight":0.0,"velocity_tv_weight":0.0,"field":"global"}},
+            "stiffness":{{"solver":"lbfgs","iterations":2,"tolerance":0.0,"w_l1":0.8,"w_ssim":0.2,
+              "tv_weight":0.0,"velocity_tv_weight":0.0,"field":"regions","regions":["tail"]}}}},
+          "stages":"both"}},
         "adapter":{{"name":"a","backend":"b","driver":"d","software":true}},
         "camera_check":[{{"view":"front","psnr":40.0,"reference":"f/0.png","picture":null}}],
         "stages":[],"final":{{"loss":0.1,"image":0.1,"tv":0.0,"mean_psnr":30.0,"mean_ssim":0.9,"frames":[]}},
-        "youngs_parameters":[{{"log10_normalised":4.0,"world":4e4}}],"velocity_parameters":[0.5],
-        "recovery":null}}"#,
+        "youngs_parameters":[{{"name":"tail","log10_normalised":4.0,"normalised":1e4,"world":4e4}}],
+        "velocity_parameters":[0.5]}}"#,
         SUMMARY_VERSION
     );
     std::fs::write(&path, &text).unwrap();
     let summary = FitSummary::read(&path).unwrap();
-    assert_eq!(summary.settings.grid_res, 16);
+    assert_eq!(summary.settings.simulation.grid_res, 16);
     assert_eq!(summary.camera_check[0].view, "front");
     assert_eq!(summary.youngs_parameters[0].world, 4e4);
-    // What it writes reads back equal.
+    // What it writes reads back equal, has the schema's shape and no Rust
+    // Debug text.
     let again = dir.path().join("again.json");
     summary.write(&again).unwrap();
     assert_eq!(FitSummary::read(&again).unwrap(), summary);
+    let written = std::fs::read_to_string(&again).unwrap();
+    let schema: serde_json::Value = serde_json::from_str(&FitSummary::json_schema()).unwrap();
+    let value: serde_json::Value = serde_json::from_str(&written).unwrap();
+    assert_eq!(
+        crate::common::json_shape::missing_fields(&schema, &value),
+        Vec::<String>::new()
+    );
+    for debug in ["Some(", "None", "NamedRegion", "learning_rate"] {
+        assert!(!written.contains(debug), "{debug} in {written}");
+    }
     let old = text.replacen(
         &format!("\"version\":{SUMMARY_VERSION}"),
         "\"version\":1",

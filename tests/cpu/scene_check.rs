@@ -1,7 +1,8 @@
 //! `physfit check` end to end: the demo scene passes with a summary, a
 //! broken scene exits non-zero with a message naming the field, and the fit
 //! settings (fields, regions with their drivers, rounds, checkpoints,
-//! schedules, E in world units) are printed as the fit will use them.
+//! schedules, E in world units) are printed as the fit will use them, with
+//! paths as typed from the working directory.
 
 use std::path::Path;
 use std::process::Command;
@@ -48,6 +49,29 @@ fn demo_scene_passes_with_a_summary() {
             "summary lacks `{needle}`:\n{stdout}"
         );
     }
+}
+
+/// Paths joined from the scene's directory (`scenes/../assets/fox.ply`)
+/// are printed as a user would type them from the working directory, and
+/// the `.ply`'s odd values are said once, in the summary.
+#[test]
+fn check_prints_normalised_paths_and_odd_values_once() {
+    let out = Command::new(env!("CARGO_BIN_EXE_physfit"))
+        .args(["check", "scenes/fox.toml"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("run physfit");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("from assets/fox.ply"), "{stdout}");
+    assert!(stdout.contains("output       out/fox"), "{stdout}");
+    assert!(!stdout.contains("/../"), "{stdout}");
+    let all = format!("{stdout}{stderr}");
+    assert_eq!(all.matches("opacity logit clamped").count(), 1, "{all}");
 }
 
 #[test]

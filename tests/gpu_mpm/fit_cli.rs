@@ -165,8 +165,19 @@ fn twin(scene: &str, truth: &str) -> tempfile::TempDir {
     twin_with(scene, truth, &[])
 }
 
+/// `out/fit.json`, checked against the shape of its published schema
+/// (every required field present) and for Rust Debug text.
 fn fit_json(out: &Path) -> FitSummary {
-    FitSummary::read(&out.join("fit.json")).unwrap()
+    let path = out.join("fit.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let schema: serde_json::Value = serde_json::from_str(&FitSummary::json_schema()).unwrap();
+    let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let missing = crate::common::json_shape::missing_fields(&schema, &value);
+    assert!(missing.is_empty(), "fit.json lacks {missing:?}");
+    for debug in ["Some(", "\"None\"", "NamedRegion"] {
+        assert!(!text.contains(debug), "Rust Debug text {debug} in {text}");
+    }
+    FitSummary::read(&path).unwrap()
 }
 
 /// Per channel over the 32×32 panel of `a` whose top left corner is `at`,
@@ -216,7 +227,12 @@ fn twin_recovery_per_driver_stiffness_writes_every_output() {
 
     // Every output, readable.
     let lines = std::fs::read_to_string(out.join("loss.jsonl")).unwrap();
-    let iterations: u32 = json.stages.iter().map(|s| s.iterations_run).sum();
+    let iterations: u32 = json
+        .stages
+        .iter()
+        .filter_map(|s| s.run.as_ref())
+        .map(|r| r.iterations)
+        .sum();
     assert_eq!(
         lines.lines().count(),
         iterations as usize,

@@ -34,7 +34,11 @@ fn the_example_fits_the_block_twin_in_memory_writing_only_its_checkpoint() {
         kinds,
         [StageKind::Velocity.name(), StageKind::Stiffness.name()]
     );
-    let run: u32 = result.stages.iter().map(|s| s.iterations_run).sum();
+    let run: u32 = result
+        .stages
+        .iter()
+        .filter_map(|s| s.run.as_ref().map(|r| r.iterations))
+        .sum();
     assert_eq!(result.records.len(), run as usize);
     assert!(run > 0 && run <= 5, "{run} iterations");
     let (first, last) = (result.records[0].loss, result.last_loss().unwrap());

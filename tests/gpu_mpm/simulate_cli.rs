@@ -221,3 +221,24 @@ fn an_earlier_simulation_is_replaced_only_with_force_and_only_its_files() {
         .collect();
     assert!(hidden.is_empty(), "{hidden:?}");
 }
+
+/// `--quiet` (the global flag, as on every command): the frames are
+/// written and nothing is printed.
+#[test]
+fn quiet_simulate_prints_nothing() {
+    let dir = fixture();
+    let out = dir.path().join("out");
+    let run = Command::new(env!("CARGO_BIN_EXE_physfit"))
+        .arg("simulate")
+        .arg(dir.path().join("scene.toml"))
+        .args(["--velocity", "0.3,0,0", "--frames", "2", "--quiet", "--out"])
+        .arg(&out)
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("run physfit");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stderr}");
+    assert_eq!(stderr, "");
+    assert_eq!(String::from_utf8_lossy(&run.stdout), "");
+    assert_eq!(frame_files(&out, "ply").len(), 2);
+}

@@ -20,9 +20,10 @@
 //!
 //! # Policy for odd values
 //! Trained splat files contain a few degenerate splats. [`load_gaussians`]
-//! applies these rules, counts each kind in a [`SanitizeReport`] and logs
-//! the non-zero counts with `log::warn` (normalising quaternions is routine
-//! and logged at `debug` only):
+//! applies these rules and counts each kind in a [`SanitizeReport`], which
+//! `physfit check` prints ("odd values"); loading logs the counts at
+//! `debug` only, so that every command on the same file does not repeat
+//! them:
 //! - position (`x y z`) not finite → the splat is **dropped** (it has no
 //!   place in the scene or in the simulation box);
 //! - opacity logit NaN → **dropped**; ±∞ → clamped to

@@ -79,10 +79,13 @@ impl SanitizeReport {
         self.warnings().iter().all(|(n, _)| *n == 0)
     }
 
+    /// Logged at debug level only: `physfit check` shows the counts once
+    /// ("odd values"), so that every other command loading the same file
+    /// does not repeat them.
     fn log(&self, path: &Path) {
         for (n, what) in self.warnings() {
             if n > 0 {
-                log::warn!("{}: {n} splats {what}", crate::io::shown::shown(path));
+                log::debug!("{}: {n} splats {what}", crate::io::shown::shown(path));
             }
         }
         if self.normalised_rotation > 0 {
