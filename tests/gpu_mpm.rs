@@ -33,6 +33,8 @@ mod fit_cli;
 mod fit_color_correction;
 #[path = "gpu_mpm/fit_example.rs"]
 mod fit_example;
+#[path = "gpu_mpm/fit_flow.rs"]
+mod fit_flow;
 #[path = "gpu_mpm/fit_loop.rs"]
 mod fit_loop;
 #[path = "gpu_mpm/fit_masks.rs"]

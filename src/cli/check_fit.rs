@@ -2,19 +2,24 @@
 //! will run with, so that a scene's
 //! `[fit]` tables can be read back before any GPU time is spent.
 //!
-//! Per stage: its `field` and, for `"regions"`, every region with the
+//! `fit.rounds`, `fit.checkpoint_every`, `[fit.scan]` (the slowest
+//! phase); per stage: its solver (chosen by the field's parameter count,
+//! as the fit chooses it) with only the settings that solver uses
+//! (L-BFGS: the cap on evaluations and the tolerance; Adam: iterations,
+//! learning rate, warm-up, decay, clip, tolerance), its frames and loss
+//! weights, its `field` and, for `"regions"`, every region with the
 //! drivers it holds (the scene's K-Means drivers assigned by
 //! [`RegionAssignment`], exactly as the fit assigns them; K-Means runs only
-//! when a stage has regions), its schedule (iterations, learning rate,
-//! warm-up, decay, clip, frames) and its loss weights; then `fit.rounds`,
-//! `fit.checkpoint_every`, and the E range in world units too (units that
-//! do not depend on the box's padding: `E_world = E · side²`,
-//! [`youngs_world`]).
+//! when a stage has regions); the evaluations each phase may take at
+//! most; and the E range in world units too (units that do not depend on
+//! the box's padding: `E_world = E · side²`, [`youngs_world`]).
 
 use std::fmt::Write;
 
 use anyhow::{Context, Result};
 use physfit::drive::DriverSet;
+use physfit::fit::summary::Solver;
+use physfit::fit::summary_build::solver_for;
 use physfit::fit::RegionAssignment;
 use physfit::output::youngs_world;
 use physfit::scene::{FieldSetting, FitStage, Scene};
@@ -47,6 +52,8 @@ pub fn fit_summary(scene: &Scene) -> Result<String> {
         if f.rounds == 1 { "" } else { "s" },
         f.checkpoint_every
     );
+    let available = scene.frame_count().unwrap_or(0);
+    let _ = writeln!(s, "{}", scan_line(scene, available));
     for (label, stage, flow) in [
         ("velocity", &f.velocity, "full flow, E frozen"),
         ("stiffness", &f.stiffness, "truncated flow, v0 frozen"),
@@ -56,21 +63,36 @@ pub fn fit_summary(scene: &Scene) -> Result<String> {
         } else {
             format!("tv_weight {}", stage.tv_weight)
         };
+        let parameters = field_parameters(label, &stage.field, scene, drivers.as_ref());
+        let schedule = match solver_for(parameters) {
+            // L-BFGS has no rate: only the cap and the tolerance apply.
+            Solver::Lbfgs => format!(
+                "L-BFGS ({parameters} parameters), at most {} (line-search trials included), \
+                 tolerance {}",
+                counted(stage.iterations, "evaluation"),
+                stage.tolerance
+            ),
+            _ => format!(
+                "Adam ({parameters} parameters), {} it, learning_rate {} (warmup {}, decay {}, \
+                 grad_clip {}), tolerance {}",
+                stage.iterations,
+                stage.learning_rate,
+                stage.warmup,
+                stage.decay,
+                stage.grad_clip,
+                stage.tolerance
+            ),
+        };
         let _ = writeln!(
             s,
-            "  {label:<10} {} it, learning_rate {} (warmup {}, decay {}, grad_clip {}), {}, {flow}; \
-             w_l1 {}, w_ssim {}, {smoothness}",
-            stage.iterations,
-            stage.learning_rate,
-            stage.warmup,
-            stage.decay,
-            stage.grad_clip,
+            "  {label:<10} {schedule}, {}, {flow}; w_l1 {}, w_ssim {}, {smoothness}",
             frames(stage),
             stage.w_l1,
             stage.w_ssim,
         );
         field_lines(&mut s, label, &stage.field, drivers.as_ref());
     }
+    let _ = writeln!(s, "{}", evaluations_line(scene, drivers.as_ref()));
     let side = scene.simulation.sim_box.side;
     let m = &scene.material;
     let world = |log10_e: f64| youngs_world(10f64.powf(log10_e), side).log10();
@@ -83,6 +105,98 @@ pub fn fit_summary(scene: &Scene) -> Result<String> {
         world(m.log10_youngs_range[1]),
     );
     Ok(s)
+}
+
+/// `[fit.scan]`: the grid over the E range and each point's velocity
+/// fit (docs/design.md § Loss, parameters, fit: the slowest phase of a
+/// fit, a velocity fit per point).
+fn scan_line(scene: &Scene, available: usize) -> String {
+    let scan = &scene.fit.scan;
+    if scan.points < 2 {
+        return "  scan       none (`fit.scan.points = 0`): the stages start from \
+                `material.youngs_modulus`"
+            .to_string();
+    }
+    let [low, high] = scene.material.log10_youngs_range;
+    let velocity_frames = scene.fit.velocity.fitted_frames(available);
+    let stiffness_frames = scene.fit.stiffness.fitted_frames(available);
+    format!(
+        "  scan       {} points over log10 E [{low}, {high}] and one more by a parabola; each \
+         point's velocity by L-BFGS in {} on frames {}–{} ({} for the first), its loss on \
+         frames {}–{}",
+        scan.points,
+        counted(scan.velocity_evaluations, "evaluation"),
+        velocity_frames.start(),
+        velocity_frames.end(),
+        2 * scan.velocity_evaluations,
+        stiffness_frames.start(),
+        stiffness_frames.end(),
+    )
+}
+
+/// The evaluations each phase of `physfit fit` may take, at most (its
+/// caps; stages that converge take fewer, and Adam more for each
+/// rejected step): what the fit costs, in rollouts.
+fn evaluations_line(scene: &Scene, drivers: Option<&DriverSet>) -> String {
+    let f = &scene.fit;
+    // (what is printed, evaluations at most)
+    let mut phases: Vec<(String, u32)> = Vec::new();
+    if f.scan.points >= 2 {
+        // Every point, and the parabola's: a velocity fit and a loss; the
+        // first point's fit gets twice the evaluations.
+        let most =
+            (f.scan.points + 1) * (f.scan.velocity_evaluations + 1) + f.scan.velocity_evaluations;
+        phases.push((format!("scan {most}"), most));
+    }
+    for (label, stage) in [("velocity", &f.velocity), ("stiffness", &f.stiffness)] {
+        let parameters = field_parameters(label, &stage.field, scene, drivers);
+        // Adam evaluates its start, then once per step.
+        let per_round = match solver_for(parameters) {
+            Solver::Lbfgs => stage.iterations,
+            _ => stage.iterations + 1,
+        };
+        phases.push((
+            format!("{label} {} × {per_round}", f.rounds),
+            f.rounds * per_round,
+        ));
+    }
+    let total: u32 = phases.iter().map(|(_, n)| n).sum();
+    let listed: Vec<&str> = phases.iter().map(|(p, _)| p.as_str()).collect();
+    format!(
+        "  evaluations at most {total}: {} (rounds × cap; each a rollout with its gradient, \
+         fewer when a stage converges or the rounds do)",
+        listed.join(", ")
+    )
+}
+
+/// The parameters of a stage's field: one `log10 E` or three velocity
+/// components per unit (the object, a region, a driver); rigid: six.
+/// Which solver fits the stage follows from it ([`solver_for`]).
+fn field_parameters(
+    label: &str,
+    field: &FieldSetting,
+    scene: &Scene,
+    drivers: Option<&DriverSet>,
+) -> usize {
+    let per = if label == "velocity" { 3 } else { 1 };
+    match field {
+        FieldSetting::Global => per,
+        FieldSetting::Rigid => 6,
+        FieldSetting::Drivers => per * scene.drivers.count,
+        FieldSetting::Regions(regions) => {
+            let drivers = drivers.expect("drivers are built when a stage has regions");
+            per * RegionAssignment::new(regions, drivers).names.len()
+        }
+    }
+}
+
+/// `1 evaluation`, `4 evaluations`.
+fn counted(n: u32, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
 }
 
 /// The frames a stage fits on: its frame count (the rest frame 0

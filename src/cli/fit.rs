@@ -108,6 +108,31 @@ pub fn run(args: &FitArgs) -> Result<FitOutcome> {
     let stopped_early = |phase: Phase| stopped(phase, false);
     let mut session = FitSession::open(&ctx, prepared).map_err(advise)?;
     session.set_stop(interrupt.stop().clone());
+    if resumed && session.outputs_current() {
+        // Writing the same outputs again would only cost the rollout.
+        if !args.quiet {
+            eprintln!(
+                "nothing left to do: every stage of the checkpointed fit has finished (none stopped \
+                 at a cap the scene now raises) and {} holds its outputs; to fit again from the \
+                 start, run `physfit fit {}{}` with --force instead of --resume",
+                shown(&out),
+                shown(&args.scene),
+                args.out
+                    .as_ref()
+                    .map_or(String::new(), |o| format!(" --out {}", shown(o)))
+            );
+        }
+        return Ok(FitOutcome::Finished);
+    }
+    if let Some(c) = session.continued() {
+        if !args.quiet {
+            eprintln!(
+                "{} stopped at its cap of {}; the scene now caps it at {}: continuing it from its \
+                 last step, then the stages after it",
+                c.label, c.cap_was, c.cap
+            );
+        }
+    }
     if !args.quiet {
         let d = session.drivers();
         eprintln!(

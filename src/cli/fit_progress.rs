@@ -7,6 +7,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use physfit::fit::record::mean_quality;
 use physfit::fit::stages::ROUND_TOLERANCE;
+use physfit::fit::summary::Solver;
+use physfit::fit::summary_build::stage_solver;
 use physfit::fit::{Control, FinishedStage, FitObserver, FitState, StagePlan};
 
 use super::fit_phase::Phase;
@@ -66,31 +68,23 @@ impl FitObserver for CliProgress {
         }
     }
 
-    fn stage_finished(&mut self, plan: &StagePlan, _: &FitState, finished: &FinishedStage<'_>) {
+    fn stage_finished(&mut self, plan: &StagePlan, state: &FitState, finished: &FinishedStage<'_>) {
         self.bar.finish_and_clear();
         if self.quiet {
             return;
         }
-        let (psnr, _) = mean_quality(finished.final_loss);
-        let how = if plan.kind == physfit::fit::StageKind::Scan {
-            "candidates".to_string()
-        } else if finished.converged {
-            format!("iterations (converged; cap {})", plan.settings.iterations)
-        } else {
-            "iterations (its cap)".to_string()
-        };
-        eprintln!(
-            "{}: {} {how} in {:.0} s, final loss {:.4e}, PSNR {:.2} dB",
-            plan.label(),
-            finished.iterations,
-            finished.seconds,
-            finished.final_loss.loss,
-            psnr
-        );
-        if !finished.converged {
+        eprintln!("{}", finished_line(plan, state, finished));
+        if !finished.converged && finished.steps > 0 {
             eprintln!(
                 "WARNING: {} stopped at its cap while the loss still fell; raise `fit.{}.iterations` to let it converge",
                 plan.label(),
+                plan.kind.name()
+            );
+        } else if !finished.converged && finished.evaluations > 1 {
+            eprintln!(
+                "WARNING: {} found no lower point within its cap ({}); raise `fit.{}.iterations` to search further",
+                plan.label(),
+                counted(finished.evaluations, "evaluation"),
                 plan.kind.name()
             );
         }
@@ -104,6 +98,67 @@ impl FitObserver for CliProgress {
         if let Some(r) = &finished.recovery {
             eprintln!("{}: recovery: {}", plan.label(), r.summary());
         }
+    }
+}
+
+/// A finished stage in one line: its steps and evaluations (what its cap
+/// counts named), how it ended, and its loss with the frames and views
+/// that loss is over, since consecutive stages fit different frames and
+/// their losses cannot be compared.
+pub(super) fn finished_line(
+    plan: &StagePlan,
+    state: &FitState,
+    finished: &FinishedStage<'_>,
+) -> String {
+    let (psnr, _) = mean_quality(finished.final_loss);
+    let cap = plan.settings.iterations;
+    let (counts, how) = match stage_solver(plan.kind, state) {
+        Solver::Scan => (
+            format!(
+                "{} ({})",
+                counted(finished.steps, "candidate"),
+                counted(finished.evaluations, "evaluation")
+            ),
+            "best".to_string(),
+        ),
+        solver => {
+            let capped = if solver == Solver::Lbfgs {
+                counted(cap, "evaluation")
+            } else {
+                counted(cap, "step")
+            };
+            let ending = if finished.converged {
+                format!("converged; cap {capped}")
+            } else {
+                format!("its cap of {capped}")
+            };
+            (
+                format!(
+                    "{}, {} ({ending})",
+                    counted(finished.steps, "step"),
+                    counted(finished.evaluations, "evaluation")
+                ),
+                "final".to_string(),
+            )
+        }
+    };
+    format!(
+        "{}: {counts} in {:.0} s; {how} loss {:.4e} over frames {} × {}, PSNR {:.2} dB",
+        plan.label(),
+        finished.seconds,
+        finished.final_loss.loss,
+        frame_span(&plan.selection.frames),
+        counted(plan.selection.views.len() as u32, "view"),
+        psnr
+    )
+}
+
+/// `1 step`, `3 steps`.
+fn counted(n: u32, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
     }
 }
 

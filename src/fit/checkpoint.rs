@@ -292,114 +292,15 @@ impl Checkpoint {
         velocity: usize,
         youngs_bounds: (f64, f64),
     ) -> Result<(), CheckpointError> {
-        let invalid = |field: &str, problem: String| CheckpointError::Invalid {
-            path: path.to_path_buf(),
-            field: field.to_string(),
-            problem,
-        };
-        let length = |field: &str, got: usize, want: usize, of: &str| {
-            if got == want {
-                Ok(())
-            } else {
-                Err(invalid(
-                    field,
-                    format!("holds {got} values where {of} has {want}"),
-                ))
-            }
-        };
-        let s = &self.state;
-        if s.stage > plan.len() {
-            return Err(invalid(
-                "state.stage",
-                format!("is {}, past the plan's {} stages", s.stage, plan.len()),
-            ));
-        }
-        length(
-            "state.converged",
-            s.converged.len(),
-            s.stage,
-            "the stages finished",
-        )?;
-        length(
-            "state.stage_losses",
-            s.stage_losses.len(),
-            s.stage,
-            "the stages finished",
-        )?;
-        length(
-            "state.log10_youngs",
-            s.log10_youngs.len(),
-            youngs,
-            "the E parameterisation",
-        )?;
-        length(
-            "state.velocity",
-            s.velocity.len(),
-            velocity,
-            "the velocity parameterisation",
-        )?;
-        if let Some(rms) = &s.youngs_gradient_rms {
-            length(
-                "state.youngs_gradient_rms",
-                rms.len(),
-                youngs,
-                "the E parameterisation",
-            )?;
-        }
-        let (low, high) = youngs_bounds;
-        for (i, &e) in s.log10_youngs.iter().enumerate() {
-            if !(e.is_finite() && (low..=high).contains(&e)) {
-                return Err(invalid(
-                    &format!("state.log10_youngs[{i}]"),
-                    format!("is {e:.6e}, outside `material.log10_youngs_range` [{low}, {high}]"),
-                ));
-            }
-        }
-        if let Some(bad) = s.velocity.iter().position(|v| !v.is_finite()) {
-            return Err(invalid(
-                &format!("state.velocity[{bad}]"),
-                "is not finite".to_string(),
-            ));
-        }
-        let running = plan.get(s.stage).map_or(0, |p| match p.kind {
-            StageKind::Velocity => velocity,
-            StageKind::Scan | StageKind::Stiffness => youngs,
-        });
-        let of = "the running stage's parameters";
-        length("state.adam.m", s.adam.m.len(), running, of)?;
-        length("state.adam.v", s.adam.v.len(), running, of)?;
-        if let Some(l) = &s.lbfgs {
-            length("state.lbfgs.solver.x", l.solver.x.len(), running, of)?;
-            length("state.lbfgs.solver.grad", l.solver.grad.len(), running, of)?;
-            length("state.lbfgs.squares", l.squares.len(), running, of)?;
-            for (i, pair) in l.solver.pairs.iter().enumerate() {
-                length(
-                    &format!("state.lbfgs.solver.pairs[{i}].s"),
-                    pair.s.len(),
-                    running,
-                    of,
-                )?;
-                length(
-                    &format!("state.lbfgs.solver.pairs[{i}].y"),
-                    pair.y.len(),
-                    running,
-                    of,
-                )?;
-            }
-        }
-        if let Some(scan) = &s.scan {
-            for (i, point) in scan.points.iter().enumerate() {
-                length(
-                    &format!("state.scan.points[{i}].velocity"),
-                    point.velocity.len(),
-                    velocity,
-                    "the velocity parameterisation",
-                )?;
-            }
-        }
-        Ok(())
+        check_state(
+            path,
+            "state",
+            &self.state,
+            plan,
+            (youngs, velocity),
+            youngs_bounds,
+        )
     }
-
     /// Reads the checkpoint at `path` and refuses it unless it was written
     /// for `now` (the fingerprint of the fit being resumed).
     pub fn load(path: &Path, now: &FitFingerprint) -> Result<Self, CheckpointError> {
@@ -435,4 +336,165 @@ impl Checkpoint {
         }
         Ok(c)
     }
+}
+
+/// [`Checkpoint::check_against`] for the state `s`, named `prefix` in
+/// the checkpoint's JSON (a finished stage's kept state is checked too).
+fn check_state(
+    path: &Path,
+    prefix: &str,
+    s: &FitState,
+    plan: &[StagePlan],
+    (youngs, velocity): (usize, usize),
+    youngs_bounds: (f64, f64),
+) -> Result<(), CheckpointError> {
+    let invalid = |field: &str, problem: String| CheckpointError::Invalid {
+        path: path.to_path_buf(),
+        field: field.to_string(),
+        problem,
+    };
+    let length = |field: &str, got: usize, want: usize, of: &str| {
+        if got == want {
+            Ok(())
+        } else {
+            Err(invalid(
+                field,
+                format!("holds {got} values where {of} has {want}"),
+            ))
+        }
+    };
+    if s.stage > plan.len() {
+        return Err(invalid(
+            &format!("{prefix}.stage"),
+            format!("is {}, past the plan's {} stages", s.stage, plan.len()),
+        ));
+    }
+    length(
+        &format!("{prefix}.converged"),
+        s.converged.len(),
+        s.stage,
+        "the stages finished",
+    )?;
+    length(
+        &format!("{prefix}.stage_losses"),
+        s.stage_losses.len(),
+        s.stage,
+        "the stages finished",
+    )?;
+    // Empty in a checkpoint of a physfit that did not keep them.
+    if !s.tallies.is_empty() {
+        length(
+            &format!("{prefix}.tallies"),
+            s.tallies.len(),
+            s.stage,
+            "the stages finished",
+        )?;
+    }
+    for (i, capped) in s.capped.iter().enumerate() {
+        if capped.stage >= s.stage || capped.state.stage != capped.stage {
+            return Err(invalid(
+                &format!("{prefix}.capped[{i}].stage"),
+                format!(
+                    "is {} (its state's {}), not one of the {} stages finished",
+                    capped.stage, capped.state.stage, s.stage
+                ),
+            ));
+        }
+        // The state a raised cap continues must fit the plan too.
+        check_state(
+            path,
+            &format!("{prefix}.capped[{i}].state"),
+            &capped.state,
+            plan,
+            (youngs, velocity),
+            youngs_bounds,
+        )?;
+    }
+    length(
+        &format!("{prefix}.log10_youngs"),
+        s.log10_youngs.len(),
+        youngs,
+        "the E parameterisation",
+    )?;
+    length(
+        &format!("{prefix}.velocity"),
+        s.velocity.len(),
+        velocity,
+        "the velocity parameterisation",
+    )?;
+    if let Some(rms) = &s.youngs_gradient_rms {
+        length(
+            &format!("{prefix}.youngs_gradient_rms"),
+            rms.len(),
+            youngs,
+            "the E parameterisation",
+        )?;
+    }
+    let (low, high) = youngs_bounds;
+    for (i, &e) in s.log10_youngs.iter().enumerate() {
+        if !(e.is_finite() && (low..=high).contains(&e)) {
+            return Err(invalid(
+                &format!("{prefix}.log10_youngs[{i}]"),
+                format!("is {e:.6e}, outside `material.log10_youngs_range` [{low}, {high}]"),
+            ));
+        }
+    }
+    if let Some(bad) = s.velocity.iter().position(|v| !v.is_finite()) {
+        return Err(invalid(
+            &format!("{prefix}.velocity[{bad}]"),
+            "is not finite".to_string(),
+        ));
+    }
+    let running = plan.get(s.stage).map_or(0, |p| match p.kind {
+        StageKind::Velocity => velocity,
+        StageKind::Scan | StageKind::Stiffness => youngs,
+    });
+    let of = "the running stage's parameters";
+    length(&format!("{prefix}.adam.m"), s.adam.m.len(), running, of)?;
+    length(&format!("{prefix}.adam.v"), s.adam.v.len(), running, of)?;
+    if let Some(l) = &s.lbfgs {
+        length(
+            &format!("{prefix}.lbfgs.solver.x"),
+            l.solver.x.len(),
+            running,
+            of,
+        )?;
+        length(
+            &format!("{prefix}.lbfgs.solver.grad"),
+            l.solver.grad.len(),
+            running,
+            of,
+        )?;
+        length(
+            &format!("{prefix}.lbfgs.squares"),
+            l.squares.len(),
+            running,
+            of,
+        )?;
+        for (i, pair) in l.solver.pairs.iter().enumerate() {
+            length(
+                &format!("{prefix}.lbfgs.solver.pairs[{i}].s"),
+                pair.s.len(),
+                running,
+                of,
+            )?;
+            length(
+                &format!("{prefix}.lbfgs.solver.pairs[{i}].y"),
+                pair.y.len(),
+                running,
+                of,
+            )?;
+        }
+    }
+    if let Some(scan) = &s.scan {
+        for (i, point) in scan.points.iter().enumerate() {
+            length(
+                &format!("{prefix}.scan.points[{i}].velocity"),
+                point.velocity.len(),
+                velocity,
+                "the velocity parameterisation",
+            )?;
+        }
+    }
+    Ok(())
 }

@@ -28,8 +28,13 @@ pub struct FinishedStage<'a> {
     pub final_loss: &'a LossReport,
     /// Its wall seconds (since it started or resumed).
     pub seconds: f64,
-    /// Iterations it ran.
-    pub iterations: u32,
+    /// Its accepted steps (a scan: candidates scanned), over every run
+    /// of it (a resumed stage's earlier ones included).
+    pub steps: u32,
+    /// Its evaluations of the loss (what its cap counts for L-BFGS:
+    /// line-search trials included; rejected Adam steps; a scan's
+    /// velocity fits).
+    pub evaluations: u32,
     /// It stopped because its loss flattened, not at its cap.
     pub converged: bool,
     /// The rounds converged: the stages left are skipped.

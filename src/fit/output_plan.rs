@@ -16,13 +16,16 @@ use crate::scene::Scene;
 /// first; with the compare frames of every view, an output directory
 /// holding any of them holds an earlier fit.
 pub const OUTPUT_FILES: [&str; 6] = [
-    "fit.json",
+    SUMMARY_FILE,
     "drivers.safetensors",
     "fitted.ply",
     "loss.jsonl",
     "loss.png",
     "stiffness.png",
 ];
+
+/// `fit.json`, the outputs' summary, moved into place last.
+pub const SUMMARY_FILE: &str = "fit.json";
 
 /// The folder of the compare frames, `compare/<view>/frame_NNNN.png`.
 pub const COMPARE_DIR: &str = "compare";

@@ -74,11 +74,17 @@ pub fn record(
     }
 }
 
-/// The losses a stage recorded so far in `records`, oldest first.
-pub fn stage_losses(records: &[IterationRecord], stage: &StagePlan) -> Vec<f64> {
+/// The records of `stage` in `records`, oldest first.
+pub fn stage_records<'a>(
+    records: &'a [IterationRecord],
+    stage: &'a StagePlan,
+) -> impl Iterator<Item = &'a IterationRecord> + Clone + 'a {
     records
         .iter()
-        .filter(|r| r.round == stage.round && r.stage == stage.kind)
-        .map(|r| r.loss)
-        .collect()
+        .filter(move |r| r.round == stage.round && r.stage == stage.kind)
+}
+
+/// The losses a stage recorded so far in `records`, oldest first.
+pub fn stage_losses(records: &[IterationRecord], stage: &StagePlan) -> Vec<f64> {
+    stage_records(records, stage).map(|r| r.loss).collect()
 }

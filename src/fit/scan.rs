@@ -60,17 +60,17 @@ pub struct CandidateObjective<'a> {
 }
 
 impl CandidateObjective<'_> {
-    /// The velocity of candidate `log10`: fitted by L-BFGS from `start`,
-    /// or `start` itself when the scan holds it or its fit starts from an
-    /// unusable point.
+    /// The velocity of candidate `log10` and the evaluations its fit took:
+    /// fitted by L-BFGS from `start`, or `start` itself when the scan
+    /// holds it (no evaluation) or its fit starts from an unusable point.
     fn velocity(
         &mut self,
         log10: f64,
         start: &[f64],
         evaluations: u32,
-    ) -> Result<Vec<f64>, FitError> {
+    ) -> Result<(Vec<f64>, u32), FitError> {
         if !self.plan.fit_velocity {
-            return Ok(start.to_vec());
+            return Ok((start.to_vec(), 0));
         }
         let settings = LbfgsSettings {
             max_evaluations: evaluations,
@@ -91,7 +91,8 @@ impl CandidateObjective<'_> {
             Remember::Last,
         );
         let found = minimise(start, &settings, |v| objective.evaluate(v))?;
-        Ok(found.map_or_else(|| start.to_vec(), |r| r.x))
+        // An unusable start is one evaluation.
+        Ok(found.map_or_else(|| (start.to_vec(), 1), |r| (r.x, r.evaluations)))
     }
 }
 
@@ -107,7 +108,7 @@ impl Objective for CandidateObjective<'_> {
         // The first value starts its velocity cold: twice the evaluations.
         let cold = self.points.iter().all(|p| !p.loss.is_finite());
         let evaluations = self.plan.velocity_evaluations * if cold { 2 } else { 1 };
-        let velocity = self.velocity(log10, &warm, evaluations)?;
+        let (velocity, velocity_evaluations) = self.velocity(log10, &warm, evaluations)?;
         let params = Parameters {
             log10_youngs: vec![log10; self.problem.youngs_map().params],
             velocity: velocity.clone(),
@@ -119,6 +120,7 @@ impl Objective for CandidateObjective<'_> {
             log10_youngs: log10,
             velocity,
             loss,
+            evaluations: velocity_evaluations + 1,
         });
         Ok(self.report.as_ref().map(|r| (r.loss, Vec::new())))
     }

@@ -13,6 +13,10 @@ pub struct ScanPoint {
     pub velocity: Vec<f64>,
     /// The loss on the stiffness stage's frames (∞ when it blew up).
     pub loss: f64,
+    /// Evaluations it took: its velocity fit's and its loss's (0 in a
+    /// checkpoint of an earlier physfit, which did not count them).
+    #[serde(default)]
+    pub evaluations: u32,
 }
 
 /// The scan so far (in the fit's state, so a checkpoint holds it).

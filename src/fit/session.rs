@@ -133,6 +133,22 @@ pub struct FitSession {
     stop: Option<StopSignal>,
     /// The output directory, opened and locked (module doc).
     output: OutputDir,
+    /// A finished stage continued under a raised cap.
+    continued: Option<ContinuedStage>,
+}
+
+/// A finished stage that stopped at its cap, continued by a resume whose
+/// scene raised that cap ([`FitSession::continued`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ContinuedStage {
+    /// Its index in the plan.
+    pub stage: usize,
+    /// "round 1 stiffness".
+    pub label: String,
+    /// The cap it stopped at.
+    pub cap_was: u32,
+    /// The cap it continues to.
+    pub cap: u32,
 }
 
 impl FitSession {
@@ -260,6 +276,7 @@ impl FitSession {
             scene.fit.rounds,
             options.choice,
         );
+        let mut continued = None;
         let (state, stage_seconds) = match resumed {
             Some(c) => {
                 if let Some(stage) = plan.get(c.state.stage) {
@@ -283,7 +300,19 @@ impl FitSession {
                     problem.velocity_map().params,
                     (range[0].min(start), range[1].max(start)),
                 )?;
-                (c.state, c.stage_seconds)
+                let (mut state, mut seconds) = (c.state, c.stage_seconds);
+                let before = state.tallies.clone();
+                if let Some(stage) = state.continue_raised_cap(&plan) {
+                    // The stage's earlier run is counted again when it ends.
+                    seconds.truncate(stage);
+                    continued = before.get(stage).map(|t| ContinuedStage {
+                        stage,
+                        label: plan[stage].label(),
+                        cap_was: t.cap,
+                        cap: plan[stage].settings.iterations,
+                    });
+                }
+                (state, seconds)
             }
             None => {
                 let start = Parameters {
@@ -312,6 +341,29 @@ impl FitSession {
             camera: Vec::new(),
             stop: None,
             output,
+            continued,
+        })
+    }
+
+    /// On a resume: the finished stage that stopped at its cap and
+    /// continues because the scene raised the cap (the stages after it
+    /// run again).
+    pub fn continued(&self) -> Option<&ContinuedStage> {
+        self.continued.as_ref()
+    }
+
+    /// True when a resumed fit has nothing left to do: every stage has
+    /// finished (none continues under a raised cap) and the output
+    /// directory's `fit.json` was written from this very state (its
+    /// stages, with their caps, counts and seconds, are this state's), so
+    /// writing the outputs again would only repeat them.
+    pub fn outputs_current(&self) -> bool {
+        if !self.state.done(&self.plan) {
+            return false;
+        }
+        FitSummary::read(&self.out.join(super::output_plan::SUMMARY_FILE)).is_ok_and(|written| {
+            written.stages
+                == super::summary_build::stages(&self.plan, &self.state, &self.stage_seconds)
         })
     }
 

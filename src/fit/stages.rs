@@ -14,14 +14,14 @@
 use std::time::Instant;
 
 use super::error::FitError;
-use super::evaluation::LossReport;
+use super::evaluation::{LossReport, Parameters};
 use super::objective::{Remember, Seen, StageObjective, Unknowns};
 use super::observer::{FinishedStage, FitObserver};
 use super::plan::{StageKind, StagePlan, LBFGS_MAX_PARAMETERS, STIFFNESS_FIRST_STEP};
 use super::problem::FitProblem;
-use super::record::{record, stage_losses, IterationRecord};
+use super::record::{record, stage_losses, stage_records, IterationRecord};
 use super::scan::run_scan;
-use super::state::{FitState, LbfgsCheckpoint};
+use super::state::{CappedStage, FitState, LbfgsCheckpoint, StageTally};
 use crate::gpu::GpuContext;
 use crate::solve::adam::{AdamError, AdamObjective};
 use crate::solve::{execute, Adam, AdamSolver, Ending, Lbfgs, LbfgsSettings, LbfgsStart};
@@ -42,9 +42,16 @@ pub enum FitEnd {
     Stopped,
 }
 
-/// How one stage ended: its final report and whether it converged; `None`
-/// when the observer stopped it.
-type StageEnd = Option<(LossReport, bool)>;
+/// How one stage ended: its final report, whether it converged, and its
+/// accepted steps and evaluations; `None` when the observer stopped it.
+type StageEnd = Option<(LossReport, bool, Counted)>;
+
+/// A stage's accepted steps and evaluations ([`StageTally`] less its cap).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Counted {
+    steps: u32,
+    evaluations: u32,
+}
 
 /// Runs the fit from `state` through the end of `plan` (module doc),
 /// telling `observer` as it goes. `bounds` is `material.log10_youngs_range`.
@@ -78,24 +85,40 @@ fn run_stages(
         problem.set_stage(&stage.settings)?;
         observer.stage_started(stage, state);
         let started = Instant::now();
-        let stage_len = Unknowns::of(stage.kind).get(&state.parameters()).len();
+        let lbfgs = by_lbfgs(stage.kind, &state.parameters());
         let end = if stage.kind == StageKind::Scan {
             let mut step = |s: &FitState| observer.iteration_done(stage, s);
-            run_scan(ctx, problem, stage, state, &mut step)?.map(|report| (report, true))
-        } else if stage_len <= LBFGS_MAX_PARAMETERS {
+            run_scan(ctx, problem, stage, state, &mut step)?.map(|report| {
+                let scanned = state.scan.as_ref().map_or(&[][..], |s| &s.points[..]);
+                let counted = Counted {
+                    steps: scanned.len() as u32,
+                    evaluations: scanned.iter().map(|p| p.evaluations).sum(),
+                };
+                (report, true, counted)
+            })
+        } else if lbfgs {
             run_lbfgs_stage(ctx, problem, stage, state, bounds, observer)?
         } else {
             run_adam_stage(ctx, problem, stage, state, bounds, observer)?
         };
-        let Some((report, converged)) = end else {
+        let Some((report, converged, counted)) = end else {
             return Ok(FitEnd::Stopped);
         };
         let index = state.converged.len();
-        finish_stage(plan, stage, state, converged, &report);
+        let capped = (!converged).then(|| capped_stage(stage, state, lbfgs));
+        finish_stage(plan, state, converged, report.loss);
+        state.tallies.push(StageTally {
+            cap: stage.settings.iterations,
+            steps: counted.steps,
+            evaluations: counted.evaluations,
+        });
+        state.capped.extend(capped);
+        skip_converged_rounds(plan, stage, state, report.loss);
         let finished = FinishedStage {
             final_loss: &report,
             seconds: started.elapsed().as_secs_f64(),
-            iterations: stage_losses(&state.records, stage).len() as u32,
+            steps: counted.steps,
+            evaluations: counted.evaluations,
             converged,
             rounds_converged: state.converged.len() > index + 1,
             recovery: None,
@@ -106,22 +129,45 @@ fn run_stages(
     Ok(FitEnd::Finished(last_report))
 }
 
-/// Ends `stage` in `state`: the next stage's Adam, the stage's outcome and,
-/// when a round gained too little over the previous one, the rounds left
-/// skipped (they count as converged).
-fn finish_stage(
-    plan: &[StagePlan],
-    stage: &StagePlan,
-    state: &mut FitState,
-    converged: bool,
-    report: &LossReport,
-) {
+/// True when a stage of `kind` at `params` is solved by L-BFGS (a field
+/// of at most [`LBFGS_MAX_PARAMETERS`] parameters), false for Adam.
+fn by_lbfgs(kind: StageKind, params: &Parameters) -> bool {
+    Unknowns::of(kind).get(params).len() <= LBFGS_MAX_PARAMETERS
+}
+
+/// The running stage, which stopped at its cap, as raising the cap
+/// continues it ([`FitState::continue_raised_cap`]): the state after its
+/// last iteration. An L-BFGS stage that accepted no step has no solver
+/// state to continue; it starts again from its start point (its
+/// records dropped), as an uninterrupted run with the higher cap would.
+fn capped_stage(stage: &StagePlan, state: &FitState, lbfgs: bool) -> CappedStage {
+    let mut kept = state.clone();
+    kept.capped.clear();
+    if lbfgs && kept.lbfgs.is_none() {
+        kept.records
+            .retain(|r| !(r.round == stage.round && r.stage == stage.kind));
+        kept.iteration = 0;
+    }
+    CappedStage {
+        stage: state.stage,
+        state: Box::new(kept),
+    }
+}
+
+/// Ends `stage` in `state`: the next stage's Adam and the stage's outcome.
+fn finish_stage(plan: &[StagePlan], state: &mut FitState, converged: bool, loss: f64) {
     state.stage += 1;
     state.iteration = 0;
     state.lbfgs = None;
     state.adam = Adam::new(state.stage_params(plan).map_or(0, <[f64]>::len));
     state.converged.push(converged);
-    state.stage_losses.push(report.loss);
+    state.stage_losses.push(loss);
+}
+
+/// When a round gained too little over the previous one, the rounds left
+/// are skipped: they count as converged and record that they never ran
+/// (a tally of no steps and no evaluations, under their planned cap).
+fn skip_converged_rounds(plan: &[StagePlan], stage: &StagePlan, state: &mut FitState, loss: f64) {
     if stage.kind == StageKind::Stiffness && stage.round > 1 {
         let previous = plan[..state.stage - 1]
             .iter()
@@ -129,11 +175,16 @@ fn finish_stage(
             .rev()
             .find(|(p, _)| p.kind == StageKind::Stiffness && p.round == stage.round - 1)
             .map(|(_, &l)| l);
-        if previous.is_some_and(|p| p - report.loss <= ROUND_TOLERANCE * p.abs()) {
-            while state.stage < plan.len() {
+        if previous.is_some_and(|p| p - loss <= ROUND_TOLERANCE * p.abs()) {
+            while let Some(skipped) = plan.get(state.stage) {
                 state.stage += 1;
                 state.converged.push(true);
-                state.stage_losses.push(report.loss);
+                state.stage_losses.push(loss);
+                state.tallies.push(StageTally {
+                    cap: skipped.settings.iterations,
+                    steps: 0,
+                    evaluations: 0,
+                });
             }
         }
     }
@@ -222,7 +273,14 @@ fn run_adam_stage(
     if stage.kind == StageKind::Stiffness {
         state.youngs_gradient_rms = Some(state.adam.gradient_scale());
     }
-    Ok(Some((report, converged)))
+    // One record per step; every step evaluated its point once and once
+    // more per rejection, after the start's evaluation.
+    let steps = stage_records(&state.records, stage);
+    let counted = Counted {
+        steps: steps.clone().count() as u32,
+        evaluations: 1 + steps.map(|r| 1 + r.rejected).sum::<u32>(),
+    };
+    Ok(Some((report, converged, counted)))
 }
 
 /// A low-dimensional stage by L-BFGS ([`LBFGS_MAX_PARAMETERS`]): one record
@@ -251,7 +309,9 @@ fn run_lbfgs_stage(
     let z0 = objective.to_solver(&x0);
     let mut solver = Lbfgs {
         settings: LbfgsSettings {
-            max_evaluations: stage.settings.iterations.max(2),
+            // The cap exactly, as fit.json records it: with 1, the start
+            // alone is evaluated and no step is taken.
+            max_evaluations: stage.settings.iterations,
             first_step: 1.0,
             relative_tolerance: stage.settings.tolerance / 2.0,
             bounds: vec![(bounds.0 / scale, bounds.1 / scale); n],
@@ -309,11 +369,17 @@ fn run_lbfgs_stage(
         Some(r) => r,
         None => problem.loss(ctx, &state.parameters(), &stage.selection)?,
     };
+    let recorded = stage_records(&state.records, stage).count() as u32;
     if unknowns == Unknowns::Youngs {
-        let n = stage_losses(&state.records, stage).len().max(1) as f64;
+        let n = f64::from(recorded.max(1));
         state.youngs_gradient_rms = Some(squares.iter().map(|s| (s / n).sqrt()).collect());
     }
-    Ok(Some((report, converged)))
+    // The start's record, then one per accepted step.
+    let counted = Counted {
+        steps: recorded.saturating_sub(1),
+        evaluations: run.evaluations,
+    };
+    Ok(Some((report, converged, counted)))
 }
 
 /// Records an accepted point of an L-BFGS stage (when its evaluation was
@@ -330,4 +396,78 @@ fn push_record(seen: Option<&Seen>, stage: &StagePlan, state: &mut FitState, squ
         .records
         .push(record(stage, state.iteration, report, norm));
     state.iteration += 1;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fit::evaluation::Selection;
+    use crate::fit::summary_build::stages;
+    use crate::scene::FitStage;
+
+    fn planned(round: u32, kind: StageKind) -> StagePlan {
+        StagePlan {
+            round,
+            kind,
+            settings: match kind {
+                StageKind::Velocity => FitStage::velocity_default(),
+                _ => FitStage::stiffness_default(),
+            },
+            selection: Selection {
+                frames: vec![1, 2, 3],
+                views: vec![0],
+            },
+            scan: None,
+            first_step: 1.0,
+        }
+    }
+
+    /// A round that gains less than [`ROUND_TOLERANCE`] skips the rounds
+    /// left, which fit.json and the result then record as never run (no
+    /// run record), not as converged runs of no seconds.
+    #[test]
+    fn rounds_skipped_after_a_small_gain_are_recorded_as_not_run() {
+        let plan: Vec<StagePlan> = (1..=3)
+            .flat_map(|round| {
+                [StageKind::Velocity, StageKind::Stiffness].map(|kind| planned(round, kind))
+            })
+            .collect();
+        let params = Parameters {
+            log10_youngs: vec![4.0],
+            velocity: vec![0.0; 3],
+        };
+        let mut state = FitState::start(params, &plan);
+        let losses = [2e-2, 1e-2, 1.5e-2, 0.995e-2];
+        for (i, &loss) in losses.iter().enumerate() {
+            state.records.push(IterationRecord {
+                round: plan[i].round,
+                stage: plan[i].kind,
+                iteration: 0,
+                loss,
+                image: loss,
+                l1: 0.0,
+                dssim: 0.0,
+                tv: 0.0,
+                velocity_tv: 0.0,
+                psnr: 30.0,
+                ssim: 0.9,
+                grad_norm: 1.0,
+                learning_rate: 0.0,
+                rejected: 0,
+            });
+            finish_stage(&plan, &mut state, true, loss);
+            state.tallies.push(StageTally {
+                cap: plan[i].settings.iterations,
+                steps: 0,
+                evaluations: 1,
+            });
+            skip_converged_rounds(&plan, &plan[i], &mut state, loss);
+        }
+        assert!(state.done(&plan), "round 3 is skipped");
+        let summary = stages(&plan, &state, &[1.0; 4]);
+        assert!(summary[..4].iter().all(|s| s.run.is_some()));
+        assert!(summary[4..].iter().all(|s| s.run.is_none()), "{summary:?}");
+        assert_eq!(state.tallies.len(), 6);
+        assert_eq!(state.tallies[5].evaluations, 0);
+    }
 }

@@ -48,6 +48,40 @@ pub struct FitState {
     /// used, convergence count) instead of restarting it.
     #[serde(default)]
     pub lbfgs: Option<LbfgsCheckpoint>,
+    /// Per finished stage, in plan order: the cap it ran under, its
+    /// accepted steps and its evaluations (line-search trials and
+    /// rejected steps included). Empty in a checkpoint of an earlier
+    /// physfit, which did not keep them.
+    #[serde(default)]
+    pub tallies: Vec<StageTally>,
+    /// Every finished stage that stopped at its cap, as it was after its
+    /// last iteration: a resume whose scene raised that cap continues it
+    /// from there ([`FitState::continue_raised_cap`]).
+    #[serde(default)]
+    pub capped: Vec<CappedStage>,
+}
+
+/// What a finished stage did, counted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StageTally {
+    /// The cap (`iterations`) it ran under: evaluations for L-BFGS, steps
+    /// for Adam, candidates for the scan.
+    pub cap: u32,
+    /// Accepted steps (a scan: candidates scanned).
+    pub steps: u32,
+    /// Evaluations of the loss, line-search trials, rejected steps and a
+    /// scan's velocity fits included; 0 for a stage that never ran.
+    pub evaluations: u32,
+}
+
+/// A stage that stopped at its cap (module doc of [`FitState`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CappedStage {
+    /// The stage's index in the plan.
+    pub stage: usize,
+    /// The fit's state after the stage's last iteration, before it was
+    /// finished (its own `capped` list left empty).
+    pub state: Box<FitState>,
 }
 
 /// What a checkpoint keeps of a running L-BFGS stage.
@@ -75,6 +109,8 @@ impl FitState {
             converged: Vec::new(),
             stage_losses: Vec::new(),
             lbfgs: None,
+            tallies: Vec::new(),
+            capped: Vec::new(),
         };
         state.adam = Adam::new(state.stage_params(plan).map_or(0, <[f64]>::len));
         state
@@ -91,6 +127,32 @@ impl FitState {
     /// True when every stage has run.
     pub fn done(&self, plan: &[StagePlan]) -> bool {
         self.stage >= plan.len()
+    }
+
+    /// On a resume: the earliest finished stage that stopped at its cap
+    /// under a cap `plan` now raises, made the running stage again as it
+    /// was after its last iteration (the stages after it are dropped, to
+    /// run again from its new end). Returns its index, or `None` when no
+    /// stage continues. A cap counts evaluations for L-BFGS, so a stage
+    /// that stopped in a line search continues that line search from its
+    /// last accepted step, as an uninterrupted run with the higher cap
+    /// would have.
+    pub fn continue_raised_cap(&mut self, plan: &[StagePlan]) -> Option<usize> {
+        let position = self.capped.iter().position(|c| {
+            let raised = |tally: &StageTally| {
+                plan.get(c.stage)
+                    .is_some_and(|p| p.settings.iterations > tally.cap)
+            };
+            c.stage < self.stage
+                && !self.converged.get(c.stage).copied().unwrap_or(true)
+                && self.tallies.get(c.stage).is_some_and(raised)
+        })?;
+        let mut earlier = std::mem::take(&mut self.capped);
+        earlier.truncate(position + 1);
+        let continued = earlier.pop().expect("the position is in the list");
+        *self = *continued.state;
+        self.capped = earlier;
+        Some(continued.stage)
     }
 
     /// The running stage's parameters: those it fits.

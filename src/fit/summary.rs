@@ -202,7 +202,9 @@ pub struct StageSummary {
     pub stage: String,
     /// Its solver.
     pub solver: Solver,
-    /// Its iteration cap.
+    /// The cap it ran under (a resumed fit may have raised it; a stage
+    /// that never ran: the cap it would have run under). L-BFGS counts
+    /// evaluations against it, Adam steps, the scan candidates.
     pub iterations: u32,
     /// Its learning rate (Adam only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -221,8 +223,15 @@ pub struct StageSummary {
 pub struct StageRun {
     /// Wall seconds.
     pub seconds: f64,
-    /// Iterations it recorded (a scan: candidates scanned).
+    /// Lines it wrote to `loss.jsonl` (L-BFGS: its start and every
+    /// accepted step; Adam: every step; a scan: every candidate).
     pub iterations: u32,
+    /// Accepted steps (a scan: candidates scanned).
+    pub steps: u32,
+    /// Evaluations of the loss: line-search trials, rejected steps and a
+    /// scan's velocity fits included (0 from a checkpoint of a physfit
+    /// that did not count them).
+    pub evaluations: u32,
     /// It stopped because its loss flattened, not at its cap.
     pub converged: bool,
 }

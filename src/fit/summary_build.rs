@@ -18,7 +18,7 @@ use crate::output::youngs_world;
 use crate::scene::{FieldSetting, FitStage, Scene};
 
 /// The solver of a stage table whose field has `parameters` parameters.
-fn solver_for(parameters: usize) -> Solver {
+pub fn solver_for(parameters: usize) -> Solver {
     if parameters <= LBFGS_MAX_PARAMETERS {
         Solver::Lbfgs
     } else {
@@ -27,7 +27,7 @@ fn solver_for(parameters: usize) -> Solver {
 }
 
 /// The solver a planned stage ran (or would have run) with.
-fn stage_solver(kind: StageKind, state: &FitState) -> Solver {
+pub fn stage_solver(kind: StageKind, state: &FitState) -> Solver {
     match kind {
         StageKind::Scan => Solver::Scan,
         StageKind::Velocity => solver_for(state.velocity.len()),
@@ -131,17 +131,20 @@ pub fn stages(plan: &[StagePlan], state: &FitState, seconds: &[f64]) -> Vec<Stag
                 .filter(|r| r.round == p.round && r.stage == p.kind)
                 .count() as u32;
             let seconds = seconds.get(i).copied().unwrap_or(0.0);
-            let ran = recorded > 0 || seconds > 0.0;
+            let tally = state.tallies.get(i);
+            let ran = recorded > 0 || seconds > 0.0 || tally.is_some_and(|t| t.evaluations > 0);
             StageSummary {
                 round: p.round,
                 stage: p.kind.name().into(),
                 solver,
-                iterations: p.settings.iterations,
+                iterations: tally.map_or(p.settings.iterations, |t| t.cap),
                 learning_rate: (solver == Solver::Adam).then_some(p.settings.learning_rate),
                 frames: p.selection.frames.clone(),
                 run: ran.then(|| StageRun {
                     seconds,
                     iterations: recorded,
+                    steps: tally.map_or(0, |t| t.steps),
+                    evaluations: tally.map_or(0, |t| t.evaluations),
                     converged: state.converged.get(i).copied().unwrap_or(false),
                 }),
             }

@@ -24,6 +24,26 @@ fn means() -> Vec<[f32; 3]> {
 }
 
 pub(crate) fn state() -> FitState {
+    let running = running_state();
+    // A finished stage that stopped at its cap keeps its state then, for a
+    // resume that raises the cap.
+    let capped = FitState {
+        stage: 0,
+        converged: Vec::new(),
+        stage_losses: Vec::new(),
+        tallies: Vec::new(),
+        ..running.clone()
+    };
+    FitState {
+        capped: vec![physfit::fit::state::CappedStage {
+            stage: 0,
+            state: Box::new(capped),
+        }],
+        ..running
+    }
+}
+
+fn running_state() -> FitState {
     FitState {
         stage: 1,
         iteration: 3,
@@ -38,6 +58,12 @@ pub(crate) fn state() -> FitState {
         scan: None,
         converged: vec![true],
         stage_losses: vec![0.5],
+        tallies: vec![physfit::fit::state::StageTally {
+            cap: 5,
+            steps: 3,
+            evaluations: 5,
+        }],
+        capped: Vec::new(),
         // A running L-BFGS stage's solver round-trips too (exact resume).
         lbfgs: Some(physfit::fit::state::LbfgsCheckpoint {
             solver: physfit::solve::lbfgs::LbfgsState {
@@ -289,6 +315,25 @@ fn a_checkpoint_that_does_not_fit_its_plan_is_refused_naming_the_field() {
     let mut s = finished.clone();
     s.converged.clear();
     refused(s, "state.converged");
+    let mut s = finished.clone();
+    s.tallies = vec![physfit::fit::state::StageTally::default(); 1];
+    refused(s, "state.tallies");
+    // A kept state of a stage that stopped at its cap: of a finished
+    // stage, and itself fitting the plan.
+    let mut s = finished.clone();
+    s.capped = vec![physfit::fit::state::CappedStage {
+        stage: plan.len(),
+        state: Box::new(start.clone()),
+    }];
+    refused(s, "state.capped[0].stage");
+    let mut s = finished.clone();
+    let mut kept = start.clone();
+    kept.log10_youngs.push(3.5);
+    s.capped = vec![physfit::fit::state::CappedStage {
+        stage: 0,
+        state: Box::new(kept),
+    }];
+    refused(s, "state.capped[0].state.log10_youngs");
     let mut s = start.clone();
     s.log10_youngs.push(3.5);
     refused(s, "state.log10_youngs");

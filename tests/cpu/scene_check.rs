@@ -130,11 +130,18 @@ fn fit_settings_are_summarised_with_the_drivers_per_region() {
     let mut needles = vec![
         "2 rounds".to_string(),
         "checkpoint every 7 iterations".to_string(),
-        "velocity   40 it, learning_rate 0.2 (warmup 3".to_string(),
+        // Rigid (6 parameters) and regions (4) go to L-BFGS, which has no
+        // learning rate, warm-up, decay or clip: only its cap applies.
+        "velocity   L-BFGS (6 parameters), at most 40 evaluations".to_string(),
         "frames 3 (fits 1–2)".to_string(),
         "velocity_tv_weight 0.25".to_string(),
         "\"rigid\"".to_string(),
-        "stiffness  60 it, learning_rate 0.07".to_string(),
+        "stiffness  L-BFGS (4 parameters), at most 60 evaluations".to_string(),
+        // The scan, the slowest phase, and what each phase may cost:
+        // 5 + 1 points of 4 + 1 evaluations, the first's 4 more; rounds ×
+        // cap for the stages.
+        "scan       5 points over log10 E [3, 5]".to_string(),
+        "evaluations at most 234: scan 34, velocity 2 × 40, stiffness 2 × 60".to_string(),
         "all frames".to_string(),
         "tv_weight 0.01".to_string(),
         "\"regions\": one log10 E per region, 4 regions over 64 drivers".to_string(),
@@ -153,6 +160,12 @@ fn fit_settings_are_summarised_with_the_drivers_per_region() {
         assert!(
             stdout.contains(needle.as_str()),
             "summary lacks `{needle}`:\n{stdout}"
+        );
+    }
+    for absent in ["learning_rate", "warmup", "decay", "grad_clip"] {
+        assert!(
+            !stdout.contains(absent),
+            "{absent} does not apply:\n{stdout}"
         );
     }
     assert_eq!(a.drivers[2], 0);

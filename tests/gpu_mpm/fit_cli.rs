@@ -37,7 +37,7 @@ fn block() -> Gaussians {
 
 /// The twin scene: two 32² views, grid 12 ("auto": 256 drivers), the
 /// bottom layer anchored, E starting 10× softer than most of the truth.
-fn scene_toml(stiffness_field: &str, extra: &str) -> String {
+pub(crate) fn scene_toml(stiffness_field: &str, extra: &str) -> String {
     format!(
         r#"
 [gaussians]
@@ -116,7 +116,7 @@ value = [1.0, 0.0, 0.0]
 "#;
 
 /// One material throughout (for `field = "global"`).
-const TRUTH_CONSTANT: &str = r#"
+pub(crate) const TRUTH_CONSTANT: &str = r#"
 frames = 7
 
 [youngs]
@@ -161,13 +161,13 @@ fn twin_with(scene: &str, truth: &str, synth_flags: &[&str]) -> tempfile::TempDi
 }
 
 /// [`twin_with`] synth's default, finer discretisation (no inverse crime).
-fn twin(scene: &str, truth: &str) -> tempfile::TempDir {
+pub(crate) fn twin(scene: &str, truth: &str) -> tempfile::TempDir {
     twin_with(scene, truth, &[])
 }
 
 /// `out/fit.json`, checked against the shape of its published schema
 /// (every required field present) and for Rust Debug text.
-fn fit_json(out: &Path) -> FitSummary {
+pub(crate) fn fit_json(out: &Path) -> FitSummary {
     let path = out.join("fit.json");
     let text = std::fs::read_to_string(&path).unwrap();
     let schema: serde_json::Value = serde_json::from_str(&FitSummary::json_schema()).unwrap();

@@ -1,0 +1,89 @@
+//! `physfit fit` as a user meets its flow: what a finished stage says
+//! (accepted steps and evaluations, what its cap counts, the frames its
+//! loss is over), a `--resume` that continues a stage whose cap the scene
+//! raised (and the stages after it), and a resume with nothing left to do.
+
+use crate::common::cli::{ok, physfit};
+
+use super::fit_cli::{fit_json, scene_toml, twin, TRUTH_CONSTANT};
+
+/// The block twin with global fields (L-BFGS), one round, both stages
+/// capped at `cap` evaluations.
+fn capped_scene(cap: u32) -> String {
+    scene_toml("global", "")
+        .replace("rounds = 2", "rounds = 1")
+        .replace("iterations = 30", &format!("iterations = {cap}"))
+        .replace("iterations = 20", &format!("iterations = {cap}"))
+}
+
+#[test]
+fn a_raised_cap_continues_the_capped_stages_and_a_finished_fit_says_so() {
+    let dir = twin(&capped_scene(1), TRUTH_CONSTANT);
+    let d = dir.path();
+    let out = d.join("fit");
+    let stderr = ok(&physfit(d, &["fit", "scene.toml", "--out", "fit"]));
+    // One evaluation is the start alone: no step, no "still fell".
+    for line in [
+        "round 1 velocity: 0 steps, 1 evaluation (its cap of 1 evaluation)",
+        "over frames 1–3 × 2 views",
+        "round 1 stiffness: 0 steps, 1 evaluation (its cap of 1 evaluation)",
+        "over frames 1–6 × 2 views",
+    ] {
+        assert!(stderr.contains(line), "{line:?} in {stderr}");
+    }
+    assert!(!stderr.contains("still fell"), "{stderr}");
+    let first = fit_json(&out);
+    for stage in &first.stages {
+        let run = stage.run.as_ref().expect("both stages ran");
+        assert_eq!((stage.iterations, run.steps, run.evaluations), (1, 0, 1));
+        assert!(!run.converged);
+    }
+
+    // Raised to 3: the velocity stage continues (from its start, having
+    // taken no step), and the stiffness stage after it runs again.
+    std::fs::write(d.join("scene.toml"), capped_scene(3)).unwrap();
+    let stderr = ok(&physfit(
+        d,
+        &["fit", "scene.toml", "--out", "fit", "--resume"],
+    ));
+    assert!(
+        stderr.contains("round 1 velocity stopped at its cap of 1; the scene now caps it at 3"),
+        "{stderr}"
+    );
+    let raised = fit_json(&out);
+    assert_eq!(raised.settings.fit.velocity.iterations, 3);
+    assert_eq!(raised.settings.fit.stiffness.iterations, 3);
+    for stage in &raised.stages {
+        let run = stage.run.as_ref().expect("both stages ran");
+        assert_eq!(stage.iterations, 3, "the cap it ran under");
+        assert!(
+            run.evaluations > 1 && run.evaluations <= 3,
+            "{}: {run:?}",
+            stage.stage
+        );
+    }
+    let lines = |path: &std::path::Path| std::fs::read_to_string(path).unwrap().lines().count();
+    assert!(lines(&out.join("loss.jsonl")) > 2, "more iterations ran");
+
+    // Nothing left: said, with the flag that starts over, and no output
+    // rewritten.
+    let before = std::fs::read(out.join("fit.json")).unwrap();
+    let modified = |name: &str| {
+        std::fs::metadata(out.join(name))
+            .unwrap()
+            .modified()
+            .unwrap()
+    };
+    let (json_time, ply_time) = (modified("fit.json"), modified("fitted.ply"));
+    let stderr = ok(&physfit(
+        d,
+        &["fit", "scene.toml", "--out", "fit", "--resume"],
+    ));
+    assert!(
+        stderr.contains("nothing left to do") && stderr.contains("--force"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read(out.join("fit.json")).unwrap(), before);
+    assert_eq!(modified("fit.json"), json_time);
+    assert_eq!(modified("fitted.ply"), ply_time);
+}
