@@ -13,6 +13,8 @@ use clap::Args;
 use glam::Vec3;
 use indicatif::{ProgressBar, ProgressStyle};
 
+use super::plain_progress::PlainProgress;
+
 use physfit::align::scene_edit::{edited_scene, ViewEdit};
 use physfit::align::summary::{
     AlignSummary, ViewSummary, ALIGN_SUMMARY_FILE, ALIGN_SUMMARY_VERSION,
@@ -183,6 +185,7 @@ pub fn run(args: &AlignArgs) -> Result<()> {
                 .expect("valid template"),
         );
         bar.set_prefix(view.name.clone());
+        let mut plain = PlainProgress::new(args.quiet);
         let alignment = align_view(
             &ctx,
             &mut problem,
@@ -194,6 +197,17 @@ pub fn run(args: &AlignArgs) -> Result<()> {
             &centres,
             &settings,
             |p| {
+                plain.line(|| {
+                    format!(
+                        "align {}: evaluation {} of at most {}, level {}/{}, loss {:.5}",
+                        view.name,
+                        p.evaluations,
+                        settings.evaluations,
+                        p.level + 1,
+                        p.levels,
+                        p.loss
+                    )
+                });
                 bar.set_position(u64::from(p.evaluations));
                 bar.set_message(format!(
                     "level {}/{}  loss {:.5}",

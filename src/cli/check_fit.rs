@@ -24,6 +24,8 @@ use physfit::fit::RegionAssignment;
 use physfit::output::youngs_world;
 use physfit::scene::{FieldSetting, FitStage, Scene};
 
+use super::counted::counted;
+
 /// The lines `physfit check` prints about the fit (each ends in a newline).
 ///
 /// Errors: K-Means failing on the scene's drivers (only run when a stage's
@@ -187,15 +189,6 @@ fn field_parameters(
             let drivers = drivers.expect("drivers are built when a stage has regions");
             per * RegionAssignment::new(regions, drivers).names.len()
         }
-    }
-}
-
-/// `1 evaluation`, `4 evaluations`.
-fn counted(n: u32, noun: &str) -> String {
-    if n == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{n} {noun}s")
     }
 }
 

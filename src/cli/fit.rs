@@ -21,6 +21,7 @@ pub use super::fit_args::FitArgs;
 use super::fit_args::{check_flags, resume_command, with_flag_advice};
 use super::fit_phase::{install_interrupt, Phase};
 use super::fit_progress::CliProgress;
+use super::plain_progress::PlainProgress;
 
 /// How `physfit fit` ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -185,11 +186,17 @@ pub fn run(args: &FitArgs) -> Result<FitOutcome> {
         return stopped_early(Phase::TruthCheck);
     }
 
+    let followed = session.follow_loss();
+    if !args.quiet {
+        eprintln!("follow the loss as it runs: tail -F {}", shown(&followed));
+    }
     let mut progress = CliProgress {
         quiet: args.quiet,
         bar: ProgressBar::hidden(),
         interrupt: interrupt.clone(),
         phase: Phase::Scan,
+        plain: PlainProgress::new(args.quiet),
+        started: std::time::Instant::now(),
     };
     let end = session
         .run(&ctx, &mut progress)
@@ -215,7 +222,17 @@ pub fn run(args: &FitArgs) -> Result<FitOutcome> {
             .expect("valid template"),
     );
     bar.set_prefix("compare frames");
-    let summary = match session.write_outputs(&ctx, &mut || bar.inc(1)) {
+    let mut plain = PlainProgress::new(args.quiet);
+    let total = session.compare_frames();
+    let summary = match session.write_outputs(&ctx, &mut || {
+        bar.inc(1);
+        plain.line(|| {
+            format!(
+                "writing the outputs: compare frame {} of {total}",
+                bar.position()
+            )
+        });
+    }) {
         Err(e) if e.is_stop() => {
             bar.finish_and_clear();
             eprintln!(

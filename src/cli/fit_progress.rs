@@ -1,18 +1,24 @@
 //! What `physfit fit` shows while its stages run: a progress bar per
-//! stage, and at each stage end its iterations, loss, convergence and (on
+//! stage (plain lines instead where stderr is not a terminal,
+//! [`PlainProgress`]), and at each stage end its iterations, loss, convergence and (on
 //! a twin experiment) the recovery so far; and the stop it asks for on
 //! SIGINT or SIGTERM ([`super::interrupt`]).
+
+use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
 use physfit::fit::record::mean_quality;
+use physfit::fit::stages::evaluations_so_far;
 use physfit::fit::stages::ROUND_TOLERANCE;
 use physfit::fit::summary::Solver;
 use physfit::fit::summary_build::stage_solver;
 use physfit::fit::{Control, FinishedStage, FitObserver, FitState, StagePlan};
 
+use super::counted::counted;
 use super::fit_phase::Phase;
 use super::interrupt::Interrupt;
+use super::plain_progress::PlainProgress;
 
 /// Progress bars and Ctrl-C.
 pub(super) struct CliProgress {
@@ -21,6 +27,10 @@ pub(super) struct CliProgress {
     pub(super) interrupt: Interrupt,
     /// The stage running, for the interruption message.
     pub(super) phase: Phase,
+    /// Plain lines where stderr is not a terminal.
+    pub(super) plain: PlainProgress,
+    /// When the running stage started (or resumed).
+    pub(super) started: Instant,
 }
 
 impl FitObserver for CliProgress {
@@ -39,6 +49,8 @@ impl FitObserver for CliProgress {
             .expect("valid template"),
         );
         self.bar.set_prefix(plan.label());
+        self.plain.restart();
+        self.started = Instant::now();
         self.bar.set_position(u64::from(state.iteration));
         self.bar.set_message(format!(
             "(frames {} × {} views)",
@@ -47,7 +59,10 @@ impl FitObserver for CliProgress {
         ));
     }
 
-    fn iteration_done(&mut self, _plan: &StagePlan, state: &FitState) -> Control {
+    fn iteration_done(&mut self, plan: &StagePlan, state: &FitState) -> Control {
+        let started = self.started;
+        self.plain
+            .line(|| running_line(plan, state, started.elapsed().as_secs_f64()));
         if let Some(r) = state.records.last() {
             self.bar.set_message(format!(
                 "loss {:.4e} PSNR {:.2} dB{}",
@@ -153,13 +168,36 @@ pub(super) fn finished_line(
     )
 }
 
-/// `1 step`, `3 steps`.
-fn counted(n: u32, noun: &str) -> String {
-    if n == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{n} {noun}s")
-    }
+/// A running stage in one plain line (where no bar is drawn): how far it
+/// is against its cap, and the last loss with the frames it is over.
+fn running_line(plan: &StagePlan, state: &FitState, seconds: f64) -> String {
+    let evaluations = evaluations_so_far(plan, state);
+    let cap = plan.settings.iterations;
+    let progress = match stage_solver(plan.kind, state) {
+        Solver::Scan => format!(
+            "candidate {} of {}, {}",
+            state.iteration,
+            plan.scan.as_ref().map_or(0, |s| s.candidates.len() + 1),
+            counted(evaluations, "evaluation")
+        ),
+        Solver::Lbfgs => format!(
+            "{}, evaluation {evaluations} of at most {cap}",
+            counted(state.iteration.saturating_sub(1), "step")
+        ),
+        Solver::Adam => format!(
+            "step {} of at most {cap}, {}",
+            state.iteration,
+            counted(evaluations, "evaluation")
+        ),
+    };
+    let loss = state.records.last().map_or(String::new(), |r| {
+        format!(
+            ", loss {:.4e} over frames {}",
+            r.loss,
+            frame_span(&plan.selection.frames)
+        )
+    });
+    format!("{}: {progress}{loss} ({seconds:.0} s)", plan.label())
 }
 
 /// Frame indices as a span, `1–3` (a stage fits consecutive frames from

@@ -29,6 +29,7 @@ pub mod error;
 pub mod evaluation;
 pub mod field_setting;
 mod held_velocity;
+pub mod live_loss;
 pub mod objective;
 pub mod observer;
 pub mod options;

@@ -20,7 +20,7 @@ use super::output_plan::COMPARE_DIR;
 use super::plan::StagePlan;
 use super::preflight::FitInputs;
 use super::problem::FitProblem;
-use super::record::mean_quality;
+use super::record::{jsonl_lines, mean_quality};
 use super::result::per_driver;
 use super::session_error::SessionError;
 use super::state::FitState;
@@ -170,11 +170,7 @@ pub fn write_outputs(
     let material = SplatMaterial::from_fitted(scene, &fitted).map_err(SessionError::output)?;
     write_fitted_ply(&out.join("fitted.ply"), scene, &material).map_err(SessionError::output)?;
 
-    let mut jsonl = String::new();
-    for r in &state.records {
-        jsonl.push_str(&serde_json::to_string(r).map_err(SessionError::output)?);
-        jsonl.push('\n');
-    }
+    let jsonl = jsonl_lines(&state.records).map_err(SessionError::output)?;
     let path = out.join("loss.jsonl");
     write_atomic(&path, jsonl.as_bytes()).map_err(SessionError::io(&path))?;
     let (w, h) = LOSS_PLOT_SIZE;

@@ -74,6 +74,16 @@ pub fn record(
     }
 }
 
+/// `records` as `loss.jsonl` writes them: one JSON object per line.
+pub fn jsonl_lines(records: &[IterationRecord]) -> Result<String, serde_json::Error> {
+    let mut text = String::new();
+    for r in records {
+        text.push_str(&serde_json::to_string(r)?);
+        text.push('\n');
+    }
+    Ok(text)
+}
+
 /// The records of `stage` in `records`, oldest first.
 pub fn stage_records<'a>(
     records: &'a [IterationRecord],

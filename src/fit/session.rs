@@ -15,8 +15,10 @@
 //!    the fit's drivers ([`TruthCheck`]);
 //! 4. [`FitSession::run`] runs the stages, writing a checkpoint every
 //!    `fit.checkpoint_every` iterations, at every stage end and when the
-//!    caller stops it (the only file it writes), and returns the fit's
-//!    result in memory ([`FitResult`]);
+//!    caller stops it (the only file it writes, with the loss log in the
+//!    staging folder when the caller follows it,
+//!    [`FitSession::follow_loss`]), and returns the fit's result in memory
+//!    ([`FitResult`]);
 //! 5. [`FitSession::write_outputs`], when the caller wants files, writes
 //!    the outputs ([`super::outputs`]).
 //!
@@ -39,6 +41,7 @@ use super::camera_check::{camera_check, CameraCheck};
 use super::checkpoint::{Checkpoint, FitFingerprint};
 use super::evaluation::Parameters;
 use super::held_velocity::held_velocity;
+use super::live_loss::LiveLoss;
 use super::observer::FitObserver;
 use super::options::FitProblemOptions;
 use super::output_plan::fit_output_plan;
@@ -135,6 +138,8 @@ pub struct FitSession {
     output: OutputDir,
     /// A finished stage continued under a raised cap.
     continued: Option<ContinuedStage>,
+    /// Whether [`FitSession::run`] keeps the followed loss log.
+    follow: bool,
 }
 
 /// A finished stage that stopped at its cap, continued by a resume whose
@@ -342,7 +347,17 @@ impl FitSession {
             stop: None,
             output,
             continued,
+            follow: false,
         })
+    }
+
+    /// Asks [`FitSession::run`] to keep the loss log as it runs, where
+    /// it can be followed (`tail -F`) without a terminal; returns its
+    /// path ([`LiveLoss`]: in the staging folder, never left behind as an
+    /// output).
+    pub fn follow_loss(&mut self) -> PathBuf {
+        self.follow = true;
+        LiveLoss::path_in(self.output.staging())
     }
 
     /// On a resume: the finished stage that stopped at its cap and
@@ -496,6 +511,10 @@ impl FitSession {
         ctx: &GpuContext,
         progress: &mut dyn FitObserver,
     ) -> Result<RunEnd, SessionError> {
+        let mut live = match self.follow {
+            true => Some(LiveLoss::start(self.output.staging(), &self.state.records)?),
+            false => None,
+        };
         let mut observer = SessionObserver {
             progress,
             checkpoint_every: self.scene.fit.checkpoint_every.max(1),
@@ -507,6 +526,7 @@ impl FitSession {
             youngs_map: self.problem.youngs_map().clone(),
             velocity_map: self.problem.velocity_map().clone(),
             error: None,
+            live: live.as_mut(),
         };
         let end = run_fit(
             ctx,

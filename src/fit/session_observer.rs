@@ -1,11 +1,13 @@
 //! The session's observer around the caller's: a checkpoint every
 //! `fit.checkpoint_every` iterations, at every stage end and on a stop,
-//! and the recovery of a twin experiment's truth at each stage end
+//! each iteration's records appended to the followed loss log when the
+//! caller asked for one ([`LiveLoss`]), and the recovery of a twin experiment's truth at each stage end
 //! (docs/design.md § Loss, parameters, fit).
 
 use std::path::Path;
 
 use super::checkpoint::{Checkpoint, FitFingerprint};
+use super::live_loss::LiveLoss;
 use super::observer::{Control, FinishedStage, FitObserver};
 use super::output_plan::CHECKPOINT_FILE;
 use super::plan::StagePlan;
@@ -40,6 +42,8 @@ pub(super) struct SessionObserver<'a> {
     pub(super) youngs_map: super::ParamMap,
     pub(super) velocity_map: super::ParamMap,
     pub(super) error: Option<SessionError>,
+    /// The loss log followed while the fit runs, when asked for.
+    pub(super) live: Option<&'a mut LiveLoss>,
 }
 
 impl SessionObserver<'_> {
@@ -61,6 +65,11 @@ impl FitObserver for SessionObserver<'_> {
     }
 
     fn iteration_done(&mut self, plan: &StagePlan, state: &FitState) -> Control {
+        if let Some(live) = self.live.as_deref_mut() {
+            if let Err(e) = live.append(&state.records) {
+                self.error.get_or_insert(e);
+            }
+        }
         let control = self.progress.iteration_done(plan, state);
         if control == Control::Stop || state.iteration.is_multiple_of(self.checkpoint_every) {
             self.save(state);

@@ -89,10 +89,9 @@ fn run_stages(
         let end = if stage.kind == StageKind::Scan {
             let mut step = |s: &FitState| observer.iteration_done(stage, s);
             run_scan(ctx, problem, stage, state, &mut step)?.map(|report| {
-                let scanned = state.scan.as_ref().map_or(&[][..], |s| &s.points[..]);
                 let counted = Counted {
-                    steps: scanned.len() as u32,
-                    evaluations: scanned.iter().map(|p| p.evaluations).sum(),
+                    steps: state.scan.as_ref().map_or(0, |s| s.points.len() as u32),
+                    evaluations: evaluations_so_far(stage, state),
                 };
                 (report, true, counted)
             })
@@ -127,6 +126,26 @@ fn run_stages(
         last_report = Some(report);
     }
     Ok(FitEnd::Finished(last_report))
+}
+
+/// The evaluations of the loss the running `stage` has taken by `state`
+/// (after an iteration): a scan's candidates' (velocity fits included);
+/// Adam's start and each step's, once more per rejection (one record per
+/// step); L-BFGS's up to its last accepted step (line-search trials
+/// included; the start alone before it).
+pub fn evaluations_so_far(stage: &StagePlan, state: &FitState) -> u32 {
+    if stage.kind == StageKind::Scan {
+        return state
+            .scan
+            .as_ref()
+            .map_or(0, |s| s.points.iter().map(|p| p.evaluations).sum());
+    }
+    if by_lbfgs(stage.kind, &state.parameters()) {
+        return state.lbfgs.as_ref().map_or(1, |c| c.solver.evaluations);
+    }
+    1 + stage_records(&state.records, stage)
+        .map(|r| 1 + r.rejected)
+        .sum::<u32>()
 }
 
 /// True when a stage of `kind` at `params` is solved by L-BFGS (a field
@@ -273,12 +292,9 @@ fn run_adam_stage(
     if stage.kind == StageKind::Stiffness {
         state.youngs_gradient_rms = Some(state.adam.gradient_scale());
     }
-    // One record per step; every step evaluated its point once and once
-    // more per rejection, after the start's evaluation.
-    let steps = stage_records(&state.records, stage);
     let counted = Counted {
-        steps: steps.clone().count() as u32,
-        evaluations: 1 + steps.map(|r| 1 + r.rejected).sum::<u32>(),
+        steps: stage_records(&state.records, stage).count() as u32,
+        evaluations: evaluations_so_far(stage, state),
     };
     Ok(Some((report, converged, counted)))
 }

@@ -87,3 +87,49 @@ fn a_raised_cap_continues_the_capped_stages_and_a_finished_fit_says_so() {
     assert_eq!(modified("fit.json"), json_time);
     assert_eq!(modified("fitted.ply"), ply_time);
 }
+
+/// Piped (as under nohup or a batch system, where no bar is drawn), the
+/// fit prints a plain line as its stages move and names a loss log that
+/// grows during the run; the finished `loss.jsonl` lands with the other
+/// outputs, and the followed log does not stay behind.
+#[test]
+fn a_fit_without_a_terminal_prints_plain_progress_and_a_log_to_follow() {
+    let dir = twin(&capped_scene(6), TRUTH_CONSTANT);
+    let d = dir.path();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_physfit"))
+        .args(["fit", "scene.toml", "--out", "fit"])
+        .current_dir(d)
+        .env("RUST_LOG", "warn")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let followed = d
+        .join("fit")
+        .join(".physfit-fit.staging")
+        .join("loss.jsonl");
+    let started = std::time::Instant::now();
+    let mut seen = 0;
+    while child.try_wait().unwrap().is_none() {
+        let lines = std::fs::read_to_string(&followed).map_or(0, |t| t.lines().count());
+        seen = seen.max(lines);
+        assert!(started.elapsed().as_secs() < 300, "the fit takes too long");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let run = child.wait_with_output().unwrap();
+    let stderr = ok(&run);
+    assert!(seen >= 2, "the log grew during the run: {seen} lines seen");
+    assert!(
+        stderr.contains("follow the loss as it runs: tail -F fit/.physfit-fit.staging/loss.jsonl"),
+        "{stderr}"
+    );
+    for line in [
+        "round 1 velocity: 1 step, evaluation ",
+        "round 1 stiffness: 1 step, evaluation ",
+    ] {
+        assert!(stderr.contains(line), "{line:?} in {stderr}");
+    }
+    assert!(stderr.contains(" of at most 6, loss "), "{stderr}");
+    assert!(!followed.exists(), "no followed log stays behind");
+    let finished = std::fs::read_to_string(d.join("fit").join("loss.jsonl")).unwrap();
+    assert!(finished.lines().count() >= seen, "{finished}");
+}
