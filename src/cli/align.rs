@@ -199,12 +199,11 @@ pub fn run(args: &AlignArgs) -> Result<()> {
             |p| {
                 plain.line(|| {
                     format!(
-                        "align {}: evaluation {} of at most {}, level {}/{}, loss {:.5}",
+                        "align {}: level {}/{}, evaluation {}, loss {:.5}",
                         view.name,
-                        p.evaluations,
-                        settings.evaluations,
                         p.level + 1,
                         p.levels,
+                        p.evaluations,
                         p.loss
                     )
                 });

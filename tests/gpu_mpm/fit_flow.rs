@@ -22,6 +22,7 @@ fn a_raised_cap_continues_the_capped_stages_and_a_finished_fit_says_so() {
     let d = dir.path();
     let out = d.join("fit");
     let stderr = ok(&physfit(d, &["fit", "scene.toml", "--out", "fit"]));
+    println!("{stderr}");
     // One evaluation is the start alone: no step, no "still fell".
     for line in [
         "round 1 velocity: 0 steps, 1 evaluation (its cap of 1 evaluation)",
@@ -117,6 +118,7 @@ fn a_fit_without_a_terminal_prints_plain_progress_and_a_log_to_follow() {
     }
     let run = child.wait_with_output().unwrap();
     let stderr = ok(&run);
+    println!("{stderr}");
     assert!(seen >= 2, "the log grew during the run: {seen} lines seen");
     assert!(
         stderr.contains("follow the loss as it runs: tail -F fit/.physfit-fit.staging/loss.jsonl"),

@@ -177,7 +177,7 @@ fn align_recovers_both_cameras_and_the_colour_change() {
     let stderr = ok(&run);
     // Piped, no bar is drawn: plain progress lines stand in for it.
     assert!(
-        stderr.contains(": evaluation 1 of at most") && stderr.contains("level 1/"),
+        stderr.contains("align front: level 1/2, evaluation "),
         "{stderr}"
     );
     let out = String::from_utf8_lossy(&run.stdout);
