@@ -9,6 +9,8 @@ mod common;
 mod adam;
 #[path = "cpu/bad_inputs.rs"]
 mod bad_inputs;
+#[path = "cpu/cli_wording.rs"]
+mod cli_wording;
 #[path = "cpu/doc_examples.rs"]
 mod doc_examples;
 #[path = "cpu/drivers.rs"]

@@ -25,6 +25,7 @@ pub mod render_splats;
 pub mod side_by_side;
 pub mod simulate;
 pub mod synth;
+pub mod unquoted_glob;
 pub mod view_selection;
 
 use anyhow::{Context, Result};
