@@ -2,9 +2,9 @@
 //! reference frame of the same number, both captioned, so that a frame
 //! seen alone (a GIF frame, a PNG of the sequence) says what it shows.
 //!
-//! - Captions: "reference, frame k" over the reference, "render, frame k"
-//!   over the render, with the PSNR of the two 8-bit images where both
-//!   exist and the render shows the camera's colours (not with
+//! - Captions: "reference, frame k" over the reference, "render" over the
+//!   render, with the PSNR of the two 8-bit images ("render, 41.23 dB")
+//!   where both exist and the render shows the camera's colours (not with
 //!   `--color-by`) at the reference's size.
 //! - Past the reference's last frame (a `--frames` longer than the video,
 //!   a prediction) the reference panel is the background, captioned "no
@@ -77,11 +77,12 @@ pub fn side_by_side(
         Some(_) => format!("reference, frame {k}"),
         None => format!("no reference frame {k}"),
     };
+    // The frame number once, on the left: a caption fits a 128² panel.
     let render_caption = match reference {
         Some(_) if comparable && panel.dimensions() == render.dimensions() => {
-            format!("render, frame {k}, {:.2} dB", psnr_rgb8(&panel, render))
+            format!("render, {:.2} dB", psnr_rgb8(&panel, render))
         }
-        _ => format!("render, frame {k}"),
+        _ => "render".to_string(),
     };
     Ok(captioned(
         "side-by-side frame",
