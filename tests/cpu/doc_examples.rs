@@ -13,70 +13,14 @@
 //!
 //! A TOML block without a mark fails the test. The commands of the `sh`
 //! blocks name only files that exist, and their `--impulse` flags aim where
-//! the demo's tail is. Running the commands themselves costs a GPU and
-//! minutes; the GPU test binaries run each command's kind on the demo.
+//! the demo's tail is; tests/gpu_mpm/doc_commands.rs runs them.
 
-use std::path::{Path, PathBuf};
+use crate::common::doc_blocks::{all_blocks, commands, repo, words};
 
 use physfit::drive::DriverSet;
 use physfit::interact::{InteractionFlags, Interactions};
 use physfit::scene::{FieldSetting, Scene};
 use physfit::synth::Truth;
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The documents whose examples must run.
-fn documents() -> Vec<PathBuf> {
-    let mut docs = vec![repo().join("README.md")];
-    let mut pages: Vec<PathBuf> = std::fs::read_dir(repo().join("docs"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "md"))
-        .collect();
-    pages.sort();
-    docs.extend(pages);
-    docs
-}
-
-/// A fenced block: where it starts, its info string, its text.
-struct Block {
-    place: String,
-    info: String,
-    text: String,
-}
-
-fn blocks(path: &Path) -> Vec<Block> {
-    let text = std::fs::read_to_string(path).unwrap();
-    let name = path.strip_prefix(repo()).unwrap().display().to_string();
-    let mut found = Vec::new();
-    let mut open: Option<(usize, String, String)> = None;
-    for (n, line) in text.lines().enumerate() {
-        match (&mut open, line.strip_prefix("```")) {
-            (None, Some(info)) => open = Some((n + 1, info.trim().to_string(), String::new())),
-            (Some(_), Some(_)) => {
-                let (line, info, text) = open.take().unwrap();
-                found.push(Block {
-                    place: format!("{name}:{line}"),
-                    info,
-                    text,
-                });
-            }
-            (Some((_, _, text)), None) => {
-                text.push_str(line);
-                text.push('\n');
-            }
-            (None, None) => {}
-        }
-    }
-    assert!(open.is_none(), "{name}: a fenced block is not closed");
-    found
-}
-
-fn all_blocks() -> Vec<Block> {
-    documents().iter().flat_map(|d| blocks(d)).collect()
-}
 
 /// A scratch copy of the repository's layout: `assets/` and every entry of
 /// `scenes/` linked, so that a scene written to `scenes/` in it reads the
@@ -206,59 +150,6 @@ fn every_toml_example_is_marked_and_runs_on_the_bundled_data() {
         checked += 1;
     }
     assert!(checked >= 5, "only {checked} TOML examples found");
-}
-
-/// The words of a shell command line: whitespace-separated, with `"…"` and
-/// `'…'` quoting (enough for the documents' commands).
-fn words(line: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut word = String::new();
-    let mut quote: Option<char> = None;
-    let mut started = false;
-    for c in line.chars() {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), c) => word.push(c),
-            (None, '"' | '\'') => {
-                quote = Some(c);
-                started = true;
-            }
-            (None, c) if c.is_whitespace() => {
-                if started {
-                    out.push(std::mem::take(&mut word));
-                    started = false;
-                }
-            }
-            (None, '#') if !started => break,
-            (None, c) => {
-                word.push(c);
-                started = true;
-            }
-        }
-    }
-    if started {
-        out.push(word);
-    }
-    out
-}
-
-/// Every physfit command of the `sh` blocks, continuation lines joined:
-/// its place and its arguments after the program.
-fn commands() -> Vec<(String, Vec<String>)> {
-    let mut found = Vec::new();
-    for block in all_blocks().into_iter().filter(|b| b.info == "sh") {
-        let joined = block.text.replace("\\\n", " ");
-        for line in joined.lines() {
-            let w = words(line);
-            let start = w.iter().position(|w| {
-                w == "physfit" || w.ends_with("/physfit") || w == "--" && line.contains("cargo run")
-            });
-            if let Some(start) = start {
-                found.push((block.place.clone(), w[start + 1..].to_vec()));
-            }
-        }
-    }
-    found
 }
 
 #[test]
