@@ -3,9 +3,10 @@
 //! seen alone (a GIF frame, a PNG of the sequence) says what it shows.
 //!
 //! - Captions: "reference, frame k" over the reference, "render" over the
-//!   render, with the PSNR of the two 8-bit images ("render, 41.23 dB")
-//!   where both exist and the render shows the camera's colours (not with
-//!   `--color-by`) at the reference's size.
+//!   render, with the PSNR of the two 8-bit panels as shown ("render,
+//!   41.23 dB"; with `--size`, against the reference resampled to the
+//!   render's size) where both exist and the render shows the camera's
+//!   colours (not with `--color-by`).
 //! - Past the reference's last frame (a `--frames` longer than the video,
 //!   a prediction) the reference panel is the background, captioned "no
 //!   reference frame k": the run goes on, since rendering past the video is
