@@ -82,3 +82,17 @@ fn simulate_takes_camera_and_names_the_views_in_words() {
     );
     assert!(!stderr.contains("0..2"), "{stderr}");
 }
+
+#[test]
+fn a_table_name_with_an_empty_part_gets_a_fix_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(repo().join("scenes/fox.toml"))
+        .unwrap()
+        .replacen("[fit.velocity]", "[fit.]", 1);
+    std::fs::write(dir.path().join("typo.toml"), text).unwrap();
+    let stderr = refused(&physfit(dir.path(), &["check", "typo.toml"]));
+    assert!(
+        stderr.contains("`[fit.]`") && stderr.contains("\nfix: "),
+        "{stderr}"
+    );
+}
