@@ -7,6 +7,7 @@ pub mod bench_raster;
 pub mod bench_summary;
 pub mod check;
 pub mod check_fit;
+pub mod count;
 pub mod fit;
 mod fit_args;
 mod fit_phase;
@@ -21,8 +22,10 @@ pub mod render;
 pub mod render_args;
 pub mod render_motion;
 pub mod render_splats;
+pub mod side_by_side;
 pub mod simulate;
 pub mod synth;
+pub mod unquoted_glob;
 pub mod view_selection;
 
 use anyhow::{Context, Result};
