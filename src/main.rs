@@ -38,25 +38,7 @@ enum Command {
     /// Render the scene's Gaussians from its cameras to 8-bit PNGs (3DGS colours, no transfer curve).
     Render(cli::render::RenderArgs),
     /// Simulate a scene from rest with a uniform initial velocity and write one .ply per frame.
-    Simulate {
-        /// The scene file.
-        scene: PathBuf,
-        /// Initial velocity VX,VY,VZ of the simulated (non-anchored) splats, world units per second.
-        #[arg(long, required = true, allow_hyphen_values = true)]
-        velocity: String,
-        /// Frames written, the rest frame 0 included: N gives frame_0000 .. frame_{N−1} (docs/scene.md § Frame counts; default: the scene's reference frame count, else 48).
-        #[arg(long)]
-        frames: Option<u32>,
-        /// Image size WxH of the rendered frames (square pixels, horizontal field of view kept); default: each camera's.
-        #[arg(long)]
-        size: Option<String>,
-        /// Output directory (frame_0000.ply, ... and <view>/frame_0000.png, ...).
-        #[arg(long)]
-        out: PathBuf,
-        /// Replace an earlier simulate's files in the output directory (only those).
-        #[arg(long)]
-        force: bool,
-    },
+    Simulate(cli::simulate::SimulateArgs),
     /// Write reference frames of a known material and motion (a twin experiment; docs/truth.md).
     Synth(cli::synth::SynthArgs),
     /// Time the hot paths on the present adapter; prints JSON. Without a
@@ -78,7 +60,18 @@ enum BenchTarget {
 }
 
 fn main() {
-    let cli = Cli::parse();
+    let cli = Cli::try_parse().unwrap_or_else(|e| {
+        // clap's own message, then what an unquoted `--splats` pattern needs.
+        let args: Vec<String> = std::env::args().collect();
+        match cli::unquoted_glob::unquoted_glob_hint(&args) {
+            Some(hint) if e.use_stderr() => {
+                let _ = e.print();
+                eprintln!("{hint}");
+                std::process::exit(e.exit_code());
+            }
+            _ => e.exit(),
+        }
+    });
     cli::log_setup::init_logger(cli.quiet);
     // Before any wgpu instance: the Vulkan loader complains on stderr
     // without a runtime directory.
@@ -130,16 +123,9 @@ fn run(cli: Cli) -> Result<i32> {
             args.quiet = quiet;
             cli::align::run(&args)?
         }
-        Command::Simulate {
-            scene,
-            velocity,
-            frames,
-            size,
-            out,
-            force,
-        } => {
-            let size = size.as_deref().map(cli::parse_size).transpose()?;
-            cli::simulate::run(&scene, &velocity, frames, size, &out, force, quiet)?
+        Command::Simulate(mut args) => {
+            args.quiet = quiet;
+            cli::simulate::run(&args)?
         }
         Command::Synth(mut args) => {
             args.quiet = quiet;

@@ -9,6 +9,10 @@ mod common;
 mod adam;
 #[path = "cpu/bad_inputs.rs"]
 mod bad_inputs;
+#[path = "cpu/cli_wording.rs"]
+mod cli_wording;
+#[path = "cpu/doc_examples.rs"]
+mod doc_examples;
 #[path = "cpu/drivers.rs"]
 mod drivers;
 #[path = "cpu/error_paths.rs"]

@@ -24,7 +24,7 @@ use physfit::fit::RegionAssignment;
 use physfit::output::youngs_world;
 use physfit::scene::{FieldSetting, FitStage, Scene};
 
-use super::counted::counted;
+use super::count::count;
 
 /// The lines `physfit check` prints about the fit (each ends in a newline).
 ///
@@ -71,7 +71,7 @@ pub fn fit_summary(scene: &Scene) -> Result<String> {
             Solver::Lbfgs => format!(
                 "L-BFGS ({parameters} parameters), at most {} (line-search trials included), \
                  tolerance {}",
-                counted(stage.iterations, "evaluation"),
+                count(stage.iterations as usize, "evaluation", "evaluations"),
                 stage.tolerance
             ),
             _ => format!(
@@ -127,7 +127,11 @@ fn scan_line(scene: &Scene, available: usize) -> String {
          point's velocity by L-BFGS in {} on frames {}–{} ({} for the first), its loss on \
          frames {}–{}",
         scan.points,
-        counted(scan.velocity_evaluations, "evaluation"),
+        count(
+            scan.velocity_evaluations as usize,
+            "evaluation",
+            "evaluations"
+        ),
         velocity_frames.start(),
         velocity_frames.end(),
         2 * scan.velocity_evaluations,

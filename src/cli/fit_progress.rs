@@ -15,7 +15,7 @@ use physfit::fit::summary::Solver;
 use physfit::fit::summary_build::stage_solver;
 use physfit::fit::{Control, FinishedStage, FitObserver, FitState, StagePlan};
 
-use super::counted::counted;
+use super::count::count;
 use super::fit_phase::Phase;
 use super::interrupt::Interrupt;
 use super::plain_progress::PlainProgress;
@@ -99,7 +99,7 @@ impl FitObserver for CliProgress {
             eprintln!(
                 "WARNING: {} found no lower point within its cap ({}); raise `fit.{}.iterations` to search further",
                 plan.label(),
-                counted(finished.evaluations, "evaluation"),
+                count(finished.evaluations as usize, "evaluation", "evaluations"),
                 plan.kind.name()
             );
         }
@@ -131,16 +131,16 @@ pub(super) fn finished_line(
         Solver::Scan => (
             format!(
                 "{} ({})",
-                counted(finished.steps, "candidate"),
-                counted(finished.evaluations, "evaluation")
+                count(finished.steps as usize, "candidate", "candidates"),
+                count(finished.evaluations as usize, "evaluation", "evaluations")
             ),
             "best".to_string(),
         ),
         solver => {
             let capped = if solver == Solver::Lbfgs {
-                counted(cap, "evaluation")
+                count(cap as usize, "evaluation", "evaluations")
             } else {
-                counted(cap, "step")
+                count(cap as usize, "step", "steps")
             };
             let ending = if finished.converged {
                 format!("converged; cap {capped}")
@@ -150,8 +150,8 @@ pub(super) fn finished_line(
             (
                 format!(
                     "{}, {} ({ending})",
-                    counted(finished.steps, "step"),
-                    counted(finished.evaluations, "evaluation")
+                    count(finished.steps as usize, "step", "steps"),
+                    count(finished.evaluations as usize, "evaluation", "evaluations")
                 ),
                 "final".to_string(),
             )
@@ -163,7 +163,7 @@ pub(super) fn finished_line(
         finished.seconds,
         finished.final_loss.loss,
         frame_span(&plan.selection.frames),
-        counted(plan.selection.views.len() as u32, "view"),
+        count(plan.selection.views.len(), "view", "views"),
         psnr
     )
 }
@@ -178,16 +178,16 @@ fn running_line(plan: &StagePlan, state: &FitState, seconds: f64) -> String {
             "candidate {} of {}, {}",
             state.iteration,
             plan.scan.as_ref().map_or(0, |s| s.candidates.len() + 1),
-            counted(evaluations, "evaluation")
+            count(evaluations as usize, "evaluation", "evaluations")
         ),
         Solver::Lbfgs => format!(
             "{}, evaluation {evaluations} of at most {cap}",
-            counted(state.iteration.saturating_sub(1), "step")
+            count(state.iteration.saturating_sub(1) as usize, "step", "steps")
         ),
         Solver::Adam => format!(
             "step {} of at most {cap}, {}",
             state.iteration,
-            counted(evaluations, "evaluation")
+            count(evaluations as usize, "evaluation", "evaluations")
         ),
     };
     let loss = state.records.last().map_or(String::new(), |r| {

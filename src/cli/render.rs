@@ -18,6 +18,7 @@ use physfit::scene::scene::Scene;
 use physfit::io::owned::Owned;
 use physfit::scene::inputs::scene_inputs;
 
+use super::count::count;
 use super::interrupt::{nothing_kept, Interrupt};
 use super::opaque_png::write_opaque_png;
 use super::output::open_output;
@@ -89,7 +90,7 @@ pub fn run(args: &RenderArgs) -> Result<()> {
         ProgressStyle::with_template("rendering {bar:30} {pos}/{len} {msg}")
             .expect("static template"),
     );
-    let count = views.len();
+    let written = views.len();
     for (k, (name, camera)) in views.into_iter().enumerate() {
         interrupt.reach("render", k);
         interrupt.check(|| nothing_kept(&staged))?;
@@ -104,7 +105,7 @@ pub fn run(args: &RenderArgs) -> Result<()> {
     bar.finish_and_clear();
     staged.commit()?;
     if !args.quiet {
-        eprintln!("wrote {count} view(s), <view>.png");
+        eprintln!("wrote {}, <view>.png", count(written, "view", "views"));
         eprintln!("output {}", shown(&args.out));
     }
     Ok(())

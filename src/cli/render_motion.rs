@@ -8,8 +8,10 @@
 //! centiseconds ([`gif_fps`]). With `--side-by-side` each render is shown
 //! as the view's camera would record it, with the view's colour correction
 //! (`views[i].color_correction`, as the fit's loss compares it), beside its
-//! reference frame; without it (and with `--color-by`, whose colours are no
-//! camera's) renders are the splats' own colours.
+//! reference frame, both captioned ([`super::side_by_side`]: refused with
+//! an orbiting camera; past the reference's end an empty panel says so);
+//! without it (and with `--color-by`, whose colours are no camera's)
+//! renders are the splats' own colours.
 //!
 //! Refused before anything runs: a drivers file of another scene or other
 //! settings, too few substeps for the largest fitted E, a motion faster
@@ -21,7 +23,6 @@
 //! `--force`, which replaces those files only.
 
 use anyhow::{bail, Context, Result};
-use image::{GenericImage, RgbImage};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use physfit::forward::{ForwardSetup, SceneRenderer};
@@ -34,16 +35,17 @@ use physfit::output::fitted_ply::SplatMaterial;
 use physfit::output::stiffness::{stiffness_range_world, StiffnessColouring};
 use physfit::output::FittedDrivers;
 use physfit::report::rgb8;
-use physfit::scene::frames::Frame;
 use physfit::scene::Scene;
 
 use physfit::io::output_place::Input;
 use physfit::io::owned::Owned;
 use physfit::scene::inputs::scene_inputs;
 
+use super::count::count;
 use super::interrupt::{nothing_kept, Interrupt};
 use super::output::open_output;
 use super::render_args::{ColorBy, RenderArgs};
+use super::side_by_side::{refuse_moving_camera, side_by_side};
 use super::view_selection::resolve_views;
 use super::{parse_size, DEFAULT_FRAMES};
 use physfit::io::shown::shown;
@@ -58,32 +60,12 @@ fn interactions(args: &RenderArgs) -> Result<Interactions> {
     Ok(list)
 }
 
-/// `render` beside `reference` resized to its height (the scene's
-/// background where the view has no frame `k`).
-fn beside(reference: Option<&Frame>, render: &RgbImage, background: [f32; 3]) -> RgbImage {
-    let (w, h) = (render.width(), render.height());
-    let panel_w = reference.map_or(w, |r| {
-        (r.width as f64 * h as f64 / r.height as f64).round() as u32
-    });
-    let panel = match reference {
-        Some(r) => {
-            image::imageops::resize(&rgb8(r), panel_w, h, image::imageops::FilterType::Triangle)
-        }
-        None => RgbImage::from_pixel(
-            panel_w,
-            h,
-            image::Rgb(background.map(|c| (c.clamp(0.0, 1.0) * 255.0).round() as u8)),
-        ),
-    };
-    let mut out = RgbImage::new(panel_w + w, h);
-    out.copy_from(&panel, 0, 0).expect("the panel fits");
-    out.copy_from(render, panel_w, 0).expect("the render fits");
-    out
-}
-
 /// Runs `physfit render --params` (module doc).
 pub fn run(args: &RenderArgs) -> Result<()> {
     let params = args.params.as_ref().expect("called with --params");
+    if args.side_by_side {
+        refuse_moving_camera(args.orbit)?;
+    }
     // Installed first: SIGINT and SIGTERM stop at the next frame.
     let interrupt = Interrupt::install(&["render"], &["render"])?;
     let scene = Scene::load(&args.scene)?;
@@ -167,6 +149,25 @@ pub fn run(args: &RenderArgs) -> Result<()> {
     let mut staged = open_output(&args.out, "render --params", owned, inputs, args.force)?;
     if !args.quiet {
         eprintln!("output {}", shown(&args.out));
+        if args.side_by_side {
+            for ((name, _), set) in views.iter().zip(&references) {
+                match set {
+                    Some(set) if set.len() < frames => eprintln!(
+                        "note: {name}'s reference has {} frames (0–{}): frames {}–{} are shown \
+                         beside an empty panel captioned \"no reference frame\"",
+                        set.len(),
+                        set.len() - 1,
+                        set.len(),
+                        frames - 1
+                    ),
+                    None => eprintln!(
+                        "note: {name} has no reference frames: its panel is empty, captioned \
+                         \"no reference frame\""
+                    ),
+                    Some(_) => {}
+                }
+            }
+        }
     }
     let mut gifs = Vec::with_capacity(views.len());
     for (name, _) in &views {
@@ -221,7 +222,16 @@ pub fn run(args: &RenderArgs) -> Result<()> {
                     Some(set) if k < set.len() => Some(set.load(k)?),
                     _ => None,
                 };
-                image = beside(reference.as_ref(), &image, scene.background);
+                let size = references[v]
+                    .map_or((camera.width, camera.height), |set| (set.width, set.height));
+                image = side_by_side(
+                    reference.as_ref(),
+                    size,
+                    &image,
+                    k,
+                    scene.background,
+                    colouring.is_none(),
+                )?;
             }
             write_png(
                 &staged
@@ -245,14 +255,15 @@ pub fn run(args: &RenderArgs) -> Result<()> {
                         "warning: impulse {k} held no free driver (check its centre and radius)"
                     )
                 }
-                Some(m) => eprintln!("impulse {k} pushed {} drivers", m.len()),
+                Some(m) => eprintln!("impulse {k} pushed {}", count(m.len(), "driver", "drivers")),
                 None => eprintln!("warning: impulse {k} starts after the last frame"),
             }
         }
         eprintln!(
-            "wrote {frames} frames of {} view(s) (PNG sequences, looping GIFs at {:.2} fps: \
+            "wrote {} of {} (PNG sequences, looping GIFs at {:.2} fps: \
              GIF delays are whole centiseconds, {} cs for the scene's {} fps)",
-            views.len(),
+            count(frames, "frame", "frames"),
+            count(views.len(), "view", "views"),
             gif_fps(scene.fps),
             gif_delay_centiseconds(scene.fps),
             scene.fps

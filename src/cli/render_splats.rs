@@ -22,6 +22,7 @@ use physfit::io::shown::shown;
 use physfit::io::output_place::Input;
 use physfit::io::owned::Owned;
 
+use super::count::count;
 use super::interrupt::{nothing_kept, Interrupt};
 use super::opaque_png::write_opaque_png;
 use super::output::open_output;
@@ -119,9 +120,9 @@ pub fn render_splat_files(
     staged.commit()?;
     if !quiet {
         eprintln!(
-            "wrote {} frame(s) of {} view(s), <view>/frame_NNNN.png",
-            files.len(),
-            views.len()
+            "wrote {} of {}, <view>/frame_NNNN.png",
+            count(files.len(), "frame", "frames"),
+            count(views.len(), "view", "views")
         );
         eprintln!("output {}", shown(target));
     }

@@ -1,4 +1,4 @@
-//! `physfit simulate scene.toml --velocity VX,VY,VZ [--frames N] [--size WxH] --out DIR [--force] [--quiet]`:
+//! `physfit simulate scene.toml --velocity VX,VY,VZ [--frames N] [--size WxH] [--camera NAME|INDEX]... --out DIR [--force] [--quiet]`:
 //! runs the GPU MPM forward from the scene's rest state with a uniform
 //! initial velocity (world units per second; anchored splats start at rest)
 //! and Young's modulus `material.youngs_modulus` everywhere, and writes one
@@ -23,9 +23,10 @@
 //! The run goes through the one forward path ([`SceneRenderer`]): the
 //! scene's drivers at one E, from rest plus one velocity interaction.
 
-use std::path::Path;
+use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
+use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use physfit::drive::DriverSet;
@@ -40,35 +41,67 @@ use physfit::io::shown::shown;
 use physfit::io::owned::Owned;
 use physfit::scene::inputs::scene_inputs;
 
+use super::count::count;
 use super::interrupt::{nothing_kept, Interrupt};
 use super::output::open_output;
 use super::view_selection::resolve_views;
 use super::DEFAULT_FRAMES;
 
-/// Runs the subcommand; `velocity` is `--velocity VX,VY,VZ` as typed and
-/// `frames` is `--frames N`, the frames written with the rest frame 0
-/// included (default: the scene's reference frame count, else
-/// [`DEFAULT_FRAMES`]).
-pub fn run(
-    scene_path: &Path,
-    velocity: &str,
-    frames: Option<u32>,
-    size: Option<(u32, u32)>,
-    out: &Path,
-    force: bool,
-    quiet: bool,
-) -> Result<()> {
+/// Options of `physfit simulate`.
+#[derive(Args, Debug)]
+pub struct SimulateArgs {
+    /// The scene file.
+    pub scene: PathBuf,
+    /// Initial velocity VX,VY,VZ of the simulated (non-anchored) splats, world units per second.
+    #[arg(long, required = true, allow_hyphen_values = true)]
+    pub velocity: String,
+    /// Frames written, the rest frame 0 included: N gives frame_0000 .. frame_{N−1} (docs/scene.md § Frame counts; default: the scene's reference frame count, else 48).
+    #[arg(long)]
+    pub frames: Option<u32>,
+    /// Image size WxH of the rendered frames (square pixels, horizontal field of view kept); default: each camera's.
+    #[arg(long)]
+    pub size: Option<String>,
+    /// Render only this view: its name or its number (0-based, in
+    /// scene.toml order); repeatable. Default: every view.
+    #[arg(long)]
+    pub camera: Vec<String>,
+    /// Output directory (frame_0000.ply, ... and <view>/frame_0000.png, ...).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Replace an earlier simulate's files in the output directory (only those).
+    #[arg(long)]
+    pub force: bool,
+    /// The global `--quiet` (one flag for every command, set by `main`).
+    #[arg(skip)]
+    pub quiet: bool,
+}
+
+/// Runs the subcommand: `--velocity VX,VY,VZ` as typed, `--frames N` the
+/// frames written with the rest frame 0 included (default: the scene's
+/// reference frame count, else [`DEFAULT_FRAMES`]), the views of
+/// `--camera` (default every view).
+pub fn run(args: &SimulateArgs) -> Result<()> {
+    let (scene_path, velocity, out, force, quiet) = (
+        args.scene.as_path(),
+        args.velocity.as_str(),
+        args.out.as_path(),
+        args.force,
+        args.quiet,
+    );
+    let size = args.size.as_deref().map(super::parse_size).transpose()?;
     // Installed first: SIGINT and SIGTERM stop at the next frame.
     let interrupt = Interrupt::install(&["simulate", "write"], &["simulate", "write"])?;
     let scene = Scene::load(scene_path)?;
+    // Resolved first: a mistyped --camera is refused before anything runs.
+    let cameras = resolve_views(&scene, scene_path, &args.camera, size)?;
     let owned: Vec<Owned> = std::iter::once(Owned::frames("", "ply"))
-        .chain(scene.views.iter().map(|v| Owned::frames(&v.name, "png")))
+        .chain(cameras.iter().map(|(name, _)| Owned::frames(name, "png")))
         .collect();
     let mut staged = open_output(out, "simulate", owned, scene_inputs(&scene, true), force)?;
     if !quiet {
         eprintln!("output {}", shown(out));
     }
-    let frames = match frames {
+    let frames = match args.frames {
         Some(0) => bail!("--frames must be at least 1 (the rest frame 0 included)"),
         Some(n) => n as usize,
         None => scene.frame_count().unwrap_or(DEFAULT_FRAMES).max(1),
@@ -78,7 +111,7 @@ pub fn run(
         &physfit::budget::Workload::Forward {
             command: "physfit simulate",
             frames,
-            cameras: super::memory_check::scene_cameras(&scene, size),
+            cameras: cameras.iter().map(|(_, c)| c.clone()).collect(),
         },
     )?;
     let interactions = InteractionFlags {
@@ -89,7 +122,11 @@ pub fn run(
     .interactions()?;
     let drivers = DriverSet::from_scene(&scene)
         .with_context(|| format!("building the drivers of {}", shown(scene_path)))?;
+    // One E everywhere: the scene's starting value, said before the run.
     let log10_youngs = vec![scene.material.youngs_modulus.log10(); drivers.len()];
+    if !quiet {
+        eprintln!("{}", youngs_line(&scene, drivers.sim_box.side));
+    }
     let setup = ForwardSetup::from_drivers(
         &scene,
         &drivers,
@@ -120,7 +157,6 @@ pub fn run(
     }
     bar.finish_and_clear();
 
-    let cameras = resolve_views(&scene, scene_path, &[], size)?;
     let target = out;
     let out = staged.staging().to_path_buf();
     let out = out.as_path();
@@ -159,14 +195,28 @@ pub fn run(
         return Ok(());
     }
     eprintln!(
-        "wrote {} frames ({} drivers moving {} splats, {} substeps per frame): .ply per frame, PNG sequences per view",
-        animation.frames(),
-        drivers.len(),
+        "wrote {} ({} moving {} splats, {} substeps per frame): .ply per frame, PNG sequences per view",
+        count(animation.frames(), "frame", "frames"),
+        count(drivers.len(), "driver", "drivers"),
         setup.deform.len(),
         setup.config.substeps_per_frame,
     );
     eprintln!("output {}", shown(target));
     Ok(())
+}
+
+/// The sentence that says which Young's modulus `simulate` uses: the
+/// scene's `material.youngs_modulus`, everywhere, in normalised and world
+/// units (`E · side²`, docs/design.md § Units and frames).
+fn youngs_line(scene: &Scene, side: f64) -> String {
+    let e = scene.material.youngs_modulus;
+    format!(
+        "Young's modulus: {e:.3e} everywhere (log10 E = {:.2}, normalised units; {:.3e} in \
+         world units), the scene's `material.youngs_modulus`; to simulate a fitted E, use \
+         `physfit render --params DIR/drivers.safetensors`",
+        e.log10(),
+        e * side * side
+    )
 }
 
 /// A bar of `len` steps, hidden under `--quiet`.

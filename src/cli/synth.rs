@@ -176,17 +176,12 @@ pub fn run(args: &SynthArgs) -> Result<()> {
         };
         let rel = relative_to(&args.out, scene_dir)?;
         eprintln!(
-            "to fit them, give each view its frames in {}:",
+            "to fit them, give each view of {} its frames (paste each `frames` line into \
+             that view's [[views]] table):",
             shown(&args.scene)
         );
-        for view in views {
-            let glob = rel.join(&view.name).join("*.png");
-            eprintln!(
-                "  [[views]] name = \"{}\": frames = \"{}\"",
-                view.name,
-                physfit::io::shown::normalised(&glob).display()
-            );
-        }
+        let names: Vec<&str> = views.iter().map(|v| v.name.as_str()).collect();
+        eprint!("{}", frames_lines(&names, &rel));
         eprintln!("output {}", shown(&args.out));
     }
     Ok(())
@@ -216,4 +211,40 @@ fn summary(args: &SynthArgs, plan: &SynthPlan, ctx: &GpuContext) -> serde_json::
             "software": ctx.is_software(),
         },
     })
+}
+
+/// The `frames` line of each view in `names`, under a comment naming its
+/// view, for frames written to `rel` (relative to the scene's directory):
+/// lines a user pastes into the scene as they are, each valid TOML.
+fn frames_lines(names: &[&str], rel: &Path) -> String {
+    names
+        .iter()
+        .map(|name| {
+            let glob = physfit::io::shown::normalised(&rel.join(name).join("*.png"));
+            // A TOML basic string: JSON's escaping is valid TOML.
+            let quoted =
+                serde_json::to_string(&glob.display().to_string()).expect("a string serialises");
+            format!("  # in the [[views]] table with name = \"{name}\"\n  frames = {quoted}\n")
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::frames_lines;
+    use std::path::Path;
+
+    #[test]
+    fn the_printed_frames_lines_are_toml_one_can_paste() {
+        let text = frames_lines(&["front", "face"], Path::new("../out/twin"));
+        for (chunk, name) in text.split("  # ").skip(1).zip(["front", "face"]) {
+            let pasted: toml::Table = toml::from_str(&format!("# {chunk}")).unwrap();
+            assert_eq!(
+                pasted["frames"].as_str(),
+                Some(format!("../out/twin/{name}/*.png").as_str()),
+                "{text}"
+            );
+        }
+        assert_eq!(text.matches("frames = ").count(), 2, "{text}");
+    }
 }

@@ -9,6 +9,8 @@ use physfit::io::shown::shown;
 use physfit::scene::scene::Scene;
 use physfit::scene::Camera;
 
+use super::count::count;
+
 /// The views `cameras` names (names or 0-based numbers; all views when
 /// empty), each with its camera at `size`.
 pub fn resolve_views(
@@ -48,11 +50,15 @@ pub fn view_indices(scene: &Scene, scene_path: &Path, cameras: &[String]) -> Res
                 .with_context(|| {
                     let names: Vec<&str> = scene.views.iter().map(|v| v.name.as_str()).collect();
                     format!(
-                        "--camera {c}: {} has {} view(s), named {} and numbered 0..{}",
+                        "--camera {c}: {} has {}, named {} and numbered {}; fix: give one \
+                         of those names or numbers",
                         shown(scene_path),
-                        scene.views.len(),
+                        count(scene.views.len(), "view", "views"),
                         names.join(", "),
-                        scene.views.len()
+                        match scene.views.len() {
+                            1 => "0".to_string(),
+                            n => format!("0 to {}", n - 1),
+                        }
                     )
                 })
         })

@@ -19,7 +19,7 @@ use super::session_error::SessionError;
 use crate::gpu::GpuContext;
 use crate::io::output_dir::OutputDir;
 use crate::io::png::png_bytes;
-use crate::report::triptych;
+use crate::report::frame_triptych;
 use crate::scene::Scene;
 
 /// PSNR of frame 0 below which the camera check warns: well-aligned
@@ -85,7 +85,8 @@ pub fn camera_check(
             let reference = frames.load(0).map_err(SessionError::output)?;
             let relative = camera_check_picture(&view.name);
             let path = output.target().join(&relative);
-            let picture = triptych(&reference, &rendered).map_err(SessionError::output)?;
+            let picture = frame_triptych(&reference, &rendered, 0, Some(check.psnr))
+                .map_err(SessionError::output)?;
             let bytes = png_bytes(&picture).map_err(|e| SessionError::Io {
                 path: path.clone(),
                 error: std::io::Error::other(e),

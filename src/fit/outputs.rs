@@ -6,8 +6,8 @@
 //! | `drivers.safetensors` | everything a re-simulation needs ([`FittedDrivers`]) |
 //! | `fitted.ply` | every splat with `youngs_modulus` (world units), `simulated`, `anchored`, `vx vy vz`, `youngs_gradient_rms` ([`crate::output::fitted_ply`]) |
 //! | `loss.jsonl` | one [`super::IterationRecord`] per line |
-//! | `loss.png` | the loss and PSNR curves per stage |
-//! | `compare/<view>/frame_NNNN.png` | reference \| fitted \| 4×\|difference\| per frame (the fitted render with the view's colour correction, as the loss compares it) |
+//! | `loss.png` | the loss and PSNR curves per stage, the scan's candidates against log10 E |
+//! | `compare/<view>/frame_NNNN.png` | reference \| fitted \| 4×\|difference\| per frame (the fitted render with the view's colour correction, as the loss compares it), captioned with the frame number and the PSNR |
 //! | `stiffness.png` | the object at rest coloured by log10 E (world units), with a colour bar ([`crate::output::stiffness`]) |
 //! | `fit.json` | [`FitSummary`] |
 
@@ -17,7 +17,7 @@ use super::camera_check::CameraCheck;
 use super::checkpoint::FitFingerprint;
 use super::evaluation::{LossReport, Selection};
 use super::output_plan::COMPARE_DIR;
-use super::plan::StagePlan;
+use super::plan::{StageKind, StagePlan};
 use super::preflight::FitInputs;
 use super::problem::FitProblem;
 use super::record::{jsonl_lines, mean_quality};
@@ -37,12 +37,16 @@ use crate::output::fitted_ply::{write_fitted_ply, SplatMaterial};
 use crate::output::stiffness::{stiffness_range_world, StiffnessColouring};
 use crate::output::FittedDrivers;
 use crate::report::loss_plot::LOSS_PLOT_SIZE;
-use crate::report::{loss_plot, rgb8, triptych, LossCurve, LossPoint};
+use crate::report::{
+    frame_triptych, loss_plot_with_scan, rgb8, LossCurve, LossPoint, ScanCandidate,
+};
 use crate::scene::Scene;
 
-/// `loss.png`: one curve per stage run.
+/// `loss.png`: one curve per stage run (the scan is no stage run: its
+/// candidates are [`scan_candidates`]).
 fn loss_curves(plan: &[StagePlan], state: &FitState) -> Vec<LossCurve> {
     plan.iter()
+        .filter(|stage| stage.kind != StageKind::Scan)
         .map(|stage| LossCurve {
             label: stage.label(),
             points: state
@@ -58,6 +62,25 @@ fn loss_curves(plan: &[StagePlan], state: &FitState) -> Vec<LossCurve> {
         })
         // Stages skipped because the rounds converged draw nothing.
         .filter(|curve| !curve.points.is_empty())
+        .collect()
+}
+
+/// `loss.png`'s scan panels: every scanned candidate, its log10 E from the
+/// scan's state and its PSNR from its record (both appended together, one
+/// per candidate, in order).
+fn scan_candidates(state: &FitState) -> Vec<ScanCandidate> {
+    let Some(scan) = &state.scan else {
+        return Vec::new();
+    };
+    let records = state.records.iter().filter(|r| r.stage == StageKind::Scan);
+    scan.points
+        .iter()
+        .zip(records)
+        .map(|(point, record)| ScanCandidate {
+            log10_youngs: point.log10_youngs,
+            loss: point.loss,
+            psnr: record.psnr,
+        })
         .collect()
 }
 
@@ -176,7 +199,8 @@ pub fn write_outputs(
     let (w, h) = LOSS_PLOT_SIZE;
     write_png(
         &out.join("loss.png"),
-        &loss_plot(&loss_curves(fit.plan, state), w, h).map_err(SessionError::output)?,
+        &loss_plot_with_scan(&loss_curves(fit.plan, state), &scan_candidates(state), w, h)
+            .map_err(SessionError::output)?,
     )
     .map_err(SessionError::output)?;
 
@@ -196,9 +220,19 @@ pub fn write_outputs(
         for (k, state) in rollout.frames.iter().enumerate() {
             let rendered = problem.render_state_corrected(ctx, state, v)?;
             let reference = frames.load(k).map_err(SessionError::output)?;
+            let psnr = report
+                .images
+                .iter()
+                .find(|t| t.frame == k && t.view == v)
+                .map(|t| t.terms.psnr())
+                .or_else(|| {
+                    // Frame 0 is in no stage's loss: the camera check measured it.
+                    let check = fit.camera_check.iter().find(|c| c.view == view.name);
+                    check.filter(|_| k == 0).map(|c| c.psnr)
+                });
             write_png(
                 &dir.join(format!("frame_{k:04}.png")),
-                &triptych(&reference, &rendered).map_err(SessionError::output)?,
+                &frame_triptych(&reference, &rendered, k, psnr).map_err(SessionError::output)?,
             )
             .map_err(SessionError::output)?;
             progress()?;

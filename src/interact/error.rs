@@ -4,6 +4,16 @@
 
 use thiserror::Error;
 
+/// Where a bad value is: the file or flag, and the field within it unless
+/// the field is the flag itself (`--velocity`, not `--velocity: \`--velocity\``).
+fn place(source_name: &str, field: &str) -> String {
+    if source_name == field {
+        source_name.to_string()
+    } else {
+        format!("{source_name}: `{field}`")
+    }
+}
+
 /// Why interactions cannot be used.
 #[derive(Debug, Error)]
 pub enum InteractionError {
@@ -28,8 +38,9 @@ pub enum InteractionError {
         /// The parser's message.
         message: String,
     },
-    /// A bad value.
-    #[error("{source_name}: `{field}`: {problem}; fix: {fix}")]
+    /// A bad value. Where the field is the flag itself (`--velocity`), it
+    /// is named once.
+    #[error("{}: {problem}; fix: {fix}", place(source_name, field))]
     Invalid {
         /// The file or flag.
         source_name: String,

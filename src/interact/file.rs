@@ -38,6 +38,8 @@ struct VelocityTable {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ImpulseTable {
+    /// `center` is read as `centre`: both spellings are common.
+    #[serde(alias = "center")]
     centre: [f64; 3],
     radius: f64,
     acceleration: [f64; 3],

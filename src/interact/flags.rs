@@ -69,7 +69,8 @@ fn impulse(flag: &str, text: &str) -> Result<Impulse, InteractionError> {
         };
         let key = key.trim();
         match key {
-            "centre" => centre = Some(triple(&check, key, value, "world units")?),
+            // Both spellings are common.
+            "centre" | "center" => centre = Some(triple(&check, key, value, "world units")?),
             "radius" => radius = Some(number(&check, key, value, "world units")?),
             "acceleration" => acceleration = Some(triple(&check, key, value, "world units / s²")?),
             "start" => start = Some(number(&check, key, value, "seconds")?),

@@ -2,28 +2,19 @@
 //! reference | fitted | absolute difference, side by side, a caption above
 //! each panel, so a person sees at once where a fit misses.
 
-use image::{GenericImage, Rgb, RgbImage};
-use plotters::element::Text;
-use plotters::prelude::IntoFont;
-use plotters::style::text_anchor::{HPos, Pos, VPos};
-use plotters::style::{IntoTextStyle, BLACK};
+use image::{Rgb, RgbImage};
 
-use super::canvas::draw_rgb;
-use super::font::FONT_FAMILY;
+use super::caption::captioned;
 use super::ReportError;
 use crate::io::png::quantised;
 use crate::scene::frames::Frame;
 
-/// Height in pixels of the caption strip above the panels.
-pub const CAPTION_HEIGHT: u32 = 24;
+pub use super::caption::CAPTION_HEIGHT;
 
 /// The factor the difference panel multiplies `|reference − fitted|` by
 /// before clamping: differences of a few percent, a typical residual of a
 /// good fit, would be nearly black at ×1. Its caption says so.
 pub const DIFFERENCE_GAIN: f32 = 4.0;
-
-/// Font size of the captions, in pixels.
-const CAPTION_SIZE: f64 = 15.0;
 
 /// The colour channels of `frame` as 8-bit RGB: `round(255·clamp(v))`, no
 /// transfer curve (docs/design.md § Units and frames), as every PNG of the
@@ -69,19 +60,46 @@ fn check_size(
 /// rendered (RGBA in [0, 1], alpha ignored); both must have the same size,
 /// else [`ReportError::Size`].
 pub fn triptych(reference: &Frame, fitted: &Frame) -> Result<RgbImage, ReportError> {
+    triptych_captioned(reference, fitted, ["reference".into(), "fitted".into()])
+}
+
+/// [`triptych`] of frame `frame` of a sequence, with the frame number in
+/// the reference's caption and, when known, the PSNR of the fitted render
+/// against the reference (as the fit measures it, over the view's mask)
+/// in the fitted one's: "reference, frame 4" | "fitted, 41.56 dB", so that
+/// a triptych seen alone says what it shows.
+pub fn frame_triptych(
+    reference: &Frame,
+    fitted: &Frame,
+    frame: usize,
+    psnr: Option<f64>,
+) -> Result<RgbImage, ReportError> {
+    let fitted_caption = match psnr {
+        Some(db) => format!("fitted, {db:.2} dB"),
+        None => "fitted".into(),
+    };
+    triptych_captioned(
+        reference,
+        fitted,
+        [format!("reference, frame {frame}"), fitted_caption],
+    )
+}
+
+/// The triptych with `captions` over its first two panels.
+fn triptych_captioned(
+    reference: &Frame,
+    fitted: &Frame,
+    captions: [String; 2],
+) -> Result<RgbImage, ReportError> {
     let (w, h) = (reference.width, reference.height);
     check_size(reference, "the reference frame", w, h)?;
     check_size(fitted, "the fitted render", w, h)?;
     let difference = difference(reference, fitted);
-    let captions = [
-        "reference".to_string(),
-        "fitted".to_string(),
-        format!("|difference| × {DIFFERENCE_GAIN}"),
-    ];
+    let gain = format!("|difference| × {DIFFERENCE_GAIN}");
     captioned_row(&[
         (captions[0].as_str(), reference),
         (captions[1].as_str(), fitted),
-        (captions[2].as_str(), &difference),
+        (gain.as_str(), &difference),
     ])
 }
 
@@ -102,8 +120,9 @@ pub fn difference(a: &Frame, b: &Frame) -> Frame {
 }
 
 /// Frames of one size side by side, each under its caption in a white
-/// strip [`CAPTION_HEIGHT`] pixels high: `n·width × (height + CAPTION_HEIGHT)`.
-/// Errors: [`ReportError::Size`] when a frame's size differs from the first's.
+/// strip [`CAPTION_HEIGHT`] pixels high ([`captioned`]): `n·width ×
+/// (height + CAPTION_HEIGHT)`. Errors: [`ReportError::Size`] when a frame's
+/// size differs from the first's.
 pub fn captioned_row(panels: &[(&str, &Frame)]) -> Result<RgbImage, ReportError> {
     let Some((_, first)) = panels.first() else {
         return Ok(RgbImage::new(0, 0));
@@ -112,29 +131,11 @@ pub fn captioned_row(panels: &[(&str, &Frame)]) -> Result<RgbImage, ReportError>
     for (_, frame) in panels {
         check_size(frame, "a panel", w, h)?;
     }
-    let n = panels.len() as u32;
-    let strip = draw_rgb("captioned row", n * w, CAPTION_HEIGHT, |area| {
-        let style = (FONT_FAMILY, CAPTION_SIZE)
-            .into_font()
-            .color(&BLACK)
-            .into_text_style(area)
-            .pos(Pos::new(HPos::Center, VPos::Center));
-        for (k, (caption, _)) in panels.iter().enumerate() {
-            let centre = ((2 * k as u32 + 1) * w / 2) as i32;
-            area.draw(&Text::new(
-                *caption,
-                (centre, CAPTION_HEIGHT as i32 / 2),
-                &style,
-            ))?;
-        }
-        Ok(())
-    })?;
-    let mut out = RgbImage::from_pixel(n * w, h + CAPTION_HEIGHT, Rgb([255; 3]));
-    out.copy_from(&strip, 0, 0)
-        .expect("the strip is the row's width");
-    for (k, (_, panel)) in panels.iter().enumerate() {
-        out.copy_from(&rgb8(panel), k as u32 * w, CAPTION_HEIGHT)
-            .expect("each panel fits in its slot");
-    }
-    Ok(out)
+    let images: Vec<RgbImage> = panels.iter().map(|(_, frame)| rgb8(frame)).collect();
+    let row: Vec<(&str, &RgbImage)> = panels
+        .iter()
+        .zip(&images)
+        .map(|((caption, _), image)| (*caption, image))
+        .collect();
+    captioned("captioned row", &row)
 }

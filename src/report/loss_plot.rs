@@ -1,7 +1,10 @@
 //! `loss.png`: the loss per iteration (log scale) and
 //! the PSNR per iteration (dB), one curve per stage and round, laid end to
 //! end on one iteration axis with the stage boundaries marked, drawn with
-//! plotters on the embedded font.
+//! plotters on the embedded font. The coarse scan's candidates
+//! (docs/design.md § Loss, parameters, fit) are no iterations: each is one
+//! value of log10 E with its own velocity, so they get panels of their own
+//! on the right, points against log10 E, the best one marked.
 
 use image::RgbImage;
 use plotters::backend::BitMapBackend;
@@ -64,6 +67,29 @@ pub struct LossCurve {
     pub points: Vec<LossPoint>,
 }
 
+/// One candidate of the coarse scan: a uniform log10 E, the loss and PSNR
+/// of its rollout (with its own fitted velocity) on the stiffness stage's
+/// frames.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ScanCandidate {
+    /// The uniform log10 E (normalised units, as scene.toml's range).
+    pub log10_youngs: f64,
+    /// The loss (+∞ when the rollout blew up).
+    pub loss: f64,
+    /// The PSNR, dB.
+    pub psnr: f64,
+}
+
+/// The colour of the scan's candidates: dark grey, no stage's colour and
+/// not the axes' black.
+pub const SCAN_COLOUR: [u8; 3] = [0x40, 0x40, 0x40];
+
+/// The ring around the best candidate: red.
+pub const BEST_COLOUR: [u8; 3] = [0xd6, 0x27, 0x28];
+
+/// The share of the width the scan's panels take when there are candidates.
+const SCAN_SHARE: f64 = 0.3;
+
 /// Where each curve starts on the common axis: curve 0 at 0, each next one
 /// right after the previous one's last iteration (`offset + max iteration +
 /// 1`; an empty curve takes no room). These are the stage boundaries.
@@ -106,6 +132,20 @@ fn drawable_loss(v: f64) -> bool {
 /// curve; the line joins the neighbours. With nothing to draw the axes
 /// are drawn over a default range.
 pub fn loss_plot(curves: &[LossCurve], width: u32, height: u32) -> Result<RgbImage, ReportError> {
+    loss_plot_with_scan(curves, &[], width, height)
+}
+
+/// [`loss_plot`] with the coarse scan's candidates in panels of their own
+/// on the right ([`SCAN_SHARE`] of the width; none when `scan` is empty):
+/// their loss on the loss panels' log scale and their PSNR, as points
+/// against log10 E, the lowest loss ringed in red. A candidate that blew up
+/// (loss +∞) is left out of the points and counted in the panel's caption.
+pub fn loss_plot_with_scan(
+    curves: &[LossCurve],
+    scan: &[ScanCandidate],
+    width: u32,
+    height: u32,
+) -> Result<RgbImage, ReportError> {
     let offsets = curve_offsets(curves);
     let x_end = curves
         .iter()
@@ -114,7 +154,8 @@ pub fn loss_plot(curves: &[LossCurve], width: u32, height: u32) -> Result<RgbIma
         .max()
         .map_or(1.0, |last| (last as f64).max(1.0));
     let all = || curves.iter().flat_map(|c| c.points.iter());
-    let loss_range = match extent(all().map(|p| p.loss), drawable_loss) {
+    let losses = all().map(|p| p.loss).chain(scan.iter().map(|c| c.loss));
+    let loss_range = match extent(losses, drawable_loss) {
         None => (1e-3, 1.0),
         Some((lo, hi)) if lo == hi => (lo / 2.0, hi * 2.0),
         Some((lo, hi)) => (lo / 1.25, hi * 1.25),
@@ -145,7 +186,14 @@ pub fn loss_plot(curves: &[LossCurve], width: u32, height: u32) -> Result<RgbIma
     let labels: Vec<&str> = curves.iter().map(|c| c.label.as_str()).collect();
 
     draw_rgb("loss.png", width, height, |root| {
-        let (upper, lower) = root.split_vertically(height * 3 / 5);
+        let (iterations, candidates) = if scan.is_empty() {
+            (root.clone(), None)
+        } else {
+            let left = (f64::from(width) * (1.0 - SCAN_SHARE)).round() as u32;
+            let (l, r) = root.split_horizontally(left);
+            (l, Some(r))
+        };
+        let (upper, lower) = iterations.split_vertically(height * 3 / 5);
         draw_loss_panel(
             &upper,
             x_end,
@@ -154,8 +202,99 @@ pub fn loss_plot(curves: &[LossCurve], width: u32, height: u32) -> Result<RgbIma
             &boundaries,
             &labels,
         )?;
-        draw_psnr_panel(&lower, x_end, psnr_range, &psnr_series, &boundaries)
+        draw_psnr_panel(&lower, x_end, psnr_range, &psnr_series, &boundaries)?;
+        if let Some(area) = candidates {
+            draw_scan_panels(&area, scan, height * 3 / 5, loss_range)?;
+        }
+        Ok(())
     })
+}
+
+/// The scan's two panels on `area`: loss (log scale, `loss_range`, the
+/// upper `split` pixels) and PSNR against log10 E ([`loss_plot_with_scan`]).
+fn draw_scan_panels(
+    area: &Canvas,
+    scan: &[ScanCandidate],
+    split: u32,
+    (lo, hi): (f64, f64),
+) -> Result<(), DrawError> {
+    let drawn: Vec<&ScanCandidate> = scan.iter().filter(|c| drawable_loss(c.loss)).collect();
+    let blew_up = scan.len() - drawn.len();
+    let (e_lo, e_hi) = match extent(scan.iter().map(|c| c.log10_youngs), f64::is_finite) {
+        None => (0.0, 1.0),
+        Some((a, b)) if b - a < 1e-9 => (a - 0.5, b + 0.5),
+        Some((a, b)) => (a - 0.08 * (b - a), b + 0.08 * (b - a)),
+    };
+    let best = drawn
+        .iter()
+        .min_by(|a, b| a.loss.total_cmp(&b.loss))
+        .copied();
+    let caption = match blew_up {
+        0 => format!("scan: {} candidates", scan.len()),
+        n => format!("scan: {} candidates ({n} blew up)", scan.len()),
+    };
+    let (upper, lower) = area.split_vertically(split);
+    let mut chart = ChartBuilder::on(&upper)
+        .caption(caption, (FONT_FAMILY, 18))
+        .margin(12)
+        .x_label_area_size(28)
+        .y_label_area_size(56)
+        .build_cartesian_2d(
+            e_lo..e_hi,
+            (lo..hi).log_scale().with_key_points(loss_ticks(lo, hi)),
+        )?;
+    chart
+        .configure_mesh()
+        .x_labels(5)
+        .x_label_formatter(&|v| format!("{v:.1}"))
+        .y_label_formatter(&|v| two_significant(*v))
+        .label_style((FONT_FAMILY, 13))
+        .draw()?;
+    chart.draw_series(
+        drawn
+            .iter()
+            .map(|c| Circle::new((c.log10_youngs, c.loss), 4, rgb(SCAN_COLOUR).filled())),
+    )?;
+    if let Some(b) = best {
+        chart.draw_series(std::iter::once(Circle::new(
+            (b.log10_youngs, b.loss),
+            8,
+            rgb(BEST_COLOUR).stroke_width(2),
+        )))?;
+    }
+    let psnrs = extent(drawn.iter().map(|c| c.psnr), f64::is_finite);
+    let (p_lo, p_hi) = match psnrs {
+        None => (0.0, 40.0),
+        Some((a, b)) if b - a < 1.0 => (a - 0.5, b + 0.5),
+        Some((a, b)) => (a - 0.08 * (b - a), b + 0.08 * (b - a)),
+    };
+    let mut chart = ChartBuilder::on(&lower)
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(56)
+        .build_cartesian_2d(e_lo..e_hi, p_lo..p_hi)?;
+    chart
+        .configure_mesh()
+        .x_desc("log10 E (normalised)")
+        .x_labels(5)
+        .x_label_formatter(&|v| format!("{v:.1}"))
+        .label_style((FONT_FAMILY, 13))
+        .axis_desc_style((FONT_FAMILY, 14))
+        .draw()?;
+    chart.draw_series(
+        drawn
+            .iter()
+            .filter(|c| c.psnr.is_finite())
+            .map(|c| Circle::new((c.log10_youngs, c.psnr), 4, rgb(SCAN_COLOUR).filled())),
+    )?;
+    if let Some(b) = best.filter(|b| b.psnr.is_finite()) {
+        chart.draw_series(std::iter::once(Circle::new(
+            (b.log10_youngs, b.psnr),
+            8,
+            rgb(BEST_COLOUR).stroke_width(2),
+        )))?;
+    }
+    Ok(())
 }
 
 fn rgb(colour: [u8; 3]) -> RGBColor {

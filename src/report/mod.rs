@@ -11,6 +11,7 @@
 //! atomically by [`crate::io::png::write_png`].
 
 mod canvas;
+pub mod caption;
 pub mod colorbar;
 pub mod colormap;
 pub mod compare;
@@ -19,9 +20,10 @@ pub mod font;
 pub mod loss_plot;
 pub mod recolor;
 
+pub use caption::captioned;
 pub use colorbar::with_colorbar;
 pub use colormap::{map, normalised};
-pub use compare::{captioned_row, difference, rgb8, triptych};
+pub use compare::{captioned_row, difference, frame_triptych, rgb8, triptych};
 pub use error::ReportError;
-pub use loss_plot::{loss_plot, LossCurve, LossPoint};
+pub use loss_plot::{loss_plot, loss_plot_with_scan, LossCurve, LossPoint, ScanCandidate};
 pub use recolor::{recolored, stiffness_colours};

@@ -157,5 +157,6 @@ pub fn block(layout: &Block) -> physfit::scene::Gaussians {
 pub mod cameras;
 pub mod cli;
 pub mod deform_cases;
+pub mod doc_blocks;
 pub mod json_shape;
 pub mod slopes;

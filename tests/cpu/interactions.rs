@@ -282,3 +282,36 @@ fn impulses_and_gravity_go_to_normalised_units_and_the_velocity_bound_is_checked
     );
     assert!(e.contains("at least 102"), "{e}");
 }
+
+#[test]
+fn center_is_read_as_centre_in_the_file_and_the_flag() {
+    let british = Interactions::parse(FILE, "poke.toml").unwrap();
+    let american = Interactions::parse(&FILE.replace("centre =", "center ="), "poke.toml").unwrap();
+    assert_eq!(kinds(&american), kinds(&british));
+    let flag = |key: &str| InteractionFlags {
+        impulses: vec![format!(
+            "{key}=0.1,0.2,0.3;radius=0.05;acceleration=0,0,40;end=1"
+        )],
+        ..Default::default()
+    };
+    assert_eq!(
+        kinds(&flag("center").interactions().unwrap()),
+        kinds(&flag("centre").interactions().unwrap())
+    );
+}
+
+#[test]
+fn a_bad_flag_value_names_the_flag_once() {
+    let e = InteractionFlags {
+        velocity: Some("1,0".into()),
+        ..Default::default()
+    }
+    .interactions()
+    .unwrap_err()
+    .to_string();
+    assert_eq!(e.matches("--velocity").count(), 1, "{e}");
+    assert!(
+        e.starts_with("--velocity: \"1,0\" is not three numbers"),
+        "{e}"
+    );
+}

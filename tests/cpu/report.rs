@@ -10,10 +10,10 @@ use physfit::report::colorbar::{
 };
 use physfit::report::colormap::{NAN_COLOUR, VIRIDIS};
 use physfit::report::compare::{CAPTION_HEIGHT, DIFFERENCE_GAIN};
-use physfit::report::loss_plot::{curve_colour, LOSS_PLOT_SIZE};
+use physfit::report::loss_plot::{curve_colour, BEST_COLOUR, LOSS_PLOT_SIZE, SCAN_COLOUR};
 use physfit::report::{
-    font, loss_plot, map, recolored, stiffness_colours, triptych, with_colorbar, LossCurve,
-    LossPoint, ReportError,
+    captioned_row, font, frame_triptych, loss_plot, loss_plot_with_scan, map, recolored,
+    stiffness_colours, triptych, with_colorbar, LossCurve, LossPoint, ReportError, ScanCandidate,
 };
 use physfit::scene::frames::{load_frame, Frame};
 
@@ -303,4 +303,132 @@ fn stiffness_colours_follow_the_map_and_grey_nan() {
         "a zero-width range is the middle"
     );
     assert!(stiffness_colours(&[4.0], f64::NAN, 5.0).is_err());
+}
+
+/// The columns of the caption strip of `image` with dark (text) pixels.
+fn caption_ink_columns(image: &RgbImage) -> Vec<u32> {
+    (0..image.width())
+        .filter(|&x| (0..CAPTION_HEIGHT).any(|y| image.get_pixel(x, y).0.iter().all(|c| *c < 128)))
+        .collect()
+}
+
+#[test]
+fn captions_fit_their_panels_at_128_pixels() {
+    // align's longest caption over four 128² panels: each caption's ink
+    // stays inside its own panel, none reaches across a boundary.
+    let frame = flat_frame(128, 128, [1.0, 1.0, 1.0, 1.0]);
+    let row = captioned_row(&[
+        ("reference", &frame),
+        ("before 23.41 dB", &frame),
+        ("after 38.02 dB", &frame),
+        ("|reference − after| × 4", &frame),
+    ])
+    .unwrap();
+    let ink = caption_ink_columns(&row);
+    for k in 0..4u32 {
+        let inside = ink
+            .iter()
+            .filter(|x| (k * 128..(k + 1) * 128).contains(*x))
+            .count();
+        assert!(inside > 20, "panel {k}'s caption drawn ({inside} columns)");
+    }
+    for boundary in [128u32, 256, 384] {
+        assert!(
+            !ink.iter().any(|x| x.abs_diff(boundary) <= 1),
+            "a caption crosses the panel boundary at x = {boundary}"
+        );
+    }
+}
+
+#[test]
+fn a_compare_triptych_names_its_frame_and_psnr() {
+    let a = flat_frame(128, 128, [0.5, 0.5, 0.5, 1.0]);
+    let plain = triptych(&a, &a).unwrap();
+    let named = frame_triptych(&a, &a, 4, Some(41.56)).unwrap();
+    assert_eq!(named.dimensions(), plain.dimensions(), "the same layout");
+    // The captions differ from the plain ones over the first two panels
+    // (frame number, PSNR), not over the difference panel, and fit them.
+    let strip = |image: &RgbImage, x0: u32| -> Vec<[u8; 3]> {
+        (x0..x0 + 128)
+            .flat_map(|x| (0..CAPTION_HEIGHT).map(move |y| (x, y)))
+            .map(|(x, y)| image.get_pixel(x, y).0)
+            .collect()
+    };
+    assert_ne!(strip(&named, 0), strip(&plain, 0), "frame number");
+    assert_ne!(strip(&named, 128), strip(&plain, 128), "PSNR");
+    assert_eq!(strip(&named, 256), strip(&plain, 256));
+    let ink = caption_ink_columns(&named);
+    assert!(!ink
+        .iter()
+        .any(|x| x.abs_diff(128) <= 1 || x.abs_diff(256) <= 1));
+}
+
+fn scan(values: &[(f64, f64)]) -> Vec<ScanCandidate> {
+    values
+        .iter()
+        .map(|&(log10_youngs, loss)| ScanCandidate {
+            log10_youngs,
+            loss,
+            psnr: 30.0 - 10.0 * loss,
+        })
+        .collect()
+}
+
+#[test]
+fn scan_candidates_are_points_against_log10_e_in_their_own_panels() {
+    let (w, h) = LOSS_PLOT_SIZE;
+    let curves = [curve("velocity", 12, 0.5), curve("stiffness", 12, 0.1)];
+    // Without candidates: the plot of the stages alone.
+    assert_eq!(
+        loss_plot_with_scan(&curves, &[], w, h).unwrap(),
+        loss_plot(&curves, w, h).unwrap()
+    );
+    let candidates = scan(&[
+        (3.0, 0.6),
+        (3.5, 0.3),
+        (4.0, 0.12),
+        (4.5, 0.2),
+        (5.0, f64::INFINITY),
+        (4.1, 0.11),
+    ]);
+    let image = loss_plot_with_scan(&curves, &candidates, w, h).unwrap();
+    assert_eq!(image.dimensions(), (w, h));
+    let split = (f64::from(w) * 0.7) as u32;
+    // The stages' curves stay left of the scan's panels.
+    for k in 0..2 {
+        let colour = curve_colour(k);
+        assert!(
+            image
+                .enumerate_pixels()
+                .all(|(x, _, p)| p.0 != colour || x < split),
+            "curve {k} drawn right of the split"
+        );
+    }
+    // The candidates: dots right of the split, in both panels (five
+    // drawable candidates at distinct heights), the best ringed in red; no
+    // line joins them: a dot is at most 9 pixels across.
+    let dots = |rows: std::ops::Range<u32>| -> Vec<(u32, u32)> {
+        image
+            .enumerate_pixels()
+            .filter(|(x, y, p)| rows.contains(y) && *x >= split && p.0 == SCAN_COLOUR)
+            .map(|(x, y, _)| (x, y))
+            .collect()
+    };
+    for (panel, pixels) in [("loss", dots(0..h * 3 / 5)), ("PSNR", dots(h * 3 / 5..h))] {
+        let mut rows: Vec<u32> = pixels.iter().map(|p| p.1).collect();
+        rows.dedup();
+        assert!(rows.len() >= 20, "{panel}: dots on {} rows", rows.len());
+        for y in rows {
+            let across = pixels.iter().filter(|p| p.1 == y).count();
+            assert!(
+                across <= 2 * 9,
+                "{panel}: {across} pixels on row {y}: a line?"
+            );
+        }
+    }
+    let red = image
+        .enumerate_pixels()
+        .filter(|(x, _, p)| *x >= split && p.0 == BEST_COLOUR)
+        .count();
+    assert!(red > 20, "the best candidate ringed ({red} red pixels)");
 }

@@ -735,7 +735,9 @@ fn a_stiffness_only_fit_holds_the_velocity_of_an_earlier_fit() {
     assert!(second.youngs_gradient_rms.is_some());
 
     // The fit rendered again beside its reference frames
-    // (`--side-by-side`): reference on the left, the fitted motion right.
+    // (`--side-by-side`): reference on the left, the fitted motion right,
+    // both under a caption strip.
+    use physfit::report::caption::CAPTION_HEIGHT as STRIP;
     let render = |out: &str, extra: &[&str]| {
         let mut args = vec![
             "render",
@@ -757,18 +759,18 @@ fn a_stiffness_only_fit_holds_the_velocity_of_an_earlier_fit() {
     render("plain", &[]);
     let png = |path: &Path| image::open(d.join(path)).unwrap().to_rgb8();
     let pair = png(Path::new("r/front/frame_0002.png"));
-    assert_eq!(pair.dimensions(), (64, 32));
+    assert_eq!(pair.dimensions(), (64, 32 + STRIP));
     let reference = png(Path::new("synth/front/frame_0002.png"));
     let fitted = png(Path::new("plain/front/frame_0002.png"));
     let at_rest = png(Path::new("synth/front/frame_0000.png"));
-    let (worst, _) = panel_difference(&pair, (0, 0), &reference);
+    let (worst, _) = panel_difference(&pair, (0, STRIP), &reference);
     assert!(
         worst <= 2,
         "left panel = reference frame 2 ({worst} codes off)"
     );
     // The right panel is the fitted motion: a plain render of the fitted
     // drivers (another run: float atomics move a pixel by a code or two).
-    let (worst, _) = panel_difference(&pair, (32, 0), &fitted);
+    let (worst, _) = panel_difference(&pair, (32, STRIP), &fitted);
     assert!(
         worst <= 2,
         "right panel = the fitted render ({worst} codes off)"
@@ -777,7 +779,7 @@ fn a_stiffness_only_fit_holds_the_velocity_of_an_earlier_fit() {
     // closer to the reference than the block left at rest does (after 3
     // velocity iterations, v0 a fifth of the truth's: measured 6.15 against
     // 6.92 codes), yet is not the reference itself.
-    let (_, to_reference) = panel_difference(&pair, (32, 0), &reference);
+    let (_, to_reference) = panel_difference(&pair, (32, STRIP), &reference);
     let (_, rest_to_reference) = panel_difference(&at_rest, (0, 0), &reference);
     eprintln!(
         "mean |Δ| to reference frame 2: fitted {to_reference:.3}, at rest {rest_to_reference:.3} codes"
@@ -833,7 +835,7 @@ fn a_stiffness_only_fit_holds_the_velocity_of_an_earlier_fit() {
         image::Rgb(correction.apply(p).map(|v| (v * 255.0).round() as u8))
     });
     let pair = png(Path::new("rc/front/frame_0002.png"));
-    let (worst, _) = panel_difference(&pair, (32, 0), &seen);
+    let (worst, _) = panel_difference(&pair, (32, STRIP), &seen);
     assert!(
         worst <= 3,
         "right panel = the fitted render through the view's correction ({worst} codes off)"
