@@ -9,8 +9,12 @@ mod common;
 mod adam;
 #[path = "cpu/bad_inputs.rs"]
 mod bad_inputs;
+#[path = "cpu/curvature.rs"]
+mod curvature;
 #[path = "cpu/drivers.rs"]
 mod drivers;
+#[path = "cpu/error_bars.rs"]
+mod error_bars;
 #[path = "cpu/error_paths.rs"]
 mod error_paths;
 #[path = "cpu/fit_checkpoint.rs"]

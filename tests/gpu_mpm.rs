@@ -25,6 +25,8 @@ mod colliders;
 mod deform;
 #[path = "gpu_mpm/discretisation_scan.rs"]
 mod discretisation_scan;
+#[path = "gpu_mpm/error_bars.rs"]
+mod error_bars;
 #[path = "gpu_mpm/fill.rs"]
 mod fill;
 #[path = "gpu_mpm/fit_cli.rs"]

@@ -338,13 +338,29 @@ impl Checkpoint {
             velocity,
             "the velocity parameterisation",
         )?;
-        if let Some(rms) = &s.youngs_gradient_rms {
-            length(
-                "state.youngs_gradient_rms",
-                rms.len(),
-                youngs,
-                "the E parameterisation",
-            )?;
+        if let Some(u) = &s.uncertainty {
+            for (field, got) in [
+                (
+                    "state.uncertainty.youngs_log10_std",
+                    u.youngs_log10_std.len(),
+                ),
+                (
+                    "state.uncertainty.youngs_constrained",
+                    u.youngs_constrained.len(),
+                ),
+            ] {
+                if got > 0 {
+                    length(field, got, youngs, "the E parameterisation")?;
+                }
+            }
+            if !u.velocity_std.is_empty() {
+                length(
+                    "state.uncertainty.velocity_std",
+                    u.velocity_std.len(),
+                    velocity,
+                    "the velocity parameterisation",
+                )?;
+            }
         }
         let (low, high) = youngs_bounds;
         for (i, &e) in s.log10_youngs.iter().enumerate() {
@@ -371,7 +387,6 @@ impl Checkpoint {
         if let Some(l) = &s.lbfgs {
             length("state.lbfgs.solver.x", l.solver.x.len(), running, of)?;
             length("state.lbfgs.solver.grad", l.solver.grad.len(), running, of)?;
-            length("state.lbfgs.squares", l.squares.len(), running, of)?;
             for (i, pair) in l.solver.pairs.iter().enumerate() {
                 length(
                     &format!("state.lbfgs.solver.pairs[{i}].s"),

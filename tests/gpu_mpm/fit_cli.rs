@@ -37,7 +37,7 @@ fn block() -> Gaussians {
 
 /// The twin scene: two 32² views, grid 12 ("auto": 256 drivers), the
 /// bottom layer anchored, E starting 10× softer than most of the truth.
-fn scene_toml(stiffness_field: &str, extra: &str) -> String {
+pub(crate) fn scene_toml(stiffness_field: &str, extra: &str) -> String {
     format!(
         r#"
 [gaussians]
@@ -102,7 +102,7 @@ warmup = 3
 }
 
 /// A soft top on a stiffer base, pushed sideways.
-const TRUTH_BOXES: &str = r#"
+pub(crate) const TRUTH_BOXES: &str = r#"
 frames = 7
 
 [youngs]
@@ -130,7 +130,7 @@ value = [1.0, 0.0, 0.0]
 
 /// A directory with the block, `scene.toml` and the truth's frames in
 /// `synth/` (made with `synth_flags` added to `physfit synth`).
-fn twin_with(scene: &str, truth: &str, synth_flags: &[&str]) -> tempfile::TempDir {
+pub(crate) fn twin_with(scene: &str, truth: &str, synth_flags: &[&str]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let ply = d.join("splats.ply");
@@ -167,7 +167,7 @@ fn twin(scene: &str, truth: &str) -> tempfile::TempDir {
 
 /// `out/fit.json`, checked against the shape of its published schema
 /// (every required field present) and for Rust Debug text.
-fn fit_json(out: &Path) -> FitSummary {
+pub(crate) fn fit_json(out: &Path) -> FitSummary {
     let path = out.join("fit.json");
     let text = std::fs::read_to_string(&path).unwrap();
     let schema: serde_json::Value = serde_json::from_str(&FitSummary::json_schema()).unwrap();
@@ -285,7 +285,7 @@ fn twin_recovery_per_driver_stiffness_writes_every_output() {
     let fitted = physfit::output::FittedDrivers::load(&out.join("drivers.safetensors")).unwrap();
     let scene = physfit::scene::Scene::load(&d.join("scene.toml")).unwrap();
     fitted.check_against(&scene).unwrap();
-    assert!(fitted.youngs_gradient_rms.is_some());
+    assert!(fitted.youngs_log10_std.is_some());
     let ply = std::fs::read(out.join("fitted.ply")).unwrap();
     let header = String::from_utf8_lossy(&ply[..ply.len().min(2000)]).into_owned();
     for p in [
@@ -293,7 +293,7 @@ fn twin_recovery_per_driver_stiffness_writes_every_output() {
         "simulated",
         "anchored",
         "vx",
-        "youngs_gradient_rms",
+        "youngs_log10_std",
     ] {
         assert!(header.contains(&format!("property float {p}")), "{header}");
     }
@@ -707,10 +707,7 @@ fn a_stiffness_only_fit_holds_the_velocity_of_an_earlier_fit() {
     ));
     let first =
         physfit::output::FittedDrivers::load(&d.join("v").join("drivers.safetensors")).unwrap();
-    assert!(
-        first.youngs_gradient_rms.is_none(),
-        "no stiffness stage ran"
-    );
+    assert!(first.youngs_log10_std.is_none(), "no stiffness stage ran");
     ok(&physfit(
         d,
         &[
@@ -732,7 +729,7 @@ fn a_stiffness_only_fit_holds_the_velocity_of_an_earlier_fit() {
         physfit::output::FittedDrivers::load(&d.join("e").join("drivers.safetensors")).unwrap();
     assert_eq!(second.velocity, first.velocity, "v0 held as fitted");
     assert_ne!(second.log10_youngs, first.log10_youngs, "E fitted");
-    assert!(second.youngs_gradient_rms.is_some());
+    assert!(second.youngs_log10_std.is_some());
 
     // The fit rendered again beside its reference frames
     // (`--side-by-side`): reference on the left, the fitted motion right.
