@@ -37,6 +37,14 @@ pub struct Correlations {
     pub names: Vec<String>,
     /// The correlation matrix, row-major (0 with an unconstrained one).
     pub matrix: Vec<Vec<f64>>,
+    /// Per parameter, Newton's step `−(H⁻¹g)` from the fitted value
+    /// (parameter units; `None` where unconstrained): how far the optimum
+    /// of the loss's local quadratic still is. Where it is not small
+    /// against the standard error, the fit stopped short of its loss's
+    /// optimum (the stages fit E and v0 in turn, and stop at a loss
+    /// tolerance), and the distance to the truth is not the error bar's
+    /// alone.
+    pub newton_step: Vec<Option<f64>>,
 }
 
 /// A fit's error bars (module doc).

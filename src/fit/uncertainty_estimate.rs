@@ -12,8 +12,9 @@
 //!    (global, rigid or per-region fields) goes into one joint Hessian by
 //!    central differences ([`hessian_by_differences`]) in the solvers'
 //!    scaled coordinates (a unit is the group's first L-BFGS step), step
-//!    [`HESSIAN_STEP`]: `2n` evaluations, standard errors with the
-//!    correlations between E and v0;
+//!    [`HESSIAN_STEP`]: `2n + 1` evaluations, standard errors with the
+//!    correlations between E and v0, and Newton's step from the fitted
+//!    values (how far the loss's own optimum still is);
 //! 4. a per-driver group gets the Hessian's diagonal from [`PROBES`]
 //!    random-sign probes ([`diagonal_by_probes`]), and the same probes of
 //!    the TV term on the host tell where the regulariser's curvature
@@ -180,7 +181,9 @@ fn estimate_at(
             })
         };
         let steps = vec![HESSIAN_STEP; z0.len()];
-        let hessian = hessian_by_differences(&mut objective, &z0, &steps, &bounds, None)?;
+        let centre = objective(&z0)?.map(|(_, g)| g);
+        let hessian =
+            hessian_by_differences(&mut objective, &z0, &steps, &bounds, centre.as_deref())?;
         let names = few
             .iter()
             .map(|&(g, i)| match g.kind {
@@ -207,9 +210,25 @@ fn estimate_at(
                 }
             }
         }
-        correlations = c.map(|c| Correlations {
-            names,
-            matrix: c.correlation,
+        correlations = c.map(|c| {
+            // Newton's step −H⁻¹g = −Σg/s, back in parameter units.
+            let newton_step = (0..few.len())
+                .map(|i| {
+                    let g = centre.as_deref()?;
+                    let si = c.std[i]?;
+                    let mut step = 0.0;
+                    for (j, gj) in g.iter().enumerate() {
+                        let sj = c.std[j]?;
+                        step -= c.correlation[i][j] * si * sj * gj / scale;
+                    }
+                    Some(step * few[i].0.scale)
+                })
+                .collect();
+            Correlations {
+                names,
+                matrix: c.correlation,
+                newton_step,
+            }
         });
     }
 

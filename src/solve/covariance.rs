@@ -1,6 +1,6 @@
 //! A covariance from a Hessian (docs/design.md § Error bars): `Σ = s · H⁻¹`
 //! over the directions the Hessian holds, by its eigen-decomposition
-//! (cyclic Jacobi, exact enough for the few parameters it is given).
+//! ([`symmetric_eigen`]).
 //!
 //! A direction whose eigenvalue is not clearly positive (at most
 //! [`FLAT_EIGENVALUE`] × the largest) is one the data do not pin: a
@@ -9,6 +9,7 @@
 //! negative one, and is left out of the correlations.
 
 use super::curvature::Hessian;
+use super::symmetric_eigen::symmetric_eigen;
 
 /// Eigenvalues at most this fraction of the largest count as flat.
 pub const FLAT_EIGENVALUE: f64 = 1e-8;
@@ -16,54 +17,6 @@ pub const FLAT_EIGENVALUE: f64 = 1e-8;
 /// A parameter with more than this squared weight on a flat direction is
 /// not constrained.
 pub const FLAT_WEIGHT: f64 = 1e-3;
-
-/// The eigenvalues and eigenvectors (`vectors[i][k]`: component `i` of
-/// eigenvector `k`) of a symmetric matrix, by cyclic Jacobi rotations.
-pub fn symmetric_eigen(a: &Hessian) -> (Vec<f64>, Vec<Vec<f64>>) {
-    let n = a.len();
-    let mut m = a.clone();
-    let mut v: Vec<Vec<f64>> = (0..n)
-        .map(|i| (0..n).map(|j| f64::from(u8::from(i == j))).collect())
-        .collect();
-    for _sweep in 0..100 {
-        let off: f64 = (0..n)
-            .flat_map(|i| (0..n).filter(move |&j| j != i).map(move |j| (i, j)))
-            .map(|(i, j)| m[i][j] * m[i][j])
-            .sum();
-        let scale: f64 = (0..n).map(|i| m[i][i] * m[i][i]).sum::<f64>() + off;
-        if off <= 1e-30 * scale.max(f64::MIN_POSITIVE) {
-            break;
-        }
-        for p in 0..n {
-            for q in p + 1..n {
-                if m[p][q] == 0.0 {
-                    continue;
-                }
-                let theta = (m[q][q] - m[p][p]) / (2.0 * m[p][q]);
-                let t = theta.signum() / (theta.abs() + (theta * theta + 1.0).sqrt());
-                let t = if theta == 0.0 { 1.0 } else { t };
-                let c = 1.0 / (t * t + 1.0).sqrt();
-                let s = t * c;
-                for row in m.iter_mut() {
-                    let (mkp, mkq) = (row[p], row[q]);
-                    row[p] = c * mkp - s * mkq;
-                    row[q] = s * mkp + c * mkq;
-                }
-                let (row_p, row_q) = (m[p].clone(), m[q].clone());
-                for (k, (mpk, mqk)) in row_p.into_iter().zip(row_q).enumerate() {
-                    m[p][k] = c * mpk - s * mqk;
-                    m[q][k] = s * mpk + c * mqk;
-                }
-                for row in v.iter_mut() {
-                    let (vp, vq) = (row[p], row[q]);
-                    row[p] = c * vp - s * vq;
-                    row[q] = s * vp + c * vq;
-                }
-            }
-        }
-    }
-    ((0..n).map(|i| m[i][i]).collect(), v)
-}
 
 /// `s · H⁻¹` (module doc): the standard errors (`None` where a parameter
 /// is not constrained) and the correlations between the constrained ones

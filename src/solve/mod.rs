@@ -35,6 +35,7 @@ pub mod grid_scan;
 pub mod lbfgs;
 pub mod objective;
 pub mod solver;
+pub mod symmetric_eigen;
 
 pub use adam::{Adam, AdamRun, AdamSolver, Schedule};
 pub use grid_scan::{GridScan, GridScanState};

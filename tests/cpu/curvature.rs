@@ -4,8 +4,9 @@
 //! a Hessian with a flat direction, and ordinary least squares, whose
 //! standard errors the residual-scaled covariance must reproduce.
 
-use physfit::solve::covariance::{covariance, residual_scale, symmetric_eigen};
+use physfit::solve::covariance::{covariance, residual_scale};
 use physfit::solve::curvature::{diagonal_by_probes, hessian_by_differences};
+use physfit::solve::symmetric_eigen::symmetric_eigen;
 use physfit::solve::Evaluated;
 
 /// `½ xᵀAx + bᵀx` with its gradient, counting evaluations.

@@ -52,6 +52,7 @@ pub(crate) fn state() -> FitState {
                     vec![-0.5, 1.0, 0.0],
                     vec![0.0, 0.0, 1.0],
                 ],
+                newton_step: vec![Some(1e-4), Some(-2.5e-4), None],
             }),
         }),
         scan: None,
