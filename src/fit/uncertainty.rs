@@ -79,10 +79,10 @@ pub struct FitUncertainty {
     /// for a rigid field's angular part); `None` where not constrained.
     pub velocity_std: Vec<Option<f64>>,
     /// With [`CurvatureMethod::Diagonal`] for E: per parameter, whether
-    /// the frames' curvature exceeds the regulariser's (TV's at its
-    /// weight). Where it does not, the fitted value is the regulariser's
-    /// guess. With [`CurvatureMethod::Hessian`]: whether it has an error
-    /// bar.
+    /// the frames pin it against the regulariser: the largest pull of the
+    /// TV term at its weight moves it by less than one standard error.
+    /// Where it does not, the fitted value is the regulariser's guess.
+    /// With [`CurvatureMethod::Hessian`]: whether it has an error bar.
     pub youngs_constrained: Vec<bool>,
     /// The correlations of the joint Hessian (absent when both groups are
     /// per-driver fields).
@@ -130,7 +130,10 @@ impl FitUncertainty {
                         else {
                             return cap;
                         };
-                        if j >= n || k >= n || !self.youngs_constrained[j] {
+                        if j >= n
+                            || k >= n
+                            || !self.youngs_constrained.get(j).copied().unwrap_or(false)
+                        {
                             return cap;
                         }
                         variance += wj * wk * sj * sk * correlation(j, k);

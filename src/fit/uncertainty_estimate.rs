@@ -16,10 +16,10 @@
 //!    correlations between E and v0, and Newton's step from the fitted
 //!    values (how far the loss's own optimum still is);
 //! 4. a per-driver group gets the Hessian's diagonal from [`PROBES`]
-//!    random-sign probes ([`diagonal_by_probes`]), and the same probes of
-//!    the TV term on the host tell where the regulariser's curvature
-//!    exceeds the frames' (the fitted E there is the regulariser's
-//!    guess).
+//!    random-sign probes ([`diagonal_by_probes`]); a driver whose value
+//!    the TV term's largest pull could move by a standard error or more is
+//!    marked not constrained (the fitted E there is the regulariser's
+//!    guess, [`tv_largest_pull`]).
 //!
 //! The problem's stage weights are restored afterwards, whatever the
 //! outcome.
@@ -33,7 +33,6 @@ use super::residual_count::residual_count;
 use super::state::FitState;
 use super::uncertainty::{unconstrained_log10_std, Correlations, CurvatureMethod, FitUncertainty};
 use crate::gpu::GpuContext;
-use crate::loss::{tv_scalar, TV_EPSILON};
 use crate::mpm::GradientFlow;
 use crate::scene::{FitStage, Scene};
 use crate::solve::covariance::{covariance, residual_scale};
@@ -261,14 +260,15 @@ fn estimate_at(
                 velocity_method = Some(CurvatureMethod::Diagonal);
             }
             _ => {
-                let regulariser =
-                    tv_diagonal(problem, &x0, step, &bounds, stage.settings.tv_weight)?;
+                let pull = tv_largest_pull(problem, stage.settings.tv_weight);
                 let cap = unconstrained_log10_std(range);
+                // Constrained: the regulariser can move the value by less
+                // than one standard error (`pull / H_dd < σ`).
                 youngs_constrained = std
                     .iter()
                     .zip(diagonal.as_deref().unwrap_or(&[]))
-                    .zip(&regulariser)
-                    .map(|((s, &d), &t)| s.is_some_and(|s| s < cap) && d > t)
+                    .zip(&pull)
+                    .map(|((s, &d), &t)| s.is_some_and(|s| s < cap && t / d < s))
                     .collect();
                 youngs_constrained.resize(x0.len(), false);
                 youngs_std = std;
@@ -322,30 +322,24 @@ fn gradient_of(
     Ok(crate::solve::usable(eval.report.loss, pick(&by_kind)))
 }
 
-/// The diagonal of the TV term's Hessian at `weight` w.r.t. the `log10 E`
-/// parameters `x0`, by the same probes as the data's (host only).
-fn tv_diagonal(
-    problem: &FitProblem,
-    x0: &[f64],
-    step: f64,
-    bounds: &[(f64, f64)],
-    weight: f64,
-) -> Result<Vec<f64>, FitError> {
-    if weight == 0.0 {
-        return Ok(vec![0.0; x0.len()]);
-    }
+/// Per `log10 E` parameter, the largest pull (gradient magnitude) the TV
+/// term at `weight` can exert on it: TV is a mean over the graph's edges
+/// of a smoothed `|Δ|`, whose gradient per edge is at most `1/edges`, so a
+/// parameter's is at most `weight · Σ_d |M_dp| · degree(d) / edges`. An
+/// L1-type penalty has no useful curvature (it is a kink where neighbours
+/// agree); its bounded pull is what it can do against the data.
+fn tv_largest_pull(problem: &FitProblem, weight: f64) -> Vec<f64> {
     let map = problem.youngs_map();
     let graph = &problem.drivers().graph;
-    let mut objective = |x: &[f64]| -> Result<Evaluated, FitError> {
-        let tv = tv_scalar(&map.apply(x)?, graph, TV_EPSILON)?;
-        let g = map.transpose(&tv.gradient);
-        Ok(Some((
-            weight * tv.value,
-            g.into_iter().map(|g| weight * g).collect(),
-        )))
-    };
-    Ok(
-        diagonal_by_probes(&mut objective, x0, step, bounds, PROBES, PROBE_SEED, None)?
-            .unwrap_or_else(|| vec![0.0; x0.len()]),
-    )
+    let mut degree = vec![0.0f64; map.drivers];
+    for &(a, b) in graph {
+        degree[a as usize] += 1.0;
+        degree[b as usize] += 1.0;
+    }
+    let edges = graph.len().max(1) as f64;
+    let mut pull = vec![0.0; map.params];
+    for e in &map.entries {
+        pull[e.param as usize] += weight * e.weight.abs() * degree[e.driver as usize] / edges;
+    }
+    pull
 }

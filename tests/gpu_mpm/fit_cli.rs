@@ -286,6 +286,32 @@ fn twin_recovery_per_driver_stiffness_writes_every_output() {
     let scene = physfit::scene::Scene::load(&d.join("scene.toml")).unwrap();
     fitted.check_against(&scene).unwrap();
     assert!(fitted.youngs_log10_std.is_some());
+    // The per-driver field's error bars: a probed diagonal, the drivers
+    // the frames constrain marked, and stiffness.png's second panel.
+    let errors = json.uncertainty.as_ref().expect("error bars");
+    assert_eq!(
+        errors.youngs_method,
+        Some(physfit::fit::uncertainty::CurvatureMethod::Diagonal)
+    );
+    let constrained = errors.youngs_constrained.iter().filter(|&&c| c).count();
+    let mut std: Vec<f64> = errors.youngs_log10_std.iter().flatten().copied().collect();
+    std.sort_by(f64::total_cmp);
+    eprintln!(
+        "twin (drivers): {constrained} of {} drivers' E constrained by the frames; \
+         {} with a positive curvature, their std of log10 E: min {:?}, median {:?}, max {:?}",
+        errors.youngs_constrained.len(),
+        std.len(),
+        std.first(),
+        std.get(std.len() / 2),
+        std.last()
+    );
+    assert_eq!(
+        errors.youngs_constrained.len(),
+        json.youngs_parameters.len()
+    );
+    assert!(std.iter().all(|s| s.is_finite() && *s > 0.0));
+    let width = 32 + physfit::report::colorbar::COLORBAR_WIDTH;
+    assert_eq!(png(&out.join("stiffness.png")).width(), 2 * width);
     let ply = std::fs::read(out.join("fitted.ply")).unwrap();
     let header = String::from_utf8_lossy(&ply[..ply.len().min(2000)]).into_owned();
     for p in [
