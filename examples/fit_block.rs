@@ -52,13 +52,18 @@ pub fn fit_scene(
     }
 }
 
-/// The fitted E (both units) of every parameter and v0 of every free
-/// driver, one per line.
+/// The fitted E (both units, with its standard error) of every parameter
+/// and v0 of every free driver, one per line.
 pub fn describe(result: &FitResult) -> String {
     let mut text = String::new();
     for (i, p) in result.youngs_parameters.iter().enumerate() {
+        // The standard error from the frames (docs/design.md § Error bars).
+        let error = match p.log10_std {
+            Some(s) => format!(" ± {s:.3}"),
+            None => " (not constrained by the frames)".into(),
+        };
         text.push_str(&format!(
-            "E[{i}]: log10 {:.3} (normalised {:.4e}, world {:.4e})\n",
+            "E[{i}]: log10 {:.3}{error} (normalised {:.4e}, world {:.4e})\n",
             p.log10_normalised,
             10f64.powf(p.log10_normalised),
             p.world

@@ -13,8 +13,12 @@ mod bad_inputs;
 mod cli_wording;
 #[path = "cpu/doc_examples.rs"]
 mod doc_examples;
+#[path = "cpu/curvature.rs"]
+mod curvature;
 #[path = "cpu/drivers.rs"]
 mod drivers;
+#[path = "cpu/error_bars.rs"]
+mod error_bars;
 #[path = "cpu/error_paths.rs"]
 mod error_paths;
 #[path = "cpu/fit_checkpoint.rs"]

@@ -27,6 +27,8 @@ mod deform;
 mod discretisation_scan;
 #[path = "gpu_mpm/doc_commands.rs"]
 mod doc_commands;
+#[path = "gpu_mpm/error_bars.rs"]
+mod error_bars;
 #[path = "gpu_mpm/fill.rs"]
 mod fill;
 #[path = "gpu_mpm/fit_cli.rs"]

@@ -422,13 +422,28 @@ fn check_state(
         velocity,
         "the velocity parameterisation",
     )?;
-    if let Some(rms) = &s.youngs_gradient_rms {
-        length(
-            &format!("{prefix}.youngs_gradient_rms"),
-            rms.len(),
-            youngs,
-            "the E parameterisation",
-        )?;
+    if let Some(u) = &s.uncertainty {
+        for (field, got) in [
+            ("youngs_log10_std", u.youngs_log10_std.len()),
+            ("youngs_constrained", u.youngs_constrained.len()),
+        ] {
+            if got > 0 {
+                length(
+                    &format!("{prefix}.uncertainty.{field}"),
+                    got,
+                    youngs,
+                    "the E parameterisation",
+                )?;
+            }
+        }
+        if !u.velocity_std.is_empty() {
+            length(
+                &format!("{prefix}.uncertainty.velocity_std"),
+                u.velocity_std.len(),
+                velocity,
+                "the velocity parameterisation",
+            )?;
+        }
     }
     let (low, high) = youngs_bounds;
     for (i, &e) in s.log10_youngs.iter().enumerate() {
@@ -462,12 +477,6 @@ fn check_state(
         length(
             &format!("{prefix}.lbfgs.solver.grad"),
             l.solver.grad.len(),
-            running,
-            of,
-        )?;
-        length(
-            &format!("{prefix}.lbfgs.squares"),
-            l.squares.len(),
             running,
             of,
         )?;

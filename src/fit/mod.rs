@@ -21,6 +21,9 @@
 //!   stages with checkpoints, the result in memory ([`result`]),
 //!   [`outputs`] with the typed `fit.json`, [`summary`]), which
 //!   `physfit fit` only prints around;
+//! - the error bars of the fitted values from the curvature of the loss
+//!   at the optimum ([`uncertainty_estimate`], [`uncertainty`],
+//!   [`residual_count`]);
 //! - the errors, [`FitError`] ([`mod@error`]) and [`SessionError`].
 
 pub mod camera_check;
@@ -43,6 +46,7 @@ pub mod problem;
 pub mod profile;
 pub mod record;
 pub mod recovery;
+pub mod residual_count;
 pub mod result;
 pub mod scan;
 pub mod scan_state;
@@ -55,6 +59,8 @@ pub mod state;
 pub mod summary;
 pub mod summary_build;
 pub mod truth_check;
+pub mod uncertainty;
+pub mod uncertainty_estimate;
 
 pub use crate::mpm::GradientFlow;
 pub use crate::stop::StopSignal;
@@ -74,3 +80,4 @@ pub use session_error::SessionError;
 pub use stages::{run_fit, FitEnd};
 pub use state::FitState;
 pub use summary::FitSummary;
+pub use uncertainty::FitUncertainty;

@@ -4,14 +4,16 @@
 //! | file | what |
 //! | --- | --- |
 //! | `drivers.safetensors` | everything a re-simulation needs ([`FittedDrivers`]) |
-//! | `fitted.ply` | every splat with `youngs_modulus` (world units), `simulated`, `anchored`, `vx vy vz`, `youngs_gradient_rms` ([`crate::output::fitted_ply`]) |
+//! | `fitted.ply` | every splat with `youngs_modulus` (world units), `simulated`, `anchored`, `vx vy vz`, `youngs_log10_std` ([`crate::output::fitted_ply`]) |
 //! | `loss.jsonl` | one [`super::IterationRecord`] per line |
 //! | `loss.png` | the loss and PSNR curves per stage, the scan's candidates against log10 E |
 //! | `compare/<view>/frame_NNNN.png` | reference \| fitted \| 4×\|difference\| per frame (the fitted render with the view's colour correction, as the loss compares it), captioned with the frame number and the PSNR |
-//! | `stiffness.png` | the object at rest coloured by log10 E (world units), with a colour bar ([`crate::output::stiffness`]) |
+//! | `stiffness.png` | the object at rest coloured by log10 E (world units), with a colour bar ([`crate::output::stiffness`]); beside it, when the fit estimated error bars, the same view coloured by the standard error of log10 E: where E is known and where it is the regulariser's guess ([`crate::output::error_bar_colouring`]) |
 //! | `fit.json` | [`FitSummary`] |
 
 use std::path::Path;
+
+use image::RgbImage;
 
 use super::camera_check::CameraCheck;
 use super::checkpoint::FitFingerprint;
@@ -33,6 +35,7 @@ use crate::forward::SceneRenderer;
 use crate::gpu::GpuContext;
 use crate::io::atomic_write::write_atomic;
 use crate::io::png::write_png;
+use crate::output::error_bar_colouring::{side_by_side, ErrorBarColouring};
 use crate::output::fitted_ply::{write_fitted_ply, SplatMaterial};
 use crate::output::stiffness::{stiffness_range_world, StiffnessColouring};
 use crate::output::FittedDrivers;
@@ -85,7 +88,8 @@ fn scan_candidates(state: &FitState) -> Vec<ScanCandidate> {
 }
 
 /// `stiffness.png`: the scene at rest in view `view`, coloured by the one
-/// stiffness colouring ([`StiffnessColouring`]).
+/// stiffness colouring ([`StiffnessColouring`]), and beside it by the
+/// error bars when the fit has them ([`ErrorBarColouring`]).
 fn stiffness_picture(
     ctx: &GpuContext,
     scene: &Scene,
@@ -101,17 +105,33 @@ fn stiffness_picture(
             fitted.settings.sim_box.side,
         ),
     );
-    let gaussians = colouring
-        .recoloured(scene.gaussians())
+    let camera = &scene.views[view].camera;
+    let render = |gaussians: &crate::scene::Gaussians| -> Result<RgbImage, SessionError> {
+        let mut renderer = SceneRenderer::at_rest(ctx, gaussians, scene.background)
+            .map_err(super::FitError::from)?;
+        let frame = renderer
+            .render(ctx, camera)
+            .map_err(super::FitError::from)?;
+        Ok(rgb8(&frame))
+    };
+    let stiffness = render(
+        &colouring
+            .recoloured(scene.gaussians())
+            .map_err(SessionError::output)?,
+    )?;
+    let mut image = colouring
+        .with_colorbar(&stiffness)
         .map_err(SessionError::output)?;
-    let mut renderer =
-        SceneRenderer::at_rest(ctx, &gaussians, scene.background).map_err(super::FitError::from)?;
-    let frame = renderer
-        .render(ctx, &scene.views[view].camera)
-        .map_err(super::FitError::from)?;
-    let image = colouring
-        .with_colorbar(&rgb8(&frame))
-        .map_err(SessionError::output)?;
+    if fitted.youngs_log10_std.is_some() {
+        let errors = ErrorBarColouring::new(material, fitted.settings.log10_youngs_range);
+        let panel = render(
+            &errors
+                .recoloured(scene.gaussians())
+                .map_err(SessionError::output)?,
+        )?;
+        let panel = errors.with_colorbar(&panel).map_err(SessionError::output)?;
+        image = side_by_side(&image, &panel);
+    }
     write_png(path, &image).map_err(SessionError::output)
 }
 
@@ -171,21 +191,16 @@ pub fn write_outputs(
     let (scene, inputs, state) = (fit.scene, fit.inputs, fit.state);
     let drivers = problem.drivers().clone();
     let (log10, velocity) = per_driver(problem.youngs_map(), problem.velocity_map(), state)?;
-    let gradient_rms: Option<Vec<f64>> = match &state.youngs_gradient_rms {
-        Some(c) => Some(
-            problem
-                .youngs_map()
-                .apply(c)?
-                .into_iter()
-                .zip(&drivers.anchored)
-                .map(|(c, &a)| if a { 0.0 } else { c })
-                .collect(),
-        ),
-        None => None,
-    };
+    let log10_std: Option<Vec<f64>> = state
+        .uncertainty
+        .as_ref()
+        .filter(|u| !u.youngs_log10_std.is_empty())
+        .map(|u| {
+            u.driver_youngs_log10_std(problem.youngs_map(), scene.material.log10_youngs_range)
+        });
     let side = drivers.sim_box.side;
 
-    let fitted = FittedDrivers::new(scene, &drivers, &log10, &velocity, gradient_rms.as_deref())
+    let fitted = FittedDrivers::new(scene, &drivers, &log10, &velocity, log10_std.as_deref())
         .map_err(SessionError::output)?;
     fitted
         .save(&out.join("drivers.safetensors"))
@@ -277,6 +292,7 @@ pub fn write_outputs(
         final_loss: final_loss(scene, &report),
         youngs_parameters: summary_build::youngs_parameters(scene, &drivers, state, side),
         velocity_parameters: state.velocity.clone(),
+        uncertainty: state.uncertainty.clone(),
         recovery: fit.truth.map(|t| t.recovery(&drivers, &log10, &velocity)),
         truth_loss,
     };

@@ -18,6 +18,7 @@ use super::state::FitState;
 use super::summary::{StageSummary, YoungsParameter};
 use super::summary_build;
 use super::truth_check::TruthCheck;
+use super::uncertainty::FitUncertainty;
 use crate::drive::DriverSet;
 use crate::output::youngs_world;
 use crate::scene::Scene;
@@ -49,6 +50,10 @@ pub struct FitResult {
     pub youngs_parameters: Vec<YoungsParameter>,
     /// The fitted velocity parameters (3 per parameter, world units / s).
     pub velocity_parameters: Vec<f64>,
+    /// The error bars of the fitted values from the data (docs/design.md
+    /// § Error bars; each E parameter's is in [`FitResult::youngs_parameters`]
+    /// too); absent when the fit ended before they were estimated.
+    pub uncertainty: Option<Box<FitUncertainty>>,
     /// Every stage of the plan, in the order they ran, with its
     /// convergence.
     pub stages: Vec<StageSummary>,
@@ -92,6 +97,7 @@ impl FitResult {
             drivers: values,
             youngs_parameters: summary_build::youngs_parameters(scene, drivers, state, side),
             velocity_parameters: state.velocity.clone(),
+            uncertainty: state.uncertainty.clone().map(Box::new),
             stages: summary_build::stages(plan, state, stage_seconds),
             records: state.records.clone(),
             recovery: truth.map(|t| t.recovery(drivers, &log10, &v0)),

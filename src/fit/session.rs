@@ -17,8 +17,9 @@
 //!    `fit.checkpoint_every` iterations, at every stage end and when the
 //!    caller stops it (the only file it writes, with the loss log in the
 //!    staging folder when the caller follows it,
-//!    [`FitSession::follow_loss`]), and returns the fit's result in memory
-//!    ([`FitResult`]);
+//!    [`FitSession::follow_loss`]), estimates the error bars
+//!    ([`super::uncertainty_estimate`]) and returns the fit's result in
+//!    memory ([`FitResult`]);
 //! 5. [`FitSession::write_outputs`], when the caller wants files, writes
 //!    the outputs ([`super::outputs`]).
 //!
@@ -57,6 +58,7 @@ use super::stages::{run_fit, FitEnd};
 use super::state::FitState;
 use super::summary::FitSummary;
 use super::truth_check::TruthCheck;
+use super::uncertainty_estimate::estimate_uncertainty;
 use crate::drive::DriverSet;
 use crate::gpu::GpuContext;
 use crate::io::output_dir::{Earlier, OutputDir};
@@ -550,8 +552,28 @@ impl FitSession {
                 }
                 RunEnd::Stopped { checkpointed }
             }
-            FitEnd::Finished(_) => RunEnd::Finished(self.result()?),
+            FitEnd::Finished(_) => match self.estimate_uncertainty(ctx) {
+                Err(SessionError::Fit(super::FitError::Stopped)) => {
+                    self.save_checkpoint()?;
+                    RunEnd::Stopped { checkpointed: true }
+                }
+                other => {
+                    other?;
+                    RunEnd::Finished(self.result()?)
+                }
+            },
         })
+    }
+
+    /// The error bars of the fitted values, once every stage has run
+    /// ([`super::uncertainty_estimate`]; kept in the state, so that a
+    /// resumed fit that had them does not estimate them again).
+    fn estimate_uncertainty(&mut self, ctx: &GpuContext) -> Result<(), SessionError> {
+        if self.state.uncertainty.is_none() && self.state.done(&self.plan) {
+            self.state.uncertainty =
+                estimate_uncertainty(ctx, &mut self.problem, &self.scene, &self.plan, &self.state)?;
+        }
+        Ok(())
     }
 
     /// The fit's result at its current state (after [`FitSession::run`]

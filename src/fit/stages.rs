@@ -289,9 +289,6 @@ fn run_adam_stage(
         Ending::Stopped => return Ok(None),
         Ending::Ended { converged } => converged,
     };
-    if stage.kind == StageKind::Stiffness {
-        state.youngs_gradient_rms = Some(state.adam.gradient_scale());
-    }
     let counted = Counted {
         steps: stage_records(&state.records, stage).count() as u32,
         evaluations: evaluations_so_far(stage, state),
@@ -337,11 +334,7 @@ fn run_lbfgs_stage(
     let resumed = state
         .lbfgs
         .take()
-        .filter(|c| state.iteration > 0 && c.squares.len() == n);
-    // Per parameter, the sum of squared gradients at the recorded points.
-    let mut squares = resumed
-        .as_ref()
-        .map_or_else(|| vec![0.0; n], |c| c.squares.clone());
+        .filter(|c| state.iteration > 0 && c.solver.x.len() == n);
     let mut start_recorded = resumed.is_some();
     let start = match resumed {
         Some(c) => LbfgsStart::Resume(c.solver),
@@ -355,16 +348,15 @@ fn run_lbfgs_stage(
     let ending = execute(&mut solver, &mut objective, &mut run, |objective, run| {
         if !start_recorded {
             let start = objective.seen(&z0);
-            push_record(start, stage, state, &mut squares);
+            push_record(start, stage, state);
             start_recorded = true;
         }
-        push_record(objective.seen(&run.x), stage, state, &mut squares);
+        push_record(objective.seen(&run.x), stage, state);
         let p = objective.parameters(&run.x);
         state.velocity = p.velocity;
         state.log10_youngs = p.log10_youngs;
         state.lbfgs = Some(LbfgsCheckpoint {
             solver: run.clone(),
-            squares: squares.clone(),
         });
         observer.iteration_done(stage, state)
     })?;
@@ -374,7 +366,7 @@ fn run_lbfgs_stage(
     };
     if !start_recorded {
         // No step was taken: the start's record stands for the stage.
-        push_record(objective.first_seen(), stage, state, &mut squares);
+        push_record(objective.first_seen(), stage, state);
     }
     let p = objective.parameters(&run.x);
     state.velocity = p.velocity;
@@ -386,10 +378,6 @@ fn run_lbfgs_stage(
         None => problem.loss(ctx, &state.parameters(), &stage.selection)?,
     };
     let recorded = stage_records(&state.records, stage).count() as u32;
-    if unknowns == Unknowns::Youngs {
-        let n = f64::from(recorded.max(1));
-        state.youngs_gradient_rms = Some(squares.iter().map(|s| (s / n).sqrt()).collect());
-    }
     // The start's record, then one per accepted step.
     let counted = Counted {
         steps: recorded.saturating_sub(1),
@@ -399,15 +387,12 @@ fn run_lbfgs_stage(
 }
 
 /// Records an accepted point of an L-BFGS stage (when its evaluation was
-/// kept) and adds its squared gradient to `squares`.
-fn push_record(seen: Option<&Seen>, stage: &StagePlan, state: &mut FitState, squares: &mut [f64]) {
+/// kept).
+fn push_record(seen: Option<&Seen>, stage: &StagePlan, state: &mut FitState) {
     let Some((_, report, grad)) = seen else {
         return;
     };
     let norm = grad.iter().map(|g| g * g).sum::<f64>().sqrt();
-    for (s, g) in squares.iter_mut().zip(grad) {
-        *s += g * g;
-    }
     state
         .records
         .push(record(stage, state.iteration, report, norm));

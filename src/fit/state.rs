@@ -9,6 +9,7 @@ use super::evaluation::Parameters;
 use super::plan::{StageKind, StagePlan};
 use super::record::IterationRecord;
 use super::scan_state::ScanState;
+use super::uncertainty::FitUncertainty;
 use crate::solve::{Adam, LbfgsState};
 
 /// Everything that changes while a fit runs (a checkpoint's content).
@@ -24,12 +25,10 @@ pub struct FitState {
     pub velocity: Vec<f64>,
     /// Adam's state of the running stage.
     pub adam: Adam,
-    /// Adam's `√v̂` at the end of the last finished stiffness stage, per
-    /// `log10 E` parameter: the root mean square of the recent gradients of
-    /// the loss w.r.t. that parameter (`youngs_gradient_rms` in
-    /// `fitted.ply`). Large where the video constrains E, near 0 where it
-    /// says nothing about it; a scale, not a probability or an error bar.
-    pub youngs_gradient_rms: Option<Vec<f64>>,
+    /// The error bars of the fitted values, once every stage has run
+    /// ([`super::uncertainty_estimate`]).
+    #[serde(default)]
+    pub uncertainty: Option<FitUncertainty>,
     /// Every iteration so far.
     pub records: Vec<IterationRecord>,
     /// The scan's candidates so far, when the plan starts with one.
@@ -89,9 +88,6 @@ pub struct CappedStage {
 pub struct LbfgsCheckpoint {
     /// The solver's state (scaled coordinates).
     pub solver: LbfgsState,
-    /// Per parameter, the sum of squared gradients at the accepted steps
-    /// so far (for `youngs_gradient_rms`).
-    pub squares: Vec<f64>,
 }
 
 impl FitState {
@@ -103,7 +99,7 @@ impl FitState {
             log10_youngs: params.log10_youngs,
             velocity: params.velocity,
             adam: Adam::new(0),
-            youngs_gradient_rms: None,
+            uncertainty: None,
             records: Vec::new(),
             scan: None,
             converged: Vec::new(),

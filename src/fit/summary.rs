@@ -10,13 +10,15 @@ use serde::{Deserialize, Serialize};
 
 use super::camera_check::CameraCheck;
 use super::recovery::Recovery;
+use super::uncertainty::FitUncertainty;
 use crate::io::atomic_write::write_atomic;
 
 /// The `format` field of `fit.json`.
 pub const SUMMARY_FORMAT: &str = "physfit.fit";
 /// The version this physfit writes and reads (3: typed settings by table,
-/// stages with their solver and whether they ran, E parameters by name).
-pub const SUMMARY_VERSION: u32 = 3;
+/// stages with their solver and whether they ran, E parameters by name;
+/// 4: error bars, `uncertainty` and each E parameter's `log10_std`).
+pub const SUMMARY_VERSION: u32 = 4;
 
 /// Why `fit.json` could not be read or written.
 #[derive(Debug, thiserror::Error)]
@@ -280,6 +282,17 @@ pub struct YoungsParameter {
     pub normalised: f64,
     /// E in world units.
     pub world: f64,
+    /// The standard error of `log10_normalised` (decades, the same in
+    /// either unit) from the curvature of the loss at the optimum
+    /// (docs/design.md § Error bars); absent where the frames do not
+    /// constrain it or no error bars were estimated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log10_std: Option<f64>,
+    /// Whether the frames constrain it more than the regulariser
+    /// ([`FitUncertainty::youngs_constrained`]); absent without error
+    /// bars.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub constrained: Option<bool>,
 }
 
 /// `fit.json` (module doc).
@@ -308,6 +321,10 @@ pub struct FitSummary {
     pub youngs_parameters: Vec<YoungsParameter>,
     /// The fitted velocity parameters (world units / s).
     pub velocity_parameters: Vec<f64>,
+    /// The error bars of the fitted values from the data (docs/design.md
+    /// § Error bars).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uncertainty: Option<FitUncertainty>,
     /// The recovery of the truth, on a twin experiment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovery: Option<Recovery>,

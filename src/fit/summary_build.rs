@@ -153,7 +153,8 @@ pub fn stages(plan: &[StagePlan], state: &FitState, seconds: &[f64]) -> Vec<Stag
 }
 
 /// The fitted Young's modulus parameters of `scene`'s stiffness field,
-/// each named by what it covers, E in both units (`side`: the box side).
+/// each named by what it covers, E in both units (`side`: the box side),
+/// with its error bar when the fit estimated them.
 pub fn youngs_parameters(
     scene: &Scene,
     drivers: &DriverSet,
@@ -174,13 +175,20 @@ pub fn youngs_parameters(
     names
         .into_iter()
         .zip(&state.log10_youngs)
-        .map(|(name, &l)| {
+        .enumerate()
+        .map(|(i, (name, &l))| {
             let normalised = 10f64.powf(l);
+            let errors = state
+                .uncertainty
+                .as_ref()
+                .filter(|u| u.youngs_log10_std.len() == n);
             YoungsParameter {
                 name,
                 log10_normalised: l,
                 normalised,
                 world: youngs_world(normalised, side),
+                log10_std: errors.and_then(|u| u.youngs_log10_std[i]),
+                constrained: errors.and_then(|u| u.youngs_constrained.get(i).copied()),
             }
         })
         .collect()

@@ -13,7 +13,7 @@
 //! | `neighbours` | U32 | `[f, k]` | each follower's k nearest drivers at rest, nearest first |
 //! | `graph` | U32 | `[edges, 2]` | the drivers' kNN graph (TV), `a < b` |
 //! | `anchored_splats` | U32 | `[a, 2]` | each anchored splat with the driver of its K-Means cluster (the particle carrying its share of the material), for colouring it by stiffness |
-//! | `youngs_gradient_rms` | F64 | `[n]` | optional: the root mean square of the recent gradients of the loss w.r.t. the driver's log10 E (Adam's √v̂ at the end of the stiffness stage): large where the video constrains E, near 0 where it says nothing about it |
+//! | `youngs_log10_std` | F64 | `[n]` | optional: the standard error of the driver's log10 E in decades, from the curvature of the loss at the optimum (docs/design.md § Error bars); `(max − min)/√12` of `material.log10_youngs_range` where the frames do not constrain it |
 //!
 //! # Metadata (string map)
 //! `format` = `physfit.drivers`, `format_version` = [`FORMAT_VERSION`],
@@ -77,25 +77,29 @@ pub struct FittedDrivers {
     /// Each anchored splat (index into the `.ply`'s kept splats) with the
     /// driver of its K-Means cluster.
     pub anchored_splats: Vec<[u32; 2]>,
-    /// Per driver: the RMS of the loss's recent gradients w.r.t. its
-    /// log10 E (module doc), when the fit ran a stiffness stage.
-    pub youngs_gradient_rms: Option<Vec<f64>>,
+    /// Per driver: the standard error of its log10 E (module doc), when
+    /// the fit estimated its error bars.
+    pub youngs_log10_std: Option<Vec<f64>>,
 }
 
 /// Why the fit's per-driver values do not fit `drivers` (`None`: they do):
 /// `n` log10 E, `3n` velocity components (driver-major, world units / s),
-/// `n` gradient scales, all finite. Shared with [`super::fitted_ply`].
+/// `n` standard errors, all finite. Shared with [`super::fitted_ply`].
 pub(crate) fn fit_values_mismatch(
     drivers: &DriverSet,
     log10_youngs: &[f64],
     velocity: &[f64],
-    confidence: Option<&[f64]>,
+    log10_std: Option<&[f64]>,
 ) -> Option<String> {
     let n = drivers.len();
     let counts = [
         ("log10 E values", log10_youngs.len(), n),
         ("velocity components", velocity.len(), 3 * n),
-        ("gradient scales", confidence.map_or(n, <[f64]>::len), n),
+        (
+            "log10 E standard errors",
+            log10_std.map_or(n, <[f64]>::len),
+            n,
+        ),
     ];
     for (what, found, expected) in counts {
         if found != expected {
@@ -107,7 +111,7 @@ pub(crate) fn fit_values_mismatch(
     let values = [
         ("log10 E", log10_youngs),
         ("velocity", velocity),
-        ("gradient scale", confidence.unwrap_or(&[])),
+        ("log10 E standard error", log10_std.unwrap_or(&[])),
     ];
     for (what, values) in values {
         if let Some(i) = values.iter().position(|v| !v.is_finite()) {
@@ -124,16 +128,16 @@ fn flags(values: &[bool]) -> Vec<u8> {
 impl FittedDrivers {
     /// The fit's result: `drivers` of `scene` with `log10_youngs` (one per
     /// driver, normalised units), `velocity` (3 per driver, driver-major,
-    /// world units / s) and optionally a gradient scale per driver. Hashes the
+    /// world units / s) and optionally the standard error of log10 E per driver. Hashes the
     /// scene's `.ply`.
     pub fn new(
         scene: &Scene,
         drivers: &DriverSet,
         log10_youngs: &[f64],
         velocity: &[f64],
-        confidence: Option<&[f64]>,
+        log10_std: Option<&[f64]>,
     ) -> Result<Self, DriversFileError> {
-        if let Some(problem) = fit_values_mismatch(drivers, log10_youngs, velocity, confidence) {
+        if let Some(problem) = fit_values_mismatch(drivers, log10_youngs, velocity, log10_std) {
             return Err(DriversFileError::Inputs(problem));
         }
         let mut settings = SimulationRecord::from_scene(scene);
@@ -163,7 +167,7 @@ impl FittedDrivers {
                 .filter(|(&s, _)| scene.anchored[s as usize])
                 .map(|(&s, &d)| [s, d])
                 .collect(),
-            youngs_gradient_rms: confidence.map(<[f64]>::to_vec),
+            youngs_log10_std: log10_std.map(<[f64]>::to_vec),
         })
     }
 
@@ -300,9 +304,9 @@ impl FittedDrivers {
                 u32::to_le_bytes_all(self.anchored_splats.as_flattened()),
             ),
         ];
-        if let Some(c) = &self.youngs_gradient_rms {
+        if let Some(c) = &self.youngs_log10_std {
             buffers.push((
-                "youngs_gradient_rms",
+                "youngs_log10_std",
                 f64::DTYPE,
                 vec![n],
                 f64::to_le_bytes_all(c),
@@ -388,8 +392,8 @@ impl FittedDrivers {
             .chunks_exact(2)
             .map(|p| [p[0], p[1]])
             .collect();
-        let youngs_gradient_rms = if archive.contains("youngs_gradient_rms") {
-            Some(archive.shaped::<f64>("youngs_gradient_rms", &[Some(n)])?.1)
+        let youngs_log10_std = if archive.contains("youngs_log10_std") {
+            Some(archive.shaped::<f64>("youngs_log10_std", &[Some(n)])?.1)
         } else {
             None
         };
@@ -403,8 +407,8 @@ impl FittedDrivers {
             ("log10_youngs", log10_youngs.as_slice()),
             ("velocity", velocity.as_flattened()),
             (
-                "youngs_gradient_rms",
-                youngs_gradient_rms.as_deref().unwrap_or(&[]),
+                "youngs_log10_std",
+                youngs_log10_std.as_deref().unwrap_or(&[]),
             ),
         ];
         for (tensor, values) in finite {
@@ -493,7 +497,7 @@ impl FittedDrivers {
             neighbours,
             graph,
             anchored_splats,
-            youngs_gradient_rms,
+            youngs_log10_std,
         })
     }
 

@@ -8,16 +8,17 @@
 //! | `simulated` | 1 | 1 | 0 |
 //! | `anchored` | 0 | 1 | 0 |
 //! | `vx vy vz` | mean of its k drivers' v0, world units / s | 0 | 0 |
-//! | `youngs_gradient_rms` | mean of its k drivers' | its cluster driver's | 0 |
+//! | `youngs_log10_std` | mean of its k drivers' | its cluster driver's | 0 |
 //!
 //! E is converted with [`youngs_world`] (`E_normalised · side²`), so a
 //! different box padding does not change it; a `comment` line in the
-//! header says so. `youngs_gradient_rms` is the root mean square of the
-//! loss's recent gradients w.r.t. log10 E (Adam's √v̂ at the end of the
-//! stiffness stage): large where the video constrains E, near 0 where it
-//! says nothing about it (a part that barely moves, or one no camera sees).
-//! It is a scale to compare splats of one fit, not an error bar; 0
-//! everywhere when no stiffness stage ran.
+//! header says so. `youngs_log10_std` is the standard error of log10 E in
+//! decades (docs/design.md § Error bars): small where the video pins E,
+//! `(max − min)/√12` of `material.log10_youngs_range` where it says
+//! nothing about it (a part that barely moves, or one no camera sees: E
+//! is the regulariser's guess there). A follower's is the mean of its
+//! drivers' (their mean's error when they move together, an upper bound
+//! otherwise); 0 everywhere when the fit estimated no error bars.
 //!
 //! This is the one place where per-splat values are derived from the
 //! drivers: `stiffness.png` and `render --color-by stiffness` colour the
@@ -66,9 +67,8 @@ pub struct SplatMaterial {
     pub anchored: Vec<f32>,
     /// Initial velocity, world units / s.
     pub velocity: Vec<[f32; 3]>,
-    /// RMS of the loss's recent gradients w.r.t. log10 E (module doc; 0
-    /// where none).
-    pub youngs_gradient_rms: Vec<f32>,
+    /// The standard error of log10 E, decades (module doc; 0 where none).
+    pub youngs_log10_std: Vec<f32>,
 }
 
 /// Which drivers move or carry each simulated splat (module doc).
@@ -89,9 +89,9 @@ impl SplatMaterial {
         drivers: &DriverSet,
         log10_youngs: &[f64],
         velocity: &[f64],
-        gradient_rms: Option<&[f64]>,
+        log10_std: Option<&[f64]>,
     ) -> Result<Self, FittedPlyError> {
-        if let Some(problem) = fit_values_mismatch(drivers, log10_youngs, velocity, gradient_rms) {
+        if let Some(problem) = fit_values_mismatch(drivers, log10_youngs, velocity, log10_std) {
             return Err(FittedPlyError::Inputs(problem));
         }
         let simulated = scene.simulated_indices();
@@ -120,7 +120,7 @@ impl SplatMaterial {
             drivers.sim_box.side,
             log10_youngs,
             velocity,
-            gradient_rms,
+            log10_std,
         )
     }
 
@@ -141,7 +141,7 @@ impl SplatMaterial {
             fitted.settings.sim_box.side,
             &fitted.log10_youngs,
             &velocity,
-            fitted.youngs_gradient_rms.as_deref(),
+            fitted.youngs_log10_std.as_deref(),
         )
     }
 
@@ -151,7 +151,7 @@ impl SplatMaterial {
         side: f64,
         log10_youngs: &[f64],
         velocity: &[f64],
-        gradient_rms: Option<&[f64]>,
+        log10_std: Option<&[f64]>,
     ) -> Result<Self, FittedPlyError> {
         let splats = scene.gaussians().len();
         let n = log10_youngs.len();
@@ -173,13 +173,13 @@ impl SplatMaterial {
             )));
         }
         let world = |log10: f64| youngs_world(10f64.powf(log10), side) as f32;
-        let rms_of = |d: usize| gradient_rms.map_or(0.0, |c| c[d]);
+        let std_of = |d: usize| log10_std.map_or(0.0, |c| c[d]);
         let mut m = SplatMaterial {
             youngs_modulus: vec![0.0; splats],
             simulated: vec![0.0; splats],
             anchored: vec![0.0; splats],
             velocity: vec![[0.0; 3]; splats],
-            youngs_gradient_rms: vec![0.0; splats],
+            youngs_log10_std: vec![0.0; splats],
         };
         for s in scene.simulated_indices() {
             m.simulated[s as usize] = 1.0;
@@ -188,7 +188,7 @@ impl SplatMaterial {
             let (s, d) = (splat as usize, d as usize);
             m.anchored[s] = 1.0;
             m.youngs_modulus[s] = world(log10_youngs[d]);
-            m.youngs_gradient_rms[s] = rms_of(d) as f32;
+            m.youngs_log10_std[s] = std_of(d) as f32;
         }
         for (g, &splat) in links.followers.iter().enumerate() {
             let s = splat as usize;
@@ -198,7 +198,7 @@ impl SplatMaterial {
                 |f: &dyn Fn(usize) -> f64| near.iter().map(|&d| f(d as usize)).sum::<f64>() / k;
             m.youngs_modulus[s] = world(mean(&|d| log10_youngs[d]));
             m.velocity[s] = std::array::from_fn(|a| mean(&|d| velocity[3 * d + a]) as f32);
-            m.youngs_gradient_rms[s] = mean(&rms_of) as f32;
+            m.youngs_log10_std[s] = mean(&std_of) as f32;
         }
         Ok(m)
     }
@@ -213,7 +213,7 @@ impl SplatMaterial {
             ("vx", axis(0)),
             ("vy", axis(1)),
             ("vz", axis(2)),
-            ("youngs_gradient_rms", self.youngs_gradient_rms.clone()),
+            ("youngs_log10_std", self.youngs_log10_std.clone()),
         ]
     }
 }
@@ -222,8 +222,8 @@ impl SplatMaterial {
 const UNITS_COMMENT: &str =
     "comment physfit fitted.ply: youngs_modulus is Young's modulus in world units \
 (E_normalised * box_side^2; 0 on static splats), vx vy vz the initial velocity in world units/s, \
-simulated and anchored are 1/0 flags, youngs_gradient_rms is the RMS of the loss's recent gradients \
-w.r.t. log10 E (0 where no stiffness stage ran)\n";
+simulated and anchored are 1/0 flags, youngs_log10_std is the standard error of log10 E in decades \
+(0 where the fit estimated none)\n";
 
 /// Writes `scene`'s `.ply` back to `path` (atomically) with `material` as
 /// extra properties (module doc).

@@ -13,7 +13,10 @@
 //! - the solvers: [`adam`] (a per-parameter rate with warm-up and decay,
 //!   for many parameters), [`lbfgs`] (bounded, for few parameters, with a
 //!   state that resumes exactly) and [`grid_scan`] (a one-dimensional
-//!   grid refined by a parabola).
+//!   grid refined by a parabola);
+//! - after a solver: the curvature at its optimum from differences of the
+//!   exact gradients ([`curvature`]) and the covariance it gives
+//!   ([`covariance`]), for the fit's error bars.
 //!
 //! The fit's stages and its coarse scan ([`crate::fit`]) and the view
 //! alignment ([`crate::align`]) all minimise through here.
@@ -26,10 +29,13 @@
 //! uninterrupted one, which the fit's checkpoints need.
 
 pub mod adam;
+pub mod covariance;
+pub mod curvature;
 pub mod grid_scan;
 pub mod lbfgs;
 pub mod objective;
 pub mod solver;
+pub mod symmetric_eigen;
 
 pub use adam::{Adam, AdamRun, AdamSolver, Schedule};
 pub use grid_scan::{GridScan, GridScanState};

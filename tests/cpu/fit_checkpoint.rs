@@ -54,7 +54,27 @@ fn running_state() -> FitState {
             v: vec![3.0e-17, 2.0, 1.0 / 7.0],
             t: 3,
         },
-        youngs_gradient_rms: Some(vec![0.25, 1.5, 0.0]),
+        uncertainty: Some(physfit::fit::FitUncertainty {
+            frames: vec![1, 2],
+            residuals: 12_345,
+            image_loss: 0.1 / 3.0,
+            scale: 2.5e-7,
+            evaluations: 9,
+            youngs_method: Some(physfit::fit::uncertainty::CurvatureMethod::Diagonal),
+            velocity_method: Some(physfit::fit::uncertainty::CurvatureMethod::Hessian),
+            youngs_log10_std: vec![Some(0.25), None, Some(1.0 / 7.0)],
+            velocity_std: vec![Some(1e-3), Some(2e-3), None],
+            youngs_constrained: vec![true, false, true],
+            correlations: Some(physfit::fit::uncertainty::Correlations {
+                names: vec!["v0[0]".into(), "v0[1]".into(), "v0[2]".into()],
+                matrix: vec![
+                    vec![1.0, -0.5, 0.0],
+                    vec![-0.5, 1.0, 0.0],
+                    vec![0.0, 0.0, 1.0],
+                ],
+                newton_step: vec![Some(1e-4), Some(-2.5e-4), None],
+            }),
+        }),
         scan: None,
         converged: vec![true],
         stage_losses: vec![0.5],
@@ -79,7 +99,6 @@ fn running_state() -> FitState {
                 first: false,
                 small_steps: 1,
             },
-            squares: vec![0.5, 1e-20],
         }),
         records: vec![IterationRecord {
             round: 1,
@@ -338,8 +357,10 @@ fn a_checkpoint_that_does_not_fit_its_plan_is_refused_naming_the_field() {
     s.log10_youngs.push(3.5);
     refused(s, "state.log10_youngs");
     let mut s = start.clone();
-    s.youngs_gradient_rms = Some(vec![0.0; 1_000_000]);
-    refused(s, "state.youngs_gradient_rms");
+    let mut u = state().uncertainty.unwrap();
+    u.youngs_log10_std = vec![Some(0.1); 1_000_000];
+    s.uncertainty = Some(u);
+    refused(s, "state.uncertainty.youngs_log10_std");
     let mut s = start.clone();
     s.adam.m.push(0.0);
     refused(s, "state.adam.m");

@@ -36,7 +36,7 @@ fn lattice() -> Vec<[f32; 3]> {
 }
 
 /// A scene, its drivers and the "fit": log10 E, v0 (world units/s, 0 on
-/// anchored drivers) and a confidence per driver, all different and with
+/// anchored drivers) and a standard error of log10 E per driver, all different and with
 /// digits that a lossy encoding would change.
 struct Fitted {
     dir: tempfile::TempDir,
@@ -44,7 +44,7 @@ struct Fitted {
     drivers: DriverSet,
     log10: Vec<f64>,
     velocity: Vec<f64>,
-    confidence: Vec<f64>,
+    log10_std: Vec<f64>,
 }
 
 fn fitted() -> Fitted {
@@ -64,14 +64,14 @@ fn fitted() -> Fitted {
             }
         })
         .collect();
-    let confidence = (0..n).map(|d| 0.1 * d as f64 + 1.0 / 3.0).collect();
+    let log10_std = (0..n).map(|d| 0.1 * d as f64 + 1.0 / 3.0).collect();
     Fitted {
         dir,
         scene,
         drivers,
         log10,
         velocity,
-        confidence,
+        log10_std,
     }
 }
 
@@ -82,7 +82,7 @@ impl Fitted {
             &self.drivers,
             &self.log10,
             &self.velocity,
-            Some(&self.confidence),
+            Some(&self.log10_std),
         )
         .unwrap()
     }
@@ -121,13 +121,10 @@ fn drivers_file_round_trips_bit_for_bit_and_matches_its_scene() {
     let side = f.scene.simulation.sim_box.side;
     let e = back.youngs_world();
     assert!((e[5] / (10f64.powf(f.log10[5]) * side * side) - 1.0).abs() < 1e-12);
-    // Without a confidence the tensor is absent and reads back as None.
+    // Without standard errors the tensor is absent and reads back as None.
     let bare = FittedDrivers::new(&f.scene, &f.drivers, &f.log10, &f.velocity, None).unwrap();
     bare.save(&path).unwrap();
-    assert_eq!(
-        FittedDrivers::load(&path).unwrap().youngs_gradient_rms,
-        None
-    );
+    assert_eq!(FittedDrivers::load(&path).unwrap().youngs_log10_std, None);
 }
 
 fn names_in(dir: &Path) -> Vec<String> {
@@ -390,7 +387,7 @@ fn fitted_ply_reloads_with_every_splat_and_its_material() {
         &f.drivers,
         &f.log10,
         &f.velocity,
-        Some(&f.confidence),
+        Some(&f.log10_std),
     )
     .unwrap();
     let path = f.path("fitted.ply");
@@ -417,7 +414,7 @@ fn fitted_ply_reloads_with_every_splat_and_its_material() {
         column("anchored"),
     );
     let v = [column("vx"), column("vy"), column("vz")];
-    let conf = column("youngs_gradient_rms");
+    let std = column("youngs_log10_std");
     let side = f.scene.simulation.sim_box.side;
     let close = |a: f32, b: f64| ((a as f64) - b).abs() <= 1e-6 * b.abs().max(1e-30);
 
@@ -439,14 +436,14 @@ fn fitted_ply_reloads_with_every_splat_and_its_material() {
     for (a, va) in v.iter().enumerate() {
         assert!(close(va[s], mean(&|d| f.velocity[3 * d + a])), "v{a}");
     }
-    assert!(close(conf[s], mean(&|d| f.confidence[d])));
+    assert!(close(std[s], mean(&|d| f.log10_std[d])));
     assert_eq!((sim[s], anch[s]), (1.0, 0.0));
     let varied = near
         .iter()
         .any(|&d| f.log10[d as usize] != f.log10[near[0] as usize]);
     assert!(varied, "the test wants a follower whose drivers differ");
 
-    // An anchored splat (z = 0): its cluster driver's E and confidence, at rest.
+    // An anchored splat (z = 0): its cluster driver's E and standard error, at rest.
     let simulated = f.scene.simulated_indices();
     let j = simulated
         .iter()
@@ -455,7 +452,7 @@ fn fitted_ply_reloads_with_every_splat_and_its_material() {
     let s = simulated[j] as usize;
     let d = f.drivers.cluster[j] as usize;
     assert!(close(e[s], 10f64.powf(f.log10[d]) * side * side));
-    assert!(close(conf[s], f.confidence[d]));
+    assert!(close(std[s], f.log10_std[d]));
     assert_eq!(
         (sim[s], anch[s], v[0][s], v[1][s], v[2][s]),
         (1.0, 1.0, 0.0, 0.0, 0.0)
@@ -467,7 +464,7 @@ fn fitted_ply_reloads_with_every_splat_and_its_material() {
         .unwrap();
     assert_eq!(f.scene.gaussians().means[s][2], 1.0);
     assert_eq!(
-        (e[s], sim[s], anch[s], v[0][s], conf[s]),
+        (e[s], sim[s], anch[s], v[0][s], std[s]),
         (0.0, 0.0, 0.0, 0.0, 0.0)
     );
     let counts = |c: &[f32]| c.iter().filter(|x| **x == 1.0).count();
@@ -495,7 +492,7 @@ fn the_drivers_file_gives_every_splat_the_material_the_fit_gave_it() {
         &f.drivers,
         &f.log10,
         &f.velocity,
-        Some(&f.confidence),
+        Some(&f.log10_std),
     )
     .unwrap();
     let from_file = SplatMaterial::from_fitted(&f.scene, &file).unwrap();

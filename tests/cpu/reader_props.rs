@@ -771,7 +771,7 @@ fn safetensors_from_parts() -> impl Strategy<Value = Vec<u8>> {
             "neighbours",
             "graph",
             "anchored_splats",
-            "youngs_gradient_rms",
+            "youngs_log10_std",
             "x",
         ]),
         prop::sample::select(vec![

@@ -102,7 +102,7 @@ warmup = 3
 }
 
 /// A soft top on a stiffer base, pushed sideways.
-const TRUTH_BOXES: &str = r#"
+pub(crate) const TRUTH_BOXES: &str = r#"
 frames = 7
 
 [youngs]
@@ -130,7 +130,7 @@ value = [1.0, 0.0, 0.0]
 
 /// A directory with the block, `scene.toml` and the truth's frames in
 /// `synth/` (made with `synth_flags` added to `physfit synth`).
-fn twin_with(scene: &str, truth: &str, synth_flags: &[&str]) -> tempfile::TempDir {
+pub(crate) fn twin_with(scene: &str, truth: &str, synth_flags: &[&str]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let ply = d.join("splats.ply");
@@ -285,7 +285,33 @@ fn twin_recovery_per_driver_stiffness_writes_every_output() {
     let fitted = physfit::output::FittedDrivers::load(&out.join("drivers.safetensors")).unwrap();
     let scene = physfit::scene::Scene::load(&d.join("scene.toml")).unwrap();
     fitted.check_against(&scene).unwrap();
-    assert!(fitted.youngs_gradient_rms.is_some());
+    assert!(fitted.youngs_log10_std.is_some());
+    // The per-driver field's error bars: a probed diagonal, the drivers
+    // the frames constrain marked, and stiffness.png's second panel.
+    let errors = json.uncertainty.as_ref().expect("error bars");
+    assert_eq!(
+        errors.youngs_method,
+        Some(physfit::fit::uncertainty::CurvatureMethod::Diagonal)
+    );
+    let constrained = errors.youngs_constrained.iter().filter(|&&c| c).count();
+    let mut std: Vec<f64> = errors.youngs_log10_std.iter().flatten().copied().collect();
+    std.sort_by(f64::total_cmp);
+    eprintln!(
+        "twin (drivers): {constrained} of {} drivers' E constrained by the frames; \
+         {} with a positive curvature, their std of log10 E: min {:?}, median {:?}, max {:?}",
+        errors.youngs_constrained.len(),
+        std.len(),
+        std.first(),
+        std.get(std.len() / 2),
+        std.last()
+    );
+    assert_eq!(
+        errors.youngs_constrained.len(),
+        json.youngs_parameters.len()
+    );
+    assert!(std.iter().all(|s| s.is_finite() && *s > 0.0));
+    let width = 32 + physfit::report::colorbar::COLORBAR_WIDTH;
+    assert_eq!(png(&out.join("stiffness.png")).width(), 2 * width);
     let ply = std::fs::read(out.join("fitted.ply")).unwrap();
     let header = String::from_utf8_lossy(&ply[..ply.len().min(2000)]).into_owned();
     for p in [
@@ -293,7 +319,7 @@ fn twin_recovery_per_driver_stiffness_writes_every_output() {
         "simulated",
         "anchored",
         "vx",
-        "youngs_gradient_rms",
+        "youngs_log10_std",
     ] {
         assert!(header.contains(&format!("property float {p}")), "{header}");
     }
@@ -707,10 +733,7 @@ fn a_stiffness_only_fit_holds_the_velocity_of_an_earlier_fit() {
     ));
     let first =
         physfit::output::FittedDrivers::load(&d.join("v").join("drivers.safetensors")).unwrap();
-    assert!(
-        first.youngs_gradient_rms.is_none(),
-        "no stiffness stage ran"
-    );
+    assert!(first.youngs_log10_std.is_none(), "no stiffness stage ran");
     ok(&physfit(
         d,
         &[
@@ -732,7 +755,7 @@ fn a_stiffness_only_fit_holds_the_velocity_of_an_earlier_fit() {
         physfit::output::FittedDrivers::load(&d.join("e").join("drivers.safetensors")).unwrap();
     assert_eq!(second.velocity, first.velocity, "v0 held as fitted");
     assert_ne!(second.log10_youngs, first.log10_youngs, "E fitted");
-    assert!(second.youngs_gradient_rms.is_some());
+    assert!(second.youngs_log10_std.is_some());
 
     // The fit rendered again beside its reference frames
     // (`--side-by-side`): reference on the left, the fitted motion right,

@@ -1,0 +1,345 @@
+//! The error bars of a finished fit from its data (docs/design.md § Error
+//! bars), estimated once after the last stage at the fitted parameters:
+//!
+//! 1. the loss: the last stiffness stage's frames, views and image
+//!    weights with the smoothness weights at 0 (the data's curvature
+//!    alone, [`super::uncertainty`]), and the full gradient flow (the
+//!    exact gradient; the stiffness stage's truncated flow is not the
+//!    gradient of any loss, so its differences are not a curvature);
+//! 2. the scale `s = 2·loss/(N − n)` ([`residual_scale`]), `N` counted
+//!    by [`residual_count`];
+//! 3. every fitted group of at most [`LBFGS_MAX_PARAMETERS`] parameters
+//!    (global, rigid or per-region fields) goes into one joint Hessian by
+//!    central differences ([`hessian_by_differences`]) in the solvers'
+//!    scaled coordinates (a unit is the group's first L-BFGS step), step
+//!    [`HESSIAN_STEP`]: `2n + 1` evaluations, standard errors with the
+//!    correlations between E and v0, and Newton's step from the fitted
+//!    values (how far the loss's own optimum still is);
+//! 4. a per-driver group gets the Hessian's diagonal from [`PROBES`]
+//!    random-sign probes ([`diagonal_by_probes`]); a driver whose value
+//!    the TV term's largest pull could move by a standard error or more is
+//!    marked not constrained (the fitted E there is the regulariser's
+//!    guess, [`tv_largest_pull`]).
+//!
+//! The problem's stage weights are restored afterwards, whatever the
+//! outcome.
+
+use super::error::FitError;
+use super::evaluation::Parameters;
+use super::objective::blown_up;
+use super::plan::{StageKind, StagePlan, LBFGS_MAX_PARAMETERS, STIFFNESS_FIRST_STEP};
+use super::problem::FitProblem;
+use super::residual_count::residual_count;
+use super::state::FitState;
+use super::uncertainty::{unconstrained_log10_std, Correlations, CurvatureMethod, FitUncertainty};
+use crate::gpu::GpuContext;
+use crate::mpm::GradientFlow;
+use crate::scene::{FitStage, Scene};
+use crate::solve::covariance::{covariance, residual_scale};
+use crate::solve::curvature::{diagonal_by_probes, hessian_by_differences};
+use crate::solve::Evaluated;
+
+/// The difference step, in the solvers' scaled coordinates: a tenth of
+/// the first L-BFGS step (0.025 decades of E; 0.2% of the box per frame
+/// of velocity), small against the error bars met on the twins and large
+/// against the float-atomic noise of the gradients.
+pub const HESSIAN_STEP: f64 = 0.1;
+
+/// Random-sign probes of a per-driver field's diagonal.
+pub const PROBES: usize = 8;
+
+/// The probes' signs are fixed: a fit's error bars are reproducible.
+const PROBE_SEED: u64 = 0x5EED_E44B;
+
+/// One fitted group of parameters: which, its scale (the unit of the
+/// solver's coordinates) and its bounds.
+#[derive(Clone, Copy)]
+struct Group {
+    kind: StageKind,
+    scale: f64,
+    bounds: (f64, f64),
+}
+
+/// The fitted groups of `plan` with their scales (`range`: the bounds of
+/// `log10 E`).
+fn fitted_groups(plan: &[StagePlan], range: [f64; 2]) -> Vec<Group> {
+    let youngs = plan
+        .iter()
+        .any(|p| matches!(p.kind, StageKind::Scan | StageKind::Stiffness));
+    let velocity = plan.iter().find_map(|p| match p.kind {
+        StageKind::Velocity => Some(p.first_step),
+        StageKind::Scan => p
+            .scan
+            .as_ref()
+            .filter(|s| s.fit_velocity)
+            .map(|s| s.first_velocity_step),
+        StageKind::Stiffness => None,
+    });
+    let mut groups = Vec::new();
+    if youngs {
+        groups.push(Group {
+            kind: StageKind::Stiffness,
+            scale: STIFFNESS_FIRST_STEP,
+            bounds: (range[0], range[1]),
+        });
+    }
+    if let Some(scale) = velocity {
+        groups.push(Group {
+            kind: StageKind::Velocity,
+            scale,
+            bounds: (f64::NEG_INFINITY, f64::INFINITY),
+        });
+    }
+    groups
+}
+
+/// The stage whose loss the error bars are of: the last stiffness stage,
+/// else the last stage.
+fn curvature_stage(plan: &[StagePlan]) -> Option<&StagePlan> {
+    plan.iter()
+        .rev()
+        .find(|p| p.kind == StageKind::Stiffness)
+        .or(plan.last())
+}
+
+/// The error bars of the fit of `plan` at `state`'s parameters (module
+/// doc). `None` when the plan is empty.
+pub fn estimate_uncertainty(
+    ctx: &GpuContext,
+    problem: &mut FitProblem,
+    scene: &Scene,
+    plan: &[StagePlan],
+    state: &FitState,
+) -> Result<Option<FitUncertainty>, FitError> {
+    let Some(stage) = curvature_stage(plan) else {
+        return Ok(None);
+    };
+    let data_only = FitStage {
+        tv_weight: 0.0,
+        velocity_tv_weight: 0.0,
+        ..stage.settings.clone()
+    };
+    problem.set_stage(&data_only)?;
+    let estimate = estimate_at(ctx, problem, scene, plan, stage, state);
+    problem.set_stage(&stage.settings)?;
+    estimate.map(Some)
+}
+
+fn estimate_at(
+    ctx: &GpuContext,
+    problem: &mut FitProblem,
+    scene: &Scene,
+    plan: &[StagePlan],
+    stage: &StagePlan,
+    state: &FitState,
+) -> Result<FitUncertainty, FitError> {
+    let range = scene.material.log10_youngs_range;
+    let params = state.parameters();
+    let selection = &stage.selection;
+    let image_loss = problem.loss(ctx, &params, selection)?.image;
+    let residuals = residual_count(ctx, problem, scene, &params, selection)?;
+    let groups = fitted_groups(plan, range);
+    let values = |kind: StageKind| match kind {
+        StageKind::Velocity => &params.velocity,
+        _ => &params.log10_youngs,
+    };
+    let fitted: usize = groups.iter().map(|g| values(g.kind).len()).sum();
+    let scale = residual_scale(image_loss, residuals, fitted);
+    let mut evaluations = 0u32;
+    let mut youngs_std = Vec::new();
+    let mut velocity_std = Vec::new();
+    let mut youngs_constrained = Vec::new();
+    let (mut youngs_method, mut velocity_method) = (None, None);
+
+    // Every coordinate of the groups with few parameters, jointly.
+    let few: Vec<(Group, usize)> = groups
+        .iter()
+        .filter(|g| values(g.kind).len() <= LBFGS_MAX_PARAMETERS)
+        .flat_map(|&g| (0..values(g.kind).len()).map(move |i| (g, i)))
+        .collect();
+    let mut correlations = None;
+    if !few.is_empty() {
+        let z0: Vec<f64> = few
+            .iter()
+            .map(|&(g, i)| values(g.kind)[i] / g.scale)
+            .collect();
+        let bounds: Vec<(f64, f64)> = few
+            .iter()
+            .map(|&(g, _)| (g.bounds.0 / g.scale, g.bounds.1 / g.scale))
+            .collect();
+        let mut objective = |z: &[f64]| -> Result<Evaluated, FitError> {
+            evaluations += 1;
+            let mut p = params.clone();
+            for (&(g, i), &zi) in few.iter().zip(z) {
+                group_values(&mut p, g.kind)[i] = zi * g.scale;
+            }
+            gradient_of(ctx, problem, &p, stage, |grads| {
+                few.iter()
+                    .map(|&(g, i)| g.scale * grads(g.kind)[i])
+                    .collect()
+            })
+        };
+        let steps = vec![HESSIAN_STEP; z0.len()];
+        let centre = objective(&z0)?.map(|(_, g)| g);
+        let hessian =
+            hessian_by_differences(&mut objective, &z0, &steps, &bounds, centre.as_deref())?;
+        let names = few
+            .iter()
+            .map(|&(g, i)| match g.kind {
+                StageKind::Velocity => format!("v0[{i}]"),
+                _ => format!("log10 E[{i}]"),
+            })
+            .collect();
+        let c = hessian.map(|h| covariance(&h, scale));
+        for (j, &(g, _)) in few.iter().enumerate() {
+            let std = c.as_ref().and_then(|c| c.std[j]).map(|s| s * g.scale);
+            match g.kind {
+                StageKind::Velocity => velocity_std.push(std),
+                _ => {
+                    youngs_std.push(std);
+                    youngs_constrained.push(std.is_some());
+                }
+            }
+        }
+        for g in &groups {
+            if values(g.kind).len() <= LBFGS_MAX_PARAMETERS {
+                match g.kind {
+                    StageKind::Velocity => velocity_method = Some(CurvatureMethod::Hessian),
+                    _ => youngs_method = Some(CurvatureMethod::Hessian),
+                }
+            }
+        }
+        correlations = c.map(|c| {
+            // Newton's step −H⁻¹g = −Σg/s, back in parameter units.
+            let newton_step = (0..few.len())
+                .map(|i| {
+                    let g = centre.as_deref()?;
+                    let si = c.std[i]?;
+                    let mut step = 0.0;
+                    for (j, gj) in g.iter().enumerate() {
+                        let sj = c.std[j]?;
+                        step -= c.correlation[i][j] * si * sj * gj / scale;
+                    }
+                    Some(step * few[i].0.scale)
+                })
+                .collect();
+            Correlations {
+                names,
+                matrix: c.correlation,
+                newton_step,
+            }
+        });
+    }
+
+    // Each per-driver group on its own, by probes of its diagonal.
+    for g in groups
+        .iter()
+        .filter(|g| values(g.kind).len() > LBFGS_MAX_PARAMETERS)
+    {
+        let x0 = values(g.kind).clone();
+        let bounds = vec![g.bounds; x0.len()];
+        let step = HESSIAN_STEP * g.scale;
+        let mut objective = |x: &[f64]| -> Result<Evaluated, FitError> {
+            evaluations += 1;
+            let mut p = params.clone();
+            group_values(&mut p, g.kind).copy_from_slice(x);
+            gradient_of(ctx, problem, &p, stage, |grads| grads(g.kind).to_vec())
+        };
+        let diagonal =
+            diagonal_by_probes(&mut objective, &x0, step, &bounds, PROBES, PROBE_SEED, None)?;
+        let std: Vec<Option<f64>> = match &diagonal {
+            Some(d) => d
+                .iter()
+                .map(|&c| (c > 0.0).then(|| (scale / c).sqrt()))
+                .collect(),
+            None => vec![None; x0.len()],
+        };
+        match g.kind {
+            StageKind::Velocity => {
+                velocity_std = std;
+                velocity_method = Some(CurvatureMethod::Diagonal);
+            }
+            _ => {
+                let pull = tv_largest_pull(problem, stage.settings.tv_weight);
+                let cap = unconstrained_log10_std(range);
+                // Constrained: the regulariser can move the value by less
+                // than one standard error (`pull / H_dd < σ`).
+                youngs_constrained = std
+                    .iter()
+                    .zip(diagonal.as_deref().unwrap_or(&[]))
+                    .zip(&pull)
+                    .map(|((s, &d), &t)| s.is_some_and(|s| s < cap && t / d < s))
+                    .collect();
+                youngs_constrained.resize(x0.len(), false);
+                youngs_std = std;
+                youngs_method = Some(CurvatureMethod::Diagonal);
+            }
+        }
+    }
+    Ok(FitUncertainty {
+        frames: selection.frames.clone(),
+        residuals,
+        image_loss,
+        scale,
+        evaluations,
+        youngs_method,
+        velocity_method,
+        youngs_log10_std: youngs_std,
+        velocity_std,
+        youngs_constrained,
+        correlations,
+    })
+}
+
+/// The values of group `kind` in `p`.
+fn group_values(p: &mut Parameters, kind: StageKind) -> &mut [f64] {
+    match kind {
+        StageKind::Velocity => &mut p.velocity,
+        _ => &mut p.log10_youngs,
+    }
+}
+
+/// The exact gradient at `p` on `stage`'s selection, as `pick` takes it
+/// from the two groups' gradients; `None` where the simulation blew up.
+fn gradient_of(
+    ctx: &GpuContext,
+    problem: &mut FitProblem,
+    p: &Parameters,
+    stage: &StagePlan,
+    pick: impl Fn(&dyn Fn(StageKind) -> Vec<f64>) -> Vec<f64>,
+) -> Result<Evaluated, FitError> {
+    let evaluated = problem.evaluate(ctx, p, &stage.selection, GradientFlow::Full);
+    let Some(eval) = blown_up(evaluated)? else {
+        return Ok(None);
+    };
+    let grads = eval.read(ctx)?;
+    let by_kind = |kind: StageKind| -> Vec<f64> {
+        match kind {
+            StageKind::Velocity => grads.velocity.iter().map(|&g| f64::from(g)).collect(),
+            _ => grads.youngs.iter().map(|&g| f64::from(g)).collect(),
+        }
+    };
+    Ok(crate::solve::usable(eval.report.loss, pick(&by_kind)))
+}
+
+/// Per `log10 E` parameter, the largest pull (gradient magnitude) the TV
+/// term at `weight` can exert on it: TV is a mean over the graph's edges
+/// of a smoothed `|Δ|`, whose gradient per edge is at most `1/edges`, so a
+/// parameter's is at most `weight · Σ_d |M_dp| · degree(d) / edges`. An
+/// L1-type penalty has no useful curvature (it is a kink where neighbours
+/// agree); its bounded pull is what it can do against the data.
+fn tv_largest_pull(problem: &FitProblem, weight: f64) -> Vec<f64> {
+    let map = problem.youngs_map();
+    let graph = &problem.drivers().graph;
+    let mut degree = vec![0.0f64; map.drivers];
+    for &(a, b) in graph {
+        degree[a as usize] += 1.0;
+        degree[b as usize] += 1.0;
+    }
+    let edges = graph.len().max(1) as f64;
+    let mut pull = vec![0.0; map.params];
+    for e in &map.entries {
+        pull[e.param as usize] += weight * e.weight.abs() * degree[e.driver as usize] / edges;
+    }
+    pull
+}
