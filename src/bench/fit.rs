@@ -30,6 +30,7 @@ use serde::Serialize;
 use crate::fit::{
     FitError, FitProblem, FitProblemOptions, FitTimings, GradientFlow, Parameters, Selection,
 };
+use crate::gpu::traffic::Traffic;
 use crate::gpu::GpuContext;
 use crate::scene::frames::{write_png, FrameError};
 use crate::scene::ply::{PlyData, PlyError};
@@ -75,6 +76,8 @@ pub struct StageFigures {
     pub stages: FitTimings,
     /// Sum of `stages`.
     pub stages_total_s: f64,
+    /// Submissions and readbacks of one unprofiled iteration (the last).
+    pub traffic: Traffic,
     /// The loss at the starting parameters (not a timing: shows the
     /// references differ from the renders).
     pub loss: f64,
@@ -133,7 +136,19 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// Medians per stage.
 fn median_timings(runs: &[FitTimings]) -> FitTimings {
     let m = |f: fn(&FitTimings) -> f64| median(runs.iter().map(f).collect());
+    let render_stages_s = runs
+        .iter()
+        .flat_map(|r| r.render_stages_s.keys().copied())
+        .map(|stage| {
+            let times = runs
+                .iter()
+                .map(|r| r.render_stages_s.get(stage).copied().unwrap_or(0.0))
+                .collect();
+            (stage, median(times))
+        })
+        .collect();
     FitTimings {
+        render_stages_s,
         mpm_forward_s: m(|t| t.mpm_forward_s),
         mpm_adjoint_s: m(|t| t.mpm_adjoint_s),
         deformation_s: m(|t| t.deformation_s),
@@ -247,11 +262,14 @@ pub fn run_case(
         ctx.wait()?;
         let mut iterations = Vec::new();
         let mut profiled = Vec::new();
+        let mut traffic = Traffic::default();
         for _ in 0..repetitions {
+            let before = ctx.traffic.snapshot();
             let t = Instant::now();
             let e = problem.evaluate(ctx, &start, &selection, flow)?;
             ctx.wait()?;
             iterations.push(t.elapsed().as_secs_f64());
+            traffic = ctx.traffic.snapshot().since(before);
             drop(e);
             problem.set_profile(true);
             let e = problem.evaluate(ctx, &start, &selection, flow);
@@ -266,6 +284,7 @@ pub fn run_case(
             iteration_s: median(iterations),
             stages_total_s: stages.total_s(),
             stages,
+            traffic,
             loss,
         });
     }

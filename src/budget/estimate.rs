@@ -404,6 +404,24 @@ pub fn estimate(scene: &Scene, workload: &Workload) -> MemoryEstimate {
         });
     }
     if backward {
+        // The fit's static backdrops (src/splat/backdrop.rs): per view with
+        // frames, an image, a flag per splat and one per tile.
+        let backdrop_bytes: u64 = fit_views
+            .iter()
+            .map(|&v| {
+                let c = &scene.views[v].camera;
+                let tiles = u64::from(c.width.div_ceil(16)) * u64::from(c.height.div_ceil(16));
+                u64::from(c.width) * u64::from(c.height) * 16 + splats * 4 + tiles * 4
+            })
+            .sum();
+        device.push(Part {
+            kind: PartKind::Images,
+            name: "static backdrops",
+            bytes: backdrop_bytes,
+            field: "views[i].camera".into(),
+            value: format!("{} views", fit_views.len()),
+            fix: "render smaller images (`width`, `height`; `--size`)".into(),
+        });
         let frame_bytes: u64 = fit_views
             .iter()
             .map(|&v| {
