@@ -6,6 +6,11 @@
 //! forward, MPM adjoint, deformation, render forward, render backward and
 //! loss, and the peak GPU memory of the fit problem.
 //!
+//! `static_tiles` off ([`run_case_with`]) renders and back-propagates
+//! every tile, as before the fit's static backdrops (docs/design.md §
+//! Gaussian splatting, "Static tiles"): the same run with and without the
+//! cut.
+//!
 //! A case is a scene without reference frames: [`run_case`] makes them by
 //! rendering its own forward at "true" parameters (uniform `log10 E` of
 //! the scene's `material.youngs_modulus`, a uniform initial velocity),
@@ -104,6 +109,13 @@ pub struct FitBenchResult {
     pub frames: usize,
     /// Timed runs of each figure (medians are reported).
     pub repetitions: u32,
+    /// Frames drawn over the views' static backdrops (the default; off:
+    /// every tile, [`run_case_with`]).
+    pub static_tiles: bool,
+    /// Per view: tiles of the last frame of the last evaluation that no
+    /// moving splat reached (skipped when `static_tiles`), and the tile
+    /// total; `None` for a view without a backdrop.
+    pub skipped_tiles: Vec<Option<[u32; 2]>>,
     /// Stage 1 (velocity): [`GradientFlow::Full`].
     pub stage1: StageFigures,
     /// Stage 2 (stiffness): [`GradientFlow::Truncated`] over all frames.
@@ -207,10 +219,26 @@ fn make_references(
 pub fn run_case(
     ctx: &GpuContext,
     name: &str,
+    scene: Scene,
+    frames: usize,
+    repetitions: u32,
+    dir: &Path,
+) -> Result<FitBenchResult, FitBenchError> {
+    run_case_with(ctx, name, scene, frames, repetitions, dir, true)
+}
+
+/// [`run_case`] with the fit problem's static tiles on or off
+/// ([`FitProblem::set_static_tiles`]; off: every tile rendered and
+/// back-propagated, the work before the cut, for a before/after on one
+/// machine at one load).
+pub fn run_case_with(
+    ctx: &GpuContext,
+    name: &str,
     mut scene: Scene,
     frames: usize,
     repetitions: u32,
     dir: &Path,
+    static_tiles: bool,
 ) -> Result<FitBenchResult, FitBenchError> {
     let repetitions = repetitions.max(1);
     let frames = frames.max(2);
@@ -224,6 +252,7 @@ pub fn run_case(
     ctx.memory.reset_peak();
     let t = Instant::now();
     let mut problem = FitProblem::new(ctx, &scene, &options)?;
+    problem.set_static_tiles(static_tiles);
     let setup_s = t.elapsed().as_secs_f64();
     let start = uniform(
         &problem,
@@ -288,6 +317,15 @@ pub fn run_case(
             loss,
         });
     }
+    let skipped_tiles = (0..scene.views.len())
+        .map(|v| {
+            problem
+                .static_backdrop(v)
+                .map(|b| b.skipped_tiles(ctx).map(|(s, t)| [s, t]))
+                .transpose()
+        })
+        .collect::<Result<_, _>>()
+        .map_err(FitError::from)?;
     let stage2 = figures.pop().expect("two stages");
     let stage1 = figures.pop().expect("two stages");
     let camera = &scene.views[0].camera;
@@ -301,6 +339,8 @@ pub fn run_case(
         image_size: [camera.width, camera.height],
         frames,
         repetitions,
+        static_tiles,
+        skipped_tiles,
         stage1,
         stage2,
         peak_gpu_bytes: ctx.memory.peak(),

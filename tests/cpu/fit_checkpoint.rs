@@ -52,6 +52,7 @@ pub(crate) fn state() -> FitState {
                 evaluations: 4,
                 first: false,
                 small_steps: 1,
+                unused_gradients: 2,
             },
             squares: vec![0.5, 1e-20],
         }),
