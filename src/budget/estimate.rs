@@ -26,6 +26,8 @@
 //!   correction buffers per pixel of the largest view;
 //! - reference frames (`views[i].frames`): 4 bytes a pixel a frame a view
 //!   (5 with masks), uploaded once by the fit;
+//! - the fit's static backdrops: per view with frames, an image (16 bytes
+//!   a pixel), a flag per splat and one per tile;
 //! - host: the runtime (binary, wgpu, compiled kernels:
 //!   [`RUNTIME_HOST_BYTES`]), the upload copies of the splats, K-Means and
 //!   one decoded image per view at a time, and the fill's dense voxels.

@@ -8,9 +8,9 @@
 
 use crate::support::*;
 use glam::Vec3;
-use physfit::gpu::GpuContext;
+use physfit::gpu::{GpuBuffer, GpuContext};
 use physfit::scene::Gaussians;
-use physfit::splat::{upload_grad_image, Rasterizer, SplatBuffers, StaticBackdrop};
+use physfit::splat::{upload_grad_image, Rasterizer, RenderOutput, SplatBuffers, StaticBackdrop};
 
 const MOVING: usize = 60;
 
@@ -36,6 +36,34 @@ fn moved(g: &Gaussians, shift: f32) -> Gaussians {
         m[1] -= 0.5 * shift;
     }
     g
+}
+
+/// The backward of `out` from `grad`: every gradient of the moving
+/// splats, flattened.
+fn moving_gradients(
+    ctx: &GpuContext,
+    raster: &mut Rasterizer,
+    splats: &SplatBuffers,
+    out: &RenderOutput,
+    grad: &GpuBuffer,
+) -> Vec<f32> {
+    let h = raster
+        .backward(ctx, splats, out, grad)
+        .unwrap()
+        .gradients
+        .read(ctx)
+        .unwrap();
+    (0..MOVING)
+        .flat_map(|i| {
+            h.means[i]
+                .iter()
+                .chain(&h.rotations[i])
+                .chain(&h.log_scales[i])
+                .copied()
+                .chain([h.opacity_logits[i]])
+                .chain(h.sh[i])
+        })
+        .collect()
 }
 
 #[test]
@@ -75,32 +103,8 @@ fn render_over_a_backdrop_is_the_full_render_and_skips_static_tiles() {
             image_a == image_b,
             "shift {shift}: the image over the backdrop differs from the full render"
         );
-        let ga = full
-            .backward(&ctx, &splats, &a, &grad)
-            .unwrap()
-            .gradients
-            .read(&ctx)
-            .unwrap();
-        let gb = over
-            .backward(&ctx, &splats, &b, &grad)
-            .unwrap()
-            .gradients
-            .read(&ctx)
-            .unwrap();
-        let pairs = |h: &physfit::splat::HostGradients| -> Vec<f32> {
-            (0..MOVING)
-                .flat_map(|i| {
-                    h.means[i]
-                        .iter()
-                        .chain(&h.rotations[i])
-                        .chain(&h.log_scales[i])
-                        .copied()
-                        .chain([h.opacity_logits[i]])
-                        .chain(h.sh[i])
-                })
-                .collect()
-        };
-        let (va, vb) = (pairs(&ga), pairs(&gb));
+        let va = moving_gradients(&ctx, &mut full, &splats, &a, &grad);
+        let vb = moving_gradients(&ctx, &mut over, &splats, &b, &grad);
         let scale = va.iter().fold(0f32, |m, v| m.max(v.abs()));
         assert!(
             scale > 0.0,
