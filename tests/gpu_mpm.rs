@@ -57,6 +57,8 @@ mod memory_estimate;
 mod render_params;
 #[path = "gpu_mpm/simulate_cli.rs"]
 mod simulate_cli;
+#[path = "gpu_mpm/static_tiles.rs"]
+mod static_tiles;
 #[path = "gpu_mpm/synth_cli.rs"]
 mod synth_cli;
 #[path = "gpu_mpm/twin.rs"]

@@ -42,3 +42,5 @@ mod recolor;
 mod render_cli;
 #[path = "gpu_splat/render_splats.rs"]
 mod render_splats;
+#[path = "gpu_splat/static_backdrop.rs"]
+mod static_backdrop;

@@ -103,7 +103,8 @@ fn main(@builtin(workgroup_id) tile: vec3<u32>, @builtin(local_invocation_id) lo
         walk_length = atomicLoad(&max_last);
     }
     let range = workgroupUniformLoad(&tile_range);
-    // end < start (corrupt) walks nothing: `total` must not wrap.
+    // end < start (corrupt) walks nothing: `total` must not wrap. A tile
+    // only static splats reach (SKIPPED_TILE, start == end) walks nothing.
     let total = min(select(0u, range.y - range.x, range.y > range.x), workgroupUniformLoad(&walk_length));
 
     for (var batch_start = 0u; batch_start < total; batch_start += TILE_PIXELS) {

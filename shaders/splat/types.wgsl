@@ -9,6 +9,11 @@ const TILE_PIXELS: u32 = 256u;
 const ALPHA_MAX: f32 = 0.99;
 const ALPHA_MIN: f32 = 0.00392156862745098; // 1/255
 const TRANSMITTANCE_MIN: f32 = 0.0001;
+// The range of a tile that static splats alone reach, when the frame is
+// rendered over a static backdrop (static_tiles.wgsl): blend leaves its
+// pixels, the backward walks nothing (start == end). No tile's list starts
+// there: the intersection count is below 2³² − 1.
+const SKIPPED_TILE: u32 = 0xffffffffu;
 // EWA low-pass dilation added to the 2D covariance diagonal, px².
 const DILATION: f32 = 0.3;
 

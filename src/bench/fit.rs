@@ -6,6 +6,11 @@
 //! forward, MPM adjoint, deformation, render forward, render backward and
 //! loss, and the peak GPU memory of the fit problem.
 //!
+//! `static_tiles` off ([`run_case_with`]) renders and back-propagates
+//! every tile, as before the fit's static backdrops (docs/design.md §
+//! Gaussian splatting, "Static tiles"): the same run with and without the
+//! cut.
+//!
 //! A case is a scene without reference frames: [`run_case`] makes them by
 //! rendering its own forward at "true" parameters (uniform `log10 E` of
 //! the scene's `material.youngs_modulus`, a uniform initial velocity),
@@ -30,6 +35,7 @@ use serde::Serialize;
 use crate::fit::{
     FitError, FitProblem, FitProblemOptions, FitTimings, GradientFlow, Parameters, Selection,
 };
+use crate::gpu::traffic::Traffic;
 use crate::gpu::GpuContext;
 use crate::scene::frames::{write_png, FrameError};
 use crate::scene::ply::{PlyData, PlyError};
@@ -75,6 +81,8 @@ pub struct StageFigures {
     pub stages: FitTimings,
     /// Sum of `stages`.
     pub stages_total_s: f64,
+    /// Submissions and readbacks of one unprofiled iteration (the last).
+    pub traffic: Traffic,
     /// The loss at the starting parameters (not a timing: shows the
     /// references differ from the renders).
     pub loss: f64,
@@ -101,6 +109,13 @@ pub struct FitBenchResult {
     pub frames: usize,
     /// Timed runs of each figure (medians are reported).
     pub repetitions: u32,
+    /// Frames drawn over the views' static backdrops (the default; off:
+    /// every tile, [`run_case_with`]).
+    pub static_tiles: bool,
+    /// Per view: tiles of the last frame of the last evaluation that no
+    /// moving splat reached (skipped when `static_tiles`), and the tile
+    /// total; `None` for a view without a backdrop.
+    pub skipped_tiles: Vec<Option<[u32; 2]>>,
     /// Stage 1 (velocity): [`GradientFlow::Full`].
     pub stage1: StageFigures,
     /// Stage 2 (stiffness): [`GradientFlow::Truncated`] over all frames.
@@ -133,7 +148,19 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// Medians per stage.
 fn median_timings(runs: &[FitTimings]) -> FitTimings {
     let m = |f: fn(&FitTimings) -> f64| median(runs.iter().map(f).collect());
+    let render_stages_s = runs
+        .iter()
+        .flat_map(|r| r.render_stages_s.keys().copied())
+        .map(|stage| {
+            let times = runs
+                .iter()
+                .map(|r| r.render_stages_s.get(stage).copied().unwrap_or(0.0))
+                .collect();
+            (stage, median(times))
+        })
+        .collect();
     FitTimings {
+        render_stages_s,
         mpm_forward_s: m(|t| t.mpm_forward_s),
         mpm_adjoint_s: m(|t| t.mpm_adjoint_s),
         deformation_s: m(|t| t.deformation_s),
@@ -192,10 +219,26 @@ fn make_references(
 pub fn run_case(
     ctx: &GpuContext,
     name: &str,
+    scene: Scene,
+    frames: usize,
+    repetitions: u32,
+    dir: &Path,
+) -> Result<FitBenchResult, FitBenchError> {
+    run_case_with(ctx, name, scene, frames, repetitions, dir, true)
+}
+
+/// [`run_case`] with the fit problem's static tiles on or off
+/// ([`FitProblem::set_static_tiles`]; off: every tile rendered and
+/// back-propagated, the work before the cut, for a before/after on one
+/// machine at one load).
+pub fn run_case_with(
+    ctx: &GpuContext,
+    name: &str,
     mut scene: Scene,
     frames: usize,
     repetitions: u32,
     dir: &Path,
+    static_tiles: bool,
 ) -> Result<FitBenchResult, FitBenchError> {
     let repetitions = repetitions.max(1);
     let frames = frames.max(2);
@@ -209,6 +252,7 @@ pub fn run_case(
     ctx.memory.reset_peak();
     let t = Instant::now();
     let mut problem = FitProblem::new(ctx, &scene, &options)?;
+    problem.set_static_tiles(static_tiles);
     let setup_s = t.elapsed().as_secs_f64();
     let start = uniform(
         &problem,
@@ -247,11 +291,14 @@ pub fn run_case(
         ctx.wait()?;
         let mut iterations = Vec::new();
         let mut profiled = Vec::new();
+        let mut traffic = Traffic::default();
         for _ in 0..repetitions {
+            let before = ctx.traffic.snapshot();
             let t = Instant::now();
             let e = problem.evaluate(ctx, &start, &selection, flow)?;
             ctx.wait()?;
             iterations.push(t.elapsed().as_secs_f64());
+            traffic = ctx.traffic.snapshot().since(before);
             drop(e);
             problem.set_profile(true);
             let e = problem.evaluate(ctx, &start, &selection, flow);
@@ -266,9 +313,19 @@ pub fn run_case(
             iteration_s: median(iterations),
             stages_total_s: stages.total_s(),
             stages,
+            traffic,
             loss,
         });
     }
+    let skipped_tiles = (0..scene.views.len())
+        .map(|v| {
+            problem
+                .static_backdrop(v)
+                .map(|b| b.skipped_tiles(ctx).map(|(s, t)| [s, t]))
+                .transpose()
+        })
+        .collect::<Result<_, _>>()
+        .map_err(FitError::from)?;
     let stage2 = figures.pop().expect("two stages");
     let stage1 = figures.pop().expect("two stages");
     let camera = &scene.views[0].camera;
@@ -282,6 +339,8 @@ pub fn run_case(
         image_size: [camera.width, camera.height],
         frames,
         repetitions,
+        static_tiles,
+        skipped_tiles,
         stage1,
         stage2,
         peak_gpu_bytes: ctx.memory.peak(),

@@ -26,6 +26,8 @@
 //!   correction buffers per pixel of the largest view;
 //! - reference frames (`views[i].frames`): 4 bytes a pixel a frame a view
 //!   (5 with masks), uploaded once by the fit;
+//! - the fit's static backdrops: per view with frames, an image (16 bytes
+//!   a pixel), a flag per splat and one per tile;
 //! - host: the runtime (binary, wgpu, compiled kernels:
 //!   [`RUNTIME_HOST_BYTES`]), the upload copies of the splats, K-Means and
 //!   one decoded image per view at a time, and the fill's dense voxels.
@@ -404,6 +406,24 @@ pub fn estimate(scene: &Scene, workload: &Workload) -> MemoryEstimate {
         });
     }
     if backward {
+        // The fit's static backdrops (src/splat/backdrop.rs): per view with
+        // frames, an image, a flag per splat and one per tile.
+        let backdrop_bytes: u64 = fit_views
+            .iter()
+            .map(|&v| {
+                let c = &scene.views[v].camera;
+                let tiles = u64::from(c.width.div_ceil(16)) * u64::from(c.height.div_ceil(16));
+                u64::from(c.width) * u64::from(c.height) * 16 + splats * 4 + tiles * 4
+            })
+            .sum();
+        device.push(Part {
+            kind: PartKind::Images,
+            name: "static backdrops",
+            bytes: backdrop_bytes,
+            field: "views[i].camera".into(),
+            value: format!("{} views", fit_views.len()),
+            fix: "render smaller images (`width`, `height`; `--size`)".into(),
+        });
         let frame_bytes: u64 = fit_views
             .iter()
             .map(|&v| {

@@ -1,5 +1,5 @@
 //! `physfit bench fit [--cases fox,synthetic] [--frames N] [--size WxH]
-//! [--repetitions R]`: prints the fit benchmark as JSON
+//! [--repetitions R] [--static-tiles on|off]`: prints the fit benchmark as JSON
 //! ([`physfit::bench::fit`]).
 
 use std::path::PathBuf;
@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
-use physfit::bench::fit::{run_case, synthetic_scene};
+use physfit::bench::fit::{run_case_with, synthetic_scene};
 use physfit::gpu::{GpuContext, GpuOptions};
 use physfit::scene::Scene;
 
@@ -32,6 +32,9 @@ pub struct BenchFitArgs {
     /// Timed runs of each figure (after one warm-up); medians are reported.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     pub repetitions: u32,
+    /// Draw frames over the views' static backdrops (on, as a fit does) or render and back-propagate every tile (off: the work before that cut, for a before/after on one machine).
+    #[arg(long, default_value = "on", value_parser = ["on", "off"])]
+    pub static_tiles: String,
 }
 
 /// A directory under the system's temporary directory, removed on drop
@@ -67,6 +70,7 @@ pub fn run(args: &BenchFitArgs, quiet: bool) -> Result<()> {
     let size = args.size.as_deref().map(super::parse_size).transpose()?;
     let ctx = GpuContext::new(&GpuOptions::default())?;
     let frames = args.frames as usize;
+    let static_tiles = args.static_tiles == "on";
     let mut results = Vec::new();
     if wanted("fox") {
         let mut scene = Scene::load(&args.scene).with_context(|| {
@@ -88,13 +92,14 @@ pub fn run(args: &BenchFitArgs, quiet: bool) -> Result<()> {
                 scene.views.len()
             );
         }
-        results.push(run_case(
+        results.push(run_case_with(
             &ctx,
             "fox",
             scene,
             frames,
             args.repetitions,
             dir.0.as_path(),
+            static_tiles,
         )?);
     }
     if wanted("synthetic") {
@@ -109,13 +114,14 @@ pub fn run(args: &BenchFitArgs, quiet: bool) -> Result<()> {
             );
         }
         let refs = dir.0.as_path().join("references");
-        results.push(run_case(
+        results.push(run_case_with(
             &ctx,
             "synthetic",
             scene,
             frames,
             args.repetitions,
             &refs,
+            static_tiles,
         )?);
     }
     let out = serde_json::json!({

@@ -280,6 +280,8 @@ pub struct Deformation {
     contributions: GpuBuffer,
     gaussian_count: u32,
     driver_count: u32,
+    /// The splats it moves, on the host.
+    splat_index: Vec<u32>,
     /// Splats the scene must have at least (largest splat index + 1).
     min_splats: u32,
 }
@@ -346,6 +348,7 @@ impl Deformation {
             )?,
             gaussian_count,
             driver_count,
+            splat_index: setup.splat_index.clone(),
             min_splats: setup.splat_index.iter().max().map_or(0, |&i| i + 1),
         })
     }
@@ -353,6 +356,12 @@ impl Deformation {
     /// Number of deformed Gaussians.
     pub fn gaussian_count(&self) -> u32 {
         self.gaussian_count
+    }
+
+    /// The splats it moves (its setup's `splat_index`): every other splat
+    /// stays at rest.
+    pub fn splat_indices(&self) -> &[u32] {
+        &self.splat_index
     }
 
     /// Number of drivers (the MPM particle count its states must have).

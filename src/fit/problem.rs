@@ -52,6 +52,17 @@
 //! switches the image-loss weights and the two smoothness weights to a
 //! stage's (the stages alternate, with different weights).
 //!
+//! Static tiles: the splats the deformation does not move (static and
+//! anchored Gaussians: a pedestal, the ground, the anchored base) look the
+//! same in every frame of every call, and their gradient is never used.
+//! Each view with frames gets a [`StaticBackdrop`] when the problem is
+//! built (those splats rendered once), and every frame is drawn over it
+//! ([`crate::splat::Rasterizer::render_over`]): only the tiles that a
+//! moving splat reaches in that frame are blended and back-propagated, the
+//! others keep the backdrop's pixels. The image, and so the loss, is the
+//! same as a full render's; the gradient too, up to the order of float
+//! atomics (docs/design.md § Gaussian splatting, "Static tiles").
+//!
 //! Profiling ([`FitProblem::set_profile`], for `physfit bench fit`):
 //! [`super::profile`].
 //!
@@ -87,6 +98,7 @@ use crate::loss::{ColorCorrect, ImageLoss, LossWeights, ReferenceFrame, Referenc
 use crate::mpm::layout::STATE_STRIDE;
 use crate::mpm::{BackwardWork, MpmSimulator, ParticleState};
 use crate::scene::{Camera, ColorCorrection, FitStage, Scene};
+use crate::splat::StaticBackdrop;
 
 /// Per-driver parameters of one call, on the host (for the TV terms).
 struct Prepared {
@@ -112,6 +124,10 @@ pub struct FitProblem {
     cameras: Vec<Camera>,
     view_names: Vec<String>,
     references: Vec<Option<Vec<ReferenceFrame>>>,
+    /// Per view: the static splats' render, when some splats never move.
+    backdrops: Vec<Option<StaticBackdrop>>,
+    /// Render over the backdrops ([`FitProblem::set_static_tiles`]).
+    static_tiles: bool,
     work: BackwardWork,
     youngs_map: ParamMap,
     velocity_map: ParamMap,
@@ -169,7 +185,18 @@ impl FitProblem {
             &Interactions::default(),
         )?
         .bounded_by(10f64.powf(log10_max))?;
-        let forward = SceneRenderer::simulated(ctx, &setup, scene.gaussians(), scene.background)?;
+        let mut forward =
+            SceneRenderer::simulated(ctx, &setup, scene.gaussians(), scene.background)?;
+        // One static backdrop per view with frames, when some splats stay
+        // at rest (module doc, "Static tiles").
+        let some_static = setup.deform.len() < scene.gaussians().len();
+        let mut backdrops = Vec::with_capacity(scene.views.len());
+        for view in &scene.views {
+            backdrops.push(match view.frames.is_some() && some_static {
+                true => forward.static_backdrop(ctx, scene.gaussians(), &view.camera)?,
+                false => None,
+            });
+        }
         let mut references = Vec::with_capacity(scene.views.len());
         for (v, view) in scene.views.iter().enumerate() {
             references.push(match &view.frames {
@@ -244,6 +271,8 @@ impl FitProblem {
             drivers,
             forward,
             references,
+            backdrops,
+            static_tiles: true,
             youngs_map,
             velocity_map,
             youngs_plan,
@@ -274,6 +303,23 @@ impl FitProblem {
     /// timed. Off by default; costs nothing when off.
     pub fn set_profile(&mut self, on: bool) {
         self.profiler.on = on;
+        if let Ok(parts) = self.forward.parts_mut() {
+            parts.raster.profile = on;
+        }
+    }
+
+    /// Whether frames are rendered over the views' static backdrops (on
+    /// by default; module doc, "Static tiles"). Off renders and
+    /// back-propagates every tile: the same loss, the same gradient up to
+    /// the order of float atomics, more work (the comparison tests make).
+    pub fn set_static_tiles(&mut self, on: bool) {
+        self.static_tiles = on;
+    }
+
+    /// View `view`'s static backdrop, when it has one (module doc,
+    /// "Static tiles").
+    pub fn static_backdrop(&self, view: usize) -> Option<&StaticBackdrop> {
+        self.backdrops.get(view).and_then(Option::as_ref)
     }
 
     /// The stage times summed since the last call (zero when not

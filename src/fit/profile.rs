@@ -1,8 +1,12 @@
 //! Timing the parts of [`super::FitProblem`] calls for `physfit bench fit`:
 //! each part of a call is waited for on its own and its wall time added to
 //! a [`FitTimings`], so the parts' times include one submit/wait round trip
-//! each and their sum exceeds an unprofiled call's time.
+//! each and their sum exceeds an unprofiled call's time. The rasterizer's
+//! own stages (project, sorts, blend, their backward) are split out the
+//! same way ([`crate::splat::Rasterizer::profile`]), inside the render
+//! parts.
 
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 use serde::Serialize;
@@ -13,7 +17,7 @@ use crate::gpu::GpuContext;
 /// Wall seconds of the parts of [`super::FitProblem`] calls made while profiling
 /// ([`super::FitProblem::set_profile`]), summed over the calls since the last
 /// [`super::FitProblem::take_timings`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct FitTimings {
     /// Setting E and the initial state, and the rollout.
     pub mpm_forward_s: f64,
@@ -30,6 +34,10 @@ pub struct FitTimings {
     /// The image loss and its gradient per render, the terms' readback and
     /// the host TV.
     pub loss_s: f64,
+    /// Seconds per rasterizer stage (its [`crate::splat::StageTiming`]
+    /// names), forward and backward: a split of `render_forward_s` and
+    /// `render_backward_s`, not added to [`FitTimings::total_s`].
+    pub render_stages_s: BTreeMap<&'static str, f64>,
 }
 
 impl FitTimings {
@@ -90,6 +98,17 @@ impl Profiler {
             TimedPart::Loss => &mut t.loss_s,
         } += dt;
         Ok(())
+    }
+
+    /// When on: adds the rasterizer's stage times of one render or
+    /// backward.
+    pub(super) fn add_stages(&mut self, stages: &[crate::splat::StageTiming]) {
+        if !self.on {
+            return;
+        }
+        for s in stages {
+            *self.timings.render_stages_s.entry(s.stage).or_default() += s.ms / 1e3;
+        }
     }
 }
 

@@ -364,6 +364,13 @@ fn run_lbfgs_stage(
         Ending::Stopped => return Ok(None),
         Ending::Ended { converged } => converged,
     };
+    log::debug!(
+        "{}: {} evaluations ({} line-search trials), {} gradients never used",
+        stage.label(),
+        run.evaluations,
+        run.evaluations.saturating_sub(1),
+        run.unused_gradients
+    );
     if !start_recorded {
         // No step was taken: the start's record stands for the stage.
         push_record(objective.first_seen(), stage, state);

@@ -9,7 +9,7 @@ use crate::gpu::{GpuBuffer, GpuContext};
 use crate::mpm::{ForcedRun, MpmSimulator, ParticleState};
 use crate::scene::frames::Frame;
 use crate::scene::{Camera, Gaussians};
-use crate::splat::{Rasterizer, RenderOutput, SplatBuffers};
+use crate::splat::{Rasterizer, RenderOutput, SplatBuffers, StaticBackdrop};
 
 /// The simulated part of a run: the drivers' MPM under the impulses (with
 /// none, exactly the fit's forward), every frame state simulated so far,
@@ -185,6 +185,39 @@ impl SceneRenderer {
         Ok(self
             .raster
             .render(ctx, &self.splats, camera, self.background)?)
+    }
+
+    /// [`SceneRenderer::draw`] from `backdrop`'s camera, blending only the
+    /// tiles its moving splats reach ([`Rasterizer::render_over`]): the
+    /// same image, the backward exact for the moving splats only.
+    pub fn draw_over(
+        &mut self,
+        ctx: &GpuContext,
+        backdrop: &StaticBackdrop,
+    ) -> Result<RenderOutput, ForwardError> {
+        Ok(self.raster.render_over(ctx, &self.splats, backdrop)?)
+    }
+
+    /// The static backdrop of this run seen from `camera`: every splat but
+    /// the deformed ones rendered once ([`StaticBackdrop`]); `gaussians`
+    /// are the splats this renderer was built with. `None` at rest.
+    pub fn static_backdrop(
+        &mut self,
+        ctx: &GpuContext,
+        gaussians: &Gaussians,
+        camera: &Camera,
+    ) -> Result<Option<StaticBackdrop>, ForwardError> {
+        let Some(m) = self.motion.as_ref() else {
+            return Ok(None);
+        };
+        Ok(Some(StaticBackdrop::new(
+            ctx,
+            &mut self.raster,
+            gaussians,
+            m.deformation.splat_indices(),
+            camera,
+            self.background,
+        )?))
     }
 
     /// Renders the splats as posed from `camera` and reads the image back

@@ -183,6 +183,8 @@ impl GpuContext {
     /// any GPU error raised meanwhile is returned instead of the data.
     pub fn read_buffer<T: Pod>(&self, buffer: &GpuBuffer) -> Result<Vec<T>, GpuError> {
         let size = buffer.size();
+        self.traffic.encoder();
+        self.traffic.readback();
         let staging = self.create_buffer(
             &format!("{} (readback)", buffer.label()),
             size,

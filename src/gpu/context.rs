@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use super::error::GpuError;
 use super::memory::MemoryTracker;
 use super::shader::{AtomicMode, ShaderOptions};
+use super::traffic::TrafficCounter;
 
 /// What physfit needs to know about an adapter's abilities.
 #[derive(Clone, Debug)]
@@ -50,6 +51,9 @@ pub struct GpuContext {
     pub shader_options: ShaderOptions,
     /// Bytes allocated through [`GpuContext::create_buffer`] and their peak.
     pub memory: Arc<MemoryTracker>,
+    /// Submissions and readbacks made through the context
+    /// ([`super::traffic`]).
+    pub traffic: Arc<TrafficCounter>,
     errors: Arc<Mutex<Vec<String>>>,
     lost: Arc<Mutex<Option<String>>>,
 }
@@ -267,6 +271,7 @@ impl GpuContext {
                 },
             },
             memory: Arc::new(MemoryTracker::default()),
+            traffic: Arc::new(TrafficCounter::default()),
             errors,
             lost,
         })

@@ -20,6 +20,7 @@ pub mod radix_sort_scatter;
 pub mod runtime_dir;
 pub mod shader;
 pub mod sort_bench;
+pub mod traffic;
 pub mod wgsl_layout;
 
 pub use binding_table::{Binding, BindingKind, KernelSpec, NamedBuffer};
@@ -31,6 +32,7 @@ pub use shader::{AtomicMode, ShaderOptions};
 
 /// Creates a command encoder with a label.
 pub fn encoder(ctx: &GpuContext, label: &str) -> wgpu::CommandEncoder {
+    ctx.traffic.encoder();
     ctx.device
         .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) })
 }

@@ -122,6 +122,12 @@ pub struct LbfgsState {
     pub first: bool,
     /// Accepted steps in a row that gained less than the tolerance.
     pub small_steps: u32,
+    /// Evaluations whose gradient the run did not keep: line-search
+    /// trials refused, or passed over for a better one. Each paid for an
+    /// adjoint that was thrown away (docs/benchmarks.md § Fit); absent
+    /// from checkpoints written before it was counted (0).
+    #[serde(default)]
+    pub unused_gradients: u32,
 }
 
 /// Where a run starts.
@@ -157,6 +163,7 @@ impl Lbfgs {
                 evaluations: 1,
                 first: true,
                 small_steps: 0,
+                unused_gradients: 0,
             }),
             LbfgsStart::Resume(state) => Some(state),
         })
@@ -217,6 +224,7 @@ impl Lbfgs {
         let settings = &self.settings;
         let mut t = 1.0;
         let mut accepted: Option<(Vec<f64>, f64, Vec<f64>)> = None;
+        let mut tried = 0u32;
         while state.evaluations < settings.max_evaluations {
             let trial: Vec<f64> = state
                 .x
@@ -237,6 +245,7 @@ impl Lbfgs {
             }
             let value = objective.evaluate(&trial)?;
             state.evaluations += 1;
+            tried += 1;
             match value {
                 Some((l, g)) if l.is_finite() && l <= state.loss + 1e-4 * t * slope => {
                     let better = accepted.as_ref().is_none_or(|(_, best, _)| l < *best);
@@ -256,6 +265,7 @@ impl Lbfgs {
                 _ => t *= 0.5,
             }
         }
+        state.unused_gradients += tried - u32::from(accepted.is_some());
         Ok(accepted)
     }
 }

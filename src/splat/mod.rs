@@ -25,6 +25,12 @@
 //! 7. [`blend`]: per tile, front-to-back compositing → RGBA image (linear RGB
 //!    over the background, alpha = 1 − T) + per-pixel stop index.
 //!
+//! Over a static backdrop ([`Rasterizer::render_over`], [`backdrop`]): after
+//! step 6, [`static_tiles`] flags the tiles a splat that may move reaches
+//! and marks the others skipped; the backdrop (the static splats' own
+//! render) is copied into the image and step 7 blends the flagged tiles
+//! only. Same image; the backward skips the other tiles.
+//!
 //! Backward ([`Rasterizer::backward`]), given dL/d(RGBA) per pixel:
 //! 1. [`blend_adjoint`]: per tile, front-to-back replay, per-splat gradients
 //!    of (mean₂, conic, opacity, colour) reduced in registers over a 2×2
@@ -70,6 +76,7 @@
 //! must each fit `max_storage_buffer_binding_size` (128 MiB on lavapipe:
 //! ~33 M intersections); beyond it render returns [`GpuError::OverLimit`].
 
+pub mod backdrop;
 pub mod blend;
 pub mod blend_adjoint;
 mod buffer_growth;
@@ -80,10 +87,12 @@ pub mod project;
 pub mod project_adjoint;
 pub mod splat_buffers;
 pub mod stage_recorder;
+pub mod static_tiles;
 pub mod tile_ranges;
 pub mod uniforms;
 mod workspace;
 
+pub use backdrop::StaticBackdrop;
 pub use camera_adjoint::CameraGradient;
 pub use error::SplatError;
 pub use splat_buffers::{HostGradients, SplatBuffers, SplatGradients};
@@ -103,6 +112,7 @@ use intersect_tiles::{IntersectTiles, IntersectTilesBuffers};
 use project::{Project, ProjectBuffers};
 use project_adjoint::{ProjectAdjoint, ProjectAdjointBuffers};
 use stage_recorder::StageRecorder;
+use static_tiles::{StaticTiles, StaticTilesBuffers};
 use tile_ranges::{TileRanges, TileRangesBuffers};
 use uniforms::RasterUniforms;
 use workspace::Workspace;
@@ -127,6 +137,9 @@ pub struct RenderOutput {
     tiles: [u32; 2],
     splat_count: u32,
     coeffs_per_splat: u32,
+    /// Rendered over a [`StaticBackdrop`]: static splats' gradients are
+    /// partial.
+    over_backdrop: bool,
 }
 
 impl RenderOutput {
@@ -174,6 +187,8 @@ pub struct Rasterizer {
     project_adjoint: ProjectAdjoint,
     /// Compiled on first use: only `physfit align` moves cameras.
     camera_adjoint: Option<CameraAdjoint>,
+    /// Compiled on first use: only renders over a backdrop need it.
+    static_tiles: Option<StaticTiles>,
     prefix_sum: Option<PrefixSum>,
     depth_sort: Option<RadixSort>,
     tile_sort: Option<RadixSort>,
@@ -230,6 +245,7 @@ impl Rasterizer {
             blend_adjoint: BlendAdjoint::new(ctx)?,
             project_adjoint: ProjectAdjoint::new(ctx)?,
             camera_adjoint: None,
+            static_tiles: None,
             prefix_sum: None,
             depth_sort: None,
             tile_sort: None,
@@ -254,7 +270,43 @@ impl Rasterizer {
         camera: &Camera,
         background: [f32; 3],
     ) -> Result<RenderOutput, SplatError> {
-        self.render_frame(ctx, splats, camera, background)
+        self.render_frame(ctx, splats, camera, background, None)
+            .map_err(|e| {
+                e.in_scene(|| {
+                    format!(
+                        "{} splats, SH degree {}, {}×{} image",
+                        splats.count, splats.sh_degree, camera.width, camera.height
+                    )
+                })
+            })
+    }
+
+    /// [`Rasterizer::render`] from the backdrop's camera over its
+    /// background, blending only the tiles that splats flagged as moving
+    /// in `backdrop` reach; the others keep the backdrop's pixels (module
+    /// doc of [`backdrop`]). The image is the same as `render`'s when the
+    /// splats not flagged are those the backdrop was rendered from; the
+    /// backward's gradients are exact for the moving splats only.
+    ///
+    /// Errors: as [`Rasterizer::render`]; [`SplatError::InvalidGaussians`]
+    /// when `splats` are not as many as the backdrop's.
+    pub fn render_over(
+        &mut self,
+        ctx: &GpuContext,
+        splats: &SplatBuffers,
+        backdrop: &StaticBackdrop,
+    ) -> Result<RenderOutput, SplatError> {
+        if splats.count != backdrop.splat_count {
+            return Err(SplatError::InvalidGaussians(format!(
+                "{} splats rendered over a backdrop of {}",
+                splats.count, backdrop.splat_count
+            )));
+        }
+        if self.static_tiles.is_none() {
+            self.static_tiles = Some(StaticTiles::new(ctx)?);
+        }
+        let camera = &backdrop.camera;
+        self.render_frame(ctx, splats, camera, backdrop.background, Some(backdrop))
             .map_err(|e| {
                 e.in_scene(|| {
                     format!(
@@ -271,6 +323,7 @@ impl Rasterizer {
         splats: &SplatBuffers,
         camera: &Camera,
         background: [f32; 3],
+        backdrop: Option<&StaticBackdrop>,
     ) -> Result<RenderOutput, SplatError> {
         validate_camera(camera)?;
         if !background.iter().all(|c| c.is_finite()) {
@@ -418,6 +471,27 @@ impl Rasterizer {
             );
             Ok(())
         })?;
+        if let Some(backdrop) = backdrop {
+            let kernel = self.static_tiles.as_ref().expect("compiled by render_over");
+            rec.stage("static tiles", |enc| {
+                kernel.dispatch(
+                    ctx,
+                    enc,
+                    &StaticTilesBuffers {
+                        uniforms: &ws.uniforms,
+                        tile_ids: &ws.tile_ids,
+                        splat_ids: &ws.splat_ids,
+                        moving: &backdrop.moving,
+                        tile_moving: &backdrop.tile_moving,
+                        ranges: &ws.ranges,
+                    },
+                    intersection_count,
+                    tile_total,
+                );
+                enc.copy_buffer_to_buffer(&backdrop.image, 0, &ws.image, 0, pixels * 16);
+                Ok(())
+            })?;
+        }
         rec.stage("blend", |enc| {
             self.blend.dispatch(
                 ctx,
@@ -446,6 +520,7 @@ impl Rasterizer {
             tiles,
             splat_count: n,
             coeffs_per_splat: splats.coeffs_per_splat(),
+            over_backdrop: backdrop.is_some(),
         })
     }
 
@@ -566,6 +641,15 @@ impl Rasterizer {
         output: &RenderOutput,
         grad_image: &GpuBuffer,
     ) -> Result<CameraGradient, SplatError> {
+        if output.over_backdrop {
+            // Every splat's share counts for a camera, static ones too.
+            return Err(SplatError::InvalidGaussians(
+                "the camera gradient needs every splat's share, but this frame was rendered \
+                 over a static backdrop, which skips the static splats' tiles: render it with \
+                 Rasterizer::render"
+                    .into(),
+            ));
+        }
         self.prepare_backward(ctx, splats, output, grad_image)?;
         let n = splats.count;
         reserve(

@@ -98,6 +98,7 @@ fn running_state() -> FitState {
                 evaluations: 4,
                 first: false,
                 small_steps: 1,
+                unused_gradients: 2,
             },
         }),
         records: vec![IterationRecord {

@@ -56,6 +56,8 @@ fn all_kernel_specs() -> Vec<KernelSpec> {
         splat::project::Project::SPEC,
         splat::project_adjoint::ProjectAdjoint::SPEC,
         splat::tile_ranges::TileRanges::SPEC,
+        splat::static_tiles::StaticTiles::MARK,
+        splat::static_tiles::StaticTiles::SKIP,
     ]
 }
 

@@ -117,3 +117,36 @@ fn a_resumed_run_continues_exactly() {
         assert_eq!(resumed, whole, "cut after {cut} accepted steps");
     }
 }
+
+/// Every evaluation after the start's is a line-search trial, and each
+/// trial but the one a step accepts leaves its gradient unused: after
+/// every accepted step, unused = evaluations − 1 − steps.
+#[test]
+fn unused_gradients_are_the_trials_no_step_kept() {
+    let settings = LbfgsSettings {
+        max_evaluations: 40,
+        first_step: 0.1,
+        relative_tolerance: 1e-10,
+        ..LbfgsSettings::default()
+    };
+    let f = |x: &[f64]| Ok::<_, ()>(Some(rosenbrock(x)));
+    let mut steps = 0;
+    let mut last: Option<LbfgsState> = None;
+    minimise_observed(LbfgsStart::At(&[-1.2, 1.0]), &settings, f, |s| {
+        steps += 1;
+        assert_eq!(
+            s.unused_gradients,
+            s.evaluations - 1 - steps,
+            "after {steps} accepted steps"
+        );
+        last = Some(s.clone());
+        true
+    })
+    .unwrap();
+    let last = last.unwrap();
+    assert!(
+        last.unused_gradients > 0,
+        "Rosenbrock's valley refuses some trials ({} evaluations, {steps} steps)",
+        last.evaluations
+    );
+}

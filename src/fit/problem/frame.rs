@@ -35,8 +35,12 @@ impl FitProblem {
         self.profiler.lap(ctx, TimedPart::Deformation)?;
         let mut intersections = 0u64;
         for (i, &view) in views.iter().enumerate() {
-            let out = self.forward.draw(ctx, &self.cameras[view])?;
+            let out = match &self.backdrops[view] {
+                Some(backdrop) if self.static_tiles => self.forward.draw_over(ctx, backdrop)?,
+                _ => self.forward.draw(ctx, &self.cameras[view])?,
+            };
             self.profiler.lap(ctx, TimedPart::RenderForward)?;
+            self.profiler.add_stages(&out.timings);
             intersections += u64::from(out.intersection_count);
             let reference = &self.references[view].as_ref().expect("checked selection")[frame];
             let parts = self.forward.parts_mut()?;
@@ -71,6 +75,7 @@ impl FitProblem {
                     self.profiler.lap(ctx, TimedPart::Loss)?;
                     let back = parts.raster.backward(ctx, parts.splats, &out, grad_image)?;
                     self.profiler.lap(ctx, TimedPart::RenderBackward)?;
+                    self.profiler.add_stages(&back.timings);
                     let mut encoder = crate::gpu::encoder(ctx, "fit deform backward");
                     parts.deformation.encode_backward(
                         ctx,
