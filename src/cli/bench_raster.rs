@@ -11,7 +11,7 @@ use serde_json::json;
 
 use physfit::bench::raster::{bench_case, synthetic_cases, RasterCase};
 use physfit::gpu::GpuContext;
-use physfit::scene::scene::Scene;
+use physfit::scene::Scene;
 
 /// Options of `physfit bench raster`.
 #[derive(Args, Debug)]
