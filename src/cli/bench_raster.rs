@@ -74,7 +74,7 @@ pub fn run(args: &BenchRasterArgs) -> Result<()> {
             r.forward_ms,
             r.backward_ms,
             r.intersections,
-            physfit::gpu::error::human_bytes(r.peak_gpu_bytes)
+            physfit::memory::bytes::human_bytes(r.peak_gpu_bytes)
         );
         results.push(r);
     }
