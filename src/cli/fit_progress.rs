@@ -6,7 +6,7 @@
 use indicatif::{ProgressBar, ProgressStyle};
 
 use physfit::fit::record::mean_quality;
-use physfit::fit::stages::ROUND_TOLERANCE;
+use physfit::fit::ROUND_TOLERANCE;
 use physfit::fit::{Control, FinishedStage, FitObserver, FitState, StagePlan};
 
 use super::fit_phase::Phase;
