@@ -38,10 +38,10 @@
 
 use glam::Vec3;
 
-use crate::gpu::error::human_bytes;
+use crate::memory::bytes::human_bytes;
 use crate::mpm::layout::STATE_STRIDE;
 use crate::mpm::simulator::KEPT_GRIDS_BUDGET_BYTES;
-use crate::mpm::voxel;
+use crate::mpm_rules::voxel;
 use crate::scene::{Camera, Scene};
 
 /// Host bytes of the runtime itself: the binary, wgpu, compiled kernels.

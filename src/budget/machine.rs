@@ -3,8 +3,9 @@
 //!
 //! - Host: on Linux `MemAvailable` of `/proc/meminfo` (what can be
 //!   allocated without swapping). Elsewhere it is not read: physfit assumes
-//!   [`ASSUMED_HOST_BYTES`] (8 GiB, a modest laptop), and says so in every
-//!   figure it prints (`source`). `PHYSFIT_HOST_MEMORY_MIB` overrides both.
+//!   [`ASSUMED_HOST_BYTES`](crate::memory::host::ASSUMED_HOST_BYTES) (8
+//!   GiB, a modest laptop), and says so in every figure it prints
+//!   (`source`). `PHYSFIT_HOST_MEMORY_MIB` overrides both.
 //! - Device: the adapter's `max_buffer_size` and
 //!   `max_storage_buffer_binding_size` (wgpu's, exact), and its memory: on
 //!   NVIDIA, `nvidia-smi --query-gpu=memory.total,memory.used` (total −
@@ -21,7 +22,7 @@
 use std::process::Command;
 
 use crate::memory::host::env_mib;
-pub use crate::memory::host::{host_available, parse_meminfo, ASSUMED_HOST_BYTES};
+use crate::memory::host::host_available;
 
 /// Device memory assumed for a hardware adapter whose memory is not reported.
 pub const ASSUMED_DEVICE_BYTES: u64 = 4 << 30;

@@ -12,7 +12,7 @@
 //!   limits), for each command that allocates ([`Workload`]).
 //! - [`machine`]: what the machine has: the host's available memory, the
 //!   adapter's limits and, where the platform reports it, its memory.
-//! - [`refusal`]: the typed refusal ([`MemoryError`]) naming the field, the
+//! - [`refusal`]: the typed refusal ([`MemoryError`](crate::memory::MemoryError)) naming the field, the
 //!   bytes needed, what the machine has and the fix.
 
 pub mod estimate;
@@ -21,4 +21,3 @@ pub mod refusal;
 
 pub use estimate::{estimate, MemoryEstimate, Part, PartKind, PlannedBuffer, Workload};
 pub use machine::{DeviceMemory, MachineMemory};
-pub use refusal::{MemoryError, MemoryKind};

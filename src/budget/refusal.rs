@@ -9,7 +9,7 @@ use std::path::Path;
 use super::estimate::{MemoryEstimate, Part};
 use super::machine::MachineMemory;
 use crate::memory::bytes::human_bytes;
-pub use crate::memory::refusal::{MemoryError, MemoryKind};
+use crate::memory::refusal::{MemoryError, MemoryKind};
 
 fn too_large(
     path: &Path,

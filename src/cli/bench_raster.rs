@@ -11,7 +11,7 @@ use serde_json::json;
 
 use physfit::bench::raster::{bench_case, synthetic_cases, RasterCase};
 use physfit::gpu::GpuContext;
-use physfit::scene::scene::Scene;
+use physfit::scene::Scene;
 
 /// Options of `physfit bench raster`.
 #[derive(Args, Debug)]
@@ -74,7 +74,7 @@ pub fn run(args: &BenchRasterArgs) -> Result<()> {
             r.forward_ms,
             r.backward_ms,
             r.intersections,
-            physfit::gpu::error::human_bytes(r.peak_gpu_bytes)
+            physfit::memory::bytes::human_bytes(r.peak_gpu_bytes)
         );
         results.push(r);
     }

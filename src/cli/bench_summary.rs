@@ -13,7 +13,7 @@ use serde_json::json;
 use physfit::bench::mpm::{default_cases, run_case};
 use physfit::bench::raster::{bench_case, RasterCase};
 use physfit::gpu::{GpuContext, GpuOptions};
-use physfit::scene::scene::Scene;
+use physfit::scene::Scene;
 
 /// The demo scene the raster figure is measured on.
 const DEMO_SCENE: &str = "scenes/fox.toml";

@@ -8,8 +8,7 @@ use anyhow::Result;
 use physfit::budget::{estimate, MachineMemory, Workload};
 use physfit::io::shown::shown;
 use physfit::mpm::WallMode;
-use physfit::scene::scene::{AUTO_DRIVERS_PER_CELL, MIN_DRIVERS_PER_CELL};
-use physfit::scene::{DriverCount, Scene};
+use physfit::scene::{DriverCount, Scene, AUTO_DRIVERS_PER_CELL, MIN_DRIVERS_PER_CELL};
 
 use super::check_fit::fit_summary;
 

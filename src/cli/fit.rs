@@ -162,7 +162,7 @@ pub fn run(args: &FitArgs) -> Result<FitOutcome> {
                 check.view,
                 check.psnr,
                 shown(&check.reference),
-                physfit::fit::camera_check::CAMERA_CHECK_DB,
+                physfit::fit::CAMERA_CHECK_DB,
                 shown(picture),
                 shown(&args.scene)
             ),

@@ -10,9 +10,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use physfit::fit::record::mean_quality;
 use physfit::fit::stages::evaluations_so_far;
-use physfit::fit::stages::ROUND_TOLERANCE;
 use physfit::fit::summary::Solver;
 use physfit::fit::summary_build::stage_solver;
+use physfit::fit::ROUND_TOLERANCE;
 use physfit::fit::{Control, FinishedStage, FitObserver, FitState, StagePlan};
 
 use super::count::count;

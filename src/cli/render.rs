@@ -13,7 +13,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use physfit::forward::SceneRenderer;
 use physfit::gpu::GpuContext;
 use physfit::io::shown::shown;
-use physfit::scene::scene::Scene;
+use physfit::scene::Scene;
 
 use physfit::io::owned::Owned;
 use physfit::scene::inputs::scene_inputs;

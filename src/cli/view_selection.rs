@@ -6,8 +6,8 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use physfit::io::shown::shown;
-use physfit::scene::scene::Scene;
 use physfit::scene::Camera;
+use physfit::scene::Scene;
 
 use super::count::count;
 

@@ -10,9 +10,9 @@ use kiddo::{ImmutableKdTree, SquaredEuclidean};
 
 use super::kmeans::{kmeans, KMeansError};
 use super::DriveError;
-use crate::mpm::config::occupied_volume;
-use crate::mpm::voxel;
 use crate::mpm::{MpmSetup, ParticleState};
+use crate::mpm_rules::config::occupied_volume;
+use crate::mpm_rules::voxel;
 use crate::scene::{Scene, SimBox};
 
 /// The points K-Means runs over: the simulated Gaussians, then the fill
@@ -80,7 +80,7 @@ impl DriverSource {
 
     /// The occupied volume of every point (Gaussians, anchored included,
     /// and fill points): the half-cell voxel rule of
-    /// [`crate::mpm::config::occupied_volume`].
+    /// [`crate::mpm_rules::config::occupied_volume`].
     pub fn occupied_volume(&self) -> f64 {
         let p64: Vec<[f64; 3]> = self.points.iter().map(|p| p.map(f64::from)).collect();
         occupied_volume(&p64, self.grid_res)

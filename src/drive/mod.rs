@@ -2,7 +2,7 @@
 //! and the deformation of Gaussians).
 //!
 //! [`DriverSet`] holds the method's K-Means driving particles ([`kmeans`])
-//! over the simulated Gaussians (and the fill points of [`crate::mpm::voxel`]), the k
+//! over the simulated Gaussians (and the fill points of [`crate::mpm_rules::voxel`]), the k
 //! nearest drivers of every free Gaussian, which the deformation
 //! ([`crate::deform`]) moves rigidly with them, and the drivers' kNN graph
 //! for TV; it gives the MPM setup and the initial state.

@@ -64,6 +64,9 @@ pub mod uncertainty_estimate;
 
 pub use crate::mpm::GradientFlow;
 pub use crate::stop::StopSignal;
+/// PSNR (dB) of frame 0 below which the camera check flags a view
+/// ([`camera_check`]): a caller that prints the check names it.
+pub use camera_check::CAMERA_CHECK_DB;
 pub use error::FitError;
 pub use evaluation::{Evaluation, HostGradients, ImageTerms, LossReport, Parameters, Selection};
 pub use field_setting::{ChosenField, RegionAssignment};
@@ -77,6 +80,10 @@ pub use record::IterationRecord;
 pub use result::{DriverValues, FitResult};
 pub use session::{EarlierFit, FitSession, RunEnd, SessionOptions};
 pub use session_error::SessionError;
+/// The fraction a round's stiffness loss must fall below the previous
+/// round's for the fit to go on ([`stages`]): a caller that reports the
+/// rounds' convergence names it.
+pub use stages::ROUND_TOLERANCE;
 pub use stages::{run_fit, FitEnd};
 pub use state::FitState;
 pub use summary::FitSummary;

@@ -17,7 +17,7 @@ pub enum SessionError {
     /// The fit would take more memory than the machine has, or a buffer
     /// over an adapter limit (estimated before anything is allocated).
     #[error(transparent)]
-    Memory(#[from] Box<crate::budget::MemoryError>),
+    Memory(#[from] Box<crate::memory::MemoryError>),
     /// The output directory holds an earlier fit and the session was
     /// asked neither to continue nor to replace it.
     #[error("{} holds an earlier fit ({})", crate::io::shown::shown(out), files.join(", "))]

@@ -5,6 +5,8 @@
 
 use thiserror::Error;
 
+use crate::memory::bytes::human_bytes;
+
 /// An error from the GPU runtime.
 #[derive(Debug, Error)]
 pub enum GpuError {
@@ -118,5 +120,3 @@ impl GpuError {
         }
     }
 }
-
-pub use crate::memory::bytes::human_bytes;

@@ -4,8 +4,8 @@
 use std::fmt::Write;
 
 use super::context::GpuContext;
-use super::error::human_bytes;
 use super::shader::AtomicMode;
+use crate::memory::bytes::human_bytes;
 
 /// Human-readable description of a context, one fact a line.
 pub fn describe(ctx: &GpuContext) -> String {

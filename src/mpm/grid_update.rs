@@ -17,7 +17,7 @@ pub struct GridUpdateBuffers<'a> {
     pub grid_anchored: &'a GpuBuffer,
     /// Output: velocity per node (4 f32, the 4th unused).
     pub grid_velocity: &'a GpuBuffer,
-    /// Collider records ([`super::collider::collider_records`]).
+    /// Collider records ([`crate::mpm_rules::collider::collider_records`]).
     pub colliders: &'a GpuBuffer,
 }
 

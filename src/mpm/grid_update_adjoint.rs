@@ -19,7 +19,7 @@ pub struct GridUpdateAdjointBuffers<'a> {
     pub grid_velocity_grad: &'a GpuBuffer,
     /// Output: (∂L/∂mv, ∂L/∂m) per node.
     pub grid_grad: &'a GpuBuffer,
-    /// Collider records ([`super::collider::collider_records`]).
+    /// Collider records ([`crate::mpm_rules::collider::collider_records`]).
     pub colliders: &'a GpuBuffer,
     /// ∂L/∂μ per collider (f32), added to.
     pub collider_grad: &'a GpuBuffer,

@@ -27,9 +27,11 @@
 //! [`bind_group_cache`]) → [`rollout`] (frames forward) → [`backward`] (the
 //! checkpointed backward pass, on the caller's [`BackwardWork`]:
 //! [`backward_work`]).
-//! On the CPU, in [`crate::mpm_rules`] (re-exported here): [`config`],
-//! [`stability`] (the explicit time-step bound) and [`voxel`] (the grid
-//! cells the material occupies, and the interior fill of closed objects).
+//! On the CPU, in [`crate::mpm_rules`] (shared with the scene loader):
+//! [`config`](crate::mpm_rules::config), [`stability`](crate::mpm_rules::stability)
+//! (the explicit time-step bound) and [`voxel`](crate::mpm_rules::voxel)
+//! (the grid cells the material occupies, and the interior fill of closed
+//! objects).
 
 pub mod add_assign;
 pub mod backward;
@@ -57,13 +59,11 @@ pub mod substep;
 pub mod substep_grid;
 pub mod uniforms;
 
-/// The CPU rules shared with the scene loader ([`crate::mpm_rules`]), under
-/// their old paths.
-pub use crate::mpm_rules::{collider, config, stability, voxel};
+/// The simulator's configuration and collider types, defined with the CPU
+/// rules the scene loader shares ([`crate::mpm_rules`]).
+pub use crate::mpm_rules::{Collider, ColliderShape, ContactRule, MpmConfig, WallMode};
 pub use backward::{BackwardOptions, FrameGradient, GradientFlow, HostMpmGradients, MpmGradients};
 pub use backward_work::BackwardWork;
-pub use collider::{Collider, ColliderShape, ContactRule};
-pub use config::{MpmConfig, WallMode};
 pub use error::MpmError;
 pub use forcing::{ForcedRun, ImpulseForce};
 pub use layout::ParticleState;

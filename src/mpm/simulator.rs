@@ -9,8 +9,6 @@
 use super::add_assign::{AddAssign, AddAssignUniforms};
 use super::bind_group_cache::BindGroupCache;
 use super::cell_scatter::CellScatter;
-use super::collider::{collider_records, ContactRule};
-use super::config::{MpmConfig, WALL_MARGIN_CELLS};
 use super::error::MpmError;
 use super::g2p::G2p;
 use super::g2p_adjoint::G2pAdjoint;
@@ -23,10 +21,12 @@ use super::layout::{ParticleState, STATE_STRIDE};
 use super::p2g::P2g;
 use super::p2g_adjoint::P2gAdjoint;
 use super::p2g_bin::P2gBin;
-use super::stability::min_substeps_per_frame;
 use super::status::{SimulationStatus, STATUS_WORDS};
 use super::substep_grid::SubstepGrid;
 use super::uniforms::MpmUniforms;
+use crate::mpm_rules::collider::{collider_records, ContactRule};
+use crate::mpm_rules::config::{MpmConfig, WALL_MARGIN_CELLS};
+use crate::mpm_rules::stability::min_substeps_per_frame;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::gpu::{GpuBuffer, GpuContext};
@@ -45,7 +45,7 @@ pub const KEPT_GRIDS_BUDGET_BYTES: u64 = 512 << 20;
 #[derive(Clone, Debug)]
 pub struct MpmSetup {
     /// Volume of every particle (normalised units; see
-    /// [`super::config::particle_volume`]).
+    /// [`crate::mpm_rules::config::particle_volume`]).
     pub particle_volume: f64,
     /// Anchored flag per particle (frozen particles; their nodes get v = 0).
     pub anchored: Vec<bool>,
@@ -133,7 +133,7 @@ pub struct MpmSimulator {
     pub(crate) grid: SubstepGrid,
     pub(crate) grid_velocity_grad: GpuBuffer,
     pub(crate) grid_grad: GpuBuffer,
-    /// Collider records ([`super::collider`]), at least one.
+    /// Collider records ([`crate::mpm_rules::collider`]), at least one.
     pub(crate) colliders: GpuBuffer,
     /// ∂L/∂μ per collider record, zeroed by each backward pass.
     pub(crate) collider_grad: GpuBuffer,

@@ -3,8 +3,8 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::config::{MpmConfig, WallMode, WALL_MARGIN_CELLS};
 use crate::gpu::wgsl_layout::wgsl_mirror;
+use crate::mpm_rules::config::{MpmConfig, WallMode, WALL_MARGIN_CELLS};
 
 /// `MpmParams` of shaders/mpm/params.wgsl (64 bytes, 16-byte aligned).
 #[repr(C)]
@@ -36,7 +36,7 @@ pub struct MpmUniforms {
     pub lambda_per_youngs: f32,
     /// Gravity (normalised units).
     pub gravity: [f32; 3],
-    /// Colliders in the simulator's collider buffer ([`super::collider`]).
+    /// Colliders in the simulator's collider buffer ([`crate::mpm_rules::collider`]).
     pub collider_count: u32,
 }
 

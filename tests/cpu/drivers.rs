@@ -13,8 +13,8 @@ use physfit::drive::kmeans::{
     distance2, kmeans, kmeans_plus_plus, SplitMix64, MAX_ITERATIONS, TOLERANCE,
 };
 use physfit::drive::{DriverSet, DriverSource};
-use physfit::mpm::config::occupied_volume;
-use physfit::mpm::voxel;
+use physfit::mpm_rules::config::occupied_volume;
+use physfit::mpm_rules::voxel;
 use physfit::scene::config::DRIVERS_PER_GAUSSIAN;
 use physfit::scene::{DriverCount, Gaussians, Scene, SimBox};
 

@@ -6,10 +6,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use physfit::budget::machine::{parse_meminfo, parse_nvidia_smi};
-use physfit::budget::{
-    estimate, DeviceMemory, MachineMemory, MemoryError, MemoryKind, PartKind, Workload,
-};
+use physfit::budget::machine::parse_nvidia_smi;
+use physfit::budget::{estimate, DeviceMemory, MachineMemory, PartKind, Workload};
+use physfit::memory::host::parse_meminfo;
+use physfit::memory::{MemoryError, MemoryKind};
 use physfit::scene::Scene;
 
 fn root() -> PathBuf {

@@ -25,7 +25,7 @@
 use crate::common::deform_cases::{nearest, unit_quat_scaled, Rng};
 use glam::{Mat3, Vec3};
 use physfit::deform::DeformSetup;
-use physfit::mpm::config::{MpmConfig, WallMode};
+use physfit::mpm_rules::config::{MpmConfig, WallMode};
 use physfit::reference::chain::{
     chain_frame_states, chain_gradient, chain_gradient_with, chain_loss, chain_loss_held,
     chain_renders, rgb, ChainGradient64, ChainParams64, ChainPaths, ChainProblem64,

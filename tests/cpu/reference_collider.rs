@@ -4,8 +4,8 @@
 //! through a drop onto a friction plane and a slip box (∂L/∂E, ∂L/∂v0,
 //! ∂L/∂μ) match central differences of the twin itself.
 
-use physfit::mpm::config::{MpmConfig, WallMode};
 use physfit::mpm::{Collider, ColliderShape, ContactRule};
+use physfit::mpm_rules::config::{MpmConfig, WallMode};
 use physfit::reference::mpm::collider::{contact, contact_adjoint, contains, outward_normal};
 use physfit::reference::mpm::mat3::Vec3;
 use physfit::reference::mpm::{

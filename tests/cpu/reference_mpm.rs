@@ -3,7 +3,7 @@
 //! (free fall, momentum conservation, anchoring, thin-bar period), and
 //! frame-loss gradients in both fit flows (full, truncated).
 
-use physfit::mpm::config::{MpmConfig, WallMode};
+use physfit::mpm_rules::config::{MpmConfig, WallMode};
 use physfit::reference::mpm::grid_adjoint::AdjointPaths;
 use physfit::reference::mpm::mat3::{self, Mat3, Vec3};
 use physfit::reference::mpm::rollout::rollout_gradient_with;

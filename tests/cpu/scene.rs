@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use glam::Vec3;
 use physfit::fit::{plan_stages, StageChoice, StageKind};
-use physfit::mpm::stability::min_substeps_per_frame;
+use physfit::mpm_rules::stability::min_substeps_per_frame;
 use physfit::scene::ply::PlyData;
 use physfit::scene::{ColorCorrection, Gaussians, Scene, SceneError};
 

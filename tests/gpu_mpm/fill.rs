@@ -102,7 +102,7 @@ fn sway_period(ctx: &physfit::gpu::GpuContext, scene: &Scene) -> (f64, DriverSet
     let substeps = 2;
     let mut config: MpmConfig = scene.mpm_config();
     // dt at 0.8 of the stability bound.
-    let bound = physfit::mpm::stability::explicit_dt_bound(
+    let bound = physfit::mpm_rules::stability::explicit_dt_bound(
         youngs,
         config.poisson,
         config.density,

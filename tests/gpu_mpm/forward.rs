@@ -190,7 +190,7 @@ fn too_few_substeps_are_refused_with_the_number_needed() {
     let err = MpmSimulator::new(&ctx, &config, &setup(8, 0.03, 1e8))
         .err()
         .expect("refused");
-    let needed = physfit::mpm::stability::min_substeps_per_frame(
+    let needed = physfit::mpm_rules::stability::min_substeps_per_frame(
         config.fps,
         1e8,
         config.poisson,

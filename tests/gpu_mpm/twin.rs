@@ -406,7 +406,7 @@ fn fit_scale_scene() -> Scene {
         walls: WallMode::Sticky,
         colliders: Vec::new(),
     };
-    let needed = physfit::mpm::stability::min_substeps_per_frame(
+    let needed = physfit::mpm_rules::stability::min_substeps_per_frame(
         config.fps,
         1.3e5,
         config.poisson,

@@ -11,9 +11,8 @@ use crate::common;
 use std::path::PathBuf;
 
 use glam::Vec3;
-use physfit::scene::scene::Scene;
 use physfit::scene::view::look_at_pose;
-use physfit::scene::{Camera, Gaussians};
+use physfit::scene::{Camera, Gaussians, Scene};
 
 use crate::support::*;
 

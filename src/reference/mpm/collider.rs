@@ -12,7 +12,7 @@
 //! equidistant from two box faces) take the branch the forward took.
 
 use super::mat3::Vec3;
-use crate::mpm::collider::{Collider, ColliderShape, ContactRule};
+use crate::mpm_rules::collider::{Collider, ColliderShape, ContactRule};
 
 fn dot(a: &Vec3, b: &Vec3) -> f64 {
     a[0] * b[0] + a[1] * b[1] + a[2] * b[2]

@@ -11,7 +11,7 @@ use super::collider::after_colliders;
 use super::mat3::Vec3;
 use super::stencil::{offsets, Stencil};
 use super::MpmSetup64;
-use crate::mpm::config::{WallMode, WALL_MARGIN_CELLS};
+use crate::mpm_rules::config::{WallMode, WALL_MARGIN_CELLS};
 
 /// Grid mass and momentum after P2G, over a box of nodes.
 #[derive(Clone, Debug)]

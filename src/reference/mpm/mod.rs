@@ -38,7 +38,7 @@ pub use rollout::{
     frame_states, frames_gradient, rollout, rollout_gradient, GradientFlow, RolloutGradient,
 };
 
-use crate::mpm::config::MpmConfig;
+use crate::mpm_rules::config::MpmConfig;
 use mat3::{Mat3, Vec3};
 
 /// Particle state (or, for the adjoint, its gradient): position x,

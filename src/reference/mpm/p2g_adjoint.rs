@@ -16,7 +16,7 @@ use super::polar::polar_decomposition;
 use super::stencil::offsets;
 use super::stress::{fixed_corotated_stress, fixed_corotated_stress_adjoint};
 use super::{MpmSetup64, MpmState64};
-use crate::mpm::config::lame;
+use crate::mpm_rules::config::lame;
 
 /// Adds the P2G part to `partial` (the G2P* output) and returns
 /// `(∂L/∂(state before), ∂L/∂E)`.
