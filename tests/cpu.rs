@@ -11,10 +11,10 @@ mod adam;
 mod bad_inputs;
 #[path = "cpu/cli_wording.rs"]
 mod cli_wording;
-#[path = "cpu/doc_examples.rs"]
-mod doc_examples;
 #[path = "cpu/curvature.rs"]
 mod curvature;
+#[path = "cpu/doc_examples.rs"]
+mod doc_examples;
 #[path = "cpu/drivers.rs"]
 mod drivers;
 #[path = "cpu/error_bars.rs"]

@@ -524,12 +524,13 @@ fn the_documented_example_matches_the_schema() {
     let example = doc
         .find("## Complete example")
         .expect("the complete example");
-    let start = example + doc[example..].find("```toml\n").expect("an example block") + 8;
+    let fence = example + doc[example..].find("```toml").expect("an example block");
+    let start = fence + doc[fence..].find('\n').unwrap() + 1;
     let end = start + doc[start..].find("```").unwrap();
     let config: physfit::scene::SceneConfig = toml::from_str(&doc[start..end]).unwrap();
     assert_eq!(config.views.len(), 2);
     let side = config.views[1].color_correction.as_ref().unwrap();
-    assert_eq!(side.gain.as_deref(), Some(&[1.05, 1.0, 0.95][..]));
+    assert_eq!(side.gain.as_deref(), Some(&[1.0, 1.0, 1.0][..]));
     assert_eq!(config.simulation.substeps, Some(100));
     assert_eq!(config.regions.anchored.len(), 1);
     assert_eq!((config.fit.rounds, config.fit.checkpoint_every), (3, 10));

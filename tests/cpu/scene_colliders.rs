@@ -174,7 +174,8 @@ fn the_documented_collider_example_parses() {
     let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/scene.md"))
         .unwrap();
     let section = doc.find("### Colliders").expect("the colliders section");
-    let start = section + doc[section..].find("```toml\n").expect("an example block") + 8;
+    let fence = section + doc[section..].find("```toml").expect("an example block");
+    let start = fence + doc[fence..].find('\n').unwrap() + 1;
     let end = start + doc[start..].find("```").unwrap();
     let text = format!("[gaussians]\npath = \"splats.ply\"\n{}", &doc[start..end]);
     let config: physfit::scene::SceneConfig = toml::from_str(&text).unwrap();

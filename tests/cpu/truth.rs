@@ -361,9 +361,10 @@ fn the_documented_example_parses() {
     let doc =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/truth.md")).unwrap();
     let block = doc
-        .split("```toml\n")
+        .split("```toml")
         .nth(1)
-        .and_then(|b| b.split("```").next())
+        .and_then(|b| b.split_once('\n'))
+        .and_then(|(_, b)| b.split("```").next())
         .expect("a toml example in docs/truth.md");
     let t = Truth::parse(block, Path::new("docs/truth.md"), [3.0, 6.5]).unwrap();
     assert_eq!(t.frames, 12);
