@@ -17,6 +17,7 @@ use physfit::io::shown::shown;
 use physfit::scene::Scene;
 use physfit::stop::StopCause;
 
+use super::count::count;
 pub use super::fit_args::FitArgs;
 use super::fit_args::{check_flags, resume_command, with_flag_advice};
 use super::fit_phase::{install_interrupt, Phase};
@@ -90,9 +91,9 @@ pub fn run(args: &FitArgs) -> Result<FitOutcome> {
         }
         if let Some(c) = prepared.resumed() {
             eprintln!(
-                "resuming from {} ({} iterations recorded)",
+                "resuming from {} ({} recorded)",
                 shown(&prepared.checkpoint_path()),
-                c.state.records.len()
+                count(c.state.records.len(), "iteration", "iterations")
             );
         }
     }

@@ -40,6 +40,10 @@ fn a_raised_cap_continues_the_capped_stages_and_a_finished_fit_says_so() {
         assert!(!run.converged);
     }
 
+    let first_records = std::fs::read_to_string(out.join("loss.jsonl"))
+        .unwrap()
+        .lines()
+        .count();
     // Raised to 3: the velocity stage continues (from its start, having
     // taken no step), and the stiffness stage after it runs again.
     std::fs::write(d.join("scene.toml"), capped_scene(3)).unwrap();
@@ -51,6 +55,11 @@ fn a_raised_cap_continues_the_capped_stages_and_a_finished_fit_says_so() {
         stderr.contains("round 1 velocity stopped at its cap of 1; the scene now caps it at 3"),
         "{stderr}"
     );
+    let recorded = match first_records {
+        1 => "(1 iteration recorded)".to_string(),
+        n => format!("({n} iterations recorded)"),
+    };
+    assert!(stderr.contains(&recorded), "{recorded:?} in {stderr}");
     let raised = fit_json(&out);
     assert_eq!(raised.settings.fit.velocity.iterations, 3);
     assert_eq!(raised.settings.fit.stiffness.iterations, 3);
