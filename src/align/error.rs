@@ -90,6 +90,9 @@ pub enum AlignError {
     /// The GPU failed.
     #[error(transparent)]
     Gpu(#[from] GpuError),
+    /// A picture could not be written.
+    #[error(transparent)]
+    Png(#[from] crate::io::png::PngError),
 }
 
 impl AlignError {

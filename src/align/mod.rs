@@ -21,7 +21,9 @@
 //! 5. [`view_align`]: the guess, the levels in turn, then the result against the start
 //!    at full resolution, and [`conditioning`]: what one view cannot tell
 //!    apart;
-//! 6. [`scene_edit`]: the user's scene with only the refined fields changed.
+//! 6. [`scene_edit`]: the user's scene with only the refined fields changed;
+//! 7. [`scene_align`]: the chosen views in turn, as one library call, its
+//!    result in memory and the files it writes (what `physfit align` runs).
 
 pub mod chart;
 pub mod color_guess;
@@ -29,6 +31,7 @@ pub mod conditioning;
 pub mod error;
 pub mod problem;
 pub mod pyramid;
+pub mod scene_align;
 pub mod scene_edit;
 pub mod silhouette;
 pub mod summary;
@@ -37,4 +40,5 @@ pub mod view_align;
 pub use chart::{AlignWhat, Chart, ViewState};
 pub use error::AlignError;
 pub use problem::ViewProblem;
+pub use scene_align::{align_scene, AlignEvent, AlignedView, SceneAlignOptions, SceneAlignment};
 pub use view_align::{align_view, AlignProgress, AlignSettings, Reference, ViewAlignment};

@@ -8,40 +8,25 @@
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::Args;
-use glam::Vec3;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::plain_progress::PlainProgress;
-
-use physfit::align::scene_edit::{edited_scene, ViewEdit};
-use physfit::align::summary::{
-    AlignSummary, ViewSummary, ALIGN_SUMMARY_FILE, ALIGN_SUMMARY_VERSION,
-};
-use physfit::align::view_align::check_start;
+use physfit::align::scene_align::{picture_file, ALIGNED_SCENE_FILE};
+use physfit::align::summary::ALIGN_SUMMARY_FILE;
 use physfit::align::{
-    align_view, AlignError, AlignSettings, AlignWhat, Reference, ViewProblem, ViewState,
+    align_scene, AlignError, AlignEvent, AlignSettings, AlignWhat, SceneAlignOptions,
 };
 use physfit::gpu::GpuContext;
-use physfit::io::atomic_write::write_atomic;
-use physfit::io::png::write_png;
-use physfit::loss::LossWeights;
-use physfit::report::{captioned_row, difference};
-use physfit::scene::Scene;
-use physfit::splat::SplatBuffers;
-
-use physfit::io::shown::shown;
-
-use super::view_selection::view_indices;
 use physfit::io::owned::Owned;
+use physfit::io::shown::shown;
 use physfit::scene::inputs::scene_inputs;
+use physfit::scene::Scene;
 
 use super::interrupt::{nothing_kept, Interrupt};
 use super::output::open_output;
-
-/// The aligned scene's file name in the output directory.
-pub const ALIGNED_SCENE_FILE: &str = "scene.toml";
+use super::plain_progress::PlainProgress;
+use super::view_selection::view_indices;
 
 /// Options of `physfit align`.
 #[derive(Args, Debug)]
@@ -71,11 +56,9 @@ pub struct AlignArgs {
     pub quiet: bool,
 }
 
-fn picture_name(view: &str) -> String {
-    format!("{view}.png")
-}
-
-/// Runs `physfit align`.
+/// Runs `physfit align`: the flags mapped to [`SceneAlignOptions`], the
+/// output directory's discipline, progress and printing around
+/// [`align_scene`].
 pub fn run(args: &AlignArgs) -> Result<()> {
     let what =
         AlignWhat::parse(&args.what).map_err(|e| anyhow::anyhow!("--what {}: {e}", args.what))?;
@@ -117,7 +100,7 @@ pub fn run(args: &AlignArgs) -> Result<()> {
         ALIGN_SUMMARY_FILE.to_string(),
     ]
     .into_iter()
-    .chain(indices.iter().map(|&i| picture_name(&scene.views[i].name)))
+    .chain(indices.iter().map(|&i| picture_file(&scene.views[i].name)))
     .map(Owned::file)
     .collect();
     let mut staged = open_output(
@@ -142,153 +125,72 @@ pub fn run(args: &AlignArgs) -> Result<()> {
                 .collect(),
         },
     )?;
-    let settings = AlignSettings {
-        what,
-        levels: args.levels,
-        ..AlignSettings::default()
+    let options = SceneAlignOptions {
+        views: indices,
+        settings: AlignSettings {
+            what,
+            levels: args.levels,
+            ..AlignSettings::default()
+        },
+        stop: Some(interrupt.stop().clone()),
     };
     let ctx = GpuContext::new(&Default::default())?;
-    let gaussians = &scene.splats.gaussians;
-    let splats = SplatBuffers::upload(&ctx, gaussians)?;
-    let centres: Vec<Vec3> = gaussians.means.iter().map(|&m| Vec3::from(m)).collect();
-    let weights = LossWeights {
-        l1: scene.fit.w_l1 as f32,
-        ssim: scene.fit.w_ssim as f32,
-    };
-    let mut problem = ViewProblem::new(&ctx, &splats, scene.background, weights, what.color)?;
-    problem.set_stop(interrupt.stop().clone());
-    let mut edits = Vec::new();
-    let mut summaries = Vec::new();
-    let mut worse = Vec::new();
-    for (aligned_views, &i) in indices.iter().enumerate() {
-        interrupt.reach("align", aligned_views);
-        interrupt.check(|| nothing_kept(&staged))?;
-        let view = &scene.views[i];
-        let frames = view.frames.as_ref().expect("checked above");
-        let frame = frames.load(0)?;
-        let mask = match &view.masks {
-            Some(m) => Some(m.load_mask(0)?),
-            None => None,
-        };
-        let start = ViewState {
-            camera: view.camera.clone(),
-            color: view.color_correction,
-        };
-        check_start(&view.name, &start.camera, &centres)?;
-        let bar = if args.quiet {
-            ProgressBar::hidden()
-        } else {
-            ProgressBar::new(u64::from(settings.evaluations))
-        };
-        bar.set_style(
-            ProgressStyle::with_template("{prefix:>12} {bar:30} {pos}/{len} evaluations  {msg}")
+    let evaluations = u64::from(options.settings.evaluations);
+    let mut bar = ProgressBar::hidden();
+    let mut plain = PlainProgress::new(args.quiet);
+    let aligned = align_scene(&ctx, &scene, &options, |event| match event {
+        AlignEvent::ViewStarted { done, view } => {
+            interrupt.reach("align", done);
+            bar = if args.quiet {
+                ProgressBar::hidden()
+            } else {
+                ProgressBar::new(evaluations)
+            };
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "{prefix:>12} {bar:30} {pos}/{len} evaluations  {msg}",
+                )
                 .expect("valid template"),
-        );
-        bar.set_prefix(view.name.clone());
-        let mut plain = PlainProgress::new(args.quiet);
-        let alignment = align_view(
-            &ctx,
-            &mut problem,
-            &Reference {
-                frame: &frame,
-                mask: mask.as_ref(),
-            },
-            &start,
-            &centres,
-            &settings,
-            |p| {
-                plain.line(|| {
-                    format!(
-                        "align {}: level {}/{}, evaluation {}, loss {:.5}",
-                        view.name,
-                        p.level + 1,
-                        p.levels,
-                        p.evaluations,
-                        p.loss
-                    )
-                });
-                bar.set_position(u64::from(p.evaluations));
-                bar.set_message(format!(
-                    "level {}/{}  loss {:.5}",
+            );
+            bar.set_prefix(view.to_string());
+        }
+        AlignEvent::Evaluation { view, progress: p } => {
+            plain.line(|| {
+                format!(
+                    "align {view}: level {}/{}, evaluation {}, loss {:.5}",
                     p.level + 1,
                     p.levels,
+                    p.evaluations,
                     p.loss
-                ));
-            },
-        );
-        if matches!(alignment, Err(AlignError::Stopped)) {
-            interrupt.check(|| nothing_kept(&staged))?;
-        }
-        let alignment = alignment.map_err(|e| match e {
-            AlignError::NonFinite { .. } => AlignError::NonFinite {
-                view: view.name.clone(),
-            },
-            other => other,
-        })?;
-        bar.finish_and_clear();
-        let before = problem.picture(&alignment.before)?;
-        let aligned = ViewState {
-            camera: alignment.after.camera.clone(),
-            color: alignment.after.color,
-        };
-        let after = problem.picture(&aligned)?;
-        let diff = difference(&frame, &after);
-        let before_caption = format!("before {:.2} dB", alignment.psnr_before);
-        let after_caption = format!(
-            "after {:.2} dB",
-            if alignment.kept_start {
-                alignment.psnr_before
-            } else {
-                alignment.psnr_after
-            }
-        );
-        let picture = captioned_row(&[
-            ("reference", &frame),
-            (before_caption.as_str(), &before),
-            (after_caption.as_str(), &after),
-            ("|reference − after| × 4", &diff),
-        ])?;
-        let picture_file = picture_name(&view.name);
-        write_png(&staged.staging().join(&picture_file), &picture)?;
-        if !args.quiet {
-            print_view(&view.name, &alignment, what);
-        }
-        if alignment.worse {
-            worse.push(format!(
-                "{}: {:.2} → {:.2} dB",
-                view.name, alignment.psnr_before, alignment.psnr_after
-            ));
-        } else if !alignment.kept_start {
-            edits.push(ViewEdit {
-                index: i,
-                camera: alignment.after.camera.clone(),
-                focal: what.focal,
-                color: what.color.then_some(alignment.after.color),
+                )
             });
+            bar.set_position(u64::from(p.evaluations));
+            bar.set_message(format!(
+                "level {}/{}  loss {:.5}",
+                p.level + 1,
+                p.levels,
+                p.loss
+            ));
         }
-        summaries.push(ViewSummary::new(&view.name, &alignment, picture_file));
+        AlignEvent::ViewFinished(v) => {
+            bar.finish_and_clear();
+            if !args.quiet {
+                print_view(&v.name, &v.alignment, what);
+            }
+        }
+    });
+    if matches!(aligned, Err(AlignError::Stopped)) {
+        interrupt.check(|| nothing_kept(&staged))?;
     }
-    let text = edited_scene(&args.scene, &scene.output_dir, &args.out, &edits)?;
-    write_atomic(&staged.staging().join(ALIGNED_SCENE_FILE), text.as_bytes())
-        .with_context(|| format!("writing {}", shown(&args.out.join(ALIGNED_SCENE_FILE))))?;
-    let summary = AlignSummary {
-        version: ALIGN_SUMMARY_VERSION,
-        scene: args.scene.display().to_string(),
-        what: what.label(),
-        views: summaries,
-    };
-    write_atomic(
-        &staged.staging().join(ALIGN_SUMMARY_FILE),
-        serde_json::to_string_pretty(&summary)?.as_bytes(),
-    )
-    .with_context(|| format!("writing {}", shown(&args.out.join(ALIGN_SUMMARY_FILE))))?;
-    // The pictures are kept even when a view came out worse: they show why.
+    let aligned = aligned?;
+    aligned.write_outputs(staged.staging(), &args.scene, &scene, &args.out)?;
     staged.commit()?;
     if !args.quiet {
         let scene_out = shown(&args.out.join(ALIGNED_SCENE_FILE));
         println!("wrote        {scene_out} (fit it with `physfit fit {scene_out}`)");
         println!("output       {}", shown(&args.out));
     }
+    let worse = aligned.worse();
     if !worse.is_empty() {
         return Err(AlignError::Worse { views: worse }.into());
     }

@@ -20,8 +20,9 @@
 //! simulate's files is refused unless `--force`, which replaces those only.
 //! SIGINT and SIGTERM stop it between frames, writing nothing.
 //!
-//! The run goes through the one forward path ([`SceneRenderer`]): the
-//! scene's drivers at one E, from rest plus one velocity interaction.
+//! The run is [`simulate_scene`], the one forward path: the scene's drivers
+//! at one E, from rest plus one velocity interaction; this file maps the
+//! flags, keeps the output directory's discipline and shows progress.
 
 use std::path::PathBuf;
 
@@ -29,11 +30,9 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use physfit::drive::DriverSet;
-use physfit::forward::{ForwardSetup, SceneRenderer};
+use physfit::forward::{simulate_scene, ForwardError, SimulateOptions};
 use physfit::gpu::{GpuContext, GpuOptions};
 use physfit::interact::InteractionFlags;
-use physfit::scene::ply::PlyData;
 use physfit::scene::Scene;
 
 use physfit::io::shown::shown;
@@ -120,25 +119,15 @@ pub fn run(args: &SimulateArgs) -> Result<()> {
         ..Default::default()
     }
     .interactions()?;
-    let drivers = DriverSet::from_scene(&scene)
-        .with_context(|| format!("building the drivers of {}", shown(scene_path)))?;
-    // One E everywhere: the scene's starting value, said before the run.
-    let log10_youngs = vec![scene.material.youngs_modulus.log10(); drivers.len()];
     if !quiet {
-        eprintln!("{}", youngs_line(&scene, drivers.sim_box.side));
+        eprintln!("{}", youngs_line(&scene));
     }
-    let setup = ForwardSetup::from_drivers(
-        &scene,
-        &drivers,
-        log10_youngs,
-        &vec![[0.0; 3]; drivers.len()],
-        &interactions,
-    )
-    .with_context(|| format!("simulating {}", shown(scene_path)))?;
-
+    let options = SimulateOptions {
+        frames,
+        interactions,
+        stop: Some(interrupt.stop().clone()),
+    };
     let ctx = GpuContext::new(&GpuOptions::default())?;
-    let mut animation =
-        SceneRenderer::simulated(&ctx, &setup, scene.gaussians(), scene.background)?;
     // Frame 0 is the rest state; each step simulates one more.
     let bar = progress_bar(quiet, frames as u64 - 1);
     bar.set_style(
@@ -147,48 +136,36 @@ pub fn run(args: &SimulateArgs) -> Result<()> {
         )
         .expect("valid template"),
     );
-    for k in 1..frames {
+    let simulated = simulate_scene(&ctx, &scene, &options, |k| {
         interrupt.reach("simulate", k);
+        bar.set_position(k as u64 - 1);
+    });
+    if matches!(simulated, Err(ForwardError::Stopped { .. })) {
         interrupt.check(|| nothing_kept(&staged))?;
-        animation
-            .step(&ctx)
-            .with_context(|| format!("simulating {} (nothing was written)", shown(scene_path)))?;
-        bar.inc(1);
     }
+    let mut simulation = simulated
+        .with_context(|| format!("simulating {} (nothing was written)", shown(scene_path)))?;
     bar.finish_and_clear();
 
-    let target = out;
-    let out = staged.staging().to_path_buf();
-    let out = out.as_path();
-    for (name, _) in &cameras {
-        let dir = out.join(name);
-        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", shown(&dir)))?;
-    }
-    let mut gaussians = scene.gaussians().clone();
-    let bar = progress_bar(quiet, animation.frames() as u64).with_style(
+    let bar = progress_bar(quiet, simulation.frames() as u64).with_style(
         ProgressStyle::with_template("writing {bar:40} frame {pos}/{len} ({elapsed}, eta {eta})")
             .expect("valid template"),
     );
-    for k in 0..animation.frames() {
-        interrupt.reach("write", k);
+    let written = simulation.write_outputs(
+        &ctx,
+        &scene,
+        staged.staging(),
+        &cameras,
+        Some(interrupt.stop()),
+        |k| {
+            interrupt.reach("write", k);
+            bar.set_position(k as u64);
+        },
+    );
+    if matches!(written, Err(ForwardError::Stopped { .. })) {
         interrupt.check(|| nothing_kept(&staged))?;
-        // The splats follow their drivers on the GPU, for the renders; the
-        // .ply output needs them on the host.
-        animation.pose(&ctx, k)?;
-        animation.read_pose(&ctx, &mut gaussians)?;
-        let path = out.join(format!("frame_{k:04}.ply"));
-        PlyData::from_gaussians(&gaussians, &path)
-            .write(&path, &[])
-            .with_context(|| format!("writing {}", shown(&path)))?;
-        for (name, camera) in &cameras {
-            let path = out.join(name).join(format!("frame_{k:04}.png"));
-            let frame = animation
-                .render(&ctx, camera)
-                .with_context(|| format!("rendering frame {k} from view '{name}'"))?;
-            super::opaque_png::write_opaque_png(&path, frame.width, frame.height, frame.pixels)?;
-        }
-        bar.inc(1);
     }
+    written?;
     bar.finish_and_clear();
     staged.commit()?;
     if quiet {
@@ -196,19 +173,20 @@ pub fn run(args: &SimulateArgs) -> Result<()> {
     }
     eprintln!(
         "wrote {} ({} moving {} splats, {} substeps per frame): .ply per frame, PNG sequences per view",
-        count(animation.frames(), "frame", "frames"),
-        count(drivers.len(), "driver", "drivers"),
-        setup.deform.len(),
-        setup.config.substeps_per_frame,
+        count(simulation.frames(), "frame", "frames"),
+        count(simulation.drivers().len(), "driver", "drivers"),
+        simulation.moved_splats(),
+        simulation.substeps_per_frame(),
     );
-    eprintln!("output {}", shown(target));
+    eprintln!("output {}", shown(out));
     Ok(())
 }
 
 /// The sentence that says which Young's modulus `simulate` uses: the
 /// scene's `material.youngs_modulus`, everywhere, in normalised and world
 /// units (`E · side²`, docs/design.md § Units and frames).
-fn youngs_line(scene: &Scene, side: f64) -> String {
+fn youngs_line(scene: &Scene) -> String {
+    let side = scene.simulation.sim_box.side;
     let e = scene.material.youngs_modulus;
     format!(
         "Young's modulus: {e:.3e} everywhere (log10 E = {:.2}, normalised units; {:.3e} in \

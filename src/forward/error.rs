@@ -40,6 +40,26 @@ pub enum ForwardError {
         /// Frames simulated, the rest frame 0 included.
         frames: usize,
     },
+    /// The caller stopped the run before frame `frame`.
+    #[error("stopped at the caller's request before frame {frame}")]
+    Stopped {
+        /// The frame not simulated or written.
+        frame: usize,
+    },
+    /// A posed splat file could not be written.
+    #[error(transparent)]
+    Ply(#[from] crate::scene::ply::PlyError),
+    /// A rendered frame could not be written.
+    #[error(transparent)]
+    Frame(#[from] crate::scene::frames::FrameError),
+    /// A folder could not be made.
+    #[error("{}: {source}", crate::io::shown::shown(path))]
+    Io {
+        /// The folder.
+        path: std::path::PathBuf,
+        /// What failed.
+        source: std::io::Error,
+    },
     /// A motion was asked of a renderer built to draw the scene at rest.
     #[error("this renderer draws the scene at rest: it simulates nothing")]
     AtRest,

