@@ -404,6 +404,7 @@ pub fn align_view(
                 settings.coarse_tolerance
             },
             bounds: chart.bounds(),
+            ..LbfgsSettings::default()
         };
         let mut loss_start = f64::NAN;
         let mut used = 0u32;

@@ -7,6 +7,12 @@
 //! `z = x / scale` (the scale its group's first step: world units/s for a
 //! velocity, decades for `log10 E`), so that a unit step in `z` moves each
 //! group by its own scale.
+//!
+//! A solver's loss-first trial ([`Objective::measure`]) runs the forward
+//! only ([`FitProblem::loss`]: rollout, renders, loss terms), skipping the
+//! backward that is about half of an evaluation (docs/benchmarks.md § Cost
+//! per evaluation); it is not kept ([`Remember`]), since a point the
+//! solver keeps is evaluated again with its gradient.
 
 use super::error::FitError;
 use super::evaluation::{LossReport, Parameters, Selection};
@@ -14,7 +20,7 @@ use super::plan::{StageKind, StagePlan};
 use super::problem::FitProblem;
 use crate::gpu::GpuContext;
 use crate::mpm::{GradientFlow, MpmError};
-use crate::solve::{usable, Evaluated, Objective};
+use crate::solve::{usable, Evaluated, Measured, Objective};
 
 /// `Ok(None)` for a simulation that blew up (non-finite, or out of the
 /// box): a point the solvers step back from, not an error of the fit.
@@ -210,5 +216,15 @@ impl Objective for StageObjective<'_> {
         }
         self.seen.push((z.to_vec(), eval.report, grad));
         Ok(Some((loss, solver_grad)))
+    }
+
+    /// The loss at `z` from the forward alone (module doc); no gradient.
+    fn measure(&mut self, z: &[f64]) -> Result<Measured, FitError> {
+        let params = self.parameters(z);
+        let measured = self.problem.loss(self.ctx, &params, self.selection);
+        Ok(blown_up(measured)?
+            .map(|report| report.loss)
+            .filter(|loss| loss.is_finite())
+            .map(|loss| (loss, None)))
     }
 }

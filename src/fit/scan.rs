@@ -37,8 +37,10 @@ use super::scan_state::{ScanPoint, ScanState};
 use super::state::FitState;
 use crate::gpu::GpuContext;
 use crate::mpm::GradientFlow;
-use crate::solve::lbfgs::minimise;
-use crate::solve::{execute, Ending, Evaluated, GridScan, GridScanState, LbfgsSettings, Objective};
+use crate::solve::{
+    execute, Control as SolverControl, Ending, Evaluated, GridScan, GridScanState, Lbfgs,
+    LbfgsSettings, LbfgsStart, Objective,
+};
 
 /// The scan's objective: a uniform `log10 E` (a one-element `x`) to the
 /// loss on the stiffness stage's frames at its best velocity (module
@@ -72,10 +74,15 @@ impl CandidateObjective<'_> {
         if !self.plan.fit_velocity {
             return Ok((start.to_vec(), 0));
         }
-        let settings = LbfgsSettings {
-            max_evaluations: evaluations,
-            first_step: self.plan.first_velocity_step,
-            ..LbfgsSettings::default()
+        let mut solver = Lbfgs {
+            settings: LbfgsSettings {
+                max_evaluations: evaluations,
+                first_step: self.plan.first_velocity_step,
+                // Only the fitted velocity is kept, never its gradient: the
+                // last accepted point's is not paid for.
+                eager_gradient: false,
+                ..LbfgsSettings::default()
+            },
         };
         let base = Parameters {
             log10_youngs: vec![log10; self.problem.youngs_map().params],
@@ -90,9 +97,21 @@ impl CandidateObjective<'_> {
             Unknowns::Velocity,
             Remember::Last,
         );
-        let found = minimise(start, &settings, |v| objective.evaluate(v))?;
-        // An unusable start is one evaluation.
-        Ok(found.map_or_else(|| (start.to_vec(), 1), |r| (r.x, r.evaluations)))
+        let Some(mut run) = solver.start(&mut objective, LbfgsStart::At(start))? else {
+            // An unusable start is one evaluation.
+            return Ok((start.to_vec(), 1));
+        };
+        execute(&mut solver, &mut objective, &mut run, |_, _| {
+            SolverControl::Continue
+        })?;
+        log::debug!(
+            "scan candidate log10 E {log10:.4}: velocity in {} evaluations, {} forwards, {} backwards, {} gradients never used",
+            run.evaluations,
+            run.evaluations + run.reevaluations,
+            run.gradients,
+            run.unused_gradients
+        );
+        Ok((run.x, run.evaluations))
     }
 }
 

@@ -365,10 +365,12 @@ fn run_lbfgs_stage(
         Ending::Ended { converged } => converged,
     };
     log::debug!(
-        "{}: {} evaluations ({} line-search trials), {} gradients never used",
+        "{}: {} evaluations ({} line-search trials), {} forwards, {} backwards, {} gradients never used",
         stage.label(),
         run.evaluations,
         run.evaluations.saturating_sub(1),
+        run.evaluations + run.reevaluations,
+        run.gradients,
         run.unused_gradients
     );
     if !start_recorded {

@@ -13,6 +13,19 @@
 //! continues the run exactly. Every evaluation counts against `max_evaluations`, line-search
 //! trials included, since each is a full rollout and render.
 //!
+//! Gradients only where they are used: a trial is measured loss first
+//! ([`Objective::measure`]), its gradient skipped by a problem whose
+//! gradient costs a backward pass of its own, except the unit step of a
+//! search after the first (L-BFGS's curvature makes it the step usually
+//! accepted, and a search that accepts stops there). An accepted point
+//! measured without its gradient is evaluated again with it, once: a
+//! repeated forward, not a point of the cap, since the search's decisions
+//! are those of the same points as with every gradient computed. With
+//! [`LbfgsSettings::eager_gradient`] off that second evaluation waits for
+//! the next step, so a run that ends at the point never pays for it. Which
+//! trials get their gradient changes what a run costs, never where it
+//! goes (the losses decide every step).
+//!
 //! It has converged when two accepted steps in a row each lower the loss by
 //! less than `relative_tolerance` of it, or when no step along the gradient
 //! lowers it at all. A line search that finds no lower point drops the
@@ -46,10 +59,15 @@ pub struct LbfgsSettings {
     /// fit's `log10 E` range); empty for none, infinite ends for a free
     /// coordinate.
     pub bounds: Vec<(f64, f64)>,
+    /// Evaluate an accepted point's gradient as soon as it is accepted
+    /// (a caller that records or checkpoints every accepted step needs
+    /// it), rather than when the next step needs it (module doc).
+    pub eager_gradient: bool,
 }
 
 impl Default for LbfgsSettings {
-    /// 8 evaluations, a unit first step, 5 pairs, 1e-4, no bounds.
+    /// 8 evaluations, a unit first step, 5 pairs, 1e-4, no bounds, eager
+    /// gradients.
     fn default() -> Self {
         Self {
             max_evaluations: 8,
@@ -57,6 +75,7 @@ impl Default for LbfgsSettings {
             memory: 5,
             relative_tolerance: 1e-4,
             bounds: Vec::new(),
+            eager_gradient: true,
         }
     }
 }
@@ -101,6 +120,17 @@ pub struct CurvaturePair {
     pub rho: f64,
 }
 
+/// An accepted point whose gradient is not evaluated yet (module doc): the
+/// step to it and the gradient before it, which make its curvature pair
+/// once its gradient is known.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PendingGradient {
+    /// The accepted step.
+    pub step: Vec<f64>,
+    /// The gradient at the point the step started from.
+    pub previous: Vec<f64>,
+}
+
 /// Everything an L-BFGS run carries from one accepted step to the next,
 /// so that a checkpointed run continues exactly where it stopped: the
 /// point, its loss and gradient, the curvature pairs, the evaluations
@@ -112,8 +142,12 @@ pub struct LbfgsState {
     pub x: Vec<f64>,
     /// Its loss.
     pub loss: f64,
-    /// Its gradient.
+    /// Its gradient (empty while [`LbfgsState::pending`]).
     pub grad: Vec<f64>,
+    /// The point's gradient is still to be evaluated (module doc); absent
+    /// from checkpoints written before gradients could wait (none).
+    #[serde(default)]
+    pub pending: Option<PendingGradient>,
     /// The most recent curvature pairs, oldest first.
     pub pairs: Vec<CurvaturePair>,
     /// Evaluations used so far, the start's included.
@@ -128,6 +162,16 @@ pub struct LbfgsState {
     /// from checkpoints written before it was counted (0).
     #[serde(default)]
     pub unused_gradients: u32,
+    /// Evaluations that computed a gradient (a backward pass each), the
+    /// start's and the accepted points' evaluated again included; absent
+    /// from checkpoints written before it was counted (0).
+    #[serde(default)]
+    pub gradients: u32,
+    /// Accepted points evaluated again for their gradient (a repeated
+    /// forward each, outside the cap): forwards are `evaluations` plus
+    /// these. Absent from checkpoints written before it was counted (0).
+    #[serde(default)]
+    pub reevaluations: u32,
 }
 
 /// Where a run starts.
@@ -160,10 +204,13 @@ impl Lbfgs {
                 loss,
                 grad,
                 pairs: Vec::new(),
+                pending: None,
                 evaluations: 1,
                 first: true,
                 small_steps: 0,
                 unused_gradients: 0,
+                gradients: 1,
+                reevaluations: 0,
             }),
             LbfgsStart::Resume(state) => Some(state),
         })
@@ -213,6 +260,8 @@ impl Lbfgs {
     /// alg. 3.1); the first step may also grow while it keeps paying,
     /// since its length is only a guess. The best point that decreased
     /// the loss enough, if any.
+    /// The accepted point comes with its gradient when its trial computed
+    /// it (module doc).
     #[allow(clippy::type_complexity)]
     fn line_search<O: Objective + ?Sized>(
         &self,
@@ -220,11 +269,11 @@ impl Lbfgs {
         state: &mut LbfgsState,
         d: &[f64],
         slope: f64,
-    ) -> Result<Option<(Vec<f64>, f64, Vec<f64>)>, O::Error> {
+    ) -> Result<Option<(Vec<f64>, f64, Option<Vec<f64>>)>, O::Error> {
         let settings = &self.settings;
         let mut t = 1.0;
-        let mut accepted: Option<(Vec<f64>, f64, Vec<f64>)> = None;
-        let mut tried = 0u32;
+        let mut accepted: Option<(Vec<f64>, f64, Option<Vec<f64>>)> = None;
+        let mut with_gradient = 0u32;
         while state.evaluations < settings.max_evaluations {
             let trial: Vec<f64> = state
                 .x
@@ -243,9 +292,24 @@ impl Lbfgs {
                 // Projected onto the point itself: nothing left to move.
                 break;
             }
-            let value = objective.evaluate(&trial)?;
+            // The unit step of a search that stops at its first
+            // acceptance is the one usually kept: its gradient is worth
+            // computing with it, unless the run could not use it.
+            let likely_kept = !state.first
+                && t == 1.0
+                && (settings.eager_gradient || state.evaluations + 1 < settings.max_evaluations);
+            let value = if likely_kept {
+                objective
+                    .evaluate(&trial)?
+                    .map(|(loss, grad)| (loss, Some(grad)))
+            } else {
+                objective.measure(&trial)?
+            };
             state.evaluations += 1;
-            tried += 1;
+            if let Some((_, Some(_))) = &value {
+                with_gradient += 1;
+                state.gradients += 1;
+            }
             match value {
                 Some((l, g)) if l.is_finite() && l <= state.loss + 1e-4 * t * slope => {
                     let better = accepted.as_ref().is_none_or(|(_, best, _)| l < *best);
@@ -265,8 +329,48 @@ impl Lbfgs {
                 _ => t *= 0.5,
             }
         }
-        state.unused_gradients += tried - u32::from(accepted.is_some());
+        let kept = accepted.as_ref().is_some_and(|(_, _, g)| g.is_some());
+        state.unused_gradients += with_gradient - u32::from(kept);
         Ok(accepted)
+    }
+
+    /// Evaluates the pending gradient of the state's point, if any
+    /// (module doc), and adds its curvature pair. `false` when that
+    /// evaluation finds the point unusable (the run cannot go on from it).
+    fn complete<O: Objective + ?Sized>(
+        &self,
+        objective: &mut O,
+        state: &mut LbfgsState,
+    ) -> Result<bool, O::Error> {
+        let Some(pending) = state.pending.take() else {
+            return Ok(true);
+        };
+        let Some((_, grad)) = objective.evaluate(&state.x)? else {
+            state.pending = Some(pending);
+            return Ok(false);
+        };
+        state.reevaluations += 1;
+        state.gradients += 1;
+        self.add_pair(state, pending.step, &grad, &pending.previous);
+        state.grad = grad;
+        Ok(true)
+    }
+
+    /// Keeps the curvature pair of `step`, over which the gradient went
+    /// from `before` to `after`, when its curvature is positive.
+    fn add_pair(&self, state: &mut LbfgsState, s: Vec<f64>, after: &[f64], before: &[f64]) {
+        let y: Vec<f64> = after.iter().zip(before).map(|(a, b)| a - b).collect();
+        let sy = dot(&s, &y);
+        if sy > 1e-12 * dot(&s, &s).sqrt() * dot(&y, &y).sqrt() {
+            state.pairs.push(CurvaturePair {
+                s,
+                y,
+                rho: 1.0 / sy,
+            });
+            if state.pairs.len() > self.settings.memory {
+                state.pairs.remove(0);
+            }
+        }
     }
 }
 
@@ -288,6 +392,9 @@ impl<O: Objective + ?Sized> Solver<O> for Lbfgs {
             return Ok(Iteration::Ended { converged: true });
         }
         while state.evaluations < self.settings.max_evaluations {
+            if !self.complete(objective, state)? {
+                return Ok(Iteration::Ended { converged: false });
+            }
             let gnorm = dot(&state.grad, &state.grad).sqrt();
             if gnorm == 0.0 {
                 return Ok(Iteration::Ended { converged: true });
@@ -311,27 +418,25 @@ impl<O: Objective + ?Sized> Solver<O> for Lbfgs {
                 continue;
             };
             let s: Vec<f64> = x_new.iter().zip(&state.x).map(|(a, b)| a - b).collect();
-            let y: Vec<f64> = g_new.iter().zip(&state.grad).map(|(a, b)| a - b).collect();
-            let sy = dot(&s, &y);
-            if sy > 1e-12 * dot(&s, &s).sqrt() * dot(&y, &y).sqrt() {
-                state.pairs.push(CurvaturePair {
-                    s,
-                    y,
-                    rho: 1.0 / sy,
-                });
-                if state.pairs.len() > self.settings.memory {
-                    state.pairs.remove(0);
-                }
-            }
             let gain = (state.loss - l_new) / state.loss.abs().max(f64::MIN_POSITIVE);
+            let previous = std::mem::take(&mut state.grad);
+            match g_new {
+                Some(g) => {
+                    self.add_pair(state, s, &g, &previous);
+                    state.grad = g;
+                }
+                None => state.pending = Some(PendingGradient { step: s, previous }),
+            }
             state.x = x_new;
             state.loss = l_new;
-            state.grad = g_new;
             state.small_steps = if gain < self.settings.relative_tolerance {
                 state.small_steps + 1
             } else {
                 0
             };
+            if self.settings.eager_gradient && !self.complete(objective, state)? {
+                return Ok(Iteration::Ended { converged: false });
+            }
             return Ok(Iteration::Taken);
         }
         Ok(Iteration::Ended { converged: false })

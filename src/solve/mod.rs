@@ -40,5 +40,5 @@ pub mod symmetric_eigen;
 pub use adam::{Adam, AdamRun, AdamSolver, Schedule};
 pub use grid_scan::{GridScan, GridScanState};
 pub use lbfgs::{Lbfgs, LbfgsSettings, LbfgsStart, LbfgsState};
-pub use objective::{usable, Evaluated, Objective};
+pub use objective::{usable, Evaluated, Measured, Objective};
 pub use solver::{execute, Control, Ending, Iteration, Solver};

@@ -9,6 +9,11 @@
 /// given an empty one.
 pub type Evaluated = Option<(f64, Vec<f64>)>;
 
+/// What a loss-first evaluation returns ([`Objective::measure`]): the
+/// loss, with the gradient when the problem computed it anyway; or `None`
+/// for an unusable point.
+pub type Measured = Option<(f64, Option<Vec<f64>>)>;
+
 /// A problem to minimise: `x ↦` [`Evaluated`]; errors other than an
 /// unusable point pass through the solver to its caller.
 pub trait Objective {
@@ -17,6 +22,17 @@ pub trait Objective {
 
     /// The loss and gradient at `x`, or `Ok(None)` when `x` is unusable.
     fn evaluate(&mut self, x: &[f64]) -> Result<Evaluated, Self::Error>;
+
+    /// The loss at `x` for a solver that may not need its gradient (a
+    /// line-search trial that may be refused). A problem whose gradient
+    /// costs a backward pass of its own (the fit: the rasterizer's and the
+    /// MPM's adjoints are about half of an evaluation, docs/benchmarks.md §
+    /// Cost per evaluation) overrides it to skip that pass and returns no
+    /// gradient; by default it is [`Objective::evaluate`], gradient kept,
+    /// so a problem whose gradient comes free pays nothing more.
+    fn measure(&mut self, x: &[f64]) -> Result<Measured, Self::Error> {
+        Ok(self.evaluate(x)?.map(|(loss, grad)| (loss, Some(grad))))
+    }
 }
 
 impl<E, F> Objective for F

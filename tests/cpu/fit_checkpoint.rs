@@ -99,6 +99,9 @@ fn running_state() -> FitState {
                 first: false,
                 small_steps: 1,
                 unused_gradients: 2,
+                gradients: 3,
+                reevaluations: 1,
+                pending: None,
             },
         }),
         records: vec![IterationRecord {

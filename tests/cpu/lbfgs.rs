@@ -3,6 +3,7 @@
 //! step too long, and continues a checkpointed run exactly.
 
 use physfit::solve::lbfgs::{minimise, minimise_observed, LbfgsSettings, LbfgsStart, LbfgsState};
+use physfit::solve::{execute, Control, Evaluated, Lbfgs, Measured, Objective};
 
 fn rosenbrock(x: &[f64]) -> (f64, Vec<f64>) {
     let (a, b) = (x[0], x[1]);
@@ -149,4 +150,145 @@ fn unused_gradients_are_the_trials_no_step_kept() {
         "Rosenbrock's valley refuses some trials ({} evaluations, {steps} steps)",
         last.evaluations
     );
+}
+
+/// Rosenbrock as a problem whose gradient costs a pass of its own: a
+/// loss-first trial skips it. Counts its forwards and backwards.
+#[derive(Default)]
+struct Priced {
+    forwards: u32,
+    backwards: u32,
+}
+
+impl Objective for Priced {
+    type Error = ();
+
+    fn evaluate(&mut self, x: &[f64]) -> Result<Evaluated, ()> {
+        self.forwards += 1;
+        self.backwards += 1;
+        Ok(Some(rosenbrock(x)))
+    }
+
+    fn measure(&mut self, x: &[f64]) -> Result<Measured, ()> {
+        self.forwards += 1;
+        Ok(Some((rosenbrock(x).0, None)))
+    }
+}
+
+/// Runs `settings` on [`Priced`] from the valley's usual start, stopping
+/// after `cut` accepted steps when given; the state after every step.
+fn priced_run(
+    settings: &LbfgsSettings,
+    start: LbfgsStart<'_>,
+    cut: Option<u32>,
+) -> (Vec<LbfgsState>, Priced) {
+    let mut solver = Lbfgs {
+        settings: settings.clone(),
+    };
+    let mut problem = Priced::default();
+    let mut run = solver.start(&mut problem, start).unwrap().unwrap();
+    let mut states = Vec::new();
+    execute(&mut solver, &mut problem, &mut run, |_, s| {
+        states.push(s.clone());
+        match cut {
+            Some(c) if states.len() as u32 >= c => Control::Stop,
+            _ => Control::Continue,
+        }
+    })
+    .unwrap();
+    states.push(run);
+    (states, problem)
+}
+
+/// Loss-first trials change what a run costs, never where it goes: the
+/// same points, losses and evaluation count as with every gradient
+/// computed, eager or not; fewer backwards than evaluations, and the
+/// state's counts are the problem's.
+#[test]
+fn loss_first_trials_take_the_same_steps_for_fewer_backwards() {
+    for eager_gradient in [true, false] {
+        let settings = LbfgsSettings {
+            max_evaluations: 40,
+            first_step: 0.1,
+            relative_tolerance: 1e-10,
+            eager_gradient,
+            ..LbfgsSettings::default()
+        };
+        let f = |x: &[f64]| Ok::<_, ()>(Some(rosenbrock(x)));
+        let mut every = Vec::new();
+        let whole = minimise_observed(LbfgsStart::At(&[-1.2, 1.0]), &settings, f, |s| {
+            every.push(s.clone());
+            true
+        })
+        .unwrap()
+        .unwrap();
+        let (states, problem) = priced_run(&settings, LbfgsStart::At(&[-1.2, 1.0]), None);
+        assert_eq!(states.len(), every.len() + 1, "eager {eager_gradient}");
+        for (a, b) in states.iter().zip(&every) {
+            assert_eq!((&a.x, a.loss, a.evaluations), (&b.x, b.loss, b.evaluations));
+            if eager_gradient {
+                assert_eq!((&a.grad, &a.pairs), (&b.grad, &b.pairs));
+            }
+        }
+        let last = states.last().unwrap();
+        assert_eq!(
+            (&last.x, last.loss, last.evaluations),
+            (&whole.x, whole.loss, whole.evaluations)
+        );
+        assert_eq!(problem.forwards, last.evaluations + last.reevaluations);
+        assert_eq!(problem.backwards, last.gradients);
+        assert!(
+            last.gradients < last.evaluations,
+            "eager {eager_gradient}: {} backwards for {} evaluations",
+            last.gradients,
+            last.evaluations
+        );
+        // The closure computes every gradient: nothing is evaluated twice.
+        let closure_last = every.last().unwrap();
+        assert_eq!(closure_last.reevaluations, 0);
+        assert_eq!(closure_last.gradients, closure_last.evaluations);
+    }
+}
+
+/// A run whose accepted point still waits for its gradient resumes from
+/// its state exactly where an uninterrupted run goes, and the wait is
+/// written into a checkpoint (JSON).
+#[test]
+fn a_pending_gradient_survives_a_checkpoint() {
+    let settings = LbfgsSettings {
+        max_evaluations: 40,
+        first_step: 0.1,
+        relative_tolerance: 1e-10,
+        eager_gradient: false,
+        ..LbfgsSettings::default()
+    };
+    let (whole, _) = priced_run(&settings, LbfgsStart::At(&[-1.2, 1.0]), None);
+    let cuts: Vec<u32> = (1..whole.len() as u32)
+        .filter(|&c| whole[c as usize - 1].pending.is_some())
+        .collect();
+    assert!(
+        !cuts.is_empty(),
+        "some accepted point waits for its gradient"
+    );
+    for cut in cuts {
+        let (stopped, _) = priced_run(&settings, LbfgsStart::At(&[-1.2, 1.0]), Some(cut));
+        let state = stopped.last().unwrap().clone();
+        // A checkpoint keeps what the pending gradient needs (serde_json's
+        // default parsing may move a float by an ulp, so the exact resume
+        // below starts from the state itself).
+        let text = serde_json::to_string(&state).unwrap();
+        let read: LbfgsState = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            read.pending.as_ref().map(|p| p.step.len()),
+            state.pending.as_ref().map(|p| p.step.len())
+        );
+        assert!(state.pending.is_some());
+        let (resumed, _) = priced_run(&settings, LbfgsStart::Resume(state), None);
+        let (a, b) = (resumed.last().unwrap(), whole.last().unwrap());
+        assert_eq!(
+            (&a.x, a.loss, a.evaluations),
+            (&b.x, b.loss, b.evaluations),
+            "cut after {cut}"
+        );
+    }
 }
