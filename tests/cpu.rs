@@ -75,5 +75,7 @@ mod truth;
 mod wgsl_mirrors;
 #[path = "cpu/wgsl_validation.rs"]
 mod wgsl_validation;
+#[path = "cpu/xdrop_scene.rs"]
+mod xdrop_scene;
 #[path = "cpu/xsim_scene.rs"]
 mod xsim_scene;

@@ -65,5 +65,7 @@ mod synth_cli;
 mod twin;
 #[path = "gpu_mpm/writer_cli.rs"]
 mod writer_cli;
+#[path = "gpu_mpm/xdrop_scan.rs"]
+mod xdrop_scan;
 #[path = "gpu_mpm/xsim_scan.rs"]
 mod xsim_scan;

@@ -10,6 +10,7 @@ use physfit::io::shown::shown;
 use physfit::mpm::WallMode;
 use physfit::scene::{DriverCount, Scene, AUTO_DRIVERS_PER_CELL, MIN_DRIVERS_PER_CELL};
 
+use super::check_fall::fall_summary;
 use super::check_fit::fit_summary;
 
 fn v3<T: std::fmt::Display>(v: &[T; 3]) -> String {
@@ -89,6 +90,7 @@ pub fn summary(scene: &Scene) -> Result<String> {
         f3(gn),
         sim.damping
     );
+    s.push_str(&fall_summary(scene));
     let m = &scene.material;
     let _ = writeln!(
         s,

@@ -6,6 +6,7 @@ pub mod bench_mpm;
 pub mod bench_raster;
 pub mod bench_summary;
 pub mod check;
+mod check_fall;
 pub mod check_fit;
 pub mod count;
 pub mod fit;

@@ -4,8 +4,8 @@
 //! `scene.toml`: `config` for the schema, `load` for [`Scene::load`], the
 //! resolved sections (`material`, `simulation`, `selection` for
 //! `[regions]`, `drivers`, `fit_settings`), `validated_scene` for the
-//! [`Scene`] itself and `derived_settings` for what the simulator derives
-//! from it.
+//! [`Scene`] itself, `derived_settings` for what the simulator derives
+//! from it and `fall` for where the object goes when it falls from rest.
 
 pub mod camera;
 pub mod collider;
@@ -14,6 +14,7 @@ pub mod config;
 pub mod derived_settings;
 pub mod drivers;
 pub mod error;
+pub mod fall;
 pub mod fit_field;
 pub mod fit_settings;
 pub mod frames;
@@ -39,6 +40,7 @@ pub use config::SceneConfig;
 pub use derived_settings::Stability;
 pub use drivers::{DriverCount, Drivers, AUTO_DRIVERS_PER_CELL, MIN_DRIVERS_PER_CELL};
 pub use error::SceneError;
+pub use fall::Fall;
 pub use fit_field::{FieldSetting, NamedRegion, UNCOVERED_REGION};
 pub use fit_settings::{FitSettings, FitStage, ScanSettings};
 pub use gaussians::Gaussians;

@@ -1,12 +1,14 @@
 //! `[[simulation.colliders]]` in scene.toml (docs/scene.md § Colliders):
 //! resolved in order into the simulator's normalised units, each mistake
-//! refused naming the entry's field and the fix, and the documented example
-//! parses.
+//! refused naming the entry's field and the fix, the documented example
+//! parses, and the fall from rest reaches the first collider in its way or
+//! the box's wall margin (`Scene::fall_from_rest`, printed by `check`).
 
 use std::path::Path;
 
 use crate::scene::{expect_err, Fixture, BASE};
 use physfit::mpm::{Collider, ColliderShape, ContactRule};
+use physfit::scene::Fall;
 
 /// BASE in the box [−1, 3]³ (side 4) with `colliders` appended.
 fn with_colliders(colliders: &str) -> String {
@@ -192,4 +194,84 @@ fn the_documented_collider_example_parses() {
             (Some("box"), Some("slip"), None)
         ]
     );
+}
+
+/// The fall from rest (docs/scene.md § Colliders, "The fall"): the lattice
+/// (z ∈ [0, 1.5]) in the box [−1, 3]³ at grid 32, whose wall margin
+/// (3 cells of 0.125) lies at z = −0.625, under g = 9.8 down.
+#[test]
+fn the_fall_from_rest_reaches_the_ground_or_the_wall_margin_first() {
+    let f = Fixture::new();
+    let fall = |colliders: &str| f.load(&with_colliders(colliders)).unwrap().fall_from_rest();
+    let t = |drop: f64| (2.0 * drop / 9.8).sqrt();
+    // A ground 0.5 below the lowest splats catches it; the block beside it
+    // (x from 1.8, the lattice ends at 1.5) is never in the way.
+    match fall(GROUND_AND_BLOCK) {
+        Fall::Caught { collider, time } => {
+            assert_eq!(collider, 0);
+            assert!((time - t(0.5)).abs() < 1e-6, "{time}");
+        }
+        other => panic!("the ground catches it, not {other:?}"),
+    }
+    // No collider, or a ground below the margin: the margin comes first.
+    let deep = "[[simulation.colliders]]\nkind = \"plane\"\npoint = [0.0, 0.0, -0.8]\n\
+                normal = [0.0, 0.0, 1.0]\ncontact = \"slip\"\n";
+    for colliders in ["", deep] {
+        match fall(colliders) {
+            Fall::LeavesBox { axis, upper, time } => {
+                assert_eq!((axis, upper), (2, false));
+                assert!((time - t(0.625)).abs() < 1e-6, "{time}");
+            }
+            other => panic!("{colliders:?}: it leaves the box, not {other:?}"),
+        }
+    }
+    // A block under part of it catches it at its top face.
+    let table = "[[simulation.colliders]]\nkind = \"box\"\nmin = [1.0, -1.0, -1.0]\n\
+                 max = [2.0, 3.0, -0.2]\ncontact = \"sticky\"\n";
+    match fall(table) {
+        Fall::Caught { collider, time } => {
+            assert_eq!(collider, 0);
+            assert!((time - t(0.2)).abs() < 1e-6, "{time}");
+        }
+        other => panic!("the table catches it, not {other:?}"),
+    }
+    // Without gravity nothing falls.
+    let still = f
+        .load(&format!(
+            "{BASE}\n[simulation]\nbox = {{ min = [-1.0, -1.0, -1.0], max = [3.0, 3.0, 3.0] }}\n"
+        ))
+        .unwrap();
+    assert_eq!(still.fall_from_rest(), Fall::NoGravity);
+}
+
+/// `physfit check` says what the fall reaches, and warns when it is the
+/// wall margin within the frames simulated (no reference frames here:
+/// `simulate`'s default 48 frames, 1.57 s at 30 fps).
+#[test]
+fn check_prints_the_fall_and_warns_when_it_leaves_the_box() {
+    let f = Fixture::new();
+    let run = |colliders: &str| {
+        std::fs::write(f.path("scene.toml"), with_colliders(colliders)).unwrap();
+        let out = crate::scene_check::check(&f.path("scene.toml"));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let caught = run(GROUND_AND_BLOCK);
+    assert!(
+        caught.contains("reaches simulation.colliders[0] at t = 0.319 s (frame 9.6)"),
+        "{caught}"
+    );
+    assert!(!caught.contains("that is within"), "{caught}");
+    let leaves = run("");
+    for needle in [
+        "wall margin on the −z side at t = 0.357 s (frame 10.7)",
+        "WARNING      that is within the 48 frames simulated",
+        "fix: add a ground under it",
+    ] {
+        assert!(leaves.contains(needle), "{needle:?} in\n{leaves}");
+    }
 }
