@@ -135,8 +135,9 @@ pub struct MpmSimulator {
     /// ∂L/∂ν per particle, zeroed by each backward pass and added into by
     /// every substep's adjoint of P2G.
     pub(crate) poisson_grad: GpuBuffer,
-    /// The largest Poisson's ratio of a particle (the time-step bound's ν).
-    poisson_max: f64,
+    /// The largest Poisson's ratio of a particle (the time-step bound's ν),
+    /// as f64 bits (set through `&self`, as E is).
+    poisson_max: AtomicU64,
     /// The largest Young's modulus the run may use (checked at
     /// construction; [`MpmSimulator::set_poisson`] checks it again).
     youngs_max: f64,
@@ -294,7 +295,7 @@ impl MpmSimulator {
                 &lame_records(&vec![config.poisson; n]),
             )?,
             poisson_grad: ctx.storage_zeroed::<f32>("mpm poisson grad", n)?,
-            poisson_max: config.poisson,
+            poisson_max: AtomicU64::new(config.poisson.to_bits()),
             youngs_max,
             anchored: ctx.storage_from_slice("mpm anchored particles", &anchored)?,
             grid: SubstepGrid::new(ctx, "mpm", nodes, n, binned)?,
@@ -382,7 +383,8 @@ impl MpmSimulator {
         check_youngs(youngs, self.particle_count())?;
         if self.options.check_time_step {
             let max = youngs.iter().fold(0.0f32, |a, &b| a.max(b));
-            check_stability_at(&self.config, max as f64, self.poisson_max)?;
+            let poisson_max = f64::from_bits(self.poisson_max.load(Ordering::Relaxed));
+            check_stability_at(&self.config, max as f64, poisson_max)?;
         }
         ctx.write(&self.youngs, youngs);
         self.youngs_version.fetch_add(1, Ordering::Relaxed);
@@ -411,14 +413,14 @@ impl MpmSimulator {
     /// the construction's `youngs_max` at their maximum. Rollouts run
     /// before this call can no longer be back-propagated
     /// ([`MpmError::StaleRollout`]).
-    pub fn set_poisson(&mut self, ctx: &GpuContext, poisson: &[f64]) -> Result<(), MpmError> {
+    pub fn set_poisson(&self, ctx: &GpuContext, poisson: &[f64]) -> Result<(), MpmError> {
         check_poisson(poisson, self.particle_count())?;
         let max = poisson.iter().fold(0.0f64, |a, &b| a.max(b));
         if self.options.check_time_step {
             check_stability_at(&self.config, self.youngs_max, max)?;
         }
         ctx.write(&self.lame, &lame_records(poisson));
-        self.poisson_max = max;
+        self.poisson_max.store(max.to_bits(), Ordering::Relaxed);
         self.youngs_version.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }

@@ -41,7 +41,7 @@ fn poisson_set_to_the_configurations_runs_as_before() {
     let ctx = common::gpu();
     let d = small_drop(Ground::Plane, ContactRule::Friction(0.3));
     let plain = d.simulator(&ctx);
-    let mut set = d.simulator(&ctx);
+    let set = d.simulator(&ctx);
     set.set_poisson(&ctx, &vec![d.config.poisson; d.start.len()])
         .unwrap();
     let a = plain.rollout(&ctx, &d.start, 3).unwrap();
@@ -61,7 +61,7 @@ fn poisson_per_particle_matches_the_twin_forward_and_adjoint() {
     let d = small_drop(Ground::Plane, ContactRule::Friction(0.3));
     let n = d.start.len();
     let nu = varied_poisson(n, 0.25);
-    let mut sim = d.simulator(&ctx);
+    let sim = d.simulator(&ctx);
     sim.set_poisson(&ctx, &nu).unwrap();
     let setup = twin_setup(&d, &nu);
     // Forward: 100 substeps.
@@ -127,7 +127,7 @@ fn fit_scale_drop_poisson_gradient_matches_finite_differences() {
     let d = fit_scale_drop(Ground::Plane, ContactRule::Sticky);
     let n = d.start.len();
     let nu = varied_poisson(n, 0.25);
-    let mut sim = d.simulator(&ctx);
+    let sim = d.simulator(&ctx);
     sim.set_poisson(&ctx, &nu).unwrap();
     let w = loss_weights(n, 3);
     let g = gpu_gradients(&ctx, &sim, &d.start, &w);
@@ -152,7 +152,7 @@ fn set_poisson_is_checked_and_makes_earlier_rollouts_stale() {
     let ctx = common::gpu();
     let d = small_drop(Ground::Plane, ContactRule::Sticky);
     let n = d.start.len();
-    let mut sim = d.simulator(&ctx);
+    let sim = d.simulator(&ctx);
     for bad in [
         vec![0.3; n - 1],
         vec![0.5; n],
