@@ -53,6 +53,8 @@ mod forcing;
 mod forward;
 #[path = "gpu_mpm/memory_estimate.rs"]
 mod memory_estimate;
+#[path = "gpu_mpm/poisson.rs"]
+mod poisson;
 #[path = "gpu_mpm/render_params.rs"]
 mod render_params;
 #[path = "gpu_mpm/simulate_cli.rs"]

@@ -30,6 +30,8 @@
 // Particle state and Young's modulus per particle.
 @group(0) @binding(2) var<storage, read> state: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> youngs: array<f32>;
+// (μ/E, λ/E, d(μ/E)/dν, d(λ/E)/dν) per particle (src/mpm/lame.rs).
+@group(0) @binding(4) var<storage, read> lame: array<vec4<f32>>;
 // The active box and the lists: bindings 10–12, mpm/cell_lists.
 // GRID_STRIDE words per node: (m, mv).
 @group(0) @binding(6) var<storage, read_write> nodes: array<AtomicF32>;
@@ -56,7 +58,7 @@ fn p2g(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgro
                 state_record[k] = state[o + k];
             }
             let ps = particle_state(state_record);
-            let terms = p2g_particle(ps, youngs[p], params);
+            let terms = p2g_particle(ps, youngs[p], lame[p], params);
             window = window_add(window, CellParticle(ps.x, terms.momentum, terms.affine), base, params.particle_mass, params);
         }
         links = cursor.links;

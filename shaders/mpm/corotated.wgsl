@@ -44,3 +44,14 @@ fn corotated_stress_adjoint(f: mat3x3<f32>, svd: Svd3, youngs: f32, mu_hat: f32,
     gf += cofactor_adjoint(f, lambda * (j - 1.0) * g);
     return gf;
 }
+
+// ∂L/∂ν given G = ∂L/∂P, for P = E·(2μ̂(F − R) + λ̂(J − 1)·cof(F)) with the
+// particle's `lame` = (μ̂, λ̂, dμ̂/dν, dλ̂/dν) (src/mpm/lame.rs):
+// E·(dμ̂/dν·⟨G, 2(F − R)⟩ + dλ̂/dν·(J − 1)·⟨G, cof F⟩).
+fn corotated_poisson_adjoint(f: mat3x3<f32>, svd: Svd3, youngs: f32, lame: vec4<f32>, g: mat3x3<f32>) -> f32 {
+    let r = polar_rotation(svd);
+    let j = determinant(f);
+    let shear = 2.0 * frobenius(g, f - r);
+    let volume = (j - 1.0) * frobenius(g, cofactor(f));
+    return youngs * (lame.z * shear + lame.w * volume);
+}

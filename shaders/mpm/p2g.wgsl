@@ -15,6 +15,8 @@
 @group(0) @binding(4) var<storage, read_write> grid: array<AtomicF32>;
 #atomic_f32_ops grid
 @group(0) @binding(5) var<storage, read_write> grid_anchored: array<atomic<u32>>;
+// (μ/E, λ/E, d(μ/E)/dν, d(λ/E)/dν) per particle (src/mpm/lame.rs).
+@group(0) @binding(6) var<storage, read> lame: array<vec4<f32>>;
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgroups) num_workgroups: vec3<u32>) {
@@ -29,7 +31,7 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
     }
     let ps = particle_state(state_record);
     let x = ps.x;
-    let particle = p2g_particle(ps, youngs[p], params);
+    let particle = p2g_particle(ps, youngs[p], lame[p], params);
     let affine = particle.affine;
     let momentum = particle.momentum;
     let is_anchored = anchored[p] != 0u;

@@ -3,7 +3,8 @@
 // grid at the same 27 nodes of x_n (equations: mpm/p2g_adjoint_particle;
 // the grid side of G2P* is g2p_adjoint.wgsl). Each particle reads (∂L/∂mv_i, ∂L/∂m_i) and v_i at
 // its nodes, so no atomics, writes the whole ∂L/∂(state n) and adds its
-// ∂L/∂E into `youngs_grad` (accumulated over substeps).
+// ∂L/∂E into `youngs_grad` and its ∂L/∂ν into `poisson_grad` (both
+// accumulated over substeps).
 //
 // Entry points:
 // - `main` (GPUs): one thread per particle, gathering its 27 nodes.
@@ -38,6 +39,10 @@
 @group(0) @binding(9) var<storage, read_write> youngs_grad: array<f32>;
 // `main_cells` only: the active box and the lists walked: bindings 10–12,
 // mpm/cell_lists.
+// (μ/E, λ/E, d(μ/E)/dν, d(λ/E)/dν) per particle (src/mpm/lame.rs).
+@group(0) @binding(13) var<storage, read> lame: array<vec4<f32>>;
+// ∂L/∂ν per particle, accumulated over substeps.
+@group(0) @binding(14) var<storage, read_write> poisson_grad: array<f32>;
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgroups) num_workgroups: vec3<u32>) {
@@ -76,15 +81,17 @@ fn load_particle(p: u32) -> P2gAdjointParticle {
         particle_state(next_record),
         particle_state(grad_next_record),
         youngs[p],
+        lame[p],
         anchored[p] != 0u,
         params,
     );
 }
 
-// Writes particle p's ∂L/∂(state n) and adds its ∂L/∂E.
+// Writes particle p's ∂L/∂(state n) and adds its ∂L/∂E and ∂L/∂ν.
 fn write_particle(p: u32, particle: P2gAdjointParticle, sums: P2gAdjointSums) {
     let result = p2g_adjoint_finish(particle, sums, params);
     youngs_grad[p] += result.youngs_grad;
+    poisson_grad[p] += result.poisson_grad;
     let g = result.grad;
     let record = state_quads(g.x, g.v, g.c, g.f);
     let o = p * STATE_QUADS;

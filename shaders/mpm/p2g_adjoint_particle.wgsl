@@ -5,7 +5,8 @@
 //   gv = Σ w m_p gmv_i,   gA = Σ w gmv_i dposᵀ,   gC = m_p gA,
 //   gx += Σ [(m_p gm_i + gmv_i·(m_p v + A dpos)) ∇w − w Aᵀ gmv_i],
 //   gP = −k gA F,   gF += −k gAᵀ P + ∂⟨gP, P(F)⟩/∂F (mpm/corotated),
-//   gE += ⟨gP, P/E⟩,
+//   gE += ⟨gP, P/E⟩,   gν += E·(dμ̂/dν·⟨gP, 2(F − R)⟩ + dλ̂/dν·(J − 1)⟨gP, cof F⟩)
+//   (μ̂ = μ/E, λ̂ = λ/E, the particle's own: src/mpm/lame.rs),
 // where gx and gF start from G2P*'s gx' + Σ (v_i·h_i) ∇w − 4/dx² gC''ᵀ v'
 // and (I + dt C')ᵀ gF' (mpm/g2p_adjoint_particle). Per node only what
 // depends on the node: Σ w gmv_i (which gives gv and the −Σ w Aᵀ gmv_i term
@@ -32,6 +33,7 @@ struct P2gAdjointParticle {
     f: mat3x3<f32>,
     svd: Svd3,
     youngs: f32,
+    lame: vec4<f32>,
     stress_hat: mat3x3<f32>,
     stress: mat3x3<f32>,
     affine: mat3x3<f32>,
@@ -53,12 +55,13 @@ struct P2gAdjointSums {
 }
 
 // A particle with state `ps`, next state `next` (as G2P wrote it: its v'
-// and C' are used), ∂L/∂(state n+1) = `g_next` and Young's modulus `youngs`.
-fn p2g_adjoint_particle(ps: ParticleState, next: ParticleState, g_next: ParticleState, youngs: f32, anchored: bool, params: MpmParams) -> P2gAdjointParticle {
+// and C' are used), ∂L/∂(state n+1) = `g_next`, Young's modulus `youngs`
+// and Lamé parameters per unit E `lame` (with their ν-derivatives).
+fn p2g_adjoint_particle(ps: ParticleState, next: ParticleState, g_next: ParticleState, youngs: f32, lame: vec4<f32>, anchored: bool, params: MpmParams) -> P2gAdjointParticle {
     let f = ps.f;
     let carry = g2p_adjoint_carry(f, g_next.x, g_next.v, g_next.c, g_next.f, anchored, params);
     let svd = svd3(f);
-    let stress_hat = corotated_stress_per_youngs(f, svd, params.mu_per_youngs, params.lambda_per_youngs);
+    let stress_hat = corotated_stress_per_youngs(f, svd, lame.x, lame.y);
     let stress = youngs * stress_hat;
     let mp = params.particle_mass;
     let k = params.dt * 4.0 * params.inv_dx * params.inv_dx * params.particle_volume;
@@ -69,6 +72,7 @@ fn p2g_adjoint_particle(ps: ParticleState, next: ParticleState, g_next: Particle
         f,
         svd,
         youngs,
+        lame,
         stress_hat,
         stress,
         affine,
@@ -108,10 +112,11 @@ fn p2g_adjoint_node(sums: P2gAdjointSums, particle: P2gAdjointParticle, o: vec3<
     return out;
 }
 
-// ∂L/∂(state n) and this substep's ∂L/∂E of the particle.
+// ∂L/∂(state n) and this substep's ∂L/∂E and ∂L/∂ν of the particle.
 struct P2gAdjointResult {
     grad: ParticleState,
     youngs_grad: f32,
+    poisson_grad: f32,
 }
 
 fn p2g_adjoint_finish(particle: P2gAdjointParticle, sums: P2gAdjointSums, params: MpmParams) -> P2gAdjointResult {
@@ -126,6 +131,7 @@ fn p2g_adjoint_finish(particle: P2gAdjointParticle, sums: P2gAdjointSums, params
     let f = particle.f;
     let gp = -k * ga * f;
     let gf = particle.gf_g2p - k * transpose(ga) * particle.stress
-        + corotated_stress_adjoint(f, particle.svd, particle.youngs, params.mu_per_youngs, params.lambda_per_youngs, gp);
-    return P2gAdjointResult(ParticleState(gx, gv, gc, gf), frobenius(gp, particle.stress_hat));
+        + corotated_stress_adjoint(f, particle.svd, particle.youngs, particle.lame.x, particle.lame.y, gp);
+    let g_poisson = corotated_poisson_adjoint(f, particle.svd, particle.youngs, particle.lame, gp);
+    return P2gAdjointResult(ParticleState(gx, gv, gc, gf), frobenius(gp, particle.stress_hat), g_poisson);
 }

@@ -19,7 +19,9 @@ struct MpmParams {
     particle_mass: f32,
     // exp(−damping·dt).
     damping_factor: f32,
-    // μ/E and λ/E (Lamé parameters per unit Young's modulus).
+    // μ/E and λ/E at the configuration's ν (Lamé parameters per unit
+    // Young's modulus). The kernels read each particle's own from its
+    // `lame` record instead (src/mpm/lame.rs: ν per particle).
     mu_per_youngs: f32,
     lambda_per_youngs: f32,
     gravity: vec3<f32>,

@@ -301,7 +301,9 @@ pub fn estimate(scene: &Scene, workload: &Workload) -> MemoryEstimate {
         // Frame states, frame 0's upload, the simulator's two scratch
         // states; with a backward: a gradient per fitted frame, the
         // checkpointed working set, the gradients out, and two states of
-        // slack for the fit's forward-only reports.
+        // slack for the fit's forward-only reports. Per driver besides:
+        // 16 bytes of E, anchored flag and gradients, 24 of ν (its Lamé
+        // record, src/mpm/lame.rs, and two ∂L/∂ν).
         let mut states = frames + 3;
         if backward {
             states += (frames - 1) + (substeps.div_ceil(every) - 1) + every + 4 + 1 + 2;
@@ -309,7 +311,7 @@ pub fn estimate(scene: &Scene, workload: &Workload) -> MemoryEstimate {
         device.push(Part {
             kind: PartKind::States,
             name: "particle states",
-            bytes: states * drivers * STATE_BYTES + drivers * 16,
+            bytes: states * drivers * STATE_BYTES + drivers * 40,
             field: "drivers.count".into(),
             value: drivers.to_string(),
             fix: format!(

@@ -70,6 +70,9 @@ pub struct Evaluation {
     pub youngs_gradient: GpuBuffer,
     /// `∂loss/∂(velocity parameters)`, one f32 per parameter.
     pub velocity_gradient: GpuBuffer,
+    /// `∂loss/∂ν` per driver, one f32 each (ν as
+    /// [`super::FitProblem::set_poisson`] set it).
+    pub poisson_gradient: GpuBuffer,
 }
 
 /// [`Evaluation`]'s gradients on the host.
@@ -79,14 +82,17 @@ pub struct HostGradients {
     pub youngs: Vec<f32>,
     /// `∂loss/∂(velocity parameters)`.
     pub velocity: Vec<f32>,
+    /// `∂loss/∂ν` per driver.
+    pub poisson: Vec<f32>,
 }
 
 impl Evaluation {
-    /// Reads both gradients back (tests, hosts with a CPU optimiser).
+    /// Reads the gradients back (tests, hosts with a CPU optimiser).
     pub fn read(&self, ctx: &GpuContext) -> Result<HostGradients, FitError> {
         Ok(HostGradients {
             youngs: ctx.read_buffer(&self.youngs_gradient)?,
             velocity: ctx.read_buffer(&self.velocity_gradient)?,
+            poisson: ctx.read_buffer(&self.poisson_gradient)?,
         })
     }
 }

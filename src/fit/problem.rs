@@ -350,6 +350,14 @@ impl FitProblem {
             .expect("a fit problem's forward path simulates")
     }
 
+    /// Sets Poisson's ratio per driver (each in `[0, 0.5)`;
+    /// `material.poisson_ratio` until then) for every later evaluation,
+    /// whose [`super::Evaluation::poisson_gradient`] is `∂loss/∂ν` per driver.
+    /// Checked against the time-step bound the simulator was built for.
+    pub fn set_poisson(&self, ctx: &GpuContext, poisson: &[f64]) -> Result<(), FitError> {
+        Ok(self.simulator().set_poisson(ctx, poisson)?)
+    }
+
     /// Checks `selection` against the scene's views and reference frames.
     pub fn check_selection(&self, selection: &Selection) -> Result<(), FitError> {
         if selection.frames.is_empty() {

@@ -112,6 +112,8 @@ pub struct MpmGradients {
     /// its `v` part is the initial-velocity gradient. In
     /// [`GradientFlow::Truncated`] mode only frames 0 and 1 contribute.
     pub initial_state: GpuBuffer,
+    /// `∂L/∂ν` per particle (f32; [`MpmSimulator::set_poisson`]).
+    pub poisson: GpuBuffer,
     /// `∂L/∂μ` per collider (f32; one zero when there are none): the
     /// friction coefficient's gradient for [`super::ContactRule::Friction`]
     /// colliders, 0 for the others.
@@ -137,6 +139,8 @@ pub struct HostMpmGradients {
     pub youngs: Vec<f32>,
     /// `∂L/∂(state at frame 0)`; `.v` is the initial-velocity gradient.
     pub initial_state: ParticleState,
+    /// `∂L/∂ν` per particle.
+    pub poisson: Vec<f32>,
     /// `∂L/∂μ` per collider (0 for colliders without friction).
     pub friction: Vec<f32>,
     /// As [`MpmGradients::replayed_substeps`].
@@ -144,13 +148,14 @@ pub struct HostMpmGradients {
 }
 
 impl MpmGradients {
-    /// Reads the gradients back (three readbacks: not for a fit iteration).
+    /// Reads the gradients back (four readbacks: not for a fit iteration).
     pub fn read(&self, ctx: &GpuContext) -> Result<HostMpmGradients, MpmError> {
         let mut friction: Vec<f32> = ctx.read_buffer(&self.friction)?;
         friction.truncate(self.colliders);
         Ok(HostMpmGradients {
             friction,
             youngs: ctx.read_buffer(&self.youngs)?,
+            poisson: ctx.read_buffer(&self.poisson)?,
             initial_state: ParticleState::from_packed(
                 &ctx.read_buffer::<f32>(&self.initial_state)?,
             ),
@@ -221,9 +226,11 @@ impl MpmSimulator {
         let initial = self.state_buffer(ctx, "mpm grad frame 0")?;
         let colliders = self.config().colliders.len();
         let friction = ctx.storage_zeroed::<f32>("mpm friction grad", colliders.max(1))?;
+        let poisson = ctx.storage_zeroed::<f32>("mpm poisson grad out", self.particle_count())?;
         let Some(last) = by_frame.iter().rposition(|g| g.is_some()) else {
             return Ok(MpmGradients {
                 youngs: youngs_grad,
+                poisson,
                 initial_state: initial,
                 friction,
                 colliders,
@@ -253,8 +260,8 @@ impl MpmSimulator {
             &youngs_grad,
             &initial,
         )?;
-        // The substep adjoints added ∂L/∂μ into the simulator's buffer,
-        // which the next backward pass zeroes: hand out a copy.
+        // The substep adjoints added ∂L/∂μ and ∂L/∂ν into the simulator's
+        // buffers, which the next backward pass zeroes: hand out copies.
         let mut encoder = crate::gpu::encoder(ctx, "mpm backward friction grad");
         encoder.copy_buffer_to_buffer(
             self.collider_grad.raw(),
@@ -263,9 +270,11 @@ impl MpmSimulator {
             0,
             friction.size(),
         );
+        encoder.copy_buffer_to_buffer(self.poisson_grad.raw(), 0, poisson.raw(), 0, poisson.size());
         ctx.queue.submit([encoder.finish()]);
         Ok(MpmGradients {
             youngs: youngs_grad,
+            poisson,
             initial_state: initial,
             friction,
             colliders,
@@ -291,6 +300,7 @@ impl MpmSimulator {
         let mut encoder = crate::gpu::encoder(ctx, "mpm backward start");
         self.encode_clear_grid_velocity_grad(&mut encoder);
         encoder.clear_buffer(self.collider_grad.raw(), 0, None);
+        encoder.clear_buffer(self.poisson_grad.raw(), 0, None);
         // frame_grads[cur]: ∂L/∂(state k) including every later frame (full
         // flow); the other: ∂L/∂(state k − 1), written by frame k's adjoint.
         for g in &work.frame_grads {

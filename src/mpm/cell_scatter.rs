@@ -21,6 +21,8 @@ pub struct CellScatterBuffers<'a> {
     pub state: &'a GpuBuffer,
     /// Young's modulus per particle.
     pub youngs: &'a GpuBuffer,
+    /// Lamé record per particle ([`super::lame`]).
+    pub lame: &'a GpuBuffer,
     /// The active box and the lists walked.
     pub lists: CellLists<'a>,
     /// The grid's (m, mv) (atomic f32, 4 words per node), zero over the box
@@ -31,14 +33,20 @@ pub struct CellScatterBuffers<'a> {
 impl<'a> CellScatterBuffers<'a> {
     /// The buffers by name: what the bind group binds, and the
     /// simulator's bind-group cache key ([`super::bind_group_cache`]).
-    pub fn by_name(&self) -> [NamedBuffer<'a>; 7] {
-        let [params, state, youngs, nodes] =
-            named_buffers![self.uniforms => "params", self.state, self.youngs, self.nodes];
+    pub fn by_name(&self) -> [NamedBuffer<'a>; 8] {
+        let [params, state, youngs, lame, nodes] = named_buffers![
+            self.uniforms => "params",
+            self.state,
+            self.youngs,
+            self.lame,
+            self.nodes,
+        ];
         let [node_box, cell_head, particle_next] = self.lists.by_name();
         [
             params,
             state,
             youngs,
+            lame,
             nodes,
             node_box,
             cell_head,
@@ -57,11 +65,12 @@ impl CellScatter {
     pub const SPEC: KernelSpec = KernelSpec {
         shader: "mpm/cell_scatter",
         entry: "p2g",
-        bindings: &concat_bindings::<7>(
+        bindings: &concat_bindings::<8>(
             &[
                 Binding::uniform("params", 0),
                 Binding::read("state", 2),
                 Binding::read("youngs", 3),
+                Binding::read("lame", 4),
                 Binding::read_write("nodes", 6),
             ],
             &CellLists::BINDINGS,

@@ -48,6 +48,7 @@ pub mod grid_box;
 pub mod grid_clear;
 pub mod grid_update;
 pub mod grid_update_adjoint;
+pub mod lame;
 pub mod layout;
 pub mod p2g;
 pub mod p2g_adjoint;

@@ -19,12 +19,14 @@ pub struct P2gBuffers<'a> {
     pub grid: &'a GpuBuffer,
     /// Anchored flag per node (u32), zeroed before the dispatch.
     pub grid_anchored: &'a GpuBuffer,
+    /// Lamé record per particle ([`super::lame`]).
+    pub lame: &'a GpuBuffer,
 }
 
 impl<'a> P2gBuffers<'a> {
     /// The buffers by name: what the bind group binds, and the
     /// simulator's bind-group cache key ([`super::bind_group_cache`]).
-    pub fn by_name(&self) -> [NamedBuffer<'a>; 6] {
+    pub fn by_name(&self) -> [NamedBuffer<'a>; 7] {
         named_buffers![
             self.uniforms => "params",
             self.state,
@@ -32,6 +34,7 @@ impl<'a> P2gBuffers<'a> {
             self.anchored,
             self.grid,
             self.grid_anchored,
+            self.lame,
         ]
     }
 }
@@ -53,6 +56,7 @@ impl P2g {
             Binding::read("anchored", 3),
             Binding::read_write("grid", 4),
             Binding::read_write("grid_anchored", 5),
+            Binding::read("lame", 6),
         ],
     };
 

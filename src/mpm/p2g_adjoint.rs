@@ -2,7 +2,7 @@
 //! particles read (∂L/∂mv_i, ∂L/∂m_i) and v_i at their 27 nodes and write
 //! ∂L/∂(state n), the adjoint of P2G (stress, polar derivative,
 //! affine and mass paths) plus the particle terms of the adjoint of G2P,
-//! and add to ∂L/∂E. Entry point `main` (GPUs) runs one thread per
+//! and add to ∂L/∂E and ∂L/∂ν. Entry point `main` (GPUs) runs one thread per
 //! particle; `main_cells` (CPU adapters) walks the substep's cell lists per (x, y)
 //! column of the active box's base cells with a sliding window of nodes instead of
 //! gathering them per particle (why: the shader's header).
@@ -36,12 +36,16 @@ pub struct P2gAdjointBuffers<'a> {
     pub state_grad: &'a GpuBuffer,
     /// ∂L/∂E per particle, accumulated over substeps.
     pub youngs_grad: &'a GpuBuffer,
+    /// Lamé record per particle ([`super::lame`]).
+    pub lame: &'a GpuBuffer,
+    /// ∂L/∂ν per particle, accumulated over substeps.
+    pub poisson_grad: &'a GpuBuffer,
 }
 
 impl<'a> P2gAdjointBuffers<'a> {
     /// The buffers by name: what the bind group binds, and the
     /// simulator's bind-group cache key ([`super::bind_group_cache`]).
-    pub fn by_name(&self) -> [NamedBuffer<'a>; 10] {
+    pub fn by_name(&self) -> [NamedBuffer<'a>; 12] {
         named_buffers![
             self.uniforms => "params",
             self.state,
@@ -53,6 +57,8 @@ impl<'a> P2gAdjointBuffers<'a> {
             self.grid_velocity,
             self.state_grad,
             self.youngs_grad,
+            self.lame,
+            self.poisson_grad,
         ]
     }
 }
@@ -69,10 +75,10 @@ pub struct P2gAdjointCellsBuffers<'a> {
 impl<'a> P2gAdjointCellsBuffers<'a> {
     /// The buffers by name: what the bind group binds, and the
     /// simulator's bind-group cache key ([`super::bind_group_cache`]).
-    pub fn by_name(&self) -> [NamedBuffer<'a>; 13] {
-        let [a0, a1, a2, a3, a4, a5, a6, a7, a8, a9] = self.adjoint.by_name();
+    pub fn by_name(&self) -> [NamedBuffer<'a>; 15] {
+        let [a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11] = self.adjoint.by_name();
         let [l0, l1, l2] = self.lists.by_name();
-        [a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, l0, l1, l2]
+        [a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, l0, l1, l2]
     }
 }
 
@@ -84,7 +90,7 @@ pub struct P2gAdjoint {
 
 impl P2gAdjoint {
     /// The bindings of `main`.
-    const MAIN_BINDINGS: [Binding; 10] = [
+    const MAIN_BINDINGS: [Binding; 12] = [
         Binding::uniform("params", 0),
         Binding::read("state", 1),
         Binding::read("state_next", 2),
@@ -95,6 +101,8 @@ impl P2gAdjoint {
         Binding::read("grid_velocity", 7),
         Binding::read_write("state_grad", 8),
         Binding::read_write("youngs_grad", 9),
+        Binding::read("lame", 13),
+        Binding::read_write("poisson_grad", 14),
     ];
 
     /// Entry point `main` of shaders/mpm/p2g_adjoint.wgsl.
@@ -109,7 +117,7 @@ impl P2gAdjoint {
     pub const MAIN_CELLS: KernelSpec = KernelSpec {
         shader: "mpm/p2g_adjoint",
         entry: "main_cells",
-        bindings: &concat_bindings::<13>(&Self::MAIN_BINDINGS, &CellLists::BINDINGS),
+        bindings: &concat_bindings::<15>(&Self::MAIN_BINDINGS, &CellLists::BINDINGS),
     };
 
     /// Compiles both entry points.

@@ -17,6 +17,7 @@ use super::grid_box::GridBox;
 use super::grid_clear::GridClear;
 use super::grid_update::GridUpdate;
 use super::grid_update_adjoint::GridUpdateAdjoint;
+use super::lame::{check_poisson, lame_records};
 use super::layout::{ParticleState, STATE_STRIDE};
 use super::p2g::P2g;
 use super::p2g_adjoint::P2gAdjoint;
@@ -129,6 +130,17 @@ pub struct MpmSimulator {
     pub(crate) particle_count: u32,
     pub(crate) uniforms: GpuBuffer,
     pub(crate) youngs: GpuBuffer,
+    /// Lamé record per particle, from its Poisson's ratio ([`super::lame`]).
+    pub(crate) lame: GpuBuffer,
+    /// ∂L/∂ν per particle, zeroed by each backward pass and added into by
+    /// every substep's adjoint of P2G.
+    pub(crate) poisson_grad: GpuBuffer,
+    /// The largest Poisson's ratio of a particle (the time-step bound's ν),
+    /// as f64 bits (set through `&self`, as E is).
+    poisson_max: AtomicU64,
+    /// The largest Young's modulus the run may use (checked at
+    /// construction; [`MpmSimulator::set_poisson`] checks it again).
+    youngs_max: f64,
     pub(crate) anchored: GpuBuffer,
     pub(crate) grid: SubstepGrid,
     pub(crate) grid_velocity_grad: GpuBuffer,
@@ -149,18 +161,29 @@ pub struct MpmSimulator {
     binned: bool,
     options: MpmOptions,
     id: u64,
-    /// Bumped by every change of E or of a collider's friction coefficient:
+    /// Bumped by every change of E, of ν or of a collider's friction coefficient:
     /// a rollout records it, and a backward pass against a rollout run with
     /// other parameters is refused.
     youngs_version: AtomicU64,
 }
 
-/// Checks the explicit time-step bound for Young's modulus up to `youngs_max`.
+/// Checks the explicit time-step bound for Young's modulus up to `youngs_max`
+/// at the configuration's Poisson's ratio.
 pub fn check_stability(config: &MpmConfig, youngs_max: f64) -> Result<(), MpmError> {
+    check_stability_at(config, youngs_max, config.poisson)
+}
+
+/// Checks the explicit time-step bound for Young's modulus up to `youngs_max`
+/// and Poisson's ratio up to `poisson_max` (the bound grows with both).
+pub fn check_stability_at(
+    config: &MpmConfig,
+    youngs_max: f64,
+    poisson_max: f64,
+) -> Result<(), MpmError> {
     let needed = min_substeps_per_frame(
         config.fps,
         youngs_max,
-        config.poisson,
+        poisson_max,
         config.density,
         config.dx(),
     );
@@ -169,7 +192,7 @@ pub fn check_stability(config: &MpmConfig, youngs_max: f64) -> Result<(), MpmErr
             substeps: config.substeps_per_frame,
             needed,
             youngs_max,
-            poisson: config.poisson,
+            poisson: poisson_max,
             density: config.density,
             grid_res: config.grid_res,
             fps: config.fps,
@@ -246,9 +269,10 @@ impl MpmSimulator {
             )));
         }
         check_youngs(&setup.youngs, n)?;
+        let initial_max = setup.youngs.iter().fold(0.0f32, |a, &b| a.max(b)) as f64;
+        let youngs_max = setup.youngs_max.max(initial_max);
         if options.check_time_step {
-            let initial_max = setup.youngs.iter().fold(0.0f32, |a, &b| a.max(b)) as f64;
-            check_stability(config, setup.youngs_max.max(initial_max))?;
+            check_stability(config, youngs_max)?;
         }
         // Nodes 0..=grid_res per axis (both faces of the box), as the twin.
         let per_axis = config.grid_res as usize + 1;
@@ -266,6 +290,13 @@ impl MpmSimulator {
             particle_count: n as u32,
             uniforms: ctx.uniform_buffer("mpm uniforms", &uniforms)?,
             youngs: ctx.storage_from_slice("mpm youngs", &setup.youngs)?,
+            lame: ctx.storage_from_slice(
+                "mpm lame per youngs",
+                &lame_records(&vec![config.poisson; n]),
+            )?,
+            poisson_grad: ctx.storage_zeroed::<f32>("mpm poisson grad", n)?,
+            poisson_max: AtomicU64::new(config.poisson.to_bits()),
+            youngs_max,
             anchored: ctx.storage_from_slice("mpm anchored particles", &anchored)?,
             grid: SubstepGrid::new(ctx, "mpm", nodes, n, binned)?,
             grid_velocity_grad: ctx.storage_zeroed::<f32>("mpm grid velocity grad", nodes * 4)?,
@@ -352,7 +383,8 @@ impl MpmSimulator {
         check_youngs(youngs, self.particle_count())?;
         if self.options.check_time_step {
             let max = youngs.iter().fold(0.0f32, |a, &b| a.max(b));
-            check_stability(&self.config, max as f64)?;
+            let poisson_max = f64::from_bits(self.poisson_max.load(Ordering::Relaxed));
+            check_stability_at(&self.config, max as f64, poisson_max)?;
         }
         ctx.write(&self.youngs, youngs);
         self.youngs_version.fetch_add(1, Ordering::Relaxed);
@@ -373,6 +405,24 @@ impl MpmSimulator {
     pub fn youngs_buffer_mut(&mut self) -> &GpuBuffer {
         self.youngs_version.fetch_add(1, Ordering::Relaxed);
         &self.youngs
+    }
+
+    /// Sets Poisson's ratio per particle (each in `[0, 0.5)`; the
+    /// configuration's `poisson` until then) after checking, unless the
+    /// simulator was built without it, the explicit time-step bound for
+    /// the construction's `youngs_max` at their maximum. Rollouts run
+    /// before this call can no longer be back-propagated
+    /// ([`MpmError::StaleRollout`]).
+    pub fn set_poisson(&self, ctx: &GpuContext, poisson: &[f64]) -> Result<(), MpmError> {
+        check_poisson(poisson, self.particle_count())?;
+        let max = poisson.iter().fold(0.0f64, |a, &b| a.max(b));
+        if self.options.check_time_step {
+            check_stability_at(&self.config, self.youngs_max, max)?;
+        }
+        ctx.write(&self.lame, &lame_records(poisson));
+        self.poisson_max.store(max.to_bits(), Ordering::Relaxed);
+        self.youngs_version.fetch_add(1, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Sets the friction coefficient μ of collider `index`, a
@@ -408,7 +458,7 @@ impl MpmSimulator {
         Ok(())
     }
 
-    /// How many times E or a friction coefficient has changed since
+    /// How many times E, ν or a friction coefficient has changed since
     /// construction (rollouts record it; [`MpmSimulator::backward`]
     /// compares).
     pub fn youngs_version(&self) -> u64 {

@@ -208,6 +208,7 @@ impl MpmSimulator {
                     uniforms: &self.uniforms,
                     state: b.state,
                     youngs: &self.youngs,
+                    lame: &self.lame,
                     lists: grid.lists(),
                     nodes: &grid.mass_momentum,
                 };
@@ -225,6 +226,7 @@ impl MpmSimulator {
                     anchored: &self.anchored,
                     grid: &grid.mass_momentum,
                     grid_anchored: &grid.anchored,
+                    lame: &self.lame,
                 };
                 let bg = cache.get("p2g", &p2g.by_name(), || k.p2g.bind(ctx, &p2g));
                 k.p2g.dispatch(encoder, &bg, self.particle_count);
@@ -309,6 +311,8 @@ impl MpmSimulator {
                     grid_velocity: &grid.velocity,
                     state_grad: b.grad,
                     youngs_grad: b.youngs_grad,
+                    lame: &self.lame,
+                    poisson_grad: &self.poisson_grad,
                 };
                 if self.binned_scatters() {
                     let cells = P2gAdjointCellsBuffers {

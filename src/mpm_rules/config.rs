@@ -95,6 +95,18 @@ pub fn lame(e: f64, poisson: f64) -> (f64, f64) {
     (mu, lambda)
 }
 
+/// `(dμ̂/dν, dλ̂/dν)` of the Lamé parameters per unit Young's modulus
+/// `μ̂ = 1/(2(1+ν))`, `λ̂ = ν/((1+ν)(1−2ν))` ([`lame`] at E = 1):
+/// `−1/(2(1+ν)²)` and `(1 + 2ν²)/((1+ν)(1−2ν))²`. The chain rule from a
+/// stress's ∂L/∂μ̂, ∂L/∂λ̂ to ∂L/∂ν (the GPU adjoint and the CPU twin).
+pub fn lame_per_youngs_poisson_derivative(poisson: f64) -> (f64, f64) {
+    let d = (1.0 + poisson) * (1.0 - 2.0 * poisson);
+    (
+        -0.5 / ((1.0 + poisson) * (1.0 + poisson)),
+        (1.0 + 2.0 * poisson * poisson) / (d * d),
+    )
+}
+
 /// Particle volume rule (docs/design.md § Units and frames): the occupied volume
 /// ([`occupied_volume`]) divided by the particle count. For particles that
 /// are the points themselves (one per splat); K-Means drivers divide the

@@ -170,6 +170,7 @@ fn scene() -> Scene {
         config,
         particle_volume: dx.powi(3),
         anchored: anchored.clone(),
+        poisson: None,
     };
     // log10 E ≈ 4.3 (c ≈ 3.7 box/s, dt = 5 ms ≈ 0.3 dx/c): it sways
     // within the 0.12 s of the three frames.

@@ -181,6 +181,7 @@ fn scene_with(walls: WallMode, shift_y: f64, damping: f64, anchor_bottom: bool) 
         config,
         particle_volume: (1.0 / 32.0f64).powi(3),
         anchored,
+        poisson: None,
     };
     let mut loss_grad = MpmState64::zeros(n);
     for p in 0..n {
@@ -373,6 +374,7 @@ fn free_fall_matches_parabola() {
         config: setup_config,
         particle_volume: (1.0 / 32.0f64).powi(3),
         anchored: vec![false; n],
+        poisson: None,
     };
     let youngs = vec![1e5; n];
     let steps = 50;
@@ -429,6 +431,7 @@ fn momentum_is_conserved_without_gravity_or_walls() {
         config: config(grid_res, 20, [0.0; 3]),
         particle_volume: (1.0 / 32.0f64).powi(3),
         anchored: vec![false; n],
+        poisson: None,
     };
     let youngs: Vec<f64> = (0..n).map(|_| 2e5 * (1.0 + 0.5 * rng.uniform())).collect();
     let m = setup.particle_mass();
@@ -540,6 +543,7 @@ fn bar_period(youngs: f64, dt: f64, free_cells: usize) -> (f64, f64) {
         config,
         particle_volume: h * h * h,
         anchored,
+        poisson: None,
     };
     let v0 = 0.05;
     let mut state = MpmState64::at_rest(x);
@@ -1089,4 +1093,77 @@ fn frames_gradient_rejects_duplicate_frames() {
         &[(1, w.clone()), (2, w.clone()), (1, w)],
         GradientFlow::Truncated,
     );
+}
+
+/// ∂L/∂ν of the twin with ν per particle (src/reference/mpm/stress.rs,
+/// through `μ(E, ν)`, `λ(E, ν)`) against central differences of the same
+/// 24-substep rollout, along a random direction and for one particle.
+#[test]
+fn poisson_gradient_matches_finite_differences() {
+    let mut scene = gradient_scene();
+    let n = scene.initial.len();
+    let mut rng = Rng(7);
+    let nu: Vec<f64> = (0..n).map(|_| 0.3 + 0.1 * rng.uniform()).collect();
+    scene.setup.poisson = Some(nu.clone());
+    let grad = rollout_gradient(
+        &scene.setup,
+        &scene.initial,
+        &scene.youngs,
+        scene.substeps,
+        &scene.loss_grad,
+    );
+    let central = |dir: &[f64], h: f64| {
+        let loss = |sign: f64| {
+            let mut s = scene.setup.clone();
+            s.poisson = Some(nu.iter().zip(dir).map(|(v, d)| v + sign * h * d).collect());
+            let states = rollout(&s, &scene.initial, &scene.youngs, scene.substeps);
+            states.last().unwrap().dot(&scene.loss_grad)
+        };
+        (loss(1.0) - loss(-1.0)) / (2.0 * h)
+    };
+    let mut dir: Vec<f64> = (0..n).map(|_| rng.uniform()).collect();
+    for trial in 0..2 {
+        let fd = central(&dir, 1e-5);
+        let an: f64 = grad.d_poisson.iter().zip(&dir).map(|(g, d)| g * d).sum();
+        let err = (fd - an).abs() / fd.abs();
+        println!("dL/dν trial {trial}: fd {fd:.10e} adjoint {an:.10e} rel err {err:.2e}");
+        assert!(err <= 1e-5, "dL/dν rel err {err:e}");
+        // Then one particle's ν alone.
+        dir = vec![0.0; n];
+        dir[n / 2 + 3 * 8 + 3] = 1.0;
+    }
+}
+
+/// A particle's Lamé record at ν holds the bits the uniform μ/E, λ/E had at
+/// the configuration's ν (so a simulation at one ν keeps its numbers), and
+/// its ν-derivatives match central differences of `lame(1, ν)`.
+#[test]
+fn lame_records_match_the_uniform_and_their_derivatives() {
+    use physfit::mpm::lame::lame_record;
+    use physfit::mpm::uniforms::MpmUniforms;
+    use physfit::mpm_rules::config::lame;
+    for nu in [0.0, 0.2, 0.3, 0.4, 0.45, 0.49] {
+        let mut c = config(16, 10, [0.0; 3]);
+        c.poisson = nu;
+        let u = MpmUniforms::new(&c, 1e-4, 1);
+        let r = lame_record(nu);
+        assert_eq!(r[0].to_bits(), u.mu_per_youngs.to_bits(), "μ/E at ν = {nu}");
+        assert_eq!(
+            r[1].to_bits(),
+            u.lambda_per_youngs.to_bits(),
+            "λ/E at ν = {nu}"
+        );
+        let h = 1e-6;
+        let (mp, lp) = lame(1.0, nu + h);
+        let (mm, lm) = lame(1.0, nu - h);
+        let (dmu, dlambda) = ((mp - mm) / (2.0 * h), (lp - lm) / (2.0 * h));
+        assert!(
+            (r[2] as f64 - dmu).abs() <= 1e-5 * dmu.abs(),
+            "dμ̂/dν at {nu}"
+        );
+        assert!(
+            (r[3] as f64 - dlambda).abs() <= 1e-5 * dlambda.abs(),
+            "dλ̂/dν at {nu}"
+        );
+    }
 }

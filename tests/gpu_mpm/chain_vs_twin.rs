@@ -54,6 +54,7 @@ fn twin(scene: &Scene, problem: &FitProblem) -> ChainProblem64 {
             config: scene.mpm_config(),
             particle_volume: drivers.volume,
             anchored: drivers.anchored.clone(),
+            poisson: None,
         },
         deform: DeformSetup::from_drivers(drivers, scene.gaussians()).unwrap(),
         splats: SplatParams64::from(scene.gaussians()),

@@ -29,7 +29,7 @@ use physfit::reference::mpm::{frames_gradient, rollout, GradientFlow, MpmSetup64
 
 /// The ground the block lands on: its top at height `top` (normalised).
 #[derive(Clone, Copy, Debug)]
-enum Ground {
+pub(crate) enum Ground {
     /// The plane `y = top`, outward normal +y.
     Plane,
     /// A table: the box `[0.25, 0.75] × [0.05, top] × [0.25, 0.75]`.
@@ -53,11 +53,11 @@ impl Ground {
 }
 
 /// A drop: the simulator's settings, the block's start and its moduli.
-struct Drop {
-    config: MpmConfig,
-    start: ParticleState,
-    youngs: Vec<f32>,
-    volume: f64,
+pub(crate) struct Drop {
+    pub(crate) config: MpmConfig,
+    pub(crate) start: ParticleState,
+    pub(crate) youngs: Vec<f32>,
+    pub(crate) volume: f64,
 }
 
 /// A `side³` block (spacing dx/2, jittered) whose lowest particles start
@@ -87,7 +87,7 @@ fn block_drop(config: MpmConfig, top: f64, side: usize, velocity: [f32; 3], youn
 }
 
 impl Drop {
-    fn simulator(&self, ctx: &GpuContext) -> MpmSimulator {
+    pub(crate) fn simulator(&self, ctx: &GpuContext) -> MpmSimulator {
         let youngs_max = self.youngs.iter().fold(0.0f32, |a, &b| a.max(b)) as f64;
         MpmSimulator::new(
             ctx,
@@ -102,28 +102,34 @@ impl Drop {
         .unwrap()
     }
 
-    fn setup64(&self) -> MpmSetup64 {
+    pub(crate) fn setup64(&self) -> MpmSetup64 {
         MpmSetup64 {
             config: self.config.clone(),
             particle_volume: self.volume,
             anchored: vec![false; self.start.len()],
+            poisson: None,
         }
     }
 
-    fn youngs64(&self) -> Vec<f64> {
+    pub(crate) fn youngs64(&self) -> Vec<f64> {
         self.youngs.iter().map(|&e| e as f64).collect()
     }
 }
 
 /// Loss weights for frames 1..=frames (packed state layout).
-fn loss_weights(n: usize, frames: usize) -> Vec<Vec<f32>> {
+pub(crate) fn loss_weights(n: usize, frames: usize) -> Vec<Vec<f32>> {
     (1..=frames)
         .map(|k| pseudo_random(n * STATE_STRIDE, 60 + k as u64))
         .collect()
 }
 
 /// `Σ_k ⟨W_k, state_k⟩` of a GPU rollout from `start`.
-fn gpu_loss(ctx: &GpuContext, sim: &MpmSimulator, start: &ParticleState, w: &[Vec<f32>]) -> f64 {
+pub(crate) fn gpu_loss(
+    ctx: &GpuContext,
+    sim: &MpmSimulator,
+    start: &ParticleState,
+    w: &[Vec<f32>],
+) -> f64 {
     let r = sim.rollout(ctx, start, w.len() as u32).unwrap();
     (1..=w.len())
         .map(|k| {
@@ -137,7 +143,7 @@ fn gpu_loss(ctx: &GpuContext, sim: &MpmSimulator, start: &ParticleState, w: &[Ve
 }
 
 /// The GPU gradients of that loss (full flow).
-fn gpu_gradients(
+pub(crate) fn gpu_gradients(
     ctx: &GpuContext,
     sim: &MpmSimulator,
     start: &ParticleState,
@@ -168,7 +174,7 @@ fn gpu_gradients(
 /// 16³ grid, 24 fps, 10 substeps, gravity −4ŷ, the block's ground `ground`
 /// at y = 0.3 with `contact`, and a second collider: a slip wall (the
 /// plane x = 0.35, normal +x) that the block slides into.
-fn small_drop(ground: Ground, contact: ContactRule) -> Drop {
+pub(crate) fn small_drop(ground: Ground, contact: ContactRule) -> Drop {
     let mut config = small_config();
     config.gravity = [0.0, -4.0, 0.0];
     config.colliders = vec![
@@ -294,7 +300,7 @@ fn drops_onto_colliders_match_the_twin_adjoint() {
 /// 100 substeps, ρ = 2000, a 6³ block with E ≈ 1e5 landing on `ground`
 /// (top at y = 0.25) by `contact` (μ = 0.2 for friction: it slides along
 /// x) for 3 frames.
-fn fit_scale_drop(ground: Ground, contact: ContactRule) -> Drop {
+pub(crate) fn fit_scale_drop(ground: Ground, contact: ContactRule) -> Drop {
     let config = MpmConfig {
         grid_res: 32,
         fps: 30.0,

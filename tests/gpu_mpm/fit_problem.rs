@@ -885,3 +885,41 @@ fn velocity_smoothness_term_matches_finite_differences() {
         |p, x| p.loss(&ctx, x, &sel).unwrap().loss,
     );
 }
+
+/// ν per driver set on the problem: `Evaluation::poisson_gradient` (the
+/// simulator's ∂L/∂ν, drivers being its particles) against finite
+/// differences of the loss along a smooth direction of ν, ν below the
+/// scene's 0.3 so that the time-step bound the problem was built for holds.
+#[test]
+fn poisson_gradient_matches_finite_differences() {
+    let ctx = common::gpu();
+    let (_dir, scene) = fixture(&ctx);
+    let mut p = FitProblem::new(&ctx, &scene, &options(&scene)).unwrap();
+    let at = start(&p);
+    let sel = all();
+    let rest = p.drivers().rest.clone();
+    let dir = smooth_direction(&rest, 1, 31);
+    let scale = dir.iter().fold(0.0f64, |a, d| a.max(d.abs()));
+    let dir: Vec<f64> = dir.iter().map(|d| d / scale).collect();
+    let nu: Vec<f64> = dir.iter().map(|d| 0.15 + 0.03 * d).collect();
+    p.set_poisson(&ctx, &nu).unwrap();
+    let g = p
+        .evaluate(&ctx, &at, &sel, GradientFlow::Full)
+        .unwrap()
+        .read(&ctx)
+        .unwrap();
+    assert_eq!(g.poisson.len(), rest.len());
+    // The dense scene's loss has the blend order's jumps (see
+    // `sloped_direction`): the jump-robust estimate, over a wide window
+    // (ν within 0.02–0.28), since the loss moves little with ν.
+    let fd = jump_robust_slope(
+        |h| {
+            let moved: Vec<f64> = nu.iter().zip(&dir).map(|(v, d)| v + h * d).collect();
+            p.set_poisson(&ctx, &moved).unwrap();
+            p.loss(&ctx, &at, &sel).unwrap().loss
+        },
+        0.1,
+        JUMP_ROBUST_INTERVALS,
+    );
+    check("ν · smooth", dot(&g.poisson, &dir), fd, 2e-2);
+}

@@ -134,6 +134,7 @@ fn setup64(s: &Scene) -> MpmSetup64 {
         config: s.config.clone(),
         particle_volume: s.volume,
         anchored: s.anchored.clone(),
+        poisson: None,
     }
 }
 

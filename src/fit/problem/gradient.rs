@@ -132,6 +132,8 @@ impl FitProblem {
             report,
             youngs_gradient,
             velocity_gradient,
+            // The simulator's particles are the drivers.
+            poisson_gradient: mpm.poisson,
         })
     }
 }

@@ -117,12 +117,27 @@ pub struct MpmSetup64 {
     pub particle_volume: f64,
     /// Anchored (frozen) particles.
     pub anchored: Vec<bool>,
+    /// Poisson's ratio per particle; `None`: `config.poisson` for all (the
+    /// GPU's `MpmSimulator::set_poisson`, src/mpm/lame.rs).
+    pub poisson: Option<Vec<f64>>,
 }
 
 impl MpmSetup64 {
     /// `m_p = density·V_p`.
     pub fn particle_mass(&self) -> f64 {
         self.config.density * self.particle_volume
+    }
+
+    /// Poisson's ratio of particle p.
+    pub fn poisson(&self, p: usize) -> f64 {
+        self.poisson
+            .as_ref()
+            .map_or(self.config.poisson, |nu| nu[p])
+    }
+
+    /// Lamé parameters `(μ, λ)` of particle p for Young's modulus `youngs`.
+    pub fn lame(&self, p: usize, youngs: f64) -> (f64, f64) {
+        crate::mpm_rules::config::lame(youngs, self.poisson(p))
     }
 
     /// Panics on mismatched lengths (a bug in the calling test).
@@ -134,6 +149,9 @@ impl MpmSetup64 {
         );
         assert_eq!(self.anchored.len(), n, "anchored flags vs particles");
         assert_eq!(youngs.len(), n, "Young's moduli vs particles");
+        if let Some(nu) = &self.poisson {
+            assert_eq!(nu.len(), n, "Poisson's ratios vs particles");
+        }
     }
 }
 
@@ -144,8 +162,21 @@ pub fn substep(setup: &MpmSetup64, state: &MpmState64, youngs: &[f64]) -> MpmSta
     g2p::g2p(setup, state, &grid, &velocity)
 }
 
+/// A substep's adjoint: `∂L/∂(state before)` and the substep's parameter
+/// gradients.
+pub struct SubstepAdjoint {
+    /// `∂L/∂(state before)`.
+    pub before: MpmState64,
+    /// `∂L/∂E` per particle.
+    pub d_youngs: Vec<f64>,
+    /// `∂L/∂ν` per particle.
+    pub d_poisson: Vec<f64>,
+    /// `∂L/∂μ` per collider.
+    pub d_friction: Vec<f64>,
+}
+
 /// Reverse mode of [`substep`]: given `adj_after = ∂L/∂(state after)`,
-/// returns `(∂L/∂(state before), ∂L/∂E, ∂L/∂μ per collider)`, replaying the forward from
+/// returns `∂L/∂(state before)`, `∂L/∂E`, `∂L/∂ν` and `∂L/∂μ` per collider, replaying the forward from
 /// `state_before` and running G2P* → grid* → P2G*. `paths` switches some
 /// paths off ([`AdjointPaths::ALL`] keeps every one), to show in tests that
 /// dropping one (the grid-mass path) breaks the gradient.
@@ -155,13 +186,18 @@ pub fn substep_adjoint_with(
     youngs: &[f64],
     adj_after: &MpmState64,
     paths: AdjointPaths,
-) -> (MpmState64, Vec<f64>, Vec<f64>) {
+) -> SubstepAdjoint {
     let grid = p2g::p2g(setup, state_before, youngs);
     let velocity = grid::grid_update(setup, &grid);
     let (partial, adj_velocity) =
         g2p_adjoint::g2p_adjoint(setup, state_before, &grid, &velocity, adj_after);
     let adj_grid = grid_adjoint::grid_adjoint(setup, &grid, &velocity, &adj_velocity, paths);
-    let (before, d_youngs) =
+    let (before, d_youngs, d_poisson) =
         p2g_adjoint::p2g_adjoint(setup, state_before, youngs, &grid, &adj_grid, partial);
-    (before, d_youngs, adj_grid.friction)
+    SubstepAdjoint {
+        before,
+        d_youngs,
+        d_poisson,
+        d_friction: adj_grid.friction,
+    }
 }

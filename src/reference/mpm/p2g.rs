@@ -18,7 +18,7 @@ pub fn stencils(state: &MpmState64, dx: f64) -> Vec<Stencil> {
 pub fn affine_momentum(setup: &MpmSetup64, state: &MpmState64, youngs: f64, p: usize) -> Mat3 {
     let config = &setup.config;
     let (dt, dx) = (config.dt(), config.dx());
-    let (mu, lambda) = config.lame(youngs);
+    let (mu, lambda) = setup.lame(p, youngs);
     let f = &state.f[p];
     let stress = fixed_corotated_stress(f, &polar_decomposition(f), mu, lambda);
     let kirchhoff = mat3::mul(&stress, &mat3::transpose(f));

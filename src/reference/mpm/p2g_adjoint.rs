@@ -6,7 +6,8 @@
 //! + A_p dᵢ)` (weights' path to x_p through ∂w/∂x_p, including the grid-mass
 //! term), `v̄_p += w m_p m̄v_i`, `Ā_p += w m̄v_i dᵢᵀ`, `x̄_p −= w A_pᵀm̄v_i`
 //! (offsets' path), then `C̄_p += m_p Ā_p`, `Q̄ = κ V_p Ā_p` for
-//! `Q = P Fᵀ`: `P̄ = Q̄F`, `F̄ += Q̄ᵀP`, and the stress adjoint for P̄.
+//! `Q = P Fᵀ`: `P̄ = Q̄F`, `F̄ += Q̄ᵀP`, and the stress adjoint for P̄
+//! (∂L/∂F, ∂L/∂E, and ∂L/∂ν through `μ(E, ν)`, `λ(E, ν)`).
 
 use super::grid::Grid64;
 use super::grid_adjoint::AdjointGrid64;
@@ -14,12 +15,14 @@ use super::mat3::{self, Mat3};
 use super::p2g::stencils;
 use super::polar::polar_decomposition;
 use super::stencil::offsets;
-use super::stress::{fixed_corotated_stress, fixed_corotated_stress_adjoint};
+use super::stress::{
+    fixed_corotated_stress, fixed_corotated_stress_adjoint, fixed_corotated_stress_poisson_adjoint,
+};
 use super::{MpmSetup64, MpmState64};
-use crate::mpm_rules::config::lame;
+use crate::mpm_rules::config::{lame, lame_per_youngs_poisson_derivative};
 
 /// Adds the P2G part to `partial` (the G2P* output) and returns
-/// `(∂L/∂(state before), ∂L/∂E)`.
+/// `(∂L/∂(state before), ∂L/∂E, ∂L/∂ν)`.
 pub fn p2g_adjoint(
     setup: &MpmSetup64,
     state: &MpmState64,
@@ -27,15 +30,16 @@ pub fn p2g_adjoint(
     grid: &Grid64,
     adj_grid: &AdjointGrid64,
     partial: MpmState64,
-) -> (MpmState64, Vec<f64>) {
+) -> (MpmState64, Vec<f64>, Vec<f64>) {
     let config = &setup.config;
     let (dt, dx) = (config.dt(), config.dx());
     let mp = setup.particle_mass();
     let kappa_v = -dt * 4.0 / (dx * dx) * setup.particle_volume;
-    let (mu_per_e, lambda_per_e) = lame(1.0, config.poisson);
     let mut adj = partial;
     let mut d_youngs = vec![0.0; state.len()];
+    let mut d_poisson = vec![0.0; state.len()];
     for (p, s) in stencils(state, dx).iter().enumerate() {
+        let (mu_per_e, lambda_per_e) = lame(1.0, setup.poisson(p));
         let f = &state.f[p];
         let polar = polar_decomposition(f);
         let stress =
@@ -72,6 +76,13 @@ pub fn p2g_adjoint(
         f_bar = mat3::add(&f_bar, &f_bar_stress);
         adj.f[p] = mat3::add(&adj.f[p], &f_bar);
         d_youngs[p] = e_bar;
+        d_poisson[p] = fixed_corotated_stress_poisson_adjoint(
+            f,
+            &polar,
+            youngs[p],
+            lame_per_youngs_poisson_derivative(setup.poisson(p)),
+            &p_bar,
+        );
     }
-    (adj, d_youngs)
+    (adj, d_youngs, d_poisson)
 }

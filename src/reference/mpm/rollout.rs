@@ -72,6 +72,8 @@ pub fn frame_states(
 pub struct RolloutGradient {
     /// `∂L/∂E_p`.
     pub d_youngs: Vec<f64>,
+    /// `∂L/∂ν_p`.
+    pub d_poisson: Vec<f64>,
     /// `∂L/∂μ` per collider of the configuration (0 for colliders without
     /// friction).
     pub d_friction: Vec<f64>,
@@ -81,9 +83,10 @@ pub struct RolloutGradient {
     pub d_initial: MpmState64,
 }
 
-/// `∂L/∂E` and `∂L/∂μ` summed over the substeps of a reverse pass.
+/// `∂L/∂E`, `∂L/∂ν` and `∂L/∂μ` summed over the substeps of a reverse pass.
 struct ParameterGradients {
     d_youngs: Vec<f64>,
+    d_poisson: Vec<f64>,
     d_friction: Vec<f64>,
 }
 
@@ -91,6 +94,7 @@ impl ParameterGradients {
     fn zeros(setup: &MpmSetup64, particles: usize) -> Self {
         Self {
             d_youngs: vec![0.0; particles],
+            d_poisson: vec![0.0; particles],
             d_friction: vec![0.0; setup.config.colliders.len()],
         }
     }
@@ -98,6 +102,7 @@ impl ParameterGradients {
     fn into_gradient(self, d_initial: MpmState64) -> RolloutGradient {
         RolloutGradient {
             d_youngs: self.d_youngs,
+            d_poisson: self.d_poisson,
             d_friction: self.d_friction,
             d_initial,
         }
@@ -106,7 +111,7 @@ impl ParameterGradients {
 
 /// Reverse pass over the substeps `states[0] → … → states[n]`: given
 /// `adj_end = ∂L/∂(states[n])`, returns `∂L/∂(states[0])` and adds the
-/// substeps' `∂L/∂E` and `∂L/∂μ` into `totals`.
+/// substeps' `∂L/∂E`, `∂L/∂ν` and `∂L/∂μ` into `totals`.
 fn backpropagate(
     setup: &MpmSetup64,
     states: &[MpmState64],
@@ -117,14 +122,17 @@ fn backpropagate(
 ) -> MpmState64 {
     let mut adj = adj_end;
     for s in (0..states.len() - 1).rev() {
-        let (before, d_e, d_mu) = substep_adjoint_with(setup, &states[s], youngs, &adj, paths);
-        for (total, d) in totals.d_youngs.iter_mut().zip(d_e) {
+        let step = substep_adjoint_with(setup, &states[s], youngs, &adj, paths);
+        for (total, d) in totals.d_youngs.iter_mut().zip(step.d_youngs) {
             *total += d;
         }
-        for (total, d) in totals.d_friction.iter_mut().zip(d_mu) {
+        for (total, d) in totals.d_poisson.iter_mut().zip(step.d_poisson) {
             *total += d;
         }
-        adj = before;
+        for (total, d) in totals.d_friction.iter_mut().zip(step.d_friction) {
+            *total += d;
+        }
+        adj = step.before;
     }
     adj
 }

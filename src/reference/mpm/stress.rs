@@ -13,6 +13,23 @@ pub fn fixed_corotated_stress(f: &Mat3, polar: &Polar, mu: f64, lambda: f64) -> 
     p
 }
 
+/// `∂L/∂ν` of [`fixed_corotated_stress`] with `μ = E·μ̂(ν)`, `λ = E·λ̂(ν)`
+/// given `P̄ = ∂L/∂P`: `E·(μ̂'·⟨P̄, 2(F − R)⟩ + λ̂'·(J − 1)⟨P̄, cof F⟩)`,
+/// `(μ̂', λ̂')` = `d_lame` (src/mpm_rules/config.rs
+/// `lame_per_youngs_poisson_derivative`).
+pub fn fixed_corotated_stress_poisson_adjoint(
+    f: &Mat3,
+    polar: &Polar,
+    youngs: f64,
+    d_lame: (f64, f64),
+    p_bar: &Mat3,
+) -> f64 {
+    let j = mat3::determinant(f);
+    let shear = 2.0 * mat3::frobenius_dot(p_bar, &mat3::sub(f, &polar.r));
+    let volume = (j - 1.0) * mat3::frobenius_dot(p_bar, &mat3::cofactor(f));
+    youngs * (d_lame.0 * shear + d_lame.1 * volume)
+}
+
 /// Reverse mode of [`fixed_corotated_stress`] with `μ = E·mu_per_e`,
 /// `λ = E·lambda_per_e` (both linear in E): given `P̄ = ∂L/∂P`, returns
 /// `(∂L/∂F, ∂L/∂E)`. Carries the R path through the polar derivative, the
