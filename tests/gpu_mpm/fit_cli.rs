@@ -35,7 +35,7 @@ fn block() -> Gaussians {
     })
 }
 
-/// The twin scene: two 32² views, grid 12 ("auto": 256 drivers), the
+/// The twin scene: two 32² views, grid 12 ("auto": 512 drivers), the
 /// bottom layer anchored, E starting 10× softer than most of the truth.
 pub(crate) fn scene_toml(stiffness_field: &str, extra: &str) -> String {
     format!(
