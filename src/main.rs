@@ -57,6 +57,8 @@ enum BenchTarget {
     Mpm(cli::bench_mpm::BenchMpmArgs),
     /// Fit iterations: seconds per stage-1 and stage-2 iteration split into MPM, deformation, render and loss; peak memory.
     Fit(cli::bench_fit::BenchFitArgs),
+    /// Where the fit's loss puts each region's log10 E under one change of the discretisation at a time (drivers, substeps, grid), the rest at a truth file's values.
+    Discretisation(cli::bench_discretisation::BenchDiscretisationArgs),
 }
 
 fn main() {
@@ -141,6 +143,9 @@ fn run(cli: Cli) -> Result<i32> {
         Command::Bench {
             target: Some(BenchTarget::Fit(args)),
         } => cli::bench_fit::run(&args, quiet)?,
+        Command::Bench {
+            target: Some(BenchTarget::Discretisation(args)),
+        } => cli::bench_discretisation::run(&args, quiet)?,
     }
     Ok(0)
 }

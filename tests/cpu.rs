@@ -13,6 +13,8 @@ mod bad_inputs;
 mod cli_wording;
 #[path = "cpu/curvature.rs"]
 mod curvature;
+#[path = "cpu/discretisation_changes.rs"]
+mod discretisation_changes;
 #[path = "cpu/doc_examples.rs"]
 mod doc_examples;
 #[path = "cpu/drivers.rs"]

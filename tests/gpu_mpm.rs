@@ -2,7 +2,7 @@
 //! the adjoint against finite differences of the GPU loss and against the
 //! f64 twin (also at a fit's length), schedules of one computation against
 //! each other, colliders against the twin and finite differences, the scene → particles → splats glue, `physfit simulate`, impulses and `physfit render --params`, and
-//! `physfit bench mpm` and `bench fit` end to end, a fit problem built
+//! `physfit bench mpm`, `bench fit` and `bench discretisation` end to end, a fit problem built
 //! from scene settings, loss masks and colour corrections in the fit problem (docs/design.md § Verification 3–7). One test binary, which also travels to GPU machines (shared/gpu/prepare.sh, beside the checkout).
 
 #[path = "gpu_mpm/align_demo.rs"]
@@ -13,6 +13,8 @@ mod support;
 
 #[path = "gpu_mpm/adjoint.rs"]
 mod adjoint;
+#[path = "gpu_mpm/bench_discretisation.rs"]
+mod bench_discretisation;
 #[path = "gpu_mpm/bench_fit.rs"]
 mod bench_fit;
 #[path = "gpu_mpm/bench_mpm.rs"]
@@ -23,8 +25,6 @@ mod chain_vs_twin;
 mod colliders;
 #[path = "gpu_mpm/deform.rs"]
 mod deform;
-#[path = "gpu_mpm/discretisation_scan.rs"]
-mod discretisation_scan;
 #[path = "gpu_mpm/doc_commands.rs"]
 mod doc_commands;
 #[path = "gpu_mpm/error_bars.rs"]

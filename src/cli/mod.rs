@@ -1,6 +1,7 @@
 //! Subcommand implementations of the `physfit` binary (anyhow allowed here).
 
 pub mod align;
+pub mod bench_discretisation;
 pub mod bench_fit;
 pub mod bench_mpm;
 pub mod bench_raster;

@@ -3,7 +3,7 @@
 //! deformation of Gaussians; PhysGaussian § 3.3).
 //!
 //! A 3DGS object is a shell of splats on its surface. The driver count
-//! follows the occupied cells (4 drivers per cell by default, since MPM
+//! follows the occupied cells (8 drivers per cell by default, since MPM
 //! tears the material numerically with too few particles per cell), and a
 //! solid object can be filled: the cells the splats occupy are voxelised,
 //! the outside is flood-filled from the box boundary, and the cells

@@ -306,7 +306,7 @@ pub const DRIVERS_PER_GAUSSIAN: usize = 8;
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct DriversConfig {
-    /// Number of drivers: `"auto"` (4 per occupied grid cell, the default
+    /// Number of drivers: `"auto"` (8 per occupied grid cell, the default
     /// when `fraction` is not given) or an integer ≥ 1.
     pub count: Option<CountConfig>,
     /// Drivers as a fraction of the simulated splats, in (0, 1].

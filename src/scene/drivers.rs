@@ -11,9 +11,13 @@ use crate::mpm_rules::voxel;
 /// Drivers per occupied grid cell of `drivers.count = "auto"` (the
 /// default): MPM wants several particles per cell (PhysDreamer's author:
 /// about 10) and tears the material numerically with too few (docs/design.md §
-/// Drivers and the deformation of Gaussians); 4 keeps the fox's K-Means and
-/// simulation cheap while staying clear of [`MIN_DRIVERS_PER_CELL`].
-pub const AUTO_DRIVERS_PER_CELL: usize = 4;
+/// Drivers and the deformation of Gaussians). 8, not 4: the optimum of the
+/// fit's loss in E stops moving at about 8 per cell (16, or one driver per
+/// splat, move it by less than 0.03 decades more), while 4 leaves the
+/// demo's tail at least 0.23 decades and the other engine's stem 0.04
+/// further from the truth (docs/benchmarks.md, "What moves E: the
+/// discretisation"); the MPM is a few percent of a fit's evaluation.
+pub const AUTO_DRIVERS_PER_CELL: usize = 8;
 
 /// Below this many drivers per occupied cell `physfit check` warns: MPM
 /// tears the material numerically (docs/design.md § Drivers).
@@ -109,7 +113,10 @@ pub(crate) fn resolve_drivers(
             return Err(v.invalid(
                 "drivers.count",
                 format!("\"{w}\" is not a count"),
-                "write count = \"auto\" (4 per occupied grid cell) or an integer ≥ 1",
+                format!(
+                    "write count = \"auto\" ({AUTO_DRIVERS_PER_CELL} per occupied grid cell) or \
+                     an integer ≥ 1"
+                ),
             ))
         }
         (Some(CountConfig::Number(n)), None) if *n < 1 => {

@@ -1,6 +1,6 @@
 //! K-Means driving particles (src/drive): deterministic for a seed, as good
 //! as a plain Lloyd run, exact nearest drivers and graph, the driver count
-//! (`"auto"` = 4 per occupied cell), the volume and anchored rules, the
+//! (`"auto"` = 8 per occupied cell), the volume and anchored rules, the
 //! interior filling, `physfit check`'s drivers-per-cell warning, and
 //! `[drivers]` mistakes named (docs/design.md § Drivers and the deformation of
 //! Gaussians).
@@ -306,9 +306,9 @@ fn sphere_shell(n: usize, radius: f32) -> Vec<[f32; 3]> {
 }
 
 #[test]
-fn auto_count_is_four_per_occupied_cell_capped_at_the_gaussians() {
-    // Dense: 20³ splats on grid 16, about 11 per occupied cell.
-    let means = dense_block(20);
+fn auto_count_is_eight_per_occupied_cell_capped_at_the_gaussians() {
+    // Dense: 28³ splats on grid 16, about 30 per occupied cell.
+    let means = dense_block(28);
     let grid = "[simulation]\ngrid_res = 16";
     let (_d, scene) = scene_with(&means, grid);
     let scene = scene.unwrap();
@@ -317,9 +317,9 @@ fn auto_count_is_four_per_occupied_cell_capped_at_the_gaussians() {
     let normalised: Vec<[f32; 3]> = scene.normalised_means();
     let cells = voxel::count(&voxel::occupied_cells(&normalised, 16));
     assert_eq!(d.occupied_cells, cells);
-    assert!(4 * cells < means.len(), "the case is below the cap");
-    assert_eq!(d.count, 4 * cells);
-    assert_eq!(d.per_occupied_cell(), 4.0);
+    assert!(8 * cells < means.len(), "the case is below the cap");
+    assert_eq!(d.count, 8 * cells);
+    assert_eq!(d.per_occupied_cell(), 8.0);
     assert!(!d.too_sparse());
     let set = DriverSet::from_scene(&scene).unwrap();
     assert_eq!(set.len(), d.count);
@@ -333,13 +333,13 @@ fn auto_count_is_four_per_occupied_cell_capped_at_the_gaussians() {
     // An integer, `"auto"` and `fraction` are accepted.
     let with = |d: &str| scene_with(&means, &format!("{grid}\n[drivers]\n{d}"));
     let (_d, s) = with("count = \"auto\"");
-    assert_eq!(s.unwrap().drivers.count, 4 * cells);
+    assert_eq!(s.unwrap().drivers.count, 8 * cells);
     let (_d, s) = with("count = 300");
     assert_eq!(s.unwrap().drivers.rule, DriverCount::Given(300));
     let (_d, s) = with("count = 100000");
     assert_eq!(s.unwrap().drivers.count, means.len(), "capped");
     let (_d, s) = with("fraction = 0.25");
-    assert_eq!(s.unwrap().drivers.count, 2000);
+    assert_eq!(s.unwrap().drivers.count, 5488, "a quarter of 28³");
 }
 
 #[test]
@@ -419,7 +419,8 @@ fn fill_samples_the_inside_of_a_closed_shell() {
         d.occupied_cells,
         open.drivers.occupied_cells + d.interior_cells
     );
-    assert_eq!(d.count, 4 * d.occupied_cells);
+    // 8 per occupied cell, capped at the points K-Means runs over.
+    assert_eq!(d.count, (8 * d.occupied_cells).min(6000 + d.fill_points));
     let src = DriverSource::from_scene(&scene).unwrap();
     assert_eq!(src.gaussian_count(), 6000);
     assert_eq!(src.fill_count(), d.fill_points);
@@ -465,7 +466,7 @@ fn check_warns_below_two_drivers_per_cell_and_not_for_the_demo() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}");
     assert!(
-        stdout.contains("4.00 per occupied cell (177 cells)"),
+        stdout.contains("8.00 per occupied cell (177 cells)"),
         "{stdout}"
     );
     assert!(!stdout.contains("WARNING"), "{stdout}");

@@ -42,7 +42,7 @@ fn demo_scene_passes_with_a_summary() {
         "256×256",
         "fov",
         "5 frames per view (0–4, 0 the rest frame)",
-        "tail: 107 drivers",
+        "tail: 220 drivers",
     ] {
         assert!(
             stdout.contains(needle),
