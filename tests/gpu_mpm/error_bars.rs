@@ -177,9 +177,17 @@ fn fitted_against_truth(twin: &Twin<'_>) -> Vec<(String, f64, f64, Option<f64>)>
 const TIGHT: &str = "tolerance = 1e-7";
 
 /// Noise of 2% on frames of the fit's own discretisation: the data are
-/// the whole story, and every truth must lie within 2σ.
+/// the whole story, and every truth must lie within 3σ. Not 2σ: with error
+/// bars that are right, each of the five values lies within 2σ 95% of the
+/// time and all five only 77% of the time, and the float atomics' noise
+/// moves a value near the edge across it from run to run (one run put v0[2]
+/// at 2.2σ, the next at 1.87σ). Within 3σ all five hold 98.5% of the time,
+/// while bars half as wide as they should be fail every other run. The
+/// fraction within 2σ,
+/// the calibration itself, is measured in docs/benchmarks.md ("Error
+/// bars").
 #[test]
-fn the_truth_lies_within_two_standard_errors_on_a_noisy_twin_of_the_fits_discretisation() {
+fn the_truth_lies_within_three_standard_errors_on_a_noisy_twin_of_the_fits_discretisation() {
     let rows = fitted_against_truth(&Twin {
         label: "same discretisation, noise 0.02",
         synth_flags: &["--same-discretisation"],
@@ -191,9 +199,9 @@ fn the_truth_lies_within_two_standard_errors_on_a_noisy_twin_of_the_fits_discret
         let std = std.unwrap_or_else(|| panic!("{name}: no error bar"));
         assert!(std.is_finite() && std > 0.0, "{name}: {std}");
         assert!(
-            (fitted - truth).abs() <= 2.0 * std,
-            "{name}: fitted {fitted}, truth {truth}, 2σ {}",
-            2.0 * std
+            (fitted - truth).abs() <= 3.0 * std,
+            "{name}: fitted {fitted}, truth {truth}, 3σ {}",
+            3.0 * std
         );
     }
 }
