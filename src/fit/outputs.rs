@@ -35,10 +35,11 @@ use crate::forward::SceneRenderer;
 use crate::gpu::GpuContext;
 use crate::io::atomic_write::write_atomic;
 use crate::io::png::write_png;
-use crate::output::error_bar_colouring::{side_by_side, ErrorBarColouring};
+use crate::output::error_bar_colouring::{ErrorBarColouring, ERROR_BAR_CAPTION};
 use crate::output::fitted_ply::{write_fitted_ply, SplatMaterial};
 use crate::output::stiffness::{stiffness_range_world, StiffnessColouring};
 use crate::output::FittedDrivers;
+use crate::report::captioned;
 use crate::report::loss_plot::LOSS_PLOT_SIZE;
 use crate::report::{
     frame_triptych, loss_plot_with_scan, rgb8, LossCurve, LossPoint, ScanCandidate,
@@ -119,9 +120,12 @@ fn stiffness_picture(
             .recoloured(scene.gaussians())
             .map_err(SessionError::output)?,
     )?;
-    let mut image = colouring
+    let image = colouring
         .with_colorbar(&stiffness)
         .map_err(SessionError::output)?;
+    let name = &scene.views[view].name;
+    let fitted_caption = format!("fitted E, view '{name}'");
+    let mut panels = vec![(fitted_caption, image)];
     if fitted.youngs_log10_std.is_some() {
         let errors = ErrorBarColouring::new(material, fitted.settings.log10_youngs_range);
         let panel = render(
@@ -130,8 +134,10 @@ fn stiffness_picture(
                 .map_err(SessionError::output)?,
         )?;
         let panel = errors.with_colorbar(&panel).map_err(SessionError::output)?;
-        image = side_by_side(&image, &panel);
+        panels.push((ERROR_BAR_CAPTION.to_string(), panel));
     }
+    let panels: Vec<(&str, &RgbImage)> = panels.iter().map(|(c, p)| (c.as_str(), p)).collect();
+    let image = captioned("stiffness.png", &panels).map_err(SessionError::output)?;
     write_png(path, &image).map_err(SessionError::output)
 }
 

@@ -18,7 +18,11 @@ use crate::scene::Gaussians;
 use crate::solve::covariance::uniform_std;
 
 /// The colour bar's label.
-pub const ERROR_BAR_LABEL: &str = "std of log10 E (decades; top: not in the frames)";
+pub const ERROR_BAR_LABEL: &str = "σ of log10 E (decades)";
+
+/// The caption above the error-bar panel of `stiffness.png`: the bar's top
+/// is where the frames do not pin E (the regulariser's guess).
+pub const ERROR_BAR_CAPTION: &str = "σ of log10 E; top of the bar: the frames do not pin it";
 
 /// Per-splat standard errors and the range they are coloured over.
 #[derive(Clone, Debug, PartialEq)]
@@ -56,17 +60,4 @@ impl ErrorBarColouring {
         let [low, high] = self.range;
         with_colorbar(image, low, high, ERROR_BAR_LABEL)
     }
-}
-
-/// `left` and `right` side by side on white, top-aligned.
-pub fn side_by_side(left: &RgbImage, right: &RgbImage) -> RgbImage {
-    let height = left.height().max(right.height());
-    let mut out = RgbImage::from_pixel(
-        left.width() + right.width(),
-        height,
-        image::Rgb([255, 255, 255]),
-    );
-    image::imageops::replace(&mut out, left, 0, 0);
-    image::imageops::replace(&mut out, right, i64::from(left.width()), 0);
-    out
 }

@@ -32,8 +32,22 @@ const CAPTION_MARGIN: u32 = 2;
 /// pixels (less the margins) on `area`.
 fn fitting_size(area: &Canvas, text: &str, width: u32) -> Result<f64, DrawError> {
     let room = width.saturating_sub(2 * CAPTION_MARGIN);
-    let mut size = CAPTION_SIZE;
-    while size > CAPTION_MIN_SIZE {
+    fitting_font_size(area, text, room, CAPTION_SIZE, CAPTION_MIN_SIZE)
+}
+
+/// The largest font size, from `largest` down to `smallest` by half
+/// pixels, at which `text` is at most `room` pixels long on `area`
+/// (`smallest` when even that is longer): a caption above a panel, a colour
+/// bar's label along its height.
+pub(crate) fn fitting_font_size(
+    area: &Canvas,
+    text: &str,
+    room: u32,
+    largest: f64,
+    smallest: f64,
+) -> Result<f64, DrawError> {
+    let mut size = largest;
+    while size > smallest {
         let style = (FONT_FAMILY, size).into_font().into_text_style(area);
         let (w, _) = area.estimate_text_size(text, &style)?;
         if w <= room {
@@ -41,7 +55,7 @@ fn fitting_size(area: &Canvas, text: &str, width: u32) -> Result<f64, DrawError>
         }
         size -= 0.5;
     }
-    Ok(size.max(CAPTION_MIN_SIZE))
+    Ok(size.max(smallest))
 }
 
 /// `panels` side by side, left to right, each under its caption in a white

@@ -10,6 +10,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use plotters::style::{FontTransform, BLACK};
 
 use super::canvas::draw_rgb;
+use super::caption::fitting_font_size;
 use super::colormap::{check_range, map};
 use super::font::FONT_FAMILY;
 use super::ReportError;
@@ -25,6 +26,9 @@ pub const COLORBAR_MARGIN: u32 = 12;
 
 /// Font size of the tick values and of the label, in pixels.
 const TEXT_SIZE: f64 = 14.0;
+/// The smallest font size the label is shrunk to, so that it fits the
+/// picture's height.
+const LABEL_MIN_SIZE: f64 = 8.0;
 /// Distance of the label's centre line from the panel's right edge.
 const LABEL_INSET: u32 = 12;
 
@@ -83,8 +87,16 @@ pub fn with_colorbar(
             .draw()?;
         // The label reads upwards along the panel's right edge. Drawn here
         // rather than as plotters' `y_desc`, which places a right-hand
-        // description past the edge of its label area, off the picture.
-        let style = (FONT_FAMILY, TEXT_SIZE)
+        // description past the edge of its label area, off the picture;
+        // shrunk until it fits the picture's height (a 128² camera).
+        let size = fitting_font_size(
+            area,
+            label,
+            height.saturating_sub(2 * COLORBAR_MARGIN),
+            TEXT_SIZE,
+            LABEL_MIN_SIZE,
+        )?;
+        let style = (FONT_FAMILY, size)
             .into_font()
             .transform(FontTransform::Rotate270)
             .color(&BLACK)

@@ -6,8 +6,11 @@
 
 use physfit::fit::uncertainty::{unconstrained_log10_std, CurvatureMethod, FitUncertainty};
 use physfit::fit::{ParamMap, YoungsField};
-use physfit::output::error_bar_colouring::{side_by_side, ErrorBarColouring};
+use physfit::output::error_bar_colouring::{ErrorBarColouring, ERROR_BAR_LABEL};
 use physfit::output::fitted_ply::SplatMaterial;
+use physfit::output::stiffness::STIFFNESS_LABEL;
+use physfit::report::caption::{captioned, CAPTION_HEIGHT};
+use physfit::report::colorbar::{with_colorbar, COLORBAR_WIDTH};
 
 fn uncertainty(
     std: Vec<Option<f64>>,
@@ -79,14 +82,27 @@ fn the_error_bar_panel_colours_on_a_fixed_range_and_greys_static_splats() {
     assert!(c.values[2].is_nan());
 
     let left = image::RgbImage::from_pixel(3, 2, image::Rgb([1, 2, 3]));
-    let right = image::RgbImage::from_pixel(2, 4, image::Rgb([9, 8, 7]));
-    let both = side_by_side(&left, &right);
-    assert_eq!(both.dimensions(), (5, 4));
-    assert_eq!(both.get_pixel(0, 0).0, [1, 2, 3]);
-    assert_eq!(
-        both.get_pixel(0, 3).0,
-        [255, 255, 255],
-        "white below the shorter"
-    );
-    assert_eq!(both.get_pixel(4, 3).0, [9, 8, 7]);
+    let right = image::RgbImage::from_pixel(2, 2, image::Rgb([9, 8, 7]));
+    let both = captioned("test", &[("fitted E", &left), ("σ", &right)]).unwrap();
+    assert_eq!(both.dimensions(), (5, 2 + CAPTION_HEIGHT));
+    assert_eq!(both.get_pixel(0, CAPTION_HEIGHT).0, [1, 2, 3]);
+    assert_eq!(both.get_pixel(4, CAPTION_HEIGHT + 1).0, [9, 8, 7]);
+}
+
+/// The colour bar's label is shrunk to the picture's height: at a 128²
+/// camera the label column's top and bottom rows stay white (a label
+/// drawn at full size would run off both ends).
+#[test]
+fn the_colour_bar_label_fits_a_small_picture() {
+    let picture = image::RgbImage::from_pixel(128, 128, image::Rgb([0, 0, 0]));
+    for label in [ERROR_BAR_LABEL, STIFFNESS_LABEL] {
+        let out = with_colorbar(&picture, 0.0, 1.0, label).unwrap();
+        let (w, h) = out.dimensions();
+        assert_eq!(w, 128 + COLORBAR_WIDTH);
+        for y in (0..3).chain(h - 3..h) {
+            for x in w - 20..w {
+                assert_eq!(out.get_pixel(x, y).0, [255; 3], "{label}: ({x}, {y})");
+            }
+        }
+    }
 }
