@@ -74,21 +74,11 @@ impl FitStage {
         }
     }
 
-    /// Stage 2 defaults (all frames).
+    /// Stage 2 defaults: stage 1's, over all frames.
     pub fn stiffness_default() -> FitStage {
         FitStage {
-            iterations: 100,
-            learning_rate: 0.1,
             frames: None,
-            warmup: 10,
-            decay: 0.1,
-            grad_clip: 1.0,
-            tolerance: 2e-3,
-            w_l1: 0.1,
-            w_ssim: 0.9,
-            tv_weight: 0.01,
-            velocity_tv_weight: 0.0,
-            field: FieldSetting::Drivers,
+            ..Self::velocity_default()
         }
     }
 }
