@@ -191,14 +191,7 @@ pub fn run(args: &FitArgs) -> Result<FitOutcome> {
     if !args.quiet {
         eprintln!("follow the loss as it runs: tail -F {}", shown(&followed));
     }
-    let mut progress = CliProgress {
-        quiet: args.quiet,
-        bar: ProgressBar::hidden(),
-        interrupt: interrupt.clone(),
-        phase: Phase::Scan,
-        plain: PlainProgress::new(args.quiet),
-        started: std::time::Instant::now(),
-    };
+    let mut progress = CliProgress::new(args.quiet, interrupt.clone());
     let end = session
         .run(&ctx, &mut progress)
         .map_err(advise)

@@ -13,7 +13,9 @@ use physfit::fit::stages::evaluations_so_far;
 use physfit::fit::summary::Solver;
 use physfit::fit::summary_build::stage_solver;
 use physfit::fit::ROUND_TOLERANCE;
-use physfit::fit::{Control, FinishedStage, FitObserver, FitState, StagePlan};
+use physfit::fit::{
+    Control, EvaluationDone, EvaluationPurpose, FinishedStage, FitObserver, FitState, StagePlan,
+};
 
 use super::count::count;
 use super::fit_phase::Phase;
@@ -31,6 +33,38 @@ pub(super) struct CliProgress {
     pub(super) plain: PlainProgress,
     /// When the running stage started (or resumed).
     pub(super) started: Instant,
+    /// How the running stage is solved.
+    solver: Solver,
+    /// The running stage's evaluations that count against its cap so far.
+    evaluations: u32,
+    /// Its accepted steps (a scan: candidates) so far.
+    steps: u32,
+}
+
+impl CliProgress {
+    /// Bars on stderr (plain lines where it is no terminal), nothing when
+    /// `quiet`; `interrupt` asks the fit to stop.
+    pub(super) fn new(quiet: bool, interrupt: Interrupt) -> Self {
+        Self {
+            quiet,
+            bar: ProgressBar::hidden(),
+            interrupt,
+            phase: Phase::Scan,
+            plain: PlainProgress::new(quiet),
+            started: Instant::now(),
+            solver: Solver::Scan,
+            evaluations: 0,
+            steps: 0,
+        }
+    }
+
+    /// The bar's position: what its length (the stage's cap) counts.
+    fn position(&self) -> u64 {
+        u64::from(match self.solver {
+            Solver::Lbfgs => self.evaluations,
+            Solver::Scan | Solver::Adam => self.steps,
+        })
+    }
 }
 
 impl FitObserver for CliProgress {
@@ -51,7 +85,17 @@ impl FitObserver for CliProgress {
         self.bar.set_prefix(plan.label());
         self.plain.restart();
         self.started = Instant::now();
-        self.bar.set_position(u64::from(state.iteration));
+        self.solver = stage_solver(plan.kind, state);
+        // A stage starting afresh has evaluated nothing yet (what
+        // `evaluations_so_far` counts after its first iteration includes
+        // the start).
+        self.evaluations = if state.iteration == 0 {
+            0
+        } else {
+            evaluations_so_far(plan, state)
+        };
+        self.steps = steps_so_far(self.solver, state);
+        self.bar.set_position(self.position());
         self.bar.set_message(format!(
             "(frames {} × {} views)",
             frame_span(&plan.selection.frames),
@@ -60,6 +104,8 @@ impl FitObserver for CliProgress {
     }
 
     fn iteration_done(&mut self, plan: &StagePlan, state: &FitState) -> Control {
+        self.evaluations = evaluations_so_far(plan, state);
+        self.steps = steps_so_far(self.solver, state);
         let started = self.started;
         self.plain
             .line(|| running_line(plan, state, started.elapsed().as_secs_f64()));
@@ -75,12 +121,23 @@ impl FitObserver for CliProgress {
                 }
             ));
         }
-        self.bar.set_position(u64::from(state.iteration));
+        self.bar.set_position(self.position());
         if self.interrupt.raised() {
             Control::Stop
         } else {
             Control::Continue
         }
+    }
+
+    fn evaluation_done(&mut self, plan: &StagePlan, done: &EvaluationDone) {
+        if done.counted {
+            self.evaluations += 1;
+        }
+        self.bar.set_position(self.position());
+        let seconds = self.started.elapsed().as_secs_f64();
+        let (solver, evaluations, steps) = (self.solver, self.evaluations, self.steps);
+        self.plain
+            .line(|| evaluation_line(plan, solver, evaluations, steps, done, seconds));
     }
 
     fn stage_finished(&mut self, plan: &StagePlan, state: &FitState, finished: &FinishedStage<'_>) {
@@ -197,6 +254,60 @@ fn running_line(plan: &StagePlan, state: &FitState, seconds: f64) -> String {
             frame_span(&plan.selection.frames)
         )
     });
+    format!("{}: {progress}{loss} ({seconds:.0} s)", plan.label())
+}
+
+/// A stage's accepted steps by `state` (a scan: its candidates).
+fn steps_so_far(solver: Solver, state: &FitState) -> u32 {
+    match solver {
+        // The start's record, then one per accepted step.
+        Solver::Lbfgs => state.iteration.saturating_sub(1),
+        Solver::Scan | Solver::Adam => state.iteration,
+    }
+}
+
+/// An evaluation within a stage in one plain line (where no bar is
+/// drawn): the stage's progress as [`running_line`] gives it, which
+/// evaluation this was, and its loss with the frames it is over.
+fn evaluation_line(
+    plan: &StagePlan,
+    solver: Solver,
+    evaluations: u32,
+    steps: u32,
+    done: &EvaluationDone,
+    seconds: f64,
+) -> String {
+    let cap = plan.settings.iterations;
+    let what = match (done.purpose, done.with_gradient, done.counted) {
+        (EvaluationPurpose::ScanVelocity, _, _) => " (a candidate's velocity fit)",
+        (_, false, _) if solver == Solver::Scan => " (the candidate's loss)",
+        (_, false, _) => " (a line-search trial)",
+        (_, true, false) => " (the accepted point's gradient)",
+        (_, true, true) => "",
+    };
+    let progress = match solver {
+        Solver::Scan => format!(
+            "candidate {} of {}, evaluation {evaluations}{what}",
+            steps + 1,
+            plan.scan.as_ref().map_or(0, |s| s.candidates.len() + 1)
+        ),
+        Solver::Lbfgs => format!(
+            "{}, evaluation {evaluations} of at most {cap}{what}",
+            count(steps as usize, "step", "steps")
+        ),
+        Solver::Adam => format!(
+            "step {} of at most {cap}, evaluation {evaluations}{what}",
+            steps + 1
+        ),
+    };
+    let loss = match (done.purpose, done.loss) {
+        (EvaluationPurpose::ScanVelocity, _) => String::new(),
+        (EvaluationPurpose::Stage, Some(loss)) => format!(
+            ", loss {loss:.4e} over frames {}",
+            frame_span(&plan.selection.frames)
+        ),
+        (EvaluationPurpose::Stage, None) => ", the simulation blew up".to_string(),
+    };
     format!("{}: {progress}{loss} ({seconds:.0} s)", plan.label())
 }
 

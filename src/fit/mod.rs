@@ -70,7 +70,9 @@ pub use camera_check::CAMERA_CHECK_DB;
 pub use error::FitError;
 pub use evaluation::{Evaluation, HostGradients, ImageTerms, LossReport, Parameters, Selection};
 pub use field_setting::{ChosenField, RegionAssignment};
-pub use observer::{Control, FinishedStage, FitObserver};
+pub use observer::{
+    Control, EvaluationDone, EvaluationHook, EvaluationPurpose, FinishedStage, FitObserver,
+};
 pub use options::FitProblemOptions;
 pub use params::{MapEntry, ParamMap, VelocityField, YoungsField};
 pub use plan::{plan_stages, StageChoice, StageKind, StagePlan};

@@ -16,6 +16,7 @@
 
 use super::error::FitError;
 use super::evaluation::{LossReport, Parameters, Selection};
+use super::observer::{EvaluationDone, EvaluationHook, EvaluationPurpose};
 use super::plan::{StageKind, StagePlan};
 use super::problem::FitProblem;
 use crate::gpu::GpuContext;
@@ -96,6 +97,11 @@ pub struct StageObjective<'a> {
     scale: Option<Vec<f64>>,
     remember: Remember,
     seen: Vec<Seen>,
+    /// Told of each evaluation as it ends, with what it measured.
+    hook: Option<(EvaluationHook<'a>, EvaluationPurpose)>,
+    /// The point last measured without its gradient: its gradient asked
+    /// next is not a new point (the solvers count it so).
+    last_measured: Option<Vec<f64>>,
 }
 
 impl<'a> StageObjective<'a> {
@@ -120,6 +126,8 @@ impl<'a> StageObjective<'a> {
             scale: None,
             remember,
             seen: Vec::new(),
+            hook: None,
+            last_measured: None,
         }
     }
 
@@ -148,6 +156,28 @@ impl<'a> StageObjective<'a> {
     pub fn scaled(mut self, scale: Vec<f64>) -> Self {
         self.scale = Some(scale);
         self
+    }
+
+    /// The same, telling `hook` of each evaluation as it ends (progress
+    /// within a stage, [`super::FitObserver::evaluation_done`]).
+    pub fn reporting(mut self, hook: EvaluationHook<'a>, purpose: EvaluationPurpose) -> Self {
+        self.hook = Some((hook, purpose));
+        self
+    }
+
+    /// Tells the hook, if any, of an evaluation at `z` that ended with
+    /// `loss`.
+    fn report(&mut self, z: &[f64], loss: Option<f64>, with_gradient: bool) {
+        let counted = !with_gradient || self.last_measured.as_deref() != Some(z);
+        self.last_measured = (!with_gradient).then(|| z.to_vec());
+        if let Some((hook, purpose)) = self.hook {
+            hook(&EvaluationDone {
+                loss,
+                with_gradient,
+                counted,
+                purpose,
+            });
+        }
     }
 
     /// `x` in the solver's coordinates.
@@ -189,6 +219,27 @@ impl Objective for StageObjective<'_> {
     type Error = FitError;
 
     fn evaluate(&mut self, z: &[f64]) -> Result<Evaluated, FitError> {
+        let evaluated = self.evaluate_unreported(z)?;
+        self.report(z, evaluated.as_ref().map(|(loss, _)| *loss), true);
+        Ok(evaluated)
+    }
+
+    /// The loss at `z` from the forward alone (module doc); no gradient.
+    fn measure(&mut self, z: &[f64]) -> Result<Measured, FitError> {
+        let params = self.parameters(z);
+        let measured = self.problem.loss(self.ctx, &params, self.selection);
+        let measured = blown_up(measured)?
+            .map(|report| report.loss)
+            .filter(|loss| loss.is_finite())
+            .map(|loss| (loss, None));
+        self.report(z, measured.as_ref().map(|(loss, _)| *loss), false);
+        Ok(measured)
+    }
+}
+
+impl StageObjective<'_> {
+    /// [`Objective::evaluate`] before its hook is told.
+    fn evaluate_unreported(&mut self, z: &[f64]) -> Result<Evaluated, FitError> {
         let params = self.parameters(z);
         let evaluated = self
             .problem
@@ -216,15 +267,5 @@ impl Objective for StageObjective<'_> {
         }
         self.seen.push((z.to_vec(), eval.report, grad));
         Ok(Some((loss, solver_grad)))
-    }
-
-    /// The loss at `z` from the forward alone (module doc); no gradient.
-    fn measure(&mut self, z: &[f64]) -> Result<Measured, FitError> {
-        let params = self.parameters(z);
-        let measured = self.problem.loss(self.ctx, &params, self.selection);
-        Ok(blown_up(measured)?
-            .map(|report| report.loss)
-            .filter(|loss| loss.is_finite())
-            .map(|loss| (loss, None)))
     }
 }

@@ -17,10 +17,47 @@ pub trait FitObserver {
     /// An iteration was taken; its record is `state.records.last()`.
     /// [`Control::Stop`] stops the fit there (the state is consistent).
     fn iteration_done(&mut self, plan: &StagePlan, state: &FitState) -> Control;
+    /// An evaluation of the loss ended, inside an iteration (a line-search
+    /// trial, a scan's velocity fit): progress between iterations, which
+    /// can be far apart. The fit's state is mid-iteration, so none is
+    /// given.
+    fn evaluation_done(&mut self, plan: &StagePlan, done: &EvaluationDone) {
+        let _ = (plan, done);
+    }
     /// A stage ended; `state` is already at the start of the next stage (a
     /// checkpoint written here resumes there).
     fn stage_finished(&mut self, plan: &StagePlan, state: &FitState, finished: &FinishedStage<'_>);
 }
+
+/// What [`FitObserver::evaluation_done`] reports.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct EvaluationDone {
+    /// Its loss; `None` when the simulation blew up.
+    pub loss: Option<f64>,
+    /// It computed the gradient too (else the loss alone: a line-search
+    /// trial, a scan candidate's measure).
+    pub with_gradient: bool,
+    /// It is at a point not evaluated just before, so it counts against
+    /// the stage's cap; false for the gradient of a point whose loss was
+    /// just measured (the accepted trial of a line search).
+    pub counted: bool,
+    /// What the loss is over: the stage's frames, or (inside a scan) the
+    /// velocity frames of a candidate's velocity fit.
+    pub purpose: EvaluationPurpose,
+}
+
+/// Which loss an [`EvaluationDone`] measured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EvaluationPurpose {
+    /// The stage's own loss, on its frames.
+    Stage,
+    /// A scan candidate's velocity fit, on the velocity frames.
+    ScanVelocity,
+}
+
+/// Told of each evaluation as it ends ([`FitObserver::evaluation_done`],
+/// through the objective that runs it).
+pub type EvaluationHook<'a> = &'a dyn Fn(&EvaluationDone);
 
 /// What [`FitObserver::stage_finished`] reports.
 pub struct FinishedStage<'a> {

@@ -29,7 +29,7 @@
 use super::error::FitError;
 use super::evaluation::{LossReport, Parameters};
 use super::objective::{blown_up, Remember, StageObjective, Unknowns};
-use super::observer::Control;
+use super::observer::{Control, EvaluationDone, EvaluationHook, EvaluationPurpose};
 use super::plan::{ScanPlan, StageKind, StagePlan};
 use super::problem::FitProblem;
 use super::record::{mean_quality, IterationRecord};
@@ -59,6 +59,8 @@ pub struct CandidateObjective<'a> {
     /// The last candidate's report on the stage's frames (none when it
     /// blew up).
     report: Option<LossReport>,
+    /// Told of each evaluation as it ends.
+    hook: EvaluationHook<'a>,
 }
 
 impl CandidateObjective<'_> {
@@ -96,7 +98,8 @@ impl CandidateObjective<'_> {
             base,
             Unknowns::Velocity,
             Remember::Last,
-        );
+        )
+        .reporting(self.hook, EvaluationPurpose::ScanVelocity);
         let Some(mut run) = solver.start(&mut objective, LbfgsStart::At(start))? else {
             // An unusable start is one evaluation.
             return Ok((start.to_vec(), 1));
@@ -135,6 +138,12 @@ impl Objective for CandidateObjective<'_> {
         let measured = self.problem.loss(self.ctx, &params, &self.stage.selection);
         self.report = blown_up(measured)?.filter(|r| r.loss.is_finite());
         let loss = self.report.as_ref().map_or(f64::INFINITY, |r| r.loss);
+        (self.hook)(&EvaluationDone {
+            loss: loss.is_finite().then_some(loss),
+            with_gradient: false,
+            counted: true,
+            purpose: EvaluationPurpose::Stage,
+        });
         self.points.push(ScanPoint {
             log10_youngs: log10,
             velocity,
@@ -173,13 +182,15 @@ fn candidate_record(
 }
 
 /// Runs the scan from `state` (module doc): one candidate per call of
-/// `step` (which records it and may stop the fit). Returns the best
+/// `step` (which records it and may stop the fit), `hook` told of every
+/// evaluation (velocity fits included) as it ends. Returns the best
 /// point's loss report on the stage's frames, or `None` when stopped.
 pub fn run_scan(
     ctx: &GpuContext,
     problem: &mut FitProblem,
     stage: &StagePlan,
     state: &mut FitState,
+    hook: EvaluationHook<'_>,
     step: &mut dyn FnMut(&FitState) -> Control,
 ) -> Result<Option<LossReport>, FitError> {
     let plan = stage.scan.as_ref().expect("a scan stage has its plan");
@@ -199,6 +210,7 @@ pub fn run_scan(
         start_velocity: state.velocity.clone(),
         points: scanned,
         report: None,
+        hook,
     };
     let mut solver = GridScan {
         candidates: plan.candidates.clone(),

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use super::checkpoint::{Checkpoint, FitFingerprint};
 use super::live_loss::LiveLoss;
-use super::observer::{Control, FinishedStage, FitObserver};
+use super::observer::{Control, EvaluationDone, FinishedStage, FitObserver};
 use super::output_plan::CHECKPOINT_FILE;
 use super::plan::StagePlan;
 use super::result::per_driver;
@@ -79,6 +79,10 @@ impl FitObserver for SessionObserver<'_> {
         } else {
             control
         }
+    }
+
+    fn evaluation_done(&mut self, plan: &StagePlan, done: &EvaluationDone) {
+        self.progress.evaluation_done(plan, done);
     }
 
     /// Keeps the stage's seconds, checkpoints, and adds the recovery of

@@ -11,12 +11,13 @@
 //! A round whose stiffness loss gained less than [`ROUND_TOLERANCE`] over
 //! the previous round's ends the fit: the stages left are skipped.
 
+use std::cell::RefCell;
 use std::time::Instant;
 
 use super::error::FitError;
 use super::evaluation::{LossReport, Parameters};
 use super::objective::{Remember, Seen, StageObjective, Unknowns};
-use super::observer::{FinishedStage, FitObserver};
+use super::observer::{EvaluationDone, EvaluationPurpose, FinishedStage, FitObserver};
 use super::plan::{StageKind, StagePlan, LBFGS_MAX_PARAMETERS, STIFFNESS_FIRST_STEP};
 use super::problem::FitProblem;
 use super::record::{record, stage_losses, stage_records, IterationRecord};
@@ -87,14 +88,7 @@ fn run_stages(
         let started = Instant::now();
         let lbfgs = by_lbfgs(stage.kind, &state.parameters());
         let end = if stage.kind == StageKind::Scan {
-            let mut step = |s: &FitState| observer.iteration_done(stage, s);
-            run_scan(ctx, problem, stage, state, &mut step)?.map(|report| {
-                let counted = Counted {
-                    steps: state.scan.as_ref().map_or(0, |s| s.points.len() as u32),
-                    evaluations: evaluations_so_far(stage, state),
-                };
-                (report, true, counted)
-            })
+            run_scan_stage(ctx, problem, stage, state, observer)?
         } else if lbfgs {
             run_lbfgs_stage(ctx, problem, stage, state, bounds, observer)?
         } else {
@@ -126,6 +120,28 @@ fn run_stages(
         last_report = Some(report);
     }
     Ok(FitEnd::Finished(last_report))
+}
+
+/// The scan ([`run_scan`]): one iteration per candidate, the observer told
+/// of every evaluation within.
+fn run_scan_stage(
+    ctx: &GpuContext,
+    problem: &mut FitProblem,
+    stage: &StagePlan,
+    state: &mut FitState,
+    observer: &mut dyn FitObserver,
+) -> Result<StageEnd, FitError> {
+    let observer = RefCell::new(observer);
+    let hook = |done: &EvaluationDone| observer.borrow_mut().evaluation_done(stage, done);
+    let mut step = |s: &FitState| observer.borrow_mut().iteration_done(stage, s);
+    let end = run_scan(ctx, problem, stage, state, &hook, &mut step)?;
+    Ok(end.map(|report| {
+        let counted = Counted {
+            steps: state.scan.as_ref().map_or(0, |s| s.points.len() as u32),
+            evaluations: evaluations_so_far(stage, state),
+        };
+        (report, true, counted)
+    }))
 }
 
 /// The evaluations of the loss the running `stage` has taken by `state`
@@ -225,7 +241,10 @@ fn run_adam_stage(
     let unknowns = Unknowns::of(stage.kind);
     let base = state.parameters();
     let x0 = unknowns.get(&base).to_vec();
-    let mut objective = StageObjective::of_stage(ctx, problem, stage, base, Remember::Last);
+    let observer = RefCell::new(observer);
+    let hook = |done: &EvaluationDone| observer.borrow_mut().evaluation_done(stage, done);
+    let mut objective = StageObjective::of_stage(ctx, problem, stage, base, Remember::Last)
+        .reporting(&hook, EvaluationPurpose::Stage);
     let mut solver = AdamSolver {
         schedule: stage.schedule(),
         grad_clip: stage.settings.grad_clip,
@@ -274,7 +293,7 @@ fn run_adam_stage(
                 Unknowns::Youngs => state.log10_youngs.clone_from(&run.x),
             }
             state.iteration = run.iteration;
-            observer.iteration_done(stage, state)
+            observer.borrow_mut().iteration_done(stage, state)
         },
     )
     .map_err(|e| match e {
@@ -317,8 +336,11 @@ fn run_lbfgs_stage(
         Unknowns::Youngs => (STIFFNESS_FIRST_STEP, (range[0], range[1])),
     };
     let x0 = unknowns.get(&base).to_vec();
-    let mut objective =
-        StageObjective::of_stage(ctx, problem, stage, base, Remember::All).scaled(vec![scale; n]);
+    let observer = RefCell::new(observer);
+    let hook = |done: &EvaluationDone| observer.borrow_mut().evaluation_done(stage, done);
+    let mut objective = StageObjective::of_stage(ctx, problem, stage, base, Remember::All)
+        .scaled(vec![scale; n])
+        .reporting(&hook, EvaluationPurpose::Stage);
     let z0 = objective.to_solver(&x0);
     let mut solver = Lbfgs {
         settings: LbfgsSettings {
@@ -358,7 +380,7 @@ fn run_lbfgs_stage(
         state.lbfgs = Some(LbfgsCheckpoint {
             solver: run.clone(),
         });
-        observer.iteration_done(stage, state)
+        observer.borrow_mut().iteration_done(stage, state)
     })?;
     let converged = match ending {
         Ending::Stopped => return Ok(None),
