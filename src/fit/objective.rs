@@ -99,9 +99,10 @@ pub struct StageObjective<'a> {
     seen: Vec<Seen>,
     /// Told of each evaluation as it ends, with what it measured.
     hook: Option<(EvaluationHook<'a>, EvaluationPurpose)>,
-    /// The point last measured without its gradient: its gradient asked
-    /// next is not a new point (the solvers count it so).
-    last_measured: Option<Vec<f64>>,
+    /// The points measured without their gradient since the last
+    /// gradient: the gradient of one of them (a line search's accepted
+    /// trial) is not a new point (the solvers count it so).
+    measured: Vec<Vec<f64>>,
 }
 
 impl<'a> StageObjective<'a> {
@@ -127,7 +128,7 @@ impl<'a> StageObjective<'a> {
             remember,
             seen: Vec::new(),
             hook: None,
-            last_measured: None,
+            measured: Vec::new(),
         }
     }
 
@@ -168,8 +169,12 @@ impl<'a> StageObjective<'a> {
     /// Tells the hook, if any, of an evaluation at `z` that ended with
     /// `loss`.
     fn report(&mut self, z: &[f64], loss: Option<f64>, with_gradient: bool) {
-        let counted = !with_gradient || self.last_measured.as_deref() != Some(z);
-        self.last_measured = (!with_gradient).then(|| z.to_vec());
+        let counted = !with_gradient || !self.measured.iter().any(|m| m == z);
+        if with_gradient {
+            self.measured.clear();
+        } else {
+            self.measured.push(z.to_vec());
+        }
         if let Some((hook, purpose)) = self.hook {
             hook(&EvaluationDone {
                 loss,

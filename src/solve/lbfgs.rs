@@ -32,9 +32,16 @@
 //! curvature pairs and tries again from the gradient; with no pairs to
 //! drop, the run ends there (converged, unless the evaluations ran out).
 //!
+//! A refused trial is followed by a shorter one at the minimum of the
+//! parabola through the point and the refused trial (a loss sharply curved
+//! along the direction, as a velocity is once E fits, is then reached in
+//! a few trials rather than many halvings). The search gives a direction
+//! up once even the first-order gain of its next trial is below
+//! `relative_tolerance` of the loss.
+//!
 //! Nocedal & Wright, *Numerical Optimization* (2006), alg. 7.4 (the
-//! two-loop recursion) and alg. 3.1 (backtracking with the sufficient
-//! decrease condition, c₁ = 1e-4).
+//! two-loop recursion), alg. 3.1 (backtracking with the sufficient
+//! decrease condition, c₁ = 1e-4) and § 3.5 (interpolating the step).
 
 use serde::{Deserialize, Serialize};
 
@@ -310,6 +317,11 @@ impl Lbfgs {
                 with_gradient += 1;
                 state.gradients += 1;
             }
+            log::debug!(
+                "line search from loss {:.6e} (slope {slope:.3e}): t {t} gives {:?}",
+                state.loss,
+                value.as_ref().map(|(l, _)| *l)
+            );
             match value {
                 Some((l, g)) if l.is_finite() && l <= state.loss + 1e-4 * t * slope => {
                     let better = accepted.as_ref().is_none_or(|(_, best, _)| l < *best);
@@ -323,10 +335,15 @@ impl Lbfgs {
                     break;
                 }
                 _ if accepted.is_some() => break,
-                // A direction that gains nothing even 1/32 of the way is
-                // not worth more evaluations.
-                _ if t < 1.0 / 32.0 => break,
-                _ => t *= 0.5,
+                refused => {
+                    t = shorter_step(t, state.loss, slope, refused.map(|(l, _)| l));
+                    // Not even the first-order gain of the next trial (an
+                    // upper bound where the loss is convex along `d`)
+                    // reaches the tolerance: the direction is spent.
+                    if -slope * t < settings.relative_tolerance * state.loss.abs() {
+                        break;
+                    }
+                }
             }
         }
         let kept = accepted.as_ref().is_some_and(|(_, _, g)| g.is_some());
@@ -371,6 +388,27 @@ impl Lbfgs {
                 state.pairs.remove(0);
             }
         }
+    }
+}
+
+/// The next, shorter trial after the step `t` was refused (Nocedal &
+/// Wright § 3.5): the minimum of the parabola through the point's loss
+/// `f0`, its `slope` along the direction and the refused trial's `loss`,
+/// kept within [t/10, t/2] so that a poor fit neither stalls nor
+/// overshoots; half the step when the trial was unusable (a blow-up says
+/// nothing of the loss's shape).
+fn shorter_step(t: f64, f0: f64, slope: f64, loss: Option<f64>) -> f64 {
+    match loss.filter(|l| l.is_finite()) {
+        Some(l) => {
+            let curvature = l - f0 - slope * t;
+            let minimum = if curvature > 0.0 {
+                -slope * t * t / (2.0 * curvature)
+            } else {
+                0.5 * t
+            };
+            minimum.clamp(0.1 * t, 0.5 * t)
+        }
+        None => 0.5 * t,
     }
 }
 

@@ -292,3 +292,45 @@ fn a_pending_gradient_survives_a_checkpoint() {
         );
     }
 }
+
+/// A loss far more curved along the gradient than the first step assumes
+/// (the minimum 1/500 of the way): halving alone would give the direction
+/// up before reaching it; the parabola through the refused trial reaches
+/// it in a few trials.
+#[test]
+fn a_sharply_curved_loss_is_reached_by_interpolating_the_step() {
+    let f = |x: &[f64]| {
+        let d = x[0] - 0.002;
+        Ok::<_, ()>(Some((1.0 + 1e4 * d * d, vec![2e4 * d])))
+    };
+    let settings = LbfgsSettings {
+        max_evaluations: 8,
+        first_step: 1.0,
+        relative_tolerance: 1e-6,
+        ..LbfgsSettings::default()
+    };
+    let r = minimise(&[0.0], &settings, f).unwrap().unwrap();
+    let start = 1.0 + 1e4 * 0.002 * 0.002;
+    assert!(
+        start - r.loss > 0.9 * (start - 1.0),
+        "most of the gain reached: {r:?}"
+    );
+}
+
+/// At a minimum (the gradient's first-order gain below the tolerance a
+/// tenth of the first step in), the search gives the direction up after
+/// one refused trial rather than halving through the cap: converged in
+/// two evaluations.
+#[test]
+fn a_spent_direction_is_given_up_after_one_refused_trial() {
+    let f = |x: &[f64]| Ok::<_, ()>(Some((1.0 + x[0] * x[0], vec![2.0 * x[0]])));
+    let settings = LbfgsSettings {
+        max_evaluations: 12,
+        first_step: 1.0,
+        relative_tolerance: 1e-4,
+        ..LbfgsSettings::default()
+    };
+    let r = minimise(&[1e-6], &settings, f).unwrap().unwrap();
+    assert_eq!((r.evaluations, r.converged), (2, true), "{r:?}");
+    assert_eq!(r.x, vec![1e-6]);
+}
