@@ -54,6 +54,21 @@ pub fn fit_summary(scene: &Scene) -> Result<String> {
         if f.rounds == 1 { "" } else { "s" },
         f.checkpoint_every
     );
+    let _ = writeln!(
+        s,
+        "{}",
+        if f.check_discretisation {
+            format!(
+                "discretisation E refitted at {} substeps per frame after the stages (twice the {}),                  at most {} evaluations: each E's shift is its discretisation error bar",
+                2 * scene.simulation.substeps,
+                scene.simulation.substeps,
+                f.stiffness.iterations
+            )
+        } else {
+            "discretisation not checked (`fit.check_discretisation = true` refits E at twice the              substeps after the stages)"
+                .to_string()
+        }
+    );
     let available = scene.frame_count().unwrap_or(0);
     let _ = writeln!(s, "{}", scan_line(scene, available));
     for (label, stage, flow) in [

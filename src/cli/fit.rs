@@ -18,6 +18,7 @@ use physfit::scene::Scene;
 use physfit::stop::StopCause;
 
 use super::count::count;
+use super::discretisation_line::discretisation_line;
 pub use super::fit_args::FitArgs;
 use super::fit_args::{check_flags, resume_command, with_flag_advice};
 use super::fit_phase::{install_interrupt, Phase};
@@ -249,6 +250,7 @@ pub fn run(args: &FitArgs) -> Result<FitOutcome> {
             session.inputs().frames - 1,
             session.inputs().views.len()
         );
+        eprintln!("{}", discretisation_line(&summary));
         if let Some(r) = &summary.recovery {
             eprintln!("recovery of the truth: {}", r.summary());
         }

@@ -16,17 +16,19 @@ pub(super) enum Phase {
     Scan,
     Velocity,
     Stiffness,
+    Discretisation,
     Outputs,
 }
 
 impl Phase {
-    const ALL: [Phase; 7] = [
+    const ALL: [Phase; 8] = [
         Phase::Prepare,
         Phase::CameraCheck,
         Phase::TruthCheck,
         Phase::Scan,
         Phase::Velocity,
         Phase::Stiffness,
+        Phase::Discretisation,
         Phase::Outputs,
     ];
 
@@ -38,6 +40,7 @@ impl Phase {
             Phase::Scan => "scan",
             Phase::Velocity => "velocity",
             Phase::Stiffness => "stiffness",
+            Phase::Discretisation => "discretisation-check",
             Phase::Outputs => "outputs",
         }
     }
@@ -51,6 +54,7 @@ impl Phase {
             Phase::Scan => "during the scan",
             Phase::Velocity => "during the velocity stage",
             Phase::Stiffness => "during the stiffness stage",
+            Phase::Discretisation => "during the discretisation check",
             Phase::Outputs => "while writing the outputs",
         }
     }

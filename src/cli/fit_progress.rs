@@ -140,6 +140,49 @@ impl FitObserver for CliProgress {
             .line(|| evaluation_line(plan, solver, evaluations, steps, done, seconds));
     }
 
+    fn discretisation_check_started(&mut self, substeps: u32, refined: u32, cap: u32) {
+        self.phase = Phase::Discretisation;
+        self.interrupt.enter(self.phase.name());
+        self.solver = Solver::Lbfgs;
+        self.evaluations = 0;
+        self.steps = 0;
+        self.plain.restart();
+        self.started = Instant::now();
+        if self.quiet {
+            return;
+        }
+        eprintln!(
+            "checking the discretisation: refitting E at {refined} substeps per frame (fitted at {substeps}), at most {}",
+            count(cap as usize, "evaluation", "evaluations")
+        );
+        self.bar = ProgressBar::new(u64::from(cap));
+        self.bar.set_style(
+            ProgressStyle::with_template("{prefix:>18} {bar:30} {pos}/{len} {msg} [{elapsed}]")
+                .expect("valid template"),
+        );
+        self.bar.set_prefix("discretisation");
+    }
+
+    fn discretisation_evaluation_done(&mut self, done: &EvaluationDone) {
+        if done.counted {
+            self.evaluations += 1;
+        }
+        self.bar.set_position(u64::from(self.evaluations));
+        if let Some(loss) = done.loss {
+            self.bar.set_message(format!("loss {loss:.4e}"));
+        }
+        let seconds = self.started.elapsed().as_secs_f64();
+        let evaluations = self.evaluations;
+        self.plain.line(|| {
+            let loss = done
+                .loss
+                .map_or(", the simulation blew up".to_string(), |l| {
+                    format!(", loss {l:.4e}")
+                });
+            format!("discretisation check: evaluation {evaluations}{loss} ({seconds:.0} s)")
+        });
+    }
+
     fn stage_finished(&mut self, plan: &StagePlan, state: &FitState, finished: &FinishedStage<'_>) {
         self.bar.finish_and_clear();
         if self.quiet {

@@ -10,6 +10,7 @@ pub mod check;
 mod check_fall;
 pub mod check_fit;
 pub mod count;
+mod discretisation_line;
 pub mod fit;
 mod fit_args;
 mod fit_phase;

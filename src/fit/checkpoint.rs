@@ -445,6 +445,19 @@ fn check_state(
             )?;
         }
     }
+    if let Some(d) = &s.discretisation {
+        for (field, got) in [
+            ("refined_log10_youngs", d.refined_log10_youngs.len()),
+            ("shift", d.shift.len()),
+        ] {
+            length(
+                &format!("{prefix}.discretisation.{field}"),
+                got,
+                youngs,
+                "the E parameterisation",
+            )?;
+        }
+    }
     let (low, high) = youngs_bounds;
     for (i, &e) in s.log10_youngs.iter().enumerate() {
         if !(e.is_finite() && (low..=high).contains(&e)) {

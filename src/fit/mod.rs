@@ -28,6 +28,8 @@
 
 pub mod camera_check;
 pub mod checkpoint;
+pub mod discretisation;
+pub mod discretisation_check;
 pub mod error;
 pub mod evaluation;
 pub mod field_setting;

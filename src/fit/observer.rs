@@ -24,6 +24,16 @@ pub trait FitObserver {
     fn evaluation_done(&mut self, plan: &StagePlan, done: &EvaluationDone) {
         let _ = (plan, done);
     }
+    /// The stages are done and E is refitted at `refined` substeps per
+    /// frame (fitted at `substeps`) to measure how far the discretisation
+    /// moves it ([`super::discretisation_check`]).
+    fn discretisation_check_started(&mut self, substeps: u32, refined: u32, cap: u32) {
+        let _ = (substeps, refined, cap);
+    }
+    /// An evaluation of that refit ended.
+    fn discretisation_evaluation_done(&mut self, done: &EvaluationDone) {
+        let _ = done;
+    }
     /// A stage ended; `state` is already at the start of the next stage (a
     /// checkpoint written here resumes there).
     fn stage_finished(&mut self, plan: &StagePlan, state: &FitState, finished: &FinishedStage<'_>);

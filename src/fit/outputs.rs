@@ -299,6 +299,7 @@ pub fn write_outputs(
         youngs_parameters: summary_build::youngs_parameters(scene, &drivers, state, side),
         velocity_parameters: state.velocity.clone(),
         uncertainty: state.uncertainty.clone(),
+        discretisation: state.discretisation.clone(),
         recovery: fit.truth.map(|t| t.recovery(&drivers, &log10, &velocity)),
         truth_loss,
     };

@@ -9,6 +9,7 @@
 //! units (the box mapped to [0,1]³, as scene.toml's material values) and
 //! world units (E_normalised · box_side², [`youngs_world`]).
 
+use super::discretisation::DiscretisationCheck;
 use super::params::ParamMap;
 use super::plan::StagePlan;
 use super::record::IterationRecord;
@@ -54,6 +55,9 @@ pub struct FitResult {
     /// § Error bars; each E parameter's is in [`FitResult::youngs_parameters`]
     /// too); absent when the fit ended before they were estimated.
     pub uncertainty: Option<Box<FitUncertainty>>,
+    /// E refitted at finer substeps and its shift (docs/design.md § Error
+    /// bars); absent unless `fit.check_discretisation` asked for it.
+    pub discretisation: Option<Box<DiscretisationCheck>>,
     /// Every stage of the plan, in the order they ran, with its
     /// convergence.
     pub stages: Vec<StageSummary>,
@@ -98,6 +102,7 @@ impl FitResult {
             youngs_parameters: summary_build::youngs_parameters(scene, drivers, state, side),
             velocity_parameters: state.velocity.clone(),
             uncertainty: state.uncertainty.clone().map(Box::new),
+            discretisation: state.discretisation.clone().map(Box::new),
             stages: summary_build::stages(plan, state, stage_seconds),
             records: state.records.clone(),
             recovery: truth.map(|t| t.recovery(drivers, &log10, &v0)),

@@ -40,9 +40,11 @@ use std::path::{Path, PathBuf};
 
 use super::camera_check::{camera_check, CameraCheck};
 use super::checkpoint::{Checkpoint, FitFingerprint};
+use super::discretisation_check::{check_discretisation, last_stiffness, SUBSTEP_REFINEMENT};
 use super::evaluation::Parameters;
 use super::held_velocity::held_velocity;
 use super::live_loss::LiveLoss;
+use super::observer::EvaluationDone;
 use super::observer::FitObserver;
 use super::options::FitProblemOptions;
 use super::output_plan::fit_output_plan;
@@ -552,7 +554,10 @@ impl FitSession {
                 }
                 RunEnd::Stopped { checkpointed }
             }
-            FitEnd::Finished(_) => match self.estimate_uncertainty(ctx) {
+            FitEnd::Finished(_) => match self
+                .estimate_uncertainty(ctx)
+                .and_then(|()| self.check_discretisation(ctx, progress))
+            {
                 Err(SessionError::Fit(super::FitError::Stopped)) => {
                     self.save_checkpoint()?;
                     RunEnd::Stopped { checkpointed: true }
@@ -574,6 +579,40 @@ impl FitSession {
                 estimate_uncertainty(ctx, &mut self.problem, &self.scene, &self.plan, &self.state)?;
         }
         Ok(())
+    }
+
+    /// E refitted at finer substeps ([`super::discretisation_check`]),
+    /// once every stage has run, when `fit.check_discretisation` asks for
+    /// it (kept in the state like the error bars).
+    fn check_discretisation(
+        &mut self,
+        ctx: &GpuContext,
+        progress: &mut dyn FitObserver,
+    ) -> Result<(), SessionError> {
+        if !self.scene.fit.check_discretisation
+            || self.state.discretisation.is_some()
+            || !self.state.done(&self.plan)
+        {
+            return Ok(());
+        }
+        let refined = self.scene.simulation.substeps * SUBSTEP_REFINEMENT;
+        let cap = last_stiffness(&self.plan).map_or(0, |s| s.settings.iterations);
+        progress.discretisation_check_started(self.scene.simulation.substeps, refined, cap);
+        let progress = std::cell::RefCell::new(progress);
+        let hook =
+            |done: &EvaluationDone| progress.borrow_mut().discretisation_evaluation_done(done);
+        let checked = check_discretisation(
+            ctx,
+            &self.scene,
+            &self.drivers,
+            &self.plan,
+            &self.state.parameters(),
+            self.stop.as_ref(),
+            &hook,
+        )?;
+        self.state.discretisation = checked.ok();
+        // Kept: a fit stopped while writing its outputs does not refit.
+        self.save_checkpoint()
     }
 
     /// The fit's result at its current state (after [`FitSession::run`]

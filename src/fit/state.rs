@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::discretisation::DiscretisationCheck;
 use super::evaluation::Parameters;
 use super::plan::{StageKind, StagePlan};
 use super::record::IterationRecord;
@@ -29,6 +30,11 @@ pub struct FitState {
     /// ([`super::uncertainty_estimate`]).
     #[serde(default)]
     pub uncertainty: Option<FitUncertainty>,
+    /// E refitted at finer substeps, once every stage has run and
+    /// `fit.check_discretisation` asks for it
+    /// ([`super::discretisation_check`]).
+    #[serde(default)]
+    pub discretisation: Option<DiscretisationCheck>,
     /// Every iteration so far.
     pub records: Vec<IterationRecord>,
     /// The scan's candidates so far, when the plan starts with one.
@@ -100,6 +106,7 @@ impl FitState {
             velocity: params.velocity,
             adam: Adam::new(0),
             uncertainty: None,
+            discretisation: None,
             records: Vec::new(),
             scan: None,
             converged: Vec::new(),

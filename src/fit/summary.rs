@@ -9,6 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::camera_check::CameraCheck;
+use super::discretisation::DiscretisationCheck;
 use super::recovery::Recovery;
 use super::uncertainty::FitUncertainty;
 use crate::io::atomic_write::write_atomic;
@@ -17,8 +18,10 @@ use crate::io::atomic_write::write_atomic;
 pub const SUMMARY_FORMAT: &str = "physfit.fit";
 /// The version this physfit writes and reads (3: typed settings by table,
 /// stages with their solver and whether they ran, E parameters by name;
-/// 4: error bars, `uncertainty` and each E parameter's `log10_std`).
-pub const SUMMARY_VERSION: u32 = 4;
+/// 4: error bars, `uncertainty` and each E parameter's `log10_std`; 5:
+/// `discretisation`, each E parameter's `discretisation_shift` and
+/// `settings.fit.check_discretisation`).
+pub const SUMMARY_VERSION: u32 = 5;
 
 /// Why `fit.json` could not be read or written.
 #[derive(Debug, thiserror::Error)]
@@ -112,6 +115,8 @@ pub struct FitSettings {
     pub rounds: u32,
     /// `fit.checkpoint_every`.
     pub checkpoint_every: u32,
+    /// `fit.check_discretisation`.
+    pub check_discretisation: bool,
     /// `[fit.scan]`.
     pub scan: ScanSettings,
     /// `[fit.velocity]`.
@@ -293,6 +298,11 @@ pub struct YoungsParameter {
     /// bars.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub constrained: Option<bool>,
+    /// Refined minus fitted `log10 E` when the discretisation was checked
+    /// (`fit.check_discretisation`): the discretisation's error bar
+    /// (decades), beside the data's [`YoungsParameter::log10_std`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discretisation_shift: Option<f64>,
 }
 
 /// `fit.json` (module doc).
@@ -325,6 +335,10 @@ pub struct FitSummary {
     /// § Error bars).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uncertainty: Option<FitUncertainty>,
+    /// E refitted at finer substeps and how far it moved
+    /// (`fit.check_discretisation`; src/fit/discretisation_check.rs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discretisation: Option<DiscretisationCheck>,
     /// The recovery of the truth, on a twin experiment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovery: Option<Recovery>,

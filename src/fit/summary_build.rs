@@ -98,6 +98,7 @@ pub fn settings(
         fit: FitSettings {
             rounds: fit.rounds,
             checkpoint_every: fit.checkpoint_every,
+            check_discretisation: fit.check_discretisation,
             scan: ScanSettings {
                 points: fit.scan.points,
                 velocity_evaluations: fit.scan.velocity_evaluations,
@@ -189,6 +190,10 @@ pub fn youngs_parameters(
                 world: youngs_world(normalised, side),
                 log10_std: errors.and_then(|u| u.youngs_log10_std[i]),
                 constrained: errors.and_then(|u| u.youngs_constrained.get(i).copied()),
+                discretisation_shift: state
+                    .discretisation
+                    .as_ref()
+                    .and_then(|d| d.shift.get(i).copied()),
             }
         })
         .collect()

@@ -462,6 +462,9 @@ pub struct FitConfig {
     pub rounds: i64,
     /// Iterations between checkpoints (an integer ≥ 1).
     pub checkpoint_every: i64,
+    /// After the stages, refit E at twice the substeps and report how far
+    /// it moves (src/fit/discretisation_check.rs).
+    pub check_discretisation: bool,
     /// The coarse scan of E before the stages.
     pub scan: ScanConfig,
 }
@@ -497,6 +500,7 @@ impl Default for FitConfig {
             stiffness: FitStageConfig::default(),
             rounds: 3,
             checkpoint_every: 10,
+            check_discretisation: false,
             scan: ScanConfig::default(),
         }
     }

@@ -103,6 +103,10 @@ pub struct FitSettings {
     /// Iterations between checkpoints (≥ 1; one is also written at the end
     /// of each stage).
     pub checkpoint_every: u32,
+    /// After the stages, refit E at twice the substeps per frame and
+    /// report its shift, the discretisation's error bar (default off: it
+    /// costs about one stiffness stage).
+    pub check_discretisation: bool,
     /// The coarse scan of E before the stages (`[fit.scan]`).
     pub scan: ScanSettings,
 }
@@ -228,6 +232,7 @@ pub(crate) fn resolve_fit(
             f.checkpoint_every,
             "iterations between checkpoints; default 10",
         )?,
+        check_discretisation: f.check_discretisation,
         scan: ScanSettings {
             points: u32::try_from(f.scan.points)
                 .ok()
