@@ -94,8 +94,12 @@ impl ForwardSetup {
             &fitted.followers,
             &fitted.neighbours,
         );
+        // The drivers file records no colliders: the scene's are the world
+        // the fitted object moves in (docs/design.md § Interactions).
+        let mut config = fitted.mpm_config();
+        config.colliders = scene.mpm_config().colliders;
         Self::new(
-            interactions.apply_gravity(&fitted.mpm_config(), &sim_box),
+            interactions.apply_gravity(&config, &sim_box),
             fitted.mpm_setup(),
             deform,
             fitted.log10_youngs.clone(),
