@@ -29,7 +29,7 @@ use physfit::forward::{ForwardSetup, SceneRenderer};
 use physfit::gpu::{GpuContext, GpuOptions};
 use physfit::interact::gif_sequence::{gif_delay_centiseconds, gif_fps, GifSequence};
 use physfit::interact::orbit::{object_centre, orbit_angle, orbit_camera};
-use physfit::interact::Interactions;
+use physfit::interact::{Interactions, GROUND_FRICTION};
 use physfit::io::png::write_png;
 use physfit::output::fitted_ply::SplatMaterial;
 use physfit::output::stiffness::{stiffness_range_world, StiffnessColouring};
@@ -50,13 +50,24 @@ use super::view_selection::resolve_views;
 use super::{parse_size, DEFAULT_FRAMES};
 use physfit::io::shown::shown;
 
-/// The interactions of the file and the flags, in that order.
-fn interactions(args: &RenderArgs) -> Result<Interactions> {
+/// The interactions of the file and the flags, in that order, then the
+/// ground of `--ground` (under the run's gravity).
+fn interactions(args: &RenderArgs, scene: &Scene) -> Result<Interactions> {
     let mut list = match &args.interactions {
         Some(path) => Interactions::load(path)?,
         None => Interactions::default(),
     };
     list.extend(args.interaction_flags().interactions()?)?;
+    if let Some(height) = args.ground {
+        let ground = list.add_ground(scene, height)?;
+        if !args.quiet {
+            eprintln!(
+                "ground: a plane at height {:.4} along up {:?} (the object's lowest splat at \
+                 {:.4}), friction μ = {}",
+                ground.height, ground.up, ground.lowest, GROUND_FRICTION
+            );
+        }
+    }
     Ok(list)
 }
 
@@ -89,7 +100,7 @@ pub fn run(args: &RenderArgs) -> Result<()> {
         )?;
     }
     let fitted = FittedDrivers::load(params)?;
-    let interactions = interactions(args)?;
+    let interactions = interactions(args, &scene)?;
     let setup =
         ForwardSetup::from_fitted(&scene, &fitted, &shown(params).to_string(), &interactions)
             .with_context(|| format!("{} with {}", shown(&args.scene), shown(params)))?;
