@@ -6,7 +6,9 @@
 //! value, beside a colour bar of the map, and refusals before anything runs: another scene's drivers,
 //! a motion faster than the velocity bound; a blow-up writes nothing.
 //! A floor (`--ground`, or the scene's own collider) holds a dropped object
-//! that without it falls past.
+//! that without it falls past. The same run as a library call
+//! (`render_motion`) renders in memory, writes what the command writes,
+//! stops when asked and refuses before running.
 
 use crate::common;
 use crate::common::cli::ok;
@@ -16,7 +18,10 @@ use std::process::Command;
 
 use physfit::drive::DriverSet;
 use physfit::fit::{FitProblem, FitProblemOptions, Parameters};
-use physfit::forward::{ForwardSetup, SceneRenderer};
+use physfit::forward::{
+    render_motion, FittedMotion, ForwardError, ForwardSetup, MotionColouring, MotionOptions,
+    SceneRenderer,
+};
 use physfit::interact::{InteractionFlags, Interactions};
 use physfit::output::FittedDrivers;
 use physfit::scene::frames::Frame;
@@ -414,7 +419,7 @@ fn an_impulse_from_the_command_line_moves_the_object_from_rest() {
 /// `render --params` keeps to the one writer discipline: nothing written
 /// through a linked view folder (even with --force), an --out holding its
 /// scene and drivers file refused (even with --force), and SIGTERM between
-/// frames writing nothing, exiting 143.
+/// frames writing nothing, exiting 143 (SIGINT while writing: 130).
 #[cfg(unix)]
 #[test]
 fn render_params_keeps_to_the_writer_rules() {
@@ -456,6 +461,24 @@ fn render_params_keeps_to_the_writer_rules() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert_eq!(run.status.code(), Some(143), "{stderr}");
+    assert!(stderr.contains("nothing was written"), "{stderr}");
+    assert!(!cut.exists(), "the directory it created is removed");
+
+    // Stopped while writing the frames rendered: nothing is kept either.
+    let run = Command::new(env!("CARGO_BIN_EXE_physfit"))
+        .arg("render")
+        .arg(d.join("scene.toml"))
+        .arg("--params")
+        .arg(&f.params)
+        .arg("--out")
+        .arg(&cut)
+        .args(["--frames", "3"])
+        .env("RUST_LOG", "warn")
+        .env("PHYSFIT_TEST_INTERRUPT_AT", "write@1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(130), "{stderr}");
     assert!(stderr.contains("nothing was written"), "{stderr}");
     assert!(!cut.exists(), "the directory it created is removed");
 }
@@ -581,4 +604,94 @@ fn render_ground_lands_the_object_and_a_ground_in_it_is_refused() {
         "{stderr}"
     );
     assert!(!above.exists(), "a refused run wrote {}", above.display());
+}
+
+#[test]
+fn the_fitted_motion_renders_in_memory_writes_its_files_and_stops_when_asked() {
+    let f = fitted();
+    let ctx = common::gpu();
+    let file = FittedDrivers::load(&f.params).unwrap();
+    let camera = f.scene.views[0].camera.clone();
+    let options = MotionOptions {
+        cameras: vec![("near".into(), camera.clone()), ("far".into(), camera)],
+        frames: 4,
+        interactions: Interactions::default(),
+        orbit: None,
+        colouring: MotionColouring::Own,
+        stop: None,
+    };
+    let mut told = Vec::new();
+    let render = render_motion(
+        &ctx,
+        &f.scene,
+        &file,
+        "drivers.safetensors",
+        options.clone(),
+        |k| told.push(k),
+    )
+    .unwrap();
+    assert_eq!(told, [0, 1, 2, 3]);
+    assert_eq!((render.frames(), render.views.len()), (4, 2));
+    assert_eq!(render.views[1].name, "far");
+    let near = &render.views[0].frames;
+    assert_eq!(near[0].dimensions(), (16, 12));
+    assert_ne!(near[0], near[3], "the fitted v0 moved nothing");
+    assert!(render.impulse_members.is_empty());
+
+    let out = tempfile::tempdir().unwrap();
+    let mut writing = Vec::new();
+    render
+        .write_outputs(out.path(), None, |k| writing.push(k))
+        .unwrap();
+    assert_eq!(writing, [0, 1, 2, 3]);
+    for view in ["near", "far"] {
+        assert_eq!(gif_frames(&out.path().join(format!("{view}.gif"))).len(), 4);
+        assert!(!out.path().join(view).join("frame_0004.png").exists());
+    }
+    let written = image::open(out.path().join("near").join("frame_0003.png"))
+        .unwrap()
+        .to_rgb8();
+    assert_eq!(&written, &near[3], "the PNG is the frame in memory");
+
+    // A stop raised before frame 2 stops the run there.
+    let stop = physfit::stop::StopSignal::new();
+    let stopped = render_motion(
+        &ctx,
+        &f.scene,
+        &file,
+        "drivers.safetensors",
+        MotionOptions {
+            stop: Some(stop.clone()),
+            ..options.clone()
+        },
+        |k| {
+            if k == 2 {
+                stop.raise()
+            }
+        },
+    );
+    assert!(
+        matches!(stopped, Err(ForwardError::Stopped { frame: 2 })),
+        "{:?}",
+        stopped.err()
+    );
+
+    // Refused before anything runs: faster than half a cell per substep.
+    let fast = InteractionFlags {
+        velocity: Some("1000,0,0".into()),
+        ..Default::default()
+    }
+    .interactions()
+    .unwrap();
+    let refused = FittedMotion::new(
+        &f.scene,
+        &file,
+        "drivers.safetensors",
+        MotionOptions {
+            interactions: fast,
+            ..options
+        },
+    );
+    let message = refused.err().expect("refused").to_string();
+    assert!(message.contains("half a cell"), "{message}");
 }
