@@ -604,6 +604,30 @@ fn render_ground_lands_the_object_and_a_ground_in_it_is_refused() {
         "{stderr}"
     );
     assert!(!above.exists(), "a refused run wrote {}", above.display());
+
+    // A file's collider through the object is refused the same way,
+    // naming the file and the table.
+    let floor = f.dir.path().join("floor.toml");
+    std::fs::write(
+        &floor,
+        "[[colliders]]\nkind = \"plane\"\npoint = [0.0, 0.0, 0.6]\nnormal = [0.0, 0.0, 1.0]\n\
+         contact = \"slip\"\n",
+    )
+    .unwrap();
+    let run = render(
+        &f,
+        &above,
+        &["--frames", "2", "--interactions", floor.to_str().unwrap()],
+    );
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        !run.status.success()
+            && stderr.contains("floor.toml: `colliders[0]`: ")
+            && stderr.contains("simulated splats start behind the plane")
+            && stderr.contains("fix: move `point`"),
+        "{stderr}"
+    );
+    assert!(!above.exists(), "a refused run wrote {}", above.display());
 }
 
 #[test]
