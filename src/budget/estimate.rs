@@ -30,7 +30,8 @@
 //!   a pixel), a flag per splat and one per tile;
 //! - host: the runtime (binary, wgpu, compiled kernels:
 //!   [`RUNTIME_HOST_BYTES`]), the upload copies of the splats, K-Means and
-//!   one decoded image per view at a time, and the fill's dense voxels.
+//!   one decoded image per view at a time, the fill's dense voxels, and
+//!   the frames `render --params` holds until it writes them.
 //!
 //! Each figure is an upper bound of what the code allocates (checked
 //! against the GPU context's measured peak: docs/benchmarks.md § Memory
@@ -60,6 +61,11 @@ const GRID_GRAD_BYTES_PER_NODE: u64 = 32;
 /// histograms.
 const BYTES_PER_INTERSECTION: u64 = 20;
 
+/// Host bytes per pixel of a rendered frame held until written: 3 for the
+/// 8-bit render, as much again and more for a side-by-side reference panel,
+/// the captions and a colour bar.
+const HELD_FRAME_BYTES_PER_PIXEL: u64 = 8;
+
 /// What the command does with the scene.
 #[derive(Clone, Debug)]
 pub enum Workload {
@@ -80,6 +86,9 @@ pub enum Workload {
         frames: usize,
         /// The cameras rendered (after `--size`).
         cameras: Vec<Camera>,
+        /// Every rendered frame is held on the host until written
+        /// (`render --params`: `crate::forward::MotionRender`).
+        frames_held: bool,
     },
 }
 
@@ -482,6 +491,20 @@ pub fn estimate(scene: &Scene, workload: &Workload) -> MemoryEstimate {
             field: "simulation.grid_res".into(),
             value: res.to_string(),
             fix: "lower `simulation.grid_res` or set `drivers.fill = false`".into(),
+        });
+    }
+    if let Workload::Forward {
+        frames_held: true, ..
+    } = workload
+    {
+        host.push(Part {
+            kind: PartKind::Images,
+            name: "rendered frames (held until written)",
+            bytes: pixels_all * HELD_FRAME_BYTES_PER_PIXEL * frames,
+            field: "--frames".into(),
+            value: format!("{frames} frames × {} views", cameras.len()),
+            fix: "render fewer frames, fewer views (`--camera`) or smaller images (`--size`)"
+                .into(),
         });
     }
     MemoryEstimate {

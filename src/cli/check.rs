@@ -206,6 +206,7 @@ pub fn check_workload(scene: &Scene) -> Workload {
             command: "physfit simulate",
             frames: super::DEFAULT_FRAMES,
             cameras: scene.views.iter().map(|v| v.camera.clone()).collect(),
+            frames_held: false,
         },
     }
 }

@@ -6,11 +6,16 @@
 //! new interactions instead ([`super::render_motion`]). With `--splats GLOB`
 //! it renders a sequence of posed splat files, one per frame, as reference
 //! frames `DIR/<view>/frame_NNNN.png` ([`super::render_splats`]).
+//!
+//! The still render is [`render_at_rest`], the one forward path at rest;
+//! this file maps the flags, keeps the output directory's discipline and
+//! shows progress. SIGINT and SIGTERM stop it between views, writing
+//! nothing.
 
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use physfit::forward::SceneRenderer;
+use physfit::forward::{render_at_rest, ForwardError, RestRender};
 use physfit::gpu::GpuContext;
 use physfit::io::shown::shown;
 use physfit::scene::Scene;
@@ -20,7 +25,6 @@ use physfit::scene::inputs::scene_inputs;
 
 use super::count::count;
 use super::interrupt::{nothing_kept, Interrupt};
-use super::opaque_png::write_opaque_png;
 use super::output::open_output;
 use super::parse_size;
 pub use super::render_args::RenderArgs;
@@ -66,7 +70,7 @@ pub fn run(args: &RenderArgs) -> Result<()> {
     }
     let owned: Vec<Owned> = views
         .iter()
-        .map(|(name, _)| Owned::file(format!("{name}.png")))
+        .map(|(name, _)| Owned::file(RestRender::file_name(name)))
         .collect();
     let mut staged = open_output(
         &args.out,
@@ -80,7 +84,6 @@ pub fn run(args: &RenderArgs) -> Result<()> {
     }
 
     let ctx = GpuContext::new(&Default::default())?;
-    let mut renderer = SceneRenderer::at_rest(&ctx, scene.gaussians(), scene.background)?;
     let bar = if args.quiet {
         ProgressBar::hidden()
     } else {
@@ -90,19 +93,18 @@ pub fn run(args: &RenderArgs) -> Result<()> {
         ProgressStyle::with_template("rendering {bar:30} {pos}/{len} {msg}")
             .expect("static template"),
     );
-    let written = views.len();
-    for (k, (name, camera)) in views.into_iter().enumerate() {
+    let rendered = render_at_rest(&ctx, &scene, &views, Some(interrupt.stop()), |k| {
         interrupt.reach("render", k);
+        bar.set_message(views[k].0.clone());
+        bar.set_position(k as u64);
+    });
+    if matches!(rendered, Err(ForwardError::Stopped { .. })) {
         interrupt.check(|| nothing_kept(&staged))?;
-        bar.set_message(name.clone());
-        let path = staged.staging().join(format!("{name}.png"));
-        let frame = renderer
-            .render(&ctx, &camera)
-            .with_context(|| format!("rendering view '{name}'"))?;
-        write_opaque_png(&path, frame.width, frame.height, frame.pixels)?;
-        bar.inc(1);
     }
+    let rendered = rendered.with_context(|| format!("rendering {}", shown(&args.scene)))?;
     bar.finish_and_clear();
+    rendered.write_outputs(staged.staging())?;
+    let written = rendered.views.len();
     staged.commit()?;
     if !args.quiet {
         eprintln!("wrote {}, <view>.png", count(written, "view", "views"));

@@ -68,6 +68,12 @@ pub struct RenderArgs {
     /// With --params: gravity GX,GY,GZ (world units/s²) in place of the scene's.
     #[arg(long, allow_hyphen_values = true)]
     pub gravity: Option<String>,
+    /// With --params: a floor under the object, perpendicular to gravity
+    /// (friction μ = 0.5): `--ground` half a grid cell under its lowest
+    /// splat, `--ground=H` at height H along up (against gravity; z for a
+    /// gravity along −z).
+    #[arg(long, num_args = 0..=1, require_equals = true, allow_hyphen_values = true, value_name = "H")]
+    pub ground: Option<Option<f64>>,
     /// With --params: start from rest instead of the fitted initial velocity.
     #[arg(long)]
     pub from_rest: bool,
@@ -109,6 +115,7 @@ impl RenderArgs {
             ("--in-box", flags.in_box.is_some()),
             ("--impulse", !flags.impulses.is_empty()),
             ("--gravity", flags.gravity.is_some()),
+            ("--ground", self.ground.is_some()),
             ("--from-rest", flags.from_rest),
             ("--color-by", self.color_by.is_some()),
             ("--side-by-side", self.side_by_side),

@@ -1,40 +1,39 @@
 //! `physfit render scene.toml --params OUT/drivers.safetensors --frames N
 //! --out DIR [--camera NAME|INDEX]... [--orbit DEG] [--size WxH]
-//! [interactions] [--color-by stiffness] [--side-by-side] [--force] [--quiet]`:
-//! the fitted object simulated forward under new interactions
-//! (docs/scene.md "Interactions file"), written as a PNG sequence per view
-//! (`DIR/<view>/frame_NNNN.png`, frame 0 the rest state) and a looping GIF
-//! per view (`DIR/<view>.gif`) at the scene's fps rounded to whole
-//! centiseconds ([`gif_fps`]). With `--side-by-side` each render is shown
-//! as the view's camera would record it, with the view's colour correction
-//! (`views[i].color_correction`, as the fit's loss compares it), beside its
-//! reference frame, both captioned ([`super::side_by_side`]: refused with
-//! an orbiting camera; past the reference's end an empty panel says so);
-//! without it (and with `--color-by`, whose colours are no camera's)
-//! renders are the splats' own colours.
+//! [interactions] [--ground[=H]] [--color-by stiffness] [--side-by-side]
+//! [--force] [--quiet]`: the fitted object simulated forward under new
+//! interactions (docs/scene.md "Interactions file"), written as a PNG
+//! sequence per view (`DIR/<view>/frame_NNNN.png`, frame 0 the rest state)
+//! and a looping GIF per view (`DIR/<view>.gif`) at the scene's fps rounded
+//! to whole centiseconds ([`gif_fps`]). With `--side-by-side` each render
+//! is shown as the view's camera would record it, with the view's colour
+//! correction (`views[i].color_correction`, as the fit's loss compares it),
+//! beside its reference frame, both captioned ([`super::side_by_side`]:
+//! refused with an orbiting camera; past the reference's end an empty panel
+//! says so); without it (and with `--color-by`, whose colours are no
+//! camera's) renders are the splats' own colours.
 //!
-//! Refused before anything runs: a drivers file of another scene or other
-//! settings, too few substeps for the largest fitted E, a motion faster
-//! than half a cell per substep ([`ForwardSetup`]). Everything is written
-//! into a staging folder whose files replace DIR's only when the whole run
-//! succeeded ([`physfit::io::output_dir`]): a blow-up, SIGINT or SIGTERM
-//! (polled between frames) leaves no partial GIF or sequence. A DIR holding an earlier `render
-//! --params`'s sequences or GIFs of these views is refused unless
-//! `--force`, which replaces those files only.
+//! The run is [`FittedMotion`] (`physfit::forward::render_motion` in two
+//! steps): refused before anything runs (a drivers file of another scene
+//! or other settings, too few substeps for the largest fitted E, a motion
+//! faster than half a cell per substep, an added collider holding the
+//! object), then simulated and rendered in memory; this file maps the
+//! flags, composes the side-by-side frames, keeps the output directory's
+//! discipline and prints. Everything is written into a staging folder
+//! whose files replace DIR's only when the whole run succeeded
+//! ([`physfit::io::output_dir`]): a blow-up, SIGINT or SIGTERM (polled
+//! between frames) leaves no partial GIF or sequence. A DIR holding an
+//! earlier `render --params`'s sequences or GIFs of these views is refused
+//! unless `--force`, which replaces those files only.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use physfit::forward::{ForwardSetup, SceneRenderer};
+use physfit::forward::{FittedMotion, ForwardError, MotionColouring, MotionOptions};
 use physfit::gpu::{GpuContext, GpuOptions};
-use physfit::interact::gif_sequence::{gif_delay_centiseconds, gif_fps, GifSequence};
-use physfit::interact::orbit::{object_centre, orbit_angle, orbit_camera};
-use physfit::interact::Interactions;
-use physfit::io::png::write_png;
-use physfit::output::fitted_ply::SplatMaterial;
-use physfit::output::stiffness::{stiffness_range_world, StiffnessColouring};
+use physfit::interact::gif_sequence::{gif_delay_centiseconds, gif_fps};
+use physfit::interact::{Interactions, GROUND_FRICTION};
 use physfit::output::FittedDrivers;
-use physfit::report::rgb8;
 use physfit::scene::Scene;
 
 use physfit::io::output_place::Input;
@@ -50,13 +49,24 @@ use super::view_selection::resolve_views;
 use super::{parse_size, DEFAULT_FRAMES};
 use physfit::io::shown::shown;
 
-/// The interactions of the file and the flags, in that order.
-fn interactions(args: &RenderArgs) -> Result<Interactions> {
+/// The interactions of the file and the flags, in that order, then the
+/// ground of `--ground` (under the run's gravity).
+fn interactions(args: &RenderArgs, scene: &Scene) -> Result<Interactions> {
     let mut list = match &args.interactions {
         Some(path) => Interactions::load(path)?,
         None => Interactions::default(),
     };
     list.extend(args.interaction_flags().interactions()?)?;
+    if let Some(height) = args.ground {
+        let ground = list.add_ground(scene, height)?;
+        if !args.quiet {
+            eprintln!(
+                "ground: a plane at height {:.4} along up {:?} (the object's lowest splat at \
+                 {:.4}), friction μ = {}",
+                ground.height, ground.up, ground.lowest, GROUND_FRICTION
+            );
+        }
+    }
     Ok(list)
 }
 
@@ -67,7 +77,7 @@ pub fn run(args: &RenderArgs) -> Result<()> {
         refuse_moving_camera(args.orbit)?;
     }
     // Installed first: SIGINT and SIGTERM stop at the next frame.
-    let interrupt = Interrupt::install(&["render"], &["render"])?;
+    let interrupt = Interrupt::install(&["render", "write"], &["render", "write"])?;
     let scene = Scene::load(&args.scene)?;
     {
         let frames = match args.frames {
@@ -85,15 +95,12 @@ pub fn run(args: &RenderArgs) -> Result<()> {
                 command: "physfit render --params",
                 frames: frames.max(1),
                 cameras,
+                frames_held: true,
             },
         )?;
     }
     let fitted = FittedDrivers::load(params)?;
-    let interactions = interactions(args)?;
-    let setup =
-        ForwardSetup::from_fitted(&scene, &fitted, &shown(params).to_string(), &interactions)
-            .with_context(|| format!("{} with {}", shown(&args.scene), shown(params)))?;
-    setup.check_velocity_bound()?;
+    let interactions = interactions(args, &scene)?;
     let frames = match args.frames {
         Some(0) => bail!("--frames must be at least 1 (the rest frame 0 included)"),
         Some(n) => n,
@@ -101,13 +108,37 @@ pub fn run(args: &RenderArgs) -> Result<()> {
     };
     let size = args.size.as_deref().map(parse_size).transpose()?;
     let views = resolve_views(&scene, &args.scene, &args.camera, size)?;
-    let scene_views: Vec<_> = views
+    let colouring = match (args.color_by, args.side_by_side) {
+        (Some(ColorBy::Stiffness), _) => MotionColouring::Stiffness,
+        // Beside its reference, a render is shown as the view's camera
+        // would record it.
+        (None, true) => MotionColouring::Camera,
+        (None, false) => MotionColouring::Own,
+    };
+    let options = MotionOptions {
+        cameras: views.clone(),
+        frames,
+        interactions,
+        orbit: args.orbit,
+        colouring,
+        stop: Some(interrupt.stop().clone()),
+    };
+    let motion = FittedMotion::new(&scene, &fitted, &shown(params).to_string(), options).map_err(
+        |e| match e {
+            // These name their file or flag already.
+            ForwardError::Interaction(_) => anyhow!(e),
+            e => anyhow!(e).context(format!("{} with {}", shown(&args.scene), shown(params))),
+        },
+    )?;
+    let references: Vec<_> = views
         .iter()
-        .map(|(name, _)| scene.views.iter().find(|v| v.name == *name))
-        .collect();
-    let references: Vec<_> = scene_views
-        .iter()
-        .map(|v| v.and_then(|v| v.frames.as_ref()))
+        .map(|(name, _)| {
+            scene
+                .views
+                .iter()
+                .find(|v| v.name == *name)
+                .and_then(|v| v.frames.as_ref())
+        })
         .collect();
     if args.side_by_side && references.iter().all(Option::is_none) {
         bail!(
@@ -116,21 +147,6 @@ pub fn run(args: &RenderArgs) -> Result<()> {
             shown(&args.scene)
         );
     }
-
-    let colouring = match args.color_by {
-        Some(ColorBy::Stiffness) => Some(StiffnessColouring::new(
-            &SplatMaterial::from_fitted(&scene, &fitted)?,
-            stiffness_range_world(
-                fitted.settings.log10_youngs_range,
-                fitted.settings.sim_box.side,
-            ),
-        )),
-        None => None,
-    };
-    let gaussians = match &colouring {
-        Some(c) => c.recoloured(scene.gaussians())?,
-        None => scene.gaussians().clone(),
-    };
 
     let owned: Vec<Owned> = views
         .iter()
@@ -169,87 +185,53 @@ pub fn run(args: &RenderArgs) -> Result<()> {
             }
         }
     }
-    let mut gifs = Vec::with_capacity(views.len());
-    for (name, _) in &views {
-        let dir = staged.staging().join(name);
-        std::fs::create_dir_all(&dir)
-            .with_context(|| format!("creating {}", physfit::io::shown::shown(&dir)))?;
-        gifs.push(GifSequence::create(
-            &staged.staging().join(format!("{name}.gif")),
-            scene.fps,
-        )?);
-    }
     let ctx = GpuContext::new(&GpuOptions::default())?;
-    let mut animation = SceneRenderer::simulated(&ctx, &setup, &gaussians, scene.background)?;
-    let centre = object_centre(&scene);
-    let bar = if args.quiet {
-        ProgressBar::hidden()
-    } else {
-        ProgressBar::new(frames as u64)
-    };
-    bar.set_style(
-        ProgressStyle::with_template(
-            "simulating and rendering {bar:40} frame {pos}/{len} ({elapsed}, eta {eta})",
-        )
-        .expect("valid template"),
-    );
-    for k in 0..frames {
+    let bar = progress_bar(args.quiet, frames as u64, "simulating and rendering");
+    let rendered = motion.render(&ctx, |k| {
         interrupt.reach("render", k);
+        bar.set_position(k as u64);
+    });
+    if matches!(rendered, Err(ForwardError::Stopped { .. })) {
         interrupt.check(|| nothing_kept(&staged))?;
-        if k > 0 {
-            animation.step(&ctx).with_context(|| {
-                format!("simulating {} (nothing was written)", shown(&args.scene))
-            })?;
-        }
-        animation.pose(&ctx, k)?;
-        for (v, (name, camera)) in views.iter().enumerate() {
-            let camera = match args.orbit {
-                Some(degrees) => orbit_camera(camera, centre, orbit_angle(degrees, k, frames)),
-                None => camera.clone(),
-            };
-            let mut frame = animation.render(&ctx, &camera)?;
-            if args.side_by_side && colouring.is_none() {
-                if let Some(view) = scene_views[v] {
-                    frame = view.color_correction.apply_to_frame(frame);
-                }
-            }
-            let mut image = rgb8(&frame);
-            if let Some(c) = &colouring {
-                image = c.with_colorbar(&image)?;
-            }
-            if args.side_by_side {
-                let reference = match references[v] {
+    }
+    let mut render = rendered
+        .with_context(|| format!("simulating {} (nothing was written)", shown(&args.scene)))?;
+    bar.finish_and_clear();
+    if args.side_by_side {
+        let comparable = args.color_by.is_none();
+        for (view, (set, (_, camera))) in render.views.iter_mut().zip(references.iter().zip(&views))
+        {
+            let size = set.map_or((camera.width, camera.height), |s| (s.width, s.height));
+            for (k, image) in view.frames.iter_mut().enumerate() {
+                let reference = match set {
                     Some(set) if k < set.len() => Some(set.load(k)?),
                     _ => None,
                 };
-                let size = references[v]
-                    .map_or((camera.width, camera.height), |set| (set.width, set.height));
-                image = side_by_side(
+                *image = side_by_side(
                     reference.as_ref(),
                     size,
-                    &image,
+                    image,
                     k,
                     scene.background,
-                    colouring.is_none(),
+                    comparable,
                 )?;
             }
-            write_png(
-                &staged
-                    .staging()
-                    .join(name)
-                    .join(format!("frame_{k:04}.png")),
-                &image,
-            )?;
-            gifs[v].push(&image)?;
         }
-        bar.inc(1);
     }
+    let bar = progress_bar(args.quiet, frames as u64, "writing");
+    let written = render.write_outputs(staged.staging(), Some(interrupt.stop()), |k| {
+        interrupt.reach("write", k);
+        bar.set_position(k as u64);
+    });
+    if matches!(written, Err(ForwardError::Stopped { .. })) {
+        interrupt.check(|| nothing_kept(&staged))?;
+    }
+    written?;
     bar.finish_and_clear();
-    drop(gifs);
     staged.commit()?;
     if !args.quiet {
-        for k in 0..setup.impulses.len() {
-            match animation.impulse_members(k) {
+        for (k, members) in render.impulse_members.iter().enumerate() {
+            match members {
                 Some(m) if m.is_empty() => {
                     eprintln!(
                         "warning: impulse {k} held no free driver (check its centre and radius)"
@@ -271,4 +253,19 @@ pub fn run(args: &RenderArgs) -> Result<()> {
         eprintln!("output {}", shown(&args.out));
     }
     Ok(())
+}
+
+/// A bar of `len` frames headed `what`, hidden under `--quiet`.
+fn progress_bar(quiet: bool, len: u64, what: &str) -> ProgressBar {
+    let bar = if quiet {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new(len)
+    };
+    bar.with_style(
+        ProgressStyle::with_template(&format!(
+            "{what} {{bar:40}} frame {{pos}}/{{len}} ({{elapsed}}, eta {{eta}})"
+        ))
+        .expect("valid template"),
+    )
 }

@@ -111,6 +111,7 @@ pub fn run(args: &SimulateArgs) -> Result<()> {
             command: "physfit simulate",
             frames,
             cameras: cameras.iter().map(|(_, c)| c.clone()).collect(),
+            frames_held: false,
         },
     )?;
     let interactions = InteractionFlags {

@@ -77,6 +77,7 @@ pub fn run(args: &SynthArgs) -> Result<()> {
             command: "physfit synth",
             frames: plan.frames,
             cameras: super::memory_check::scene_cameras(&plan.scene, None),
+            frames_held: false,
         },
     )?;
     let owned: Vec<Owned> = scene

@@ -52,6 +52,16 @@ pub enum ForwardError {
     /// A rendered frame could not be written.
     #[error(transparent)]
     Frame(#[from] crate::scene::frames::FrameError),
+    /// A rendered image could not be written.
+    #[error(transparent)]
+    Png(#[from] crate::io::png::PngError),
+    /// A GIF could not be written.
+    #[error(transparent)]
+    Gif(#[from] crate::interact::GifError),
+    /// The fitted drivers' E could not be given to the splats (colouring
+    /// by stiffness).
+    #[error(transparent)]
+    Material(#[from] crate::output::fitted_ply::FittedPlyError),
     /// A folder could not be made.
     #[error("{}: {source}", crate::io::shown::shown(path))]
     Io {

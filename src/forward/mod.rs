@@ -12,14 +12,22 @@
 //! [`ForwardSetup`] gathers on the host what a run simulates and refuses
 //! what cannot work before anything runs; [`SceneRenderer`] runs it on the
 //! GPU. A frame that breaks down stops the run naming the frame and substep.
-//! [`simulate_scene`] is `physfit simulate` as a library call.
+//! [`simulate_scene`] is `physfit simulate` as a library call,
+//! [`render_motion`] `physfit render --params` and [`render_at_rest`]
+//! plain `physfit render`.
 
+pub mod at_rest;
 pub mod error;
+pub mod motion;
 pub mod renderer;
 pub mod setup;
 pub mod simulate;
 
+pub use at_rest::{render_at_rest, RestRender};
 pub use error::ForwardError;
+pub use motion::{
+    render_motion, FittedMotion, MotionColouring, MotionOptions, MotionRender, MotionView,
+};
 pub use renderer::{RendererParts, SceneRenderer};
 pub use setup::ForwardSetup;
 pub use simulate::{simulate_scene, SimulateOptions, Simulation};

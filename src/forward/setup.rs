@@ -79,6 +79,7 @@ impl ForwardSetup {
         interactions: &Interactions,
     ) -> Result<Self, ForwardError> {
         fitted.check_against(scene)?;
+        interactions.check_colliders_clear(scene)?;
         if fitted.settings.k != DRIVERS_PER_GAUSSIAN {
             return Err(ForwardError::NeighbourCount {
                 path: path.to_string(),
@@ -94,8 +95,12 @@ impl ForwardSetup {
             &fitted.followers,
             &fitted.neighbours,
         );
+        // The drivers file records no colliders: the scene's are the world
+        // the fitted object moves in (docs/design.md § Interactions).
+        let mut config = fitted.mpm_config();
+        config.colliders = scene.mpm_config().colliders;
         Self::new(
-            interactions.apply_gravity(&fitted.mpm_config(), &sim_box),
+            interactions.apply(&config, &sim_box),
             fitted.mpm_setup(),
             deform,
             fitted.log10_youngs.clone(),
@@ -138,10 +143,11 @@ impl ForwardSetup {
                 needed: DRIVERS_PER_GAUSSIAN,
             });
         }
+        interactions.check_colliders_clear(scene)?;
         let youngs = log10_youngs.iter().map(|&l| 10f64.powf(l) as f32).collect();
         let deform = DeformSetup::from_drivers(drivers, scene.gaussians())?;
         Self::new(
-            interactions.apply_gravity(&scene.mpm_config(), &drivers.sim_box),
+            interactions.apply(&scene.mpm_config(), &drivers.sim_box),
             drivers.setup(youngs, 0.0),
             deform,
             log10_youngs,

@@ -38,6 +38,10 @@ pub enum InteractionError {
         /// The parser's message.
         message: String,
     },
+    /// A `[[colliders]]` table refused as `[[simulation.colliders]]` are
+    /// (the same checks and words, naming the file and `colliders[i]`).
+    #[error(transparent)]
+    Collider(#[from] crate::scene::SceneError),
     /// A bad value. Where the field is the flag itself (`--velocity`), it
     /// is named once.
     #[error("{}: {problem}; fix: {fix}", place(source_name, field))]

@@ -1,6 +1,8 @@
 //! The interactions file (`--interactions FILE`, docs/scene.md
 //! "Interactions file"): `[[interactions]]` tables, each with a `kind` and
-//! that kind's fields only (unknown fields are errors, as in scene.toml).
+//! that kind's fields only (unknown fields are errors, as in scene.toml),
+//! and `[[colliders]]` tables, the schema of `[[simulation.colliders]]`
+//! read by the scene's own collider code ([`parse_colliders`]).
 
 use std::path::Path;
 
@@ -9,6 +11,8 @@ use serde::Deserialize;
 
 use super::error::InteractionError;
 use super::interaction::{Check, Entry, Impulse, Interaction, Interactions, Start, VelocityRegion};
+use crate::scene::collider::parse_colliders;
+use crate::scene::config::ColliderConfig;
 
 /// The kinds of `[[interactions]]`.
 const KINDS: &str = "\"velocity\", \"impulse\", \"gravity\", \"start\"";
@@ -18,6 +22,8 @@ const KINDS: &str = "\"velocity\", \"impulse\", \"gravity\", \"start\"";
 struct InteractionsFile {
     #[serde(default)]
     interactions: Vec<toml::Table>,
+    #[serde(default)]
+    colliders: Vec<toml::Table>,
 }
 
 #[derive(Deserialize)]
@@ -169,6 +175,24 @@ impl Interactions {
                 origin: origin.to_string(),
                 field,
                 interaction,
+            })?;
+        }
+        let configs = file
+            .colliders
+            .into_iter()
+            .enumerate()
+            .map(|(i, table)| {
+                toml::Value::Table(table)
+                    .try_into::<ColliderConfig>()
+                    .map_err(|e| parse_error(&format!("colliders[{i}]"), &e))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let colliders = parse_colliders(Path::new(origin), "colliders", &configs)?;
+        for (i, collider) in colliders.into_iter().enumerate() {
+            out.push(Entry {
+                origin: origin.to_string(),
+                field: format!("colliders[{i}]"),
+                interaction: Interaction::Collider(collider),
             })?;
         }
         Ok(out)

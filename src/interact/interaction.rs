@@ -3,6 +3,7 @@
 //! a file or a flag, so both refuse the same things with the same words.
 
 use super::error::InteractionError;
+use crate::mpm_rules::Collider;
 
 /// Most impulses one run may hold: the external-force kernel keeps each
 /// particle's impulses as the bits of one `u32`.
@@ -78,6 +79,9 @@ pub enum Interaction {
     Gravity([f64; 3]),
     /// Where the initial velocity starts from ([`Start`]).
     Start(Start),
+    /// A static collider added to the scene's `simulation.colliders`
+    /// (world units): a `[[colliders]]` table or `--ground`.
+    Collider(Collider),
 }
 
 /// An interaction with where it was given, for the errors.
@@ -172,6 +176,14 @@ impl Interactions {
     pub fn velocities(&self) -> impl Iterator<Item = &VelocityRegion> {
         self.entries.iter().filter_map(|e| match &e.interaction {
             Interaction::Velocity(v) => Some(v),
+            _ => None,
+        })
+    }
+
+    /// The colliders added, in order, with their entries (for the errors).
+    pub fn colliders(&self) -> impl Iterator<Item = (&Entry, &Collider)> {
+        self.entries.iter().filter_map(|e| match &e.interaction {
+            Interaction::Collider(c) => Some((e, c)),
             _ => None,
         })
     }

@@ -5,7 +5,9 @@
 //! An [`Interactions`] is one list of [`Interaction`]s, read from an
 //! `[[interactions]]` TOML file ([`Interactions::load`], docs/scene.md
 //! "Interactions file") and from the simple command-line flags
-//! ([`InteractionFlags`]); several combine. Every value is in world units
+//! ([`InteractionFlags`]); several combine. Colliders added to the
+//! scene's come from the file's `[[colliders]]` and from `--ground`
+//! ([`ground`]). Every value is in world units
 //! (positions, lengths, velocities in units/s, accelerations in units/s²,
 //! times in seconds from frame 0); the simulator's normalised units are
 //! applied where they are used ([`plan`]).
@@ -14,6 +16,7 @@ pub mod error;
 pub mod file;
 pub mod flags;
 pub mod gif_sequence;
+pub mod ground;
 pub mod interaction;
 pub mod orbit;
 pub mod plan;
@@ -21,4 +24,5 @@ pub mod plan;
 pub use error::InteractionError;
 pub use flags::InteractionFlags;
 pub use gif_sequence::GifError;
+pub use ground::{Ground, GROUND_FRICTION};
 pub use interaction::{Impulse, Interaction, Interactions, Start, VelocityRegion, MAX_IMPULSES};

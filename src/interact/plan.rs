@@ -1,12 +1,14 @@
 //! What the interactions mean for one run of the simulator: the initial
-//! velocity per driver, the gravity, the impulses in normalised units
-//! ([`ImpulseForce`]), and the velocity bound checked before running
-//! (docs/scene.md "Interactions file").
+//! velocity per driver, the gravity and the added colliders, the impulses
+//! in normalised units ([`ImpulseForce`]), and the checks made before
+//! running: the velocity bound, and no added collider holding the object
+//! at the start (docs/scene.md "Interactions file").
 
 use super::error::InteractionError;
 use super::interaction::{Interactions, Start};
 use crate::mpm::{ImpulseForce, MpmConfig};
-use crate::scene::SimBox;
+use crate::scene::collider::{start_inside, to_normalised};
+use crate::scene::{Scene, SimBox};
 
 fn norm(v: [f64; 3]) -> f64 {
     v.iter().map(|c| c * c).sum::<f64>().sqrt()
@@ -45,14 +47,33 @@ impl Interactions {
             .collect()
     }
 
-    /// `config` with the gravity of the interactions, if any (normalised:
-    /// world / side).
-    pub fn apply_gravity(&self, config: &MpmConfig, sim_box: &SimBox) -> MpmConfig {
+    /// `config` with the gravity of the interactions, if any, and their
+    /// colliders after its own (normalised: world / side).
+    pub fn apply(&self, config: &MpmConfig, sim_box: &SimBox) -> MpmConfig {
         let mut config = config.clone();
         if let Some(g) = self.gravity() {
             config.gravity = sim_box.vector_to_normalised(g);
         }
         config
+            .colliders
+            .extend(self.colliders().map(|(_, c)| to_normalised(c, sim_box)));
+        config
+    }
+
+    /// Refuses an added collider that holds simulated splats of `scene` at
+    /// the start, as the scene's own are refused (docs/scene.md §
+    /// Colliders), naming the file or flag and its field.
+    pub fn check_colliders_clear(&self, scene: &Scene) -> Result<(), InteractionError> {
+        let (entries, colliders): (Vec<_>, Vec<_>) = self.colliders().map(|(e, c)| (e, *c)).unzip();
+        match start_inside(&colliders, &scene.gaussians().means, &scene.simulated) {
+            Some(s) => Err(InteractionError::Invalid {
+                source_name: entries[s.index].origin.clone(),
+                field: entries[s.index].field.clone(),
+                problem: format!("{} simulated splats start {}", s.splats, s.place),
+                fix: s.fix.to_string(),
+            }),
+            None => Ok(()),
+        }
     }
 
     /// The impulses in the simulator's units (positions normalised into

@@ -2,7 +2,12 @@
 //! entry's shape and contact rule checked and turned into a
 //! [`Collider`] in world units, and the check that no simulated splat
 //! starts inside one. [`to_normalised`] maps one into the simulator's
-//! units (docs/design.md § Units and frames).
+//! units (docs/design.md § Units and frames). An interactions file's
+//! `[[colliders]]` are the same tables, read by the same code
+//! ([`parse_colliders`], [`start_inside`]), so that both refuse the same
+//! things in the same words.
+
+use std::path::Path;
 
 use super::config::ColliderConfig;
 use super::error::SceneError;
@@ -10,9 +15,12 @@ use super::sim_box::SimBox;
 use super::validate::Validator;
 use crate::mpm_rules::{Collider, ColliderShape, ContactRule};
 
+/// The scene's colliders: `simulation.colliders`.
+const SCENE_COLLIDERS: &str = "simulation.colliders";
+
 /// `simulation.colliders[i]`, the field prefix of entry `i`.
 fn field(i: usize) -> String {
-    format!("simulation.colliders[{i}]")
+    format!("{SCENE_COLLIDERS}[{i}]")
 }
 
 /// Every `[[simulation.colliders]]` entry, in order (world units).
@@ -20,16 +28,42 @@ pub(crate) fn resolve_colliders(
     v: &Validator,
     configs: &[ColliderConfig],
 ) -> Result<Vec<Collider>, SceneError> {
+    resolve_colliders_at(v, SCENE_COLLIDERS, configs)
+}
+
+/// Every entry of the list `list` (its field name: `simulation.colliders`,
+/// or `colliders` in an interactions file), in order (world units).
+fn resolve_colliders_at(
+    v: &Validator,
+    list: &str,
+    configs: &[ColliderConfig],
+) -> Result<Vec<Collider>, SceneError> {
     configs
         .iter()
         .enumerate()
         .map(|(i, c)| {
+            let f = format!("{list}[{i}]");
             Ok(Collider {
-                shape: resolve_shape(v, &field(i), c)?,
-                contact: resolve_contact(v, &field(i), c)?,
+                shape: resolve_shape(v, &f, c)?,
+                contact: resolve_contact(v, &f, c)?,
             })
         })
         .collect()
+}
+
+/// The collider tables `configs` of the file `origin` (an interactions
+/// file), listed there as `list`: checked as `[[simulation.colliders]]`
+/// are, with the same messages, naming `origin` and `list[i]`.
+pub fn parse_colliders(
+    origin: &Path,
+    list: &str,
+    configs: &[ColliderConfig],
+) -> Result<Vec<Collider>, SceneError> {
+    let v = Validator {
+        path: origin,
+        dir: origin.parent().unwrap_or(Path::new(".")),
+    };
+    resolve_colliders_at(&v, list, configs)
 }
 
 fn resolve_shape(v: &Validator, f: &str, c: &ColliderConfig) -> Result<ColliderShape, SceneError> {
@@ -149,38 +183,67 @@ fn strictly_inside(c: &Collider, x: [f64; 3]) -> bool {
     }
 }
 
-/// Refuses colliders that hold simulated splats at the start: the contact
-/// rules act on grid nodes, and material inside a collider is pushed out
-/// of it or held by it in ways no real scene shows.
+/// A collider that holds simulated splats at the start ([`start_inside`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StartInside {
+    /// Its index in the list checked.
+    pub index: usize,
+    /// How many simulated splats start inside it.
+    pub splats: usize,
+    /// Where they are: "behind the plane" or "inside the box".
+    pub place: &'static str,
+    /// How to fix it.
+    pub fix: &'static str,
+}
+
+/// The first of `colliders` (world units) that holds simulated splats
+/// (`means` where `simulated`) at the start, if any: the contact rules act
+/// on grid nodes, and material inside a collider is pushed out of it or
+/// held by it in ways no real scene shows.
+pub fn start_inside(
+    colliders: &[Collider],
+    means: &[[f32; 3]],
+    simulated: &[bool],
+) -> Option<StartInside> {
+    colliders.iter().enumerate().find_map(|(index, c)| {
+        let splats = means
+            .iter()
+            .zip(simulated)
+            .filter(|(p, s)| **s && strictly_inside(c, p.map(f64::from)))
+            .count();
+        let (place, fix) = match c.shape {
+            ColliderShape::Plane { .. } => (
+                "behind the plane",
+                "move `point`, or flip `normal` so that it points out of the collider \
+                 towards the object",
+            ),
+            ColliderShape::Box { .. } => ("inside the box", "move or shrink the box"),
+        };
+        (splats > 0).then_some(StartInside {
+            index,
+            splats,
+            place,
+            fix,
+        })
+    })
+}
+
+/// Refuses colliders that hold simulated splats at the start
+/// ([`start_inside`]).
 pub(crate) fn check_start_outside(
     v: &Validator,
     colliders: &[Collider],
     means: &[[f32; 3]],
     simulated: &[bool],
 ) -> Result<(), SceneError> {
-    for (i, c) in colliders.iter().enumerate() {
-        let inside = means
-            .iter()
-            .zip(simulated)
-            .filter(|(p, s)| **s && strictly_inside(c, p.map(f64::from)))
-            .count();
-        if inside > 0 {
-            let (what, fix) = match c.shape {
-                ColliderShape::Plane { .. } => (
-                    "behind the plane",
-                    "move `point`, or flip `normal` so that it points out of the collider \
-                     towards the object",
-                ),
-                ColliderShape::Box { .. } => ("inside the box", "move or shrink the box"),
-            };
-            return Err(v.invalid(
-                &field(i),
-                format!("{inside} simulated splats start {what}"),
-                fix,
-            ));
-        }
+    match start_inside(colliders, means, simulated) {
+        Some(s) => Err(v.invalid(
+            &field(s.index),
+            format!("{} simulated splats start {}", s.splats, s.place),
+            s.fix,
+        )),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// `c` (world units) in the simulator's normalised units of `sim_box`

@@ -8,7 +8,7 @@
 //! | `toml scene` | a whole scene, saved in `scenes/`: [`Scene::load`] accepts it (what `physfit check` runs) |
 //! | `toml scene-part` | some tables of a scene: merged into `scenes/fox.toml`, which must still load |
 //! | `toml truth` | a truth file: [`Truth::load`] accepts it for the demo's E range |
-//! | `toml interactions` | an interactions file: it parses, and every impulse pushes the demo's tail |
+//! | `toml interactions` | an interactions file: it parses, every impulse pushes the demo's tail, and no collider holds the demo's object at rest |
 //! | `toml fragment` | deliberately partial: it must be TOML, nothing more |
 //!
 //! A TOML block without a mark fails the test. The commands of the `sh`
@@ -68,7 +68,8 @@ fn demo() -> Scene {
 /// Checks that `impulses` push the demo's tail: the free drivers within
 /// each impulse's radius of its centre at rest (what `render --params`
 /// pushes when the impulse starts at 0) are many, and most of them in the
-/// demo's `tail` region.
+/// demo's `tail` region; and that no added collider holds the demo's
+/// simulated splats at rest.
 fn check_aim(interactions: &Interactions, place: &str) {
     let scene = demo();
     let drivers = DriverSet::from_scene(&scene).unwrap();
@@ -101,7 +102,13 @@ fn check_aim(interactions: &Interactions, place: &str) {
             pushed.len()
         );
     }
-    assert!(count > 0, "{place}: no impulse to check");
+    interactions
+        .check_colliders_clear(&scene)
+        .unwrap_or_else(|e| panic!("{place}: {e}"));
+    assert!(
+        count > 0 || interactions.colliders().count() > 0,
+        "{place}: no impulse or collider to check"
+    );
 }
 
 #[test]

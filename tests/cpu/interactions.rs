@@ -265,7 +265,7 @@ fn impulses_and_gravity_go_to_normalised_units_and_the_velocity_bound_is_checked
         colliders: Vec::new(),
     };
     assert_eq!(
-        list.apply_gravity(&config, &sim_box).gravity,
+        list.apply(&config, &sim_box).gravity,
         [0.0, 0.0, -9.81 / 2.0]
     );
     // Half a cell per substep: 0.5 · (2 / 32) · 2400 = 75 world units / s.
@@ -313,5 +313,232 @@ fn a_bad_flag_value_names_the_flag_once() {
     assert!(
         e.starts_with("--velocity: \"1,0\" is not three numbers"),
         "{e}"
+    );
+}
+
+/// A ground and a block as `[[colliders]]`: the schema of
+/// `[[simulation.colliders]]`.
+const COLLIDERS: &str = r#"
+[[colliders]]
+kind = "plane"
+point = [0.0, 0.0, -0.5]
+normal = [0.0, 0.0, 2.0]
+contact = "friction"
+friction = 0.4
+
+[[colliders]]
+kind = "box"
+min = [1.8, -1.0, -1.0]
+max = [2.6, 3.0, 1.0]
+contact = "slip"
+"#;
+
+#[test]
+fn colliders_in_the_file_read_as_the_scene_reads_its_own() {
+    use physfit::mpm::{Collider, ColliderShape, ContactRule, MpmConfig, WallMode};
+    use physfit::scene::SimBox;
+    let list = Interactions::parse(COLLIDERS, "floor.toml").unwrap();
+    let colliders: Vec<(String, Collider)> = list
+        .colliders()
+        .map(|(e, c)| (e.field.clone(), *c))
+        .collect();
+    assert_eq!(
+        colliders,
+        [
+            (
+                "colliders[0]".to_string(),
+                Collider {
+                    shape: ColliderShape::Plane {
+                        point: [0.0, 0.0, -0.5],
+                        normal: [0.0, 0.0, 1.0],
+                    },
+                    contact: ContactRule::Friction(0.4),
+                }
+            ),
+            (
+                "colliders[1]".to_string(),
+                Collider {
+                    shape: ColliderShape::Box {
+                        min: [1.8, -1.0, -1.0],
+                        max: [2.6, 3.0, 1.0],
+                    },
+                    contact: ContactRule::Slip,
+                }
+            ),
+        ]
+    );
+    // Added after the scene's own, in the simulator's normalised units.
+    let sim_box = SimBox {
+        min: [-1.0; 3],
+        side: 4.0,
+    };
+    let scene_own = Collider {
+        shape: ColliderShape::Plane {
+            point: [0.5, 0.5, 0.0],
+            normal: [1.0, 0.0, 0.0],
+        },
+        contact: ContactRule::Sticky,
+    };
+    let config = MpmConfig {
+        grid_res: 32,
+        fps: 24.0,
+        substeps_per_frame: 100,
+        gravity: [0.0; 3],
+        damping: 0.0,
+        density: 2000.0,
+        poisson: 0.3,
+        walls: WallMode::Sticky,
+        colliders: vec![scene_own],
+    };
+    let applied = list.apply(&config, &sim_box).colliders;
+    assert_eq!(applied.len(), 3);
+    assert_eq!(applied[0], scene_own);
+    assert_eq!(
+        applied[1].shape,
+        ColliderShape::Plane {
+            point: [0.25, 0.25, 0.125],
+            normal: [0.0, 0.0, 1.0],
+        }
+    );
+}
+
+#[test]
+fn collider_mistakes_in_the_file_are_refused_in_the_scene_s_words() {
+    let ground =
+        "[[colliders]]\nkind = \"plane\"\npoint = [0.0, 0.0, -0.5]\nnormal = [0.0, 0.0, 1.0]";
+    let cases = [
+        (
+            "[[colliders]]\npoint = [0.0, 0.0, 0.0]\ncontact = \"slip\"".to_string(),
+            "poke.toml: `colliders[0].kind`: is missing; fix: add kind = \"plane\"",
+        ),
+        (
+            "[[colliders]]\nkind = \"sphere\"\ncontact = \"slip\"".to_string(),
+            "`colliders[0].kind`: is \"sphere\"; fix: set kind = \"plane\"",
+        ),
+        (
+            format!("{ground}\ncontact = \"friction\""),
+            "`colliders[0].friction`: is missing: contact = \"friction\" needs the Coulomb \
+             coefficient μ; fix: add `friction = 0.5`",
+        ),
+        (
+            format!("{ground}\ncontact = \"slip\"\nfriction = 0.3"),
+            "`colliders[0].friction`: is not read with contact = \"slip\"; fix: remove `friction`",
+        ),
+        (
+            format!(
+                "{ground}\ncontact = \"slip\"\n[[colliders]]\nkind = \"box\"\n\
+                 min = [1.0, 0.0, 0.0]\nmax = [0.0, 1.0, 1.0]\ncontact = \"slip\""
+            ),
+            "poke.toml: `colliders[1]`",
+        ),
+        (
+            format!("{ground}\ncontact = \"slip\"\nradius = 1.0"),
+            "poke.toml: in `colliders[0]`: unknown field `radius`",
+        ),
+    ];
+    for (text, want) in cases {
+        let e = error_of(&text);
+        assert!(e.contains(want), "expected «{want}» in: {e}");
+        assert!(e.contains("fix"), "{e}");
+    }
+}
+
+/// The lattice scene of the scene tests (z from its lowest splat up) in
+/// the box [−1, 3]³ at 32 cells, with `gravity`.
+fn lattice_scene(f: &crate::scene::Fixture, gravity: &str) -> physfit::scene::Scene {
+    f.load(&format!(
+        "{}\n[simulation]\nbox = {{ min = [-1.0, -1.0, -1.0], max = [3.0, 3.0, 3.0] }}\n\
+         gravity = {gravity}\nsubsteps = 500\n",
+        crate::scene::BASE
+    ))
+    .unwrap()
+}
+
+#[test]
+fn the_ground_lies_under_the_object_against_gravity() {
+    use physfit::interact::GROUND_FRICTION;
+    use physfit::mpm::{ColliderShape, ContactRule};
+    let f = crate::scene::Fixture::new();
+    let scene = lattice_scene(&f, "[0.0, 0.0, -9.8]");
+    let lowest = scene
+        .simulated_indices()
+        .iter()
+        .map(|&i| f64::from(scene.gaussians().means[i as usize][2]))
+        .fold(f64::INFINITY, f64::min);
+    let dx = 4.0 / 32.0;
+    let mut list = Interactions::default();
+    let ground = list.add_ground(&scene, None).unwrap();
+    assert_eq!(ground.up, [0.0, 0.0, 1.0]);
+    assert!((ground.lowest - lowest).abs() < 1e-6);
+    assert!(
+        (ground.height - (lowest - 0.5 * dx)).abs() < 1e-6,
+        "{ground:?}"
+    );
+    let (entry, c) = list.colliders().next().unwrap();
+    assert_eq!(entry.origin, "--ground");
+    assert_eq!(c.contact, ContactRule::Friction(GROUND_FRICTION));
+    assert!(matches!(c.shape, ColliderShape::Plane { normal, .. } if normal == [0.0, 0.0, 1.0]));
+    list.check_colliders_clear(&scene).unwrap();
+
+    // A given height, along up: against a gravity along +y, up is −y.
+    let sideways = lattice_scene(&f, "[0.0, 9.8, 0.0]");
+    let mut list = Interactions::default();
+    let ground = list.add_ground(&sideways, Some(-1.6)).unwrap();
+    assert_eq!((ground.up, ground.height), ([0.0, -1.0, 0.0], -1.6));
+    // The --gravity of the run says where down is, not the scene's.
+    let mut list = InteractionFlags {
+        gravity: Some("0,0,-1".into()),
+        ..Default::default()
+    }
+    .interactions()
+    .unwrap();
+    assert_eq!(
+        list.add_ground(&sideways, None).unwrap().up,
+        [0.0, 0.0, 1.0]
+    );
+}
+
+#[test]
+fn a_ground_or_collider_in_the_object_is_refused_naming_the_fix() {
+    let f = crate::scene::Fixture::new();
+    let scene = lattice_scene(&f, "[0.0, 0.0, -9.8]");
+    let refused = |height: Option<f64>, scene: &physfit::scene::Scene| {
+        Interactions::default()
+            .add_ground(scene, height)
+            .unwrap_err()
+            .to_string()
+    };
+    let above = refused(Some(0.5), &scene);
+    assert!(
+        above.starts_with("--ground: the ground at height 0.5")
+            && above.contains("above the object's lowest point")
+            && above.contains("fix: give a height ≤")
+            && above.contains("`--ground` alone"),
+        "{above}"
+    );
+    let below = refused(Some(-0.9), &scene);
+    assert!(
+        below.contains("below the box's wall margin") && below.contains("fix:"),
+        "{below}"
+    );
+    let weightless = refused(None, &lattice_scene(&f, "[0.0, 0.0, 0.0]"));
+    assert!(
+        weightless.contains("no gravity") && weightless.contains("fix: give --gravity"),
+        "{weightless}"
+    );
+    // A file's collider holding the object at the start, as the scene's
+    // own are refused.
+    let list = Interactions::parse(
+        "[[colliders]]\nkind = \"plane\"\npoint = [0.0, 0.0, 1.0]\nnormal = [0.0, 0.0, 1.0]\n\
+         contact = \"sticky\"\n",
+        "poke.toml",
+    )
+    .unwrap();
+    let inside = list.check_colliders_clear(&scene).unwrap_err().to_string();
+    assert!(
+        inside.starts_with("poke.toml: `colliders[0]`: ")
+            && inside.contains("simulated splats start behind the plane")
+            && inside.contains("fix: move `point`, or flip `normal`"),
+        "{inside}"
     );
 }

@@ -1,7 +1,8 @@
 //! The memory estimate before allocation (physfit::budget): a mistyped
 //! `simulation.grid_res` is refused by `physfit check` naming the field,
 //! with no abort and nothing written; the machine figures are parsed; on a
-//! software adapter host and device needs are added once, not twice.
+//! software adapter host and device needs are added once, not twice; the
+//! frames `render --params` holds until written are counted on the host.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -172,5 +173,36 @@ fn a_buffer_over_the_binding_limit_is_refused_naming_its_field() {
     assert!(
         err.to_string().contains("max_storage_buffer_binding_size"),
         "{err}"
+    );
+}
+
+#[test]
+fn frames_held_until_written_are_counted_on_the_host() {
+    let scene = Scene::load(&root().join("scenes/fox.toml")).unwrap();
+    let cameras: Vec<_> = scene.views.iter().map(|v| v.camera.clone()).collect();
+    let pixels: u64 = cameras
+        .iter()
+        .map(|c| u64::from(c.width) * u64::from(c.height))
+        .sum();
+    let forward = |frames: usize, frames_held: bool| {
+        estimate(
+            &scene,
+            &Workload::Forward {
+                command: "physfit render --params",
+                frames,
+                cameras: cameras.clone(),
+                frames_held,
+            },
+        )
+    };
+    let (written, held) = (forward(48, false), forward(48, true));
+    assert_eq!(written.device_bytes(), held.device_bytes());
+    let extra = held.host_bytes() - written.host_bytes();
+    // At least the 8-bit RGB frames themselves, per view and frame.
+    assert!(extra >= 48 * pixels * 3, "{extra}");
+    assert_eq!(
+        forward(96, true).host_bytes() - forward(96, false).host_bytes(),
+        2 * extra,
+        "in proportion to the frames"
     );
 }

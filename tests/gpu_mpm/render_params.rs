@@ -5,6 +5,10 @@
 //! tolerance), stiffness colours that are the colour map's at each part's
 //! value, beside a colour bar of the map, and refusals before anything runs: another scene's drivers,
 //! a motion faster than the velocity bound; a blow-up writes nothing.
+//! A floor (`--ground`, or the scene's own collider) holds a dropped object
+//! that without it falls past. The same run as a library call
+//! (`render_motion`) renders in memory, writes what the command writes,
+//! stops when asked and refuses before running.
 
 use crate::common;
 use crate::common::cli::ok;
@@ -14,8 +18,11 @@ use std::process::Command;
 
 use physfit::drive::DriverSet;
 use physfit::fit::{FitProblem, FitProblemOptions, Parameters};
-use physfit::forward::{ForwardSetup, SceneRenderer};
-use physfit::interact::Interactions;
+use physfit::forward::{
+    render_motion, FittedMotion, ForwardError, ForwardSetup, MotionColouring, MotionOptions,
+    SceneRenderer,
+};
+use physfit::interact::{InteractionFlags, Interactions};
 use physfit::output::FittedDrivers;
 use physfit::scene::frames::Frame;
 use physfit::scene::Scene;
@@ -35,20 +42,29 @@ struct Fitted {
 }
 
 fn fitted() -> Fitted {
+    fitted_with(EXTRA, 4, 3.8)
+}
+
+/// [`fitted`] with `n`³ splats over the same cube, in the scene
+/// `common::scene_with` makes with `extra`, log10 E from `log10_low` to
+/// 0.4 above it.
+fn fitted_with(extra: &str, n: usize, log10_low: f64) -> Fitted {
     let mut means = Vec::new();
-    for i in 0..4 {
-        for j in 0..4 {
-            for k in 0..4 {
-                let c = |a: usize| 0.275 + 0.15 * a as f32;
+    for i in 0..n {
+        for j in 0..n {
+            for k in 0..n {
+                let c = |a: usize| 0.275 + 0.45 / (n - 1) as f32 * a as f32;
                 means.push([c(i), c(j), c(k)]);
             }
         }
     }
-    let (dir, scene) = common::scene_with(&means, EXTRA);
+    let (dir, scene) = common::scene_with(&means, extra);
     let scene = scene.unwrap();
     let drivers = DriverSet::from_scene(&scene).unwrap();
     let n = drivers.len();
-    let log10: Vec<f64> = (0..n).map(|d| 3.8 + 0.4 * d as f64 / n as f64).collect();
+    let log10: Vec<f64> = (0..n)
+        .map(|d| log10_low + 0.4 * d as f64 / n as f64)
+        .collect();
     let velocity: Vec<f64> = (0..n).flat_map(|_| [0.4, 0.0, 0.2]).collect();
     let params = dir.path().join("drivers.safetensors");
     FittedDrivers::new(&scene, &drivers, &log10, &velocity, None)
@@ -403,7 +419,7 @@ fn an_impulse_from_the_command_line_moves_the_object_from_rest() {
 /// `render --params` keeps to the one writer discipline: nothing written
 /// through a linked view folder (even with --force), an --out holding its
 /// scene and drivers file refused (even with --force), and SIGTERM between
-/// frames writing nothing, exiting 143.
+/// frames writing nothing, exiting 143 (SIGINT while writing: 130).
 #[cfg(unix)]
 #[test]
 fn render_params_keeps_to_the_writer_rules() {
@@ -447,4 +463,259 @@ fn render_params_keeps_to_the_writer_rules() {
     assert_eq!(run.status.code(), Some(143), "{stderr}");
     assert!(stderr.contains("nothing was written"), "{stderr}");
     assert!(!cut.exists(), "the directory it created is removed");
+
+    // Stopped while writing the frames rendered: nothing is kept either.
+    let run = Command::new(env!("CARGO_BIN_EXE_physfit"))
+        .arg("render")
+        .arg(d.join("scene.toml"))
+        .arg("--params")
+        .arg(&f.params)
+        .arg("--out")
+        .arg(&cut)
+        .args(["--frames", "3"])
+        .env("RUST_LOG", "warn")
+        .env("PHYSFIT_TEST_INTERRUPT_AT", "write@1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("nothing was written"), "{stderr}");
+    assert!(!cut.exists(), "the directory it created is removed");
+}
+
+/// The fitted object with room to fall: the box padded by the object's
+/// size on each side at 32 cells (dx ≈ 0.052), 8³ splats and 256 drivers
+/// (about 1.4 cells apart, so that the object holds together), no gravity
+/// of its own.
+const DROP: &str = "youngs_modulus = 1.0e4\n\n[simulation]\ngrid_res = 32\npadding = 1.0\n\n\
+                    [drivers]\ncount = 256\n";
+
+/// Splats per axis of the dropped object.
+const DROP_SPLATS: usize = 8;
+
+/// Frames of the drops: at 9.81 units/s² the object falls past the ground
+/// (0.03 under it) by frame 4 when nothing holds it, and 0.4 by frame 9.
+const DROP_FRAMES: usize = 10;
+
+/// The lowest simulated splat's z (world units) at the last frame of the
+/// fitted object of `f` (with `scene`) dropped from rest at 9.81 units/s²,
+/// with `--ground` when `ground`, and that ground's height.
+fn lowest_after_drop(f: &Fitted, scene: &Scene, ground: bool) -> (f64, Option<f64>) {
+    let ctx = common::gpu();
+    let mut interactions = InteractionFlags {
+        gravity: Some("0,0,-9.81".into()),
+        from_rest: true,
+        ..Default::default()
+    }
+    .interactions()
+    .unwrap();
+    let height = ground.then(|| interactions.add_ground(scene, None).unwrap().height);
+    let file = FittedDrivers::load(&f.params).unwrap();
+    let setup =
+        ForwardSetup::from_fitted(scene, &file, "drivers.safetensors", &interactions).unwrap();
+    let mut animation =
+        SceneRenderer::simulated(&ctx, &setup, scene.gaussians(), scene.background).unwrap();
+    animation.run_to(&ctx, DROP_FRAMES - 1).unwrap();
+    let lowest = (0..DROP_FRAMES)
+        .map(|k| {
+            animation.pose(&ctx, k).unwrap();
+            let mut posed = scene.gaussians().clone();
+            animation.read_pose(&ctx, &mut posed).unwrap();
+            scene
+                .simulated_indices()
+                .iter()
+                .map(|&i| f64::from(posed.means[i as usize][2]))
+                .fold(f64::INFINITY, f64::min)
+        })
+        .collect::<Vec<_>>();
+    eprintln!("lowest splat per frame: {lowest:.3?}");
+    (lowest[DROP_FRAMES - 1], height)
+}
+
+#[test]
+fn a_ground_holds_the_dropped_object_that_falls_past_it_without() {
+    let f = fitted_with(DROP, DROP_SPLATS, 4.6);
+    let dx = f.scene.simulation.sim_box.side / f.scene.simulation.grid_res as f64;
+    let (held, height) = lowest_after_drop(&f, &f.scene, true);
+    let height = height.unwrap();
+    let (fallen, _) = lowest_after_drop(&f, &f.scene, false);
+    eprintln!(
+        "ground at z = {height:.4} (dx {dx:.4}): lowest splat {held:.4} on it, {fallen:.4} without",
+    );
+    assert!(held >= height - dx, "{held} under {height}");
+    assert!(fallen < height - dx, "{fallen}: nothing fell past");
+
+    // The scene's own collider holds it too: the drivers file records no
+    // colliders, and the render takes the scene's.
+    let scene_toml = f.dir.path().join("scene.toml");
+    let mut text = std::fs::read_to_string(&scene_toml).unwrap();
+    text.push_str(&format!(
+        "\n[[simulation.colliders]]\nkind = \"plane\"\npoint = [0.0, 0.0, {height}]\n\
+         normal = [0.0, 0.0, 1.0]\ncontact = \"friction\"\nfriction = 0.5\n"
+    ));
+    std::fs::write(&scene_toml, text).unwrap();
+    let with_floor = Scene::load(&scene_toml).unwrap();
+    let (on_floor, _) = lowest_after_drop(&f, &with_floor, false);
+    assert!(on_floor >= height - dx, "{on_floor} under {height}");
+}
+
+/// The lowest image row the object covers.
+fn lowest_row(path: &Path) -> u32 {
+    let image = image::open(path).unwrap().to_rgb8();
+    object_pixels(&image).iter().map(|&(_, y)| y).max().unwrap()
+}
+
+#[test]
+fn render_ground_lands_the_object_and_a_ground_in_it_is_refused() {
+    let f = fitted_with(DROP, DROP_SPLATS, 4.6);
+    let frames = DROP_FRAMES.to_string();
+    let drop = [
+        "--frames",
+        &frames,
+        "--size",
+        "128x96",
+        "--gravity",
+        "0,0,-9.81",
+        "--from-rest",
+    ];
+    let (on, off) = (f.dir.path().join("on"), f.dir.path().join("off"));
+    let stderr = ok(&render(&f, &on, &[&drop[..], &["--ground"]].concat()));
+    assert!(stderr.contains("ground: a plane at height"), "{stderr}");
+    ok(&render(&f, &off, &drop));
+    let last = format!("frame_{:04}.png", DROP_FRAMES - 1);
+    let rest = lowest_row(&on.join("view0").join("frame_0000.png"));
+    let (held, fallen) = (
+        lowest_row(&on.join("view0").join(&last)),
+        lowest_row(&off.join("view0").join(&last)),
+    );
+    // 1 world unit ≈ 36 pixels at the object's depth: the ground (0.03
+    // under the object) and a cell of contact are ≤ 3 pixels.
+    eprintln!("lowest row: {rest} at rest, {held} on the ground, {fallen} without");
+    assert!(held <= rest + 4, "{held} vs {rest} at rest");
+    assert!(fallen >= rest + 8, "{fallen} vs {rest} at rest");
+
+    let above = f.dir.path().join("above");
+    let run = render(&f, &above, &[&drop[..], &["--ground=0.6"]].concat());
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        !run.status.success()
+            && stderr.contains("--ground: the ground at height 0.6")
+            && stderr.contains("fix: give a height ≤"),
+        "{stderr}"
+    );
+    assert!(!above.exists(), "a refused run wrote {}", above.display());
+
+    // A file's collider through the object is refused the same way,
+    // naming the file and the table.
+    let floor = f.dir.path().join("floor.toml");
+    std::fs::write(
+        &floor,
+        "[[colliders]]\nkind = \"plane\"\npoint = [0.0, 0.0, 0.6]\nnormal = [0.0, 0.0, 1.0]\n\
+         contact = \"slip\"\n",
+    )
+    .unwrap();
+    let run = render(
+        &f,
+        &above,
+        &["--frames", "2", "--interactions", floor.to_str().unwrap()],
+    );
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        !run.status.success()
+            && stderr.contains("floor.toml: `colliders[0]`: ")
+            && stderr.contains("simulated splats start behind the plane")
+            && stderr.contains("fix: move `point`"),
+        "{stderr}"
+    );
+    assert!(!above.exists(), "a refused run wrote {}", above.display());
+}
+
+#[test]
+fn the_fitted_motion_renders_in_memory_writes_its_files_and_stops_when_asked() {
+    let f = fitted();
+    let ctx = common::gpu();
+    let file = FittedDrivers::load(&f.params).unwrap();
+    let camera = f.scene.views[0].camera.clone();
+    let options = MotionOptions {
+        cameras: vec![("near".into(), camera.clone()), ("far".into(), camera)],
+        frames: 4,
+        interactions: Interactions::default(),
+        orbit: None,
+        colouring: MotionColouring::Own,
+        stop: None,
+    };
+    let mut told = Vec::new();
+    let render = render_motion(
+        &ctx,
+        &f.scene,
+        &file,
+        "drivers.safetensors",
+        options.clone(),
+        |k| told.push(k),
+    )
+    .unwrap();
+    assert_eq!(told, [0, 1, 2, 3]);
+    assert_eq!((render.frames(), render.views.len()), (4, 2));
+    assert_eq!(render.views[1].name, "far");
+    let near = &render.views[0].frames;
+    assert_eq!(near[0].dimensions(), (16, 12));
+    assert_ne!(near[0], near[3], "the fitted v0 moved nothing");
+    assert!(render.impulse_members.is_empty());
+
+    let out = tempfile::tempdir().unwrap();
+    let mut writing = Vec::new();
+    render
+        .write_outputs(out.path(), None, |k| writing.push(k))
+        .unwrap();
+    assert_eq!(writing, [0, 1, 2, 3]);
+    for view in ["near", "far"] {
+        assert_eq!(gif_frames(&out.path().join(format!("{view}.gif"))).len(), 4);
+        assert!(!out.path().join(view).join("frame_0004.png").exists());
+    }
+    let written = image::open(out.path().join("near").join("frame_0003.png"))
+        .unwrap()
+        .to_rgb8();
+    assert_eq!(&written, &near[3], "the PNG is the frame in memory");
+
+    // A stop raised before frame 2 stops the run there.
+    let stop = physfit::stop::StopSignal::new();
+    let stopped = render_motion(
+        &ctx,
+        &f.scene,
+        &file,
+        "drivers.safetensors",
+        MotionOptions {
+            stop: Some(stop.clone()),
+            ..options.clone()
+        },
+        |k| {
+            if k == 2 {
+                stop.raise()
+            }
+        },
+    );
+    assert!(
+        matches!(stopped, Err(ForwardError::Stopped { frame: 2 })),
+        "{:?}",
+        stopped.err()
+    );
+
+    // Refused before anything runs: faster than half a cell per substep.
+    let fast = InteractionFlags {
+        velocity: Some("1000,0,0".into()),
+        ..Default::default()
+    }
+    .interactions()
+    .unwrap();
+    let refused = FittedMotion::new(
+        &f.scene,
+        &file,
+        "drivers.safetensors",
+        MotionOptions {
+            interactions: fast,
+            ..options
+        },
+    );
+    let message = refused.err().expect("refused").to_string();
+    assert!(message.contains("half a cell"), "{message}");
 }

@@ -1,5 +1,6 @@
 //! `physfit render`: writes one PNG per view at the requested size, and
-//! names the problem when the camera index is out of range.
+//! names the problem when the camera index is out of range; the library
+//! call it runs renders in memory and stops when asked.
 
 use std::process::Command;
 
@@ -56,5 +57,45 @@ fn render_rejects_a_missing_camera() {
     assert!(
         stderr.contains("--camera 3") && stderr.contains("2 view"),
         "{stderr}"
+    );
+}
+
+/// `render_at_rest`, the library call the command runs: a frame per
+/// camera in memory, in the order asked; `write_outputs` writes each as an
+/// opaque `<name>.png`; a stop raised before a view stops there.
+#[test]
+fn the_scene_at_rest_renders_in_memory_and_writes_opaque_pngs() {
+    use physfit::forward::{render_at_rest, ForwardError, RestRender};
+    let ctx = crate::common::gpu();
+    let scene = physfit::scene::Scene::load(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/fox.toml"),
+    )
+    .unwrap();
+    let small = |v: usize| scene.views[v].camera.resized(48, 36);
+    let cameras = vec![("b".to_string(), small(1)), ("a".to_string(), small(0))];
+    let mut told = Vec::new();
+    let rendered = render_at_rest(&ctx, &scene, &cameras, None, |k| told.push(k)).unwrap();
+    assert_eq!(told, [0, 1]);
+    let names: Vec<&str> = rendered.views.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["b", "a"]);
+    assert_ne!(rendered.views[0].1.pixels, rendered.views[1].1.pixels);
+    let out = tempfile::tempdir().unwrap();
+    rendered.write_outputs(out.path()).unwrap();
+    let png = image::open(out.path().join(RestRender::file_name("a")))
+        .unwrap()
+        .to_rgba8();
+    assert_eq!(png.dimensions(), (48, 36));
+    assert!(png.pixels().all(|p| p.0[3] == 255), "PNG must be opaque");
+
+    let stop = physfit::stop::StopSignal::new();
+    let stopped = render_at_rest(&ctx, &scene, &cameras, Some(&stop), |k| {
+        if k == 1 {
+            stop.raise()
+        }
+    });
+    assert!(
+        matches!(stopped, Err(ForwardError::Stopped { frame: 1 })),
+        "{:?}",
+        stopped.err()
     );
 }
