@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use super::config::{GaussiansConfig, ReferenceConfig, SceneConfig, ViewConfig};
 use super::drivers::resolve_drivers;
 use super::error::SceneError;
+use super::fit_field::poisson_bound;
 use super::fit_settings::resolve_fit;
 use super::material::resolve_material;
 use super::ply::{load_gaussians, LoadedSplats};
@@ -175,7 +176,9 @@ impl Scene {
         let c = &config;
         let (fps, background) = resolve_reference(v, &c.reference)?;
         let material = resolve_material(v, &c.material)?;
-        let numbers = resolve_simulation(v, &c.simulation, fps, &material)?;
+        // The substeps must hold at the largest ν the fit may reach.
+        let nu_max = poisson_bound(&c.fit.stiffness, material.poisson_ratio);
+        let numbers = resolve_simulation(v, &c.simulation, fps, &material, nu_max)?;
         let views = resolve_views(v, &c.views)?;
         let (gaussians_path, splats) = resolve_splats(v, &c.gaussians)?;
         let means = &splats.gaussians.means;

@@ -8,8 +8,9 @@ use crate::scene::{expect_err, Fixture, BASE};
 
 use physfit::drive::DriverSet;
 use physfit::fit::{ChosenField, RegionAssignment, VelocityField, YoungsField};
+use physfit::scene::fit_field::FITTED_POISSON_MAX;
 use physfit::scene::region::RegionShape;
-use physfit::scene::{FieldSetting, Scene, UNCOVERED_REGION};
+use physfit::scene::{FieldSetting, PoissonSetting, Scene, UNCOVERED_REGION};
 
 /// BASE (64 splats on a lattice of spacing 0.5 over [0, 1.5]³) with `fit`
 /// appended.
@@ -240,4 +241,71 @@ fn drivers_belong_to_the_first_region_holding_them_and_the_rest_to_one_more() {
     assert_eq!(v(&FieldSetting::Drivers), VelocityField::PerDriver);
     assert_eq!(v(&FieldSetting::Global), VelocityField::Global);
     assert_eq!(v(&FieldSetting::Rigid), VelocityField::Rigid);
+}
+
+/// `poisson` of `[fit.stiffness]`: "fixed" by default (ν held at
+/// `material.poisson_ratio`, the substeps those of that ν), "global" and
+/// "regions" fit it, and the automatic substeps then hold at the top of a
+/// fitted ν (0.49); each mistake is refused naming the field and the fix.
+#[test]
+fn poisson_is_fixed_by_default_fitted_globally_or_per_region_and_mistakes_are_refused() {
+    let fx = Fixture::new();
+    let fixed = load(&fx, "");
+    assert_eq!(fixed.fit.stiffness.poisson, PoissonSetting::Fixed);
+    assert_eq!(fixed.fit.velocity.poisson, PoissonSetting::Fixed);
+    assert_eq!(fixed.stability().poisson_max, fixed.material.poisson_ratio);
+    let written = load(&fx, "[fit.stiffness]\npoisson = \"fixed\"\n");
+    assert_eq!(written.simulation.substeps, fixed.simulation.substeps);
+    let global = load(
+        &fx,
+        "[fit.stiffness]\nfield = \"global\"\npoisson = \"global\"\n",
+    );
+    assert_eq!(global.fit.stiffness.poisson, PoissonSetting::Global);
+    assert_eq!(global.stability().poisson_max, FITTED_POISSON_MAX);
+    assert!(
+        global.simulation.substeps > fixed.simulation.substeps,
+        "{} substeps at ν 0.49, {} at ν {}",
+        global.simulation.substeps,
+        fixed.simulation.substeps,
+        fixed.material.poisson_ratio
+    );
+    assert!(global.stability().min_substeps <= global.simulation.substeps);
+    let regions = load(
+        &fx,
+        "[fit.stiffness]\nfield = \"regions\"\npoisson = \"regions\"\n\
+         [fit.stiffness.regions]\ntail = [{ min = [0.0, 0.0, 0.0], max = [1.0, 1.0, 1.0] }]\n",
+    );
+    assert_eq!(regions.fit.stiffness.poisson, PoissonSetting::Regions);
+
+    let refused = |fit: &str, field: &str| {
+        let e = expect_err(fx.load(&format!("{BASE}\n{fit}")), field);
+        eprintln!("{e}");
+        e.to_string()
+    };
+    let msg = refused(
+        "[fit.stiffness]\nfield = \"global\"\npoisson = \"regions\"\n",
+        "fit.stiffness.poisson",
+    );
+    assert!(msg.contains("[fit.stiffness.regions]"), "{msg}");
+    let msg = refused(
+        "[fit.stiffness]\npoisson = \"free\"\n",
+        "fit.stiffness.poisson",
+    );
+    for word in ["\"free\"", "\"fixed\"", "\"global\"", "\"regions\""] {
+        assert!(msg.contains(word), "{msg}");
+    }
+    let msg = refused(
+        "[fit.velocity]\npoisson = \"global\"\n",
+        "fit.velocity.poisson",
+    );
+    assert!(msg.contains("[fit.stiffness]"), "{msg}");
+    // Explicit substeps too few for ν = 0.49 are refused when ν is fitted.
+    let substeps = fixed.simulation.substeps;
+    let e = fx
+        .load(&format!(
+            "{BASE}\n[simulation]\nsubsteps = {substeps}\n\
+             [fit.stiffness]\nfield = \"global\"\npoisson = \"global\"\n"
+        ))
+        .expect_err("too few substeps for a fitted ν");
+    assert!(e.to_string().contains("substeps"), "{e}");
 }
