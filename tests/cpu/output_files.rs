@@ -658,3 +658,34 @@ fn poissons_ratio_round_trips_through_the_drivers_file_and_the_fitted_ply() {
         .expect("a static splat");
     assert_eq!(column[still], 0.0);
 }
+
+/// `render --params` simulates with the drivers file's ν
+/// (`ForwardSetup::from_fitted`): a file without ν keeps the scene's, one
+/// with ν carries it to the simulator, and the time-step bound is checked
+/// at its largest value (a ν the scene's substeps cannot hold is refused
+/// before anything runs).
+#[test]
+fn a_forward_run_from_a_drivers_file_uses_its_poissons_ratio_and_checks_its_bound() {
+    use physfit::forward::{ForwardError, ForwardSetup};
+    use physfit::interact::Interactions;
+    use physfit::mpm::MpmError;
+    let f = fitted();
+    let n = f.drivers.len();
+    let none = Interactions::default();
+    let plain = ForwardSetup::from_fitted(&f.scene, &f.file(), "d", &none).unwrap();
+    assert_eq!(plain.poisson, None);
+    assert_eq!(plain.poisson_max(), f.scene.material.poisson_ratio);
+    let nu: Vec<f64> = (0..n).map(|d| 0.15 + 0.01 * d as f64).collect();
+    let file = f.file().with_poisson(nu.clone()).unwrap();
+    let setup = ForwardSetup::from_fitted(&f.scene, &file, "d", &none).unwrap();
+    assert_eq!(setup.poisson.as_deref(), Some(nu.as_slice()));
+    let stiff = f.file().with_poisson(vec![0.49; n]).unwrap();
+    let e = ForwardSetup::from_fitted(&f.scene, &stiff, "d", &none).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            ForwardError::Mpm(MpmError::TooFewSubsteps { poisson, .. }) if poisson == 0.49
+        ),
+        "{e}"
+    );
+}
