@@ -309,3 +309,53 @@ fn poisson_is_fixed_by_default_fitted_globally_or_per_region_and_mistakes_are_re
         .expect_err("too few substeps for a fitted ν");
     assert!(e.to_string().contains("substeps"), "{e}");
 }
+
+/// `poisson = "regions"` maps ν by E's partition (the fit's options carry
+/// E's region field for it), and fit.json names each fitted ν as E's
+/// region (`object` for one ν), its value `0.49·sigmoid(z)`.
+#[test]
+fn fitted_poissons_ratios_are_named_by_es_regions() {
+    use physfit::fit::poisson::{poisson_of, z_of};
+    use physfit::fit::summary_build::poisson_parameters;
+    use physfit::fit::{FitProblemOptions, FitState, Parameters};
+    let fx = Fixture::new();
+    let scene = load(
+        &fx,
+        "[fit.stiffness]\nfield = \"regions\"\npoisson = \"regions\"\n\
+         [fit.stiffness.regions]\n\
+         low = [{ min = [-1.0, -1.0, -1.0], max = [2.0, 2.0, 0.6] }]\n\
+         left = [{ min = [-1.0, -1.0, -1.0], max = [0.25, 2.0, 2.0] }]\n",
+    );
+    let drivers = DriverSet::from_scene(&scene).unwrap();
+    let options = FitProblemOptions::from_scene(&scene, &drivers, &scene.fit.stiffness).unwrap();
+    assert_eq!(options.poisson.as_ref(), Some(&options.youngs));
+    let z = vec![z_of(0.1), z_of(0.2), z_of(0.45)];
+    let state = FitState::start(
+        Parameters {
+            log10_youngs: vec![4.0; 3],
+            velocity: vec![0.0; 3],
+            poisson: z.clone(),
+        },
+        &[],
+    );
+    let named = poisson_parameters(&scene, &drivers, &state);
+    let names: Vec<&str> = named.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["low", "left", UNCOVERED_REGION]);
+    for (p, &z) in named.iter().zip(&z) {
+        assert_eq!(p.poisson_ratio, poisson_of(z));
+    }
+    let global = load(&fx, "[fit.stiffness]\npoisson = \"global\"\n");
+    let options = FitProblemOptions::from_scene(&global, &drivers, &global.fit.stiffness).unwrap();
+    assert_eq!(options.poisson, Some(YoungsField::Global));
+    let one = FitState {
+        poisson: vec![z_of(0.3)],
+        ..state
+    };
+    let named = poisson_parameters(&global, &drivers, &one);
+    assert_eq!(named.len(), 1);
+    assert_eq!(named[0].name, "object");
+    assert!((named[0].poisson_ratio - 0.3).abs() < 1e-12);
+    let fixed = load(&fx, "");
+    let options = FitProblemOptions::from_scene(&fixed, &drivers, &fixed.fit.stiffness).unwrap();
+    assert_eq!(options.poisson, None);
+}
