@@ -375,3 +375,61 @@ fn adam_fits_one_poissons_ratio_with_a_per_driver_e() {
         .iter()
         .all(|l| (range[0]..=range[1]).contains(l)));
 }
+
+/// `physfit fit` with `poisson = "global"` (one short round, no scan)
+/// writes the fitted ν everywhere: fit.json's `poisson_parameters` (and
+/// `settings.fit.stiffness.poisson`), drivers.safetensors' `poisson_ratio`
+/// (that ν on every driver), fitted.ply's `poisson_ratio` property; and
+/// `render --params` runs from that file.
+#[test]
+fn a_fit_of_poissons_ratio_writes_it_to_every_output_and_render_uses_it() {
+    use crate::common::cli::{ok, physfit};
+    let ctx = common::gpu();
+    let (dir, _) = drop_scene(&ctx);
+    drop(ctx);
+    let d = dir.path();
+    let toml = scene_toml(true).replace(
+        "[fit.velocity]\n",
+        "[fit]\nrounds = 1\n\n[fit.scan]\npoints = 0\n\n[fit.velocity]\niterations = 3\n",
+    );
+    let toml = toml.replace("iterations = 30\n", "iterations = 6\n");
+    std::fs::write(d.join("scene.toml"), toml).unwrap();
+    ok(&physfit(
+        d,
+        &["fit", "scene.toml", "--out", "fit", "--quiet"],
+    ));
+    let json = physfit::fit::FitSummary::read(&d.join("fit").join("fit.json")).unwrap();
+    assert_eq!(json.poisson_parameters.len(), 1);
+    let fitted = &json.poisson_parameters[0];
+    assert_eq!(fitted.name, "object");
+    assert!(fitted.poisson_ratio > 0.0 && fitted.poisson_ratio < 0.49);
+    assert_ne!(fitted.poisson_ratio, 0.3, "ν moved from its start");
+    assert_eq!(
+        json.settings.fit.stiffness.poisson.as_deref(),
+        Some("global")
+    );
+    let drivers =
+        physfit::output::FittedDrivers::load(&d.join("fit").join("drivers.safetensors")).unwrap();
+    let nu = drivers
+        .poisson_ratio
+        .clone()
+        .expect("a fitted ν per driver");
+    assert!(nu.iter().all(|&v| v == fitted.poisson_ratio), "{nu:?}");
+    let ply = std::fs::read(d.join("fit").join("fitted.ply")).unwrap();
+    let header = String::from_utf8_lossy(&ply[..ply.len().min(3000)]).into_owned();
+    assert!(header.contains("property float poisson_ratio"), "{header}");
+    ok(&physfit(
+        d,
+        &[
+            "render",
+            "scene.toml",
+            "--params",
+            "fit/drivers.safetensors",
+            "--out",
+            "r",
+            "--frames",
+            "3",
+            "--quiet",
+        ],
+    ));
+}
