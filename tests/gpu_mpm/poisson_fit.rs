@@ -5,9 +5,11 @@
 //! forward at log10 E = 4 and ν = 0.2 (`[fit.stiffness] field = "global"`,
 //! `poisson = "global"`: one E and one ν). The stiffness stage's gradient
 //! in ν's `z` (the chain rule through `ν = 0.49·sigmoid(z)` and the map's
-//! transpose) matches finite differences of its loss; and the stage,
-//! started one decade low with ν 0.35 and one decade high with ν 0.1,
-//! reaches the truth's loss and recovers E and ν.
+//! transpose) matches finite differences of its loss; the stage, started
+//! one decade low with ν 0.35 and one decade high with ν 0.1, reaches the
+//! truth's loss and recovers E and ν; with a per-driver E (Adam) the one ν
+//! rides with E; `physfit fit` writes ν to every output and `render
+//! --params` runs from them; an interrupted fit resumes to the same ν.
 
 use crate::common;
 use crate::common::slopes::{fitted_slope, jump_robust_slope};
