@@ -47,7 +47,7 @@ pub fn fit_scene(
     let prepared = FitSession::prepare(scene, options)?;
     let mut session = FitSession::open(ctx, prepared)?;
     match session.run(ctx, &mut Silent)? {
-        RunEnd::Finished(result) => Ok(result),
+        RunEnd::Finished(result) => Ok(*result),
         RunEnd::Stopped { .. } => unreachable!("nothing raises a stop and `Silent` never stops"),
     }
 }

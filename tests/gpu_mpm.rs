@@ -55,6 +55,8 @@ mod forward;
 mod memory_estimate;
 #[path = "gpu_mpm/poisson.rs"]
 mod poisson;
+#[path = "gpu_mpm/poisson_fit.rs"]
+mod poisson_fit;
 #[path = "gpu_mpm/render_params.rs"]
 mod render_params;
 #[path = "gpu_mpm/simulate_cli.rs"]

@@ -176,6 +176,7 @@ fn uniform(p: &FitProblem, log10_youngs: f64, velocity: [f64; 3]) -> Parameters 
     Parameters {
         log10_youngs: vec![log10_youngs; n],
         velocity: (0..n).flat_map(|_| velocity).collect(),
+        poisson: Vec::new(),
     }
 }
 

@@ -79,8 +79,18 @@ pub fn summary(scene: &Scene) -> Result<String> {
     let st = scene.stability();
     let _ = writeln!(
         s,
-        "time         fps {}, {} substeps/frame, dt = {:.4e} s; explicit bound {:.4e} s at E = {:.3e} needs ≥ {} substeps",
-        scene.fps, sim.substeps, st.dt, st.dt_bound, st.youngs_max, st.min_substeps
+        "time         fps {}, {} substeps/frame, dt = {:.4e} s; explicit bound {:.4e} s at E = {:.3e}, ν = {}{} needs ≥ {} substeps",
+        scene.fps,
+        sim.substeps,
+        st.dt,
+        st.dt_bound,
+        st.youngs_max,
+        st.poisson_max,
+        match scene.fit.stiffness.poisson.fitted() {
+            true => " (the top of the fitted ν)",
+            false => "",
+        },
+        st.min_substeps
     );
     let gn = scene.gravity_normalised();
     let _ = writeln!(

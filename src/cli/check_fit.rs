@@ -80,7 +80,10 @@ pub fn fit_summary(scene: &Scene) -> Result<String> {
         } else {
             format!("tv_weight {}", stage.tv_weight)
         };
-        let parameters = field_parameters(label, &stage.field, scene, drivers.as_ref());
+        let parameters = with_poisson(
+            stage,
+            field_parameters(label, &stage.field, scene, drivers.as_ref()),
+        );
         let schedule = match solver_for(parameters) {
             // L-BFGS has no rate: only the cap and the tolerance apply.
             Solver::Lbfgs => format!(
@@ -170,7 +173,7 @@ fn evaluations_line(scene: &Scene, drivers: Option<&DriverSet>) -> String {
         phases.push((format!("scan {most}"), most));
     }
     for (label, stage) in [("velocity", &f.velocity), ("stiffness", &f.stiffness)] {
-        let parameters = field_parameters(label, &stage.field, scene, drivers);
+        let parameters = with_poisson(stage, field_parameters(label, &stage.field, scene, drivers));
         // Adam evaluates its start, then once per step.
         let per_round = match solver_for(parameters) {
             Solver::Lbfgs => stage.iterations,
@@ -268,5 +271,15 @@ fn field_lines(s: &mut String, label: &str, field: &FieldSetting, drivers: Optio
                  keeps its starting value; fix: move its shapes onto the simulated splats"
             );
         }
+    }
+}
+
+/// A stage's parameters with Poisson's ratio's when it fits ν (one, or one
+/// per region of E's `parameters`): they ride with E in one solver.
+fn with_poisson(stage: &physfit::scene::FitStage, parameters: usize) -> usize {
+    match stage.poisson {
+        physfit::scene::PoissonSetting::Fixed => parameters,
+        physfit::scene::PoissonSetting::Global => parameters + 1,
+        physfit::scene::PoissonSetting::Regions => 2 * parameters,
     }
 }

@@ -105,6 +105,11 @@ fn stage_fields(out: &mut BTreeMap<String, String>, table: &str, s: &FitStage) {
             FieldSetting::Regions(regions) => format!("regions {regions:?}"),
         },
     );
+    // Only when ν is fitted, so that a fit of ν held fixed keeps the
+    // fingerprint its checkpoints had before ν could be fitted.
+    if s.poisson.fitted() {
+        put("poisson", format!("{:?}", s.poisson).to_lowercase());
+    }
 }
 
 /// Feeds every file of `set` to `hash`, each as its length then its bytes.
@@ -290,6 +295,7 @@ impl Checkpoint {
         plan: &[StagePlan],
         youngs: usize,
         velocity: usize,
+        poisson: usize,
         youngs_bounds: (f64, f64),
     ) -> Result<(), CheckpointError> {
         check_state(
@@ -297,7 +303,7 @@ impl Checkpoint {
             "state",
             &self.state,
             plan,
-            (youngs, velocity),
+            (youngs, velocity, poisson),
             youngs_bounds,
         )
     }
@@ -345,7 +351,7 @@ fn check_state(
     prefix: &str,
     s: &FitState,
     plan: &[StagePlan],
-    (youngs, velocity): (usize, usize),
+    (youngs, velocity, poisson): (usize, usize, usize),
     youngs_bounds: (f64, f64),
 ) -> Result<(), CheckpointError> {
     let invalid = |field: &str, problem: String| CheckpointError::Invalid {
@@ -406,7 +412,7 @@ fn check_state(
             &format!("{prefix}.capped[{i}].state"),
             &capped.state,
             plan,
-            (youngs, velocity),
+            (youngs, velocity, poisson),
             youngs_bounds,
         )?;
     }
@@ -422,6 +428,18 @@ fn check_state(
         velocity,
         "the velocity parameterisation",
     )?;
+    length(
+        &format!("{prefix}.poisson"),
+        s.poisson.len(),
+        poisson,
+        "the parameterisation of Poisson's ratio",
+    )?;
+    if let Some(bad) = s.poisson.iter().position(|z| !z.is_finite()) {
+        return Err(invalid(
+            &format!("{prefix}.poisson[{bad}]"),
+            "is not finite".to_string(),
+        ));
+    }
     if let Some(u) = &s.uncertainty {
         for (field, got) in [
             ("youngs_log10_std", u.youngs_log10_std.len()),
@@ -475,7 +493,7 @@ fn check_state(
     }
     let running = plan.get(s.stage).map_or(0, |p| match p.kind {
         StageKind::Velocity => velocity,
-        StageKind::Scan | StageKind::Stiffness => youngs,
+        StageKind::Scan | StageKind::Stiffness => youngs + poisson,
     });
     let of = "the running stage's parameters";
     length(&format!("{prefix}.adam.m"), s.adam.m.len(), running, of)?;

@@ -14,7 +14,9 @@
 //! stiffness stage at about twice the simulation's cost; the rendering,
 //! most of an evaluation, is unchanged.
 //!
-//! Only a field of at most [`LBFGS_MAX_PARAMETERS`] E values is checked
+//! A fitted Poisson's ratio is refitted with E (its shift is not
+//! reported: E's is the question). Only a field of at most
+//! [`LBFGS_MAX_PARAMETERS`] E values is checked
 //! (global or regions, fitted by L-BFGS): a per-driver field's values are
 //! pinned by the regulariser as much as by the frames, and their shift
 //! would measure both.
@@ -24,11 +26,12 @@ pub use super::discretisation::{
 };
 use super::error::FitError;
 use super::evaluation::Parameters;
-use super::objective::{Remember, StageObjective};
+use super::objective::{Remember, StageObjective, Unknowns};
 use super::observer::{EvaluationHook, EvaluationPurpose};
 use super::options::FitProblemOptions;
-use super::plan::{StageKind, StagePlan, LBFGS_MAX_PARAMETERS, STIFFNESS_FIRST_STEP};
+use super::plan::{StageKind, StagePlan, LBFGS_MAX_PARAMETERS};
 use super::problem::FitProblem;
+use super::stages::lbfgs_coordinates;
 use crate::drive::DriverSet;
 use crate::gpu::GpuContext;
 use crate::scene::Scene;
@@ -77,18 +80,18 @@ pub fn check_discretisation(
         problem.set_stop(stop.clone());
     }
     let range = scene.material.log10_youngs_range;
-    let scale = STIFFNESS_FIRST_STEP;
+    let (scale, bounds) = lbfgs_coordinates(Unknowns::Youngs, stage, params, range);
     let mut objective =
         StageObjective::of_stage(ctx, &mut problem, stage, params.clone(), Remember::All)
-            .scaled(vec![scale; n])
+            .scaled(scale)
             .reporting(hook, EvaluationPurpose::Stage);
-    let z0 = objective.to_solver(&params.log10_youngs);
+    let z0 = objective.to_solver(&Unknowns::Youngs.get(params));
     let mut solver = Lbfgs {
         settings: LbfgsSettings {
             max_evaluations: stage.settings.iterations,
             first_step: 1.0,
             relative_tolerance: stage.settings.tolerance / 2.0,
-            bounds: vec![(range[0] / scale, range[1] / scale); n],
+            bounds,
             eager_gradient: false,
             ..LbfgsSettings::default()
         },

@@ -8,13 +8,19 @@ use crate::loss::LossTerms;
 
 /// A point in parameter space (host values; the layouts of
 /// [`super::YoungsField`] and [`super::VelocityField`]).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Parameters {
     /// `log10 E` parameters (normalised units).
     pub log10_youngs: Vec<f64>,
     /// Initial-velocity parameters (world units per second; rad/s for the
     /// angular part of [`super::VelocityField::Rigid`]).
     pub velocity: Vec<f64>,
+    /// Poisson's ratio's unconstrained parameters `z`, `ν = 0.49·sigmoid(z)`
+    /// ([`super::poisson`]), in the layout of the `log10 E` field (one, or
+    /// one per region); empty when ν is not fitted (held at
+    /// `material.poisson_ratio`, or at what
+    /// [`super::FitProblem::set_poisson`] set).
+    pub poisson: Vec<f64>,
 }
 
 /// The frames and views a call fits against.

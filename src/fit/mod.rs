@@ -5,7 +5,8 @@
 //! around [`FitProblem::evaluate`].
 //!
 //! - the parameterisations ([`params`]) (per driver, global, per region,
-//!   rigid), as sparse linear maps onto the drivers;
+//!   rigid), as sparse linear maps onto the drivers, and Poisson's ratio's
+//!   sigmoid ([`poisson`]);
 //! - their transposes on the GPU ([`param_gather`]) (per-driver gradients →
 //!   parameter gradients);
 //! - [`FitProblem`] itself ([`problem`]);
@@ -43,6 +44,7 @@ pub mod outputs;
 pub mod param_gather;
 pub mod params;
 pub mod plan;
+pub mod poisson;
 pub mod preflight;
 pub mod problem;
 pub mod profile;

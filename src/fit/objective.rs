@@ -40,7 +40,8 @@ pub enum Unknowns {
     /// The velocity parameters (world units/s; rad/s for rigid angular
     /// parts).
     Velocity,
-    /// The `log10 E` parameters (normalised units).
+    /// The `log10 E` parameters (normalised units), then Poisson's
+    /// ratio's `z` when ν is fitted ([`super::poisson`]): ν rides with E.
     Youngs,
 }
 
@@ -54,18 +55,24 @@ impl Unknowns {
     }
 
     /// The group in `params`.
-    pub fn get(self, params: &Parameters) -> &[f64] {
+    pub fn get(self, params: &Parameters) -> Vec<f64> {
         match self {
-            Unknowns::Velocity => &params.velocity,
-            Unknowns::Youngs => &params.log10_youngs,
+            Unknowns::Velocity => params.velocity.clone(),
+            Unknowns::Youngs => [&params.log10_youngs[..], &params.poisson].concat(),
         }
     }
 
-    /// `params` with the group set to `x`.
+    /// `params` with the group set to `x` (for [`Unknowns::Youngs`], the
+    /// first `params.log10_youngs.len()` values are `log10 E`, the rest ν's
+    /// `z`).
     pub fn set(self, params: &mut Parameters, x: &[f64]) {
         match self {
             Unknowns::Velocity => params.velocity = x.to_vec(),
-            Unknowns::Youngs => params.log10_youngs = x.to_vec(),
+            Unknowns::Youngs => {
+                let n = params.log10_youngs.len().min(x.len());
+                params.log10_youngs = x[..n].to_vec();
+                params.poisson = x[n..].to_vec();
+            }
         }
     }
 }
@@ -253,13 +260,16 @@ impl StageObjective<'_> {
             return Ok(None);
         };
         let grads = eval.read(self.ctx)?;
+        let widen = |g: Vec<f32>| g.into_iter().map(f64::from);
         let grad: Vec<f64> = match self.unknowns {
-            Unknowns::Velocity => grads.velocity,
-            Unknowns::Youngs => grads.youngs,
-        }
-        .into_iter()
-        .map(f64::from)
-        .collect();
+            Unknowns::Velocity => widen(grads.velocity).collect(),
+            Unknowns::Youngs => widen(grads.youngs)
+                .chain(
+                    self.problem
+                        .poisson_parameter_gradient(&params.poisson, &grads.poisson)?,
+                )
+                .collect(),
+        };
         let Some((loss, grad)) = usable(eval.report.loss, grad) else {
             return Ok(None);
         };

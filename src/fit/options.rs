@@ -6,7 +6,7 @@ use super::field_setting::ChosenField;
 use super::params::{VelocityField, YoungsField};
 use crate::drive::DriverSet;
 use crate::loss::LossWeights;
-use crate::scene::{FitStage, Scene};
+use crate::scene::{FitStage, PoissonSetting, Scene};
 
 /// How a [`super::FitProblem`] is parameterised and weighted.
 #[derive(Clone, Debug)]
@@ -29,6 +29,9 @@ pub struct FitProblemOptions {
     /// Names of the velocity regions in parameter order (3 parameters
     /// each; empty unless [`VelocityField::Regions`] came from the scene).
     pub velocity_regions: Vec<String>,
+    /// The field of Poisson's ratio's `z` ([`super::poisson`]) when ν is
+    /// fitted (`[fit.stiffness] poisson`); `None`: ν is not a parameter.
+    pub poisson: Option<YoungsField>,
 }
 
 impl FitProblemOptions {
@@ -46,6 +49,7 @@ impl FitProblemOptions {
             velocity_tv_weight: 0.0,
             youngs_regions: Vec::new(),
             velocity_regions: Vec::new(),
+            poisson: None,
         }
     }
 
@@ -64,7 +68,15 @@ impl FitProblemOptions {
     ) -> Result<Self, FitError> {
         let youngs = ChosenField::youngs(&scene.fit.stiffness.field, drivers)?;
         let velocity = ChosenField::velocity(&scene.fit.velocity.field, drivers);
+        let poisson = match scene.fit.stiffness.poisson {
+            PoissonSetting::Fixed => None,
+            PoissonSetting::Global => Some(YoungsField::Global),
+            // The scene refuses "regions" unless E has regions: the same
+            // partition.
+            PoissonSetting::Regions => Some(youngs.field.clone()),
+        };
         Ok(Self {
+            poisson,
             youngs: youngs.field,
             velocity: velocity.field,
             velocity_tv_weight: stage.velocity_tv_weight,

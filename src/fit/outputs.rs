@@ -206,8 +206,13 @@ pub fn write_outputs(
         });
     let side = drivers.sim_box.side;
 
-    let fitted = FittedDrivers::new(scene, &drivers, &log10, &velocity, log10_std.as_deref())
+    let mut fitted = FittedDrivers::new(scene, &drivers, &log10, &velocity, log10_std.as_deref())
         .map_err(SessionError::output)?;
+    if problem.poisson_map().is_some() {
+        fitted = fitted
+            .with_poisson(problem.driver_poisson(&state.poisson)?)
+            .map_err(SessionError::output)?;
+    }
     fitted
         .save(&out.join("drivers.safetensors"))
         .map_err(SessionError::output)?;
@@ -298,6 +303,7 @@ pub fn write_outputs(
         final_loss: final_loss(scene, &report),
         youngs_parameters: summary_build::youngs_parameters(scene, &drivers, state, side),
         velocity_parameters: state.velocity.clone(),
+        poisson_parameters: summary_build::poisson_parameters(scene, &drivers, state),
         uncertainty: state.uncertainty.clone(),
         discretisation: state.discretisation.clone(),
         recovery: fit.truth.map(|t| t.recovery(&drivers, &log10, &velocity)),

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use glam::Vec3;
 
 use super::plan::{StageChoice, StageKind};
-use crate::mpm::simulator::check_stability;
+use crate::mpm::simulator::check_stability_at;
 use crate::scene::Scene;
 
 /// Why a fit of a scene cannot work.
@@ -133,7 +133,11 @@ pub fn preflight(scene: &Scene, choice: StageChoice) -> Result<FitInputs, Prefli
         }
     }
     let stability = scene.stability();
-    if let Err(error) = check_stability(&scene.mpm_config(), stability.youngs_max) {
+    if let Err(error) = check_stability_at(
+        &scene.mpm_config(),
+        stability.youngs_max,
+        stability.poisson_max,
+    ) {
         return Err(PreflightError::Unstable { path, error });
     }
     if views.iter().all(|&v| splats_in_view(scene, v) == 0) {

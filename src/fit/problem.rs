@@ -131,6 +131,11 @@ pub struct FitProblem {
     work: BackwardWork,
     youngs_map: ParamMap,
     velocity_map: ParamMap,
+    /// The map of Poisson's ratio's `z` when ν is fitted
+    /// ([`super::poisson`]).
+    poisson_map: Option<ParamMap>,
+    /// `material.poisson_ratio`: ν of parameters without `z`.
+    poisson_start: f64,
     youngs_plan: GatherPlan,
     velocity_plan: GatherPlan,
     gather: ParamGather,
@@ -227,6 +232,10 @@ impl FitProblem {
         }
         let side = drivers.sim_box.side;
         let youngs_map = ParamMap::youngs(&options.youngs, n)?;
+        let poisson_map = match &options.poisson {
+            Some(field) => Some(ParamMap::youngs(field, n)?),
+            None => None,
+        };
         let velocity_map =
             ParamMap::velocity(&options.velocity, &drivers.rest, &drivers.anchored, side)?;
         let youngs_plan = GatherPlan::new(
@@ -275,6 +284,8 @@ impl FitProblem {
             static_tiles: true,
             youngs_map,
             velocity_map,
+            poisson_map,
+            poisson_start: scene.material.poisson_ratio,
             youngs_plan,
             velocity_plan,
             log10_max,
@@ -348,6 +359,62 @@ impl FitProblem {
         self.forward
             .simulator()
             .expect("a fit problem's forward path simulates")
+    }
+
+    /// The map of Poisson's ratio's `z` ([`super::poisson`]), when ν is
+    /// fitted.
+    pub fn poisson_map(&self) -> Option<&ParamMap> {
+        self.poisson_map.as_ref()
+    }
+
+    /// The start of ν's parameters: `z` of `material.poisson_ratio` per
+    /// parameter of [`FitProblem::poisson_map`]; empty when ν is not fitted.
+    pub fn start_poisson(&self) -> Vec<f64> {
+        self.poisson_map.as_ref().map_or_else(Vec::new, |m| {
+            vec![super::poisson::z_of(self.poisson_start); m.params]
+        })
+    }
+
+    /// ν per driver at `z` ([`Parameters::poisson`]): the sigmoid of the
+    /// mapped `z`, or `material.poisson_ratio` everywhere for an empty `z`.
+    ///
+    /// Errors: [`FitError::ParameterCount`] for a `z` whose length is not
+    /// the map's (any `z` when ν is not fitted).
+    pub fn driver_poisson(&self, z: &[f64]) -> Result<Vec<f64>, FitError> {
+        match &self.poisson_map {
+            _ if z.is_empty() => Ok(vec![self.poisson_start; self.drivers.len()]),
+            Some(map) => Ok(map
+                .apply(z)?
+                .into_iter()
+                .map(super::poisson::poisson_of)
+                .collect()),
+            None => Err(FitError::ParameterCount {
+                what: "Poisson's ratio",
+                got: z.len(),
+                expected: 0,
+            }),
+        }
+    }
+
+    /// `∂loss/∂z` per parameter of ν's map from `∂loss/∂ν` per driver
+    /// (`per_driver`, [`super::HostGradients::poisson`]) at `z`: the chain
+    /// rule through the sigmoid, then the map's transpose on the host (a
+    /// few parameters; [`super::poisson`]). Empty for an empty `z`.
+    pub fn poisson_parameter_gradient(
+        &self,
+        z: &[f64],
+        per_driver: &[f32],
+    ) -> Result<Vec<f64>, FitError> {
+        let Some(map) = self.poisson_map.as_ref().filter(|_| !z.is_empty()) else {
+            return Ok(Vec::new());
+        };
+        let chained: Vec<f64> = map
+            .apply(z)?
+            .iter()
+            .zip(per_driver)
+            .map(|(&zd, &g)| f64::from(g) * super::poisson::derivative(zd))
+            .collect();
+        Ok(map.transpose(&chained))
     }
 
     /// Sets Poisson's ratio per driver (each in `[0, 0.5)`;
@@ -434,6 +501,12 @@ impl FitProblem {
         self.check_stop()?;
         let log10 = self.driver_log10_youngs(params)?;
         let v = self.velocity_map.apply(&params.velocity)?;
+        // ν is set only when it is fitted: a problem without ν's map keeps
+        // what `set_poisson` (or the scene) set, bit for bit.
+        if self.poisson_map.is_some() || !params.poisson.is_empty() {
+            let nu = self.driver_poisson(&params.poisson)?;
+            self.set_poisson(ctx, &nu)?;
+        }
         self.prepare_drivers(ctx, log10, v)
     }
 

@@ -16,7 +16,7 @@ use super::record::IterationRecord;
 use super::recovery::Recovery;
 use super::session_error::SessionError;
 use super::state::FitState;
-use super::summary::{StageSummary, YoungsParameter};
+use super::summary::{PoissonParameter, StageSummary, YoungsParameter};
 use super::summary_build;
 use super::truth_check::TruthCheck;
 use super::uncertainty::FitUncertainty;
@@ -35,6 +35,9 @@ pub struct DriverValues {
     pub youngs_world: f64,
     /// Initial velocity v0 (world units / s).
     pub velocity: [f64; 3],
+    /// Poisson's ratio: the fitted one (`[fit.stiffness] poisson`), or
+    /// `material.poisson_ratio`.
+    pub poisson_ratio: f64,
     /// Held at rest by `[regions] anchored` (its values are not fitted).
     pub anchored: bool,
 }
@@ -51,6 +54,9 @@ pub struct FitResult {
     pub youngs_parameters: Vec<YoungsParameter>,
     /// The fitted velocity parameters (3 per parameter, world units / s).
     pub velocity_parameters: Vec<f64>,
+    /// The fitted Poisson's ratio parameters, named; empty when ν was held
+    /// at `material.poisson_ratio`.
+    pub poisson_parameters: Vec<PoissonParameter>,
     /// The error bars of the fitted values from the data (docs/design.md
     /// § Error bars; each E parameter's is in [`FitResult::youngs_parameters`]
     /// too); absent when the fit ended before they were estimated.
@@ -69,13 +75,13 @@ pub struct FitResult {
 
 impl FitResult {
     /// The result of `state`, the fit of `plan` through the maps
-    /// `youngs` and `velocity` onto `drivers`.
+    /// `youngs` and `velocity` onto `drivers`, with `poisson` per driver.
     pub(crate) fn of(
         scene: &Scene,
         plan: &[StagePlan],
         state: &FitState,
         stage_seconds: &[f64],
-        (youngs, velocity): (&ParamMap, &ParamMap),
+        (youngs, velocity, poisson): (&ParamMap, &ParamMap, &[f64]),
         drivers: &DriverSet,
         truth: Option<&TruthCheck>,
     ) -> Result<Self, SessionError> {
@@ -84,14 +90,15 @@ impl FitResult {
         let values = log10
             .iter()
             .zip(v0.chunks_exact(3))
-            .zip(&drivers.anchored)
-            .map(|((&l, v), &anchored)| {
+            .zip(drivers.anchored.iter().zip(poisson))
+            .map(|((&l, v), (&anchored, &poisson_ratio))| {
                 let e = 10f64.powf(l);
                 DriverValues {
                     log10_youngs: l,
                     youngs_normalised: e,
                     youngs_world: youngs_world(e, side),
                     velocity: [v[0], v[1], v[2]],
+                    poisson_ratio,
                     anchored,
                 }
             })
@@ -101,6 +108,7 @@ impl FitResult {
             drivers: values,
             youngs_parameters: summary_build::youngs_parameters(scene, drivers, state, side),
             velocity_parameters: state.velocity.clone(),
+            poisson_parameters: summary_build::poisson_parameters(scene, drivers, state),
             uncertainty: state.uncertainty.clone().map(Box::new),
             discretisation: state.discretisation.clone().map(Box::new),
             stages: summary_build::stages(plan, state, stage_seconds),

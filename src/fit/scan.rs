@@ -89,6 +89,7 @@ impl CandidateObjective<'_> {
         let base = Parameters {
             log10_youngs: vec![log10; self.problem.youngs_map().params],
             velocity: start.to_vec(),
+            poisson: Vec::new(),
         };
         let mut objective = StageObjective::new(
             self.ctx,
@@ -134,6 +135,7 @@ impl Objective for CandidateObjective<'_> {
         let params = Parameters {
             log10_youngs: vec![log10; self.problem.youngs_map().params],
             velocity: velocity.clone(),
+            poisson: Vec::new(),
         };
         let measured = self.problem.loss(self.ctx, &params, &self.stage.selection);
         self.report = blown_up(measured)?.filter(|r| r.loss.is_finite());

@@ -113,7 +113,7 @@ impl PreparedFit {
 pub enum RunEnd {
     /// Every stage ran: the fit's result, in memory. The outputs are not
     /// written yet ([`FitSession::write_outputs`], the caller's step 5).
-    Finished(FitResult),
+    Finished(Box<FitResult>),
     /// The caller stopped it ([`FitSession::set_stop`] or
     /// [`Control::Stop`](super::Control::Stop)).
     Stopped {
@@ -307,6 +307,7 @@ impl FitSession {
                     &plan,
                     problem.youngs_map().params,
                     problem.velocity_map().params,
+                    problem.poisson_map().map_or(0, |m| m.params),
                     (range[0].min(start), range[1].max(start)),
                 )?;
                 let (mut state, mut seconds) = (c.state, c.stage_seconds);
@@ -331,6 +332,7 @@ impl FitSession {
                     ],
                     velocity: held_velocity
                         .unwrap_or_else(|| vec![0.0; problem.velocity_map().params]),
+                    poisson: problem.start_poisson(),
                 };
                 (FitState::start(start, &plan), Vec::new())
             }
@@ -564,7 +566,7 @@ impl FitSession {
                 }
                 other => {
                     other?;
-                    RunEnd::Finished(self.result()?)
+                    RunEnd::Finished(Box::new(self.result()?))
                 }
             },
         })
@@ -618,12 +620,17 @@ impl FitSession {
     /// The fit's result at its current state (after [`FitSession::run`]
     /// finished: the fitted values), in memory.
     pub fn result(&self) -> Result<FitResult, SessionError> {
+        let poisson = self.problem.driver_poisson(&self.state.poisson)?;
         FitResult::of(
             &self.scene,
             &self.plan,
             &self.state,
             &self.stage_seconds,
-            (self.problem.youngs_map(), self.problem.velocity_map()),
+            (
+                self.problem.youngs_map(),
+                self.problem.velocity_map(),
+                &poisson,
+            ),
             &self.drivers,
             self.truth.as_ref(),
         )

@@ -19,6 +19,7 @@ use super::evaluation::{LossReport, Parameters};
 use super::objective::{Remember, Seen, StageObjective, Unknowns};
 use super::observer::{EvaluationDone, EvaluationPurpose, FinishedStage, FitObserver};
 use super::plan::{StageKind, StagePlan, LBFGS_MAX_PARAMETERS, STIFFNESS_FIRST_STEP};
+use super::poisson::{POISSON_FIRST_STEP, Z_BOUND};
 use super::problem::FitProblem;
 use super::record::{record, stage_losses, stage_records, IterationRecord};
 use super::scan::run_scan;
@@ -194,7 +195,7 @@ fn finish_stage(plan: &[StagePlan], state: &mut FitState, converged: bool, loss:
     state.stage += 1;
     state.iteration = 0;
     state.lbfgs = None;
-    state.adam = Adam::new(state.stage_params(plan).map_or(0, <[f64]>::len));
+    state.adam = Adam::new(state.stage_param_count(plan));
     state.converged.push(converged);
     state.stage_losses.push(loss);
 }
@@ -240,7 +241,12 @@ fn run_adam_stage(
 ) -> Result<StageEnd, FitError> {
     let unknowns = Unknowns::of(stage.kind);
     let base = state.parameters();
-    let x0 = unknowns.get(&base).to_vec();
+    let x0 = unknowns.get(&base);
+    // E clamped to its range; ν's `z`, after it, free (its sigmoid bounds ν).
+    let bounds = match unknowns {
+        Unknowns::Velocity => Vec::new(),
+        Unknowns::Youngs => vec![(range[0], range[1]); base.log10_youngs.len()],
+    };
     let observer = RefCell::new(observer);
     let hook = |done: &EvaluationDone| observer.borrow_mut().evaluation_done(stage, done);
     let mut objective = StageObjective::of_stage(ctx, problem, stage, base, Remember::Last)
@@ -248,10 +254,7 @@ fn run_adam_stage(
     let mut solver = AdamSolver {
         schedule: stage.schedule(),
         grad_clip: stage.settings.grad_clip,
-        bounds: match unknowns {
-            Unknowns::Velocity => None,
-            Unknowns::Youngs => Some((range[0], range[1])),
-        },
+        bounds,
         tolerance: stage.settings.tolerance,
         max_rejections: MAX_REJECTIONS,
         label: stage.label(),
@@ -288,10 +291,10 @@ fn run_adam_stage(
             let (_, now, _) = objective.0.seen(&run.x).expect("the step's point is kept");
             report = now.clone();
             state.adam = run.moments.clone();
-            match unknowns {
-                Unknowns::Velocity => state.velocity.clone_from(&run.x),
-                Unknowns::Youngs => state.log10_youngs.clone_from(&run.x),
-            }
+            let mut p = state.parameters();
+            unknowns.set(&mut p, &run.x);
+            (state.velocity, state.log10_youngs, state.poisson) =
+                (p.velocity, p.log10_youngs, p.poisson);
             state.iteration = run.iteration;
             observer.borrow_mut().iteration_done(stage, state)
         },
@@ -330,16 +333,13 @@ fn run_lbfgs_stage(
 ) -> Result<StageEnd, FitError> {
     let unknowns = Unknowns::of(stage.kind);
     let base = state.parameters();
-    let n = unknowns.get(&base).len();
-    let (scale, bounds) = match unknowns {
-        Unknowns::Velocity => (stage.first_step, (f64::NEG_INFINITY, f64::INFINITY)),
-        Unknowns::Youngs => (STIFFNESS_FIRST_STEP, (range[0], range[1])),
-    };
-    let x0 = unknowns.get(&base).to_vec();
+    let x0 = unknowns.get(&base);
+    let n = x0.len();
+    let (scale, solver_bounds) = lbfgs_coordinates(unknowns, stage, &base, range);
     let observer = RefCell::new(observer);
     let hook = |done: &EvaluationDone| observer.borrow_mut().evaluation_done(stage, done);
     let mut objective = StageObjective::of_stage(ctx, problem, stage, base, Remember::All)
-        .scaled(vec![scale; n])
+        .scaled(scale)
         .reporting(&hook, EvaluationPurpose::Stage);
     let z0 = objective.to_solver(&x0);
     let mut solver = Lbfgs {
@@ -349,7 +349,7 @@ fn run_lbfgs_stage(
             max_evaluations: stage.settings.iterations,
             first_step: 1.0,
             relative_tolerance: stage.settings.tolerance / 2.0,
-            bounds: vec![(bounds.0 / scale, bounds.1 / scale); n],
+            bounds: solver_bounds,
             ..LbfgsSettings::default()
         },
     };
@@ -377,6 +377,7 @@ fn run_lbfgs_stage(
         let p = objective.parameters(&run.x);
         state.velocity = p.velocity;
         state.log10_youngs = p.log10_youngs;
+        state.poisson = p.poisson;
         state.lbfgs = Some(LbfgsCheckpoint {
             solver: run.clone(),
         });
@@ -402,6 +403,7 @@ fn run_lbfgs_stage(
     let p = objective.parameters(&run.x);
     state.velocity = p.velocity;
     state.log10_youngs = p.log10_youngs;
+    state.poisson = p.poisson;
     let kept = objective.seen(&run.x).map(|(_, r, _)| r.clone());
     drop(objective);
     let report = match kept {
@@ -415,6 +417,40 @@ fn run_lbfgs_stage(
         evaluations: run.evaluations,
     };
     Ok(Some((report, converged, counted)))
+}
+
+/// Per coordinate of `unknowns` at `base`, the L-BFGS scale (`x = z ·
+/// scale`) and the box in the solver's coordinates: a velocity's first
+/// step and no box; E's first step and range, then ν's `z`
+/// ([`super::poisson`]).
+pub(super) fn lbfgs_coordinates(
+    unknowns: Unknowns,
+    stage: &StagePlan,
+    base: &Parameters,
+    range: [f64; 2],
+) -> (Vec<f64>, Vec<(f64, f64)>) {
+    let n = unknowns.get(base).len();
+    let (scale, bounds): (Vec<f64>, Vec<(f64, f64)>) = match unknowns {
+        Unknowns::Velocity => (
+            vec![stage.first_step; n],
+            vec![(f64::NEG_INFINITY, f64::INFINITY); n],
+        ),
+        Unknowns::Youngs => {
+            let e = base.log10_youngs.len();
+            (0..n)
+                .map(|i| match i < e {
+                    true => (STIFFNESS_FIRST_STEP, (range[0], range[1])),
+                    false => (POISSON_FIRST_STEP, (-Z_BOUND, Z_BOUND)),
+                })
+                .unzip()
+        }
+    };
+    let solver_bounds = bounds
+        .iter()
+        .zip(&scale)
+        .map(|(&(lo, hi), s)| (lo / s, hi / s))
+        .collect();
+    (scale, solver_bounds)
 }
 
 /// Records an accepted point of an L-BFGS stage (when its evaluation was
@@ -467,6 +503,7 @@ mod tests {
         let params = Parameters {
             log10_youngs: vec![4.0],
             velocity: vec![0.0; 3],
+            poisson: Vec::new(),
         };
         let mut state = FitState::start(params, &plan);
         let losses = [2e-2, 1e-2, 1.5e-2, 0.995e-2];

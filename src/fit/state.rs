@@ -24,6 +24,10 @@ pub struct FitState {
     pub log10_youngs: Vec<f64>,
     /// Velocity parameters (world units/s; rad/s for rigid angular parts).
     pub velocity: Vec<f64>,
+    /// Poisson's ratio's `z` ([`Parameters::poisson`]); empty when ν is not
+    /// fitted (and in a checkpoint of an earlier physfit).
+    #[serde(default)]
+    pub poisson: Vec<f64>,
     /// Adam's state of the running stage.
     pub adam: Adam,
     /// The error bars of the fitted values, once every stage has run
@@ -104,6 +108,7 @@ impl FitState {
             iteration: 0,
             log10_youngs: params.log10_youngs,
             velocity: params.velocity,
+            poisson: params.poisson,
             adam: Adam::new(0),
             uncertainty: None,
             discretisation: None,
@@ -115,7 +120,7 @@ impl FitState {
             tallies: Vec::new(),
             capped: Vec::new(),
         };
-        state.adam = Adam::new(state.stage_params(plan).map_or(0, <[f64]>::len));
+        state.adam = Adam::new(state.stage_param_count(plan));
         state
     }
 
@@ -124,6 +129,7 @@ impl FitState {
         Parameters {
             log10_youngs: self.log10_youngs.clone(),
             velocity: self.velocity.clone(),
+            poisson: self.poisson.clone(),
         }
     }
 
@@ -158,11 +164,12 @@ impl FitState {
         Some(continued.stage)
     }
 
-    /// The running stage's parameters: those it fits.
-    pub fn stage_params(&self, plan: &[StagePlan]) -> Option<&[f64]> {
-        plan.get(self.stage).map(|p| match p.kind {
-            StageKind::Velocity => self.velocity.as_slice(),
-            StageKind::Scan | StageKind::Stiffness => self.log10_youngs.as_slice(),
+    /// How many parameters the running stage fits (0 when done): the
+    /// velocity's, or `log10 E`'s and ν's.
+    pub fn stage_param_count(&self, plan: &[StagePlan]) -> usize {
+        plan.get(self.stage).map_or(0, |p| match p.kind {
+            StageKind::Velocity => self.velocity.len(),
+            StageKind::Scan | StageKind::Stiffness => self.log10_youngs.len() + self.poisson.len(),
         })
     }
 }

@@ -19,7 +19,8 @@ pub const SUMMARY_FORMAT: &str = "physfit.fit";
 /// The version this physfit writes and reads (3: typed settings by table,
 /// stages with their solver and whether they ran, E parameters by name;
 /// 4: error bars, `uncertainty` and each E parameter's `log10_std`; 5:
-/// `discretisation`, each E parameter's `discretisation_shift` and
+/// `poisson_parameters`, the fitted Poisson's ratios; `discretisation`,
+/// each E parameter's `discretisation_shift` and
 /// `settings.fit.check_discretisation`).
 pub const SUMMARY_VERSION: u32 = 5;
 
@@ -185,6 +186,10 @@ pub struct StageSettings {
     /// With `field = "regions"`: the regions' names in parameter order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub regions: Vec<String>,
+    /// `poisson` (the stiffness stage): `global` or `regions` when ν was
+    /// fitted; absent when it was held at `material.poisson_ratio`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub poisson: Option<String>,
 }
 
 /// The GPU adapter the fit ran on.
@@ -305,6 +310,16 @@ pub struct YoungsParameter {
     pub discretisation_shift: Option<f64>,
 }
 
+/// One fitted Poisson's ratio parameter (`[fit.stiffness] poisson`),
+/// named by what it covers.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PoissonParameter {
+    /// The region's name (`poisson = "regions"`) or `object` (`global`).
+    pub name: String,
+    /// ν (dimensionless, in (0, 0.49)).
+    pub poisson_ratio: f64,
+}
+
 /// `fit.json` (module doc).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct FitSummary {
@@ -331,6 +346,10 @@ pub struct FitSummary {
     pub youngs_parameters: Vec<YoungsParameter>,
     /// The fitted velocity parameters (world units / s).
     pub velocity_parameters: Vec<f64>,
+    /// The fitted Poisson's ratio parameters, in parameter order; empty
+    /// when ν was held at `material.poisson_ratio`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub poisson_parameters: Vec<PoissonParameter>,
     /// The error bars of the fitted values from the data (docs/design.md
     /// § Error bars).
     #[serde(default, skip_serializing_if = "Option::is_none")]

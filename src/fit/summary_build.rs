@@ -8,14 +8,16 @@
 use super::checkpoint::FitFingerprint;
 use super::field_setting::RegionAssignment;
 use super::plan::{StageKind, StagePlan, LBFGS_MAX_PARAMETERS};
+use super::poisson::poisson_of;
 use super::state::FitState;
+use super::summary::PoissonParameter;
 use super::summary::{
     FitSettings, InputHashes, MaterialSettings, ScanSettings, Settings, SimulationSettings, Solver,
     StageRun, StageSettings, StageSummary, YoungsParameter,
 };
 use crate::drive::DriverSet;
 use crate::output::youngs_world;
-use crate::scene::{FieldSetting, FitStage, Scene};
+use crate::scene::{FieldSetting, FitStage, PoissonSetting, Scene};
 
 /// The solver of a stage table whose field has `parameters` parameters.
 pub fn solver_for(parameters: usize) -> Solver {
@@ -31,7 +33,8 @@ pub fn stage_solver(kind: StageKind, state: &FitState) -> Solver {
     match kind {
         StageKind::Scan => Solver::Scan,
         StageKind::Velocity => solver_for(state.velocity.len()),
-        StageKind::Stiffness => solver_for(state.log10_youngs.len()),
+        // ν's parameters ride with E's.
+        StageKind::Stiffness => solver_for(state.log10_youngs.len() + state.poisson.len()),
     }
 }
 
@@ -67,6 +70,11 @@ fn stage_settings(stage: &FitStage, solver: Solver, drivers: &DriverSet) -> Stag
         velocity_tv_weight: stage.velocity_tv_weight,
         field,
         regions,
+        poisson: match stage.poisson {
+            PoissonSetting::Fixed => None,
+            PoissonSetting::Global => Some("global".into()),
+            PoissonSetting::Regions => Some("regions".into()),
+        },
     }
 }
 
@@ -195,6 +203,37 @@ pub fn youngs_parameters(
                     .as_ref()
                     .and_then(|d| d.shift.get(i).copied()),
             }
+        })
+        .collect()
+}
+
+/// The fitted Poisson's ratio parameters of `scene` (`[fit.stiffness]
+/// poisson`), each named by what it covers: `object` for one ν, E's region
+/// names for one per region; empty when ν is not fitted.
+pub fn poisson_parameters(
+    scene: &Scene,
+    drivers: &DriverSet,
+    state: &FitState,
+) -> Vec<PoissonParameter> {
+    let n = state.poisson.len();
+    let names: Vec<String> = match (&scene.fit.stiffness.poisson, &scene.fit.stiffness.field) {
+        (PoissonSetting::Global, _) if n == 1 => vec!["object".into()],
+        (PoissonSetting::Regions, FieldSetting::Regions(regions)) => {
+            RegionAssignment::new(regions, drivers).names
+        }
+        _ => Vec::new(),
+    };
+    let names = if names.len() == n {
+        names
+    } else {
+        (0..n).map(|i| format!("parameter {i}")).collect()
+    };
+    names
+        .into_iter()
+        .zip(&state.poisson)
+        .map(|(name, &z)| PoissonParameter {
+            name,
+            poisson_ratio: poisson_of(z),
         })
         .collect()
 }

@@ -68,6 +68,9 @@ impl SceneRenderer {
         background: [f32; 3],
     ) -> Result<Self, ForwardError> {
         let sim = MpmSimulator::new(ctx, &setup.config, &setup.setup)?;
+        if let Some(nu) = &setup.poisson {
+            sim.set_poisson(ctx, nu)?;
+        }
         let forced = ForcedRun::new(ctx, &sim, setup.impulses.clone())?;
         let first = sim.upload_state(ctx, "forward frame 0", &setup.initial)?;
         Ok(Self {

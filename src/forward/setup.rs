@@ -9,7 +9,8 @@ use super::error::ForwardError;
 use crate::deform::{DeformSetup, DRIVERS_PER_GAUSSIAN};
 use crate::drive::DriverSet;
 use crate::interact::Interactions;
-use crate::mpm::simulator::check_stability;
+use crate::mpm::lame::check_poisson;
+use crate::mpm::simulator::{check_stability, check_stability_at};
 use crate::mpm::{ImpulseForce, MpmConfig, MpmSetup, ParticleState};
 use crate::output::FittedDrivers;
 use crate::scene::{Scene, SimBox};
@@ -32,6 +33,10 @@ pub struct ForwardSetup {
     pub impulses: Vec<ImpulseForce>,
     /// log10 E per driver, normalised units.
     pub log10_youngs: Vec<f64>,
+    /// Poisson's ratio per driver, when it is not `config.poisson`
+    /// everywhere (a fit that fitted it); the simulator is given it when
+    /// built ([`super::SceneRenderer::simulated`]).
+    pub poisson: Option<Vec<f64>>,
     /// The simulation cube.
     pub sim_box: SimBox,
     /// The interactions, for the velocity bound.
@@ -99,7 +104,7 @@ impl ForwardSetup {
         // the fitted object moves in (docs/design.md § Interactions).
         let mut config = fitted.mpm_config();
         config.colliders = scene.mpm_config().colliders;
-        Self::new(
+        let setup = Self::new(
             interactions.apply(&config, &sim_box),
             fitted.mpm_setup(),
             deform,
@@ -107,7 +112,35 @@ impl ForwardSetup {
             &fitted.velocity,
             sim_box,
             interactions,
-        )
+        )?;
+        match &fitted.poisson_ratio {
+            Some(nu) => setup.with_poisson(nu.clone()),
+            None => Ok(setup),
+        }
+    }
+
+    /// The same with Poisson's ratio `poisson` per driver (each in
+    /// `[0, 0.5)`), the time-step bound checked at its largest value and
+    /// the largest E used.
+    pub fn with_poisson(mut self, poisson: Vec<f64>) -> Result<Self, ForwardError> {
+        if poisson.len() != self.log10_youngs.len() {
+            return Err(ForwardError::Values(format!(
+                "{} Poisson's ratios for {} drivers",
+                poisson.len(),
+                self.log10_youngs.len()
+            )));
+        }
+        check_poisson(&poisson, poisson.len())?;
+        self.poisson = Some(poisson);
+        check_stability_at(&self.config, self.setup.youngs_max, self.poisson_max())?;
+        Ok(self)
+    }
+
+    /// The largest Poisson's ratio the run uses.
+    pub fn poisson_max(&self) -> f64 {
+        self.poisson.as_deref().map_or(self.config.poisson, |nu| {
+            nu.iter().fold(0.0f64, |a, &b| a.max(b))
+        })
     }
 
     /// The scene's own `drivers` at `log10_youngs` (normalised units, one
@@ -188,6 +221,7 @@ impl ForwardSetup {
             deform,
             velocity_world,
             log10_youngs,
+            poisson: None,
             sim_box,
             interactions: interactions.clone(),
         })
@@ -198,7 +232,7 @@ impl ForwardSetup {
     /// moves E anywhere below the top of its range after construction.
     pub fn bounded_by(mut self, youngs_max: f64) -> Result<Self, ForwardError> {
         self.setup.youngs_max = self.setup.youngs_max.max(youngs_max);
-        check_stability(&self.config, self.setup.youngs_max)?;
+        check_stability_at(&self.config, self.setup.youngs_max, self.poisson_max())?;
         Ok(self)
     }
 

@@ -13,6 +13,7 @@
 //! | `neighbours` | U32 | `[f, k]` | each follower's k nearest drivers at rest, nearest first |
 //! | `graph` | U32 | `[edges, 2]` | the drivers' kNN graph (TV), `a < b` |
 //! | `anchored_splats` | U32 | `[a, 2]` | each anchored splat with the driver of its K-Means cluster (the particle carrying its share of the material), for colouring it by stiffness |
+//! | `poisson_ratio` | F64 | `[n]` | optional: Poisson's ratio per driver, when the fit fitted it (`[fit.stiffness] poisson`); absent: `material.poisson_ratio` everywhere (files without it still load) |
 //! | `youngs_log10_std` | F64 | `[n]` | optional: the standard error of the driver's log10 E in decades, from the curvature of the loss at the optimum (docs/design.md § Error bars); `(max − min)/√12` of `material.log10_youngs_range` where the frames do not constrain it |
 //!
 //! # Metadata (string map)
@@ -80,6 +81,9 @@ pub struct FittedDrivers {
     /// Per driver: the standard error of its log10 E (module doc), when
     /// the fit estimated its error bars.
     pub youngs_log10_std: Option<Vec<f64>>,
+    /// Per driver: Poisson's ratio, when the fit fitted it; `None`: the
+    /// settings' `material.poisson_ratio` ([`FittedDrivers::poisson`]).
+    pub poisson_ratio: Option<Vec<f64>>,
 }
 
 /// Why the fit's per-driver values do not fit `drivers` (`None`: they do):
@@ -119,6 +123,22 @@ pub(crate) fn fit_values_mismatch(
         }
     }
     None
+}
+
+/// Why `poisson` is not a Poisson's ratio per driver of `n` (`None`: it
+/// is): its length, or a value outside `[0, 0.5)`.
+fn poisson_mismatch(poisson: &[f64], n: usize) -> Option<String> {
+    if poisson.len() != n {
+        return Some(format!(
+            "{} Poisson's ratios for {n} drivers",
+            poisson.len()
+        ));
+    }
+    let i = poisson.iter().position(|nu| !(0.0..0.5).contains(nu))?;
+    Some(format!(
+        "Poisson's ratio {} at element {i}, outside [0, 0.5)",
+        poisson[i]
+    ))
 }
 
 fn flags(values: &[bool]) -> Vec<u8> {
@@ -168,7 +188,26 @@ impl FittedDrivers {
                 .map(|(&s, &d)| [s, d])
                 .collect(),
             youngs_log10_std: log10_std.map(<[f64]>::to_vec),
+            poisson_ratio: None,
         })
+    }
+
+    /// The same with a fitted Poisson's ratio per driver (each in
+    /// `[0, 0.5)`).
+    pub fn with_poisson(mut self, poisson: Vec<f64>) -> Result<Self, DriversFileError> {
+        if let Some(problem) = poisson_mismatch(&poisson, self.len()) {
+            return Err(DriversFileError::Inputs(problem));
+        }
+        self.poisson_ratio = Some(poisson);
+        Ok(self)
+    }
+
+    /// Poisson's ratio per driver: the fitted one, or the settings'
+    /// `material.poisson_ratio` everywhere.
+    pub fn poisson(&self) -> Vec<f64> {
+        self.poisson_ratio
+            .clone()
+            .unwrap_or_else(|| vec![self.settings.poisson_ratio; self.len()])
     }
 
     /// Number of drivers.
@@ -312,6 +351,14 @@ impl FittedDrivers {
                 f64::to_le_bytes_all(c),
             ));
         }
+        if let Some(nu) = &self.poisson_ratio {
+            buffers.push((
+                "poisson_ratio",
+                f64::DTYPE,
+                vec![n],
+                f64::to_le_bytes_all(nu),
+            ));
+        }
         let fail = |reason: String| DriversFileError::Write {
             path: path.to_path_buf(),
             reason,
@@ -397,12 +444,23 @@ impl FittedDrivers {
         } else {
             None
         };
+        let poisson_ratio = if archive.contains("poisson_ratio") {
+            Some(archive.shaped::<f64>("poisson_ratio", &[Some(n)])?.1)
+        } else {
+            None
+        };
 
         let bad = |tensor: &'static str, problem: String| DriversFileError::Tensor {
             path: path.to_path_buf(),
             tensor,
             problem,
         };
+        if let Some(problem) = poisson_ratio
+            .as_deref()
+            .and_then(|nu| poisson_mismatch(nu, n))
+        {
+            return Err(bad("poisson_ratio", format!("holds a {problem}")));
+        }
         let finite = [
             ("log10_youngs", log10_youngs.as_slice()),
             ("velocity", velocity.as_flattened()),
@@ -498,6 +556,7 @@ impl FittedDrivers {
             graph,
             anchored_splats,
             youngs_log10_std,
+            poisson_ratio,
         })
     }
 

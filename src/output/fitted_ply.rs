@@ -9,6 +9,7 @@
 //! | `anchored` | 0 | 1 | 0 |
 //! | `vx vy vz` | mean of its k drivers' v0, world units / s | 0 | 0 |
 //! | `youngs_log10_std` | mean of its k drivers' | its cluster driver's | 0 |
+//! | `poisson_ratio` | mean of its k drivers' ν | its cluster driver's ν | 0 |
 //!
 //! E is converted with [`youngs_world`] (`E_normalised · side²`), so a
 //! different box padding does not change it; a `comment` line in the
@@ -69,6 +70,9 @@ pub struct SplatMaterial {
     pub velocity: Vec<[f32; 3]>,
     /// The standard error of log10 E, decades (module doc; 0 where none).
     pub youngs_log10_std: Vec<f32>,
+    /// Poisson's ratio (the fitted one when the fit fitted it, else
+    /// `material.poisson_ratio`; 0 for static splats).
+    pub poisson_ratio: Vec<f32>,
 }
 
 /// Which drivers move or carry each simulated splat (module doc).
@@ -83,7 +87,8 @@ struct SplatDrivers<'a> {
 
 impl SplatMaterial {
     /// The material of every splat of `scene` from the fit's per-driver
-    /// values (as [`super::FittedDrivers::new`] takes them).
+    /// values (as [`super::FittedDrivers::new`] takes them), ν the scene's
+    /// `material.poisson_ratio`.
     pub fn new(
         scene: &Scene,
         drivers: &DriverSet,
@@ -118,9 +123,8 @@ impl SplatMaterial {
             scene,
             &links,
             drivers.sim_box.side,
-            log10_youngs,
-            velocity,
-            log10_std,
+            (log10_youngs, velocity, log10_std),
+            &vec![scene.material.poisson_ratio; drivers.len()],
         )
     }
 
@@ -139,22 +143,32 @@ impl SplatMaterial {
             scene,
             &links,
             fitted.settings.sim_box.side,
-            &fitted.log10_youngs,
-            &velocity,
-            fitted.youngs_log10_std.as_deref(),
+            (
+                &fitted.log10_youngs,
+                &velocity,
+                fitted.youngs_log10_std.as_deref(),
+            ),
+            &fitted.poisson(),
         )
     }
 
+    /// The per-splat values from the per-driver `log10 E`, velocity and
+    /// standard errors, and ν per driver.
     fn derive(
         scene: &Scene,
         links: &SplatDrivers<'_>,
         side: f64,
-        log10_youngs: &[f64],
-        velocity: &[f64],
-        log10_std: Option<&[f64]>,
+        (log10_youngs, velocity, log10_std): (&[f64], &[f64], Option<&[f64]>),
+        poisson: &[f64],
     ) -> Result<Self, FittedPlyError> {
         let splats = scene.gaussians().len();
         let n = log10_youngs.len();
+        if poisson.len() != n {
+            return Err(FittedPlyError::Inputs(format!(
+                "{} Poisson's ratios for {n} drivers",
+                poisson.len()
+            )));
+        }
         let bad_splat = links
             .followers
             .iter()
@@ -180,6 +194,7 @@ impl SplatMaterial {
             anchored: vec![0.0; splats],
             velocity: vec![[0.0; 3]; splats],
             youngs_log10_std: vec![0.0; splats],
+            poisson_ratio: vec![0.0; splats],
         };
         for s in scene.simulated_indices() {
             m.simulated[s as usize] = 1.0;
@@ -189,6 +204,7 @@ impl SplatMaterial {
             m.anchored[s] = 1.0;
             m.youngs_modulus[s] = world(log10_youngs[d]);
             m.youngs_log10_std[s] = std_of(d) as f32;
+            m.poisson_ratio[s] = poisson[d] as f32;
         }
         for (g, &splat) in links.followers.iter().enumerate() {
             let s = splat as usize;
@@ -199,6 +215,7 @@ impl SplatMaterial {
             m.youngs_modulus[s] = world(mean(&|d| log10_youngs[d]));
             m.velocity[s] = std::array::from_fn(|a| mean(&|d| velocity[3 * d + a]) as f32);
             m.youngs_log10_std[s] = mean(&std_of) as f32;
+            m.poisson_ratio[s] = mean(&|d| poisson[d]) as f32;
         }
         Ok(m)
     }
@@ -214,6 +231,7 @@ impl SplatMaterial {
             ("vy", axis(1)),
             ("vz", axis(2)),
             ("youngs_log10_std", self.youngs_log10_std.clone()),
+            ("poisson_ratio", self.poisson_ratio.clone()),
         ]
     }
 }
@@ -223,7 +241,7 @@ const UNITS_COMMENT: &str =
     "comment physfit fitted.ply: youngs_modulus is Young's modulus in world units \
 (E_normalised * box_side^2; 0 on static splats), vx vy vz the initial velocity in world units/s, \
 simulated and anchored are 1/0 flags, youngs_log10_std is the standard error of log10 E in decades \
-(0 where the fit estimated none)\n";
+(0 where the fit estimated none), poisson_ratio Poisson's ratio (0 on static splats)\n";
 
 /// Writes `scene`'s `.ply` back to `path` (atomically) with `material` as
 /// extra properties (module doc).

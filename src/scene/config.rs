@@ -402,6 +402,9 @@ pub struct FitStageConfig {
     pub regions: Option<NamedRegionsConfig>,
     /// Weight of the smoothness term on the initial velocity (stage 1 only).
     pub velocity_tv_weight: Option<f64>,
+    /// Poisson's ratio as a fitted field (stage 2 only): `"fixed"`
+    /// (default), `"global"` or `"regions"`. A word, as `field`.
+    pub poisson: Option<String>,
 }
 
 /// `[fit.stiffness.regions]` / `[fit.velocity.regions]`: named regions,

@@ -3,6 +3,7 @@
 //! explicit time-step check (docs/design.md § MPM, Stability).
 
 use super::collider::to_normalised;
+use super::fit_field::FITTED_POISSON_MAX;
 use super::validated_scene::Scene;
 use crate::mpm_rules::stability::{explicit_dt_bound, min_substeps_per_frame};
 use crate::mpm_rules::MpmConfig;
@@ -18,6 +19,9 @@ pub struct Stability {
     pub min_substeps: u32,
     /// The E the bound is evaluated at (10^high).
     pub youngs_max: f64,
+    /// The ν the bound is evaluated at: `material.poisson_ratio`, or
+    /// [`super::fit_field::FITTED_POISSON_MAX`] when the fit fits ν.
+    pub poisson_max: f64,
 }
 
 impl Scene {
@@ -48,22 +52,29 @@ impl Scene {
         }
     }
 
-    /// The explicit time-step check at the top of the E range.
+    /// The largest Poisson's ratio the simulation may see: the top of a
+    /// fitted ν's range when `[fit.stiffness] poisson` fits it, else
+    /// `material.poisson_ratio`.
+    pub fn poisson_max(&self) -> f64 {
+        match self.fit.stiffness.poisson.fitted() {
+            true => self.material.poisson_ratio.max(FITTED_POISSON_MAX),
+            false => self.material.poisson_ratio,
+        }
+    }
+
+    /// The explicit time-step check at the top of the E range and at
+    /// [`Scene::poisson_max`].
     pub fn stability(&self) -> Stability {
         let youngs_max = 10f64.powf(self.material.log10_youngs_range[1]);
         let dx = 1.0 / self.simulation.grid_res as f64;
         let m = &self.material;
+        let poisson_max = self.poisson_max();
         Stability {
             dt: 1.0 / (self.fps * self.simulation.substeps as f64),
-            dt_bound: explicit_dt_bound(youngs_max, m.poisson_ratio, m.density, dx),
-            min_substeps: min_substeps_per_frame(
-                self.fps,
-                youngs_max,
-                m.poisson_ratio,
-                m.density,
-                dx,
-            ),
+            dt_bound: explicit_dt_bound(youngs_max, poisson_max, m.density, dx),
+            min_substeps: min_substeps_per_frame(self.fps, youngs_max, poisson_max, m.density, dx),
             youngs_max,
+            poisson_max,
         }
     }
 }

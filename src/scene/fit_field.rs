@@ -130,3 +130,82 @@ pub(crate) fn resolve_field(
     }
     Ok(setting)
 }
+
+/// The largest Poisson's ratio a fitted ν reaches (`ν = 0.49·sigmoid(z)`,
+/// docs/design.md § Loss, parameters, fit): the explicit time-step bound of
+/// a scene that fits ν is taken there.
+pub const FITTED_POISSON_MAX: f64 = 0.49;
+
+/// The largest ν a scene's simulation may see: [`FITTED_POISSON_MAX`]
+/// when `[fit.stiffness] poisson` fits it (any word but `"fixed"`; a wrong
+/// word is refused later, by [`resolve_poisson`]), else `material`'s.
+pub(crate) fn poisson_bound(stiffness: &FitStageConfig, material: f64) -> f64 {
+    match stiffness.poisson.as_deref() {
+        None | Some("fixed") => material,
+        Some(_) => material.max(FITTED_POISSON_MAX),
+    }
+}
+
+/// `poisson` of `[fit.stiffness]`: whether Poisson's ratio ν is fitted with
+/// E, and over which partition (docs/design.md § Loss, parameters, fit).
+/// A fitted ν starts at `material.poisson_ratio`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum PoissonSetting {
+    /// ν held at `material.poisson_ratio` (the default).
+    #[default]
+    Fixed,
+    /// One ν for the whole object.
+    Global,
+    /// One ν per region of `[fit.stiffness.regions]` (E's partition).
+    Regions,
+}
+
+impl PoissonSetting {
+    /// Whether ν is a fitted unknown.
+    pub fn fitted(self) -> bool {
+        self != PoissonSetting::Fixed
+    }
+}
+
+/// Resolves `poisson` of the stage table `table` whose `field` resolved
+/// to `field`: the velocity stage has no ν, and `"regions"` needs E's
+/// regions.
+pub(crate) fn resolve_poisson(
+    v: &Validator,
+    table: &str,
+    of: FieldOf,
+    c: &FitStageConfig,
+    field: &FieldSetting,
+) -> Result<PoissonSetting, SceneError> {
+    let name = format!("{table}.poisson");
+    let Some(word) = c.poisson.as_deref() else {
+        return Ok(PoissonSetting::Fixed);
+    };
+    if of == FieldOf::Velocity {
+        return Err(v.invalid(
+            &name,
+            "Poisson's ratio is fitted with E, by the stiffness stage",
+            "move `poisson` to [fit.stiffness]",
+        ));
+    }
+    match word {
+        "fixed" => Ok(PoissonSetting::Fixed),
+        "global" => Ok(PoissonSetting::Global),
+        "regions" if matches!(field, FieldSetting::Regions(_)) => Ok(PoissonSetting::Regions),
+        "regions" => Err(v.invalid(
+            &name,
+            "\"regions\" fits one ν per region of [fit.stiffness.regions], but the stiffness \
+             has no regions",
+            format!(
+                "set `{table}.field = \"regions\"` with a [{table}.regions] table, or write \
+                 `poisson = \"global\"`"
+            ),
+        )),
+        other => Err(v.invalid(
+            &name,
+            format!("\"{other}\" is not a setting of Poisson's ratio"),
+            "write poisson = \"fixed\" (ν held at material.poisson_ratio, the default), \
+             \"global\" (one ν) or \"regions\" (one ν per region of [fit.stiffness.regions])",
+        )),
+    }
+}

@@ -4,7 +4,7 @@
 
 use super::config::{FitConfig, FitStageConfig};
 use super::error::SceneError;
-use super::fit_field::{resolve_field, FieldOf, FieldSetting};
+use super::fit_field::{resolve_field, resolve_poisson, FieldOf, FieldSetting, PoissonSetting};
 use super::validate::Validator;
 
 /// One resolved fit stage.
@@ -43,6 +43,9 @@ pub struct FitStage {
     pub velocity_tv_weight: f64,
     /// How this stage's unknown is parameterised (`field`, `regions`).
     pub field: FieldSetting,
+    /// Whether Poisson's ratio is fitted with E (`poisson`; stage 2 only,
+    /// [`PoissonSetting::Fixed`] for stage 1).
+    pub poisson: PoissonSetting,
 }
 
 impl FitStage {
@@ -71,6 +74,7 @@ impl FitStage {
             tv_weight: 0.01,
             velocity_tv_weight: 0.0,
             field: FieldSetting::Drivers,
+            poisson: PoissonSetting::Fixed,
         }
     }
 
@@ -140,9 +144,11 @@ fn resolve_stage(
             "move `velocity_tv_weight` to [fit.velocity]",
         )),
     };
+    let field_setting = resolve_field(v, field, of, c)?;
     let stage = FitStage {
         velocity_tv_weight,
-        field: resolve_field(v, field, of, c)?,
+        poisson: resolve_poisson(v, field, of, c, &field_setting)?,
+        field: field_setting,
         iterations: c.iterations.unwrap_or(d.iterations),
         learning_rate: v.positive(
             &f("learning_rate"),

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use super::config::{GaussiansConfig, ReferenceConfig, SceneConfig, ViewConfig};
 use super::drivers::resolve_drivers;
 use super::error::SceneError;
+use super::fit_field::{poisson_bound, FITTED_POISSON_MAX};
 use super::fit_settings::resolve_fit;
 use super::material::resolve_material;
 use super::ply::{load_gaussians, LoadedSplats};
@@ -175,7 +176,9 @@ impl Scene {
         let c = &config;
         let (fps, background) = resolve_reference(v, &c.reference)?;
         let material = resolve_material(v, &c.material)?;
-        let numbers = resolve_simulation(v, &c.simulation, fps, &material)?;
+        // The substeps must hold at the largest ν the fit may reach.
+        let nu_max = poisson_bound(&c.fit.stiffness, material.poisson_ratio);
+        let numbers = resolve_simulation(v, &c.simulation, fps, &material, nu_max)?;
         let views = resolve_views(v, &c.views)?;
         let (gaussians_path, splats) = resolve_splats(v, &c.gaussians)?;
         let means = &splats.gaussians.means;
@@ -183,6 +186,17 @@ impl Scene {
         let simulation = resolve_box(v, &c.simulation, numbers, means, &regions.simulated)?;
         let drivers = resolve_drivers(v, &c.drivers, &simulation, means, &regions.simulated)?;
         let fit = resolve_fit(v, &c.fit, frame_count(&views))?;
+        let nu = material.poisson_ratio;
+        if fit.stiffness.poisson.fitted() && !(nu > 0.0 && nu < FITTED_POISSON_MAX) {
+            return Err(v.out_of_range(
+                "material.poisson_ratio",
+                nu,
+                format!(
+                    "must be in (0, {FITTED_POISSON_MAX}) when `fit.stiffness.poisson` fits ν: \
+                     it is the fitted ν's start, and a fitted ν stays inside that range"
+                ),
+            ));
+        }
         let output_dir = v.join(&c.output.directory);
         Ok(Scene {
             path: v.path.to_path_buf(),

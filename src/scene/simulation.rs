@@ -46,12 +46,15 @@ pub(crate) struct SimulationNumbers {
 
 /// `[simulation]` less its box: the grid, the padding of an automatic box,
 /// damping, gravity, the colliders and the substeps, checked against the
-/// explicit time-step bound at the top of the material's E range.
+/// explicit time-step bound at the top of the material's E range and at
+/// `poisson_max`, the largest ν the simulation may see (the material's, or
+/// the top of a fitted ν's range).
 pub(crate) fn resolve_simulation(
     v: &Validator,
     s: &SimulationConfig,
     fps: f64,
     material: &Material,
+    poisson_max: f64,
 ) -> Result<SimulationNumbers, SceneError> {
     if s.grid_res < crate::mpm_rules::config::MIN_GRID_RES {
         return Err(v.out_of_range(
@@ -66,7 +69,7 @@ pub(crate) fn resolve_simulation(
     let padding = v.non_negative("simulation.padding", s.padding)?;
     let damping = v.non_negative("simulation.damping", s.damping)?;
     let gravity_world = v.finite3("simulation.gravity", s.gravity)?;
-    let (nu, density) = (material.poisson_ratio, material.density);
+    let (nu, density) = (poisson_max, material.density);
     let dx = 1.0 / s.grid_res as f64;
     let youngs_max = 10f64.powf(material.log10_youngs_range[1]);
     let min_substeps = min_substeps_per_frame(fps, youngs_max, nu, density, dx);

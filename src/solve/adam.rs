@@ -112,15 +112,17 @@ impl Adam {
     }
 
     /// One Adam step of `params` along `grad` at `rate`, then the projection
-    /// onto `[bounds.0, bounds.1]` (the log10 E range: the clamp is part of
-    /// the optimiser, not of the forward; docs/design.md § Loss, parameters,
-    /// fit). `self` is unchanged until [`Adam::accept`].
+    /// of parameter i onto `[bounds[i].0, bounds[i].1]` (the log10 E range:
+    /// the clamp is part of the optimiser, not of the forward; docs/design.md
+    /// § Loss, parameters, fit); parameters past the end of `bounds` are not
+    /// projected (ν's unconstrained z after E's). `self` is unchanged until
+    /// [`Adam::accept`].
     pub fn propose(
         &self,
         params: &[f64],
         grad: &[f64],
         rate: f64,
-        bounds: Option<(f64, f64)>,
+        bounds: &[(f64, f64)],
     ) -> Proposal {
         assert_eq!(params.len(), self.len(), "one parameter per moment");
         assert_eq!(grad.len(), self.len(), "one gradient per parameter");
@@ -137,7 +139,7 @@ impl Adam {
             let m = BETA1 * self.m[i] + (1.0 - BETA1) * grad[i];
             let v = BETA2 * self.v[i] + (1.0 - BETA2) * grad[i] * grad[i];
             let mut p = params[i] - rate * (m / c1) / ((v / c2).sqrt() + EPSILON);
-            if let Some((lo, hi)) = bounds {
+            if let Some(&(lo, hi)) = bounds.get(i) {
                 p = p.clamp(lo, hi);
             }
             state.m.push(m);
@@ -191,8 +193,9 @@ pub struct AdamSolver {
     /// The gradient's norm is clipped to this before a step (`inf`: no
     /// clipping).
     pub grad_clip: f64,
-    /// The bounds every parameter is projected into, if any.
-    pub bounds: Option<(f64, f64)>,
+    /// The box of each parameter, in order; those past its end (all, when
+    /// empty) are not projected.
+    pub bounds: Vec<(f64, f64)>,
     /// Converged when the loss fell by at most this fraction over
     /// [`CONVERGENCE_WINDOW`] iterations (0: never).
     pub tolerance: f64,
@@ -323,7 +326,7 @@ impl<O: Objective + ?Sized> Solver<AdamObjective<'_, O>> for AdamSolver {
         let mut rate = self.schedule.rate(run.iteration);
         let mut rejected = 0;
         let (proposal, (loss, next_grad)) = loop {
-            let proposal = run.moments.propose(&run.x, &grad, rate, self.bounds);
+            let proposal = run.moments.propose(&run.x, &grad, rate, &self.bounds);
             if let Some(next) = objective.evaluate(&proposal.params)? {
                 break (proposal, next);
             }

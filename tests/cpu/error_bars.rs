@@ -75,6 +75,7 @@ fn the_error_bar_panel_colours_on_a_fixed_range_and_greys_static_splats() {
         anchored: vec![0.0; 3],
         velocity: vec![[0.0; 3]; 3],
         youngs_log10_std: vec![0.01, 0.9, 0.0],
+        poisson_ratio: vec![0.3, 0.3, 0.0],
     };
     let c = ErrorBarColouring::new(&material, [3.0, 6.0]);
     assert_eq!(c.range, [0.0, unconstrained_log10_std([3.0, 6.0])]);

@@ -49,6 +49,8 @@ fn running_state() -> FitState {
         iteration: 3,
         log10_youngs: vec![3.1, 4.000000000000001, 1.0 / 3.0],
         velocity: vec![0.1, -0.2, std::f64::consts::PI],
+        // Poisson's ratio's z (ν = 0.49·sigmoid(z)): restored exactly.
+        poisson: vec![-1.0 / 3.0],
         adam: Adam {
             m: vec![1e-300, 0.5, -7.25],
             v: vec![3.0e-17, 2.0, 1.0 / 7.0],
@@ -145,6 +147,15 @@ fn a_checkpoint_reads_back_bit_for_bit_and_refuses_other_settings() {
     c.save(&path).unwrap();
     let back = Checkpoint::load(&path, &fingerprint).unwrap();
     assert_eq!(back, c, "every f64 round-trips exactly");
+
+    assert_eq!(back.state.poisson[0].to_bits(), (-1.0f64 / 3.0).to_bits());
+    // A fit of ν is another fit than one that holds it (and a fit that
+    // holds it keeps the fingerprint it had before ν could be fitted).
+    let (_d3, fitted_nu) = scene_with(&means(), "[fit.stiffness]\npoisson = \"global\"\n");
+    let fitted_nu = FitFingerprint::of(&fitted_nu.unwrap(), StageChoice::Both, None).unwrap();
+    let err = Checkpoint::load(&path, &fitted_nu).unwrap_err().to_string();
+    assert!(err.contains("fit.stiffness.poisson"), "{err}");
+    assert!(!fingerprint.0.contains_key("fit.stiffness.poisson"));
 
     // Other settings: refused, naming the field.
     let (_d2, other) = scene_with(&means(), "[fit.stiffness]\nlearning_rate = 0.2\n");
@@ -312,13 +323,14 @@ fn a_checkpoint_that_does_not_fit_its_plan_is_refused_naming_the_field() {
         Parameters {
             log10_youngs: vec![3.5; youngs],
             velocity: vec![0.0; velocity],
+            poisson: Vec::new(),
         },
         &plan,
     );
     let path = std::path::Path::new("out/checkpoint.json");
     let check = |state: FitState| {
         Checkpoint::new(FitFingerprint(Default::default()), state, Vec::new())
-            .check_against(path, &plan, youngs, velocity, (3.0, 4.5))
+            .check_against(path, &plan, youngs, velocity, 0, (3.0, 4.5))
             .err()
             .map(|e| e.to_string())
     };
@@ -347,6 +359,9 @@ fn a_checkpoint_that_does_not_fit_its_plan_is_refused_naming_the_field() {
     let mut s = finished.clone();
     s.stage = 99;
     refused(s, "state.stage");
+    let mut s = finished.clone();
+    s.poisson = vec![0.0];
+    refused(s, "state.poisson");
     let mut s = finished.clone();
     s.converged.clear();
     refused(s, "state.converged");

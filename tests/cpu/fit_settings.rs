@@ -8,8 +8,9 @@ use crate::scene::{expect_err, Fixture, BASE};
 
 use physfit::drive::DriverSet;
 use physfit::fit::{ChosenField, RegionAssignment, VelocityField, YoungsField};
+use physfit::scene::fit_field::FITTED_POISSON_MAX;
 use physfit::scene::region::RegionShape;
-use physfit::scene::{FieldSetting, Scene, UNCOVERED_REGION};
+use physfit::scene::{FieldSetting, PoissonSetting, Scene, UNCOVERED_REGION};
 
 /// BASE (64 splats on a lattice of spacing 0.5 over [0, 1.5]³) with `fit`
 /// appended.
@@ -240,4 +241,121 @@ fn drivers_belong_to_the_first_region_holding_them_and_the_rest_to_one_more() {
     assert_eq!(v(&FieldSetting::Drivers), VelocityField::PerDriver);
     assert_eq!(v(&FieldSetting::Global), VelocityField::Global);
     assert_eq!(v(&FieldSetting::Rigid), VelocityField::Rigid);
+}
+
+/// `poisson` of `[fit.stiffness]`: "fixed" by default (ν held at
+/// `material.poisson_ratio`, the substeps those of that ν), "global" and
+/// "regions" fit it, and the automatic substeps then hold at the top of a
+/// fitted ν (0.49); each mistake is refused naming the field and the fix.
+#[test]
+fn poisson_is_fixed_by_default_fitted_globally_or_per_region_and_mistakes_are_refused() {
+    let fx = Fixture::new();
+    let fixed = load(&fx, "");
+    assert_eq!(fixed.fit.stiffness.poisson, PoissonSetting::Fixed);
+    assert_eq!(fixed.fit.velocity.poisson, PoissonSetting::Fixed);
+    assert_eq!(fixed.stability().poisson_max, fixed.material.poisson_ratio);
+    let written = load(&fx, "[fit.stiffness]\npoisson = \"fixed\"\n");
+    assert_eq!(written.simulation.substeps, fixed.simulation.substeps);
+    let global = load(
+        &fx,
+        "[fit.stiffness]\nfield = \"global\"\npoisson = \"global\"\n",
+    );
+    assert_eq!(global.fit.stiffness.poisson, PoissonSetting::Global);
+    assert_eq!(global.stability().poisson_max, FITTED_POISSON_MAX);
+    assert!(
+        global.simulation.substeps > fixed.simulation.substeps,
+        "{} substeps at ν 0.49, {} at ν {}",
+        global.simulation.substeps,
+        fixed.simulation.substeps,
+        fixed.material.poisson_ratio
+    );
+    assert!(global.stability().min_substeps <= global.simulation.substeps);
+    let regions = load(
+        &fx,
+        "[fit.stiffness]\nfield = \"regions\"\npoisson = \"regions\"\n\
+         [fit.stiffness.regions]\ntail = [{ min = [0.0, 0.0, 0.0], max = [1.0, 1.0, 1.0] }]\n",
+    );
+    assert_eq!(regions.fit.stiffness.poisson, PoissonSetting::Regions);
+
+    let refused = |fit: &str, field: &str| {
+        let e = expect_err(fx.load(&format!("{BASE}\n{fit}")), field);
+        eprintln!("{e}");
+        e.to_string()
+    };
+    let msg = refused(
+        "[fit.stiffness]\nfield = \"global\"\npoisson = \"regions\"\n",
+        "fit.stiffness.poisson",
+    );
+    assert!(msg.contains("[fit.stiffness.regions]"), "{msg}");
+    let msg = refused(
+        "[fit.stiffness]\npoisson = \"free\"\n",
+        "fit.stiffness.poisson",
+    );
+    for word in ["\"free\"", "\"fixed\"", "\"global\"", "\"regions\""] {
+        assert!(msg.contains(word), "{msg}");
+    }
+    let msg = refused(
+        "[fit.velocity]\npoisson = \"global\"\n",
+        "fit.velocity.poisson",
+    );
+    assert!(msg.contains("[fit.stiffness]"), "{msg}");
+    // Explicit substeps too few for ν = 0.49 are refused when ν is fitted.
+    let substeps = fixed.simulation.substeps;
+    let e = fx
+        .load(&format!(
+            "{BASE}\n[simulation]\nsubsteps = {substeps}\n\
+             [fit.stiffness]\nfield = \"global\"\npoisson = \"global\"\n"
+        ))
+        .expect_err("too few substeps for a fitted ν");
+    assert!(e.to_string().contains("substeps"), "{e}");
+}
+
+/// `poisson = "regions"` maps ν by E's partition (the fit's options carry
+/// E's region field for it), and fit.json names each fitted ν as E's
+/// region (`object` for one ν), its value `0.49·sigmoid(z)`.
+#[test]
+fn fitted_poissons_ratios_are_named_by_es_regions() {
+    use physfit::fit::poisson::{poisson_of, z_of};
+    use physfit::fit::summary_build::poisson_parameters;
+    use physfit::fit::{FitProblemOptions, FitState, Parameters};
+    let fx = Fixture::new();
+    let scene = load(
+        &fx,
+        "[fit.stiffness]\nfield = \"regions\"\npoisson = \"regions\"\n\
+         [fit.stiffness.regions]\n\
+         low = [{ min = [-1.0, -1.0, -1.0], max = [2.0, 2.0, 0.6] }]\n\
+         left = [{ min = [-1.0, -1.0, -1.0], max = [0.25, 2.0, 2.0] }]\n",
+    );
+    let drivers = DriverSet::from_scene(&scene).unwrap();
+    let options = FitProblemOptions::from_scene(&scene, &drivers, &scene.fit.stiffness).unwrap();
+    assert_eq!(options.poisson.as_ref(), Some(&options.youngs));
+    let z = vec![z_of(0.1), z_of(0.2), z_of(0.45)];
+    let state = FitState::start(
+        Parameters {
+            log10_youngs: vec![4.0; 3],
+            velocity: vec![0.0; 3],
+            poisson: z.clone(),
+        },
+        &[],
+    );
+    let named = poisson_parameters(&scene, &drivers, &state);
+    let names: Vec<&str> = named.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["low", "left", UNCOVERED_REGION]);
+    for (p, &z) in named.iter().zip(&z) {
+        assert_eq!(p.poisson_ratio, poisson_of(z));
+    }
+    let global = load(&fx, "[fit.stiffness]\npoisson = \"global\"\n");
+    let options = FitProblemOptions::from_scene(&global, &drivers, &global.fit.stiffness).unwrap();
+    assert_eq!(options.poisson, Some(YoungsField::Global));
+    let one = FitState {
+        poisson: vec![z_of(0.3)],
+        ..state
+    };
+    let named = poisson_parameters(&global, &drivers, &one);
+    assert_eq!(named.len(), 1);
+    assert_eq!(named[0].name, "object");
+    assert!((named[0].poisson_ratio - 0.3).abs() < 1e-12);
+    let fixed = load(&fx, "");
+    let options = FitProblemOptions::from_scene(&fixed, &drivers, &fixed.fit.stiffness).unwrap();
+    assert_eq!(options.poisson, None);
 }

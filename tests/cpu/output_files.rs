@@ -598,3 +598,94 @@ fn a_ply_without_splats_is_refused_naming_the_file() {
         "{text}"
     );
 }
+
+/// A fitted Poisson's ratio per driver: `drivers.safetensors` round-trips
+/// it bit for bit (a file without it reads back ν = the material's
+/// everywhere), a ν outside [0, 0.5) or of the wrong length is refused, and
+/// `fitted.ply` carries it per splat (a follower: the mean of its drivers';
+/// an anchored splat: its cluster driver's; a static splat: 0).
+#[test]
+fn poissons_ratio_round_trips_through_the_drivers_file_and_the_fitted_ply() {
+    let f = fitted();
+    let n = f.drivers.len();
+    let nu: Vec<f64> = (0..n).map(|d| 0.1 + d as f64 / 41.0 + 1e-14).collect();
+    let bare = f.file();
+    assert_eq!(bare.poisson(), vec![f.scene.material.poisson_ratio; n]);
+    let path = f.path("drivers.safetensors");
+    bare.save(&path).unwrap();
+    let old = FittedDrivers::load(&path).unwrap();
+    assert_eq!(old.poisson_ratio, None);
+    assert_eq!(old.poisson(), vec![f.scene.material.poisson_ratio; n]);
+
+    let file = f.file().with_poisson(nu.clone()).unwrap();
+    file.save(&path).unwrap();
+    let back = FittedDrivers::load(&path).unwrap();
+    assert_eq!(back, file);
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&back.poisson()), bits(&nu));
+    assert!(f.file().with_poisson(vec![0.2; n - 1]).is_err());
+    let mut high = nu.clone();
+    high[3] = 0.5;
+    let e = f.file().with_poisson(high).unwrap_err().to_string();
+    assert!(e.contains("0.5"), "{e}");
+
+    let material = SplatMaterial::from_fitted(&f.scene, &back).unwrap();
+    let ply = f.path("fitted.ply");
+    write_fitted_ply(&ply, &f.scene, &material).unwrap();
+    let loaded = load_gaussians(&ply).unwrap();
+    let column = loaded
+        .ply
+        .vertex()
+        .unwrap()
+        .column_f32("poisson_ratio")
+        .expect("a poisson_ratio property");
+    let g = f.drivers.followers.len() / 2;
+    let s = f.drivers.followers[g] as usize;
+    let near = f.drivers.neighbours_of(g);
+    let mean = near.iter().map(|&d| nu[d as usize]).sum::<f64>() / near.len() as f64;
+    assert!(
+        (f64::from(column[s]) - mean).abs() < 1e-6,
+        "{} vs {mean}",
+        column[s]
+    );
+    let anchored = back.anchored_splats[0];
+    assert_eq!(
+        column[anchored[0] as usize],
+        nu[anchored[1] as usize] as f32
+    );
+    let still = (0..f.scene.gaussians().len())
+        .find(|&i| !f.scene.simulated[i])
+        .expect("a static splat");
+    assert_eq!(column[still], 0.0);
+}
+
+/// `render --params` simulates with the drivers file's ν
+/// (`ForwardSetup::from_fitted`): a file without ν keeps the scene's, one
+/// with ν carries it to the simulator, and the time-step bound is checked
+/// at its largest value (a ν the scene's substeps cannot hold is refused
+/// before anything runs).
+#[test]
+fn a_forward_run_from_a_drivers_file_uses_its_poissons_ratio_and_checks_its_bound() {
+    use physfit::forward::{ForwardError, ForwardSetup};
+    use physfit::interact::Interactions;
+    use physfit::mpm::MpmError;
+    let f = fitted();
+    let n = f.drivers.len();
+    let none = Interactions::default();
+    let plain = ForwardSetup::from_fitted(&f.scene, &f.file(), "d", &none).unwrap();
+    assert_eq!(plain.poisson, None);
+    assert_eq!(plain.poisson_max(), f.scene.material.poisson_ratio);
+    let nu: Vec<f64> = (0..n).map(|d| 0.15 + 0.01 * d as f64).collect();
+    let file = f.file().with_poisson(nu.clone()).unwrap();
+    let setup = ForwardSetup::from_fitted(&f.scene, &file, "d", &none).unwrap();
+    assert_eq!(setup.poisson.as_deref(), Some(nu.as_slice()));
+    let stiff = f.file().with_poisson(vec![0.49; n]).unwrap();
+    let e = ForwardSetup::from_fitted(&f.scene, &stiff, "d", &none).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            ForwardError::Mpm(MpmError::TooFewSubsteps { poisson, .. }) if poisson == 0.49
+        ),
+        "{e}"
+    );
+}

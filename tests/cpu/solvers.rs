@@ -18,7 +18,7 @@ fn adam(max_rejections: u32) -> AdamSolver {
             iterations: 50,
         },
         grad_clip: f64::INFINITY,
-        bounds: Some((-1.0, 10.0)),
+        bounds: vec![(-1.0, 10.0)],
         tolerance: 0.0,
         max_rejections,
         label: "test".into(),

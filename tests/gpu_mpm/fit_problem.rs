@@ -184,6 +184,7 @@ pub(crate) fn true_params(p: &FitProblem) -> Parameters {
     Parameters {
         log10_youngs: vec![TRUE_LOG10_E; n],
         velocity: (0..n).flat_map(|_| TRUE_V).collect(),
+        poisson: Vec::new(),
     }
 }
 
@@ -279,6 +280,7 @@ pub(crate) fn start_of(p: &FitProblem, kind: Kind) -> Parameters {
         velocity: (0..3 * n)
             .map(|i| scale * TRUE_V[i % 3] + 0.08 * r[n + i] as f64)
             .collect(),
+        poisson: Vec::new(),
     }
 }
 
@@ -407,6 +409,7 @@ fn shifted(p: &Parameters, youngs: &[f64], velocity: &[f64], h: f64) -> Paramete
             .zip(velocity)
             .map(|(a, d)| a + h * d)
             .collect(),
+        poisson: Vec::new(),
     }
 }
 
@@ -691,10 +694,12 @@ fn low_dimensional_fields_map_the_per_driver_gradient() {
     let x = Parameters {
         log10_youngs: vec![3.7],
         velocity: vec![0.3, 0.05, 0.2, 0.4, -0.3, 0.6],
+        poisson: Vec::new(),
     };
     let physical = Parameters {
         log10_youngs: low.youngs_map().apply(&x.log10_youngs).unwrap(),
         velocity: low.velocity_map().apply(&x.velocity).unwrap(),
+        poisson: Vec::new(),
     };
     let g_per = per
         .evaluate(&ctx, &physical, &all(), GradientFlow::Full)
@@ -832,6 +837,7 @@ fn velocity_smoothness_term_matches_finite_differences() {
     let uniform = Parameters {
         log10_youngs: at.log10_youngs.clone(),
         velocity: u.repeat(at.velocity.len() / 3),
+        poisson: Vec::new(),
     };
     let anchored = &p0.drivers().anchored;
     let mixed = graph

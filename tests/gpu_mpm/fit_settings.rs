@@ -103,6 +103,7 @@ fn regions_from_the_scene_evaluate_as_the_hand_built_fields() {
     let at = Parameters {
         log10_youngs: vec![3.6, 3.9, 3.75],
         velocity: vec![0.35, 0.05, 0.2, 0.3, -0.05, 0.25],
+        poisson: Vec::new(),
     };
     let (loss_scene, g_scene) = gradients(&ctx, &mut from_scene, &at);
     let (loss_hand, g_hand) = gradients(&ctx, &mut hand, &at);

@@ -235,6 +235,7 @@ fn without_interactions_the_fitted_rollout_is_reproduced() {
         let params = Parameters {
             log10_youngs: f.log10.clone(),
             velocity: f.velocity.clone(),
+            poisson: Vec::new(),
         };
         let rollout = problem.forward_states(&ctx, &params, frames).unwrap();
         (0..=frames)

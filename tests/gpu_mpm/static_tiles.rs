@@ -99,6 +99,7 @@ fn uniform(p: &FitProblem, log10: f64, v: [f64; 3]) -> Parameters {
     Parameters {
         log10_youngs: vec![log10; n],
         velocity: (0..n).flat_map(|_| v).collect(),
+        poisson: Vec::new(),
     }
 }
 

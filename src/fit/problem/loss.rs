@@ -114,7 +114,9 @@ impl FitProblem {
     /// `log10_youngs` one per driver (normalised units), `velocity` three
     /// per driver (world units/s). A twin experiment's truth is per-driver
     /// whatever the fit's fields, so its loss on the fit's own frames,
-    /// views and weights is measured with this.
+    /// views and weights is measured with this. When the fit fits ν, ν is
+    /// `material.poisson_ratio` here (the ν `physfit synth` simulates a
+    /// truth with).
     pub fn loss_of_drivers(
         &mut self,
         ctx: &GpuContext,
@@ -131,6 +133,10 @@ impl FitProblem {
             });
         }
         self.profiler.start();
+        if self.poisson_map.is_some() {
+            let nu = self.driver_poisson(&[])?;
+            self.set_poisson(ctx, &nu)?;
+        }
         let (prepared, start) =
             self.prepare_drivers(ctx, log10_youngs.to_vec(), velocity.to_vec())?;
         self.loss_from(ctx, &prepared, &start, selection)
