@@ -394,8 +394,9 @@ impl Lbfgs {
 /// The next, shorter trial after the step `t` was refused (Nocedal &
 /// Wright § 3.5): the minimum of the parabola through the point's loss
 /// `f0`, its `slope` along the direction and the refused trial's `loss`,
-/// kept within [t/10, t/2] so that a poor fit neither stalls nor
-/// overshoots; half the step when the trial was unusable (a blow-up says
+/// kept within [t/4, t/2]: a loss that is no parabola along the direction
+/// (8-bit frames, contact) would otherwise send the search to steps too
+/// short to gain anything; half the step when the trial was unusable (a blow-up says
 /// nothing of the loss's shape).
 fn shorter_step(t: f64, f0: f64, slope: f64, loss: Option<f64>) -> f64 {
     match loss.filter(|l| l.is_finite()) {
@@ -406,7 +407,7 @@ fn shorter_step(t: f64, f0: f64, slope: f64, loss: Option<f64>) -> f64 {
             } else {
                 0.5 * t
             };
-            minimum.clamp(0.1 * t, 0.5 * t)
+            minimum.clamp(0.25 * t, 0.5 * t)
         }
         None => 0.5 * t,
     }
