@@ -31,10 +31,11 @@ use super::observer::{EvaluationHook, EvaluationPurpose};
 use super::options::FitProblemOptions;
 use super::plan::{StageKind, StagePlan, LBFGS_MAX_PARAMETERS};
 use super::problem::FitProblem;
-use super::stages::lbfgs_coordinates;
+use super::stages::{lbfgs_coordinates, warm_start};
 use crate::drive::DriverSet;
 use crate::gpu::GpuContext;
 use crate::scene::Scene;
+use crate::solve::lbfgs::CurvaturePair;
 use crate::solve::{execute, Control, Lbfgs, LbfgsSettings, LbfgsStart};
 use crate::stop::StopSignal;
 
@@ -53,13 +54,16 @@ pub fn last_stiffness(plan: &[StagePlan]) -> Option<&StagePlan> {
 }
 
 /// Refits E of `params` at [`SUBSTEP_REFINEMENT`] times `scene`'s substeps
-/// (module doc), stopping at `stop`, `hook` told of each evaluation.
+/// (module doc), from the fit's last stiffness `curvature` (the refit's
+/// loss differs from the fit's by the time step alone), stopping at
+/// `stop`, `hook` told of each evaluation.
 pub fn check_discretisation(
     ctx: &GpuContext,
     scene: &Scene,
     drivers: &DriverSet,
     plan: &[StagePlan],
     params: &Parameters,
+    curvature: &[CurvaturePair],
     stop: Option<&StopSignal>,
     hook: EvaluationHook<'_>,
 ) -> Result<Result<DiscretisationCheck, NotChecked>, FitError> {
@@ -101,6 +105,7 @@ pub fn check_discretisation(
             stage: "the discretisation check".into(),
         });
     };
+    warm_start(&mut run, curvature);
     let start_loss = run.loss;
     execute(&mut solver, &mut objective, &mut run, |_, _| {
         Control::Continue

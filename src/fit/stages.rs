@@ -26,7 +26,10 @@ use super::scan::run_scan;
 use super::state::{CappedStage, FitState, LbfgsCheckpoint, StageTally};
 use crate::gpu::GpuContext;
 use crate::solve::adam::{AdamError, AdamObjective};
-use crate::solve::{execute, Adam, AdamSolver, Ending, Lbfgs, LbfgsSettings, LbfgsStart};
+use crate::solve::lbfgs::CurvaturePair;
+use crate::solve::{
+    execute, Adam, AdamSolver, Ending, Lbfgs, LbfgsSettings, LbfgsStart, LbfgsState,
+};
 
 /// Halvings of the rate an Adam step may need before the fit gives up.
 pub const MAX_REJECTIONS: u32 = 8;
@@ -362,11 +365,15 @@ fn run_lbfgs_stage(
         Some(c) => LbfgsStart::Resume(c.solver),
         None => LbfgsStart::At(&z0),
     };
+    let fresh = matches!(start, LbfgsStart::At(_));
     let Some(mut run) = solver.start(&mut objective, start)? else {
         return Err(FitError::StartBlewUp {
             stage: stage.label(),
         });
     };
+    if fresh {
+        warm_start(&mut run, state.curvature_of(stage.kind));
+    }
     let ending = execute(&mut solver, &mut objective, &mut run, |objective, run| {
         if !start_recorded {
             let start = objective.seen(&z0);
@@ -381,6 +388,11 @@ fn run_lbfgs_stage(
         state.lbfgs = Some(LbfgsCheckpoint {
             solver: run.clone(),
         });
+        // Kept after every accepted step: a search that fails later drops
+        // the pairs, and a run usually ends with one.
+        if !run.pairs.is_empty() {
+            state.keep_curvature(stage.kind, run.pairs.clone());
+        }
         observer.borrow_mut().iteration_done(stage, state)
     })?;
     let converged = match ending {
@@ -417,6 +429,20 @@ fn run_lbfgs_stage(
         evaluations: run.evaluations,
     };
     Ok(Some((report, converged, counted)))
+}
+
+/// Starts a fresh L-BFGS run from the curvature `pairs` the previous
+/// round's stage of its kind ended with (in the same scaled coordinates),
+/// when they fit its dimension. Without them the run's first direction is
+/// the gradient at the stage's first step, a guess: after round 1 the
+/// loss is far more curved along it near the optimum than that step
+/// assumes (the velocity once E fits), and the line search spends its
+/// evaluations finding the scale the curvature already knows.
+pub(super) fn warm_start(run: &mut LbfgsState, pairs: &[CurvaturePair]) {
+    if !pairs.is_empty() && pairs.iter().all(|p| p.s.len() == run.x.len()) {
+        run.pairs = pairs.to_vec();
+        run.first = false;
+    }
 }
 
 /// Per coordinate of `unknowns` at `base`, the L-BFGS scale (`x = z ·

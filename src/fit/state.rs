@@ -11,6 +11,7 @@ use super::plan::{StageKind, StagePlan};
 use super::record::IterationRecord;
 use super::scan_state::ScanState;
 use super::uncertainty::FitUncertainty;
+use crate::solve::lbfgs::CurvaturePair;
 use crate::solve::{Adam, LbfgsState};
 
 /// Everything that changes while a fit runs (a checkpoint's content).
@@ -68,6 +69,21 @@ pub struct FitState {
     /// from there ([`FitState::continue_raised_cap`]).
     #[serde(default)]
     pub capped: Vec<CappedStage>,
+    /// Per L-BFGS stage kind, the curvature pairs its last run ended with
+    /// (in its scaled coordinates): the next round's stage of that kind
+    /// starts from them ([`super::stages`]). Empty in a checkpoint of an
+    /// earlier physfit.
+    #[serde(default)]
+    pub curvature: Vec<StageCurvature>,
+}
+
+/// The curvature an L-BFGS stage of `kind` ended with.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StageCurvature {
+    /// The stage's kind.
+    pub kind: StageKind,
+    /// Its last curvature pairs, oldest first.
+    pub pairs: Vec<CurvaturePair>,
 }
 
 /// What a finished stage did, counted.
@@ -101,6 +117,21 @@ pub struct LbfgsCheckpoint {
 }
 
 impl FitState {
+    /// The curvature pairs the last L-BFGS stage of `kind` ended with, if
+    /// any.
+    pub fn curvature_of(&self, kind: StageKind) -> &[CurvaturePair] {
+        self.curvature
+            .iter()
+            .find(|c| c.kind == kind)
+            .map_or(&[], |c| &c.pairs)
+    }
+
+    /// Keeps `pairs` as the curvature of the last L-BFGS stage of `kind`.
+    pub fn keep_curvature(&mut self, kind: StageKind, pairs: Vec<CurvaturePair>) {
+        self.curvature.retain(|c| c.kind != kind);
+        self.curvature.push(StageCurvature { kind, pairs });
+    }
+
     /// The start of a fit at `params`.
     pub fn start(params: Parameters, plan: &[StagePlan]) -> Self {
         let mut state = FitState {
@@ -119,6 +150,7 @@ impl FitState {
             lbfgs: None,
             tallies: Vec::new(),
             capped: Vec::new(),
+            curvature: Vec::new(),
         };
         state.adam = Adam::new(state.stage_param_count(plan));
         state
