@@ -25,17 +25,16 @@ pub use super::discretisation::{
     DiscretisationCheck, DISCRETISATION_TOLERANCE, SUBSTEP_REFINEMENT,
 };
 use super::error::FitError;
-use super::evaluation::Parameters;
 use super::objective::{Remember, StageObjective, Unknowns};
 use super::observer::{EvaluationHook, EvaluationPurpose};
 use super::options::FitProblemOptions;
 use super::plan::{StageKind, StagePlan, LBFGS_MAX_PARAMETERS};
 use super::problem::FitProblem;
 use super::stages::{lbfgs_coordinates, warm_start};
+use super::state::FitState;
 use crate::drive::DriverSet;
 use crate::gpu::GpuContext;
 use crate::scene::Scene;
-use crate::solve::lbfgs::CurvaturePair;
 use crate::solve::{execute, Control, Lbfgs, LbfgsSettings, LbfgsStart};
 use crate::stop::StopSignal;
 
@@ -53,20 +52,21 @@ pub fn last_stiffness(plan: &[StagePlan]) -> Option<&StagePlan> {
     plan.iter().rev().find(|p| p.kind == StageKind::Stiffness)
 }
 
-/// Refits E of `params` at [`SUBSTEP_REFINEMENT`] times `scene`'s substeps
-/// (module doc), from the fit's last stiffness `curvature` (the refit's
-/// loss differs from the fit's by the time step alone), stopping at
+/// Refits E of the fitted `state` at [`SUBSTEP_REFINEMENT`] times `scene`'s substeps
+/// (module doc), from the fitted `state`'s values and its last stiffness
+/// curvature (the refit's loss differs from the fit's by the time step
+/// alone), stopping at
 /// `stop`, `hook` told of each evaluation.
 pub fn check_discretisation(
     ctx: &GpuContext,
     scene: &Scene,
     drivers: &DriverSet,
     plan: &[StagePlan],
-    params: &Parameters,
-    curvature: &[CurvaturePair],
+    state: &FitState,
     stop: Option<&StopSignal>,
     hook: EvaluationHook<'_>,
 ) -> Result<Result<DiscretisationCheck, NotChecked>, FitError> {
+    let params = &state.parameters();
     let Some(stage) = last_stiffness(plan) else {
         return Ok(Err(NotChecked::NoStiffnessStage));
     };
@@ -105,7 +105,7 @@ pub fn check_discretisation(
             stage: "the discretisation check".into(),
         });
     };
-    warm_start(&mut run, curvature);
+    warm_start(&mut run, state.curvature_of(StageKind::Stiffness));
     let start_loss = run.loss;
     execute(&mut solver, &mut objective, &mut run, |_, _| {
         Control::Continue

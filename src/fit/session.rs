@@ -50,7 +50,7 @@ use super::options::FitProblemOptions;
 use super::output_plan::fit_output_plan;
 use super::outputs::{write_outputs, FinishedFit};
 use super::params::VelocityField;
-use super::plan::{plan_stages, StageChoice, StageKind, StagePlan};
+use super::plan::{plan_stages, StageChoice, StagePlan};
 use super::preflight::{preflight, FitInputs};
 use super::problem::FitProblem;
 use super::result::FitResult;
@@ -608,8 +608,7 @@ impl FitSession {
             &self.scene,
             &self.drivers,
             &self.plan,
-            &self.state.parameters(),
-            self.state.curvature_of(StageKind::Stiffness),
+            &self.state,
             self.stop.as_ref(),
             &hook,
         )?;

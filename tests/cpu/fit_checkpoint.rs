@@ -56,6 +56,14 @@ fn running_state() -> FitState {
             v: vec![3.0e-17, 2.0, 1.0 / 7.0],
             t: 3,
         },
+        curvature: vec![physfit::fit::state::StageCurvature {
+            kind: physfit::fit::StageKind::Velocity,
+            pairs: vec![physfit::solve::lbfgs::CurvaturePair {
+                s: vec![0.1, -0.2, 1.0 / 3.0],
+                y: vec![1e-300, 2.5, -7.0],
+                rho: 1.0 / 7.0,
+            }],
+        }],
         discretisation: Some(physfit::fit::discretisation_check::DiscretisationCheck {
             substeps: 9,
             refined_substeps: 18,
