@@ -9,8 +9,9 @@ use physfit::fit::FitSummary;
 pub(super) fn discretisation_line(summary: &FitSummary) -> String {
     let Some(d) = &summary.discretisation else {
         return if summary.settings.fit.check_discretisation {
-            "discretisation: not checked (a per-driver E field: its values are pinned by the \
-             regulariser as much as by the frames)"
+            "discretisation: not checked (it refits a `global` or `regions` E after a stiffness \
+             stage: a per-driver field's values are pinned by the regulariser as much as by the \
+             frames)"
                 .to_string()
         } else {
             "discretisation: not checked; `fit.check_discretisation = true` refits E at twice \

@@ -516,6 +516,43 @@ mod tests {
         }
     }
 
+    fn pair(n: usize) -> CurvaturePair {
+        CurvaturePair {
+            s: vec![0.1; n],
+            y: vec![0.2; n],
+            rho: 1.0 / (0.02 * n as f64),
+        }
+    }
+
+    /// A fresh run takes the previous round's pairs when they fit its
+    /// dimension (its first direction then has the curvature's scale, and
+    /// its first search does not grow), and ignores them otherwise.
+    #[test]
+    fn a_fresh_run_is_warm_started_only_by_pairs_of_its_dimension() {
+        let fresh = || LbfgsState {
+            x: vec![0.0; 3],
+            loss: 1.0,
+            grad: vec![1.0; 3],
+            pending: None,
+            pairs: Vec::new(),
+            evaluations: 1,
+            first: true,
+            small_steps: 0,
+            unused_gradients: 0,
+            gradients: 1,
+            reevaluations: 0,
+        };
+        let mut run = fresh();
+        warm_start(&mut run, &[pair(3), pair(3)]);
+        assert_eq!((run.pairs.len(), run.first), (2, false));
+        let mut other = fresh();
+        warm_start(&mut other, &[pair(2)]);
+        assert_eq!(other, fresh());
+        let mut none = fresh();
+        warm_start(&mut none, &[]);
+        assert_eq!(none, fresh());
+    }
+
     /// A round that gains less than [`ROUND_TOLERANCE`] skips the rounds
     /// left, which fit.json and the result then record as never run (no
     /// run record), not as converged runs of no seconds.

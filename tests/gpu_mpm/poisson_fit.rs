@@ -297,6 +297,12 @@ fn the_stiffness_stage_recovers_e_and_poissons_ratio_from_two_starts() {
         let FitEnd::Finished(Some(report)) = end else {
             panic!("{end:?}")
         };
+        // The stage's curvature is kept for the next round's warm start
+        // (a failed last line search drops the solver's own pairs).
+        assert!(
+            !state.curvature_of(StageKind::Stiffness).is_empty(),
+            "curvature kept"
+        );
         let fitted_nu = poisson_of(state.poisson[0]);
         let fitted_e = state.log10_youngs[0];
         eprintln!(
