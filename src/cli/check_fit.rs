@@ -54,21 +54,7 @@ pub fn fit_summary(scene: &Scene) -> Result<String> {
         if f.rounds == 1 { "" } else { "s" },
         f.checkpoint_every
     );
-    let _ = writeln!(
-        s,
-        "{}",
-        if f.check_discretisation {
-            format!(
-                "discretisation E refitted at {} substeps per frame after the stages (twice the {}),                  at most {} evaluations: each E's shift is its discretisation error bar",
-                2 * scene.simulation.substeps,
-                scene.simulation.substeps,
-                f.stiffness.iterations
-            )
-        } else {
-            "discretisation not checked (`fit.check_discretisation = true` refits E at twice the              substeps after the stages)"
-                .to_string()
-        }
-    );
+    let _ = writeln!(s, "{}", discretisation_summary(scene));
     let available = scene.frame_count().unwrap_or(0);
     let _ = writeln!(s, "{}", scan_line(scene, available));
     for (label, stage, flow) in [
@@ -282,4 +268,41 @@ fn with_poisson(stage: &physfit::scene::FitStage, parameters: usize) -> usize {
         physfit::scene::PoissonSetting::Global => parameters + 1,
         physfit::scene::PoissonSetting::Regions => 2 * parameters,
     }
+}
+
+/// What the discretisation check will do after the stages, and its cost
+/// at most: it is off by default because its cost depends on the
+/// simulation's share of an evaluation and on how many levels run, which
+/// only the fit measures (docs/design.md § Error bars, "From the
+/// discretisation").
+fn discretisation_summary(scene: &Scene) -> String {
+    let f = &scene.fit;
+    let substeps = scene.simulation.substeps;
+    if !f.check_discretisation {
+        return format!(
+            "discretisation not checked (`fit.check_discretisation = true` refits E at {} substeps \
+             per frame after the stages, then at doubled substeps until E stops moving)",
+            2 * substeps
+        );
+    }
+    let levels: Vec<String> = (1..=f.discretisation_levels)
+        .map(|k| (substeps.saturating_mul(1 << k)).to_string())
+        .collect();
+    format!(
+        "discretisation E refitted after the stages at {} substeps per frame (the fit's {substeps} \
+         doubled), then at {} while a level moves an E by 0.05 decades or more: at most {} \
+         level{}, each at most {} evaluations with the simulation 2^k times as costly (the \
+         rendering unchanged); each level builds a second fit problem at its substeps (its \
+         memory estimate is checked before it runs). Converged, fitted.ply carries the finest \
+         level's E",
+        levels[0],
+        if levels.len() > 1 {
+            levels[1..].join(", ")
+        } else {
+            "no further level".to_string()
+        },
+        f.discretisation_levels,
+        if f.discretisation_levels == 1 { "" } else { "s" },
+        f.stiffness.iterations
+    )
 }

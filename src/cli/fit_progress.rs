@@ -151,8 +151,9 @@ impl FitObserver for CliProgress {
         if self.quiet {
             return;
         }
+        self.bar.finish_and_clear();
         eprintln!(
-            "checking the discretisation: refitting E at {refined} substeps per frame (fitted at {substeps}), at most {}",
+            "checking the discretisation: refitting E at {refined} substeps per frame (from the values at {substeps}), at most {}",
             count(cap as usize, "evaluation", "evaluations")
         );
         self.bar = ProgressBar::new(u64::from(cap));

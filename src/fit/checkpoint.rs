@@ -464,10 +464,25 @@ fn check_state(
         }
     }
     if let Some(d) = &s.discretisation {
+        let levels = d.levels.iter().enumerate().flat_map(|(i, l)| {
+            [
+                (format!("levels[{i}].log10_youngs"), l.log10_youngs.len()),
+                (format!("levels[{i}].shift"), l.shift.len()),
+            ]
+        });
         for (field, got) in [
-            ("refined_log10_youngs", d.refined_log10_youngs.len()),
-            ("shift", d.shift.len()),
-        ] {
+            (
+                "fitted_log10_youngs".to_string(),
+                d.fitted_log10_youngs.len(),
+            ),
+            (
+                "answer_log10_youngs".to_string(),
+                d.answer_log10_youngs.len(),
+            ),
+        ]
+        .into_iter()
+        .chain(levels)
+        {
             length(
                 &format!("{prefix}.discretisation.{field}"),
                 got,

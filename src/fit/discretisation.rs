@@ -1,41 +1,218 @@
 //! What the discretisation check found (src/fit/discretisation_check.rs,
-//! docs/design.md § Error bars): kept in the fit's state and written to
+//! docs/design.md § Error bars, "From the discretisation"): E refitted at
+//! each level of doubled substeps, kept in the fit's state and written to
 //! fit.json.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The shift (decades) below which every fitted E counts as converged in
-/// its discretisation.
+/// its discretisation: between two consecutive levels, every E parameter
+/// moved less than this.
 pub const DISCRETISATION_TOLERANCE: f64 = 0.05;
 
-/// The refinement's factor on the substeps per frame.
+/// The refinement's factor on the substeps per frame, level to level.
 pub const SUBSTEP_REFINEMENT: u32 = 2;
 
-/// What the check found (module doc); kept in the fit's state and written
-/// to fit.json.
+/// One level of the check: E refitted at `substeps` per frame from the
+/// previous level's values (the fit's own for the first).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct DiscretisationCheck {
-    /// Substeps per frame the stages fitted at.
+pub struct DiscretisationLevel {
+    /// Substeps per frame of this level.
     pub substeps: u32,
-    /// Substeps per frame of the refit.
-    pub refined_substeps: u32,
     /// Per E parameter (in fit.json's `youngs_parameters` order), its
-    /// `log10 E` refitted at `refined_substeps`.
-    pub refined_log10_youngs: Vec<f64>,
-    /// Per E parameter, refined minus fitted `log10 E` (decades).
+    /// `log10 E` refitted at `substeps`.
+    pub log10_youngs: Vec<f64>,
+    /// Per E parameter, this level's minus the previous level's `log10 E`
+    /// (the fit's own for the first level; decades).
     pub shift: Vec<f64>,
     /// The largest |shift|.
     pub largest_shift: f64,
-    /// [`DISCRETISATION_TOLERANCE`].
-    pub tolerance: f64,
-    /// Every |shift| is below the tolerance.
-    pub converged: bool,
-    /// The loss at the fitted values at `refined_substeps`, then at the
-    /// refitted ones (the last stiffness stage's frames).
+    /// The loss at the previous level's values at these substeps, then at
+    /// the refitted ones (the last stiffness stage's frames).
     pub loss: [f64; 2],
     /// Evaluations the refit took.
     pub evaluations: u32,
     /// Its wall seconds.
     pub seconds: f64,
+}
+
+/// Why the levels stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RefinementEnd {
+    /// The last level's largest shift is below the tolerance.
+    Converged,
+    /// `fit.discretisation_levels` levels ran, the last one's shift still
+    /// at or above the tolerance.
+    LevelCap,
+    /// The next level's problem does not fit the memory left beside the
+    /// fit's own (src/budget): the levels stop at the last that fitted.
+    Memory,
+}
+
+/// What the check found (module doc).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DiscretisationCheck {
+    /// Substeps per frame the stages fitted at.
+    pub substeps: u32,
+    /// Per E parameter, the fit's own `log10 E` (at `substeps`).
+    pub fitted_log10_youngs: Vec<f64>,
+    /// The levels run, coarsest first (each at
+    /// [`SUBSTEP_REFINEMENT`] times the previous one's substeps).
+    pub levels: Vec<DiscretisationLevel>,
+    /// `fit.discretisation_levels`: the cap on levels.
+    pub max_levels: u32,
+    /// [`DISCRETISATION_TOLERANCE`].
+    pub tolerance: f64,
+    /// Why the levels stopped; absent while the check is still refining
+    /// (a checkpoint taken between levels).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<RefinementEnd>,
+    /// The last level's largest shift is below the tolerance.
+    pub converged: bool,
+    /// Substeps per frame of the E reported as the material's: the finest
+    /// level's when converged, the fit's own otherwise.
+    pub answer_substeps: u32,
+    /// Per E parameter, the `log10 E` reported as the material's (the
+    /// finest level's when converged, the fit's own otherwise): what
+    /// fitted.ply and stiffness.png carry (docs/design.md § Error bars).
+    pub answer_log10_youngs: Vec<f64>,
+}
+
+impl DiscretisationCheck {
+    /// A check of the fit's `fitted` E at `substeps` that has run no
+    /// level yet.
+    pub fn start(substeps: u32, fitted: Vec<f64>, max_levels: u32) -> Self {
+        Self {
+            substeps,
+            answer_substeps: substeps,
+            answer_log10_youngs: fitted.clone(),
+            fitted_log10_youngs: fitted,
+            levels: Vec::new(),
+            max_levels,
+            tolerance: DISCRETISATION_TOLERANCE,
+            end: None,
+            converged: false,
+        }
+    }
+
+    /// The finest level's substeps and `log10 E` (the fit's own before
+    /// any level).
+    pub fn finest(&self) -> (u32, &[f64]) {
+        match self.levels.last() {
+            Some(l) => (l.substeps, &l.log10_youngs),
+            None => (self.substeps, &self.fitted_log10_youngs),
+        }
+    }
+
+    /// Adds a level refitted at `substeps` to `log10_youngs` (its shift is
+    /// measured from the finest level so far).
+    pub fn push_level(
+        &mut self,
+        substeps: u32,
+        log10_youngs: Vec<f64>,
+        loss: [f64; 2],
+        evaluations: u32,
+        seconds: f64,
+    ) {
+        let shift: Vec<f64> = log10_youngs
+            .iter()
+            .zip(self.finest().1)
+            .map(|(r, f)| r - f)
+            .collect();
+        let largest_shift = shift.iter().fold(0.0f64, |m, s| m.max(s.abs()));
+        self.levels.push(DiscretisationLevel {
+            substeps,
+            log10_youngs,
+            shift,
+            largest_shift,
+            loss,
+            evaluations,
+            seconds,
+        });
+        self.converged = largest_shift < self.tolerance;
+    }
+
+    /// Whether another level is to run (the last one's shift is at or
+    /// above the tolerance and the cap is not reached), and otherwise why
+    /// not.
+    pub fn next(&self) -> Result<(), RefinementEnd> {
+        if self.converged {
+            Err(RefinementEnd::Converged)
+        } else if self.levels.len() as u32 >= self.max_levels {
+            Err(RefinementEnd::LevelCap)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Ends the check for `why`: the answer is the finest level's E when
+    /// the check converged, the fit's own otherwise.
+    pub fn finish(&mut self, why: RefinementEnd) {
+        self.end = Some(why);
+        let (substeps, values) = match self.converged {
+            true => self.finest(),
+            false => (self.substeps, self.fitted_log10_youngs.as_slice()),
+        };
+        (self.answer_substeps, self.answer_log10_youngs) = (substeps, values.to_vec());
+    }
+
+    /// The largest shift between the last two levels (0 before any).
+    pub fn last_shift(&self) -> f64 {
+        self.levels.last().map_or(0.0, |l| l.largest_shift)
+    }
+
+    /// Per E parameter, the finest level's minus the fit's own `log10 E`
+    /// (decades): how far the discretisation moved it over every level,
+    /// the discretisation's error bar of the fit's own E.
+    pub fn total_shift(&self) -> Vec<f64> {
+        self.finest()
+            .1
+            .iter()
+            .zip(&self.fitted_log10_youngs)
+            .map(|(r, f)| r - f)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The levels go on while the last shift is at or above the
+    /// tolerance, stop at the first below it (the finest level's E is then
+    /// the answer) or at the cap (the fit's own E stands); each shift is
+    /// measured from the level before, the total from the fit's own E.
+    #[test]
+    fn levels_continue_until_the_shift_is_under_the_tolerance_or_the_cap() {
+        let mut check = DiscretisationCheck::start(9, vec![3.78, 4.55], 3);
+        assert_eq!(check.next(), Ok(()));
+        check.push_level(18, vec![3.5, 4.496], [2.0, 1.0], 8, 1.0);
+        assert!((check.levels[0].shift[0] + 0.28).abs() < 1e-12);
+        assert!((check.last_shift() - 0.28).abs() < 1e-12);
+        assert_eq!(check.next(), Ok(()), "0.28 decades: another level");
+        check.push_level(36, vec![3.48, 4.5], [1.0, 0.9], 5, 2.0);
+        assert!((check.levels[1].shift[0] + 0.02).abs() < 1e-12);
+        assert!((check.levels[1].shift[1] - 0.004).abs() < 1e-12);
+        assert_eq!(check.next(), Err(RefinementEnd::Converged));
+        check.finish(RefinementEnd::Converged);
+        assert_eq!(check.answer_substeps, 36);
+        assert_eq!(check.answer_log10_youngs, vec![3.48, 4.5]);
+        let total = check.total_shift();
+        assert!((total[0] + 0.3).abs() < 1e-12 && (total[1] + 0.05).abs() < 1e-12);
+
+        let mut capped = DiscretisationCheck::start(4, vec![4.0], 2);
+        capped.push_level(8, vec![3.8], [1.0, 0.5], 6, 1.0);
+        capped.push_level(16, vec![3.7], [1.0, 0.5], 6, 1.0);
+        assert!(!capped.converged);
+        assert_eq!(capped.next(), Err(RefinementEnd::LevelCap));
+        capped.finish(RefinementEnd::LevelCap);
+        assert_eq!(
+            (capped.answer_substeps, capped.answer_log10_youngs.clone()),
+            (4, vec![4.0])
+        );
+        assert!((capped.last_shift() - 0.1).abs() < 1e-12);
+        assert!((capped.total_shift()[0] + 0.3).abs() < 1e-12);
+    }
 }

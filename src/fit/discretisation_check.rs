@@ -1,18 +1,30 @@
-//! How far the fitted E still is from its discretisation's limit
-//! (docs/design.md § Error bars, "From the discretisation"): after the
-//! stages, E is fitted again at twice the substeps per frame, from the
-//! fitted values, with the velocity held; the shift of each E parameter
-//! between the two is the discretisation's error bar, and the fit has
-//! converged in its discretisation when every shift is below
-//! [`DISCRETISATION_TOLERANCE`].
+//! How far the fitted E still is from its discretisation's limit, and E
+//! at that limit (docs/design.md § Error bars, "From the discretisation"):
+//! after the stages, E is fitted again at twice the substeps per frame,
+//! from the fitted values and curvature, with the velocity held; then
+//! again at twice those, from that level's values and curvature, while
+//! the largest shift of an E parameter between two consecutive levels is
+//! at or above [`DISCRETISATION_TOLERANCE`], for at most
+//! `fit.discretisation_levels` levels. When the last shift is below the
+//! tolerance the check has converged and the finest level's E is the
+//! material's answer (the time step no longer moves it); otherwise the
+//! fit's own E stands and the shifts are its error bar.
 //!
 //! Why substeps: of the discretisation's parts, the time step is the one
 //! that moves the loss's optimum in E on the twins (0.1–0.4 decades per
 //! doubling, docs/benchmarks.md "What moves E: the discretisation"); the
 //! drivers settle at 8 per occupied cell (the default), and a finer grid
-//! changes the anchoring, not only the resolution. The check costs one
-//! stiffness stage at about twice the simulation's cost; the rendering,
-//! most of an evaluation, is unchanged.
+//! changes the anchoring, not only the resolution. Refining only raises
+//! the substeps, so the explicit time-step bound the scene's substeps
+//! satisfy holds at every level. A level costs one stiffness stage at
+//! 2^k times the simulation's cost; the rendering, most of an
+//! evaluation, is unchanged.
+//!
+//! Each level builds its own [`FitProblem`] at its substeps beside the
+//! fit's (which the outputs still need), dropped when the level ends:
+//! before each, the level's memory estimate ([`crate::budget`]) is
+//! checked against the memory left then, and a level that does not fit
+//! ends the check there ([`RefinementEnd::Memory`]) rather than the fit.
 //!
 //! A fitted Poisson's ratio is refitted with E (its shift is not
 //! reported: E's is the question). Only a field of at most
@@ -22,19 +34,22 @@
 //! would measure both.
 
 pub use super::discretisation::{
-    DiscretisationCheck, DISCRETISATION_TOLERANCE, SUBSTEP_REFINEMENT,
+    DiscretisationCheck, DiscretisationLevel, RefinementEnd, DISCRETISATION_TOLERANCE,
+    SUBSTEP_REFINEMENT,
 };
 use super::error::FitError;
+use super::evaluation::Parameters;
 use super::objective::{Remember, StageObjective, Unknowns};
 use super::observer::{EvaluationHook, EvaluationPurpose};
 use super::options::FitProblemOptions;
 use super::plan::{StageKind, StagePlan, LBFGS_MAX_PARAMETERS};
 use super::problem::FitProblem;
-use super::stages::{lbfgs_coordinates, warm_start};
-use super::state::FitState;
+use super::stages_lbfgs::{lbfgs_coordinates, warm_start};
+use crate::budget::{estimate, MachineMemory, Workload};
 use crate::drive::DriverSet;
 use crate::gpu::GpuContext;
 use crate::scene::Scene;
+use crate::solve::lbfgs::CurvaturePair;
 use crate::solve::{execute, Control, Lbfgs, LbfgsSettings, LbfgsStart};
 use crate::stop::StopSignal;
 
@@ -52,31 +67,71 @@ pub fn last_stiffness(plan: &[StagePlan]) -> Option<&StagePlan> {
     plan.iter().rev().find(|p| p.kind == StageKind::Stiffness)
 }
 
-/// Refits E of the fitted `state` at [`SUBSTEP_REFINEMENT`] times `scene`'s substeps
-/// (module doc), from the fitted `state`'s values and its last stiffness
-/// curvature (the refit's loss differs from the fit's by the time step
-/// alone), stopping at
-/// `stop`, `hook` told of each evaluation.
-pub fn check_discretisation(
+/// Whether the check can measure `params`' E after `plan` (module doc).
+pub fn checkable<'a>(
+    plan: &'a [StagePlan],
+    params: &Parameters,
+) -> Result<&'a StagePlan, NotChecked> {
+    let stage = last_stiffness(plan).ok_or(NotChecked::NoStiffnessStage)?;
+    match params.log10_youngs.len() > LBFGS_MAX_PARAMETERS {
+        true => Err(NotChecked::PerDriverField),
+        false => Ok(stage),
+    }
+}
+
+/// The substeps per frame of the level after one at `substeps`; `None`
+/// past `u32`.
+pub fn refined(substeps: u32) -> Option<u32> {
+    substeps.checked_mul(SUBSTEP_REFINEMENT)
+}
+
+/// `scene` at `substeps` per frame.
+fn at_substeps(scene: &Scene, substeps: u32) -> Scene {
+    let mut refined = scene.clone();
+    refined.simulation.substeps = substeps;
+    refined
+}
+
+/// Whether a level at `substeps` fits the memory left now, beside the
+/// fit's own problem (module doc): the refusal's text when it does not.
+pub fn level_fits_memory(ctx: &GpuContext, scene: &Scene, substeps: u32) -> Result<(), String> {
+    estimate(&at_substeps(scene, substeps), &Workload::Fit)
+        .check(&scene.path, &MachineMemory::of_context(ctx))
+        .map_err(|e| e.to_string())
+}
+
+/// One level refitted (module doc).
+pub struct LevelRun {
+    /// The refitted values (E and a fitted ν; the velocity held).
+    pub params: Parameters,
+    /// The loss at the start values, then at the refitted ones.
+    pub loss: [f64; 2],
+    /// Evaluations it took.
+    pub evaluations: u32,
+    /// Its wall seconds.
+    pub seconds: f64,
+    /// The curvature it ended with, for the next level's start.
+    pub pairs: Vec<CurvaturePair>,
+}
+
+/// Refits E of `from` (the previous level's values) at `substeps` per
+/// frame on `stage`'s frames and settings, starting from the curvature
+/// `pairs` (the refit's loss differs from the previous level's by the time
+/// step alone), stopping at `stop`, `hook` told of each evaluation.
+#[allow(clippy::too_many_arguments)]
+pub fn refit_level(
     ctx: &GpuContext,
     scene: &Scene,
     drivers: &DriverSet,
-    plan: &[StagePlan],
-    state: &FitState,
+    stage: &StagePlan,
+    from: &Parameters,
+    pairs: &[CurvaturePair],
+    substeps: u32,
     stop: Option<&StopSignal>,
     hook: EvaluationHook<'_>,
-) -> Result<Result<DiscretisationCheck, NotChecked>, FitError> {
-    let params = &state.parameters();
-    let Some(stage) = last_stiffness(plan) else {
-        return Ok(Err(NotChecked::NoStiffnessStage));
-    };
-    let n = params.log10_youngs.len();
-    if n > LBFGS_MAX_PARAMETERS {
-        return Ok(Err(NotChecked::PerDriverField));
-    }
+) -> Result<LevelRun, FitError> {
     let started = std::time::Instant::now();
-    let mut refined = scene.clone();
-    refined.simulation.substeps = scene.simulation.substeps * SUBSTEP_REFINEMENT;
+    let refined = at_substeps(scene, substeps);
     let options = FitProblemOptions::from_scene(&refined, drivers, &refined.fit.velocity)?;
     let mut problem = FitProblem::from_drivers(ctx, &refined, drivers.clone(), &options)?;
     problem.set_stage(&stage.settings)?;
@@ -84,12 +139,12 @@ pub fn check_discretisation(
         problem.set_stop(stop.clone());
     }
     let range = scene.material.log10_youngs_range;
-    let (scale, bounds) = lbfgs_coordinates(Unknowns::Youngs, stage, params, range);
+    let (scale, bounds) = lbfgs_coordinates(Unknowns::Youngs, stage, from, range);
     let mut objective =
-        StageObjective::of_stage(ctx, &mut problem, stage, params.clone(), Remember::All)
+        StageObjective::of_stage(ctx, &mut problem, stage, from.clone(), Remember::All)
             .scaled(scale)
             .reporting(hook, EvaluationPurpose::Stage);
-    let z0 = objective.to_solver(&Unknowns::Youngs.get(params));
+    let z0 = objective.to_solver(&Unknowns::Youngs.get(from));
     let mut solver = Lbfgs {
         settings: LbfgsSettings {
             max_evaluations: stage.settings.iterations,
@@ -102,31 +157,22 @@ pub fn check_discretisation(
     };
     let Some(mut run) = solver.start(&mut objective, LbfgsStart::At(&z0))? else {
         return Err(FitError::StartBlewUp {
-            stage: "the discretisation check".into(),
+            stage: format!("the discretisation check at {substeps} substeps per frame"),
         });
     };
-    warm_start(&mut run, state.curvature_of(StageKind::Stiffness));
+    warm_start(&mut run, pairs);
     let start_loss = run.loss;
     execute(&mut solver, &mut objective, &mut run, |_, _| {
         Control::Continue
     })?;
-    let refitted = objective.parameters(&run.x).log10_youngs;
-    let shift: Vec<f64> = refitted
-        .iter()
-        .zip(&params.log10_youngs)
-        .map(|(r, f)| r - f)
-        .collect();
-    let largest_shift = shift.iter().fold(0.0f64, |m, s| m.max(s.abs()));
-    Ok(Ok(DiscretisationCheck {
-        substeps: scene.simulation.substeps,
-        refined_substeps: refined.simulation.substeps,
-        refined_log10_youngs: refitted,
-        shift,
-        largest_shift,
-        tolerance: DISCRETISATION_TOLERANCE,
-        converged: largest_shift < DISCRETISATION_TOLERANCE,
+    Ok(LevelRun {
+        params: objective.parameters(&run.x),
         loss: [start_loss, run.loss],
         evaluations: run.evaluations,
         seconds: started.elapsed().as_secs_f64(),
-    }))
+        pairs: match run.pairs.is_empty() {
+            true => pairs.to_vec(),
+            false => run.pairs.clone(),
+        },
+    })
 }

@@ -4,7 +4,7 @@
 //! | file | what |
 //! | --- | --- |
 //! | `drivers.safetensors` | everything a re-simulation needs ([`FittedDrivers`]) |
-//! | `fitted.ply` | every splat with `youngs_modulus` (world units), `simulated`, `anchored`, `vx vy vz`, `youngs_log10_std` ([`crate::output::fitted_ply`]) |
+//! | `fitted.ply` | every splat with `youngs_modulus` (world units: the finest level's E when the discretisation check converged, the fit's own otherwise; `drivers.safetensors` keeps the fit's own), `simulated`, `anchored`, `vx vy vz`, `youngs_log10_std` ([`crate::output::fitted_ply`]) |
 //! | `loss.jsonl` | one [`super::IterationRecord`] per line |
 //! | `loss.png` | the loss and PSNR curves per stage, the scan's candidates against log10 E |
 //! | `compare/<view>/frame_NNNN.png` | reference \| fitted \| 4×\|difference\| per frame (the fitted render with the view's colour correction, as the loss compares it), captioned with the frame number and the PSNR |
@@ -94,7 +94,7 @@ fn scan_candidates(state: &FitState) -> Vec<ScanCandidate> {
 fn stiffness_picture(
     ctx: &GpuContext,
     scene: &Scene,
-    material: &SplatMaterial,
+    (material, caption): (&SplatMaterial, &str),
     fitted: &FittedDrivers,
     view: usize,
     path: &Path,
@@ -124,7 +124,7 @@ fn stiffness_picture(
         .with_colorbar(&stiffness)
         .map_err(SessionError::output)?;
     let name = &scene.views[view].name;
-    let fitted_caption = format!("fitted E, view '{name}'");
+    let fitted_caption = format!("{caption}, view '{name}'");
     let mut panels = vec![(fitted_caption, image)];
     if fitted.youngs_log10_std.is_some() {
         let errors = ErrorBarColouring::new(material, fitted.settings.log10_youngs_range);
@@ -216,7 +216,38 @@ pub fn write_outputs(
     fitted
         .save(&out.join("drivers.safetensors"))
         .map_err(SessionError::output)?;
-    let material = SplatMaterial::from_fitted(scene, &fitted).map_err(SessionError::output)?;
+    // fitted.ply and stiffness.png carry the material's answer: the
+    // finest level's E when the discretisation check converged, the fit's
+    // own otherwise (docs/design.md § Error bars, "From the
+    // discretisation"); drivers.safetensors keeps the fit's own E, the one
+    // its recorded substeps reproduce the compare frames with.
+    let answer = state
+        .discretisation
+        .as_ref()
+        .filter(|d| d.end.is_some() && d.converged);
+    let (material, caption) = match answer {
+        Some(d) => {
+            let log10 = problem.youngs_map().apply(&d.answer_log10_youngs)?;
+            let mut refined =
+                FittedDrivers::new(scene, &drivers, &log10, &velocity, log10_std.as_deref())
+                    .map_err(SessionError::output)?;
+            if problem.poisson_map().is_some() {
+                refined = refined
+                    .with_poisson(problem.driver_poisson(&state.poisson)?)
+                    .map_err(SessionError::output)?;
+            }
+            let material =
+                SplatMaterial::from_fitted(scene, &refined).map_err(SessionError::output)?;
+            (
+                material,
+                format!("E at {} substeps (converged)", d.answer_substeps),
+            )
+        }
+        None => (
+            SplatMaterial::from_fitted(scene, &fitted).map_err(SessionError::output)?,
+            "fitted E".to_string(),
+        ),
+    };
     write_fitted_ply(&out.join("fitted.ply"), scene, &material).map_err(SessionError::output)?;
 
     let jsonl = jsonl_lines(&state.records).map_err(SessionError::output)?;
@@ -267,7 +298,7 @@ pub fn write_outputs(
     stiffness_picture(
         ctx,
         scene,
-        &material,
+        (&material, &caption),
         &fitted,
         inputs.views[0],
         &out.join("stiffness.png"),

@@ -40,18 +40,15 @@ use std::path::{Path, PathBuf};
 
 use super::camera_check::{camera_check, CameraCheck};
 use super::checkpoint::{Checkpoint, FitFingerprint};
-use super::discretisation_check::{check_discretisation, last_stiffness, SUBSTEP_REFINEMENT};
 use super::evaluation::Parameters;
 use super::held_velocity::held_velocity;
 use super::live_loss::LiveLoss;
-use super::observer::EvaluationDone;
 use super::observer::FitObserver;
 use super::options::FitProblemOptions;
-use super::output_plan::fit_output_plan;
 use super::outputs::{write_outputs, FinishedFit};
 use super::params::VelocityField;
-use super::plan::{plan_stages, StageChoice, StagePlan};
-use super::preflight::{preflight, FitInputs};
+use super::plan::{plan_stages, StagePlan};
+use super::preflight::FitInputs;
 use super::problem::FitProblem;
 use super::result::FitResult;
 use super::session_error::SessionError;
@@ -63,50 +60,14 @@ use super::truth_check::TruthCheck;
 use super::uncertainty_estimate::estimate_uncertainty;
 use crate::drive::DriverSet;
 use crate::gpu::GpuContext;
-use crate::io::output_dir::{Earlier, OutputDir};
-use crate::io::output_error::OutputDirError;
+use crate::io::output_dir::OutputDir;
 use crate::scene::Scene;
 use crate::stop::StopSignal;
-use crate::synth::layout::truth_beside_frames;
 use crate::synth::Truth;
 
 pub use super::output_plan::CHECKPOINT_FILE;
 pub use super::session_options::{EarlierFit, SessionOptions, TruthSource};
-
-/// A fit checked and ready to open on a GPU (step 1 of the module doc).
-pub struct PreparedFit {
-    scene: Scene,
-    options: SessionOptions,
-    inputs: FitInputs,
-    /// The output directory, opened and locked.
-    output: OutputDir,
-    fingerprint: FitFingerprint,
-    resumed: Option<Checkpoint>,
-    truth: Option<(TruthSource, Truth)>,
-    velocity_from: Option<PathBuf>,
-}
-
-impl PreparedFit {
-    /// The views and frames the fit uses.
-    pub fn inputs(&self) -> &FitInputs {
-        &self.inputs
-    }
-
-    /// The truth of a twin experiment, when there is one.
-    pub fn truth_source(&self) -> Option<&TruthSource> {
-        self.truth.as_ref().map(|(s, _)| s)
-    }
-
-    /// The checkpoint a resumed fit continues from.
-    pub fn resumed(&self) -> Option<&Checkpoint> {
-        self.resumed.as_ref()
-    }
-
-    /// The checkpoint's path.
-    pub fn checkpoint_path(&self) -> PathBuf {
-        self.options.out.join(CHECKPOINT_FILE)
-    }
-}
+pub use super::session_prepare::PreparedFit;
 
 /// How [`FitSession::run`] ended.
 #[derive(Clone, Debug, PartialEq)]
@@ -125,19 +86,19 @@ pub enum RunEnd {
 
 /// A fit opened on a GPU (module doc).
 pub struct FitSession {
-    scene: Scene,
+    pub(super) scene: Scene,
     out: PathBuf,
     inputs: FitInputs,
-    drivers: DriverSet,
+    pub(super) drivers: DriverSet,
     problem: FitProblem,
-    plan: Vec<StagePlan>,
-    state: FitState,
+    pub(super) plan: Vec<StagePlan>,
+    pub(super) state: FitState,
     stage_seconds: Vec<f64>,
     fingerprint: FitFingerprint,
     truth_file: Option<Truth>,
     truth: Option<TruthCheck>,
     camera: Vec<CameraCheck>,
-    stop: Option<StopSignal>,
+    pub(super) stop: Option<StopSignal>,
     /// The output directory, opened and locked (module doc).
     output: OutputDir,
     /// A finished stage continued under a raised cap.
@@ -163,89 +124,7 @@ pub struct ContinuedStage {
 impl FitSession {
     /// Step 1 (module doc): every refusal that needs no GPU.
     pub fn prepare(scene: Scene, options: SessionOptions) -> Result<PreparedFit, SessionError> {
-        let inputs = preflight(&scene, options.choice)?;
-        let out = &options.out;
-        let checkpoint = out.join(CHECKPOINT_FILE);
-        if options.earlier == EarlierFit::Resume && !checkpoint.exists() {
-            return Err(SessionError::NoCheckpoint { out: out.clone() });
-        }
-        let velocity_from = match options.choice {
-            StageChoice::Stiffness => Some(
-                options
-                    .velocity_from
-                    .clone()
-                    .unwrap_or_else(|| out.join("drivers.safetensors")),
-            ),
-            _ => None,
-        };
-        let source = match &options.truth {
-            Some(p) => Some(TruthSource::Given(p.clone())),
-            None => truth_beside_frames(&scene).map(TruthSource::BesideFrames),
-        };
-        // Before any work: the output directory's place, lock and
-        // writability, and an earlier fit in it.
-        // The default held velocity is the output directory's own earlier
-        // fit, read whole before anything is written and meant to be
-        // replaced by this stage: only a file the user names is an input
-        // the directory must not hold.
-        let read: Vec<_> = source
-            .iter()
-            .map(|s| (s.path().to_path_buf(), "truth file"))
-            .chain(
-                options
-                    .velocity_from
-                    .iter()
-                    .filter(|_| options.choice == StageChoice::Stiffness)
-                    .map(|p| (p.clone(), "drivers file whose velocity is held")),
-            )
-            .collect();
-        let earlier = match options.earlier {
-            EarlierFit::Refuse => Earlier::Refuse,
-            EarlierFit::Resume => Earlier::Keep,
-            EarlierFit::Replace => Earlier::Replace,
-        };
-        let output =
-            OutputDir::open(out, fit_output_plan(&scene, &read), earlier).map_err(|e| match e {
-                OutputDirError::Earlier { out, listing, .. } => SessionError::EarlierFit {
-                    out,
-                    files: vec![listing],
-                },
-                e => SessionError::OutputDir(e),
-            })?;
-        let truth =
-            match source {
-                Some(source) => {
-                    let truth = Truth::load(source.path(), scene.material.log10_youngs_range)
-                        .map_err(|e| SessionError::Truth {
-                            path: source.path().to_path_buf(),
-                            problem: e.to_string(),
-                        })?;
-                    Some((source, truth))
-                }
-                None => None,
-            };
-        let fingerprint = FitFingerprint::of(
-            &scene,
-            options.choice,
-            velocity_from
-                .as_ref()
-                .map(|p| p.display().to_string())
-                .as_deref(),
-        )?;
-        let resumed = match options.earlier {
-            EarlierFit::Resume => Some(Checkpoint::load(&checkpoint, &fingerprint)?),
-            _ => None,
-        };
-        Ok(PreparedFit {
-            scene,
-            options,
-            inputs,
-            output,
-            fingerprint,
-            resumed,
-            truth,
-            velocity_from,
-        })
+        PreparedFit::prepare(scene, options)
     }
 
     /// Step 2 (module doc). An earlier fit to replace is not touched yet
@@ -581,40 +460,6 @@ impl FitSession {
                 estimate_uncertainty(ctx, &mut self.problem, &self.scene, &self.plan, &self.state)?;
         }
         Ok(())
-    }
-
-    /// E refitted at finer substeps ([`super::discretisation_check`]),
-    /// once every stage has run, when `fit.check_discretisation` asks for
-    /// it (kept in the state like the error bars).
-    fn check_discretisation(
-        &mut self,
-        ctx: &GpuContext,
-        progress: &mut dyn FitObserver,
-    ) -> Result<(), SessionError> {
-        if !self.scene.fit.check_discretisation
-            || self.state.discretisation.is_some()
-            || !self.state.done(&self.plan)
-        {
-            return Ok(());
-        }
-        let refined = self.scene.simulation.substeps * SUBSTEP_REFINEMENT;
-        let cap = last_stiffness(&self.plan).map_or(0, |s| s.settings.iterations);
-        progress.discretisation_check_started(self.scene.simulation.substeps, refined, cap);
-        let progress = std::cell::RefCell::new(progress);
-        let hook =
-            |done: &EvaluationDone| progress.borrow_mut().discretisation_evaluation_done(done);
-        let checked = check_discretisation(
-            ctx,
-            &self.scene,
-            &self.drivers,
-            &self.plan,
-            &self.state,
-            self.stop.as_ref(),
-            &hook,
-        )?;
-        self.state.discretisation = checked.ok();
-        // Kept: a fit stopped while writing its outputs does not refit.
-        self.save_checkpoint()
     }
 
     /// The fit's result at its current state (after [`FitSession::run`]

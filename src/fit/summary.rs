@@ -21,8 +21,12 @@ pub const SUMMARY_FORMAT: &str = "physfit.fit";
 /// 4: error bars, `uncertainty` and each E parameter's `log10_std`; 5:
 /// `poisson_parameters`, the fitted Poisson's ratios; `discretisation`,
 /// each E parameter's `discretisation_shift` and
-/// `settings.fit.check_discretisation`).
-pub const SUMMARY_VERSION: u32 = 5;
+/// `settings.fit.check_discretisation`; 6: the discretisation check's
+/// levels until converged (`discretisation.levels`, its `end` and the
+/// material's answer, `answer_log10_youngs`, each E parameter's
+/// `discretisation_shift` over every level) and
+/// `settings.fit.discretisation_levels`).
+pub const SUMMARY_VERSION: u32 = 6;
 
 /// Why `fit.json` could not be read or written.
 #[derive(Debug, thiserror::Error)]
@@ -118,6 +122,8 @@ pub struct FitSettings {
     pub checkpoint_every: u32,
     /// `fit.check_discretisation`.
     pub check_discretisation: bool,
+    /// `fit.discretisation_levels`.
+    pub discretisation_levels: u32,
     /// `[fit.scan]`.
     pub scan: ScanSettings,
     /// `[fit.velocity]`.
@@ -303,9 +309,10 @@ pub struct YoungsParameter {
     /// bars.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub constrained: Option<bool>,
-    /// Refined minus fitted `log10 E` when the discretisation was checked
-    /// (`fit.check_discretisation`): the discretisation's error bar
-    /// (decades), beside the data's [`YoungsParameter::log10_std`].
+    /// The finest level's minus the fit's own `log10 E` when the
+    /// discretisation was checked (`fit.check_discretisation`), over every
+    /// level: the discretisation's error bar (decades) of
+    /// `log10_normalised`, beside the data's [`YoungsParameter::log10_std`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub discretisation_shift: Option<f64>,
 }
@@ -354,7 +361,8 @@ pub struct FitSummary {
     /// § Error bars).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uncertainty: Option<FitUncertainty>,
-    /// E refitted at finer substeps and how far it moved
+    /// E refitted level by level at doubled substeps, how far it moved,
+    /// whether it converged and E reported as the material's
     /// (`fit.check_discretisation`; src/fit/discretisation_check.rs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub discretisation: Option<DiscretisationCheck>,

@@ -107,6 +107,7 @@ pub fn settings(
             rounds: fit.rounds,
             checkpoint_every: fit.checkpoint_every,
             check_discretisation: fit.check_discretisation,
+            discretisation_levels: fit.discretisation_levels,
             scan: ScanSettings {
                 points: fit.scan.points,
                 velocity_evaluations: fit.scan.velocity_evaluations,
@@ -201,7 +202,7 @@ pub fn youngs_parameters(
                 discretisation_shift: state
                     .discretisation
                     .as_ref()
-                    .and_then(|d| d.shift.get(i).copied()),
+                    .and_then(|d| d.total_shift().get(i).copied()),
             }
         })
         .collect()

@@ -466,8 +466,11 @@ pub struct FitConfig {
     /// Iterations between checkpoints (an integer ≥ 1).
     pub checkpoint_every: i64,
     /// After the stages, refit E at twice the substeps and report how far
-    /// it moves (src/fit/discretisation_check.rs).
+    /// it moves, level by level (src/fit/discretisation_check.rs).
     pub check_discretisation: bool,
+    /// The cap on the check's levels of doubled substeps (an integer in
+    /// 1..=8; checked by the validation, hence signed).
+    pub discretisation_levels: i64,
     /// The coarse scan of E before the stages.
     pub scan: ScanConfig,
 }
@@ -504,6 +507,7 @@ impl Default for FitConfig {
             rounds: 3,
             checkpoint_every: 10,
             check_discretisation: false,
+            discretisation_levels: 3,
             scan: ScanConfig::default(),
         }
     }

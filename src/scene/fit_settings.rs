@@ -107,13 +107,25 @@ pub struct FitSettings {
     /// Iterations between checkpoints (≥ 1; one is also written at the end
     /// of each stage).
     pub checkpoint_every: u32,
-    /// After the stages, refit E at twice the substeps per frame and
-    /// report its shift, the discretisation's error bar (default off: it
-    /// costs about one stiffness stage).
+    /// After the stages, refit E at doubled substeps per frame, level by
+    /// level until two levels agree within 0.05 decades, and report each
+    /// shift (the discretisation's error bar) and, converged, the finest
+    /// level's E as the material's (default off: each level costs about
+    /// one stiffness stage at 2^k times the simulation's cost,
+    /// src/fit/discretisation_check.rs).
     pub check_discretisation: bool,
+    /// The cap on the check's levels (1..=8; default 3: up to 8 times the
+    /// substeps).
+    pub discretisation_levels: u32,
     /// The coarse scan of E before the stages (`[fit.scan]`).
     pub scan: ScanSettings,
 }
+
+/// The most levels `fit.discretisation_levels` allows: the finest level
+/// simulates at 2^8 = 256 times the scene's substeps, beyond any
+/// refinement a fit's time step needs (0.1–0.4 decades per doubling on
+/// the twins, docs/benchmarks.md).
+pub const MAX_DISCRETISATION_LEVELS: u32 = 8;
 
 /// `[fit.scan]`: one uniform log10 E scanned over
 /// `material.log10_youngs_range`, each value with its own velocity, so
@@ -239,6 +251,18 @@ pub(crate) fn resolve_fit(
             "iterations between checkpoints; default 10",
         )?,
         check_discretisation: f.check_discretisation,
+        discretisation_levels: u32::try_from(f.discretisation_levels)
+            .ok()
+            .filter(|n| (1..=MAX_DISCRETISATION_LEVELS).contains(n))
+            .ok_or_else(|| {
+                v.out_of_range(
+                    "fit.discretisation_levels",
+                    f.discretisation_levels,
+                    format!(
+                        "must be an integer from 1 to {MAX_DISCRETISATION_LEVELS} (levels of doubled substeps the discretisation check may refit E at; default 3)"
+                    ),
+                )
+            })?,
         scan: ScanSettings {
             points: u32::try_from(f.scan.points)
                 .ok()

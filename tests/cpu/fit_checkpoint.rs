@@ -64,17 +64,13 @@ fn running_state() -> FitState {
                 rho: 1.0 / 7.0,
             }],
         }],
-        discretisation: Some(physfit::fit::discretisation_check::DiscretisationCheck {
-            substeps: 9,
-            refined_substeps: 18,
-            refined_log10_youngs: vec![3.2, 4.1, 0.3],
-            shift: vec![0.1, 0.1 - 1e-16, -1.0 / 30.0],
-            largest_shift: 0.1,
-            tolerance: 0.05,
-            converged: false,
-            loss: [0.25, 1.0 / 9.0],
-            evaluations: 7,
-            seconds: 12.5,
+        discretisation: Some({
+            use physfit::fit::discretisation_check::{DiscretisationCheck, RefinementEnd};
+            let mut check = DiscretisationCheck::start(9, vec![3.1, 4.0, 1.0 / 3.0], 3);
+            check.push_level(18, vec![3.2, 4.1, 0.3], [0.25, 1.0 / 9.0], 7, 12.5);
+            check.push_level(36, vec![3.21, 4.09, 0.31], [0.125, 0.1], 4, 30.25);
+            check.finish(RefinementEnd::Converged);
+            check
         }),
         uncertainty: Some(physfit::fit::FitUncertainty {
             frames: vec![1, 2],
@@ -270,7 +266,7 @@ fn fit_json_of_another_version_is_refused_naming_the_fix() {
         "settings":{{"inputs_sha256":{{"gaussians":"a","reference_frames":"b"}},
           "simulation":{{"grid_res":16,"substeps":9,"drivers":4}},
           "material":{{"youngs_modulus":1e4,"log10_youngs_range":[3.0,5.0]}},
-          "fit":{{"rounds":1,"checkpoint_every":3,"check_discretisation":false,"scan":{{"points":5,"velocity_evaluations":4}},
+          "fit":{{"rounds":1,"checkpoint_every":3,"check_discretisation":false,"discretisation_levels":3,"scan":{{"points":5,"velocity_evaluations":4}},
             "velocity":{{"solver":"lbfgs","iterations":1,"tolerance":0.0,"w_l1":0.8,"w_ssim":0.2,
               "tv_weight":0.0,"velocity_tv_weight":0.0,"field":"global"}},
             "stiffness":{{"solver":"lbfgs","iterations":2,"tolerance":0.0,"w_l1":0.8,"w_ssim":0.2,

@@ -359,3 +359,40 @@ fn fitted_poissons_ratios_are_named_by_es_regions() {
     let options = FitProblemOptions::from_scene(&fixed, &drivers, &fixed.fit.stiffness).unwrap();
     assert_eq!(options.poisson, None);
 }
+
+/// `fit.discretisation_levels` defaults to 3 levels of doubled substeps and
+/// takes 1 to 8; any other value is refused naming the file, the field and
+/// the range with its default.
+#[test]
+fn discretisation_levels_default_to_three_and_bad_ones_are_refused_with_the_range() {
+    let fx = Fixture::new();
+    let fit = load(&fx, "").fit;
+    assert_eq!(
+        (fit.check_discretisation, fit.discretisation_levels),
+        (false, 3)
+    );
+    let fit = load(
+        &fx,
+        "[fit]\ncheck_discretisation = true\ndiscretisation_levels = 1\n",
+    )
+    .fit;
+    assert_eq!(
+        (fit.check_discretisation, fit.discretisation_levels),
+        (true, 1)
+    );
+    assert_eq!(
+        load(&fx, "[fit]\ndiscretisation_levels = 8\n")
+            .fit
+            .discretisation_levels,
+        8
+    );
+    for bad in ["0", "9", "-1"] {
+        let e = expect_err(
+            fx.load(&format!("{BASE}\n[fit]\ndiscretisation_levels = {bad}\n")),
+            "fit.discretisation_levels",
+        );
+        let msg = e.to_string();
+        assert!(msg.contains("from 1 to 8"), "{msg}");
+        assert!(msg.contains("default 3"), "{msg}");
+    }
+}
