@@ -171,3 +171,42 @@ fn fit_settings_are_summarised_with_the_drivers_per_region() {
     assert_eq!(a.drivers[2], 0);
     assert_eq!(stdout.matches("holds no driver").count(), 1, "{stdout}");
 }
+
+/// `physfit check` says what the discretisation check will do: off, how
+/// to turn it on; on, each level's substeps up to the cap, the evaluations
+/// each may take and the second problem it builds.
+#[test]
+fn check_says_what_the_discretisation_check_will_do() {
+    let fx = Fixture::new();
+    for (fit, needles) in [
+        (
+            "",
+            vec!["discretisation not checked (`fit.check_discretisation = true` refits E at"],
+        ),
+        (
+            "[fit]\ncheck_discretisation = true\ndiscretisation_levels = 2\n\
+             [fit.stiffness]\niterations = 9\n",
+            vec![
+                "while a level moves an E by 0.05 decades or more: at most 2 levels, each at most 9 evaluations",
+                "each level builds a second fit problem at its substeps",
+            ],
+        ),
+    ] {
+        let scene = fx.load(&format!("{BASE}\n{fit}")).unwrap();
+        let n = scene.simulation.substeps;
+        let out = check(&fx.path("scene.toml"));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{stdout}");
+        for needle in needles {
+            assert!(stdout.contains(needle), "`{needle}` in:\n{stdout}");
+        }
+        if !fit.is_empty() {
+            let levels = format!(
+                "at {} substeps per frame (the fit's {n} doubled), then at {} while",
+                2 * n,
+                4 * n
+            );
+            assert!(stdout.contains(&levels), "`{levels}` in:\n{stdout}");
+        }
+    }
+}
