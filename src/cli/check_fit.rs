@@ -17,10 +17,12 @@
 use std::fmt::Write;
 
 use anyhow::{Context, Result};
+use physfit::budget::{estimate, Workload};
 use physfit::drive::DriverSet;
 use physfit::fit::summary::Solver;
 use physfit::fit::summary_build::solver_for;
 use physfit::fit::RegionAssignment;
+use physfit::memory::bytes::human_bytes;
 use physfit::output::youngs_world;
 use physfit::scene::{FieldSetting, FitStage, Scene};
 
@@ -288,13 +290,29 @@ fn discretisation_summary(scene: &Scene) -> String {
     let levels: Vec<String> = (1..=f.discretisation_levels)
         .map(|k| (substeps.saturating_mul(1 << k)).to_string())
         .collect();
+    // The finest level's problem, held beside the fit's own while it runs.
+    let mut finest = scene.clone();
+    finest.simulation.substeps = substeps.saturating_mul(1 << f.discretisation_levels);
+    let bytes = |s: &Scene| {
+        let e = estimate(s, &Workload::Fit);
+        format!(
+            "{} device + {} host",
+            human_bytes(e.device_bytes()),
+            human_bytes(e.host_bytes())
+        )
+    };
+    let memory = format!(
+        "the finest level's problem is estimated at {} beside the fit's {}",
+        bytes(&finest),
+        bytes(scene)
+    );
     format!(
         "discretisation E refitted after the stages at {} substeps per frame (the fit's {substeps} \
          doubled), then at {} while a level moves an E by 0.05 decades or more: at most {} \
          level{}, each at most {} evaluations with the simulation 2^k times as costly (the \
          rendering unchanged); each level builds a second fit problem at its substeps (its \
-         memory estimate is checked before it runs). Converged, fitted.ply carries the finest \
-         level's E",
+         memory estimate is checked before it runs: {memory}). Converged, fitted.ply carries \
+         the finest level's E",
         levels[0],
         if levels.len() > 1 {
             levels[1..].join(", ")

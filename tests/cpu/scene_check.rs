@@ -189,6 +189,7 @@ fn check_says_what_the_discretisation_check_will_do() {
             vec![
                 "while a level moves an E by 0.05 decades or more: at most 2 levels, each at most 9 evaluations",
                 "each level builds a second fit problem at its substeps",
+                "the finest level's problem is estimated at ",
             ],
         ),
     ] {
