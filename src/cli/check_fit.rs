@@ -17,11 +17,11 @@
 use std::fmt::Write;
 
 use anyhow::{Context, Result};
-use physfit::drive::DriverSet;
-use physfit::fit::summary::Solver;
-use physfit::fit::summary_build::solver_for;
+use physfit::fit::solver_for;
+use physfit::fit::youngs_world;
+use physfit::fit::DriverSet;
 use physfit::fit::RegionAssignment;
-use physfit::output::youngs_world;
+use physfit::fit::Solver;
 use physfit::scene::{FieldSetting, FitStage, Scene};
 
 use super::count::count;
@@ -40,7 +40,7 @@ pub fn fit_summary(scene: &Scene) -> Result<String> {
         Some(DriverSet::from_scene(scene).with_context(|| {
             format!(
                 "building the drivers of {} to assign them to the fit's regions",
-                physfit::io::shown::shown(&scene.path)
+                physfit::io::shown(&scene.path)
             )
         })?)
     } else {

@@ -16,13 +16,17 @@
 //! [`render_motion`] `physfit render --params` and [`render_at_rest`]
 //! plain `physfit render`.
 
-pub mod at_rest;
-pub mod error;
-pub mod motion;
-pub mod renderer;
-pub mod setup;
-pub mod simulate;
+internal_mods! {
+    at_rest;
+    error;
+    motion;
+    renderer;
+    setup;
+    simulate;
+}
 
+/// The fitted drivers a motion is rendered from (`drivers.safetensors`).
+pub use crate::output::FittedDrivers;
 pub use at_rest::{render_at_rest, RestRender};
 pub use error::ForwardError;
 pub use motion::{

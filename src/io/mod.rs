@@ -5,11 +5,19 @@
 //! ([`output_dir`], with [`owned`], [`output_place`], [`run_lock`] and
 //! [`output_error`]).
 
-pub mod atomic_write;
-pub mod output_dir;
-pub mod output_error;
-pub mod output_place;
-pub mod owned;
-pub mod png;
-pub mod run_lock;
-pub mod shown;
+internal_mods! {
+    atomic_write;
+    output_dir;
+    output_error;
+    output_place;
+    owned;
+    png;
+    run_lock;
+    shown;
+}
+
+pub use atomic_write::write_atomic;
+pub use output_dir::{Earlier, OutputDir, OutputPlan};
+pub use output_place::Input;
+pub use owned::Owned;
+pub use shown::{normalised, shown};

@@ -341,6 +341,7 @@ pub fn write_png(
 /// Note that the GPU image loss keeps reference frames at 8 bits
 /// ([`crate::loss::ReferenceFrame`]), so the extra precision does not reach
 /// the loss.
+#[cfg(feature = "reference")]
 pub fn write_png16(
     path: &Path,
     width: u32,
