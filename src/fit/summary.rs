@@ -21,8 +21,9 @@ pub const SUMMARY_FORMAT: &str = "physfit.fit";
 /// 4: error bars, `uncertainty` and each E parameter's `log10_std`; 5:
 /// `poisson_parameters`, the fitted Poisson's ratios; `discretisation`,
 /// each E parameter's `discretisation_shift` and
-/// `settings.fit.check_discretisation`).
-pub const SUMMARY_VERSION: u32 = 5;
+/// `settings.fit.check_discretisation`; 6: each Poisson's ratio
+/// parameter's `std` and `uncertainty.poisson_std`).
+pub const SUMMARY_VERSION: u32 = 6;
 
 /// Why `fit.json` could not be read or written.
 #[derive(Debug, thiserror::Error)]
@@ -318,6 +319,10 @@ pub struct PoissonParameter {
     pub name: String,
     /// ν (dimensionless, in (0, 0.49)).
     pub poisson_ratio: f64,
+    /// ν's standard error from the frames ([`FitUncertainty::poisson_std`]);
+    /// absent without error bars, or where the frames do not constrain it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub std: Option<f64>,
 }
 
 /// `fit.json` (module doc).

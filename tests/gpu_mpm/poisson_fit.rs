@@ -17,6 +17,7 @@ use physfit::fit::objective::{Remember, StageObjective, Unknowns};
 use physfit::fit::observer::{Control, FinishedStage, FitObserver};
 use physfit::fit::plan::{StageKind, StagePlan, STIFFNESS_FIRST_STEP};
 use physfit::fit::poisson::{derivative, poisson_of, z_of};
+use physfit::fit::uncertainty_estimate::estimate_uncertainty;
 use physfit::fit::{
     run_fit, FitEnd, FitProblem, FitProblemOptions, FitState, GradientFlow, Parameters, Selection,
 };
@@ -323,6 +324,34 @@ fn the_stiffness_stage_recovers_e_and_poissons_ratio_from_two_starts() {
             "log10 E {fitted_e}"
         );
         assert!((fitted_nu - TRUE_POISSON).abs() <= 0.01, "ν {fitted_nu}");
+        // ν's error bar: z joins the joint Hessian after E, carried to ν
+        // through the sigmoid's slope.
+        let u = estimate_uncertainty(&ctx, &mut p, &scene, &plan, &state)
+            .unwrap()
+            .expect("a stiffness stage has error bars");
+        let nu_std = u.poisson_std[0].expect("the drop constrains ν");
+        let e_std = u.youngs_log10_std[0].expect("the drop constrains E");
+        eprintln!(
+            "  σ(ν) {nu_std:.3e}, σ(log10 E) {e_std:.3e}, |Δν| {:.1e}, correlations {:?}",
+            (fitted_nu - TRUE_POISSON).abs(),
+            u.correlations.as_ref().map(|c| &c.matrix)
+        );
+        assert_eq!(u.poisson_std.len(), 1);
+        // Measured: σ(ν) 8.2e-3 and 1.1e-2 from the two starts (σ(log10 E)
+        // 5.1e-3 and 7.0e-3, correlation −0.75), |Δν| 5e-4 and 2e-4: the
+        // drop pins ν to about a hundredth, and the truth lies well inside.
+        assert!(
+            nu_std.is_finite() && nu_std > 0.0 && nu_std < 0.05,
+            "σ(ν) {nu_std}"
+        );
+        assert!(
+            (fitted_nu - TRUE_POISSON).abs() <= 3.0 * nu_std,
+            "ν {fitted_nu} is more than 3σ ({nu_std}) from the truth"
+        );
+        assert_eq!(
+            u.correlations.as_ref().map(|c| c.names.last().cloned()),
+            Some(Some("z of ν[0]".to_string()))
+        );
     }
 }
 
@@ -412,6 +441,8 @@ fn a_fit_of_poissons_ratio_writes_it_to_every_output_and_render_uses_it() {
     assert_eq!(fitted.name, "object");
     assert!(fitted.poisson_ratio > 0.0 && fitted.poisson_ratio < 0.49);
     assert_ne!(fitted.poisson_ratio, 0.3, "ν moved from its start");
+    let std = fitted.std.expect("ν's error bar");
+    assert!(std.is_finite() && std > 0.0, "σ(ν) {std}");
     assert_eq!(
         json.settings.fit.stiffness.poisson.as_deref(),
         Some("global")
