@@ -104,9 +104,22 @@ impl ForwardSetup {
         // the fitted object moves in (docs/design.md § Interactions).
         let mut config = fitted.mpm_config();
         config.colliders = scene.mpm_config().colliders;
+        // The simulator's particles: the fitted E (normalised units, as the
+        // fit sets it), checked for stability up to the top of the fit's
+        // range.
+        let particles = MpmSetup {
+            particle_volume: fitted.particle_volume,
+            anchored: fitted.anchored.clone(),
+            youngs: fitted
+                .log10_youngs
+                .iter()
+                .map(|&l| 10f64.powf(l) as f32)
+                .collect(),
+            youngs_max: 10f64.powf(fitted.settings.log10_youngs_range[1]),
+        };
         let setup = Self::new(
             interactions.apply(&config, &sim_box),
-            fitted.mpm_setup(),
+            particles,
             deform,
             fitted.log10_youngs.clone(),
             &fitted.velocity,
