@@ -18,8 +18,8 @@
 use anyhow::{bail, Result};
 use image::{Rgb, RgbImage};
 
+use physfit::io::Frame;
 use physfit::report::{captioned, rgb8};
-use physfit::scene::Frame;
 
 /// Refuses `--side-by-side` with a camera that moves (module doc).
 pub fn refuse_moving_camera(orbit: Option<f32>) -> Result<()> {

@@ -7,7 +7,7 @@ use super::setup::ForwardSetup;
 use crate::deform::Deformation;
 use crate::gpu::{GpuBuffer, GpuContext};
 use crate::mpm::{ForcedRun, MpmSimulator, ParticleState};
-use crate::scene::frames::Frame;
+use crate::io::Frame;
 use crate::scene::{Camera, Gaussians};
 use crate::splat::{Rasterizer, RenderOutput, SplatBuffers, StaticBackdrop};
 

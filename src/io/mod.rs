@@ -1,4 +1,5 @@
-//! Generic file output, shared by every stage that writes files:
+//! Generic file output, shared by every stage that writes files, and the
+//! one image type, [`Frame`]:
 //! [`atomic_write`] (temp file + rename, so a reader never sees half a file)
 //! [`png`] (the one PNG writer, through it), [`shown`] (paths printed as
 //! a user would type them) and the one writer discipline of every command
@@ -7,6 +8,7 @@
 
 internal_mods! {
     atomic_write;
+    frame;
     output_dir;
     output_error;
     output_place;
@@ -15,6 +17,8 @@ internal_mods! {
     run_lock;
     shown;
 }
+
+pub use frame::Frame;
 
 pub use atomic_write::write_atomic;
 pub use output_dir::{Earlier, OutputDir, OutputPlan};

@@ -22,7 +22,7 @@
 //! no caller can pair a frame with another frame's mask.
 
 use crate::gpu::{GpuBuffer, GpuContext};
-use crate::scene::frames::Frame;
+use crate::io::Frame;
 
 use super::error::LossError;
 use super::reference_mask::ReferenceMask;

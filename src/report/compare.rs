@@ -7,7 +7,7 @@ use image::{Rgb, RgbImage};
 use super::caption::captioned;
 use super::ReportError;
 use crate::io::png::quantised;
-use crate::scene::frames::Frame;
+use crate::io::Frame;
 
 
 /// The factor the difference panel multiplies `|reference − fitted|` by

@@ -33,7 +33,7 @@ internal_mods! {
     view;
 }
 
-pub use frames::{write_png, Frame};
+pub use frames::write_png;
 pub use inputs::scene_inputs;
 pub use ply::load_gaussians;
 mod load;

@@ -5,6 +5,7 @@
 
 use image::{Rgb, RgbImage};
 use physfit::io::png::write_png;
+use physfit::io::Frame;
 use physfit::report::colorbar::{
     COLORBAR_BAR_LEFT, COLORBAR_BAR_WIDTH, COLORBAR_MARGIN, COLORBAR_WIDTH,
 };
@@ -16,7 +17,7 @@ use physfit::report::{
     captioned_row, font, frame_triptych, loss_plot, loss_plot_with_scan, map, recolored,
     stiffness_colours, triptych, with_colorbar, LossCurve, LossPoint, ReportError, ScanCandidate,
 };
-use physfit::scene::frames::{load_frame, Frame};
+use physfit::scene::frames::load_frame;
 
 use crate::common;
 

@@ -23,8 +23,8 @@ use physfit::forward::{
     SceneRenderer,
 };
 use physfit::interact::{InteractionFlags, Interactions};
+use physfit::io::Frame;
 use physfit::output::FittedDrivers;
-use physfit::scene::frames::Frame;
 use physfit::scene::Scene;
 
 const EXTRA: &str =

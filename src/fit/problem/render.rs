@@ -5,7 +5,7 @@
 use super::{FitError, FitProblem, Parameters};
 use crate::gpu::{GpuBuffer, GpuContext};
 use crate::mpm::Rollout;
-use crate::scene::frames::Frame;
+use crate::io::Frame;
 
 impl FitProblem {
     /// Runs the forward simulation of `params` through frame `last`: the
