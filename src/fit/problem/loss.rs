@@ -187,9 +187,8 @@ impl FitProblem {
         // (frame 1 from the initial state; frame 0 is the initial state).
         let mut rollouts = Vec::with_capacity(selection.frames.len());
         for &k in &selection.frames {
-            let frames = u32::from(k > 0);
             rollouts.push(if k <= 1 {
-                self.chain.rollout(ctx, &start, frames)?
+                self.chain.rollout(ctx, &start, u32::from(k > 0))?
             } else {
                 let Some(held) = frozen.frames.get(k - 1) else {
                     return Err(FitError::FrameOutOfRange {
@@ -199,7 +198,7 @@ impl FitProblem {
                         available: frozen.frames.len(),
                     });
                 };
-                self.chain.rollout_held(ctx, held, frames)?
+                self.chain.rollout_held(ctx, held, 1)?
             });
         }
         self.profiler.lap(ctx, TimedPart::MpmForward)?;
