@@ -65,9 +65,9 @@ pub mod uniforms;
 pub use crate::mpm_rules::{MpmConfig, WallMode};
 #[cfg(feature = "reference")]
 pub use crate::mpm_rules::{Collider, ColliderShape, ContactRule};
-pub use backward::{BackwardOptions, FrameGradient, GradientFlow};
+pub use backward::{BackwardOptions, FrameGradient, GradientFlow, MpmGradients};
 #[cfg(feature = "reference")]
-pub use backward::{HostMpmGradients, MpmGradients};
+pub use backward::HostMpmGradients;
 pub use backward_work::BackwardWork;
 pub use error::MpmError;
 pub use forcing::{ForcedRun, ImpulseForce};

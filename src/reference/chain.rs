@@ -2,7 +2,11 @@
 //! parameters, fit; § Drivers and the deformation of Gaussians;
 //! § Verification 1–2): parameters → MPM twin → deformation twin
 //! → render twin → loss twin, and its exact gradient by chaining the twins'
-//! adjoints. The test oracle of the GPU problem call (src/fit/).
+//! adjoints. The test oracle of the GPU problem call (src/fit/), whose
+//! stages are [`crate::forward::Chain`]'s: `rollout` / `rollout_backward`
+//! ([`frame_states`] / [`frames_gradient`]), `pose` / `pose_backward`
+//! ([`ChainProblem64::posed_splats`] / `deform_adjoint`), `draw` /
+//! `draw_backward` (`render` / `render_backward`).
 //!
 //! **Parameters** ([`ChainParams64`]), one entry per driver (MPM particle):
 //! - `log10_youngs`: `p = log10 E`, E in the simulator's **normalised**
