@@ -13,11 +13,13 @@ use crate::common::slopes::{jump_robust_slope, richardson};
 use crate::poisson_fit::{all, at, drop_scene, problem};
 use physfit::deform::DeformSetup;
 use physfit::fit::{FitProblem, FitProblemOptions, GradientFlow};
+use physfit::mpm_rules::collider::ContactRule;
 use physfit::reference::chain::{
     chain_frame_seed, chain_frame_states, chain_gradient, chain_loss, ChainParams64, ChainProblem64,
 };
 use physfit::reference::loss::{LossWeights64, Rgb64};
-use physfit::reference::mpm::MpmSetup64;
+use physfit::reference::mpm::rollout::frames_gradient;
+use physfit::reference::mpm::{MpmSetup64, MpmState64};
 use physfit::reference::splat::SplatParams64;
 use physfit::scene::Scene;
 
@@ -139,9 +141,10 @@ fn renders_alone(chain: &ChainProblem64) -> (f64, impl Fn(f64) -> f64 + '_) {
     (adjoint, f)
 }
 
-fn split(chain: &ChainProblem64) -> Split {
+/// The MPM alone: differences (Richardson, h = `h`) of `Σ_k ⟨∂L/∂x_k,
+/// x_k(3.7 + h)⟩`, the render seeds held at 3.7.
+fn mpm_alone(chain: &ChainProblem64, h: f64) -> f64 {
     let n = chain.drivers();
-    let (adjoint, render_only) = renders_alone(chain);
     let states = |h: f64| chain_frame_states(chain, &twin_params(n, 3.7 + h));
     let at0 = states(0.0);
     let frames = chain.frames();
@@ -160,9 +163,14 @@ fn split(chain: &ChainProblem64) -> Split {
             })
             .sum::<f64>()
     };
+    richardson(mpm_only, h)
+}
+
+fn split(chain: &ChainProblem64) -> Split {
+    let (adjoint, render_only) = renders_alone(chain);
     Split {
         adjoint,
-        mpm: richardson(mpm_only, 1e-3),
+        mpm: mpm_alone(chain, 1e-3),
         renders_wide: jump_robust_slope(&render_only, 0.01, 32),
         renders_1e5: richardson(&render_only, 1e-5),
         renders_1e7: richardson(&render_only, 1e-7),
@@ -198,7 +206,9 @@ fn yawed(chain: &ChainProblem64, angle: f32) -> ChainProblem64 {
 /// (no ties in depth between mirrored splats) the renders agree at 1e-5
 /// too, but the ±0.01 slope is still 18% off: alpha-cutoff and depth-order
 /// jumps remain, and the loss changes through them (docs/benchmarks.md,
-/// "Poisson's ratio fitted with E").
+/// "Poisson's ratio fitted with E"). The twin's MPM of the same drop onto a
+/// slip and a friction plane (μ 0.3), and its ∂L/∂μ, match their
+/// differences too.
 #[test]
 fn contact_drop_gradient_is_the_twins_and_its_gap_is_in_the_renders() {
     let ctx = common::gpu();
@@ -250,6 +260,79 @@ fn contact_drop_gradient_is_the_twins_and_its_gap_is_in_the_renders() {
         rel(turned.renders_1e5) <= 1e-5,
         "turned, renders alone: {turned:?}"
     );
+    // The same drop's MPM onto the plane with the other rules (the twin
+    // only; the GPU's rules against the twin's: tests/gpu_mpm/colliders.rs).
+    // Measured: slip 1e-10 at h 1e-3; friction (μ 0.3) 4.5e-6 at h 1e-3
+    // (the window crosses a few nodes' stick/slide kinks) and 2e-7 at 1e-5.
+    for (contact, limit) in [
+        (ContactRule::Slip, [1e-6, 1e-6]),
+        (ContactRule::Friction(0.3), [2e-5, 1e-6]),
+    ] {
+        let mut c = chain.clone();
+        c.mpm.config.colliders[0].contact = contact;
+        let n = c.drivers();
+        let adjoint: f64 = chain_gradient(&c, &twin_params(n, 3.7), GradientFlow::Full)
+            .d_log10_youngs
+            .iter()
+            .sum();
+        for (h, limit) in [1e-3, 1e-5].into_iter().zip(limit) {
+            let fd = mpm_alone(&c, h);
+            let rel = (fd - adjoint).abs() / adjoint.abs();
+            eprintln!(
+                "{contact:?}: adjoint {adjoint:.9e}, MPM alone at h {h:.0e}: {fd:.9e} ({rel:.1e})"
+            );
+            assert!(rel <= limit, "{contact:?}, h {h:e}: {fd} vs {adjoint}");
+        }
+    }
+    // ∂L/∂μ of the MPM alone at this scene's scale (μ 0.3; the GPU's
+    // against the twin's and finite differences of a fit-scale drop:
+    // tests/gpu_mpm/colliders.rs). Measured: 1.3e-3 at h 1e-3, 3.6e-4 at
+    // 1e-5 (stick/slide switches of (node, substep) pairs lie ~1e-5 apart
+    // in μ), 2.7e-7 at 1e-6 (1e-6 at 1e-7: f64 rounding).
+    let mut c = chain.clone();
+    c.mpm.config.colliders[0].contact = ContactRule::Friction(0.3);
+    let params = twin_params(n, 3.7);
+    let at0 = chain_frame_states(&c, &params);
+    let frames = c.frames();
+    let seeds: Vec<(usize, MpmState64)> = (1..=frames)
+        .map(|k| {
+            let mut seed = MpmState64::zeros(n);
+            seed.x = chain_frame_seed(&c, k, &at0[k].x).1;
+            (k, seed)
+        })
+        .collect();
+    let initial = c.initial_state(&params);
+    let d_mu = frames_gradient(
+        &c.mpm,
+        &initial,
+        &c.youngs(&params),
+        frames,
+        &seeds,
+        GradientFlow::Full,
+    )
+    .d_friction[0];
+    let along_mu = |h: f64| {
+        let mut m = c.clone();
+        m.mpm.config.colliders[0].contact = ContactRule::Friction(0.3 + h);
+        let s = chain_frame_states(&m, &params);
+        seeds
+            .iter()
+            .map(|(k, seed)| {
+                s[*k]
+                    .x
+                    .iter()
+                    .zip(&seed.x)
+                    .map(|(x, d)| x[0] * d[0] + x[1] * d[1] + x[2] * d[2])
+                    .sum::<f64>()
+            })
+            .sum::<f64>()
+    };
+    for (h, limit) in [(1e-3, 1e-2), (1e-6, 1e-5)] {
+        let fd = richardson(along_mu, h);
+        let rel = (fd - d_mu).abs() / d_mu.abs();
+        eprintln!("∂/∂μ: adjoint {d_mu:.9e}, MPM alone at h {h:.0e}: {fd:.9e} ({rel:.1e})");
+        assert!(rel <= limit, "∂/∂μ, h {h:e}: {fd} vs {d_mu}");
+    }
 }
 
 /// A measurement, not a check (11 minutes on the shared 2-core machine):
