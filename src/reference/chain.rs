@@ -319,6 +319,13 @@ pub fn chain_frame_states(problem: &ChainProblem64, params: &ChainParams64) -> V
     )
 }
 
+/// Frame k's image loss per view and its `∂L/∂x` for the drivers at `x`
+/// (normalised units), every path on: the render side of the chain alone,
+/// so tests can split a gap between the MPM and the renders.
+pub fn chain_frame_seed(problem: &ChainProblem64, k: usize, x: &[Vec3]) -> (Vec<f64>, Vec<Vec3>) {
+    frame_seed_with(problem, k, x, ChainPaths::ALL)
+}
+
 /// `∂L/∂x` of the drivers at `x` from frame k's image losses: loss twin →
 /// render backward twin → deformation adjoint twin, summed over views,
 /// along the switched-on `paths`. Also returns the per-view losses.
