@@ -10,7 +10,7 @@
 pub mod drivers;
 pub mod kmeans;
 
-pub use drivers::DriverSet;
+pub use drivers::{nearest_drivers, DriverSet};
 #[cfg(feature = "reference")]
 pub use drivers::DriverSource;
 
