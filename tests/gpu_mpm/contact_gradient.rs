@@ -11,70 +11,28 @@
 use crate::common;
 use crate::common::slopes::{jump_robust_slope, richardson};
 use crate::poisson_fit::{all, at, drop_scene, problem};
-use physfit::deform::DeformSetup;
+use crate::support::chain_twin;
 use physfit::fit::{FitProblem, FitProblemOptions, GradientFlow};
 use physfit::mpm_rules::collider::ContactRule;
 use physfit::reference::chain::{
     chain_frame_seed, chain_frame_states, chain_gradient, chain_loss, ChainParams64, ChainProblem64,
 };
-use physfit::reference::loss::{LossWeights64, Rgb64};
 use physfit::reference::mpm::rollout::frames_gradient;
-use physfit::reference::mpm::{MpmSetup64, MpmState64};
-use physfit::reference::splat::SplatParams64;
+use physfit::reference::mpm::MpmState64;
 use physfit::scene::Scene;
 
 /// The twin of `p` on `scene`: its drivers, the scene's MPM config (ν from
 /// the scene: 0.3, the point of the check), splats, cameras and the
 /// references read back from the frames on disk.
 fn twin(scene: &Scene, p: &FitProblem) -> ChainProblem64 {
-    let drivers = p.drivers();
     let o = FitProblemOptions::from_scene(
         scene,
         &physfit::drive::DriverSet::from_scene(scene).unwrap(),
         &scene.fit.stiffness,
     )
     .unwrap();
-    let references = (1..=scene.views[0].frames.as_ref().unwrap().len() - 1)
-        .map(|k| {
-            scene
-                .views
-                .iter()
-                .map(|view| {
-                    let f = view.frames.as_ref().unwrap().load(k).unwrap();
-                    Rgb64 {
-                        width: f.width as usize,
-                        height: f.height as usize,
-                        pixels: f
-                            .pixels
-                            .iter()
-                            .map(|p| {
-                                std::array::from_fn(|c| (f64::from(p[c]) * 255.0).round() / 255.0)
-                            })
-                            .collect(),
-                    }
-                })
-                .collect()
-        })
-        .collect();
-    ChainProblem64 {
-        mpm: MpmSetup64 {
-            config: scene.mpm_config(),
-            particle_volume: drivers.volume,
-            anchored: drivers.anchored.clone(),
-            poisson: None,
-        },
-        deform: DeformSetup::from_drivers(drivers, scene.gaussians()).unwrap(),
-        splats: SplatParams64::from(scene.gaussians()),
-        background: scene.background.map(f64::from),
-        cameras: scene.views.iter().map(|v| v.camera.clone()).collect(),
-        references,
-        weights: LossWeights64 {
-            l1: f64::from(o.weights.l1),
-            ssim: f64::from(o.weights.ssim),
-        },
-        tv_edges: drivers.graph.clone(),
-        tv_weight: 0.0,
-    }
+    let frames = scene.views[0].frames.as_ref().unwrap().len() - 1;
+    chain_twin(scene, p, &o, frames, 0.0)
 }
 
 /// Every driver at `log10` (the global E), at rest.
