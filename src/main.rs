@@ -77,7 +77,7 @@ fn main() {
     cli::log_setup::init_logger(cli.quiet);
     // Before any wgpu instance: the Vulkan loader complains on stderr
     // without a runtime directory.
-    let runtime_dir = physfit::gpu::runtime_dir::RuntimeDir::ensure();
+    let runtime_dir = physfit::gpu::RuntimeDir::ensure();
     let result = run(cli);
     // `process::exit` runs no destructors: the private directory goes first.
     drop(runtime_dir);
@@ -107,7 +107,7 @@ fn run(cli: Cli) -> Result<i32> {
         Command::Info => {
             let ctx = physfit::gpu::GpuContext::new(&Default::default())?;
             if !quiet {
-                println!("{}", physfit::gpu::info::describe(&ctx));
+                println!("{}", physfit::gpu::describe(&ctx));
             }
         }
         Command::Check { scene } => cli::check::run(&scene, quiet)?,

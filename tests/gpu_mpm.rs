@@ -23,6 +23,8 @@ mod bench_mpm;
 mod chain_vs_twin;
 #[path = "gpu_mpm/colliders.rs"]
 mod colliders;
+#[path = "gpu_mpm/contact_gradient.rs"]
+mod contact_gradient;
 #[path = "gpu_mpm/deform.rs"]
 mod deform;
 #[path = "gpu_mpm/doc_commands.rs"]

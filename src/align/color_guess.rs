@@ -18,7 +18,7 @@
 //! ([`super::view_align`]); L-BFGS then refines it with the pose.
 
 use crate::scene::color_correction::ColorCorrection;
-use crate::scene::frames::Frame;
+use crate::io::Frame;
 use crate::scene::masks::Mask;
 
 /// A value this close to 0 or 1 may have been clipped.

@@ -25,17 +25,22 @@
 //! 7. [`scene_align`]: the chosen views in turn, as one library call, its
 //!    result in memory and the files it writes (what `physfit align` runs).
 
-pub mod chart;
-pub mod color_guess;
-pub mod conditioning;
-pub mod error;
-pub mod problem;
-pub mod pyramid;
-pub mod scene_align;
-pub mod scene_edit;
-pub mod silhouette;
-pub mod summary;
-pub mod view_align;
+internal_mods! {
+    chart;
+    color_guess;
+    conditioning;
+    error;
+    problem;
+    pyramid;
+    scene_align;
+    scene_edit;
+    silhouette;
+    summary;
+    view_align;
+}
+
+pub use scene_align::{picture_file, ALIGNED_SCENE_FILE};
+pub use summary::ALIGN_SUMMARY_FILE;
 
 pub use chart::{AlignWhat, Chart, ViewState};
 pub use error::AlignError;

@@ -9,7 +9,7 @@
 use crate::gpu::GpuContext;
 use crate::loss::color_correction::{gain_offset_gradient, ColorCorrect};
 use crate::loss::{ImageLoss, LossTermsBuffer, LossWeights, ReferenceFrame, RenderedImage};
-use crate::scene::frames::Frame;
+use crate::io::Frame;
 use crate::splat::{CameraGradient, Rasterizer, SplatBuffers};
 
 use super::chart::ViewState;

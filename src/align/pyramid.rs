@@ -5,7 +5,7 @@
 //! still overlap); at a coarse level the same error is a few pixels, inside
 //! the basin, and each finer level starts where the coarser one ended.
 
-use crate::scene::frames::Frame;
+use crate::io::Frame;
 use crate::scene::masks::Mask;
 use crate::scene::Camera;
 

@@ -32,7 +32,7 @@
 
 use glam::{DMat3, DQuat, DVec2, DVec3, Mat3, Vec3};
 
-use crate::scene::frames::Frame;
+use crate::io::Frame;
 use crate::scene::masks::Mask;
 use crate::scene::Camera;
 

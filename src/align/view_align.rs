@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::loss::{ReferenceFrame, ReferenceMask};
 use crate::scene::color_correction::ColorCorrection;
-use crate::scene::frames::Frame;
+use crate::io::Frame;
 use crate::scene::masks::Mask;
 use crate::scene::Camera;
 use crate::solve::lbfgs::{minimise_observed, LbfgsSettings, LbfgsStart};

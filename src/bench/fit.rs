@@ -335,7 +335,7 @@ pub fn run_case_with(
         splats: scene.gaussians().means.len() as u64,
         drivers: problem.drivers().len() as u64,
         grid_res: scene.simulation.grid_res,
-        substeps_per_frame: problem.simulator().config().substeps_per_frame,
+        substeps_per_frame: problem.substeps_per_frame(),
         views: scene.views.len(),
         image_size: [camera.width, camera.height],
         frames,

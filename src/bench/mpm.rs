@@ -33,9 +33,11 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::gpu::GpuContext;
+/// Why a bench case failed: the simulator's errors.
+pub use crate::mpm::MpmError;
 use crate::mpm::{
-    BackwardOptions, BackwardWork, FrameGradient, MpmConfig, MpmError, MpmSetup, MpmSimulator,
-    ParticleState, Rollout, RolloutOptions, StageBuffers, SubstepStage, WallMode,
+    BackwardOptions, BackwardWork, FrameGradient, MpmConfig, MpmSetup, MpmSimulator, ParticleState,
+    Rollout, RolloutOptions, StageBuffers, SubstepStage, WallMode,
 };
 
 /// One benchmark case.

@@ -15,9 +15,13 @@
 //! - [`refusal`]: the typed refusal ([`MemoryError`](crate::memory::MemoryError)) naming the field, the
 //!   bytes needed, what the machine has and the fix.
 
-pub mod estimate;
-pub mod machine;
-pub mod refusal;
+internal_mods! {
+    estimate;
+    machine;
+    refusal;
+}
 
+/// Byte counts as people read them (`1.5 GiB`).
+pub use crate::memory::bytes::human_bytes;
 pub use estimate::{estimate, MemoryEstimate, Part, PartKind, PlannedBuffer, Workload};
 pub use machine::{DeviceMemory, MachineMemory};

@@ -12,15 +12,15 @@ use anyhow::{bail, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use physfit::align::scene_align::{picture_file, ALIGNED_SCENE_FILE};
-use physfit::align::summary::ALIGN_SUMMARY_FILE;
+use physfit::align::ALIGN_SUMMARY_FILE;
 use physfit::align::{
     align_scene, AlignError, AlignEvent, AlignSettings, AlignWhat, SceneAlignOptions,
 };
+use physfit::align::{picture_file, ALIGNED_SCENE_FILE};
 use physfit::gpu::GpuContext;
-use physfit::io::owned::Owned;
-use physfit::io::shown::shown;
-use physfit::scene::inputs::scene_inputs;
+use physfit::io::shown;
+use physfit::io::Owned;
+use physfit::scene::scene_inputs;
 use physfit::scene::Scene;
 
 use super::interrupt::{nothing_kept, Interrupt};

@@ -54,7 +54,7 @@ pub fn run(args: &BenchDiscretisationArgs, quiet: bool) -> Result<()> {
     }
     let scene = Scene::load(&args.scene)?;
     let truth = Truth::load(&args.truth, scene.material.log10_youngs_range)
-        .with_context(|| format!("the truth of {}", physfit::io::shown::shown(&args.scene)))?;
+        .with_context(|| format!("the truth of {}", physfit::io::shown(&args.scene)))?;
     let ctx = GpuContext::new(&GpuOptions::default())?;
     let result = run_bench(
         &ctx,

@@ -46,7 +46,7 @@ impl TempDir {
         let dir =
             std::env::temp_dir().join(format!("physfit-bench-fit-{}-{case}", std::process::id()));
         std::fs::create_dir_all(&dir)
-            .with_context(|| format!("creating {}", physfit::io::shown::shown(&dir)))?;
+            .with_context(|| format!("creating {}", physfit::io::shown(&dir)))?;
         Ok(Self(dir))
     }
 }
@@ -76,7 +76,7 @@ pub fn run(args: &BenchFitArgs, quiet: bool) -> Result<()> {
         let mut scene = Scene::load(&args.scene).with_context(|| {
             format!(
                 "the fox case fits {}: run from the repository root or pass --scene",
-                physfit::io::shown::shown(&args.scene)
+                physfit::io::shown(&args.scene)
             )
         })?;
         if let Some((w, h)) = size {

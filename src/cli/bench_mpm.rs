@@ -3,9 +3,9 @@
 use anyhow::{bail, Result};
 use clap::Args;
 
+use physfit::bench::mpm::MpmError;
 use physfit::bench::mpm::{default_cases, run_case};
 use physfit::gpu::{GpuContext, GpuError, GpuOptions};
-use physfit::mpm::MpmError;
 
 /// Options of `physfit bench mpm`.
 #[derive(Args, Debug)]

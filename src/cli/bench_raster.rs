@@ -43,7 +43,7 @@ pub fn run(args: &BenchRasterArgs) -> Result<()> {
         let view = scene
             .views
             .first()
-            .with_context(|| format!("{} has no camera", physfit::io::shown::shown(&args.scene)))?;
+            .with_context(|| format!("{} has no camera", physfit::io::shown(&args.scene)))?;
         let stem = args.scene.file_stem().unwrap_or_default().to_string_lossy();
         for size in &args.size {
             let (w, h) = parse_size(size)?;
@@ -57,7 +57,7 @@ pub fn run(args: &BenchRasterArgs) -> Result<()> {
     } else {
         log::warn!(
             "{} not found: skipping the real-scene case",
-            physfit::io::shown::shown(&args.scene)
+            physfit::io::shown(&args.scene)
         );
     }
     if args.splats > 0 {
@@ -74,7 +74,7 @@ pub fn run(args: &BenchRasterArgs) -> Result<()> {
             r.forward_ms,
             r.backward_ms,
             r.intersections,
-            physfit::memory::bytes::human_bytes(r.peak_gpu_bytes)
+            physfit::budget::human_bytes(r.peak_gpu_bytes)
         );
         results.push(r);
     }
@@ -89,9 +89,9 @@ pub fn run(args: &BenchRasterArgs) -> Result<()> {
     if let Some(path) = &args.out {
         let tmp = path.with_extension("json.tmp");
         std::fs::write(&tmp, &text)
-            .with_context(|| format!("writing {}", physfit::io::shown::shown(&tmp)))?;
+            .with_context(|| format!("writing {}", physfit::io::shown(&tmp)))?;
         std::fs::rename(&tmp, path)
-            .with_context(|| format!("writing {}", physfit::io::shown::shown(path)))?;
+            .with_context(|| format!("writing {}", physfit::io::shown(path)))?;
     }
     Ok(())
 }

@@ -6,8 +6,8 @@ use std::path::Path;
 
 use anyhow::Result;
 use physfit::budget::{estimate, MachineMemory, Workload};
-use physfit::io::shown::shown;
-use physfit::mpm::WallMode;
+use physfit::io::shown;
+use physfit::scene::WallMode;
 use physfit::scene::{DriverCount, Scene, AUTO_DRIVERS_PER_CELL, MIN_DRIVERS_PER_CELL};
 
 use super::check_fall::fall_summary;

@@ -17,13 +17,8 @@
 use std::fmt::Write;
 
 use anyhow::{Context, Result};
-use physfit::budget::{estimate, Workload};
-use physfit::drive::DriverSet;
-use physfit::fit::summary::Solver;
-use physfit::fit::summary_build::solver_for;
-use physfit::fit::RegionAssignment;
-use physfit::memory::bytes::human_bytes;
-use physfit::output::youngs_world;
+use physfit::budget::{estimate, human_bytes, Workload};
+use physfit::fit::{solver_for, youngs_world, DriverSet, RegionAssignment, Solver};
 use physfit::scene::{FieldSetting, FitStage, Scene};
 
 use super::count::count;
@@ -42,7 +37,7 @@ pub fn fit_summary(scene: &Scene) -> Result<String> {
         Some(DriverSet::from_scene(scene).with_context(|| {
             format!(
                 "building the drivers of {} to assign them to the fit's regions",
-                physfit::io::shown::shown(&scene.path)
+                physfit::io::shown(&scene.path)
             )
         })?)
     } else {

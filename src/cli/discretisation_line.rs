@@ -4,8 +4,8 @@
 //! still moved it when it did not (src/fit/discretisation_check.rs), or
 //! that it was not measured and how to measure it.
 
-use physfit::fit::discretisation::RefinementEnd;
 use physfit::fit::FitSummary;
+use physfit::fit::RefinementEnd;
 
 /// The end-of-fit line on the discretisation (module doc).
 pub(super) fn discretisation_line(summary: &FitSummary) -> String {

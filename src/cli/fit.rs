@@ -9,11 +9,11 @@
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use physfit::fit::output_plan::{COMPARE_DIR, OUTPUT_FILES};
-use physfit::fit::session::{RunEnd, TruthSource, CHECKPOINT_FILE};
 use physfit::fit::{EarlierFit, FitSession, SessionError, SessionOptions, StageChoice};
+use physfit::fit::{RunEnd, TruthSource, CHECKPOINT_FILE};
+use physfit::fit::{COMPARE_DIR, OUTPUT_FILES};
 use physfit::gpu::{GpuContext, GpuOptions};
-use physfit::io::shown::shown;
+use physfit::io::shown;
 use physfit::scene::Scene;
 use physfit::stop::StopCause;
 

@@ -7,9 +7,9 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 
-use physfit::fit::checkpoint::CheckpointError;
+use physfit::fit::CheckpointError;
 use physfit::fit::{SessionError, StageChoice};
-use physfit::io::shown::shown;
+use physfit::io::shown;
 
 /// `--stage`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

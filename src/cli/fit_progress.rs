@@ -8,10 +8,10 @@ use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use physfit::fit::record::mean_quality;
-use physfit::fit::stages::evaluations_so_far;
-use physfit::fit::summary::Solver;
-use physfit::fit::summary_build::stage_solver;
+use physfit::fit::evaluations_so_far;
+use physfit::fit::mean_quality;
+use physfit::fit::stage_solver;
+use physfit::fit::Solver;
 use physfit::fit::ROUND_TOLERANCE;
 use physfit::fit::{
     Control, EvaluationDone, EvaluationPurpose, FinishedStage, FitObserver, FitState, StagePlan,

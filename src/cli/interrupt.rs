@@ -239,8 +239,8 @@ fn install_handlers(stop: StopSignal) -> Result<()> {
 }
 
 /// What an interrupted command that stages its output kept, in one line.
-pub fn nothing_kept(out: &physfit::io::output_dir::OutputDir) -> String {
-    let shown = physfit::io::shown::shown(out.target());
+pub fn nothing_kept(out: &physfit::io::OutputDir) -> String {
+    let shown = physfit::io::shown(out.target());
     if out.created() {
         format!("nothing was written; {shown}, which this run created, is removed")
     } else {

@@ -5,8 +5,8 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use physfit::io::shown::shown;
-use physfit::scene::frames::write_png;
+use physfit::io::shown;
+use physfit::scene::write_png;
 
 /// Writes a render read back from the rasterizer (colour composited over
 /// the background, alpha its coverage) as an opaque 8-bit PNG (3DGS

@@ -7,9 +7,9 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use physfit::io::output_dir::{Earlier, OutputDir, OutputPlan};
-use physfit::io::output_place::Input;
-use physfit::io::owned::Owned;
+use physfit::io::Input;
+use physfit::io::Owned;
+use physfit::io::{Earlier, OutputDir, OutputPlan};
 
 /// Opens `out` for `command` writing `owned` and reading `inputs`: an
 /// earlier run's files are refused unless `force`, which replaces them

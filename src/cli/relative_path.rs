@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use physfit::io::shown::shown;
+use physfit::io::shown;
 
 /// `path` relative to the directory `base` (both made absolute first), for
 /// telling the user what to write in a file that lives in `base`.

@@ -17,11 +17,11 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use physfit::forward::{render_at_rest, ForwardError, RestRender};
 use physfit::gpu::GpuContext;
-use physfit::io::shown::shown;
+use physfit::io::shown;
 use physfit::scene::Scene;
 
-use physfit::io::owned::Owned;
-use physfit::scene::inputs::scene_inputs;
+use physfit::io::Owned;
+use physfit::scene::scene_inputs;
 
 use super::count::count;
 use super::interrupt::{nothing_kept, Interrupt};

@@ -77,6 +77,10 @@ pub struct RenderArgs {
     /// With --params: start from rest instead of the fitted initial velocity.
     #[arg(long)]
     pub from_rest: bool,
+    /// With --params: let the object go: the fit's anchored part moves
+    /// too, so that with gravity it falls (onto --ground, say) or rests.
+    #[arg(long)]
+    pub release: bool,
     /// With --params: colour the splats by the fitted stiffness (colour bar added).
     #[arg(long, value_enum)]
     pub color_by: Option<ColorBy>,
@@ -101,6 +105,7 @@ impl RenderArgs {
             impulses: self.impulse.clone(),
             gravity: self.gravity.clone(),
             from_rest: self.from_rest,
+            release: self.release,
         }
     }
 
@@ -117,6 +122,7 @@ impl RenderArgs {
             ("--gravity", flags.gravity.is_some()),
             ("--ground", self.ground.is_some()),
             ("--from-rest", flags.from_rest),
+            ("--release", flags.release),
             ("--color-by", self.color_by.is_some()),
             ("--side-by-side", self.side_by_side),
         ]

@@ -29,16 +29,16 @@
 use anyhow::{anyhow, bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
+use physfit::forward::FittedDrivers;
 use physfit::forward::{FittedMotion, ForwardError, MotionColouring, MotionOptions};
 use physfit::gpu::{GpuContext, GpuOptions};
-use physfit::interact::gif_sequence::{gif_delay_centiseconds, gif_fps};
+use physfit::interact::{gif_delay_centiseconds, gif_fps};
 use physfit::interact::{Interactions, GROUND_FRICTION};
-use physfit::output::FittedDrivers;
 use physfit::scene::Scene;
 
-use physfit::io::output_place::Input;
-use physfit::io::owned::Owned;
-use physfit::scene::inputs::scene_inputs;
+use physfit::io::Input;
+use physfit::io::Owned;
+use physfit::scene::scene_inputs;
 
 use super::count::count;
 use super::interrupt::{nothing_kept, Interrupt};
@@ -47,7 +47,7 @@ use super::render_args::{ColorBy, RenderArgs};
 use super::side_by_side::{refuse_moving_camera, side_by_side};
 use super::view_selection::resolve_views;
 use super::{parse_size, DEFAULT_FRAMES};
-use physfit::io::shown::shown;
+use physfit::io::shown;
 
 /// The interactions of the file and the flags, in that order, then the
 /// ground of `--ground` (under the run's gravity).

@@ -13,14 +13,14 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use physfit::forward::SceneRenderer;
 use physfit::gpu::GpuContext;
-use physfit::scene::ply::load_gaussians;
+use physfit::scene::load_gaussians;
 use physfit::scene::Camera;
-use physfit::synth::layout::frame_path;
+use physfit::synth::frame_path;
 
-use physfit::io::shown::shown;
+use physfit::io::shown;
 
-use physfit::io::output_place::Input;
-use physfit::io::owned::Owned;
+use physfit::io::Input;
+use physfit::io::Owned;
 
 use super::count::count;
 use super::interrupt::{nothing_kept, Interrupt};

@@ -18,8 +18,8 @@
 use anyhow::{bail, Result};
 use image::{Rgb, RgbImage};
 
+use physfit::io::Frame;
 use physfit::report::{captioned, rgb8};
-use physfit::scene::frames::Frame;
 
 /// Refuses `--side-by-side` with a camera that moves (module doc).
 pub fn refuse_moving_camera(orbit: Option<f32>) -> Result<()> {
@@ -132,7 +132,7 @@ mod tests {
         assert_eq!(with.dimensions(), without.dimensions(), "one GIF size");
         let caption_ink = |image: &RgbImage| {
             (0..64)
-                .flat_map(|x| (0..physfit::report::caption::CAPTION_HEIGHT).map(move |y| (x, y)))
+                .flat_map(|x| (0..physfit::report::CAPTION_HEIGHT).map(move |y| (x, y)))
                 .filter(|&(x, y)| image.get_pixel(x, y).0[0] < 128)
                 .count()
         };

@@ -35,10 +35,10 @@ use physfit::gpu::{GpuContext, GpuOptions};
 use physfit::interact::InteractionFlags;
 use physfit::scene::Scene;
 
-use physfit::io::shown::shown;
+use physfit::io::shown;
 
-use physfit::io::owned::Owned;
-use physfit::scene::inputs::scene_inputs;
+use physfit::io::Owned;
+use physfit::scene::scene_inputs;
 
 use super::count::count;
 use super::interrupt::{nothing_kept, Interrupt};

@@ -19,20 +19,20 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use physfit::gpu::{GpuContext, GpuOptions};
-use physfit::io::atomic_write::write_atomic;
+use physfit::io::write_atomic;
 use physfit::scene::Scene;
-use physfit::synth::layout::{frame_path, SUMMARY_FILE, TRUTH_FILE};
+use physfit::synth::{frame_path, SUMMARY_FILE, TRUTH_FILE};
 use physfit::synth::{SynthOptions, SynthPlan, Synthesis, Truth};
 
-use physfit::io::output_place::Input;
-use physfit::io::owned::Owned;
-use physfit::scene::inputs::scene_inputs;
+use physfit::io::Input;
+use physfit::io::Owned;
+use physfit::scene::scene_inputs;
 
 use super::interrupt::{nothing_kept, Interrupt};
 use super::opaque_png::write_opaque_png;
 use super::output::open_output;
 use super::relative_path::relative_to;
-use physfit::io::shown::shown;
+use physfit::io::shown;
 
 /// Options of `physfit synth`.
 #[derive(Args, Debug)]
@@ -221,7 +221,7 @@ fn frames_lines(names: &[&str], rel: &Path) -> String {
     names
         .iter()
         .map(|name| {
-            let glob = physfit::io::shown::normalised(&rel.join(name).join("*.png"));
+            let glob = physfit::io::normalised(&rel.join(name).join("*.png"));
             // A TOML basic string: JSON's escaping is valid TOML.
             let quoted =
                 serde_json::to_string(&glob.display().to_string()).expect("a string serialises");

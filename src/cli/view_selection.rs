@@ -5,7 +5,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use physfit::io::shown::shown;
+use physfit::io::shown;
 use physfit::scene::Camera;
 use physfit::scene::Scene;
 

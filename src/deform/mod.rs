@@ -354,6 +354,7 @@ impl Deformation {
     }
 
     /// Number of deformed Gaussians.
+    #[cfg(feature = "reference")]
     pub fn gaussian_count(&self) -> u32 {
         self.gaussian_count
     }
@@ -365,6 +366,7 @@ impl Deformation {
     }
 
     /// Number of drivers (the MPM particle count its states must have).
+    #[cfg(feature = "reference")]
     pub fn driver_count(&self) -> u32 {
         self.driver_count
     }

@@ -135,6 +135,20 @@ pub struct DriverSet {
     pub iterations: u32,
 }
 
+/// The `k` nearest of the drivers at `rest` to each of `points`, nearest
+/// first (ties by index), flattened: `k` driver indices per point, the
+/// rule [`DriverSet`] follows its free splats by (docs/design.md § Drivers
+/// and the deformation). For splats that did not follow drivers when the
+/// drivers were made (anchored ones, once the object is let go).
+pub fn nearest_drivers(rest: &[[f32; 3]], points: &[[f32; 3]], k: usize) -> Vec<u32> {
+    let rest64: Vec<[f64; 3]> = rest.iter().map(|p| p.map(f64::from)).collect();
+    let tree: ImmutableKdTree<f64, 3> = ImmutableKdTree::new_from_slice(&rest64);
+    points
+        .iter()
+        .flat_map(|p| nearest_n(&tree, &p.map(f64::from), k).into_iter().map(|(_, i)| i))
+        .collect()
+}
+
 /// The `n` nearest items of `tree` to `q`, nearest first, ties by index.
 fn nearest_n(tree: &ImmutableKdTree<f64, 3>, q: &[f64; 3], n: usize) -> Vec<(f64, u32)> {
     let Some(n) = NonZero::new(n) else {

@@ -303,6 +303,7 @@ pub fn kmeans(points: &[[f64; 3]], k: usize, seed: u64) -> Result<KMeans, KMeans
 
 /// Inertia of `centres` over `points`: the sum of squared distances to the
 /// nearest centre (brute force; for tests and reports on small sets).
+#[cfg(feature = "reference")]
 pub fn inertia(points: &[[f64; 3]], centres: &[[f64; 3]]) -> f64 {
     points
         .iter()

@@ -10,7 +10,9 @@
 pub mod drivers;
 pub mod kmeans;
 
-pub use drivers::{DriverSet, DriverSource};
+pub use drivers::{nearest_drivers, DriverSet};
+#[cfg(feature = "reference")]
+pub use drivers::DriverSource;
 
 /// Why a scene gives no drivers.
 #[derive(Debug, thiserror::Error)]

@@ -27,8 +27,6 @@ use crate::scene::Scene;
 /// pixels falls below.
 pub const CAMERA_CHECK_DB: f64 = 25.0;
 
-pub use super::output_plan::CAMERA_CHECK_DIR;
-
 /// The check of one view.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CameraCheck {

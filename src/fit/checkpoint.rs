@@ -462,6 +462,14 @@ fn check_state(
                 "the velocity parameterisation",
             )?;
         }
+        if !u.poisson_std.is_empty() {
+            length(
+                &format!("{prefix}.uncertainty.poisson_std"),
+                u.poisson_std.len(),
+                s.poisson.len(),
+                "the parameterisation of Poisson's ratio",
+            )?;
+        }
     }
     if let Some(d) = &s.discretisation {
         let levels = d.levels.iter().enumerate().flat_map(|(i, l)| {

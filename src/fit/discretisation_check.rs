@@ -33,10 +33,7 @@
 //! pinned by the regulariser as much as by the frames, and their shift
 //! would measure both.
 
-pub use super::discretisation::{
-    DiscretisationCheck, DiscretisationLevel, RefinementEnd, DISCRETISATION_TOLERANCE,
-    SUBSTEP_REFINEMENT,
-};
+pub use super::discretisation::{DiscretisationCheck, RefinementEnd, SUBSTEP_REFINEMENT};
 use super::error::FitError;
 use super::evaluation::Parameters;
 use super::objective::{Remember, StageObjective, Unknowns};

@@ -27,51 +27,65 @@
 //!   [`residual_count`]);
 //! - the errors, [`FitError`] ([`mod@error`]) and [`SessionError`].
 
-pub mod camera_check;
-pub mod checkpoint;
-pub mod discretisation;
-pub mod discretisation_check;
-pub mod error;
-pub mod evaluation;
-pub mod field_setting;
+internal_mods! {
+    camera_check;
+    checkpoint;
+    discretisation;
+    discretisation_check;
+    error;
+    evaluation;
+    field_setting;
+    live_loss;
+    objective;
+    observer;
+    options;
+    output_plan;
+    outputs;
+    param_gather;
+    params;
+    plan;
+    poisson;
+    preflight;
+    problem;
+    profile;
+    record;
+    recovery;
+    residual_count;
+    result;
+    scan;
+    scan_state;
+    session;
+    session_error;
+    session_options;
+    stages;
+    state;
+    summary;
+    summary_build;
+    truth_check;
+    uncertainty;
+    uncertainty_estimate;
+}
+
+pub use checkpoint::CheckpointError;
+pub use discretisation::RefinementEnd;
+pub use output_plan::{COMPARE_DIR, OUTPUT_FILES};
+pub use record::mean_quality;
+pub use session::{TruthSource, CHECKPOINT_FILE};
+pub use stages::evaluations_so_far;
+pub use summary::Solver;
+pub use summary_build::{solver_for, stage_solver};
 mod held_velocity;
-pub mod live_loss;
-pub mod objective;
-pub mod observer;
-pub mod options;
-pub mod output_plan;
-pub mod outputs;
-pub mod param_gather;
-pub mod params;
-pub mod plan;
-pub mod poisson;
-pub mod preflight;
-pub mod problem;
-pub mod profile;
-pub mod record;
-pub mod recovery;
-pub mod residual_count;
-pub mod result;
-pub mod scan;
-pub mod scan_state;
-pub mod session;
 mod session_discretisation;
-pub mod session_error;
 mod session_observer;
-pub mod session_options;
 mod session_prepare;
-pub mod stages;
 mod stages_adam;
 mod stages_count;
 mod stages_lbfgs;
-pub mod state;
-pub mod summary;
-pub mod summary_build;
-pub mod truth_check;
-pub mod uncertainty;
-pub mod uncertainty_estimate;
 
+/// The drivers a scene is simulated with, and E in world units.
+pub use crate::drive::DriverSet;
 pub use crate::mpm::GradientFlow;
+pub use crate::output::youngs_world;
 pub use crate::stop::StopSignal;
 /// PSNR (dB) of frame 0 below which the camera check flags a view
 /// ([`camera_check`]): a caller that prints the check names it.

@@ -222,6 +222,7 @@ impl<'a> StageObjective<'a> {
     }
 
     /// The evaluations kept, ending the objective's hold on the problem.
+    #[cfg(feature = "reference")]
     pub fn into_seen(self) -> Vec<Seen> {
         self.seen
     }

@@ -116,6 +116,7 @@ impl GatherPlan {
     }
 
     /// Number of parameters (outputs).
+    #[cfg(feature = "reference")]
     pub fn params(&self) -> u32 {
         self.params
     }

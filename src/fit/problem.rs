@@ -4,25 +4,31 @@
 //! [`FitProblem::new`] builds, once per scene: the K-Means drivers
 //! ([`DriverSet`]; or [`FitProblem::from_drivers`] takes them built, as
 //! the fit does, which resolves the scene's `field` settings over them
-//! first: [`FitProblemOptions::from_scene`]), the forward path over them
-//! ([`SceneRenderer`]: the MPM simulator, time step checked for the top of
+//! first: [`FitProblemOptions::from_scene`]), the chain over them
+//! ([`Chain`]: the MPM simulator, time step checked for the top of
 //! `material.log10_youngs_range`; the deformation of the free Gaussians;
-//! the rasterizer), the image loss, every view's reference
+//! the rasterizer; each stage with its backward), the image loss, every
+//! view's reference
 //! frames uploaded as 8-bit RGBA, the backward pass's reusable buffers and
 //! the GPU transposes of the two parameterisations ([`super::params`]).
 //!
-//! [`FitProblem::evaluate`] then, per call:
+//! [`FitProblem::evaluate`] then, per call, through the chain's stages
+//! (the names of src/reference/chain.rs, the f64 twin of this call):
 //! 1. maps the parameters to `log10 E` and `v0` per driver (host, a few KB
 //!    uploaded), sets `E = 10^p` and runs one rollout from frame 0 through
-//!    the last selected frame;
-//! 2. per selected frame k (one frame's render state at a time): moves the
-//!    splats to the drivers of state k; per selected view renders, applies
-//!    the view's colour correction (`views[i].color_correction`; skipped
-//!    for the identity, [`ColorCorrect`]), evaluates the loss (seeding
-//!    `∂L/∂pixel`), back-propagates through the correction, the rasterizer
-//!    and the deformation, which adds `∂L/∂x` of the drivers into frame k's
-//!    state-gradient buffer;
-//! 3. runs one MPM backward over all frames, [`crate::mpm::GradientFlow::Full`] (stage
+//!    the last selected frame ([`Chain::rollout`]);
+//! 2. per selected frame k (one frame's render state at a time): poses the
+//!    splats at the drivers of state k ([`Chain::pose`]); per selected view
+//!    draws ([`Chain::draw`], or [`Chain::draw_over`] the view's static
+//!    backdrop), applies the view's colour correction
+//!    (`views[i].color_correction`; skipped for the identity,
+//!    [`ColorCorrect`]), evaluates the loss (seeding `∂L/∂pixel`),
+//!    back-propagates through the correction, the draw
+//!    ([`Chain::draw_backward`]) and the pose
+//!    ([`crate::forward::DrawBackward::pose_backward`]), which adds `∂L/∂x`
+//!    of the drivers into frame k's state-gradient buffer;
+//! 3. runs one MPM backward over all frames ([`Chain::rollout_backward`]),
+//!    [`crate::mpm::GradientFlow::Full`] (stage
 //!    1: through the whole rollout) or [`crate::mpm::GradientFlow::Truncated`] (stage 2:
 //!    frame k's gradient through frame k's substeps only, the state at k−1
 //!    a constant);
@@ -73,7 +79,7 @@
 //!
 //! Memory: the rollout's frame states (96 bytes per driver per frame), one
 //! state-gradient buffer per selected frame, the backward pass's
-//! checkpoints ([`BackwardWork`], reused), one frame's render and loss
+//! checkpoints (the chain's [`crate::mpm::BackwardWork`], reused), one frame's render and loss
 //! workspace (reused), and the reference frames (4 bytes per pixel each,
 //! 1 more for a view with loss masks, `views[i].masks`: each frame carries
 //! its mask into the loss, [`ReferenceFrame::with_mask`]).
@@ -91,12 +97,12 @@ use super::params::ParamMap;
 use super::profile::{FitTimings, Profiler, TimedPart};
 use crate::deform::DRIVERS_PER_GAUSSIAN;
 use crate::drive::DriverSet;
-use crate::forward::{ForwardSetup, SceneRenderer};
+use crate::forward::{Chain, ForwardSetup};
 use crate::gpu::{GpuBuffer, GpuContext};
 use crate::interact::Interactions;
 use crate::loss::{ColorCorrect, ImageLoss, LossWeights, ReferenceFrame, ReferenceMask};
 use crate::mpm::layout::STATE_STRIDE;
-use crate::mpm::{BackwardWork, MpmSimulator, ParticleState};
+use crate::mpm::ParticleState;
 use crate::scene::{Camera, ColorCorrection, FitStage, Scene};
 use crate::splat::StaticBackdrop;
 
@@ -116,7 +122,8 @@ struct TvGradients {
 /// A scene's fit problem, built once (module doc).
 pub struct FitProblem {
     drivers: DriverSet,
-    forward: SceneRenderer,
+    /// MPM, deformation and draw, each with its backward.
+    chain: Chain,
     loss: ImageLoss,
     /// The views' colour corrections, applied between render and loss.
     color: ColorCorrect,
@@ -128,7 +135,6 @@ pub struct FitProblem {
     backdrops: Vec<Option<StaticBackdrop>>,
     /// Render over the backdrops ([`FitProblem::set_static_tiles`]).
     static_tiles: bool,
-    work: BackwardWork,
     youngs_map: ParamMap,
     velocity_map: ParamMap,
     /// The map of Poisson's ratio's `z` when ν is fitted
@@ -180,7 +186,7 @@ impl FitProblem {
         }
         let n = drivers.len();
         let log10_max = scene.material.log10_youngs_range[1];
-        // The forward path at the start E, checked for the top of the range:
+        // The chain at the start E, checked for the top of the range:
         // every call sets E anew (`prepare`).
         let setup = ForwardSetup::from_drivers(
             scene,
@@ -190,15 +196,14 @@ impl FitProblem {
             &Interactions::default(),
         )?
         .bounded_by(10f64.powf(log10_max))?;
-        let mut forward =
-            SceneRenderer::simulated(ctx, &setup, scene.gaussians(), scene.background)?;
+        let mut chain = Chain::new(ctx, &setup, scene.gaussians(), scene.background)?;
         // One static backdrop per view with frames, when some splats stay
         // at rest (module doc, "Static tiles").
         let some_static = setup.deform.len() < scene.gaussians().len();
         let mut backdrops = Vec::with_capacity(scene.views.len());
         for view in &scene.views {
             backdrops.push(match view.frames.is_some() && some_static {
-                true => forward.static_backdrop(ctx, scene.gaussians(), &view.camera)?,
+                true => Some(chain.static_backdrop(ctx, scene.gaussians(), &view.camera)?),
                 false => None,
             });
         }
@@ -271,14 +276,13 @@ impl FitProblem {
             corrections: scene.views.iter().map(|v| v.color_correction).collect(),
             cameras: scene.views.iter().map(|v| v.camera.clone()).collect(),
             view_names: scene.views.iter().map(|v| v.name.clone()).collect(),
-            work: BackwardWork::new(),
             state_grads: Vec::new(),
             tv_weight: options.tv_weight,
             profiler: Profiler::off(),
             velocity_tv_weight: options.velocity_tv_weight,
             stop: None,
             drivers,
-            forward,
+            chain,
             references,
             backdrops,
             static_tiles: true,
@@ -314,9 +318,7 @@ impl FitProblem {
     /// timed. Off by default; costs nothing when off.
     pub fn set_profile(&mut self, on: bool) {
         self.profiler.on = on;
-        if let Ok(parts) = self.forward.parts_mut() {
-            parts.raster.profile = on;
-        }
+        self.chain.set_profile(on);
     }
 
     /// Whether frames are rendered over the views' static backdrops (on
@@ -354,11 +356,10 @@ impl FitProblem {
         &self.velocity_map
     }
 
-    /// The simulator (its configuration, particle count).
-    pub fn simulator(&self) -> &MpmSimulator {
-        self.forward
-            .simulator()
-            .expect("a fit problem's forward path simulates")
+    /// Substeps per frame of the problem's simulator (the time step its
+    /// E range needs).
+    pub fn substeps_per_frame(&self) -> u32 {
+        self.chain.config().substeps_per_frame
     }
 
     /// The map of Poisson's ratio's `z` ([`super::poisson`]), when ν is
@@ -422,7 +423,7 @@ impl FitProblem {
     /// whose [`super::Evaluation::poisson_gradient`] is `∂loss/∂ν` per driver.
     /// Checked against the time-step bound the simulator was built for.
     pub fn set_poisson(&self, ctx: &GpuContext, poisson: &[f64]) -> Result<(), FitError> {
-        Ok(self.simulator().set_poisson(ctx, poisson)?)
+        Ok(self.chain.set_poisson(ctx, poisson)?)
     }
 
     /// Checks `selection` against the scene's views and reference frames.
@@ -527,7 +528,7 @@ impl FitProblem {
             )));
         }
         let youngs: Vec<f32> = log10.iter().map(|&p| 10f64.powf(p) as f32).collect();
-        self.simulator().set_youngs(ctx, &youngs)?;
+        self.chain.set_youngs(ctx, &youngs)?;
         ctx.write(&self.youngs_scale, &youngs);
         let side = self.drivers.sim_box.side;
         let velocities = v

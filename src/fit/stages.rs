@@ -28,7 +28,6 @@ use super::state::{CappedStage, FitState, StageTally};
 use crate::gpu::GpuContext;
 use crate::solve::Adam;
 
-pub use super::stages_adam::MAX_REJECTIONS;
 pub use super::stages_count::evaluations_so_far;
 
 /// Further rounds stop when a round's final stiffness loss is less than

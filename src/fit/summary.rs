@@ -24,8 +24,9 @@ pub const SUMMARY_FORMAT: &str = "physfit.fit";
 /// `settings.fit.check_discretisation`; 6: the discretisation check's
 /// levels until converged (`discretisation.levels`, its `end` and the
 /// material's answer, `answer_log10_youngs`, each E parameter's
-/// `discretisation_shift` over every level) and
-/// `settings.fit.discretisation_levels`).
+/// `discretisation_shift` over every level),
+/// `settings.fit.discretisation_levels`, each Poisson's ratio parameter's
+/// `std` and `uncertainty.poisson_std`).
 pub const SUMMARY_VERSION: u32 = 6;
 
 /// Why `fit.json` could not be read or written.
@@ -325,6 +326,10 @@ pub struct PoissonParameter {
     pub name: String,
     /// ν (dimensionless, in (0, 0.49)).
     pub poisson_ratio: f64,
+    /// ν's standard error from the frames ([`FitUncertainty::poisson_std`]);
+    /// absent without error bars, or where the frames do not constrain it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub std: Option<f64>,
 }
 
 /// `fit.json` (module doc).

@@ -229,12 +229,20 @@ pub fn poisson_parameters(
     } else {
         (0..n).map(|i| format!("parameter {i}")).collect()
     };
+    let std = |i: usize| {
+        state
+            .uncertainty
+            .as_ref()
+            .and_then(|u| u.poisson_std.get(i).copied().flatten())
+    };
     names
         .into_iter()
         .zip(&state.poisson)
-        .map(|(name, &z)| PoissonParameter {
+        .enumerate()
+        .map(|(i, (name, &z))| PoissonParameter {
             name,
             poisson_ratio: poisson_of(z),
+            std: std(i),
         })
         .collect()
 }

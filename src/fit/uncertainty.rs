@@ -32,8 +32,8 @@ pub enum CurvatureMethod {
 /// The correlations between the parameters of the joint Hessian.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Correlations {
-    /// The parameters, in the matrix's order (`log10 E <name>`, then
-    /// `v0[i]`).
+    /// The parameters, in the matrix's order (`log10 E[i]`, then
+    /// `v0[i]`, then a fitted Poisson's ratio's `z of ν[i]`).
     pub names: Vec<String>,
     /// The correlation matrix, row-major (0 with an unconstrained one).
     pub matrix: Vec<Vec<f64>>,
@@ -78,6 +78,12 @@ pub struct FitUncertainty {
     /// Per velocity parameter: its standard error (world units/s; rad/s
     /// for a rigid field's angular part); `None` where not constrained.
     pub velocity_std: Vec<Option<f64>>,
+    /// Per fitted Poisson's ratio parameter: the standard error of ν
+    /// itself (dimensionless), from `z`'s through the sigmoid's slope at
+    /// the fitted value ([`super::poisson`]); empty when ν was held at
+    /// `material.poisson_ratio`, `None` where not constrained.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub poisson_std: Vec<Option<f64>>,
     /// With [`CurvatureMethod::Diagonal`] for E: per parameter, whether
     /// the frames pin it against the regulariser: the largest pull of the
     /// TV term at its weight moves it by less than one standard error.

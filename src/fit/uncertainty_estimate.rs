@@ -9,7 +9,9 @@
 //! 2. the scale `s = 2·loss/(N − n)` ([`residual_scale`]), `N` counted
 //!    by [`residual_count`];
 //! 3. every fitted group of at most [`LBFGS_MAX_PARAMETERS`] parameters
-//!    (global, rigid or per-region fields) goes into one joint Hessian by
+//!    (global, rigid or per-region fields; a fitted Poisson's ratio's `z`,
+//!    whose error bar is carried to ν through the sigmoid's slope,
+//!    [`super::poisson`]) goes into one joint Hessian by
 //!    central differences ([`hessian_by_differences`]) in the solvers'
 //!    scaled coordinates (a unit is the group's first L-BFGS step), step
 //!    [`HESSIAN_STEP`]: `2n + 1` evaluations, standard errors with the
@@ -28,6 +30,7 @@ use super::error::FitError;
 use super::evaluation::Parameters;
 use super::objective::blown_up;
 use super::plan::{StageKind, StagePlan, LBFGS_MAX_PARAMETERS, STIFFNESS_FIRST_STEP};
+use super::poisson::{derivative as poisson_slope, POISSON_FIRST_STEP, Z_BOUND};
 use super::problem::FitProblem;
 use super::residual_count::residual_count;
 use super::state::FitState;
@@ -51,18 +54,30 @@ pub const PROBES: usize = 8;
 /// The probes' signs are fixed: a fit's error bars are reproducible.
 const PROBE_SEED: u64 = 0x5EED_E44B;
 
+/// What a group of parameters is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Fitted {
+    /// `log10 E`.
+    Youngs,
+    /// The initial velocity.
+    Velocity,
+    /// Poisson's ratio's `z` ([`super::poisson`]).
+    Poisson,
+}
+
 /// One fitted group of parameters: which, its scale (the unit of the
 /// solver's coordinates) and its bounds.
 #[derive(Clone, Copy)]
 struct Group {
-    kind: StageKind,
+    kind: Fitted,
     scale: f64,
     bounds: (f64, f64),
 }
 
 /// The fitted groups of `plan` with their scales (`range`: the bounds of
-/// `log10 E`).
-fn fitted_groups(plan: &[StagePlan], range: [f64; 2]) -> Vec<Group> {
+/// `log10 E`; `poisson`: whether ν is fitted), E first and ν last, so that
+/// E's parameters lead the joint Hessian's order.
+fn fitted_groups(plan: &[StagePlan], range: [f64; 2], poisson: bool) -> Vec<Group> {
     let youngs = plan
         .iter()
         .any(|p| matches!(p.kind, StageKind::Scan | StageKind::Stiffness));
@@ -78,16 +93,23 @@ fn fitted_groups(plan: &[StagePlan], range: [f64; 2]) -> Vec<Group> {
     let mut groups = Vec::new();
     if youngs {
         groups.push(Group {
-            kind: StageKind::Stiffness,
+            kind: Fitted::Youngs,
             scale: STIFFNESS_FIRST_STEP,
             bounds: (range[0], range[1]),
         });
     }
     if let Some(scale) = velocity {
         groups.push(Group {
-            kind: StageKind::Velocity,
+            kind: Fitted::Velocity,
             scale,
             bounds: (f64::NEG_INFINITY, f64::INFINITY),
+        });
+    }
+    if youngs && poisson {
+        groups.push(Group {
+            kind: Fitted::Poisson,
+            scale: POISSON_FIRST_STEP,
+            bounds: (-Z_BOUND, Z_BOUND),
         });
     }
     groups
@@ -138,16 +160,18 @@ fn estimate_at(
     let selection = &stage.selection;
     let image_loss = problem.loss(ctx, &params, selection)?.image;
     let residuals = residual_count(ctx, problem, scene, &params, selection)?;
-    let groups = fitted_groups(plan, range);
-    let values = |kind: StageKind| match kind {
-        StageKind::Velocity => &params.velocity,
-        _ => &params.log10_youngs,
+    let groups = fitted_groups(plan, range, !params.poisson.is_empty());
+    let values = |kind: Fitted| match kind {
+        Fitted::Velocity => &params.velocity,
+        Fitted::Youngs => &params.log10_youngs,
+        Fitted::Poisson => &params.poisson,
     };
     let fitted: usize = groups.iter().map(|g| values(g.kind).len()).sum();
     let scale = residual_scale(image_loss, residuals, fitted);
     let mut evaluations = 0u32;
     let mut youngs_std = Vec::new();
     let mut velocity_std = Vec::new();
+    let mut poisson_std = Vec::new();
     let mut youngs_constrained = Vec::new();
     let (mut youngs_method, mut velocity_method) = (None, None);
 
@@ -186,26 +210,30 @@ fn estimate_at(
         let names = few
             .iter()
             .map(|&(g, i)| match g.kind {
-                StageKind::Velocity => format!("v0[{i}]"),
-                _ => format!("log10 E[{i}]"),
+                Fitted::Velocity => format!("v0[{i}]"),
+                Fitted::Youngs => format!("log10 E[{i}]"),
+                Fitted::Poisson => format!("z of ν[{i}]"),
             })
             .collect();
         let c = hessian.map(|h| covariance(&h, scale));
-        for (j, &(g, _)) in few.iter().enumerate() {
+        for (j, &(g, i)) in few.iter().enumerate() {
             let std = c.as_ref().and_then(|c| c.std[j]).map(|s| s * g.scale);
             match g.kind {
-                StageKind::Velocity => velocity_std.push(std),
-                _ => {
+                Fitted::Velocity => velocity_std.push(std),
+                Fitted::Youngs => {
                     youngs_std.push(std);
                     youngs_constrained.push(std.is_some());
                 }
+                // σ_ν = |dν/dz| · σ_z at the fitted z (first order).
+                Fitted::Poisson => poisson_std.push(std.map(|s| s * poisson_slope(params.poisson[i]))),
             }
         }
         for g in &groups {
             if values(g.kind).len() <= LBFGS_MAX_PARAMETERS {
                 match g.kind {
-                    StageKind::Velocity => velocity_method = Some(CurvatureMethod::Hessian),
-                    _ => youngs_method = Some(CurvatureMethod::Hessian),
+                    Fitted::Velocity => velocity_method = Some(CurvatureMethod::Hessian),
+                    Fitted::Youngs => youngs_method = Some(CurvatureMethod::Hessian),
+                    Fitted::Poisson => {}
                 }
             }
         }
@@ -243,7 +271,7 @@ fn estimate_at(
             evaluations += 1;
             let mut p = params.clone();
             group_values(&mut p, g.kind).copy_from_slice(x);
-            gradient_of(ctx, problem, &p, stage, |grads| grads(g.kind).to_vec())
+            gradient_of(ctx, problem, &p, stage, |grads| grads(g.kind))
         };
         let diagonal =
             diagonal_by_probes(&mut objective, &x0, step, &bounds, PROBES, PROBE_SEED, None)?;
@@ -255,11 +283,18 @@ fn estimate_at(
             None => vec![None; x0.len()],
         };
         match g.kind {
-            StageKind::Velocity => {
+            Fitted::Velocity => {
                 velocity_std = std;
                 velocity_method = Some(CurvatureMethod::Diagonal);
             }
-            _ => {
+            Fitted::Poisson => {
+                poisson_std = std
+                    .iter()
+                    .zip(&x0)
+                    .map(|(s, &z)| s.map(|s| s * poisson_slope(z)))
+                    .collect();
+            }
+            Fitted::Youngs => {
                 let pull = tv_largest_pull(problem, stage.settings.tv_weight);
                 let cap = unconstrained_log10_std(range);
                 // Constrained: the regulariser can move the value by less
@@ -286,16 +321,18 @@ fn estimate_at(
         velocity_method,
         youngs_log10_std: youngs_std,
         velocity_std,
+        poisson_std,
         youngs_constrained,
         correlations,
     })
 }
 
 /// The values of group `kind` in `p`.
-fn group_values(p: &mut Parameters, kind: StageKind) -> &mut [f64] {
+fn group_values(p: &mut Parameters, kind: Fitted) -> &mut [f64] {
     match kind {
-        StageKind::Velocity => &mut p.velocity,
-        _ => &mut p.log10_youngs,
+        Fitted::Velocity => &mut p.velocity,
+        Fitted::Youngs => &mut p.log10_youngs,
+        Fitted::Poisson => &mut p.poisson,
     }
 }
 
@@ -306,17 +343,19 @@ fn gradient_of(
     problem: &mut FitProblem,
     p: &Parameters,
     stage: &StagePlan,
-    pick: impl Fn(&dyn Fn(StageKind) -> Vec<f64>) -> Vec<f64>,
+    pick: impl Fn(&dyn Fn(Fitted) -> Vec<f64>) -> Vec<f64>,
 ) -> Result<Evaluated, FitError> {
     let evaluated = problem.evaluate(ctx, p, &stage.selection, GradientFlow::Full);
     let Some(eval) = blown_up(evaluated)? else {
         return Ok(None);
     };
     let grads = eval.read(ctx)?;
-    let by_kind = |kind: StageKind| -> Vec<f64> {
+    let poisson = problem.poisson_parameter_gradient(&p.poisson, &grads.poisson)?;
+    let by_kind = |kind: Fitted| -> Vec<f64> {
         match kind {
-            StageKind::Velocity => grads.velocity.iter().map(|&g| f64::from(g)).collect(),
-            _ => grads.youngs.iter().map(|&g| f64::from(g)).collect(),
+            Fitted::Velocity => grads.velocity.iter().map(|&g| f64::from(g)).collect(),
+            Fitted::Youngs => grads.youngs.iter().map(|&g| f64::from(g)).collect(),
+            Fitted::Poisson => poisson.clone(),
         }
     };
     Ok(crate::solve::usable(eval.report.loss, pick(&by_kind)))

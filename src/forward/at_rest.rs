@@ -8,7 +8,8 @@
 use std::path::Path;
 
 use crate::gpu::GpuContext;
-use crate::scene::frames::{write_png, Frame};
+use crate::io::Frame;
+use crate::scene::frames::write_png;
 use crate::scene::{Camera, Scene};
 use crate::stop::StopSignal;
 

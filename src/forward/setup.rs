@@ -7,7 +7,7 @@
 
 use super::error::ForwardError;
 use crate::deform::{DeformSetup, DRIVERS_PER_GAUSSIAN};
-use crate::drive::DriverSet;
+use crate::drive::{nearest_drivers, DriverSet};
 use crate::interact::Interactions;
 use crate::mpm::lame::check_poisson;
 use crate::mpm::simulator::{check_stability, check_stability_at};
@@ -93,20 +93,46 @@ impl ForwardSetup {
             });
         }
         let sim_box = fitted.settings.sim_box;
-        let deform = deform_setup(
-            scene,
-            sim_box,
-            &fitted.rest,
-            &fitted.followers,
-            &fitted.neighbours,
-        );
+        // Let go, every simulated splat follows its nearest drivers and no
+        // driver is held.
+        let released = interactions.released();
+        let (followers, neighbours, anchored) = if released {
+            let followers = scene.simulated_indices();
+            let means = &scene.gaussians().means;
+            let points: Vec<[f32; 3]> = followers
+                .iter()
+                .map(|&i| sim_box.to_normalised(means[i as usize]))
+                .collect();
+            let neighbours = nearest_drivers(&fitted.rest, &points, DRIVERS_PER_GAUSSIAN);
+            (followers, neighbours, vec![false; fitted.anchored.len()])
+        } else {
+            (
+                fitted.followers.clone(),
+                fitted.neighbours.clone(),
+                fitted.anchored.clone(),
+            )
+        };
+        let deform = deform_setup(scene, sim_box, &fitted.rest, &followers, &neighbours);
         // The drivers file records no colliders: the scene's are the world
         // the fitted object moves in (docs/design.md § Interactions).
         let mut config = fitted.mpm_config();
         config.colliders = scene.mpm_config().colliders;
+        // The simulator's particles: the fitted E (normalised units, as the
+        // fit sets it), checked for stability up to the top of the fit's
+        // range.
+        let particles = MpmSetup {
+            particle_volume: fitted.particle_volume,
+            anchored,
+            youngs: fitted
+                .log10_youngs
+                .iter()
+                .map(|&l| 10f64.powf(l) as f32)
+                .collect(),
+            youngs_max: 10f64.powf(fitted.settings.log10_youngs_range[1]),
+        };
         let setup = Self::new(
             interactions.apply(&config, &sim_box),
-            fitted.mpm_setup(),
+            particles,
             deform,
             fitted.log10_youngs.clone(),
             &fitted.velocity,

@@ -2,26 +2,32 @@
 //! buffers with readback, embedded WGSL with a prelude/import mechanism, and
 //! the [`ComputeKernel`] building block every typed kernel wrapper uses.
 
-pub mod binding_table;
-pub mod buffer;
-pub mod context;
-pub mod error;
-pub mod info;
-pub mod kernel;
-pub mod memory;
-pub mod prefix_sum;
-pub mod prefix_sum_add;
-pub mod prefix_sum_blocks;
-pub mod primitive_error;
-pub mod radix_sort;
-pub mod radix_sort_histogram;
-pub mod radix_sort_pass;
-pub mod radix_sort_scatter;
-pub mod runtime_dir;
-pub mod shader;
-pub mod sort_bench;
-pub mod traffic;
-pub mod wgsl_layout;
+internal_mods! {
+    binding_table;
+    buffer;
+    context;
+    error;
+    info;
+    kernel;
+    memory;
+    prefix_sum;
+    prefix_sum_add;
+    prefix_sum_blocks;
+    primitive_error;
+    radix_sort;
+    radix_sort_histogram;
+    radix_sort_pass;
+    radix_sort_scatter;
+    runtime_dir;
+    shader;
+    #[cfg(feature = "reference")]
+    sort_bench;
+    traffic;
+    wgsl_layout;
+}
+
+pub use info::describe;
+pub use runtime_dir::RuntimeDir;
 
 pub use binding_table::{Binding, BindingKind, KernelSpec, NamedBuffer};
 pub use buffer::{GpuBuffer, STORAGE, UNIFORM};

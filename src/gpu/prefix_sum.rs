@@ -87,6 +87,7 @@ impl PrefixSum {
     /// One u32: the sum of all `count` input elements of the latest recorded
     /// scan (0 for an empty scan), valid once that scan has executed. Copy it
     /// out (or bind it) before the next scan recorded on this instance runs.
+    #[cfg(feature = "reference")]
     pub fn total(&self) -> &GpuBuffer {
         &self.total
     }

@@ -61,6 +61,7 @@ impl ShaderOptions {
 }
 
 /// Names of every embedded shader file.
+#[cfg(feature = "reference")]
 pub fn shader_names() -> impl Iterator<Item = &'static str> {
     EMBEDDED_SHADERS.iter().map(|(name, _)| *name)
 }

@@ -4,6 +4,12 @@
 //! compare it with the layout naga computes for the WGSL declaration:
 //! names and order, offsets and sizes. A size check alone passes two
 //! fields of one type swapped, or a field moved across padding.
+//!
+//! Only that test reads the layouts, but the `wgsl_mirror!` impls compile
+//! in every build: a field added to a struct and not to its mirror fails
+//! the build, not just the test. Hence no dead-code warnings here when the
+//! tests' `reference` feature is off.
+#![cfg_attr(not(feature = "reference"), allow(dead_code))]
 
 /// One field of a mirrored struct.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -15,7 +15,7 @@ use crate::scene::collider::parse_colliders;
 use crate::scene::config::ColliderConfig;
 
 /// The kinds of `[[interactions]]`.
-const KINDS: &str = "\"velocity\", \"impulse\", \"gravity\", \"start\"";
+const KINDS: &str = "\"velocity\", \"impulse\", \"gravity\", \"start\", \"release\"";
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -72,6 +72,11 @@ enum StartFrom {
 struct StartTable {
     from: StartFrom,
 }
+
+/// `kind = "release"` takes no fields.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReleaseTable {}
 
 impl Interactions {
     /// Reads an interactions file (module doc).
@@ -162,6 +167,10 @@ impl Interactions {
                         StartFrom::Fitted => Start::Fitted,
                         StartFrom::Rest => Start::Rest,
                     })
+                }
+                "release" => {
+                    let _: ReleaseTable = read(table, &field, &parse_error)?;
+                    Interaction::Release
                 }
                 other => {
                     return Err(check.invalid(

@@ -22,6 +22,8 @@ pub struct InteractionFlags {
     pub gravity: Option<String>,
     /// `--from-rest`.
     pub from_rest: bool,
+    /// `--release`.
+    pub release: bool,
 }
 
 /// `a,b,c` as three numbers.
@@ -113,6 +115,9 @@ impl InteractionFlags {
         };
         if self.from_rest {
             push("--from-rest", Interaction::Start(Start::Rest))?;
+        }
+        if self.release {
+            push("--release", Interaction::Release)?;
         }
         match (&self.velocity, &self.in_box) {
             (None, Some(_)) => {

@@ -79,6 +79,10 @@ pub enum Interaction {
     Gravity([f64; 3]),
     /// Where the initial velocity starts from ([`Start`]).
     Start(Start),
+    /// The object let go: the fit's anchored drivers move with the rest
+    /// (it falls under gravity, or rests on a collider), and the splats
+    /// they held follow their nearest drivers like every free splat.
+    Release,
     /// A static collider added to the scene's `simulation.colliders`
     /// (world units): a `[[colliders]]` table or `--ground`.
     Collider(Collider),
@@ -121,6 +125,7 @@ impl Interactions {
         let unique = match entry.interaction {
             Interaction::Gravity(_) => Some("gravity"),
             Interaction::Start(_) => Some("start"),
+            Interaction::Release => Some("release"),
             _ => None,
         };
         if let (Some(what), Some(first)) = (unique, self.entries.iter().find(same_kind)) {
@@ -162,6 +167,13 @@ impl Interactions {
                 _ => None,
             })
             .unwrap_or_default()
+    }
+
+    /// Whether the object is let go ([`Interaction::Release`]).
+    pub fn released(&self) -> bool {
+        self.entries
+            .iter()
+            .any(|e| matches!(e.interaction, Interaction::Release))
     }
 
     /// The gravity given, if any (world units / s²).

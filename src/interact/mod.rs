@@ -12,14 +12,18 @@
 //! times in seconds from frame 0); the simulator's normalised units are
 //! applied where they are used ([`plan`]).
 
-pub mod error;
-pub mod file;
-pub mod flags;
-pub mod gif_sequence;
-pub mod ground;
-pub mod interaction;
-pub mod orbit;
-pub mod plan;
+internal_mods! {
+    error;
+    file;
+    flags;
+    gif_sequence;
+    ground;
+    interaction;
+    orbit;
+    plan;
+}
+
+pub use gif_sequence::{gif_delay_centiseconds, gif_fps};
 
 pub use error::InteractionError;
 pub use flags::InteractionFlags;

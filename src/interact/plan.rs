@@ -18,7 +18,8 @@ impl Interactions {
     /// The initial velocity of every driver, world units / s: the start
     /// ([`Start::Fitted`]: `fitted`, [`Start::Rest`]: zero) plus every
     /// velocity interaction that applies at the driver's rest position
-    /// `rest_world`; anchored drivers stay at rest.
+    /// `rest_world`; anchored drivers stay at rest unless the object is
+    /// let go ([`Interactions::released`]).
     pub fn initial_velocities(
         &self,
         rest_world: &[[f64; 3]],
@@ -26,9 +27,10 @@ impl Interactions {
         fitted: &[[f64; 3]],
     ) -> Vec<[f64; 3]> {
         let start = self.start();
+        let released = self.released();
         (0..rest_world.len())
             .map(|d| {
-                if anchored[d] {
+                if anchored[d] && !released {
                     return [0.0; 3];
                 }
                 let mut v = match start {

@@ -1,9 +1,9 @@
 //! Reference frames as `[f32; 4]` pixels in one GPU storage buffer, back
-//! to back: the GPU side of [`crate::scene::frames::Frame`], kept out of
+//! to back: the GPU side of [`crate::io::Frame`], kept out of
 //! `scene` so that the scene's inputs carry no GPU types.
 
 use crate::gpu::{GpuBuffer, GpuContext, GpuError};
-use crate::scene::frames::Frame;
+use crate::io::Frame;
 
 /// Uploads frames (all the same size) back to back into one labelled
 /// storage buffer of `[f32; 4]` pixels: frame `k`'s pixel `(x, y)` is

@@ -70,6 +70,7 @@
 
 pub mod color_correction;
 pub mod error;
+#[cfg(feature = "reference")]
 pub mod frames_upload;
 pub mod reduce_terms;
 pub mod reference_frame;
@@ -84,12 +85,21 @@ pub mod uniforms;
 pub mod window;
 mod workspace;
 
-pub use color_correction::{gain_offset_gradient, ColorCorrect};
+pub use color_correction::ColorCorrect;
+#[cfg(feature = "reference")]
+pub use color_correction::gain_offset_gradient;
 pub use error::LossError;
-pub use reference_frame::{pack_rgba8, unpack_rgba8, ReferenceFrame};
-pub use reference_mask::{pack_mask, ReferenceMask};
+pub use reference_frame::ReferenceFrame;
+#[cfg(feature = "reference")]
+pub use reference_frame::{pack_rgba8, unpack_rgba8};
+pub use reference_mask::ReferenceMask;
+#[cfg(feature = "reference")]
+pub use reference_mask::pack_mask;
 pub use terms::{LossTerms, LossTermsBuffer};
-pub use tv::{tv_scalar, tv_vector, Tv, TV_EPSILON};
+pub use tv::{tv_scalar, tv_vector, TV_EPSILON};
+#[cfg(feature = "reference")]
+pub use tv::Tv;
+#[cfg(feature = "reference")]
 pub use window::{gaussian_window, SSIM_SIGMA, SSIM_WINDOW};
 
 use crate::gpu::{GpuBuffer, GpuContext, GpuError};
@@ -201,7 +211,8 @@ impl ImageLoss {
     }
 
     /// The weights of the two terms.
-    pub fn weights(&self) -> LossWeights {
+    #[cfg(feature = "reference")]
+pub fn weights(&self) -> LossWeights {
         self.weights
     }
 

@@ -22,7 +22,7 @@
 //! no caller can pair a frame with another frame's mask.
 
 use crate::gpu::{GpuBuffer, GpuContext};
-use crate::scene::frames::Frame;
+use crate::io::Frame;
 
 use super::error::LossError;
 use super::reference_mask::ReferenceMask;
@@ -46,6 +46,7 @@ pub fn pack_rgba8(pixel: [f32; 4]) -> u32 {
 
 /// The f32 values the GPU loss sees for a packed pixel: `b as f32 / 255.0`
 /// per channel (correctly rounded, like the shaders' table).
+#[cfg(feature = "reference")]
 pub fn unpack_rgba8(packed: u32) -> [f32; 4] {
     std::array::from_fn(|c| ((packed >> (8 * c)) & 0xff) as f32 / 255.0)
 }

@@ -58,7 +58,8 @@ impl LossTermsBuffer {
     }
 
     /// Number of slots.
-    pub fn slots(&self) -> u32 {
+    #[cfg(feature = "reference")]
+pub fn slots(&self) -> u32 {
         self.slots
     }
 

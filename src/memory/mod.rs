@@ -11,4 +11,6 @@ pub mod bytes;
 pub mod host;
 pub mod refusal;
 
-pub use refusal::{refuse_fill_grid, MemoryError, MemoryKind};
+pub use refusal::{refuse_fill_grid, MemoryError};
+#[cfg(feature = "reference")]
+pub use refusal::MemoryKind;

@@ -60,12 +60,14 @@ impl BindGroupCache {
     }
 
     /// Number of cached bind groups.
-    pub fn len(&self) -> usize {
+    #[cfg(feature = "reference")]
+pub fn len(&self) -> usize {
         self.groups.lock().unwrap_or_else(|e| e.into_inner()).len()
     }
 
     /// True when nothing is cached.
-    pub fn is_empty(&self) -> bool {
+    #[cfg(feature = "reference")]
+pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 

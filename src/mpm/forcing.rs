@@ -113,6 +113,7 @@ impl ForcedRun {
 
     /// Simulates `frames` frames from `initial` under the impulses, keeping
     /// every frame state (`[0]` is `initial`).
+    #[cfg(feature = "reference")]
     pub fn rollout(
         &mut self,
         ctx: &GpuContext,

@@ -62,12 +62,18 @@ pub mod uniforms;
 
 /// The simulator's configuration and collider types, defined with the CPU
 /// rules the scene loader shares ([`crate::mpm_rules`]).
-pub use crate::mpm_rules::{Collider, ColliderShape, ContactRule, MpmConfig, WallMode};
-pub use backward::{BackwardOptions, FrameGradient, GradientFlow, HostMpmGradients, MpmGradients};
+pub use crate::mpm_rules::{MpmConfig, WallMode};
+#[cfg(feature = "reference")]
+pub use crate::mpm_rules::{Collider, ColliderShape, ContactRule};
+pub use backward::{BackwardOptions, FrameGradient, GradientFlow, MpmGradients};
+#[cfg(feature = "reference")]
+pub use backward::HostMpmGradients;
 pub use backward_work::BackwardWork;
 pub use error::MpmError;
 pub use forcing::{ForcedRun, ImpulseForce};
 pub use layout::ParticleState;
 pub use rollout::{Rollout, RolloutOptions};
-pub use simulator::{MpmOptions, MpmSetup, MpmSimulator, ScatterMode, KEPT_GRIDS_BUDGET_BYTES};
+pub use simulator::{MpmSetup, MpmSimulator};
+#[cfg(feature = "reference")]
+pub use simulator::{MpmOptions, ScatterMode, KEPT_GRIDS_BUDGET_BYTES};
 pub use substep::{StageBuffers, SubstepStage};

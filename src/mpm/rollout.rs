@@ -309,6 +309,7 @@ impl MpmSimulator {
     /// words once at its end. `frame` (1-based) is only for the error.
     /// On a failure, replays the frame substep by substep to name the
     /// substep where it started.
+    #[cfg(feature = "reference")]
     pub fn run_frame(
         &self,
         ctx: &GpuContext,
@@ -397,6 +398,7 @@ impl MpmSimulator {
     /// is used. The status words are cleared at the start of the recorded
     /// work (in the encoder, so in submission order): check each frame
     /// before the next recorded frame is submitted.
+    #[cfg(feature = "reference")]
     pub fn encode_frame(
         &self,
         ctx: &GpuContext,

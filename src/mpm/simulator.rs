@@ -22,10 +22,14 @@ use super::layout::{ParticleState, STATE_STRIDE};
 use super::p2g::P2g;
 use super::p2g_adjoint::P2gAdjoint;
 use super::p2g_bin::P2gBin;
-use super::status::{SimulationStatus, STATUS_WORDS};
+#[cfg(feature = "reference")]
+use super::status::SimulationStatus;
+use super::status::STATUS_WORDS;
 use super::substep_grid::SubstepGrid;
 use super::uniforms::MpmUniforms;
-use crate::mpm_rules::collider::{collider_records, ContactRule};
+use crate::mpm_rules::collider::collider_records;
+#[cfg(feature = "reference")]
+use crate::mpm_rules::collider::ContactRule;
 use crate::mpm_rules::config::{MpmConfig, WALL_MARGIN_CELLS};
 use crate::mpm_rules::stability::min_substeps_per_frame;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -62,8 +66,11 @@ pub struct MpmSetup {
     pub youngs_max: f64,
 }
 
-/// How the two scatters, P2G and the adjoint of G2P, run.
+/// How the two scatters, P2G and the adjoint of G2P, run. A released build
+/// always runs [`ScatterMode::Auto`]; the tests that compare the two paths
+/// choose them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(not(feature = "reference"), allow(dead_code))]
 pub enum ScatterMode {
     /// Cell-binned on CPU adapters (lavapipe), atomic on GPUs.
     #[default]
@@ -152,6 +159,7 @@ pub struct MpmSimulator {
     pub(crate) status: GpuBuffer,
     /// [`super::status::SimulationStatus::CLEAR`], copied over `status` by
     /// [`MpmSimulator::encode_frame`] inside the caller's encoder.
+    #[cfg(feature = "reference")]
     pub(crate) status_clear: GpuBuffer,
     pub(crate) add_uniforms: GpuBuffer,
     pub(crate) bounds: GpuBuffer,
@@ -308,6 +316,7 @@ impl MpmSimulator {
                 config.colliders.len().max(1),
             )?,
             status: ctx.storage_zeroed::<u32>("mpm status", STATUS_WORDS)?,
+            #[cfg(feature = "reference")]
             status_clear: ctx.storage_from_slice("mpm status clear", &SimulationStatus::CLEAR)?,
             add_uniforms: ctx.uniform_buffer(
                 "mpm add_assign uniforms",
@@ -349,6 +358,7 @@ impl MpmSimulator {
     }
 
     /// The construction options.
+    #[cfg(feature = "reference")]
     pub fn options(&self) -> &MpmOptions {
         &self.options
     }
@@ -402,6 +412,7 @@ impl MpmSimulator {
     /// positive and within the `youngs_max` given at construction, whose
     /// time-step bound was checked (the fit clamps log10 E to its range
     /// after every step).
+    #[cfg(feature = "reference")]
     pub fn youngs_buffer_mut(&mut self) -> &GpuBuffer {
         self.youngs_version.fetch_add(1, Ordering::Relaxed);
         &self.youngs
@@ -429,6 +440,7 @@ impl MpmSimulator {
     /// [`ContactRule::Friction`] one, after checking it (finite, ≥ 0).
     /// Rollouts run before this call can no longer be back-propagated
     /// ([`MpmError::StaleRollout`]).
+    #[cfg(feature = "reference")]
     pub fn set_friction(
         &mut self,
         ctx: &GpuContext,

@@ -54,6 +54,7 @@ impl SimulationStatus {
                 particle: self.particle,
             }
         } else {
+            debug_assert!(self.bits & STATUS_LEFT_BOX != 0, "status bits {:#x}", self.bits);
             MpmError::LeftBox {
                 frame,
                 substep,

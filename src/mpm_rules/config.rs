@@ -107,18 +107,6 @@ pub fn lame_per_youngs_poisson_derivative(poisson: f64) -> (f64, f64) {
     )
 }
 
-/// Particle volume rule (docs/design.md § Units and frames): the occupied volume
-/// ([`occupied_volume`]) divided by the particle count. For particles that
-/// are the points themselves (one per splat); K-Means drivers divide the
-/// occupied volume of the Gaussians by the driver count instead
-/// (src/drive/drivers.rs).
-pub fn particle_volume(positions: &[[f64; 3]], grid_res: u32) -> f64 {
-    if positions.is_empty() {
-        return 0.0;
-    }
-    occupied_volume(positions, grid_res) / positions.len() as f64
-}
-
 /// The occupied volume of a point set (normalised units): the number of
 /// cells of a grid of spacing `dx/2` that hold at least one point, times
 /// the cell volume `(dx/2)³`. Half-cell voxels resolve thin parts of an
@@ -153,7 +141,7 @@ mod tests {
     }
 
     #[test]
-    fn particle_volume_of_a_filled_block() {
+    fn occupied_volume_of_a_filled_block() {
         // 8 particles per half-cell voxel over a 4×4×4 block of voxels.
         let grid_res = 16;
         let h = 1.0 / 32.0;
@@ -169,8 +157,6 @@ mod tests {
                 }
             }
         }
-        let v = particle_volume(&pts, grid_res);
-        assert!((v - h * h * h / 8.0).abs() < 1e-15, "{v}");
         // The 4×4×4 half-cell voxels of side h = dx/2 they occupy.
         let occupied = occupied_volume(&pts, grid_res);
         assert!((occupied - 64.0 * h * h * h).abs() < 1e-15, "{occupied}");

@@ -38,7 +38,7 @@ use super::tensor_archive::{read_archive_bytes, TensorArchive, TensorElement};
 use super::units::youngs_world;
 use crate::drive::DriverSet;
 use crate::io::atomic_write::write_atomic;
-use crate::mpm::{MpmConfig, MpmSetup, ParticleState};
+use crate::mpm_rules::MpmConfig;
 use crate::scene::Scene;
 
 /// The `format` metadata value.
@@ -232,33 +232,6 @@ impl FittedDrivers {
     /// The simulator's settings.
     pub fn mpm_config(&self) -> MpmConfig {
         self.settings.mpm_config()
-    }
-
-    /// The simulator's particles: the fitted E (normalised units, as the
-    /// fit sets it), checked for stability up to the top of the fit's range.
-    pub fn mpm_setup(&self) -> MpmSetup {
-        MpmSetup {
-            particle_volume: self.particle_volume,
-            anchored: self.anchored.clone(),
-            youngs: self
-                .log10_youngs
-                .iter()
-                .map(|&l| 10f64.powf(l) as f32)
-                .collect(),
-            youngs_max: 10f64.powf(self.settings.log10_youngs_range[1]),
-        }
-    }
-
-    /// The initial state: drivers at rest with the fitted velocity
-    /// (normalised units: world / side).
-    pub fn initial_state(&self) -> ParticleState {
-        let side = self.settings.sim_box.side;
-        let v = self
-            .velocity
-            .iter()
-            .map(|v| v.map(|c| (c / side) as f32))
-            .collect();
-        ParticleState::at_rest(self.rest.clone(), v)
     }
 
     fn metadata(&self) -> MetadataWriter {

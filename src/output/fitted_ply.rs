@@ -37,9 +37,11 @@
 
 use std::path::Path;
 
+#[cfg(feature = "reference")]
 use super::drivers_file::fit_values_mismatch;
 use super::units::youngs_world;
 use super::FittedDrivers;
+#[cfg(feature = "reference")]
 use crate::drive::DriverSet;
 use crate::io::atomic_write::write_atomic;
 use crate::scene::ply::{ExtraProperty, PlyError};
@@ -89,7 +91,8 @@ impl SplatMaterial {
     /// The material of every splat of `scene` from the fit's per-driver
     /// values (as [`super::FittedDrivers::new`] takes them), ν the scene's
     /// `material.poisson_ratio`.
-    pub fn new(
+    #[cfg(feature = "reference")]
+pub fn new(
         scene: &Scene,
         drivers: &DriverSet,
         log10_youngs: &[f64],

@@ -20,6 +20,7 @@ pub mod tensor_archive;
 pub mod units;
 
 pub use drivers_file::FittedDrivers;
+#[cfg(feature = "reference")]
 pub use drivers_file_error::DriversFileError;
 pub use ply_hash::{ply_sha256, PlyHashError};
 pub use simulation_record::SimulationRecord;

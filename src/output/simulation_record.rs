@@ -4,7 +4,7 @@
 //! the `[drivers]` settings that made the drivers. Each is named by its
 //! scene.toml field, so that a difference from a scene names what to fix.
 
-use crate::mpm::{MpmConfig, WallMode};
+use crate::mpm_rules::{MpmConfig, WallMode};
 use crate::scene::{Scene, SimBox};
 
 use super::metadata_fields::{MetadataError, MetadataReader, MetadataWriter};

@@ -151,7 +151,8 @@ impl<'a> TensorArchive<'a> {
     }
 
     /// The file, as given.
-    pub fn path(&self) -> &Path {
+    #[cfg(feature = "reference")]
+pub fn path(&self) -> &Path {
         self.path
     }
 
@@ -161,6 +162,7 @@ impl<'a> TensorArchive<'a> {
     }
 
     /// The names of every tensor (in no particular order).
+    #[cfg(feature = "reference")]
     pub fn names(&self) -> Vec<&str> {
         self.tensors.names()
     }

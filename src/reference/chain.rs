@@ -2,7 +2,11 @@
 //! parameters, fit; § Drivers and the deformation of Gaussians;
 //! § Verification 1–2): parameters → MPM twin → deformation twin
 //! → render twin → loss twin, and its exact gradient by chaining the twins'
-//! adjoints. The test oracle of the GPU problem call (src/fit/).
+//! adjoints. The test oracle of the GPU problem call (src/fit/), whose
+//! stages are [`crate::forward::Chain`]'s: `rollout` / `rollout_backward`
+//! ([`frame_states`] / [`frames_gradient`]), `pose` / `pose_backward`
+//! ([`ChainProblem64::posed_splats`] / `deform_adjoint`), `draw` /
+//! `draw_backward` (`render` / `render_backward`).
 //!
 //! **Parameters** ([`ChainParams64`]), one entry per driver (MPM particle):
 //! - `log10_youngs`: `p = log10 E`, E in the simulator's **normalised**
@@ -313,6 +317,13 @@ pub fn chain_frame_states(problem: &ChainProblem64, params: &ChainParams64) -> V
         &problem.youngs(params),
         problem.frames(),
     )
+}
+
+/// Frame k's image loss per view and its `∂L/∂x` for the drivers at `x`
+/// (normalised units), every path on: the render side of the chain alone,
+/// so tests can split a gap between the MPM and the renders.
+pub fn chain_frame_seed(problem: &ChainProblem64, k: usize, x: &[Vec3]) -> (Vec<f64>, Vec<Vec3>) {
+    frame_seed_with(problem, k, x, ChainPaths::ALL)
 }
 
 /// `∂L/∂x` of the drivers at `x` from frame k's image losses: loss twin →

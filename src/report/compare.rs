@@ -7,9 +7,8 @@ use image::{Rgb, RgbImage};
 use super::caption::captioned;
 use super::ReportError;
 use crate::io::png::quantised;
-use crate::scene::frames::Frame;
+use crate::io::Frame;
 
-pub use super::caption::CAPTION_HEIGHT;
 
 /// The factor the difference panel multiplies `|reference − fitted|` by
 /// before clamping: differences of a few percent, a typical residual of a
@@ -54,7 +53,7 @@ fn check_size(
 /// The triptych of one frame of one view: `reference` | `fitted` |
 /// `|reference − fitted|·`[`DIFFERENCE_GAIN`] (per channel, on the
 /// values clamped to [0, 1]), each panel the frames' size, under a white
-/// strip [`CAPTION_HEIGHT`] pixels high with the captions "reference",
+/// strip [`CAPTION_HEIGHT`](super::caption::CAPTION_HEIGHT) pixels high with the captions "reference",
 /// "fitted" and "|difference| × 4" centred above them: the image is
 /// `3·width × (height + CAPTION_HEIGHT)`. Inputs are frames as loaded or
 /// rendered (RGBA in [0, 1], alpha ignored); both must have the same size,
@@ -120,7 +119,7 @@ pub fn difference(a: &Frame, b: &Frame) -> Frame {
 }
 
 /// Frames of one size side by side, each under its caption in a white
-/// strip [`CAPTION_HEIGHT`] pixels high ([`captioned`]): `n·width ×
+/// strip [`CAPTION_HEIGHT`](super::caption::CAPTION_HEIGHT) pixels high ([`captioned`]): `n·width ×
 /// (height + CAPTION_HEIGHT)`. Errors: [`ReportError::Size`] when a frame's
 /// size differs from the first's.
 pub fn captioned_row(panels: &[(&str, &Frame)]) -> Result<RgbImage, ReportError> {

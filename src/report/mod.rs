@@ -11,16 +11,18 @@
 //! atomically by [`crate::io::png::write_png`].
 
 mod canvas;
-pub mod caption;
-pub mod colorbar;
-pub mod colormap;
-pub mod compare;
-pub mod error;
-pub mod font;
-pub mod loss_plot;
-pub mod recolor;
+internal_mods! {
+    caption;
+    colorbar;
+    colormap;
+    compare;
+    error;
+    font;
+    loss_plot;
+    recolor;
+}
 
-pub use caption::captioned;
+pub use caption::{captioned, CAPTION_HEIGHT};
 pub use colorbar::with_colorbar;
 pub use colormap::{map, normalised};
 pub use compare::{captioned_row, difference, frame_triptych, rgb8, triptych};

@@ -17,7 +17,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::frames::Frame;
+use crate::io::Frame;
 
 /// Gain and offset per RGB channel (module doc).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]

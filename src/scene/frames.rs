@@ -16,6 +16,7 @@ use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
 
 use crate::io::png::{self, quantised, PngError};
+use crate::io::Frame;
 
 /// Why frames could not be listed, read or written.
 #[derive(Debug, thiserror::Error)]
@@ -90,17 +91,6 @@ pub enum FrameError {
     /// The image could not be encoded or written.
     #[error(transparent)]
     Write(#[from] PngError),
-}
-
-/// One decoded frame, RGBA in [0, 1] (module doc: no transfer curve).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Frame {
-    /// Width in pixels.
-    pub width: u32,
-    /// Height in pixels.
-    pub height: u32,
-    /// `width × height` RGBA pixels in [0, 1], row-major from the top left.
-    pub pixels: Vec<[f32; 4]>,
 }
 
 /// Orders file names with digit runs compared as numbers, so `f2.png`
@@ -341,6 +331,7 @@ pub fn write_png(
 /// Note that the GPU image loss keeps reference frames at 8 bits
 /// ([`crate::loss::ReferenceFrame`]), so the extra precision does not reach
 /// the loss.
+#[cfg(feature = "reference")]
 pub fn write_png16(
     path: &Path,
     width: u32,

@@ -7,33 +7,41 @@
 //! [`Scene`] itself, `derived_settings` for what the simulator derives
 //! from it and `fall` for where the object goes when it falls from rest.
 
-pub mod camera;
-pub mod collider;
-pub mod color_correction;
-pub mod config;
-pub mod derived_settings;
-pub mod drivers;
-pub mod error;
-pub mod fall;
-pub mod fit_field;
-pub mod fit_settings;
-pub mod frames;
-pub mod gaussians;
-pub mod inputs;
+internal_mods! {
+    camera;
+    collider;
+    color_correction;
+    config;
+    derived_settings;
+    drivers;
+    error;
+    fall;
+    fit_field;
+    fit_settings;
+    frames;
+    gaussians;
+    inputs;
+    masks;
+    material;
+    nerfstudio;
+    ply;
+    region;
+    selection;
+    sim_box;
+    simulation;
+    validated_scene;
+    view;
+}
+
+pub use frames::write_png;
+pub use inputs::scene_inputs;
+pub use ply::load_gaussians;
 mod load;
-pub mod masks;
-pub mod material;
-pub mod nerfstudio;
-pub mod ply;
-pub mod region;
-pub mod selection;
-pub mod sim_box;
-pub mod simulation;
 mod toml_location;
 mod validate;
-pub mod validated_scene;
-pub mod view;
 
+/// What the simulation box's walls do.
+pub use crate::mpm_rules::WallMode;
 pub use camera::Camera;
 pub use color_correction::ColorCorrection;
 pub use config::SceneConfig;

@@ -9,7 +9,8 @@ use super::camera::Camera;
 use super::color_correction::ColorCorrection;
 use super::config::{CameraConfig, ColorCorrectionConfig, ViewConfig};
 use super::error::SceneError;
-use super::frames::{frame_size, list_frames, load_frame, Frame, FrameError};
+use super::frames::{frame_size, list_frames, load_frame, FrameError};
+use crate::io::Frame;
 use super::nerfstudio::read_transforms;
 use super::validate::{representable, Validator};
 

@@ -107,6 +107,7 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
 
 /// Minimises `f` from `x0` (module doc). `Ok(None)` when the start itself
 /// is unusable; errors of `f` pass through.
+#[cfg(feature = "reference")]
 pub fn minimise<E>(
     x0: &[f64],
     settings: &LbfgsSettings,

@@ -37,8 +37,12 @@ pub mod objective;
 pub mod solver;
 pub mod symmetric_eigen;
 
-pub use adam::{Adam, AdamRun, AdamSolver, Schedule};
+pub use adam::{Adam, AdamSolver, Schedule};
+#[cfg(feature = "reference")]
+pub use adam::AdamRun;
 pub use grid_scan::{GridScan, GridScanState};
 pub use lbfgs::{Lbfgs, LbfgsSettings, LbfgsStart, LbfgsState};
 pub use objective::{usable, Evaluated, Measured, Objective};
-pub use solver::{execute, Control, Ending, Iteration, Solver};
+pub use solver::{execute, Control, Ending};
+#[cfg(feature = "reference")]
+pub use solver::{Iteration, Solver};

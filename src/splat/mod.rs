@@ -95,7 +95,9 @@ mod workspace;
 pub use backdrop::StaticBackdrop;
 pub use camera_adjoint::CameraGradient;
 pub use error::SplatError;
-pub use splat_buffers::{HostGradients, SplatBuffers, SplatGradients};
+pub use splat_buffers::{SplatBuffers, SplatGradients};
+#[cfg(feature = "reference")]
+pub use splat_buffers::HostGradients;
 pub use stage_recorder::StageTiming;
 
 use crate::gpu::prefix_sum::PrefixSum;

@@ -13,11 +13,15 @@
 //!
 //! `physfit synth` (src/cli/synth.rs) writes the frames.
 
-pub mod error;
-pub mod field;
-pub mod layout;
-pub mod run;
-pub mod truth;
+internal_mods! {
+    error;
+    field;
+    layout;
+    run;
+    truth;
+}
+
+pub use layout::{frame_path, SUMMARY_FILE, TRUTH_FILE};
 
 pub use error::{SynthError, TruthError};
 pub use field::{RandomField, ValueBox, VelocityTruth, YoungsTruth};

@@ -26,7 +26,7 @@ use crate::drive::DriverSet;
 use crate::forward::{ForwardSetup, SceneRenderer};
 use crate::gpu::GpuContext;
 use crate::interact::Interactions;
-use crate::scene::frames::Frame;
+use crate::io::Frame;
 use crate::scene::{Camera, Scene};
 
 /// How `physfit synth` discretises and how many frames it writes.

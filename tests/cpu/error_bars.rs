@@ -27,6 +27,7 @@ fn uncertainty(
         velocity_method: None,
         youngs_log10_std: std,
         velocity_std: Vec::new(),
+        poisson_std: Vec::new(),
         youngs_constrained: constrained,
         correlations: None,
     }

@@ -82,6 +82,7 @@ fn running_state() -> FitState {
             velocity_method: Some(physfit::fit::uncertainty::CurvatureMethod::Hessian),
             youngs_log10_std: vec![Some(0.25), None, Some(1.0 / 7.0)],
             velocity_std: vec![Some(1e-3), Some(2e-3), None],
+            poisson_std: Vec::new(),
             youngs_constrained: vec![true, false, true],
             correlations: Some(physfit::fit::uncertainty::Correlations {
                 names: vec!["v0[0]".into(), "v0[1]".into(), "v0[2]".into()],
@@ -396,6 +397,14 @@ fn a_checkpoint_that_does_not_fit_its_plan_is_refused_naming_the_field() {
     u.youngs_log10_std = vec![Some(0.1); 1_000_000];
     s.uncertainty = Some(u);
     refused(s, "state.uncertainty.youngs_log10_std");
+    let mut s = start.clone();
+    let mut u = state().uncertainty.unwrap();
+    u.youngs_log10_std.clear();
+    u.youngs_constrained.clear();
+    u.velocity_std.clear();
+    u.poisson_std = vec![Some(0.01)];
+    s.uncertainty = Some(u);
+    refused(s, "state.uncertainty.poisson_std");
     let mut s = start.clone();
     s.adam.m.push(0.0);
     refused(s, "state.adam.m");

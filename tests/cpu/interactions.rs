@@ -82,6 +82,7 @@ fn the_flags_give_the_same_list_as_the_file() {
         ],
         gravity: Some("0,0,-9.81".into()),
         from_rest: true,
+        release: false,
     };
     let from_flags = flags.interactions().unwrap();
     let mut from_file = kinds(&Interactions::parse(FILE, "poke.toml").unwrap());
@@ -123,6 +124,11 @@ fn bad_values_in_the_file_are_refused_naming_the_field() {
         ),
         (with("kind = \"velocity\"\nvelocity = [1.0, 0.0]"), "interactions[0]"),
         (with("kind = \"start\"\nfrom = \"moving\""), "interactions[0]"),
+        (with("kind = \"release\"\nanchors = \"all\""), "anchors"),
+        (
+            format!("{}{}", with("kind = \"release\""), with("kind = \"release\"")),
+            "interactions[1]",
+        ),
         ("gravity = [0.0, 0.0, -9.8]\n".to_string(), "(top level)"),
         (
             format!(
@@ -541,4 +547,46 @@ fn a_ground_or_collider_in_the_object_is_refused_naming_the_fix() {
             && inside.contains("fix: move `point`, or flip `normal`"),
         "{inside}"
     );
+}
+
+/// `kind = "release"` and `--release` let the object go: one entry, and the
+/// anchored drivers then start with the velocity the free ones get.
+#[test]
+fn a_released_object_moves_its_anchored_drivers_too() {
+    let file = Interactions::parse(
+        "[[interactions]]\nkind = \"release\"\n\n[[interactions]]\nkind = \"velocity\"\nvelocity = [0.0, 0.0, -1.0]\n",
+        "drop.toml",
+    )
+    .unwrap();
+    let flags = InteractionFlags {
+        velocity: Some("0,0,-1".into()),
+        release: true,
+        ..Default::default()
+    }
+    .interactions()
+    .unwrap();
+    for list in [&file, &flags] {
+        assert!(list.released());
+        assert!(list
+            .entries
+            .iter()
+            .any(|e| matches!(e.interaction, Interaction::Release)));
+        let rest = [[0.0; 3], [1.0; 3]];
+        let v = list.initial_velocities(&rest, &[true, false], &[[0.5, 0.0, 0.0]; 2]);
+        assert_eq!(
+            v,
+            vec![[0.5, 0.0, -1.0]; 2],
+            "the anchored driver moves too"
+        );
+    }
+    assert_eq!(flags.entries[0].origin, "--release");
+    let held = InteractionFlags {
+        velocity: Some("0,0,-1".into()),
+        ..Default::default()
+    }
+    .interactions()
+    .unwrap();
+    assert!(!held.released());
+    let v = held.initial_velocities(&[[0.0; 3], [1.0; 3]], &[true, false], &[[0.5, 0.0, 0.0]; 2]);
+    assert_eq!(v[0], [0.0; 3], "held, the anchored driver stays at rest");
 }

@@ -5,17 +5,19 @@
 
 use image::{Rgb, RgbImage};
 use physfit::io::png::write_png;
+use physfit::io::Frame;
 use physfit::report::colorbar::{
     COLORBAR_BAR_LEFT, COLORBAR_BAR_WIDTH, COLORBAR_MARGIN, COLORBAR_WIDTH,
 };
 use physfit::report::colormap::{NAN_COLOUR, VIRIDIS};
-use physfit::report::compare::{CAPTION_HEIGHT, DIFFERENCE_GAIN};
+use physfit::report::compare::DIFFERENCE_GAIN;
 use physfit::report::loss_plot::{curve_colour, BEST_COLOUR, LOSS_PLOT_SIZE, SCAN_COLOUR};
+use physfit::report::CAPTION_HEIGHT;
 use physfit::report::{
     captioned_row, font, frame_triptych, loss_plot, loss_plot_with_scan, map, recolored,
     stiffness_colours, triptych, with_colorbar, LossCurve, LossPoint, ReportError, ScanCandidate,
 };
-use physfit::scene::frames::{load_frame, Frame};
+use physfit::scene::frames::load_frame;
 
 use crate::common;
 

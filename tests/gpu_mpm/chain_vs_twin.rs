@@ -13,61 +13,16 @@
 
 use crate::common;
 use crate::fit_problem::{all, fixture, options, start, FRAMES};
+use crate::support::chain_twin;
 
-use physfit::deform::DeformSetup;
 use physfit::fit::{FitProblem, GradientFlow, Parameters};
 use physfit::reference::chain::{chain_gradient, ChainGradient64, ChainParams64, ChainProblem64};
-use physfit::reference::loss::{LossWeights64, Rgb64};
-use physfit::reference::mpm::MpmSetup64;
-use physfit::reference::splat::SplatParams64;
 use physfit::scene::Scene;
 
 /// The twin of `problem` on `scene` (module doc).
 fn twin(scene: &Scene, problem: &FitProblem) -> ChainProblem64 {
-    let drivers = problem.drivers();
     let o = options(scene);
-    let references = (1..=FRAMES)
-        .map(|k| {
-            scene
-                .views
-                .iter()
-                .map(|view| {
-                    let f = view.frames.as_ref().unwrap().load(k).unwrap();
-                    Rgb64 {
-                        width: f.width as usize,
-                        height: f.height as usize,
-                        // 8-bit values: `b / 255` exactly.
-                        pixels: f
-                            .pixels
-                            .iter()
-                            .map(|p| {
-                                std::array::from_fn(|c| (f64::from(p[c]) * 255.0).round() / 255.0)
-                            })
-                            .collect(),
-                    }
-                })
-                .collect()
-        })
-        .collect();
-    ChainProblem64 {
-        mpm: MpmSetup64 {
-            config: scene.mpm_config(),
-            particle_volume: drivers.volume,
-            anchored: drivers.anchored.clone(),
-            poisson: None,
-        },
-        deform: DeformSetup::from_drivers(drivers, scene.gaussians()).unwrap(),
-        splats: SplatParams64::from(scene.gaussians()),
-        background: scene.background.map(f64::from),
-        cameras: scene.views.iter().map(|v| v.camera.clone()).collect(),
-        references,
-        weights: LossWeights64 {
-            l1: f64::from(o.weights.l1),
-            ssim: f64::from(o.weights.ssim),
-        },
-        tv_edges: drivers.graph.clone(),
-        tv_weight: o.tv_weight,
-    }
+    chain_twin(scene, problem, &o, FRAMES, o.tv_weight)
 }
 
 fn twin_params(p: &Parameters) -> ChainParams64 {

@@ -251,7 +251,7 @@ fn twin_recovery_per_driver_stiffness_writes_every_output() {
     for png in ["loss.png", "stiffness.png"] {
         image::open(out.join(png)).unwrap();
     }
-    use physfit::report::compare::CAPTION_HEIGHT;
+    use physfit::report::CAPTION_HEIGHT;
     let png = |path: &Path| {
         image::open(path)
             .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
@@ -766,7 +766,7 @@ fn a_stiffness_only_fit_holds_the_velocity_of_an_earlier_fit() {
     // The fit rendered again beside its reference frames
     // (`--side-by-side`): reference on the left, the fitted motion right,
     // both under a caption strip.
-    use physfit::report::caption::CAPTION_HEIGHT as STRIP;
+    use physfit::report::CAPTION_HEIGHT as STRIP;
     let render = |out: &str, extra: &[&str]| {
         let mut args = vec![
             "render",

@@ -23,8 +23,8 @@ use physfit::forward::{
     SceneRenderer,
 };
 use physfit::interact::{InteractionFlags, Interactions};
+use physfit::io::Frame;
 use physfit::output::FittedDrivers;
-use physfit::scene::frames::Frame;
 use physfit::scene::Scene;
 
 const EXTRA: &str =
@@ -500,12 +500,14 @@ const DROP_FRAMES: usize = 10;
 
 /// The lowest simulated splat's z (world units) at the last frame of the
 /// fitted object of `f` (with `scene`) dropped from rest at 9.81 units/s²,
-/// with `--ground` when `ground`, and that ground's height.
-fn lowest_after_drop(f: &Fitted, scene: &Scene, ground: bool) -> (f64, Option<f64>) {
+/// with `--ground` when `ground`, let go (`--release`) when `release`, and
+/// that ground's height.
+fn lowest_after_drop(f: &Fitted, scene: &Scene, ground: bool, release: bool) -> (f64, Option<f64>) {
     let ctx = common::gpu();
     let mut interactions = InteractionFlags {
         gravity: Some("0,0,-9.81".into()),
         from_rest: true,
+        release,
         ..Default::default()
     }
     .interactions()
@@ -537,9 +539,9 @@ fn lowest_after_drop(f: &Fitted, scene: &Scene, ground: bool) -> (f64, Option<f6
 fn a_ground_holds_the_dropped_object_that_falls_past_it_without() {
     let f = fitted_with(DROP, DROP_SPLATS, 4.6);
     let dx = f.scene.simulation.sim_box.side / f.scene.simulation.grid_res as f64;
-    let (held, height) = lowest_after_drop(&f, &f.scene, true);
+    let (held, height) = lowest_after_drop(&f, &f.scene, true, false);
     let height = height.unwrap();
-    let (fallen, _) = lowest_after_drop(&f, &f.scene, false);
+    let (fallen, _) = lowest_after_drop(&f, &f.scene, false, false);
     eprintln!(
         "ground at z = {height:.4} (dx {dx:.4}): lowest splat {held:.4} on it, {fallen:.4} without",
     );
@@ -556,8 +558,35 @@ fn a_ground_holds_the_dropped_object_that_falls_past_it_without() {
     ));
     std::fs::write(&scene_toml, text).unwrap();
     let with_floor = Scene::load(&scene_toml).unwrap();
-    let (on_floor, _) = lowest_after_drop(&f, &with_floor, false);
+    let (on_floor, _) = lowest_after_drop(&f, &with_floor, false, false);
     assert!(on_floor >= height - dx, "{on_floor} under {height}");
+}
+
+/// An object whose bottom layer the fit anchored stays where it is under
+/// gravity; let go (`--release`), the same fitted object falls, and a
+/// ground under it holds it.
+#[test]
+fn a_released_object_falls_where_its_anchors_held_it() {
+    let anchored = format!(
+        "{DROP}\n[regions]\nanchored = [{{ min = [0.0, 0.0, 0.0], max = [1.0, 1.0, 0.3] }}]\n"
+    );
+    let f = fitted_with(&anchored, DROP_SPLATS, 4.6);
+    let rest = 0.275;
+    let (held, _) = lowest_after_drop(&f, &f.scene, false, false);
+    let (fallen, _) = lowest_after_drop(&f, &f.scene, false, true);
+    let (landed, height) = lowest_after_drop(&f, &f.scene, true, true);
+    let height = height.unwrap();
+    let dx = f.scene.simulation.sim_box.side / f.scene.simulation.grid_res as f64;
+    eprintln!(
+        "lowest splat: {held:.4} held, {fallen:.4} let go, {landed:.4} let go onto the ground at \
+         {height:.4}"
+    );
+    assert!((held - rest).abs() < 1e-4, "held: {held}");
+    assert!(fallen < rest - 0.1, "let go: {fallen}");
+    assert!(
+        landed >= height - dx && landed < rest,
+        "onto the ground: {landed}"
+    );
 }
 
 /// The lowest image row the object covers.

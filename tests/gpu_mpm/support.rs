@@ -1,7 +1,14 @@
 //! Small MPM scenes shared by the tests/gpu_mpm/*.rs files.
 #![allow(dead_code)]
 
+use physfit::deform::DeformSetup;
+use physfit::fit::{FitProblem, FitProblemOptions};
 use physfit::mpm::{MpmConfig, ParticleState, WallMode};
+use physfit::reference::chain::ChainProblem64;
+use physfit::reference::loss::{LossWeights64, Rgb64};
+use physfit::reference::mpm::MpmSetup64;
+use physfit::reference::splat::SplatParams64;
+use physfit::scene::Scene;
 
 /// 16³ grid, 24 fps, 10 substeps, ρ = 1000, ν = 0.3, no gravity or damping.
 pub fn small_config() -> MpmConfig {
@@ -59,4 +66,62 @@ pub use crate::common::pseudo_random;
 /// Rest state with positions and velocities.
 pub fn rest_state(x: Vec<[f32; 3]>, v: Vec<[f32; 3]>) -> ParticleState {
     ParticleState::at_rest(x, v)
+}
+
+/// The f64 twin of `problem`'s chain on `scene` (docs/design.md §
+/// Verification 3): the problem's own drivers (not a second K-Means),
+/// their volume and anchored flags, the scene's MPM config, the
+/// deformation setup of those drivers, the scene's splats, cameras and
+/// background, frames `1..=frames` read back from the PNGs on disk, the
+/// loss weights of `o` and TV over the driver graph at `tv_weight`.
+pub fn chain_twin(
+    scene: &Scene,
+    problem: &FitProblem,
+    o: &FitProblemOptions,
+    frames: usize,
+    tv_weight: f64,
+) -> ChainProblem64 {
+    let drivers = problem.drivers();
+    let references = (1..=frames)
+        .map(|k| {
+            scene
+                .views
+                .iter()
+                .map(|view| {
+                    let f = view.frames.as_ref().unwrap().load(k).unwrap();
+                    Rgb64 {
+                        width: f.width as usize,
+                        height: f.height as usize,
+                        // 8-bit values: `b / 255` exactly.
+                        pixels: f
+                            .pixels
+                            .iter()
+                            .map(|p| {
+                                std::array::from_fn(|c| (f64::from(p[c]) * 255.0).round() / 255.0)
+                            })
+                            .collect(),
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    ChainProblem64 {
+        mpm: MpmSetup64 {
+            config: scene.mpm_config(),
+            particle_volume: drivers.volume,
+            anchored: drivers.anchored.clone(),
+            poisson: None,
+        },
+        deform: DeformSetup::from_drivers(drivers, scene.gaussians()).unwrap(),
+        splats: SplatParams64::from(scene.gaussians()),
+        background: scene.background.map(f64::from),
+        cameras: scene.views.iter().map(|v| v.camera.clone()).collect(),
+        references,
+        weights: LossWeights64 {
+            l1: f64::from(o.weights.l1),
+            ssim: f64::from(o.weights.ssim),
+        },
+        tv_edges: drivers.graph.clone(),
+        tv_weight,
+    }
 }

@@ -10,9 +10,9 @@ use glam::{Mat3, Vec3};
 use physfit::align::chart::rotation_angle_degrees;
 use physfit::align::view_align::{object_extent, reprojection_rms};
 use physfit::align::{align_view, AlignSettings, AlignWhat, Reference, ViewProblem, ViewState};
+use physfit::io::Frame;
 use physfit::loss::LossWeights;
 use physfit::reference::gsplat_case::load_gsplat_case;
-use physfit::scene::frames::Frame;
 use physfit::scene::{Camera, ColorCorrection};
 use physfit::splat::SplatBuffers;
 

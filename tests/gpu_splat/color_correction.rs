@@ -8,11 +8,11 @@
 
 use glam::Vec3;
 use physfit::gpu::{GpuBuffer, GpuContext};
+use physfit::io::Frame;
 use physfit::loss::{
     gain_offset_gradient, ColorCorrect, ImageLoss, LossError, LossTermsBuffer, LossWeights,
     ReferenceFrame, RenderedImage,
 };
-use physfit::scene::frames::Frame;
 use physfit::scene::ColorCorrection;
 use physfit::splat::{Rasterizer, SplatBuffers};
 

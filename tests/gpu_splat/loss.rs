@@ -7,6 +7,7 @@
 
 use glam::Vec3;
 use physfit::gpu::{GpuBuffer, GpuContext};
+use physfit::io::Frame;
 use physfit::loss::{
     unpack_rgba8, ImageLoss, LossError, LossTerms, LossTermsBuffer, LossWeights, ReferenceFrame,
     RenderedImage,
@@ -14,7 +15,6 @@ use physfit::loss::{
 use physfit::reference::loss::{
     image_loss, image_loss_gradient, ImageLoss64, LossWeights64, Rgb64,
 };
-use physfit::scene::frames::Frame;
 use physfit::splat::{Rasterizer, SplatBuffers};
 
 use crate::common;

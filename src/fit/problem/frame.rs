@@ -1,8 +1,9 @@
-//! One frame of an evaluation: its state posed, rendered in every
-//! selected view and scored, with or without the back-propagation of each
-//! view's loss into the frame's state gradient; each view's colour
-//! correction between render and loss ([`measure_view`],
-//! [`view_gradient`]).
+//! One frame of an evaluation, read as the chain (src/reference/chain.rs,
+//! `frame_seed_with`): pose the splats at the frame's state; per selected
+//! view draw, colour-correct and score ([`FitProblem::frame_loss`]); with
+//! a gradient, back the same way: `∂L/∂pixel` through the correction, the
+//! draw and the pose into the frame's state gradient
+//! ([`FitProblem::frame_gradient`]).
 
 use super::FitError;
 use super::FitProblem;
@@ -10,13 +11,13 @@ use super::TimedPart;
 use crate::gpu::{GpuBuffer, GpuContext};
 use crate::loss::{ColorCorrect, ImageLoss, LossTermsBuffer, ReferenceFrame, RenderedImage};
 use crate::scene::ColorCorrection;
+use crate::splat::RenderOutput;
 
 impl FitProblem {
-    /// Renders frame `frame` (drivers in `state`) in every selected view
-    /// into slots `slot0..` of `terms`; with `state_grad`, back-propagates
-    /// each view's loss into it. Returns the intersections rendered.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn frame(
+    /// Frame `frame` (drivers in `state`) scored in every selected view
+    /// into slots `slot0..` of `terms`: pose, then per view draw and loss.
+    /// Returns the intersections drawn.
+    pub(super) fn frame_loss(
         &mut self,
         ctx: &GpuContext,
         state: &GpuBuffer,
@@ -24,73 +25,98 @@ impl FitProblem {
         views: &[usize],
         terms: &LossTermsBuffer,
         slot0: u32,
-        state_grad: Option<&GpuBuffer>,
     ) -> Result<u64, FitError> {
-        if let Some(g) = state_grad {
-            let mut encoder = crate::gpu::encoder(ctx, "fit clear state gradient");
-            encoder.clear_buffer(g.raw(), 0, None);
-            ctx.queue.submit([encoder.finish()]);
-        }
-        self.forward.pose_state(ctx, state)?;
-        self.profiler.lap(ctx, TimedPart::Deformation)?;
+        self.pose(ctx, state)?;
         let mut intersections = 0u64;
         for (i, &view) in views.iter().enumerate() {
-            let out = match &self.backdrops[view] {
-                Some(backdrop) if self.static_tiles => self.forward.draw_over(ctx, backdrop)?,
-                _ => self.forward.draw(ctx, &self.cameras[view])?,
-            };
-            self.profiler.lap(ctx, TimedPart::RenderForward)?;
-            self.profiler.add_stages(&out.timings);
+            let out = self.draw_view(ctx, view)?;
             intersections += u64::from(out.intersection_count);
-            let reference = &self.references[view].as_ref().expect("checked selection")[frame];
-            let parts = self.forward.parts_mut()?;
-            let render = RenderedImage::of_render(parts.raster, &out)?;
-            let slot = slot0 + i as u32;
-            let correction = self.corrections[view];
-            match state_grad {
-                None => {
-                    measure_view(
-                        ctx,
-                        &mut self.color,
-                        &mut self.loss,
-                        render,
-                        correction,
-                        reference,
-                        terms,
-                        slot,
-                    )?;
-                    self.profiler.lap(ctx, TimedPart::Loss)?;
-                }
-                Some(g) => {
-                    let grad_image = view_gradient(
-                        ctx,
-                        &mut self.color,
-                        &mut self.loss,
-                        render,
-                        correction,
-                        reference,
-                        terms,
-                        slot,
-                    )?;
-                    self.profiler.lap(ctx, TimedPart::Loss)?;
-                    let back = parts.raster.backward(ctx, parts.splats, &out, grad_image)?;
-                    self.profiler.lap(ctx, TimedPart::RenderBackward)?;
-                    self.profiler.add_stages(&back.timings);
-                    let mut encoder = crate::gpu::encoder(ctx, "fit deform backward");
-                    parts.deformation.encode_backward(
-                        ctx,
-                        &mut encoder,
-                        state,
-                        back.gradients,
-                        g,
-                    )?;
-                    ctx.queue.submit([encoder.finish()]);
-                    self.profiler.lap(ctx, TimedPart::Deformation)?;
-                }
-            }
+            measure_view(
+                ctx,
+                &mut self.color,
+                &mut self.loss,
+                self.chain.image(&out)?,
+                self.corrections[view],
+                reference(&self.references, view, frame),
+                terms,
+                slot0 + i as u32,
+            )?;
+            self.profiler.lap(ctx, TimedPart::Loss)?;
         }
         Ok(intersections)
     }
+
+    /// [`FitProblem::frame_loss`] with each view's loss back-propagated:
+    /// loss → draw backward → pose backward, which adds `∂L/∂x` of the
+    /// drivers into `state_grad` (cleared first): the frame's seed of the
+    /// rollout's backward. Returns the intersections drawn.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn frame_gradient(
+        &mut self,
+        ctx: &GpuContext,
+        state: &GpuBuffer,
+        frame: usize,
+        views: &[usize],
+        terms: &LossTermsBuffer,
+        slot0: u32,
+        state_grad: &GpuBuffer,
+    ) -> Result<u64, FitError> {
+        let mut encoder = crate::gpu::encoder(ctx, "fit clear state gradient");
+        encoder.clear_buffer(state_grad.raw(), 0, None);
+        ctx.queue.submit([encoder.finish()]);
+        self.pose(ctx, state)?;
+        let mut intersections = 0u64;
+        for (i, &view) in views.iter().enumerate() {
+            let out = self.draw_view(ctx, view)?;
+            intersections += u64::from(out.intersection_count);
+            let grad_image = view_gradient(
+                ctx,
+                &mut self.color,
+                &mut self.loss,
+                self.chain.image(&out)?,
+                self.corrections[view],
+                reference(&self.references, view, frame),
+                terms,
+                slot0 + i as u32,
+            )?;
+            self.profiler.lap(ctx, TimedPart::Loss)?;
+            let back = self.chain.draw_backward(ctx, &out, grad_image)?;
+            self.profiler.lap(ctx, TimedPart::RenderBackward)?;
+            self.profiler.add_stages(&back.timings);
+            back.pose_backward(ctx, state, state_grad)?;
+            self.profiler.lap(ctx, TimedPart::Deformation)?;
+        }
+        Ok(intersections)
+    }
+
+    /// Poses the splats at the drivers of `state`.
+    fn pose(&mut self, ctx: &GpuContext, state: &GpuBuffer) -> Result<(), FitError> {
+        self.chain.pose(ctx, state)?;
+        self.profiler.lap(ctx, TimedPart::Deformation)?;
+        Ok(())
+    }
+
+    /// Draws the posed splats in view `view`: over the view's static
+    /// backdrop when it has one (and static tiles are on), else every tile
+    /// (module doc of [`super`], "Static tiles").
+    fn draw_view(&mut self, ctx: &GpuContext, view: usize) -> Result<RenderOutput, FitError> {
+        let out = match &self.backdrops[view] {
+            Some(backdrop) if self.static_tiles => self.chain.draw_over(ctx, backdrop)?,
+            _ => self.chain.draw(ctx, &self.cameras[view])?,
+        };
+        self.profiler.lap(ctx, TimedPart::RenderForward)?;
+        self.profiler.add_stages(&out.timings);
+        Ok(out)
+    }
+}
+
+/// View `view`'s reference of frame `frame` (the selection was checked).
+fn reference(
+    references: &[Option<Vec<ReferenceFrame>>],
+    view: usize,
+    frame: usize,
+) -> &ReferenceFrame {
+    &references[view].as_ref().expect("checked selection")[frame]
 }
 
 /// Scores one view's render into `slot` of `terms`, through the view's

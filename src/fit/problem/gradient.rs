@@ -5,8 +5,7 @@ use super::{FitError, FitProblem, Parameters, Selection, TimedPart};
 use crate::fit::evaluation::Evaluation;
 use crate::fit::param_gather::GatherBuffers;
 use crate::gpu::GpuContext;
-use crate::mpm::layout::STATE_STRIDE;
-use crate::mpm::{BackwardOptions, FrameGradient, GradientFlow};
+use crate::mpm::{FrameGradient, GradientFlow};
 
 impl FitProblem {
     /// The loss of `params` on `selection` and its gradients w.r.t. the
@@ -22,15 +21,13 @@ impl FitProblem {
         self.profiler.start();
         let (prepared, start) = self.prepare(ctx, params)?;
         let last = *selection.frames.last().unwrap();
-        let rollout = self.simulator().rollout(ctx, &start, last as u32)?;
+        let rollout = self.chain.rollout(ctx, &start, last as u32)?;
         // Between the forward rollout and the (longer) backward pass.
         self.check_stop()?;
         let terms = self.terms_buffer(ctx, selection)?;
-        let state_floats = self.simulator().particle_count() * STATE_STRIDE;
         while self.state_grads.len() < selection.frames.len() {
             let label = format!("fit state gradient {}", self.state_grads.len());
-            self.state_grads
-                .push(ctx.storage_zeroed::<f32>(&label, state_floats)?);
+            self.state_grads.push(self.chain.state_buffer(ctx, &label)?);
         }
         self.profiler.lap(ctx, TimedPart::MpmForward)?;
         let views = selection.views.len() as u32;
@@ -38,14 +35,14 @@ impl FitProblem {
         let grads = std::mem::take(&mut self.state_grads);
         let rendered: Result<(), FitError> = (|| {
             for (f, &k) in selection.frames.iter().enumerate() {
-                intersections += self.frame(
+                intersections += self.frame_gradient(
                     ctx,
                     &rollout.frames[k],
                     k,
                     &selection.views,
                     &terms,
                     f as u32 * views,
-                    Some(&grads[f]),
+                    &grads[f],
                 )?;
             }
             Ok(())
@@ -57,17 +54,9 @@ impl FitProblem {
             .map(|(&frame, grad)| FrameGradient { frame, grad })
             .collect();
         let mpm = rendered.and_then(|()| {
-            let sim = self.forward.simulator()?;
-            Ok(sim.backward(
-                ctx,
-                &rollout,
-                &frame_grads,
-                &BackwardOptions {
-                    flow,
-                    checkpoint_every: None,
-                },
-                &mut self.work,
-            )?)
+            Ok(self
+                .chain
+                .rollout_backward(ctx, &rollout, &frame_grads, flow)?)
         });
         drop(frame_grads);
         self.state_grads = grads;

@@ -99,7 +99,7 @@ impl FitProblem {
         selection: &Selection,
     ) -> Result<LossReport, FitError> {
         let last = *selection.frames.last().unwrap();
-        let rollout = self.simulator().rollout(ctx, start, last as u32)?;
+        let rollout = self.chain.rollout(ctx, start, last as u32)?;
         let terms = self.terms_buffer(ctx, selection)?;
         self.profiler.lap(ctx, TimedPart::MpmForward)?;
         let states: Vec<&GpuBuffer> = selection
@@ -156,15 +156,8 @@ impl FitProblem {
         let views = selection.views.len() as u32;
         let mut intersections = 0;
         for (f, (&k, state)) in selection.frames.iter().zip(states).enumerate() {
-            intersections += self.frame(
-                ctx,
-                state,
-                k,
-                &selection.views,
-                terms,
-                f as u32 * views,
-                None,
-            )?;
+            intersections +=
+                self.frame_loss(ctx, state, k, &selection.views, terms, f as u32 * views)?;
         }
         let report = self
             .report(ctx, selection, terms, prepared, intersections)?
@@ -190,13 +183,14 @@ impl FitProblem {
         self.profiler.start();
         let (prepared, start) = self.prepare(ctx, params)?;
         let terms = self.terms_buffer(ctx, selection)?;
-        // One one-frame rollout per selected frame, from its frozen start.
+        // One one-frame rollout per selected frame, from its frozen start
+        // (frame 1 from the initial state; frame 0 is the initial state).
         let mut rollouts = Vec::with_capacity(selection.frames.len());
         for &k in &selection.frames {
-            let first = if k <= 1 {
-                self.simulator().upload_state(ctx, "fit frame 0", &start)?
+            rollouts.push(if k <= 1 {
+                self.chain.rollout(ctx, &start, u32::from(k > 0))?
             } else {
-                let Some(src) = frozen.frames.get(k - 1) else {
+                let Some(held) = frozen.frames.get(k - 1) else {
                     return Err(FitError::FrameOutOfRange {
                         frame: k,
                         view: selection.views[0],
@@ -204,16 +198,8 @@ impl FitProblem {
                         available: frozen.frames.len(),
                     });
                 };
-                let copy = self.simulator().state_buffer(ctx, "fit frozen start")?;
-                let mut encoder = crate::gpu::encoder(ctx, "fit copy frozen state");
-                encoder.copy_buffer_to_buffer(src.raw(), 0, copy.raw(), 0, src.size());
-                ctx.queue.submit([encoder.finish()]);
-                copy
-            };
-            rollouts.push(
-                self.simulator()
-                    .rollout_from(ctx, first, u32::from(k > 0))?,
-            );
+                self.chain.rollout_held(ctx, held, 1)?
+            });
         }
         self.profiler.lap(ctx, TimedPart::MpmForward)?;
         let states: Vec<&GpuBuffer> = rollouts

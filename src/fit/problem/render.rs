@@ -5,7 +5,7 @@
 use super::{FitError, FitProblem, Parameters};
 use crate::gpu::{GpuBuffer, GpuContext};
 use crate::mpm::Rollout;
-use crate::scene::frames::Frame;
+use crate::io::Frame;
 
 impl FitProblem {
     /// Runs the forward simulation of `params` through frame `last`: the
@@ -18,7 +18,7 @@ impl FitProblem {
         last: usize,
     ) -> Result<Rollout, FitError> {
         let (_, start) = self.prepare(ctx, params)?;
-        Ok(self.simulator().rollout(ctx, &start, last as u32)?)
+        Ok(self.chain.rollout(ctx, &start, last as u32)?)
     }
 
     /// Renders frames `0..=last` of `params` in view `view` and reads them
@@ -53,8 +53,8 @@ impl FitProblem {
         view: usize,
     ) -> Result<Frame, FitError> {
         self.check_view(view)?;
-        self.forward.pose_state(ctx, state)?;
-        Ok(self.forward.render(ctx, &self.cameras[view])?)
+        self.chain.pose(ctx, state)?;
+        Ok(self.chain.render(ctx, &self.cameras[view])?)
     }
 
     /// [`FitProblem::render_state`] as the loss compares it with view

@@ -51,11 +51,13 @@ mod header;
 mod splats;
 mod write;
 
-pub use data::{PlyData, PlyElement};
+pub use data::PlyData;
+#[cfg(feature = "reference")]
+pub use data::PlyElement;
 pub use error::PlyError;
+#[cfg(feature = "reference")]
 pub use header::{PlyFormat, PlyHeaderLine, PlyProperty, ScalarType};
-pub use splats::{
-    gaussians_from_ply, load_gaussians, read_points, LoadedSplats, SanitizeReport, LOG_SCALE_MIN,
-    OPACITY_LOGIT_LIMIT,
-};
+pub use splats::{load_gaussians, read_points, LoadedSplats};
+#[cfg(feature = "reference")]
+pub use splats::{gaussians_from_ply, SanitizeReport, LOG_SCALE_MIN, OPACITY_LOGIT_LIMIT};
 pub use write::ExtraProperty;

@@ -24,10 +24,10 @@ use glam::DVec2;
 use super::blend::{bin_pixels, blend_pixel};
 use super::params::{SplatGrads64, SplatParams64};
 use super::project::{project_splat_cached, Camera64, ProjectedSplat};
-use super::project_backward::{project_splat_backward, ProjectedSplatGrad};
+use super::project_adjoint::{project_splat_backward, ProjectedSplatGrad};
 use crate::scene::Camera;
 
-/// What [`blend_backward`] returns.
+/// What [`blend_adjoint`] returns.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BlendGrads {
     /// Per splat, in the order of the `splats` argument.
@@ -43,7 +43,7 @@ pub struct BlendGrads {
 ///
 /// # Panics
 /// When `d_rgb` or `d_alpha` does not have `width · height` entries (a test bug).
-pub fn blend_backward(
+pub fn blend_adjoint(
     splats: &[ProjectedSplat],
     width: usize,
     height: usize,
@@ -126,7 +126,7 @@ pub fn render_backward(
             .then(a.0.index.cmp(&b.0.index))
     });
     let (splats, caches): (Vec<_>, Vec<_>) = projected.into_iter().unzip();
-    let blend = blend_backward(&splats, cam.width, cam.height, background, d_rgb, d_alpha);
+    let blend = blend_adjoint(&splats, cam.width, cam.height, background, d_rgb, d_alpha);
 
     let mut grads = SplatGrads64::zeros_like(params);
     grads.background = blend.background;
