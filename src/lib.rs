@@ -14,7 +14,8 @@
 //! with its entry points re-exported at its top:
 //!
 //! - [`scene`]: a [`scene::Scene`] loaded from a scene.toml
-//!   ([`scene::Scene::load`]) or built from a value ([`scene::SceneConfig`]);
+//!   ([`scene::Scene::load`]) or built from a value
+//!   ([`scene::Scene::from_config`] of a [`scene::SceneConfig`]);
 //! - [`gpu`]: the device ([`gpu::GpuContext`]);
 //! - [`fit`]: [`fit::FitSession`] from a scene to a [`fit::FitResult`] in
 //!   memory, and `write_outputs` for the files;

@@ -169,6 +169,17 @@ impl Scene {
         Scene::resolve(&v, config)
     }
 
+    /// Validates a scene given as a value, as [`Scene::load`] validates the
+    /// file it parses into a [`SceneConfig`]: the same checks and
+    /// messages, relative paths (the .ply, the frames, the output folder)
+    /// resolved against `dir`, errors naming `name` where they would name
+    /// the file. For a program that builds or edits a scene in memory
+    /// (a parsed file with a field changed, say) rather than writing one.
+    pub fn from_config(config: SceneConfig, dir: &Path, name: &Path) -> Result<Scene, SceneError> {
+        let v = Validator { path: name, dir };
+        Scene::resolve(&v, config)
+    }
+
     /// Resolves the parsed file section by section, in the order the errors
     /// are reported: the first invalid setting in this order is the one a
     /// user sees.

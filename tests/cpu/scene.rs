@@ -866,3 +866,35 @@ fn color_correction_mistakes_name_the_field_and_the_fix() {
         .unwrap_err();
     assert!(e.to_string().contains("gamma"), "{e}");
 }
+
+/// A scene given as a value (a parsed scene.toml with a field changed)
+/// validates as its file would: the same scene, and a bad value refused
+/// with the file's message, naming the name given.
+#[test]
+fn a_scene_built_from_a_value_is_validated_as_its_file() {
+    use physfit::scene::SceneConfig;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes");
+    let path = dir.join("fox.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let loaded = Scene::load(&path).unwrap();
+    let config: SceneConfig = toml::from_str(&text).unwrap();
+    let name = Path::new("fox (in memory)");
+    let built = Scene::from_config(config.clone(), &dir, name).unwrap();
+    assert_eq!(
+        built.gaussians().means.len(),
+        loaded.gaussians().means.len()
+    );
+    assert_eq!(built.simulated, loaded.simulated);
+    assert_eq!(built.anchored, loaded.anchored);
+    assert_eq!(built.simulation.substeps, loaded.simulation.substeps);
+    assert_eq!(built.views.len(), loaded.views.len());
+    assert_eq!(format!("{:?}", built.fit), format!("{:?}", loaded.fit));
+
+    let mut bad = config;
+    bad.simulation.grid_res = 0;
+    let e = Scene::from_config(bad, &dir, name).unwrap_err().to_string();
+    assert!(
+        e.starts_with("fox (in memory): `simulation.grid_res` = 0: must be ≥ 10"),
+        "{e}"
+    );
+}
