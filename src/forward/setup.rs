@@ -95,8 +95,7 @@ impl ForwardSetup {
         let sim_box = fitted.settings.sim_box;
         // Let go, every simulated splat follows its nearest drivers and no
         // driver is held.
-        let released = interactions.released();
-        let (followers, neighbours, anchored) = if released {
+        let (followers, neighbours) = if interactions.released() {
             let followers = scene.simulated_indices();
             let means = &scene.gaussians().means;
             let points: Vec<[f32; 3]> = followers
@@ -104,13 +103,9 @@ impl ForwardSetup {
                 .map(|&i| sim_box.to_normalised(means[i as usize]))
                 .collect();
             let neighbours = nearest_drivers(&fitted.rest, &points, DRIVERS_PER_GAUSSIAN);
-            (followers, neighbours, vec![false; fitted.anchored.len()])
+            (followers, neighbours)
         } else {
-            (
-                fitted.followers.clone(),
-                fitted.neighbours.clone(),
-                fitted.anchored.clone(),
-            )
+            (fitted.followers.clone(), fitted.neighbours.clone())
         };
         let deform = deform_setup(scene, sim_box, &fitted.rest, &followers, &neighbours);
         // The drivers file records no colliders: the scene's are the world
@@ -122,7 +117,7 @@ impl ForwardSetup {
         // range.
         let particles = MpmSetup {
             particle_volume: fitted.particle_volume,
-            anchored,
+            anchored: interactions.held(&fitted.anchored),
             youngs: fitted
                 .log10_youngs
                 .iter()

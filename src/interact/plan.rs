@@ -18,8 +18,8 @@ impl Interactions {
     /// The initial velocity of every driver, world units / s: the start
     /// ([`Start::Fitted`]: `fitted`, [`Start::Rest`]: zero) plus every
     /// velocity interaction that applies at the driver's rest position
-    /// `rest_world`; anchored drivers stay at rest unless the object is
-    /// let go ([`Interactions::released`]).
+    /// `rest_world`; `anchored` drivers ([`Interactions::held`]) stay at
+    /// rest.
     pub fn initial_velocities(
         &self,
         rest_world: &[[f64; 3]],
@@ -27,10 +27,9 @@ impl Interactions {
         fitted: &[[f64; 3]],
     ) -> Vec<[f64; 3]> {
         let start = self.start();
-        let released = self.released();
         (0..rest_world.len())
             .map(|d| {
-                if anchored[d] && !released {
+                if anchored[d] {
                     return [0.0; 3];
                 }
                 let mut v = match start {
@@ -47,6 +46,16 @@ impl Interactions {
                 v
             })
             .collect()
+    }
+
+    /// Which drivers this run holds: the fit's `anchored` ones, or none
+    /// once the object is let go ([`Interactions::released`]).
+    pub fn held(&self, anchored: &[bool]) -> Vec<bool> {
+        if self.released() {
+            vec![false; anchored.len()]
+        } else {
+            anchored.to_vec()
+        }
     }
 
     /// `config` with the gravity of the interactions, if any, and their

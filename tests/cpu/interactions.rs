@@ -572,7 +572,9 @@ fn a_released_object_moves_its_anchored_drivers_too() {
             .iter()
             .any(|e| matches!(e.interaction, Interaction::Release)));
         let rest = [[0.0; 3], [1.0; 3]];
-        let v = list.initial_velocities(&rest, &[true, false], &[[0.5, 0.0, 0.0]; 2]);
+        let held = list.held(&[true, false]);
+        assert_eq!(held, vec![false; 2], "let go, nothing is held");
+        let v = list.initial_velocities(&rest, &held, &[[0.5, 0.0, 0.0]; 2]);
         assert_eq!(
             v,
             vec![[0.5, 0.0, -1.0]; 2],
@@ -587,6 +589,11 @@ fn a_released_object_moves_its_anchored_drivers_too() {
     .interactions()
     .unwrap();
     assert!(!held.released());
-    let v = held.initial_velocities(&[[0.0; 3], [1.0; 3]], &[true, false], &[[0.5, 0.0, 0.0]; 2]);
+    assert_eq!(held.held(&[true, false]), vec![true, false]);
+    let v = held.initial_velocities(
+        &[[0.0; 3], [1.0; 3]],
+        &held.held(&[true, false]),
+        &[[0.5, 0.0, 0.0]; 2],
+    );
     assert_eq!(v[0], [0.0; 3], "held, the anchored driver stays at rest");
 }

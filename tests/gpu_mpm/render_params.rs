@@ -447,41 +447,27 @@ fn render_params_keeps_to_the_writer_rules() {
     assert_eq!(run.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("with or without --force"), "{stderr}");
 
+    // Stopped while rendering (SIGTERM), or while writing the frames
+    // rendered (SIGINT): nothing is kept either way.
     let cut = d.join("cut");
-    let run = Command::new(env!("CARGO_BIN_EXE_physfit"))
-        .arg("render")
-        .arg(d.join("scene.toml"))
-        .arg("--params")
-        .arg(&f.params)
-        .arg("--out")
-        .arg(&cut)
-        .args(["--frames", "3"])
-        .env("RUST_LOG", "warn")
-        .env("PHYSFIT_TEST_INTERRUPT_AT", "render@1,term")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&run.stderr);
-    assert_eq!(run.status.code(), Some(143), "{stderr}");
-    assert!(stderr.contains("nothing was written"), "{stderr}");
-    assert!(!cut.exists(), "the directory it created is removed");
-
-    // Stopped while writing the frames rendered: nothing is kept either.
-    let run = Command::new(env!("CARGO_BIN_EXE_physfit"))
-        .arg("render")
-        .arg(d.join("scene.toml"))
-        .arg("--params")
-        .arg(&f.params)
-        .arg("--out")
-        .arg(&cut)
-        .args(["--frames", "3"])
-        .env("RUST_LOG", "warn")
-        .env("PHYSFIT_TEST_INTERRUPT_AT", "write@1")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&run.stderr);
-    assert_eq!(run.status.code(), Some(130), "{stderr}");
-    assert!(stderr.contains("nothing was written"), "{stderr}");
-    assert!(!cut.exists(), "the directory it created is removed");
+    for (at, code) in [("render@1,term", 143), ("write@1", 130)] {
+        let run = Command::new(env!("CARGO_BIN_EXE_physfit"))
+            .arg("render")
+            .arg(d.join("scene.toml"))
+            .arg("--params")
+            .arg(&f.params)
+            .arg("--out")
+            .arg(&cut)
+            .args(["--frames", "3"])
+            .env("RUST_LOG", "warn")
+            .env("PHYSFIT_TEST_INTERRUPT_AT", at)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(code), "{at}: {stderr}");
+        assert!(stderr.contains("nothing was written"), "{at}: {stderr}");
+        assert!(!cut.exists(), "{at}: the directory it created is removed");
+    }
 }
 
 /// The fitted object with room to fall: the box padded by the object's
