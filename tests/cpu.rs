@@ -59,6 +59,8 @@ mod reference_gsplat_case;
 mod reference_loss;
 #[path = "cpu/reference_mpm.rs"]
 mod reference_mpm;
+#[path = "cpu/reference_mpm_refinement.rs"]
+mod reference_mpm_refinement;
 #[path = "cpu/reference_splat.rs"]
 mod reference_splat;
 #[path = "cpu/report.rs"]
