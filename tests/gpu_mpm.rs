@@ -67,6 +67,8 @@ mod simulate_cli;
 mod static_tiles;
 #[path = "gpu_mpm/synth_cli.rs"]
 mod synth_cli;
+#[path = "gpu_mpm/time_step.rs"]
+mod time_step;
 #[path = "gpu_mpm/twin.rs"]
 mod twin;
 #[path = "gpu_mpm/writer_cli.rs"]
