@@ -105,7 +105,13 @@ fn xdrop_loss_scan() {
         for &e in &log10_e {
             let youngs = vec![e; drivers.len()];
             let report = problem
-                .loss_of_drivers(&ctx, &youngs, &values.velocity, &selection)
+                .loss_of_drivers(
+                    &ctx,
+                    &youngs,
+                    &values.velocity,
+                    Some(&values.velocity_gradient),
+                    &selection,
+                )
                 .unwrap();
             print!(" {:>8.4} ({:>5.2})", report.loss, mean_psnr(&report));
             losses.push(report.loss);
