@@ -145,6 +145,8 @@ pub struct FitProblem {
     poisson_map: Option<ParamMap>,
     /// `material.poisson_ratio`: ν of parameters without `z`.
     poisson_start: f64,
+    /// The range a fitted ν stays inside (`ν = low + (high − low)·s(z)`).
+    poisson_range: crate::scene::PoissonRange,
     youngs_plan: GatherPlan,
     velocity_plan: GatherPlan,
     gather: ParamGather,
@@ -311,6 +313,7 @@ impl FitProblem {
             velocity_gradient_map,
             poisson_map,
             poisson_start: scene.material.poisson_ratio,
+            poisson_range: options.poisson_range,
             youngs_plan,
             velocity_plan,
             log10_max,
@@ -396,11 +399,16 @@ impl FitProblem {
         self.poisson_map.as_ref()
     }
 
+    /// The range a fitted ν stays inside ([`super::poisson`]).
+    pub fn poisson_range(&self) -> crate::scene::PoissonRange {
+        self.poisson_range
+    }
+
     /// The start of ν's parameters: `z` of `material.poisson_ratio` per
     /// parameter of [`FitProblem::poisson_map`]; empty when ν is not fitted.
     pub fn start_poisson(&self) -> Vec<f64> {
         self.poisson_map.as_ref().map_or_else(Vec::new, |m| {
-            vec![super::poisson::z_of(self.poisson_start); m.params]
+            vec![self.poisson_range.z_of(self.poisson_start); m.params]
         })
     }
 
@@ -415,7 +423,7 @@ impl FitProblem {
             Some(map) => Ok(map
                 .apply(z)?
                 .into_iter()
-                .map(super::poisson::poisson_of)
+                .map(|z| self.poisson_range.poisson_of(z))
                 .collect()),
             None => Err(FitError::ParameterCount {
                 what: "Poisson's ratio",
@@ -441,7 +449,7 @@ impl FitProblem {
             .apply(z)?
             .iter()
             .zip(per_driver)
-            .map(|(&zd, &g)| f64::from(g) * super::poisson::derivative(zd))
+            .map(|(&zd, &g)| f64::from(g) * self.poisson_range.derivative(zd))
             .collect();
         Ok(map.transpose(&chained))
     }
