@@ -1,7 +1,7 @@
 //! Poisson's ratio as a fitted unknown (docs/design.md § Loss, parameters,
 //! fit): `ν = low + (high − low) · sigmoid(z)` over the scene's
 //! [`PoissonRange`] (`[fit.stiffness] poisson_range`, default `[0, 0.49]`,
-//! the top at most [`FITTED_POISSON_MAX`]), with the unconstrained `z` the
+//! the top at most [`crate::scene::fit_field::FITTED_POISSON_MAX`]), with the unconstrained `z` the
 //! stiffness stage's parameter. The map is smooth and keeps ν inside
 //! (low, high) whatever the solver does, so no bound is needed on `z` (a
 //! wide box, [`Z_BOUND`], only keeps the sigmoid out of its flat tails);
@@ -12,7 +12,7 @@
 //! `log10 E` (one value, or one per region), so `∂L/∂z_p = Σ_d M_dp ·
 //! ∂L/∂ν_d · (high − low) · s_d (1 − s_d)`, `s_d = sigmoid(z_d)`.
 
-pub use crate::scene::fit_field::{PoissonRange, FITTED_POISSON_MAX};
+pub use crate::scene::fit_field::PoissonRange;
 
 /// The L-BFGS scale of a `z` coordinate: a unit step of the solver moves
 /// `z` by 1, about a quarter of ν's range around the middle.
@@ -47,24 +47,22 @@ impl PoissonRange {
     }
 }
 
-/// ν at `z` over the default range `[0, 0.49]`.
-pub fn poisson_of(z: f64) -> f64 {
-    PoissonRange::default().poisson_of(z)
-}
-
-/// `z` of `nu` over the default range `[0, 0.49]`.
-pub fn z_of(nu: f64) -> f64 {
-    PoissonRange::default().z_of(nu)
-}
-
-/// `dν/dz` at `z` over the default range `[0, 0.49]`.
-pub fn derivative(z: f64) -> f64 {
-    PoissonRange::default().derivative(z)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scene::fit_field::FITTED_POISSON_MAX;
+
+    fn poisson_of(z: f64) -> f64 {
+        PoissonRange::default().poisson_of(z)
+    }
+
+    fn z_of(nu: f64) -> f64 {
+        PoissonRange::default().z_of(nu)
+    }
+
+    fn derivative(z: f64) -> f64 {
+        PoissonRange::default().derivative(z)
+    }
 
     #[test]
     fn z_of_inverts_poisson_of_and_the_derivative_is_its_slope() {

@@ -315,7 +315,8 @@ fn poisson_is_fixed_by_default_fitted_globally_or_per_region_and_mistakes_are_re
 /// region (`object` for one ν), its value `0.49·sigmoid(z)`.
 #[test]
 fn fitted_poissons_ratios_are_named_by_es_regions() {
-    use physfit::fit::poisson::{poisson_of, z_of};
+    let range = physfit::scene::PoissonRange::default();
+    let (poisson_of, z_of) = (|z| range.poisson_of(z), |nu| range.z_of(nu));
     use physfit::fit::summary_build::poisson_parameters;
     use physfit::fit::{FitProblemOptions, FitState, Parameters};
     let fx = Fixture::new();
