@@ -12,6 +12,8 @@
 //!   against central differences of the GPU loss (the smooth scene of
 //!   tests/gpu_mpm/fit_problem.rs) and against the f64 twin started the
 //!   same way (src/reference/chain.rs `velocity_gradient`).
+//! - `render --params` from a drivers file that records the start
+//!   (`velocity_gradient`) reproduces the fit's rollout of the spin.
 
 use crate::common;
 use crate::fit_problem::{all, fixture_of, options, Kind, FRAMES};
@@ -356,5 +358,90 @@ fn rigid_field_with_initial_affine_velocity_agrees_with_the_twin() {
     assert!(
         c_part > 1e-2 * scale,
         "∂L/∂C0's share {c_part:e} of {scale:e}"
+    );
+}
+
+fn max_difference(a: &[physfit::io::Frame], b: &[physfit::io::Frame]) -> f32 {
+    a.iter()
+        .zip(b)
+        .flat_map(|(x, y)| x.pixels.iter().zip(&y.pixels))
+        .flat_map(|(p, q)| (0..4).map(move |c| (p[c] - q[c]).abs()))
+        .fold(0.0, f32::max)
+}
+
+/// `render --params` starts where the fit started: a drivers file written
+/// as the fit writes a rigid field's (per-driver `v0` and
+/// `velocity_gradient`, src/fit/outputs.rs) re-simulates the fit's own
+/// rollout of the spinning block (to the run-to-run noise of float
+/// atomics), and the same file without `velocity_gradient` does not.
+#[test]
+fn render_params_reproduces_a_rigid_fits_spinning_rollout() {
+    use physfit::forward::{ForwardSetup, SceneRenderer};
+    use physfit::interact::Interactions;
+    use physfit::output::FittedDrivers;
+    let ctx = common::gpu();
+    let (dir, scene) = free_block();
+    let mut o = options(&scene);
+    o.youngs = YoungsField::Global;
+    o.velocity = VelocityField::Rigid;
+    let x = Parameters {
+        log10_youngs: vec![3.5],
+        velocity: LINEAR.iter().chain(&OMEGA).copied().collect(),
+        poisson: Vec::new(),
+    };
+    let frames = 3;
+    let fit_run = || {
+        let mut problem = FitProblem::new(&ctx, &scene, &o).unwrap();
+        let rollout = problem.forward_states(&ctx, &x, frames).unwrap();
+        (0..=frames)
+            .map(|k| problem.render_state(&ctx, &rollout.frames[k], 0).unwrap())
+            .collect::<Vec<_>>()
+    };
+    let (first, second) = (fit_run(), fit_run());
+    let problem = FitProblem::new(&ctx, &scene, &o).unwrap();
+    let drivers = problem.drivers().clone();
+    let log10 = vec![x.log10_youngs[0]; drivers.len()];
+    let velocity = problem.velocity_map().apply(&x.velocity).unwrap();
+    let gradient = problem.velocity_gradient_map().apply(&x.velocity).unwrap();
+    let plain = FittedDrivers::new(&scene, &drivers, &log10, &velocity, None).unwrap();
+    let with_c0 = plain.clone().with_velocity_gradient(&gradient).unwrap();
+    let path = dir.path().join("drivers.safetensors");
+    with_c0.save(&path).unwrap();
+    let file = FittedDrivers::load(&path).unwrap();
+    let render = |file: &FittedDrivers| {
+        let setup = ForwardSetup::from_fitted(
+            &scene,
+            file,
+            "drivers.safetensors",
+            &Interactions::default(),
+        )
+        .unwrap();
+        let mut animation =
+            SceneRenderer::simulated(&ctx, &setup, scene.gaussians(), scene.background).unwrap();
+        let camera = scene.views[0].camera.clone();
+        (0..=frames)
+            .map(|k| {
+                if k > 0 {
+                    animation.step(&ctx).unwrap();
+                }
+                animation.pose(&ctx, k).unwrap();
+                animation.render(&ctx, &camera).unwrap()
+            })
+            .collect::<Vec<_>>()
+    };
+    let noise = max_difference(&first, &second);
+    let reproduced = max_difference(&render(&file), &first);
+    let without = max_difference(&render(&plain), &first);
+    eprintln!(
+        "render --params vs the fit's rollout: {reproduced:.2e} with velocity_gradient, \
+         {without:.2e} without (two fit runs: {noise:.2e})"
+    );
+    assert!(
+        reproduced <= 2.0 * noise + 1e-5,
+        "{reproduced} vs run-to-run {noise}"
+    );
+    assert!(
+        without > 10.0 * (reproduced + 1e-5),
+        "without C0: {without}"
     );
 }
