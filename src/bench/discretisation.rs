@@ -378,7 +378,13 @@ pub fn run(
                     log10[d] = x;
                 }
                 let t = Instant::now();
-                let report = problem.loss_of_drivers(ctx, &log10, &values.velocity, &selection)?;
+                let report = problem.loss_of_drivers(
+                    ctx,
+                    &log10,
+                    &values.velocity,
+                    Some(&values.velocity_gradient),
+                    &selection,
+                )?;
                 times.push(t.elapsed().as_secs_f64());
                 loss.push(report.loss);
                 image.push(report.image);

@@ -109,6 +109,12 @@ fn stage_fields(out: &mut BTreeMap<String, String>, table: &str, s: &FitStage) {
     // fingerprint its checkpoints had before ν could be fitted.
     if s.poisson.fitted() {
         put("poisson", format!("{:?}", s.poisson).to_lowercase());
+        // Only a range other than the default, for the same reason: `z`
+        // means another ν over another range.
+        if s.poisson_range != crate::scene::PoissonRange::default() {
+            let r = s.poisson_range;
+            put("poisson_range", format!("{} {}", r.low, r.high));
+        }
     }
 }
 

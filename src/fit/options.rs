@@ -6,7 +6,7 @@ use super::field_setting::ChosenField;
 use super::params::{VelocityField, YoungsField};
 use crate::drive::DriverSet;
 use crate::loss::LossWeights;
-use crate::scene::{FitStage, PoissonSetting, Scene};
+use crate::scene::{FitStage, PoissonRange, PoissonSetting, Scene};
 
 /// How a [`super::FitProblem`] is parameterised and weighted.
 #[derive(Clone, Debug)]
@@ -32,6 +32,9 @@ pub struct FitProblemOptions {
     /// The field of Poisson's ratio's `z` ([`super::poisson`]) when ν is
     /// fitted (`[fit.stiffness] poisson`); `None`: ν is not a parameter.
     pub poisson: Option<YoungsField>,
+    /// The range a fitted ν stays inside (`[fit.stiffness] poisson_range`;
+    /// [`super::poisson`]).
+    pub poisson_range: PoissonRange,
 }
 
 impl FitProblemOptions {
@@ -50,6 +53,7 @@ impl FitProblemOptions {
             youngs_regions: Vec::new(),
             velocity_regions: Vec::new(),
             poisson: None,
+            poisson_range: stage.poisson_range,
         }
     }
 
@@ -77,6 +81,7 @@ impl FitProblemOptions {
         };
         Ok(Self {
             poisson,
+            poisson_range: scene.fit.stiffness.poisson_range,
             youngs: youngs.field,
             velocity: velocity.field,
             velocity_tv_weight: stage.velocity_tv_weight,

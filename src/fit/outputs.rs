@@ -213,6 +213,14 @@ pub fn write_outputs(
             .with_poisson(problem.driver_poisson(&state.poisson)?)
             .map_err(SessionError::output)?;
     }
+    // The start of APIC's C that the fit's rollouts had, so that
+    // `render --params` starts where the fit did (a rigid field's spin).
+    if !problem.velocity_gradient_map().entries.is_empty() {
+        let gradient = problem.velocity_gradient_map().apply(&state.velocity)?;
+        fitted = fitted
+            .with_velocity_gradient(&gradient)
+            .map_err(SessionError::output)?;
+    }
     fitted
         .save(&out.join("drivers.safetensors"))
         .map_err(SessionError::output)?;
@@ -307,7 +315,13 @@ pub fn write_outputs(
     let truth_loss = match fit.truth {
         Some(t) => Some(final_loss(
             scene,
-            &problem.loss_of_drivers(ctx, &t.values.log10_youngs, &t.values.velocity, &all)?,
+            &problem.loss_of_drivers(
+                ctx,
+                &t.values.log10_youngs,
+                &t.values.velocity,
+                Some(&t.values.velocity_gradient),
+                &all,
+            )?,
         )),
         None => None,
     };

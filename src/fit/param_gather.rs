@@ -81,37 +81,65 @@ impl GatherPlan {
         map: &ParamMap,
         layout: SourceLayout,
     ) -> Result<Self, GpuError> {
-        let mut counts = vec![0u32; map.params + 1];
-        for e in &map.entries {
-            counts[e.param as usize + 1] += 1;
+        Self::joined(ctx, label, &[(map, layout)])
+    }
+
+    /// The CSR rows of the sum of the transposes of `parts`, maps of the
+    /// same parameters each reading its own part of the source (the
+    /// initial velocity and its gradient, [`ParamMap::velocity_gradient`],
+    /// both in the state gradient): one dispatch gathers both. Each row
+    /// lists the first part's entries, then the next part's.
+    pub fn joined(
+        ctx: &GpuContext,
+        label: &str,
+        parts: &[(&ParamMap, SourceLayout)],
+    ) -> Result<Self, GpuError> {
+        let params = parts.first().map_or(0, |(m, _)| m.params);
+        assert!(
+            parts.iter().all(|(m, _)| m.params == params),
+            "joined maps of different parameters"
+        );
+        let mut counts = vec![0u32; params + 1];
+        for (map, _) in parts {
+            for e in &map.entries {
+                counts[e.param as usize + 1] += 1;
+            }
         }
-        for i in 0..map.params {
+        for i in 0..params {
             counts[i + 1] += counts[i];
         }
         let mut fill = counts.clone();
-        let mut entries = vec![GatherEntry::zeroed(); map.entries.len().max(1)];
-        for e in &map.entries {
-            let slot = &mut fill[e.param as usize];
-            entries[*slot as usize] = GatherEntry {
-                src: e.driver * layout.stride + layout.offset + e.component,
-                scale: e.driver,
-                weight: (e.weight * layout.factor) as f32,
-                _pad: 0,
-            };
-            *slot += 1;
+        let total: usize = parts.iter().map(|(m, _)| m.entries.len()).sum();
+        let mut entries = vec![GatherEntry::zeroed(); total.max(1)];
+        for (map, layout) in parts {
+            for e in &map.entries {
+                let slot = &mut fill[e.param as usize];
+                entries[*slot as usize] = GatherEntry {
+                    src: e.driver * layout.stride + layout.offset + e.component,
+                    scale: e.driver,
+                    weight: (e.weight * layout.factor) as f32,
+                    _pad: 0,
+                };
+                *slot += 1;
+            }
         }
+        let scaled = parts.iter().any(|(_, l)| l.scaled);
+        assert!(
+            parts.iter().all(|(_, l)| l.scaled == scaled),
+            "joined maps scaled differently"
+        );
         Ok(Self {
             uniforms: ctx.uniform_buffer(
                 &format!("{label} gather uniforms"),
                 &GatherUniforms {
-                    param_count: map.params as u32,
-                    use_scale: u32::from(layout.scaled),
+                    param_count: params as u32,
+                    use_scale: u32::from(scaled),
                     _pad: [0; 2],
                 },
             )?,
             offsets: ctx.storage_from_slice(&format!("{label} gather offsets"), &counts)?,
             entries: ctx.storage_from_slice(&format!("{label} gather entries"), &entries)?,
-            params: map.params as u32,
+            params: params as u32,
         })
     }
 

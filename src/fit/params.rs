@@ -76,7 +76,7 @@ pub struct ParamMap {
     pub params: usize,
     /// Number of drivers.
     pub drivers: usize,
-    /// Components per driver (1 or 3).
+    /// Components per driver (1 for E, 3 for v0, 9 for its gradient).
     pub dim: usize,
     /// The nonzero coefficients.
     pub entries: Vec<MapEntry>,
@@ -201,18 +201,67 @@ impl ParamMap {
         })
     }
 
+    /// The initial affine velocity `C0` (APIC's `C`, 9 per driver,
+    /// row-major `C[a][b] = ∂v_a/∂x_b`, 1/s: the gradient of a velocity in
+    /// world units/s over world positions equals that of the normalised
+    /// velocity over normalised positions) that `field` gives its free
+    /// drivers, as a map of the same parameters as
+    /// [`ParamMap::velocity`] (docs/design.md § Loss, parameters, fit,
+    /// "The initial affine velocity").
+    ///
+    /// The fields whose velocity is affine in position define it: `rigid`,
+    /// `v = u + ω × (X − c)`, has `∇v = [ω]×` (`C[a][a+2] = ω_(a+1)`,
+    /// `C[a][a+1] = −ω_(a+2)`), the same at every free driver; `global`
+    /// and `regions` are constant (`∇v = 0`: no entries). Per-driver
+    /// velocities define no field between the drivers, so no gradient
+    /// (no entries): `C0 = 0`, as before the fields had one. Anchored
+    /// drivers get none either. Through this map's transpose the
+    /// simulator's `∂L/∂C0` joins `∂L/∂ω`.
+    pub fn velocity_gradient(field: &VelocityField, anchored: &[bool]) -> Self {
+        let drivers = anchored.len();
+        let mut entries = Vec::new();
+        let params = match field {
+            VelocityField::PerDriver => 3 * drivers,
+            VelocityField::Global => 3,
+            VelocityField::Regions { count, .. } => 3 * *count as usize,
+            VelocityField::Rigid => {
+                for d in (0..drivers).filter(|&d| !anchored[d]) {
+                    for a in 0..3 {
+                        let (b, e) = ((a + 1) % 3, (a + 2) % 3);
+                        // (ω × r)_a = ω_b r_e − ω_e r_b.
+                        for (col, param, weight) in [(e, 3 + b, 1.0), (b, 3 + e, -1.0)] {
+                            entries.push(MapEntry {
+                                driver: d as u32,
+                                component: (3 * a + col) as u32,
+                                param: param as u32,
+                                weight,
+                            });
+                        }
+                    }
+                }
+                6
+            }
+        };
+        Self {
+            params,
+            drivers,
+            dim: 9,
+            entries,
+        }
+    }
+
     /// `M · p`: the per-driver values (`drivers · dim`, driver-major).
     pub fn apply(&self, p: &[f64]) -> Result<Vec<f64>, FitError> {
         if p.len() != self.params {
             return Err(FitError::ParameterCount {
-                what: if self.dim == 1 { "log10 E" } else { "v0" },
+                what: self.what(),
                 got: p.len(),
                 expected: self.params,
             });
         }
         if let Some(i) = p.iter().position(|v| !v.is_finite()) {
             return Err(FitError::NonFiniteParameter {
-                what: if self.dim == 1 { "log10 E" } else { "v0" },
+                what: self.what(),
                 index: i,
                 value: p[i],
             });
@@ -223,6 +272,14 @@ impl ParamMap {
                 e.weight * p[e.param as usize];
         }
         Ok(out)
+    }
+
+    /// The parameters' name in errors.
+    fn what(&self) -> &'static str {
+        match self.dim {
+            1 => "log10 E",
+            _ => "v0",
+        }
     }
 
     /// `Mᵀ · g` on the host, `g` per driver (`drivers · dim`).

@@ -137,11 +137,16 @@ pub struct FitProblem {
     static_tiles: bool,
     youngs_map: ParamMap,
     velocity_map: ParamMap,
+    /// The initial affine velocity `C0` of the same parameters
+    /// ([`ParamMap::velocity_gradient`]).
+    velocity_gradient_map: ParamMap,
     /// The map of Poisson's ratio's `z` when ν is fitted
     /// ([`super::poisson`]).
     poisson_map: Option<ParamMap>,
     /// `material.poisson_ratio`: ν of parameters without `z`.
     poisson_start: f64,
+    /// The range a fitted ν stays inside (`ν = low + (high − low)·s(z)`).
+    poisson_range: crate::scene::PoissonRange,
     youngs_plan: GatherPlan,
     velocity_plan: GatherPlan,
     gather: ParamGather,
@@ -243,6 +248,8 @@ impl FitProblem {
         };
         let velocity_map =
             ParamMap::velocity(&options.velocity, &drivers.rest, &drivers.anchored, side)?;
+        let velocity_gradient_map =
+            ParamMap::velocity_gradient(&options.velocity, &drivers.anchored);
         let youngs_plan = GatherPlan::new(
             ctx,
             "log10 E",
@@ -254,16 +261,31 @@ impl FitProblem {
                 scaled: true,
             },
         )?;
-        let velocity_plan = GatherPlan::new(
+        // ∂L/∂v0 through v's slots of ∂L/∂state0, plus ∂L/∂C0 through C's
+        // (C0 in 1/s whatever the units of length: factor 1).
+        let velocity_plan = GatherPlan::joined(
             ctx,
             "v0",
-            &velocity_map,
-            SourceLayout {
-                stride: STATE_STRIDE as u32,
-                offset: 3,
-                factor: 1.0 / side,
-                scaled: false,
-            },
+            &[
+                (
+                    &velocity_map,
+                    SourceLayout {
+                        stride: STATE_STRIDE as u32,
+                        offset: 3,
+                        factor: 1.0 / side,
+                        scaled: false,
+                    },
+                ),
+                (
+                    &velocity_gradient_map,
+                    SourceLayout {
+                        stride: STATE_STRIDE as u32,
+                        offset: 6,
+                        factor: 1.0,
+                        scaled: false,
+                    },
+                ),
+            ],
         )?;
         Ok(Self {
             youngs_scale: ctx.storage_zeroed::<f32>("fit E per driver", n.max(1))?,
@@ -288,8 +310,10 @@ impl FitProblem {
             static_tiles: true,
             youngs_map,
             velocity_map,
+            velocity_gradient_map,
             poisson_map,
             poisson_start: scene.material.poisson_ratio,
+            poisson_range: options.poisson_range,
             youngs_plan,
             velocity_plan,
             log10_max,
@@ -356,6 +380,13 @@ impl FitProblem {
         &self.velocity_map
     }
 
+    /// The initial affine velocity `C0` of the velocity parameters
+    /// ([`ParamMap::velocity_gradient`]; no entries unless the field is
+    /// `rigid`).
+    pub fn velocity_gradient_map(&self) -> &ParamMap {
+        &self.velocity_gradient_map
+    }
+
     /// Substeps per frame of the problem's simulator (the time step its
     /// E range needs).
     pub fn substeps_per_frame(&self) -> u32 {
@@ -368,11 +399,16 @@ impl FitProblem {
         self.poisson_map.as_ref()
     }
 
+    /// The range a fitted ν stays inside ([`super::poisson`]).
+    pub fn poisson_range(&self) -> crate::scene::PoissonRange {
+        self.poisson_range
+    }
+
     /// The start of ν's parameters: `z` of `material.poisson_ratio` per
     /// parameter of [`FitProblem::poisson_map`]; empty when ν is not fitted.
     pub fn start_poisson(&self) -> Vec<f64> {
         self.poisson_map.as_ref().map_or_else(Vec::new, |m| {
-            vec![super::poisson::z_of(self.poisson_start); m.params]
+            vec![self.poisson_range.z_of(self.poisson_start); m.params]
         })
     }
 
@@ -387,7 +423,7 @@ impl FitProblem {
             Some(map) => Ok(map
                 .apply(z)?
                 .into_iter()
-                .map(super::poisson::poisson_of)
+                .map(|z| self.poisson_range.poisson_of(z))
                 .collect()),
             None => Err(FitError::ParameterCount {
                 what: "Poisson's ratio",
@@ -413,7 +449,7 @@ impl FitProblem {
             .apply(z)?
             .iter()
             .zip(per_driver)
-            .map(|(&zd, &g)| f64::from(g) * super::poisson::derivative(zd))
+            .map(|(&zd, &g)| f64::from(g) * self.poisson_range.derivative(zd))
             .collect();
         Ok(map.transpose(&chained))
     }
@@ -502,29 +538,36 @@ impl FitProblem {
         self.check_stop()?;
         let log10 = self.driver_log10_youngs(params)?;
         let v = self.velocity_map.apply(&params.velocity)?;
+        let gradient = self.velocity_gradient_map.apply(&params.velocity)?;
         // ν is set only when it is fitted: a problem without ν's map keeps
         // what `set_poisson` (or the scene) set, bit for bit.
         if self.poisson_map.is_some() || !params.poisson.is_empty() {
             let nu = self.driver_poisson(&params.poisson)?;
             self.set_poisson(ctx, &nu)?;
         }
-        self.prepare_drivers(ctx, log10, v)
+        self.prepare_drivers(ctx, log10, v, Some(&gradient))
     }
 
     /// [`FitProblem::prepare`] from per-driver values: `log10 E`
-    /// (normalised units) and `v0` (3 per driver, world units/s).
+    /// (normalised units), `v0` (3 per driver, world units/s) and, when
+    /// given, the initial affine velocity `C0` (9 per driver, row-major
+    /// `∂v_a/∂x_b`, 1/s; `None`: `C0 = 0`). Anchored drivers start at rest
+    /// whatever `v` and `gradient` say there.
     fn prepare_drivers(
         &self,
         ctx: &GpuContext,
         log10: Vec<f64>,
         v: Vec<f64>,
+        gradient: Option<&[f64]>,
     ) -> Result<(Prepared, ParticleState), FitError> {
         let n = self.drivers.len();
-        if log10.len() != n || v.len() != 3 * n {
+        if log10.len() != n || v.len() != 3 * n || gradient.is_some_and(|g| g.len() != 9 * n) {
             return Err(FitError::Parameterisation(format!(
-                "{} log10 E values and {} velocity components for {n} drivers",
+                "{} log10 E values, {} velocity components and {} velocity gradient \
+                 components for {n} drivers",
                 log10.len(),
-                v.len()
+                v.len(),
+                gradient.map_or(9 * n, <[f64]>::len)
             )));
         }
         let youngs: Vec<f32> = log10.iter().map(|&p| 10f64.powf(p) as f32).collect();
@@ -541,9 +584,19 @@ impl FitProblem {
                 ]
             })
             .collect();
-        Ok((
-            Prepared { log10, velocity: v },
-            ParticleState::at_rest(self.drivers.rest.clone(), velocities),
-        ))
+        let mut start = ParticleState::at_rest(self.drivers.rest.clone(), velocities);
+        if let Some(gradient) = gradient {
+            for ((c, g), &anchored) in start
+                .c
+                .iter_mut()
+                .zip(gradient.chunks_exact(9))
+                .zip(&self.drivers.anchored)
+            {
+                if !anchored {
+                    *c = std::array::from_fn(|a| std::array::from_fn(|b| g[3 * a + b] as f32));
+                }
+            }
+        }
+        Ok((Prepared { log10, velocity: v }, start))
     }
 }

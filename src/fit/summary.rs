@@ -26,8 +26,9 @@ pub const SUMMARY_FORMAT: &str = "physfit.fit";
 /// material's answer, `answer_log10_youngs`, each E parameter's
 /// `discretisation_shift` over every level),
 /// `settings.fit.discretisation_levels`, each Poisson's ratio parameter's
-/// `std` and `uncertainty.poisson_std`).
-pub const SUMMARY_VERSION: u32 = 6;
+/// `std` and `uncertainty.poisson_std`; 7: the stiffness stage's
+/// `poisson_range`, the range a fitted ν was kept in).
+pub const SUMMARY_VERSION: u32 = 7;
 
 /// Why `fit.json` could not be read or written.
 #[derive(Debug, thiserror::Error)]
@@ -197,6 +198,10 @@ pub struct StageSettings {
     /// fitted; absent when it was held at `material.poisson_ratio`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub poisson: Option<String>,
+    /// `poisson_range` (the stiffness stage, when ν was fitted): the
+    /// `[low, high]` of `ν = low + (high − low)·sigmoid(z)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub poisson_range: Option<[f64; 2]>,
 }
 
 /// The GPU adapter the fit ran on.

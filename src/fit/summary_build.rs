@@ -8,7 +8,6 @@
 use super::checkpoint::FitFingerprint;
 use super::field_setting::RegionAssignment;
 use super::plan::{StageKind, StagePlan, LBFGS_MAX_PARAMETERS};
-use super::poisson::poisson_of;
 use super::state::FitState;
 use super::summary::PoissonParameter;
 use super::summary::{
@@ -75,6 +74,10 @@ fn stage_settings(stage: &FitStage, solver: Solver, drivers: &DriverSet) -> Stag
             PoissonSetting::Global => Some("global".into()),
             PoissonSetting::Regions => Some("regions".into()),
         },
+        poisson_range: stage
+            .poisson
+            .fitted()
+            .then_some([stage.poisson_range.low, stage.poisson_range.high]),
     }
 }
 
@@ -241,7 +244,7 @@ pub fn poisson_parameters(
         .enumerate()
         .map(|(i, (name, &z))| PoissonParameter {
             name,
-            poisson_ratio: poisson_of(z),
+            poisson_ratio: scene.fit.stiffness.poisson_range.poisson_of(z),
             std: std(i),
         })
         .collect()

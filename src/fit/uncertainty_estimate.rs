@@ -30,7 +30,7 @@ use super::error::FitError;
 use super::evaluation::Parameters;
 use super::objective::blown_up;
 use super::plan::{StageKind, StagePlan, LBFGS_MAX_PARAMETERS, STIFFNESS_FIRST_STEP};
-use super::poisson::{derivative as poisson_slope, POISSON_FIRST_STEP, Z_BOUND};
+use super::poisson::{POISSON_FIRST_STEP, Z_BOUND};
 use super::problem::FitProblem;
 use super::residual_count::residual_count;
 use super::state::FitState;
@@ -156,6 +156,8 @@ fn estimate_at(
     state: &FitState,
 ) -> Result<FitUncertainty, FitError> {
     let range = scene.material.log10_youngs_range;
+    // dν/dz of the scene's fitted ν range.
+    let poisson_slope = |z: f64| scene.fit.stiffness.poisson_range.derivative(z);
     let params = state.parameters();
     let selection = &stage.selection;
     let image_loss = problem.loss(ctx, &params, selection)?.image;

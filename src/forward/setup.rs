@@ -134,10 +134,57 @@ impl ForwardSetup {
             sim_box,
             interactions,
         )?;
+        let setup = match &fitted.velocity_gradient {
+            Some(g) => setup.with_velocity_gradient(g)?,
+            None => setup,
+        };
         match &fitted.poisson_ratio {
             Some(nu) => setup.with_poisson(nu.clone()),
             None => Ok(setup),
         }
+    }
+
+    /// The same with APIC's `C` of every driver started at the initial
+    /// velocity's gradient `gradient` (one per driver, row-major
+    /// `∂v_a/∂x_b`, 1/s, the same in world and normalised units): the
+    /// rigid field's `[ω]×`, or a truth's (docs/design.md § Loss,
+    /// parameters, fit, "The initial affine velocity"). As the velocity:
+    /// held drivers keep `C = 0`, and a run that starts from rest
+    /// (`[[start]] from = "rest"`) ignores it; an interaction's added
+    /// velocity is uniform over its region and adds none.
+    pub fn with_velocity_gradient(
+        mut self,
+        gradient: &[[[f64; 3]; 3]],
+    ) -> Result<Self, ForwardError> {
+        let n = self.initial.len();
+        if gradient.len() != n {
+            return Err(ForwardError::Values(format!(
+                "{} velocity gradients for {n} drivers",
+                gradient.len()
+            )));
+        }
+        if let Some(d) = gradient.iter().position(|g| !g.iter().flatten().all(|v| v.is_finite())) {
+            return Err(ForwardError::Values(format!(
+                "the velocity gradient of driver {d} is {:?}",
+                gradient[d]
+            )));
+        }
+        if self.interactions.start() == crate::interact::Start::Rest {
+            return Ok(self);
+        }
+        for ((c, g), &held) in self
+            .initial
+            .c
+            .iter_mut()
+            .zip(gradient)
+            .zip(&self.setup.anchored)
+        {
+            *c = match held {
+                true => [[0.0; 3]; 3],
+                false => g.map(|row| row.map(|v| v as f32)),
+            };
+        }
+        Ok(self)
     }
 
     /// The same with Poisson's ratio `poisson` per driver (each in

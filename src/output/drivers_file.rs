@@ -13,6 +13,7 @@
 //! | `neighbours` | U32 | `[f, k]` | each follower's k nearest drivers at rest, nearest first |
 //! | `graph` | U32 | `[edges, 2]` | the drivers' kNN graph (TV), `a < b` |
 //! | `anchored_splats` | U32 | `[a, 2]` | each anchored splat with the driver of its K-Means cluster (the particle carrying its share of the material), for colouring it by stiffness |
+//! | `velocity_gradient` | F64 | `[n, 3, 3]` | optional: the initial affine velocity `C0` per driver, row-major `∂v_a/∂x_b` in 1/s (the rigid field's `[ω]×`, docs/design.md § Loss, parameters, fit), when the fit's velocity field has one; absent: `C0 = 0` (files without it still load) |
 //! | `poisson_ratio` | F64 | `[n]` | optional: Poisson's ratio per driver, when the fit fitted it (`[fit.stiffness] poisson`); absent: `material.poisson_ratio` everywhere (files without it still load) |
 //! | `youngs_log10_std` | F64 | `[n]` | optional: the standard error of the driver's log10 E in decades, from the curvature of the loss at the optimum (docs/design.md § Error bars); `(max − min)/√12` of `material.log10_youngs_range` where the frames do not constrain it |
 //!
@@ -84,6 +85,10 @@ pub struct FittedDrivers {
     /// Per driver: Poisson's ratio, when the fit fitted it; `None`: the
     /// settings' `material.poisson_ratio` ([`FittedDrivers::poisson`]).
     pub poisson_ratio: Option<Vec<f64>>,
+    /// Per driver: the initial affine velocity `C0` (row-major
+    /// `∂v_a/∂x_b`, 1/s), when the fit's velocity field has a gradient (the
+    /// rigid field); `None`: `C0 = 0`.
+    pub velocity_gradient: Option<Vec<[[f64; 3]; 3]>>,
 }
 
 /// Why the fit's per-driver values do not fit `drivers` (`None`: they do):
@@ -189,7 +194,36 @@ impl FittedDrivers {
                 .collect(),
             youngs_log10_std: log10_std.map(<[f64]>::to_vec),
             poisson_ratio: None,
+            velocity_gradient: None,
         })
+    }
+
+    /// The same with the initial affine velocity `C0` per driver (9 per
+    /// driver, row-major `∂v_a/∂x_b`, 1/s; the fit's
+    /// [`crate::fit::ParamMap::velocity_gradient`] of its velocity
+    /// parameters), all finite. `render --params` starts APIC's `C` at it.
+    pub fn with_velocity_gradient(mut self, gradient: &[f64]) -> Result<Self, DriversFileError> {
+        let n = self.len();
+        if gradient.len() != 9 * n {
+            return Err(DriversFileError::Inputs(format!(
+                "{} velocity gradient components for {n} drivers (expected {})",
+                gradient.len(),
+                9 * n
+            )));
+        }
+        if let Some(i) = gradient.iter().position(|v| !v.is_finite()) {
+            return Err(DriversFileError::Inputs(format!(
+                "velocity gradient value {i} is {}",
+                gradient[i]
+            )));
+        }
+        self.velocity_gradient = Some(
+            gradient
+                .chunks_exact(9)
+                .map(|g| std::array::from_fn(|a| std::array::from_fn(|b| g[3 * a + b])))
+                .collect(),
+        );
+        Ok(self)
     }
 
     /// The same with a fitted Poisson's ratio per driver (each in
@@ -324,6 +358,14 @@ impl FittedDrivers {
                 f64::to_le_bytes_all(c),
             ));
         }
+        if let Some(g) = &self.velocity_gradient {
+            buffers.push((
+                "velocity_gradient",
+                f64::DTYPE,
+                vec![n, 3, 3],
+                f64::to_le_bytes_all(g.as_flattened().as_flattened()),
+            ));
+        }
         if let Some(nu) = &self.poisson_ratio {
             buffers.push((
                 "poisson_ratio",
@@ -417,6 +459,19 @@ impl FittedDrivers {
         } else {
             None
         };
+        let velocity_gradient: Option<Vec<[[f64; 3]; 3]>> =
+            if archive.contains("velocity_gradient") {
+                let flat = archive
+                    .shaped::<f64>("velocity_gradient", &[Some(n), Some(3), Some(3)])?
+                    .1;
+                Some(
+                    flat.chunks_exact(9)
+                        .map(|g| std::array::from_fn(|a| std::array::from_fn(|b| g[3 * a + b])))
+                        .collect(),
+                )
+            } else {
+                None
+            };
         let poisson_ratio = if archive.contains("poisson_ratio") {
             Some(archive.shaped::<f64>("poisson_ratio", &[Some(n)])?.1)
         } else {
@@ -440,6 +495,12 @@ impl FittedDrivers {
             (
                 "youngs_log10_std",
                 youngs_log10_std.as_deref().unwrap_or(&[]),
+            ),
+            (
+                "velocity_gradient",
+                velocity_gradient
+                    .as_deref()
+                    .map_or(&[][..], |g| g.as_flattened().as_flattened()),
             ),
         ];
         for (tensor, values) in finite {
@@ -530,6 +591,7 @@ impl FittedDrivers {
             anchored_splats,
             youngs_log10_std,
             poisson_ratio,
+            velocity_gradient,
         })
     }
 

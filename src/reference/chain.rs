@@ -18,10 +18,15 @@
 //!   (`side` of the [`DeformSetup`]'s sim box) and
 //!   `∂L/∂v_world = (∂L/∂v) / side`. Anchored drivers' velocities are
 //!   **held at zero**: whatever the input holds there is ignored by the
-//!   forward, and their gradient is exactly 0.
+//!   forward, and their gradient is exactly 0;
+//! - `velocity_gradient`: the initial affine velocity `C0` per driver
+//!   (row-major `∂v_a/∂x_b`, 1/s, the same in world and normalised units),
+//!   APIC's `C` at frame 0, as the GPU problem starts it from a rigid
+//!   field (docs/design.md § Loss, parameters, fit); empty: `C0 = 0`.
+//!   Held at zero on anchored drivers like the velocity.
 //!
 //! **Forward** ([`chain_loss`]): the initial MPM state is the drivers at
-//! rest (`x = rest_drivers` of the deformation setup, `C = 0`, `F = I`) with
+//! rest (`x = rest_drivers` of the deformation setup, `C = C0`, `F = I`) with
 //! the velocities above; the MPM twin runs frames `1..=n` (`n` = the
 //! number of reference frames; frame k is the state after k·S substeps).
 //! For each frame k the deformation twin moves the **followers** — the
@@ -58,7 +63,7 @@
 
 use super::deform::{deform, deform_adjoint, Quat};
 use super::loss::{image_loss, image_loss_gradient, LossWeights64, Rgb64};
-use super::mpm::mat3::Vec3;
+use super::mpm::mat3::{Mat3, Vec3};
 use super::mpm::{frame_states, frames_gradient, GradientFlow, MpmSetup64, MpmState64};
 use super::splat::{render, render_backward, Image64, SplatParams64};
 use crate::deform::DeformSetup;
@@ -100,6 +105,9 @@ pub struct ChainParams64 {
     /// Initial velocity per driver, world units/s (ignored on anchored
     /// drivers: held at zero).
     pub velocity: Vec<Vec3>,
+    /// Initial affine velocity `C0` per driver (module doc), 1/s; empty:
+    /// `C0 = 0`.
+    pub velocity_gradient: Vec<Mat3>,
 }
 
 /// The loss and its terms.
@@ -124,6 +132,8 @@ pub struct ChainGradient64 {
     pub d_log10_youngs: Vec<f64>,
     /// `∂L/∂v0` per driver, world units/s; zero on anchored drivers.
     pub d_velocity: Vec<Vec3>,
+    /// `∂L/∂C0` per driver (module doc); zero on anchored drivers.
+    pub d_velocity_gradient: Vec<Mat3>,
 }
 
 impl ChainProblem64 {
@@ -143,6 +153,10 @@ impl ChainProblem64 {
         assert_eq!(self.mpm.anchored.len(), n, "anchored flags vs drivers");
         assert_eq!(params.log10_youngs.len(), n, "log10 E vs drivers");
         assert_eq!(params.velocity.len(), n, "velocities vs drivers");
+        assert!(
+            params.velocity_gradient.is_empty() || params.velocity_gradient.len() == n,
+            "velocity gradients vs drivers"
+        );
         assert!(self.frames() >= 1, "no reference frames");
         for (k, views) in self.references.iter().enumerate() {
             assert_eq!(views.len(), self.cameras.len(), "frame {}: views", k + 1);
@@ -167,8 +181,8 @@ impl ChainProblem64 {
         params.log10_youngs.iter().map(|p| 10f64.powf(*p)).collect()
     }
 
-    /// The initial MPM state: drivers at rest, `v = v_world / side`, zero
-    /// on anchored drivers.
+    /// The initial MPM state: drivers at rest, `v = v_world / side`,
+    /// `C = C0`, zero on anchored drivers.
     pub fn initial_state(&self, params: &ChainParams64) -> MpmState64 {
         let rest = self.deform.rest_drivers.iter().map(|p| p.map(f64::from));
         let mut state = MpmState64::at_rest(rest.collect());
@@ -184,6 +198,16 @@ impl ChainProblem64 {
             } else {
                 w.map(|c| c / side)
             };
+        }
+        for ((c, g), &anchored) in state
+            .c
+            .iter_mut()
+            .zip(&params.velocity_gradient)
+            .zip(&self.mpm.anchored)
+        {
+            if !anchored {
+                *c = *g;
+            }
         }
         state
     }
@@ -425,9 +449,16 @@ pub fn chain_gradient_with(
             }
         })
         .collect();
+    let d_velocity_gradient = (0..n)
+        .map(|p| match problem.mpm.anchored[p] {
+            true => [[0.0; 3]; 3],
+            false => rollout.d_initial.c[p],
+        })
+        .collect();
     ChainGradient64 {
         loss: problem.assemble(params, per_frame),
         d_log10_youngs,
         d_velocity,
+        d_velocity_gradient,
     }
 }

@@ -405,6 +405,9 @@ pub struct FitStageConfig {
     /// Poisson's ratio as a fitted field (stage 2 only): `"fixed"`
     /// (default), `"global"` or `"regions"`. A word, as `field`.
     pub poisson: Option<String>,
+    /// `[low, high]`: the range a fitted ν stays inside (stage 2 only;
+    /// default `[0, 0.49]`).
+    pub poisson_range: Option<[f64; 2]>,
 }
 
 /// `[fit.stiffness.regions]` / `[fit.velocity.regions]`: named regions,

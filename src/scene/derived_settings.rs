@@ -3,7 +3,6 @@
 //! explicit time-step check (docs/design.md § MPM, Stability).
 
 use super::collider::to_normalised;
-use super::fit_field::FITTED_POISSON_MAX;
 use super::validated_scene::Scene;
 use crate::mpm_rules::stability::{explicit_dt_bound, min_substeps_per_frame};
 use crate::mpm_rules::MpmConfig;
@@ -19,8 +18,8 @@ pub struct Stability {
     pub min_substeps: u32,
     /// The E the bound is evaluated at (10^high).
     pub youngs_max: f64,
-    /// The ν the bound is evaluated at: `material.poisson_ratio`, or
-    /// [`super::fit_field::FITTED_POISSON_MAX`] when the fit fits ν.
+    /// The ν the bound is evaluated at: `material.poisson_ratio`, or the
+    /// top of `[fit.stiffness] poisson_range` when the fit fits ν.
     pub poisson_max: f64,
 }
 
@@ -57,7 +56,10 @@ impl Scene {
     /// `material.poisson_ratio`.
     pub fn poisson_max(&self) -> f64 {
         match self.fit.stiffness.poisson.fitted() {
-            true => self.material.poisson_ratio.max(FITTED_POISSON_MAX),
+            true => self
+                .material
+                .poisson_ratio
+                .max(self.fit.stiffness.poisson_range.high),
             false => self.material.poisson_ratio,
         }
     }

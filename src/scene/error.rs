@@ -128,7 +128,7 @@ pub enum SceneError {
         count: usize,
     },
     /// Too few substeps for the explicit time-step bound.
-    #[error("{path}: `simulation.substeps` = {substeps} gives dt = {dt:.3e} s, above the explicit time-step bound {bound:.3e} s for E = {youngs_max:.3e} (the top of `material.log10_youngs_range`); fix: set `simulation.substeps` to at least {needed} (or omit it), or lower the top of the E range or `simulation.grid_res`")]
+    #[error("{path}: `simulation.substeps` = {substeps} gives dt = {dt:.3e} s, above the explicit time-step bound {bound:.3e} s for E = {youngs_max:.3e} (the top of `material.log10_youngs_range`) and ν = {poisson_max} (`material.poisson_ratio`, or the top of `fit.stiffness.poisson_range` when ν is fitted); fix: set `simulation.substeps` to at least {needed} (or omit it), or lower the top of the E range, of a fitted ν's range or `simulation.grid_res`")]
     TooFewSubsteps {
         /// The scene file.
         path: PathBuf,
@@ -142,6 +142,8 @@ pub enum SceneError {
         bound: f64,
         /// Largest E.
         youngs_max: f64,
+        /// Largest ν.
+        poisson_max: f64,
     },
     /// A setting asks for more memory than the machine has.
     #[error(transparent)]

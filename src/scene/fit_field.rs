@@ -131,18 +131,93 @@ pub(crate) fn resolve_field(
     Ok(setting)
 }
 
-/// The largest Poisson's ratio a fitted ν reaches (`ν = 0.49·sigmoid(z)`,
-/// docs/design.md § Loss, parameters, fit): the explicit time-step bound of
-/// a scene that fits ν is taken there.
+/// The largest Poisson's ratio a fitted ν may reach: the default top of
+/// `[fit.stiffness] poisson_range` and the largest top it allows
+/// (docs/design.md § Loss, parameters, fit). Below 0.5, so that λ stays
+/// finite and the time step bounded.
 pub const FITTED_POISSON_MAX: f64 = 0.49;
 
-/// The largest ν a scene's simulation may see: [`FITTED_POISSON_MAX`]
-/// when `[fit.stiffness] poisson` fits it (any word but `"fixed"`; a wrong
-/// word is refused later, by [`resolve_poisson`]), else `material`'s.
-pub(crate) fn poisson_bound(stiffness: &FitStageConfig, material: f64) -> f64 {
+/// The range a fitted Poisson's ratio stays inside, `ν = low + (high −
+/// low)·sigmoid(z)` (`[fit.stiffness] poisson_range`; src/fit/poisson.rs):
+/// the explicit time-step bound of a scene that fits ν is taken at `high`.
+/// A user who knows the material is not rubber-like lowers `high` and
+/// with it the substeps (the P-wave speed at ν = 0.49 is 3.57 times that at
+/// 0.3).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PoissonRange {
+    /// The bottom, ≥ 0 (never reached).
+    pub low: f64,
+    /// The top, ≤ [`FITTED_POISSON_MAX`] (never reached).
+    pub high: f64,
+}
+
+impl Default for PoissonRange {
+    /// `[0, 0.49]`.
+    fn default() -> Self {
+        Self {
+            low: 0.0,
+            high: FITTED_POISSON_MAX,
+        }
+    }
+}
+
+/// `poisson_range` of the stage table `table`, checked as numbers: finite,
+/// `0 ≤ low < high ≤ 0.49`; the default when absent. Whether it may be
+/// given at all (a velocity stage, ν not fitted) is
+/// [`resolve_poisson`]'s to say; this runs before the substeps are checked,
+/// which take the top.
+pub(crate) fn resolve_poisson_range(
+    v: &Validator,
+    table: &str,
+    c: &FitStageConfig,
+) -> Result<PoissonRange, SceneError> {
+    let name = format!("{table}.poisson_range");
+    let Some([low, high]) = c.poisson_range else {
+        return Ok(PoissonRange::default());
+    };
+    let fix = || {
+        format!(
+        "write `poisson_range = [low, high]` with 0 ≤ low < high ≤ {FITTED_POISSON_MAX}, e.g. \
+         [0.1, 0.4] for a material known not to be rubber-like"
+    )
+    };
+    if !(low.is_finite() && high.is_finite()) {
+        return Err(v.invalid(&name, format!("[{low}, {high}] is not finite"), fix()));
+    }
+    if low < 0.0 {
+        return Err(v.invalid(
+            &name,
+            format!("the bottom {low} is below 0 (an auxetic material, which physfit does not fit)"),
+            fix(),
+        ));
+    }
+    if high > FITTED_POISSON_MAX {
+        return Err(v.invalid(
+            &name,
+            format!(
+                "the top {high} is above {FITTED_POISSON_MAX}: near 0.5 λ grows without bound \
+                 and so do the substeps"
+            ),
+            fix(),
+        ));
+    }
+    if low >= high {
+        return Err(v.invalid(
+            &name,
+            format!("the bottom {low} is not below the top {high}"),
+            fix(),
+        ));
+    }
+    Ok(PoissonRange { low, high })
+}
+
+/// The largest ν a scene's simulation may see: the top of `range` when
+/// `[fit.stiffness] poisson` fits ν (any word but `"fixed"`; a wrong word
+/// is refused later, by [`resolve_poisson`]), else `material`'s.
+pub(crate) fn poisson_bound(stiffness: &FitStageConfig, material: f64, range: PoissonRange) -> f64 {
     match stiffness.poisson.as_deref() {
         None | Some("fixed") => material,
-        Some(_) => material.max(FITTED_POISSON_MAX),
+        Some(_) => material.max(range.high),
     }
 }
 
@@ -178,6 +253,24 @@ pub(crate) fn resolve_poisson(
     field: &FieldSetting,
 ) -> Result<PoissonSetting, SceneError> {
     let name = format!("{table}.poisson");
+    if c.poisson_range.is_some() {
+        let range = format!("{table}.poisson_range");
+        if of == FieldOf::Velocity {
+            return Err(v.invalid(
+                &range,
+                "Poisson's ratio is fitted with E, by the stiffness stage",
+                "move `poisson_range` to [fit.stiffness]",
+            ));
+        }
+        if matches!(c.poisson.as_deref(), None | Some("fixed")) {
+            return Err(v.invalid(
+                &range,
+                "given, but ν is not fitted (`poisson` is \"fixed\"): ν is \
+                 `material.poisson_ratio`",
+                format!("set `{name} = \"global\"` (or \"regions\"), or remove `poisson_range`"),
+            ));
+        }
+    }
     let Some(word) = c.poisson.as_deref() else {
         return Ok(PoissonSetting::Fixed);
     };

@@ -4,7 +4,10 @@
 
 use super::config::{FitConfig, FitStageConfig};
 use super::error::SceneError;
-use super::fit_field::{resolve_field, resolve_poisson, FieldOf, FieldSetting, PoissonSetting};
+use super::fit_field::{
+    resolve_field, resolve_poisson, resolve_poisson_range, FieldOf, FieldSetting, PoissonRange,
+    PoissonSetting,
+};
 use super::validate::Validator;
 
 /// One resolved fit stage.
@@ -46,6 +49,9 @@ pub struct FitStage {
     /// Whether Poisson's ratio is fitted with E (`poisson`; stage 2 only,
     /// [`PoissonSetting::Fixed`] for stage 1).
     pub poisson: PoissonSetting,
+    /// The range a fitted ν stays inside (`poisson_range`; the default
+    /// `[0, 0.49]` when ν is not fitted).
+    pub poisson_range: PoissonRange,
 }
 
 impl FitStage {
@@ -75,6 +81,7 @@ impl FitStage {
             velocity_tv_weight: 0.0,
             field: FieldSetting::Drivers,
             poisson: PoissonSetting::Fixed,
+            poisson_range: PoissonRange::default(),
         }
     }
 
@@ -160,6 +167,7 @@ fn resolve_stage(
     let stage = FitStage {
         velocity_tv_weight,
         poisson: resolve_poisson(v, field, of, c, &field_setting)?,
+        poisson_range: resolve_poisson_range(v, field, c)?,
         field: field_setting,
         iterations: c.iterations.unwrap_or(d.iterations),
         learning_rate: v.positive(

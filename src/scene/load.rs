@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use super::config::{GaussiansConfig, ReferenceConfig, SceneConfig, ViewConfig};
 use super::drivers::resolve_drivers;
 use super::error::SceneError;
-use super::fit_field::{poisson_bound, FITTED_POISSON_MAX};
+use super::fit_field::{poisson_bound, resolve_poisson_range, PoissonRange, FITTED_POISSON_MAX};
 use super::fit_settings::resolve_fit;
 use super::material::resolve_material;
 use super::ply::{load_gaussians, LoadedSplats};
@@ -187,8 +187,10 @@ impl Scene {
         let c = &config;
         let (fps, background) = resolve_reference(v, &c.reference)?;
         let material = resolve_material(v, &c.material)?;
-        // The substeps must hold at the largest ν the fit may reach.
-        let nu_max = poisson_bound(&c.fit.stiffness, material.poisson_ratio);
+        // The substeps must hold at the largest ν the fit may reach: the
+        // top of a fitted ν's range, checked first.
+        let poisson_range = resolve_poisson_range(v, "fit.stiffness", &c.fit.stiffness)?;
+        let nu_max = poisson_bound(&c.fit.stiffness, material.poisson_ratio, poisson_range);
         let numbers = resolve_simulation(v, &c.simulation, fps, &material, nu_max)?;
         let views = resolve_views(v, &c.views)?;
         let (gaussians_path, splats) = resolve_splats(v, &c.gaussians)?;
@@ -198,13 +200,16 @@ impl Scene {
         let drivers = resolve_drivers(v, &c.drivers, &simulation, means, &regions.simulated)?;
         let fit = resolve_fit(v, &c.fit, frame_count(&views))?;
         let nu = material.poisson_ratio;
-        if fit.stiffness.poisson.fitted() && !(nu > 0.0 && nu < FITTED_POISSON_MAX) {
+        let PoissonRange { low, high } = fit.stiffness.poisson_range;
+        if fit.stiffness.poisson.fitted() && !(nu > low && nu < high) {
             return Err(v.out_of_range(
                 "material.poisson_ratio",
                 nu,
                 format!(
-                    "must be in (0, {FITTED_POISSON_MAX}) when `fit.stiffness.poisson` fits ν: \
-                     it is the fitted ν's start, and a fitted ν stays inside that range"
+                    "must be in ({low}, {high}) when `fit.stiffness.poisson` fits ν: it is the \
+                     fitted ν's start, and a fitted ν stays inside that range \
+                     (`fit.stiffness.poisson_range`, default [0, {FITTED_POISSON_MAX}]); move \
+                     the start inside it or widen the range"
                 ),
             ));
         }

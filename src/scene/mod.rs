@@ -49,7 +49,7 @@ pub use derived_settings::Stability;
 pub use drivers::{DriverCount, Drivers, AUTO_DRIVERS_PER_CELL, MIN_DRIVERS_PER_CELL};
 pub use error::SceneError;
 pub use fall::Fall;
-pub use fit_field::{FieldSetting, NamedRegion, PoissonSetting, UNCOVERED_REGION};
+pub use fit_field::{FieldSetting, NamedRegion, PoissonRange, PoissonSetting, UNCOVERED_REGION};
 pub use fit_settings::{FitSettings, FitStage, ScanSettings};
 pub use gaussians::Gaussians;
 pub use material::Material;

@@ -90,6 +90,7 @@ pub(crate) fn resolve_simulation(
                 dt: 1.0 / (fps * n as f64),
                 bound: explicit_dt_bound(youngs_max, nu, density, dx),
                 youngs_max,
+                poisson_max: nu,
             })
         }
         Some(n) => n,

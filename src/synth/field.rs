@@ -199,4 +199,21 @@ impl VelocityTruth {
             }
         }
     }
+
+    /// The velocity's gradient at `p`, `G[a][b] = ∂v_a/∂x_b` (1/s): `[ω]×`
+    /// for a rotation; 0 for a uniform velocity and inside a box (the
+    /// boxes' edges, where the field jumps, have none).
+    pub fn gradient_at(&self, _p: [f64; 3]) -> [[f64; 3]; 3] {
+        match self {
+            VelocityTruth::Uniform(_) | VelocityTruth::Boxes { .. } => [[0.0; 3]; 3],
+            VelocityTruth::Rotation {
+                axis,
+                angular_speed,
+                ..
+            } => {
+                let w = axis.map(|a| a * angular_speed);
+                [[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]]
+            }
+        }
+    }
 }

@@ -181,13 +181,19 @@ pub fn simulate_truth(
         .chunks_exact(3)
         .map(|c| [c[0], c[1], c[2]])
         .collect();
+    let gradient: Vec<[[f64; 3]; 3]> = values
+        .velocity_gradient
+        .chunks_exact(9)
+        .map(|g| std::array::from_fn(|a| std::array::from_fn(|b| g[3 * a + b])))
+        .collect();
     let setup = ForwardSetup::from_drivers(
         scene,
         drivers,
         values.log10_youngs.clone(),
         &velocity,
         &Interactions::default(),
-    )?;
+    )?
+    .with_velocity_gradient(&gradient)?;
     let mut renderer = SceneRenderer::simulated(ctx, &setup, scene.gaussians(), scene.background)?;
     while renderer.frames() < frames {
         if !go_on(renderer.frames()) {

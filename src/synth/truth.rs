@@ -116,6 +116,12 @@ pub struct TruthValues {
     /// Initial velocity, 3 per driver (world units/s), 0 on anchored
     /// drivers (as the fit's velocity map holds them).
     pub velocity: Vec<f64>,
+    /// The initial affine velocity `C0` of each driver, 9 per driver
+    /// (row-major `∂v_a/∂x_b`, 1/s): the truth field's gradient where it is
+    /// affine (`rotation`: `[ω]×`), 0 where it is piecewise constant
+    /// (`uniform`, `boxes`) and on anchored drivers; what a rollout of the
+    /// truth starts APIC's `C` at (docs/design.md § Loss, parameters, fit).
+    pub velocity_gradient: Vec<f64>,
 }
 
 /// A loaded, validated truth file (module doc).
@@ -411,12 +417,19 @@ impl Truth {
         self.velocity.at(world)
     }
 
+    /// The true initial velocity's gradient (1/s, row-major `∂v_a/∂x_b`)
+    /// at a world point ([`TruthValues::velocity_gradient`]).
+    pub fn velocity_gradient_at(&self, world: [f64; 3]) -> [[f64; 3]; 3] {
+        self.velocity.gradient_at(world)
+    }
+
     /// The truth at the rest positions of `drivers` (world positions from
     /// their normalised rest and the simulation box); anchored drivers get
-    /// velocity 0.
+    /// velocity 0 and no velocity gradient.
     pub fn per_driver(&self, drivers: &DriverSet) -> TruthValues {
         let mut log10_youngs = Vec::with_capacity(drivers.len());
         let mut velocity = Vec::with_capacity(3 * drivers.len());
+        let mut velocity_gradient = Vec::with_capacity(9 * drivers.len());
         for (rest, &anchored) in drivers.rest.iter().zip(&drivers.anchored) {
             let b = &drivers.sim_box;
             let world = std::array::from_fn(|a| b.min[a] + f64::from(rest[a]) * b.side);
@@ -426,10 +439,17 @@ impl Truth {
             } else {
                 self.velocity_at(world)
             });
+            velocity_gradient.extend(if anchored {
+                [0.0; 9]
+            } else {
+                let g = self.velocity_gradient_at(world);
+                std::array::from_fn::<f64, 9, _>(|i| g[i / 3][i % 3])
+            });
         }
         TruthValues {
             log10_youngs,
             velocity,
+            velocity_gradient,
         }
     }
 }

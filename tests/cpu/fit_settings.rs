@@ -315,7 +315,8 @@ fn poisson_is_fixed_by_default_fitted_globally_or_per_region_and_mistakes_are_re
 /// region (`object` for one ν), its value `0.49·sigmoid(z)`.
 #[test]
 fn fitted_poissons_ratios_are_named_by_es_regions() {
-    use physfit::fit::poisson::{poisson_of, z_of};
+    let range = physfit::scene::PoissonRange::default();
+    let (poisson_of, z_of) = (|z| range.poisson_of(z), |nu| range.z_of(nu));
     use physfit::fit::summary_build::poisson_parameters;
     use physfit::fit::{FitProblemOptions, FitState, Parameters};
     let fx = Fixture::new();
@@ -395,4 +396,102 @@ fn discretisation_levels_default_to_three_and_bad_ones_are_refused_with_the_rang
         assert!(msg.contains("from 1 to 8"), "{msg}");
         assert!(msg.contains("default 3"), "{msg}");
     }
+}
+
+/// `[fit.stiffness] poisson_range = [low, high]`: the default `[0, 0.49]`;
+/// a narrower range maps ν onto itself and takes the substeps at its top
+/// (fewer than at 0.49); fit.json's stage settings and its fitted ν use it;
+/// every mistake (a top above 0.49, a bottom below 0, the two crossed, a
+/// start outside, the range with ν fixed or in the velocity stage) is
+/// refused naming the file, the field and the fix.
+#[test]
+fn poissons_range_is_set_by_the_scene_and_mistakes_are_refused() {
+    use physfit::fit::summary_build::poisson_parameters;
+    use physfit::fit::{FitState, Parameters};
+    use physfit::scene::PoissonRange;
+    let fx = Fixture::new();
+    let fitted = "[fit.stiffness]\nfield = \"global\"\npoisson = \"global\"\n";
+    let wide = load(&fx, fitted);
+    assert_eq!(wide.fit.stiffness.poisson_range, PoissonRange::default());
+    assert_eq!(
+        PoissonRange::default(),
+        PoissonRange {
+            low: 0.0,
+            high: FITTED_POISSON_MAX
+        }
+    );
+    let narrow = load(&fx, &format!("{fitted}poisson_range = [0.1, 0.4]\n"));
+    let range = narrow.fit.stiffness.poisson_range;
+    assert_eq!(
+        range,
+        PoissonRange {
+            low: 0.1,
+            high: 0.4
+        }
+    );
+    assert_eq!(narrow.stability().poisson_max, 0.4);
+    assert!(
+        narrow.simulation.substeps < wide.simulation.substeps,
+        "{} substeps at ν ≤ 0.4, {} at ν ≤ 0.49",
+        narrow.simulation.substeps,
+        wide.simulation.substeps
+    );
+    // fit.json's fitted ν is the range's map of z.
+    let drivers = DriverSet::from_scene(&narrow).unwrap();
+    let state = FitState::start(
+        Parameters {
+            log10_youngs: vec![4.0],
+            velocity: vec![0.0; 3 * drivers.len()],
+            poisson: vec![range.z_of(0.35)],
+        },
+        &[],
+    );
+    let named = poisson_parameters(&narrow, &drivers, &state);
+    assert!((named[0].poisson_ratio - 0.35).abs() < 1e-12);
+
+    let refused = |fit: &str, field: &str, words: &[&str]| {
+        let e = expect_err(fx.load(&format!("{BASE}\n{fit}")), field).to_string();
+        eprintln!("{e}");
+        assert!(e.contains("scene.toml"), "{e}");
+        for w in words {
+            assert!(e.contains(w), "{w}: {e}");
+        }
+    };
+    let range_field = "fit.stiffness.poisson_range";
+    refused(
+        &format!("{fitted}poisson_range = [0.1, 0.5]\n"),
+        range_field,
+        &["0.5", "0.49", "poisson_range = [low, high]"],
+    );
+    refused(
+        &format!("{fitted}poisson_range = [-0.2, 0.4]\n"),
+        range_field,
+        &["-0.2", "below 0"],
+    );
+    refused(
+        &format!("{fitted}poisson_range = [0.4, 0.2]\n"),
+        range_field,
+        &["not below the top"],
+    );
+    refused(
+        &format!("{fitted}poisson_range = [0.3, 0.3]\n"),
+        range_field,
+        &["not below the top"],
+    );
+    // The start, material.poisson_ratio (0.3 here), must lie inside.
+    refused(
+        &format!("{fitted}poisson_range = [0.05, 0.25]\n"),
+        "material.poisson_ratio",
+        &["(0.05, 0.25)", "poisson_range"],
+    );
+    refused(
+        "[fit.stiffness]\npoisson_range = [0.1, 0.4]\n",
+        range_field,
+        &["not fitted", "poisson = \"global\""],
+    );
+    refused(
+        "[fit.velocity]\npoisson_range = [0.1, 0.4]\n",
+        "fit.velocity.poisson_range",
+        &["[fit.stiffness]"],
+    );
 }

@@ -689,3 +689,63 @@ fn a_forward_run_from_a_drivers_file_uses_its_poissons_ratio_and_checks_its_boun
         "{e}"
     );
 }
+
+/// The initial affine velocity `C0` (a rigid field's `[ω]×`) round-trips
+/// through `drivers.safetensors` bit for bit, a file without it loads with
+/// none, and `render --params` (`ForwardSetup::from_fitted`) starts APIC's
+/// `C` at it on the free drivers, at 0 on the held ones and everywhere when
+/// the run starts from rest; wrong counts and non-finite values are
+/// refused.
+#[test]
+fn the_initial_affine_velocity_round_trips_and_starts_a_forward_run() {
+    use physfit::forward::ForwardSetup;
+    use physfit::interact::Interactions;
+    let f = fitted();
+    let n = f.drivers.len();
+    let w = [0.3, -1.7, 2.0 / 3.0];
+    let spin: [f64; 9] = [0.0, -w[2], w[1], w[2], 0.0, -w[0], -w[1], w[0], 0.0];
+    let gradient: Vec<f64> = (0..n)
+        .flat_map(|d| match f.drivers.anchored[d] {
+            true => [0.0; 9],
+            false => spin,
+        })
+        .collect();
+    let path = f.path("drivers.safetensors");
+    f.file().save(&path).unwrap();
+    assert_eq!(FittedDrivers::load(&path).unwrap().velocity_gradient, None);
+    let file = f.file().with_velocity_gradient(&gradient).unwrap();
+    file.save(&path).unwrap();
+    let back = FittedDrivers::load(&path).unwrap();
+    assert_eq!(back, file);
+    let stored = back.velocity_gradient.as_ref().unwrap();
+    let flat: Vec<u64> = stored
+        .iter()
+        .flatten()
+        .flatten()
+        .map(|v| v.to_bits())
+        .collect();
+    assert_eq!(
+        flat,
+        gradient.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+    );
+    assert!(f.file().with_velocity_gradient(&gradient[9..]).is_err());
+    let mut bad = gradient.clone();
+    bad[4] = f64::NAN;
+    assert!(f.file().with_velocity_gradient(&bad).is_err());
+
+    let setup = ForwardSetup::from_fitted(&f.scene, &back, "d", &Interactions::default()).unwrap();
+    for d in 0..n {
+        let want: [[f32; 3]; 3] = match f.drivers.anchored[d] {
+            true => [[0.0; 3]; 3],
+            false => std::array::from_fn(|a| std::array::from_fn(|b| spin[3 * a + b] as f32)),
+        };
+        assert_eq!(setup.initial.c[d], want, "driver {d}");
+    }
+    let rest =
+        Interactions::parse("[[interactions]]\nkind = \"start\"\nfrom = \"rest\"\n", "i").unwrap();
+    let from_rest = ForwardSetup::from_fitted(&f.scene, &back, "d", &rest).unwrap();
+    assert!(from_rest.initial.c.iter().all(|c| *c == [[0.0; 3]; 3]));
+    let plain =
+        ForwardSetup::from_fitted(&f.scene, &f.file(), "d", &Interactions::default()).unwrap();
+    assert!(plain.initial.c.iter().all(|c| *c == [[0.0; 3]; 3]));
+}

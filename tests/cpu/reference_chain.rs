@@ -233,6 +233,7 @@ fn scene() -> Scene {
             .iter()
             .map(|v| [0.7 * v[0] - 0.1, 1.2 * v[1], 0.8 * v[2] + 0.1])
             .collect(),
+        velocity_gradient: Vec::new(),
     };
     problem.references = chain_renders(&problem, &other, FRAMES)
         .iter()
@@ -243,6 +244,7 @@ fn scene() -> Scene {
         params: ChainParams64 {
             log10_youngs,
             velocity,
+            velocity_gradient: Vec::new(),
         },
     }
 }
@@ -458,6 +460,7 @@ impl Direction {
                 .zip(&self.velocity)
                 .map(|(v, d)| std::array::from_fn(|a| v[a] + t * d[a]))
                 .collect(),
+            velocity_gradient: params.velocity_gradient.clone(),
         }
     }
 

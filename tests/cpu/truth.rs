@@ -370,3 +370,108 @@ fn the_documented_example_parses() {
     assert_eq!(t.frames, 12);
     assert!(matches!(t.velocity, VelocityTruth::Rotation { .. }));
 }
+
+/// The truth's initial affine velocity (`TruthValues::velocity_gradient`,
+/// what `synth` and the fit's truth check start APIC's `C` at): a
+/// rotation's is `[ω]×`, the finite difference of its velocity (exact: the
+/// field is affine), the same at every free driver and 0 on anchored ones;
+/// a uniform velocity and boxes have none.
+#[test]
+fn the_truths_velocity_gradient_is_its_rotations_and_zero_elsewhere() {
+    let t = parse(&format!(
+        "{CONSTANT}[velocity]\nkind = \"rotation\"\npoint = [0.1, 1, 0]\naxis = [0, 0.6, 0.8]\n\
+         angular_speed = 2.5\nlinear = [0.2, 0, -0.4]\n"
+    ))
+    .unwrap();
+    let p = [0.3, -0.2, 0.7];
+    let g = t.velocity_gradient_at(p);
+    for b in 0..3 {
+        let mut q = p;
+        q[b] += 0.5;
+        let (v0, v1) = (t.velocity_at(p), t.velocity_at(q));
+        for a in 0..3 {
+            let fd = (v1[a] - v0[a]) / 0.5;
+            assert!(
+                (g[a][b] - fd).abs() < 1e-12,
+                "∂v{a}/∂x{b}: {} vs {fd}",
+                g[a][b]
+            );
+        }
+    }
+    let uniform = parse(&format!("{CONSTANT}{UNIFORM}")).unwrap();
+    assert_eq!(uniform.velocity_gradient_at(p), [[0.0; 3]; 3]);
+
+    let normalised: Vec<[f32; 3]> = points(40, 4, 0.3)
+        .into_iter()
+        .map(|p| p.map(|c| (c + 0.5) as f32))
+        .collect();
+    let anchored: Vec<bool> = normalised.iter().map(|p| p[2] < 0.35).collect();
+    let source = DriverSource {
+        sim_box: SimBox {
+            min: [-1.0, 0.0, 2.0],
+            side: 2.0,
+        },
+        grid_res: 32,
+        splat_indices: (0..normalised.len() as u32).collect(),
+        points: normalised,
+        anchored,
+    };
+    let drivers = DriverSet::build(&source, 12, 4, 0).unwrap();
+    let values = t.per_driver(&drivers);
+    assert_eq!(values.velocity_gradient.len(), 9 * drivers.len());
+    let spin: Vec<f64> = g.iter().flatten().copied().collect();
+    for d in 0..drivers.len() {
+        let got = &values.velocity_gradient[9 * d..9 * d + 9];
+        match drivers.anchored[d] {
+            true => assert_eq!(got, [0.0; 9], "anchored driver {d}"),
+            false => assert_eq!(got, spin.as_slice(), "driver {d}"),
+        }
+    }
+}
+
+/// The fit's rigid field: its initial affine velocity
+/// (`ParamMap::velocity_gradient`) is the gradient of its velocity map
+/// (`C (X_d − X_e) = v_d − v_e` between any two free drivers, world units),
+/// none on anchored drivers; the constant fields have none.
+#[test]
+fn the_rigid_fields_initial_affine_velocity_is_its_velocity_maps_gradient() {
+    use physfit::fit::{ParamMap, VelocityField};
+    let rest: Vec<[f32; 3]> = points(30, 4, 0.3)
+        .into_iter()
+        .map(|p| p.map(|c| (c + 0.5) as f32))
+        .collect();
+    let anchored: Vec<bool> = (0..rest.len()).map(|d| d % 7 == 0).collect();
+    let side = 1.7;
+    let x = [0.2, -0.1, 0.05, 0.9, -2.1, 1.3];
+    let field = VelocityField::Rigid;
+    let v = ParamMap::velocity(&field, &rest, &anchored, side)
+        .unwrap()
+        .apply(&x)
+        .unwrap();
+    let c = ParamMap::velocity_gradient(&field, &anchored)
+        .apply(&x)
+        .unwrap();
+    for d in 0..rest.len() {
+        if anchored[d] {
+            assert_eq!(&c[9 * d..9 * d + 9], [0.0; 9], "anchored driver {d}");
+            continue;
+        }
+        for e in (0..rest.len()).filter(|&e| !anchored[e]) {
+            for a in 0..3 {
+                let lever: f64 = (0..3)
+                    .map(|b| c[9 * d + 3 * a + b] * f64::from(rest[d][b] - rest[e][b]) * side)
+                    .sum();
+                let dv = v[3 * d + a] - v[3 * e + a];
+                assert!(
+                    (lever - dv).abs() < 1e-6,
+                    "drivers {d}, {e}: {lever} vs {dv}"
+                );
+            }
+        }
+    }
+    for field in [VelocityField::Global, VelocityField::PerDriver] {
+        assert!(ParamMap::velocity_gradient(&field, &anchored)
+            .entries
+            .is_empty());
+    }
+}

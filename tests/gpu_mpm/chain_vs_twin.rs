@@ -33,6 +33,7 @@ fn twin_params(p: &Parameters) -> ChainParams64 {
             .chunks_exact(3)
             .map(|c| [c[0], c[1], c[2]])
             .collect(),
+        velocity_gradient: Vec::new(),
     }
 }
 

@@ -40,6 +40,7 @@ fn twin_params(n: usize, log10: f64) -> ChainParams64 {
     ChainParams64 {
         log10_youngs: vec![log10; n],
         velocity: vec![[0.0; 3]; n],
+        velocity_gradient: Vec::new(),
     }
 }
 

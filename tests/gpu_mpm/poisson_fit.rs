@@ -16,7 +16,20 @@ use crate::common::slopes::{fitted_slope, jump_robust_slope};
 use physfit::fit::objective::{Remember, StageObjective, Unknowns};
 use physfit::fit::observer::{Control, FinishedStage, FitObserver};
 use physfit::fit::plan::{StageKind, StagePlan, STIFFNESS_FIRST_STEP};
-use physfit::fit::poisson::{derivative, poisson_of, z_of};
+use physfit::scene::PoissonRange;
+
+/// The default range's map (the scenes here leave `poisson_range` out).
+fn poisson_of(z: f64) -> f64 {
+    PoissonRange::default().poisson_of(z)
+}
+
+fn z_of(nu: f64) -> f64 {
+    PoissonRange::default().z_of(nu)
+}
+
+fn derivative(z: f64) -> f64 {
+    PoissonRange::default().derivative(z)
+}
 use physfit::fit::uncertainty_estimate::estimate_uncertainty;
 use physfit::fit::{
     run_fit, FitEnd, FitProblem, FitProblemOptions, FitState, GradientFlow, Parameters, Selection,

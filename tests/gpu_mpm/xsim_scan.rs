@@ -65,7 +65,13 @@ fn xsim_loss_scan() {
             let truth = Truth::load(&path, scene.material.log10_youngs_range).unwrap();
             let values = truth.per_driver(&drivers);
             let report = problem
-                .loss_of_drivers(&ctx, &values.log10_youngs, &values.velocity, &selection)
+                .loss_of_drivers(
+                    &ctx,
+                    &values.log10_youngs,
+                    &values.velocity,
+                    Some(&values.velocity_gradient),
+                    &selection,
+                )
                 .unwrap();
             let psnr = report.images.iter().map(|t| t.terms.psnr()).sum::<f64>()
                 / report.images.len() as f64;
@@ -86,8 +92,18 @@ fn xsim_loss_scan() {
     if let Some(fit) = std::env::var_os("PHYSFIT_XSIM_FIT") {
         let fitted = FittedDrivers::load(&PathBuf::from(fit).join("drivers.safetensors")).unwrap();
         let velocity: Vec<f64> = fitted.velocity.iter().flatten().copied().collect();
+        let gradient: Option<Vec<f64>> = fitted
+            .velocity_gradient
+            .as_ref()
+            .map(|g| g.as_flattened().as_flattened().to_vec());
         let report = problem
-            .loss_of_drivers(&ctx, &fitted.log10_youngs, &velocity, &selection)
+            .loss_of_drivers(
+                &ctx,
+                &fitted.log10_youngs,
+                &velocity,
+                gradient.as_deref(),
+                &selection,
+            )
             .unwrap();
         println!("the fit's drivers: loss {:.4}", report.loss);
     }

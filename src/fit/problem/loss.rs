@@ -112,7 +112,10 @@ impl FitProblem {
 
     /// [`FitProblem::loss`] of per-driver values rather than parameters:
     /// `log10_youngs` one per driver (normalised units), `velocity` three
-    /// per driver (world units/s). A twin experiment's truth is per-driver
+    /// per driver (world units/s), `velocity_gradient` the initial affine
+    /// velocity `C0`, nine per driver (row-major `∂v_a/∂x_b`, 1/s; `None`:
+    /// `C0 = 0`; [`crate::synth::TruthValues::velocity_gradient`]). A twin
+    /// experiment's truth is per-driver
     /// whatever the fit's fields, so its loss on the fit's own frames,
     /// views and weights is measured with this. When the fit fits ν, ν is
     /// `material.poisson_ratio` here (the ν `physfit synth` simulates a
@@ -122,6 +125,7 @@ impl FitProblem {
         ctx: &GpuContext,
         log10_youngs: &[f64],
         velocity: &[f64],
+        velocity_gradient: Option<&[f64]>,
         selection: &Selection,
     ) -> Result<LossReport, FitError> {
         self.check_selection(selection)?;
@@ -138,7 +142,7 @@ impl FitProblem {
             self.set_poisson(ctx, &nu)?;
         }
         let (prepared, start) =
-            self.prepare_drivers(ctx, log10_youngs.to_vec(), velocity.to_vec())?;
+            self.prepare_drivers(ctx, log10_youngs.to_vec(), velocity.to_vec(), velocity_gradient)?;
         self.loss_from(ctx, &prepared, &start, selection)
     }
 
