@@ -53,6 +53,8 @@ mod fit_settings;
 mod forcing;
 #[path = "gpu_mpm/forward.rs"]
 mod forward;
+#[path = "gpu_mpm/kept_forward.rs"]
+mod kept_forward;
 #[path = "gpu_mpm/memory_estimate.rs"]
 mod memory_estimate;
 #[path = "gpu_mpm/poisson.rs"]
