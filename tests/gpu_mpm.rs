@@ -55,6 +55,8 @@ mod forcing;
 mod forward;
 #[path = "gpu_mpm/initial_affine.rs"]
 mod initial_affine;
+#[path = "gpu_mpm/kept_forward.rs"]
+mod kept_forward;
 #[path = "gpu_mpm/memory_estimate.rs"]
 mod memory_estimate;
 #[path = "gpu_mpm/poisson.rs"]

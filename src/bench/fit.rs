@@ -83,6 +83,10 @@ pub struct StageFigures {
     pub stages_total_s: f64,
     /// Submissions and readbacks of one unprofiled iteration (the last).
     pub traffic: Traffic,
+    /// Forward substeps the MPM backward of one iteration ran again
+    /// (checkpoints recomputed, segments replayed), beside the rollout's
+    /// `substeps_per_frame` × frames.
+    pub replayed_substeps: u64,
     /// The loss at the starting parameters (not a timing: shows the
     /// references differ from the renders).
     pub loss: f64,
@@ -112,6 +116,9 @@ pub struct FitBenchResult {
     /// Frames drawn over the views' static backdrops (the default; off:
     /// every tile, [`run_case_with`]).
     pub static_tiles: bool,
+    /// Forwards kept for the MPM backward (the default; off: the backward
+    /// recomputes and replays, [`run_case_with`]).
+    pub kept_forward: bool,
     /// Per view: tiles of the last frame of the last evaluation that no
     /// moving splat reached (skipped when `static_tiles`), and the tile
     /// total; `None` for a view without a backdrop.
@@ -225,13 +232,35 @@ pub fn run_case(
     repetitions: u32,
     dir: &Path,
 ) -> Result<FitBenchResult, FitBenchError> {
-    run_case_with(ctx, name, scene, frames, repetitions, dir, true)
+    run_case_with(ctx, name, scene, frames, repetitions, dir, Cuts::default())
 }
 
-/// [`run_case`] with the fit problem's static tiles on or off
-/// ([`FitProblem::set_static_tiles`]; off: every tile rendered and
-/// back-propagated, the work before the cut, for a before/after on one
-/// machine at one load).
+/// The cuts of an evaluation's work a case runs with, each on as a fit
+/// runs it, off for a before/after on one machine at one load.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Cuts {
+    /// Frames drawn over the views' static backdrops
+    /// ([`FitProblem::set_static_tiles`]).
+    pub static_tiles: bool,
+    /// Forwards keep what the MPM backward would recompute
+    /// ([`FitProblem::set_kept_forward`]).
+    pub kept_forward: bool,
+}
+
+impl Default for Cuts {
+    fn default() -> Self {
+        Self {
+            static_tiles: true,
+            kept_forward: true,
+        }
+    }
+}
+
+/// [`run_case`] with the fit problem's cuts on or off ([`Cuts`]: static
+/// tiles off renders and back-propagates every tile; kept forward off
+/// recomputes the MPM backward's checkpoints and replays every frame),
+/// the work before each cut, for a before/after on one machine at one
+/// load.
 pub fn run_case_with(
     ctx: &GpuContext,
     name: &str,
@@ -239,8 +268,9 @@ pub fn run_case_with(
     frames: usize,
     repetitions: u32,
     dir: &Path,
-    static_tiles: bool,
+    cuts: Cuts,
 ) -> Result<FitBenchResult, FitBenchError> {
+    let static_tiles = cuts.static_tiles;
     let repetitions = repetitions.max(1);
     let frames = frames.max(2);
     let options = FitProblemOptions::per_driver(&scene.fit.stiffness);
@@ -254,6 +284,7 @@ pub fn run_case_with(
     let t = Instant::now();
     let mut problem = FitProblem::new(ctx, &scene, &options)?;
     problem.set_static_tiles(static_tiles);
+    problem.set_kept_forward(cuts.kept_forward);
     let setup_s = t.elapsed().as_secs_f64();
     let start = uniform(
         &problem,
@@ -293,6 +324,7 @@ pub fn run_case_with(
         let mut iterations = Vec::new();
         let mut profiled = Vec::new();
         let mut traffic = Traffic::default();
+        let mut replayed_substeps = 0;
         for _ in 0..repetitions {
             let before = ctx.traffic.snapshot();
             let t = Instant::now();
@@ -300,6 +332,7 @@ pub fn run_case_with(
             ctx.wait()?;
             iterations.push(t.elapsed().as_secs_f64());
             traffic = ctx.traffic.snapshot().since(before);
+            replayed_substeps = problem.replayed_substeps();
             drop(e);
             problem.set_profile(true);
             let e = problem.evaluate(ctx, &start, &selection, flow);
@@ -315,6 +348,7 @@ pub fn run_case_with(
             stages_total_s: stages.total_s(),
             stages,
             traffic,
+            replayed_substeps,
             loss,
         });
     }
@@ -341,6 +375,7 @@ pub fn run_case_with(
         frames,
         repetitions,
         static_tiles,
+        kept_forward: cuts.kept_forward,
         skipped_tiles,
         stage1,
         stage2,

@@ -11,9 +11,13 @@
 //!   [`KEPT_GRIDS_BUDGET_BYTES`];
 //! - particle states (`drivers.count`; 96 bytes a driver a state): the
 //!   rollout's frame states, one gradient per fitted frame, and the
-//!   backward pass's checkpointed working set, ⌈S/K⌉ − 1 checkpoints, K
-//!   segment states and four adjoints with K = ⌈√S⌉ (docs/design.md §
-//!   Adjoint, Memory: never a state per substep);
+//!   backward pass's checkpointed working set, the larger of the two
+//!   flows' (src/fit/problem.rs, "Kept forward"): the full flow's ⌈S/K⌉ − 1
+//!   checkpoints per frame and K segment states with K = ⌈√S⌉, and the
+//!   truncated flow's frame by frame, K' segment states (and grids) with
+//!   K' the most substeps whose states and grids fit
+//!   [`KEPT_GRIDS_BUDGET_BYTES`], at most S (docs/design.md § Adjoint,
+//!   Memory), and four adjoints;
 //! - splats (`gaussians.path`): the parameters (44 + 12·(d+1)² bytes a
 //!   splat), the deformation's records, the rasterizer's per-splat buffers
 //!   and sort scratch, and with a backward their gradients, with the
@@ -290,8 +294,23 @@ pub fn estimate(scene: &Scene, workload: &Workload) -> MemoryEstimate {
         // tested with the smaller grid of atomic scatters (no cell lists),
         // so that an adapter which keeps them is never estimated without.
         let smallest_grid = nodes.saturating_mul(GRID_BYTES_PER_NODE - 4);
-        let kept = if backward && every.saturating_mul(smallest_grid) <= KEPT_GRIDS_BUDGET_BYTES {
+        let full_kept = if every.saturating_mul(smallest_grid) <= KEPT_GRIDS_BUDGET_BYTES {
             every * grid_bytes
+        } else {
+            0
+        };
+        // The truncated flow's K' (`MpmSimulator::frame_every`), from the
+        // smaller grid: the larger K' of an adapter without cell lists.
+        let frame_every = (KEPT_GRIDS_BUDGET_BYTES / (smallest_grid + drivers * STATE_BYTES).max(1))
+            .clamp(1, substeps.max(1));
+        let truncated_kept = if frame_every.saturating_mul(smallest_grid) <= KEPT_GRIDS_BUDGET_BYTES
+        {
+            frame_every * grid_bytes
+        } else {
+            0
+        };
+        let kept = if backward {
+            full_kept.max(truncated_kept)
         } else {
             0
         };
@@ -315,7 +334,9 @@ pub fn estimate(scene: &Scene, workload: &Workload) -> MemoryEstimate {
         // record, src/mpm/lame.rs, and two ∂L/∂ν).
         let mut states = frames + 3;
         if backward {
-            states += (frames - 1) + (substeps.div_ceil(every) - 1) + every + 4 + 1 + 2;
+            let full = (frames - 1) * (substeps.div_ceil(every) - 1) + every;
+            let truncated = (substeps.div_ceil(frame_every) - 1) + frame_every;
+            states += (frames - 1) + full.max(truncated) + 4 + 1 + 2;
         }
         device.push(Part {
             kind: PartKind::States,

@@ -69,6 +69,17 @@
 //! same as a full render's; the gradient too, up to the order of float
 //! atomics (docs/design.md § Gaussian splatting, "Static tiles").
 //!
+//! Kept forward: an evaluation's rollout keeps what its MPM backward would
+//! otherwise recompute (docs/design.md § Adjoint, Memory). The full flow
+//! keeps every frame's in-frame checkpoints, so the backward replays each
+//! frame's S substeps once and no longer recomputes its S − K checkpoint
+//! substeps first; the truncated flow runs frame by frame (each selected
+//! frame simulated, rendered, seeded and back-propagated before the next,
+//! src/mpm/truncated_pass.rs), its forward keeping the frame's substep
+//! states and grids for its adjoint, which then replays nothing where
+//! they fit the simulator's kept-grids budget. Off
+//! ([`FitProblem::set_kept_forward`]) gives the work before the cut.
+//!
 //! Profiling ([`FitProblem::set_profile`], for `physfit bench fit`):
 //! [`super::profile`].
 //!
@@ -79,7 +90,10 @@
 //!
 //! Memory: the rollout's frame states (96 bytes per driver per frame), one
 //! state-gradient buffer per selected frame, the backward pass's
-//! checkpoints (the chain's [`crate::mpm::BackwardWork`], reused), one frame's render and loss
+//! checkpoints (kept per frame by a full-flow evaluation's rollout) and
+//! segment (the chain's [`crate::mpm::BackwardWork`], reused: a truncated
+//! evaluation's holds a whole frame's substep states and grids within the
+//! kept-grids budget), one frame's render and loss
 //! workspace (reused), and the reference frames (4 bytes per pixel each,
 //! 1 more for a view with loss masks, `views[i].masks`: each frame carries
 //! its mask into the loss, [`ReferenceFrame::with_mask`]).
@@ -135,6 +149,12 @@ pub struct FitProblem {
     backdrops: Vec<Option<StaticBackdrop>>,
     /// Render over the backdrops ([`FitProblem::set_static_tiles`]).
     static_tiles: bool,
+    /// Forwards keep what their backward would recompute
+    /// ([`FitProblem::set_kept_forward`]).
+    kept_forward: bool,
+    /// Forward substeps the last evaluation's MPM backward ran again
+    /// ([`crate::mpm::MpmGradients::replayed_substeps`]).
+    replayed_substeps: u64,
     youngs_map: ParamMap,
     velocity_map: ParamMap,
     /// The initial affine velocity `C0` of the same parameters
@@ -308,6 +328,8 @@ impl FitProblem {
             references,
             backdrops,
             static_tiles: true,
+            kept_forward: true,
+            replayed_substeps: 0,
             youngs_map,
             velocity_map,
             velocity_gradient_map,
@@ -351,6 +373,23 @@ impl FitProblem {
     /// the order of float atomics, more work (the comparison tests make).
     pub fn set_static_tiles(&mut self, on: bool) {
         self.static_tiles = on;
+    }
+
+    /// Whether an evaluation's forward keeps what its MPM backward would
+    /// otherwise recompute (on by default; module doc, "Kept forward").
+    /// Off: one rollout keeping frame states only, then one backward pass
+    /// that recomputes each frame's checkpoints and replays its substeps,
+    /// the work before that cut, for a before/after on one machine. The
+    /// same loss, the same gradient up to the order of float atomics.
+    pub fn set_kept_forward(&mut self, on: bool) {
+        self.kept_forward = on;
+    }
+
+    /// Forward substeps the last [`FitProblem::evaluate`]'s MPM backward
+    /// ran again (checkpoints recomputed, segments replayed): what its
+    /// checkpointing cost on top of the forward.
+    pub fn replayed_substeps(&self) -> u64 {
+        self.replayed_substeps
     }
 
     /// View `view`'s static backdrop, when it has one (module doc,

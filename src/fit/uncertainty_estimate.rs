@@ -160,7 +160,16 @@ fn estimate_at(
     let poisson_slope = |z: f64| scene.fit.stiffness.poisson_range.derivative(z);
     let params = state.parameters();
     let selection = &stage.selection;
-    let image_loss = problem.loss(ctx, &params, selection)?.image;
+    // The centre's gradients, once for every group; their evaluation's
+    // loss is the image loss (the smoothness weights are 0 here), so no
+    // forward of its own measures it.
+    let mut evaluations = 0u32;
+    let centre = gradients_at(ctx, problem, &params, stage)?;
+    evaluations += 1;
+    let image_loss = match &centre {
+        Some(c) => c.loss,
+        None => problem.loss(ctx, &params, selection)?.image,
+    };
     let residuals = residual_count(ctx, problem, scene, &params, selection)?;
     let groups = fitted_groups(plan, range, !params.poisson.is_empty());
     let values = |kind: Fitted| match kind {
@@ -170,7 +179,6 @@ fn estimate_at(
     };
     let fitted: usize = groups.iter().map(|g| values(g.kind).len()).sum();
     let scale = residual_scale(image_loss, residuals, fitted);
-    let mut evaluations = 0u32;
     let mut youngs_std = Vec::new();
     let mut velocity_std = Vec::new();
     let mut poisson_std = Vec::new();
@@ -193,20 +201,28 @@ fn estimate_at(
             .iter()
             .map(|&(g, _)| (g.bounds.0 / g.scale, g.bounds.1 / g.scale))
             .collect();
+        let mut seen_points: Vec<(Vec<f64>, Vec<f64>)> = Vec::new();
         let mut objective = |z: &[f64]| -> Result<Evaluated, FitError> {
             evaluations += 1;
             let mut p = params.clone();
             for (&(g, i), &zi) in few.iter().zip(z) {
                 group_values(&mut p, g.kind)[i] = zi * g.scale;
             }
-            gradient_of(ctx, problem, &p, stage, |grads| {
+            let r = gradient_of(ctx, problem, &p, stage, |grads| {
                 few.iter()
                     .map(|&(g, i)| g.scale * grads(g.kind)[i])
                     .collect()
-            })
+            })?;
+            if let Some((_, g)) = &r {
+                seen_points.push((z.to_vec(), g.clone()));
+            }
+            Ok(r)
         };
         let steps = vec![HESSIAN_STEP; z0.len()];
-        let centre = objective(&z0)?.map(|(_, g)| g);
+        let centre = centre.as_ref().and_then(|c| {
+            let picked = few.iter().map(|&(g, i)| g.scale * c.of(g.kind)[i]);
+            crate::solve::usable(c.loss, picked.collect()).map(|(_, g)| g)
+        });
         let hessian =
             hessian_by_differences(&mut objective, &z0, &steps, &bounds, centre.as_deref())?;
         let names = few
@@ -217,7 +233,33 @@ fn estimate_at(
                 Fitted::Poisson => format!("z of ν[{i}]"),
             })
             .collect();
+        drop(objective);
         let c = hessian.map(|h| covariance(&h, scale));
+        // MEASUREMENT ONLY: forward differences from the same gradients.
+        if let (Some(g0), Some(cc)) = (centre.as_ref(), c.as_ref()) {
+            let n = z0.len();
+            let mut cols = Vec::new();
+            for j in 0..n {
+                let plus = seen_points.iter().find(|(z, _)| {
+                    (0..n).all(|i| if i == j { z[i] > z0[i] } else { z[i] == z0[i] })
+                });
+                if let Some((z, g)) = plus {
+                    let h = z[j] - z0[j];
+                    cols.push(g.iter().zip(g0).map(|(a, b)| (a - b) / h).collect::<Vec<f64>>());
+                }
+            }
+            if cols.len() == n {
+                let hf: Vec<Vec<f64>> = (0..n)
+                    .map(|i| (0..n).map(|j| 0.5 * (cols[j][i] + cols[i][j])).collect())
+                    .collect();
+                let cf = covariance(&hf, scale);
+                log::info!(
+                    "MEASURE error bars: central std {:?} forward std {:?}",
+                    cc.std,
+                    cf.std
+                );
+            }
+        }
         for (j, &(g, i)) in few.iter().enumerate() {
             let std = c.as_ref().and_then(|c| c.std[j]).map(|s| s * g.scale);
             match g.kind {
@@ -275,8 +317,19 @@ fn estimate_at(
             group_values(&mut p, g.kind).copy_from_slice(x);
             gradient_of(ctx, problem, &p, stage, |grads| grads(g.kind))
         };
-        let diagonal =
-            diagonal_by_probes(&mut objective, &x0, step, &bounds, PROBES, PROBE_SEED, None)?;
+        let at_x = centre
+            .as_ref()
+            .and_then(|c| crate::solve::usable(c.loss, c.of(g.kind).to_vec()))
+            .map(|(_, g)| g);
+        let diagonal = diagonal_by_probes(
+            &mut objective,
+            &x0,
+            step,
+            &bounds,
+            PROBES,
+            PROBE_SEED,
+            at_x.as_deref(),
+        )?;
         let std: Vec<Option<f64>> = match &diagonal {
             Some(d) => d
                 .iter()
@@ -338,8 +391,49 @@ fn group_values(p: &mut Parameters, kind: Fitted) -> &mut [f64] {
     }
 }
 
+/// The loss and exact gradients at a point, per group.
+struct Gradients {
+    loss: f64,
+    youngs: Vec<f64>,
+    velocity: Vec<f64>,
+    poisson: Vec<f64>,
+}
+
+impl Gradients {
+    fn of(&self, kind: Fitted) -> &[f64] {
+        match kind {
+            Fitted::Velocity => &self.velocity,
+            Fitted::Youngs => &self.youngs,
+            Fitted::Poisson => &self.poisson,
+        }
+    }
+}
+
+/// The loss and exact gradients at `p` on `stage`'s selection (the full
+/// flow); `None` where the simulation blew up.
+fn gradients_at(
+    ctx: &GpuContext,
+    problem: &mut FitProblem,
+    p: &Parameters,
+    stage: &StagePlan,
+) -> Result<Option<Gradients>, FitError> {
+    let evaluated = problem.evaluate(ctx, p, &stage.selection, GradientFlow::Full);
+    let Some(eval) = blown_up(evaluated)? else {
+        return Ok(None);
+    };
+    let grads = eval.read(ctx)?;
+    let poisson = problem.poisson_parameter_gradient(&p.poisson, &grads.poisson)?;
+    let widen = |g: &[f32]| g.iter().map(|&g| f64::from(g)).collect::<Vec<f64>>();
+    Ok(Some(Gradients {
+        loss: eval.report.loss,
+        youngs: widen(&grads.youngs),
+        velocity: widen(&grads.velocity),
+        poisson,
+    }))
+}
+
 /// The exact gradient at `p` on `stage`'s selection, as `pick` takes it
-/// from the two groups' gradients; `None` where the simulation blew up.
+/// from the groups' gradients; `None` where the simulation blew up.
 fn gradient_of(
     ctx: &GpuContext,
     problem: &mut FitProblem,
@@ -347,20 +441,11 @@ fn gradient_of(
     stage: &StagePlan,
     pick: impl Fn(&dyn Fn(Fitted) -> Vec<f64>) -> Vec<f64>,
 ) -> Result<Evaluated, FitError> {
-    let evaluated = problem.evaluate(ctx, p, &stage.selection, GradientFlow::Full);
-    let Some(eval) = blown_up(evaluated)? else {
+    let Some(all) = gradients_at(ctx, problem, p, stage)? else {
         return Ok(None);
     };
-    let grads = eval.read(ctx)?;
-    let poisson = problem.poisson_parameter_gradient(&p.poisson, &grads.poisson)?;
-    let by_kind = |kind: Fitted| -> Vec<f64> {
-        match kind {
-            Fitted::Velocity => grads.velocity.iter().map(|&g| f64::from(g)).collect(),
-            Fitted::Youngs => grads.youngs.iter().map(|&g| f64::from(g)).collect(),
-            Fitted::Poisson => poisson.clone(),
-        }
-    };
-    Ok(crate::solve::usable(eval.report.loss, pick(&by_kind)))
+    let by_kind = |kind: Fitted| all.of(kind).to_vec();
+    Ok(crate::solve::usable(all.loss, pick(&by_kind)))
 }
 
 /// Per `log10 E` parameter, the largest pull (gradient magnitude) the TV

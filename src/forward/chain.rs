@@ -8,7 +8,7 @@
 //!
 //! | stage | forward | backward |
 //! |---|---|---|
-//! | MPM | [`Chain::rollout`] (twin: `frame_states`), [`Chain::rollout_held`] (one frame from a held state, as `chain_loss_held`) | [`Chain::rollout_backward`] (`frames_gradient`) |
+//! | MPM | [`Chain::rollout`], [`Chain::rollout_for_backward`] (twin: `frame_states`), [`Chain::rollout_held`] (one frame from a held state, as `chain_loss_held`), [`Chain::truncated_forward`] (one frame, kept for its backward) | [`Chain::rollout_backward`] (`frames_gradient`), [`Chain::truncated_backward`] (one frame's truncated adjoint) |
 //! | deformation | [`Chain::pose`] (`posed_splats`) | [`DrawBackward::pose_backward`] (`deform_adjoint`) |
 //! | draw | [`Chain::draw`], [`Chain::draw_over`] (`render`) | [`Chain::draw_backward`] (`render_backward`) |
 //!
@@ -27,7 +27,7 @@ use crate::gpu::{GpuBuffer, GpuContext};
 use crate::loss::{LossError, RenderedImage};
 use crate::mpm::{
     BackwardOptions, BackwardWork, ForcedRun, FrameGradient, GradientFlow, MpmConfig, MpmError,
-    MpmGradients, MpmSimulator, ParticleState, Rollout,
+    MpmGradients, MpmSimulator, ParticleState, Rollout, RolloutOptions, TruncatedPass,
 };
 use crate::io::Frame;
 use crate::scene::{Camera, Gaussians};
@@ -132,6 +132,73 @@ impl Chain {
         last: u32,
     ) -> Result<Rollout, MpmError> {
         self.sim.rollout(ctx, start, last)
+    }
+
+    /// [`Chain::rollout`] for a backward pass over the whole of it (the
+    /// full flow): every frame's in-frame checkpoints kept, and the last
+    /// frame's last segment left in the backward's work, so that
+    /// [`Chain::rollout_backward`] recomputes neither (docs/design.md §
+    /// Adjoint, Memory; ⌈S/K⌉ − 1 states more per frame).
+    pub fn rollout_for_backward(
+        &mut self,
+        ctx: &GpuContext,
+        start: &ParticleState,
+        last: u32,
+    ) -> Result<Rollout, MpmError> {
+        let options = RolloutOptions {
+            keep_checkpoints: true,
+            checkpoint_every: None,
+        };
+        self.sim
+            .rollout_with(ctx, start, last, &options, &mut self.work)
+    }
+
+    /// Starts a truncated pass run frame by frame (src/mpm/truncated_pass.rs):
+    /// the rollout of frame 0 (`start`, uploaded) and the pass's
+    /// gradients, zeroed.
+    pub fn truncated_start(
+        &self,
+        ctx: &GpuContext,
+        start: &ParticleState,
+    ) -> Result<(Rollout, TruncatedPass), MpmError> {
+        let first = self.sim.upload_state(ctx, "mpm frame 0", start)?;
+        Ok((self.sim.rollout_start(first), self.sim.truncated_pass(ctx)?))
+    }
+
+    /// Runs the rollout's next frame, keeping for its backward as much of
+    /// it as the kept-grids budget holds (the whole frame on the fit's
+    /// scenes).
+    pub fn truncated_forward(
+        &mut self,
+        ctx: &GpuContext,
+        rollout: &mut Rollout,
+    ) -> Result<(), MpmError> {
+        let every = self.sim.frame_every();
+        self.sim
+            .extend_rollout_kept(ctx, rollout, every, &mut self.work)
+    }
+
+    /// Adds frame `k`'s adjoint from its seed `∂L/∂(state k)` to `pass`,
+    /// right after [`Chain::truncated_forward`] ran frame k.
+    pub fn truncated_backward(
+        &mut self,
+        ctx: &GpuContext,
+        pass: &mut TruncatedPass,
+        rollout: &mut Rollout,
+        k: usize,
+        seed: &GpuBuffer,
+    ) -> Result<(), MpmError> {
+        self.sim
+            .truncated_frame(ctx, pass, rollout, k, seed, &mut self.work)
+    }
+
+    /// The truncated pass's gradients (as [`Chain::rollout_backward`]'s).
+    pub fn truncated_finish(
+        &self,
+        ctx: &GpuContext,
+        pass: TruncatedPass,
+    ) -> Result<MpmGradients, MpmError> {
+        self.sim.truncated_finish(ctx, pass)
     }
 
     /// The rollout of `frames` frames from a copy of `held` (a state of an

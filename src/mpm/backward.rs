@@ -119,7 +119,7 @@ pub struct MpmGradients {
     /// colliders, 0 for the others.
     pub friction: GpuBuffer,
     /// Colliders of the simulation (entries of `friction` that count).
-    colliders: usize,
+    pub(crate) colliders: usize,
     /// Forward substeps the pass ran again (checkpoints it had to recompute
     /// and segment replays): what checkpointing cost on top of the substep
     /// adjoints. Per frame (S − K) + S when it recomputes the checkpoints,
@@ -260,8 +260,25 @@ impl MpmSimulator {
             &youngs_grad,
             &initial,
         )?;
-        // The substep adjoints added ∂L/∂μ and ∂L/∂ν into the simulator's
-        // buffers, which the next backward pass zeroes: hand out copies.
+        self.copy_parameter_gradients(ctx, &friction, &poisson);
+        Ok(MpmGradients {
+            youngs: youngs_grad,
+            poisson,
+            initial_state: initial,
+            friction,
+            colliders,
+            replayed_substeps,
+        })
+    }
+
+    /// The substep adjoints added ∂L/∂μ and ∂L/∂ν into the simulator's
+    /// buffers, which the next backward pass zeroes: copies them out.
+    pub(crate) fn copy_parameter_gradients(
+        &self,
+        ctx: &GpuContext,
+        friction: &GpuBuffer,
+        poisson: &GpuBuffer,
+    ) {
         let mut encoder = crate::gpu::encoder(ctx, "mpm backward friction grad");
         encoder.copy_buffer_to_buffer(
             self.collider_grad.raw(),
@@ -272,14 +289,6 @@ impl MpmSimulator {
         );
         encoder.copy_buffer_to_buffer(self.poisson_grad.raw(), 0, poisson.raw(), 0, poisson.size());
         ctx.queue.submit([encoder.finish()]);
-        Ok(MpmGradients {
-            youngs: youngs_grad,
-            poisson,
-            initial_state: initial,
-            friction,
-            colliders,
-            replayed_substeps,
-        })
     }
 
     /// The backward pass proper, on buffers kept between calls: adds into
@@ -362,7 +371,7 @@ impl MpmSimulator {
     /// `kept_last`, the frame's last segment is the one the forward left in
     /// `work`.
     #[allow(clippy::too_many_arguments)]
-    fn encode_frame_adjoint(
+    pub(crate) fn encode_frame_adjoint(
         &self,
         ctx: &GpuContext,
         encoder: &mut wgpu::CommandEncoder,

@@ -26,7 +26,8 @@
 //! command encoder, reusing bind groups per set of bound buffers:
 //! [`bind_group_cache`]) → [`rollout`] (frames forward) → [`backward`] (the
 //! checkpointed backward pass, on the caller's [`BackwardWork`]:
-//! [`backward_work`]).
+//! [`backward_work`]; the truncated pass run frame by frame, each frame's
+//! adjoint right after its forward: [`truncated_pass`]).
 //! On the CPU, in [`crate::mpm_rules`] (shared with the scene loader):
 //! [`config`](crate::mpm_rules::config), [`stability`](crate::mpm_rules::stability)
 //! (the explicit time-step bound) and [`voxel`](crate::mpm_rules::voxel)
@@ -58,6 +59,7 @@ pub mod simulator;
 pub mod status;
 pub mod substep;
 pub mod substep_grid;
+pub mod truncated_pass;
 pub mod uniforms;
 
 /// The simulator's configuration and collider types, defined with the CPU
@@ -77,3 +79,4 @@ pub use simulator::{MpmSetup, MpmSimulator};
 #[cfg(feature = "reference")]
 pub use simulator::{MpmOptions, ScatterMode, KEPT_GRIDS_BUDGET_BYTES};
 pub use substep::{StageBuffers, SubstepStage};
+pub use truncated_pass::TruncatedPass;

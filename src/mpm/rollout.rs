@@ -105,6 +105,15 @@ impl Rollout {
         }
     }
 
+    /// Frees frame `k`'s kept in-frame checkpoints (a frame-by-frame
+    /// truncated pass needs them only for the backward of that frame); a
+    /// later backward of frame k recomputes them.
+    pub(crate) fn release_checkpoints(&mut self, k: usize) {
+        if let Some(c) = k.checked_sub(1).and_then(|i| self.checkpoints.get_mut(i)) {
+            *c = None;
+        }
+    }
+
     /// Frame k's kept checkpoints if they were kept every `every` substeps.
     pub(crate) fn kept_every(&self, k: usize, every: u32) -> Option<&[GpuBuffer]> {
         self.checkpoints
@@ -216,6 +225,49 @@ impl MpmSimulator {
             .keep_checkpoints
             .then(|| (self.checkpoint_every(options.checkpoint_every), work));
         self.run_rollout(ctx, initial, frames, keep)
+    }
+
+    /// A rollout of frame 0 alone, `initial` (a state on the GPU), for a
+    /// caller that runs its frames one at a time
+    /// ([`MpmSimulator::extend_rollout_kept`]).
+    pub fn rollout_start(&self, initial: GpuBuffer) -> Rollout {
+        Rollout {
+            frames: vec![initial],
+            id: NEXT_ROLLOUT_ID.fetch_add(1, Ordering::Relaxed),
+            simulator: self.id(),
+            youngs_version: self.youngs_version(),
+            checkpoints: Vec::new(),
+        }
+    }
+
+    /// Runs the rollout's next frame keeping, for a backward pass of that
+    /// frame alone that follows at once (a truncated pass run frame by
+    /// frame, [`MpmSimulator::truncated_frame`]), its checkpoints every
+    /// `every` substeps in the rollout and its last segment's K states and
+    /// grids in `work` (when the grids fit the kept-grids budget): with
+    /// `every` = S the whole frame, whose backward then replays nothing
+    /// ([`MpmSimulator::frame_every`] picks the largest K that fits).
+    /// Refused when the Young's moduli changed since the rollout started.
+    pub fn extend_rollout_kept(
+        &self,
+        ctx: &GpuContext,
+        rollout: &mut Rollout,
+        every: u32,
+        work: &mut BackwardWork,
+    ) -> Result<(), MpmError> {
+        rollout.check_current(self)?;
+        let k = rollout.frames.len() as u32;
+        let every = self.checkpoint_every(Some(every));
+        let next = self.state_buffer(ctx, &format!("mpm frame {k}"))?;
+        let kept = FrameCheckpoints {
+            every,
+            states: self.checkpoint_buffers(ctx, every, &format!("frame {k} "))?,
+        };
+        let start = rollout.frames.last().expect("a rollout holds its start");
+        self.run_frame_keeping_last_segment(ctx, start, &kept, &next, work, rollout.id, k)?;
+        rollout.frames.push(next);
+        rollout.checkpoints.push(Some(kept));
+        Ok(())
     }
 
     fn run_rollout(

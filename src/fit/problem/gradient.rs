@@ -4,8 +4,9 @@
 use super::{FitError, FitProblem, Parameters, Selection, TimedPart};
 use crate::fit::evaluation::Evaluation;
 use crate::fit::param_gather::GatherBuffers;
-use crate::gpu::GpuContext;
-use crate::mpm::{FrameGradient, GradientFlow};
+use crate::gpu::{GpuBuffer, GpuContext};
+use crate::loss::LossTermsBuffer;
+use crate::mpm::{FrameGradient, GradientFlow, MpmGradients, ParticleState};
 
 impl FitProblem {
     /// The loss of `params` on `selection` and its gradients w.r.t. the
@@ -20,48 +21,23 @@ impl FitProblem {
         self.check_selection(selection)?;
         self.profiler.start();
         let (prepared, start) = self.prepare(ctx, params)?;
-        let last = *selection.frames.last().unwrap();
-        let rollout = self.chain.rollout(ctx, &start, last as u32)?;
-        // Between the forward rollout and the (longer) backward pass.
-        self.check_stop()?;
         let terms = self.terms_buffer(ctx, selection)?;
         while self.state_grads.len() < selection.frames.len() {
             let label = format!("fit state gradient {}", self.state_grads.len());
             self.state_grads.push(self.chain.state_buffer(ctx, &label)?);
         }
-        self.profiler.lap(ctx, TimedPart::MpmForward)?;
-        let views = selection.views.len() as u32;
         let mut intersections = 0;
         let grads = std::mem::take(&mut self.state_grads);
-        let rendered: Result<(), FitError> = (|| {
-            for (f, &k) in selection.frames.iter().enumerate() {
-                intersections += self.frame_gradient(
-                    ctx,
-                    &rollout.frames[k],
-                    k,
-                    &selection.views,
-                    &terms,
-                    f as u32 * views,
-                    &grads[f],
-                )?;
-            }
-            Ok(())
-        })();
-        let frame_grads: Vec<FrameGradient> = selection
-            .frames
-            .iter()
-            .zip(&grads)
-            .map(|(&frame, grad)| FrameGradient { frame, grad })
-            .collect();
-        let mpm = rendered.and_then(|()| {
-            Ok(self
-                .chain
-                .rollout_backward(ctx, &rollout, &frame_grads, flow)?)
-        });
-        drop(frame_grads);
+        let frame_by_frame =
+            self.kept_forward && flow == GradientFlow::Truncated && selection.frames[0] >= 1;
+        let mpm = if frame_by_frame {
+            self.truncated_frames(ctx, &start, selection, &terms, &grads, &mut intersections)
+        } else {
+            self.rollout_then_backward(ctx, &start, selection, flow, &terms, &grads, &mut intersections)
+        };
         self.state_grads = grads;
         let mpm = mpm?;
-        self.profiler.lap(ctx, TimedPart::MpmAdjoint)?;
+        self.replayed_substeps = mpm.replayed_substeps;
         let (report, tv_gradient) =
             self.report(ctx, selection, &terms, &prepared, intersections)?;
         self.profiler.lap(ctx, TimedPart::Loss)?;
@@ -124,5 +100,94 @@ impl FitProblem {
             // The simulator's particles are the drivers.
             poisson_gradient: mpm.poisson,
         })
+    }
+
+    /// The MPM of an evaluation as one rollout through the last selected
+    /// frame, every frame's renders and seeds, then one backward pass over
+    /// all of them (either flow). With [`FitProblem::set_kept_forward`] on,
+    /// the rollout keeps what the backward would otherwise recompute (its
+    /// in-frame checkpoints, [`crate::forward::Chain::rollout_for_backward`]).
+    #[allow(clippy::too_many_arguments)]
+    fn rollout_then_backward(
+        &mut self,
+        ctx: &GpuContext,
+        start: &ParticleState,
+        selection: &Selection,
+        flow: GradientFlow,
+        terms: &LossTermsBuffer,
+        grads: &[GpuBuffer],
+        intersections: &mut u64,
+    ) -> Result<MpmGradients, FitError> {
+        let last = *selection.frames.last().unwrap() as u32;
+        let rollout = if self.kept_forward {
+            self.chain.rollout_for_backward(ctx, start, last)?
+        } else {
+            self.chain.rollout(ctx, start, last)?
+        };
+        // Between the forward rollout and the (longer) backward pass.
+        self.check_stop()?;
+        self.profiler.lap(ctx, TimedPart::MpmForward)?;
+        let views = selection.views.len() as u32;
+        for (f, &k) in selection.frames.iter().enumerate() {
+            *intersections += self.frame_gradient(
+                ctx,
+                &rollout.frames[k],
+                k,
+                &selection.views,
+                terms,
+                f as u32 * views,
+                &grads[f],
+            )?;
+        }
+        let frame_grads: Vec<FrameGradient> = selection
+            .frames
+            .iter()
+            .zip(grads)
+            .map(|(&frame, grad)| FrameGradient { frame, grad })
+            .collect();
+        let mpm = self
+            .chain
+            .rollout_backward(ctx, &rollout, &frame_grads, flow)?;
+        self.profiler.lap(ctx, TimedPart::MpmAdjoint)?;
+        Ok(mpm)
+    }
+
+    /// The MPM of a truncated evaluation frame by frame (src/mpm/truncated_pass.rs):
+    /// each selected frame simulated, rendered and seeded, then its adjoint
+    /// at once from what its forward kept, without replaying the frame.
+    /// The same loss and, up to the order of float atomics, the same
+    /// gradient as [`FitProblem::rollout_then_backward`]; needs the selected
+    /// frames to start at 1 or later.
+    fn truncated_frames(
+        &mut self,
+        ctx: &GpuContext,
+        start: &ParticleState,
+        selection: &Selection,
+        terms: &LossTermsBuffer,
+        grads: &[GpuBuffer],
+        intersections: &mut u64,
+    ) -> Result<MpmGradients, FitError> {
+        let (mut rollout, mut pass) = self.chain.truncated_start(ctx, start)?;
+        let views = selection.views.len() as u32;
+        for (f, &k) in selection.frames.iter().enumerate() {
+            while rollout.frames.len() <= k {
+                self.chain.truncated_forward(ctx, &mut rollout)?;
+            }
+            self.check_stop()?;
+            self.profiler.lap(ctx, TimedPart::MpmForward)?;
+            *intersections += self.frame_gradient(
+                ctx,
+                &rollout.frames[k],
+                k,
+                &selection.views,
+                terms,
+                f as u32 * views,
+                &grads[f],
+            )?;
+            self.chain
+                .truncated_backward(ctx, &mut pass, &mut rollout, k, &grads[f])?;
+            self.profiler.lap(ctx, TimedPart::MpmAdjoint)?;
+        }
+        Ok(self.chain.truncated_finish(ctx, pass)?)
     }
 }

@@ -1,0 +1,179 @@
+//! The fit problem's kept forward (src/fit/problem.rs, "Kept forward";
+//! src/mpm/truncated_pass.rs): an evaluation whose rollout keeps what its
+//! MPM backward would recompute (the full flow's checkpoints per frame;
+//! the truncated flow frame by frame, each frame's adjoint right after its
+//! forward) gives the loss and both gradients of the evaluation without
+//! it, within float-atomic noise, in both flows, with fewer substeps
+//! replayed (none in the truncated flow, whose frames fit the kept-grids
+//! budget whole), also on a selection that skips a frame.
+
+use crate::common;
+
+use physfit::fit::{FitProblem, FitProblemOptions, GradientFlow, Parameters, Selection};
+use physfit::gpu::GpuContext;
+use physfit::scene::frames::write_png;
+use physfit::scene::ply::PlyData;
+use physfit::scene::Scene;
+
+const FRAMES: usize = 4;
+
+fn scene_toml(with_frames: bool) -> String {
+    let frames = if with_frames {
+        "frames = \"front/*.png\"\n"
+    } else {
+        ""
+    };
+    format!(
+        r#"
+[gaussians]
+path = "splats.ply"
+
+[[views]]
+name = "front"
+{frames}[views.camera]
+width = 64
+height = 64
+fx = 90.0
+position = [0.2, -2.2, 0.6]
+look_at = [0.2, 0.2, 0.2]
+up = [0.0, 0.0, 1.0]
+
+[reference]
+fps = 30.0
+background = [0.0, 0.0, 0.0]
+
+[simulation]
+box = "auto"
+padding = 0.3
+grid_res = 16
+gravity = [0.0, 0.0, 0.0]
+
+[material]
+youngs_modulus = 1.0e4
+log10_youngs_range = [3.0, 4.5]
+
+[regions]
+anchored = [{{ min = [-0.1, -0.1, -0.1], max = [0.5, 0.5, 0.05] }}]
+
+[drivers]
+count = 24
+k = 8
+seed = 0
+"#
+    )
+}
+
+fn uniform(p: &FitProblem, log10: f64, v: [f64; 3]) -> Parameters {
+    let n = p.drivers().len();
+    Parameters {
+        log10_youngs: vec![log10; n],
+        velocity: (0..n).flat_map(|_| v).collect(),
+        poisson: Vec::new(),
+    }
+}
+
+/// Largest absolute difference over the largest absolute value.
+fn relative_gap(a: &[f32], b: &[f32]) -> f32 {
+    let scale = a.iter().fold(0f32, |m, v| m.max(v.abs()));
+    assert!(scale > 0.0, "a zero gradient compares nothing");
+    a.iter().zip(b).fold(0f32, |m, (x, y)| m.max((x - y).abs())) / scale
+}
+
+#[test]
+fn kept_forward_gives_the_loss_and_gradients_of_the_replaying_backward() {
+    let ctx = GpuContext::new(&Default::default()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let ply = dir.path().join("splats.ply");
+    let splats = common::block(&common::Block {
+        counts: [5, 5, 6],
+        spacing: [0.1, 0.1, 0.08],
+        jitter: 0.02,
+        jitter_seed: 5,
+        log_scale: -3.0,
+        opacity_logit: 1.5,
+        colour: |[i, j, k]| [0.1 * i as f32 - 0.2, 0.1 * j as f32, 0.1 * k as f32 - 0.3],
+    });
+    PlyData::from_gaussians(&splats, &ply)
+        .write(&ply, &[])
+        .unwrap();
+    let path = dir.path().join("scene.toml");
+    std::fs::write(&path, scene_toml(false)).unwrap();
+    let plain = Scene::load(&path).unwrap();
+    let options = FitProblemOptions::per_driver(&plain.fit.stiffness);
+    let mut maker = FitProblem::new(&ctx, &plain, &options).unwrap();
+    let truth = uniform(&maker, 3.8, [0.5, 0.0, 0.3]);
+    let out = dir.path().join("front");
+    std::fs::create_dir_all(&out).unwrap();
+    for (k, f) in maker
+        .render_frames(&ctx, &truth, 0, FRAMES)
+        .unwrap()
+        .into_iter()
+        .enumerate()
+    {
+        write_png(
+            &out.join(format!("{k:03}.png")),
+            f.width,
+            f.height,
+            &f.pixels,
+        )
+        .unwrap();
+    }
+    std::fs::write(&path, scene_toml(true)).unwrap();
+    let scene = Scene::load(&path).unwrap();
+    let mut p = FitProblem::new(&ctx, &scene, &options).unwrap();
+    let substeps = u64::from(p.substeps_per_frame());
+    assert!(substeps > 1, "{substeps} substeps per frame replay nothing");
+    let start = uniform(&p, 3.5, [0.3, 0.1, 0.2]);
+    for (flow, frames) in [
+        (GradientFlow::Full, vec![1, 2, 3, 4]),
+        (GradientFlow::Truncated, vec![1, 2, 3, 4]),
+        // Frame 2 is simulated but not back-propagated.
+        (GradientFlow::Truncated, vec![1, 3, 4]),
+        (GradientFlow::Full, vec![2, 4]),
+    ] {
+        let selection = Selection {
+            frames: frames.clone(),
+            views: vec![0],
+        };
+        p.set_kept_forward(true);
+        let kept = p.evaluate(&ctx, &start, &selection, flow).unwrap();
+        let kept_replays = p.replayed_substeps();
+        let kept_g = kept.read(&ctx).unwrap();
+        p.set_kept_forward(false);
+        let replayed = p.evaluate(&ctx, &start, &selection, flow).unwrap();
+        let replays = p.replayed_substeps();
+        let replayed_g = replayed.read(&ctx).unwrap();
+        let loss_gap = (kept.report.loss - replayed.report.loss).abs() / replayed.report.loss;
+        assert!(
+            replayed.report.loss > 1e-3 && loss_gap < 1e-5,
+            "{flow:?} {frames:?}: loss {} kept, {} replayed",
+            kept.report.loss,
+            replayed.report.loss
+        );
+        for (what, a, b) in [
+            ("log10 E", &replayed_g.youngs, &kept_g.youngs),
+            ("v0", &replayed_g.velocity, &kept_g.velocity),
+        ] {
+            let gap = relative_gap(a, b);
+            assert!(
+                gap < 1e-4,
+                "{flow:?} {frames:?}: {what} gradients differ by {gap:e} of the largest"
+            );
+        }
+        let backpropagated = match flow {
+            GradientFlow::Full => *frames.last().unwrap() as u64,
+            GradientFlow::Truncated => frames.len() as u64,
+        };
+        assert!(
+            replays >= backpropagated * substeps,
+            "{flow:?} {frames:?}: {replays} substeps replayed without the kept forward"
+        );
+        match flow {
+            GradientFlow::Truncated => assert_eq!(kept_replays, 0, "{frames:?}"),
+            GradientFlow::Full => assert!(
+                kept_replays < replays,
+                "{frames:?}: {kept_replays} replayed with the kept forward, {replays} without"
+            ),
+        }
+    }
+}
