@@ -26,8 +26,11 @@ pub const SUMMARY_FORMAT: &str = "physfit.fit";
 /// material's answer, `answer_log10_youngs`, each E parameter's
 /// `discretisation_shift` over every level),
 /// `settings.fit.discretisation_levels`, each Poisson's ratio parameter's
-/// `std` and `uncertainty.poisson_std`).
-pub const SUMMARY_VERSION: u32 = 6;
+/// `std` and `uncertainty.poisson_std`; 7: the discretisation check
+/// refines the grid with the substeps and rebuilds the drivers, each level
+/// recording its `grid_res` and `drivers`, the check the fit's own and
+/// the answer's `answer_grid_res`).
+pub const SUMMARY_VERSION: u32 = 7;
 
 /// Why `fit.json` could not be read or written.
 #[derive(Debug, thiserror::Error)]
