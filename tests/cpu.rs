@@ -15,6 +15,8 @@ mod cli_wording;
 mod curvature;
 #[path = "cpu/discretisation_changes.rs"]
 mod discretisation_changes;
+#[path = "cpu/discretisation_levels.rs"]
+mod discretisation_levels;
 #[path = "cpu/doc_examples.rs"]
 mod doc_examples;
 #[path = "cpu/drivers.rs"]

@@ -18,7 +18,9 @@ use std::fmt::Write;
 
 use anyhow::{Context, Result};
 use physfit::budget::{estimate, human_bytes, Workload};
-use physfit::fit::{solver_for, youngs_world, DriverSet, RegionAssignment, Solver};
+use physfit::fit::{
+    level_scene, scene_resolution, solver_for, youngs_world, DriverSet, RegionAssignment, Solver,
+};
 use physfit::scene::{FieldSetting, FitStage, Scene};
 
 use super::count::count;
@@ -271,23 +273,39 @@ fn with_poisson(stage: &physfit::scene::FitStage, parameters: usize) -> usize {
 /// at most: it is off by default because its cost depends on the
 /// simulation's share of an evaluation and on how many levels run, which
 /// only the fit measures (docs/design.md § Error bars, "From the
-/// discretisation").
+/// discretisation"). Each level's grid, drivers and substeps are the
+/// fit's ([`level_scene`]).
 fn discretisation_summary(scene: &Scene) -> String {
     let f = &scene.fit;
-    let substeps = scene.simulation.substeps;
+    let own = scene_resolution(scene);
     if !f.check_discretisation {
         return format!(
-            "discretisation not checked (`fit.check_discretisation = true` refits E at {} substeps \
-             per frame after the stages, then at doubled substeps until E stops moving)",
-            2 * substeps
+            "discretisation not checked (`fit.check_discretisation = true` refits E after the \
+             stages on a grid of {} at {} substeps per frame, the drivers rebuilt for it, then \
+             a level finer until E stops moving)",
+            2 * own.grid_res,
+            2 * own.substeps
         );
     }
-    let levels: Vec<String> = (1..=f.discretisation_levels)
-        .map(|k| (substeps.saturating_mul(1 << k)).to_string())
-        .collect();
-    // The finest level's problem, held beside the fit's own while it runs.
-    let mut finest = scene.clone();
-    finest.simulation.substeps = substeps.saturating_mul(1 << f.discretisation_levels);
+    // The levels that can be made; the first that cannot ends the list
+    // (the fit stops its check there too).
+    let mut levels = Vec::new();
+    let mut refusal = None;
+    for k in 1..=f.discretisation_levels {
+        match level_scene(scene, k) {
+            Ok(level) => levels.push(level),
+            Err(why) => {
+                refusal = Some(format!("; level {k} cannot be made ({why})"));
+                break;
+            }
+        }
+    }
+    let Some(finest) = levels.last() else {
+        return format!(
+            "discretisation checked, but no level can be made{}",
+            refusal.unwrap_or_default()
+        );
+    };
     let bytes = |s: &Scene| {
         let e = estimate(s, &Workload::Fit);
         format!(
@@ -296,26 +314,38 @@ fn discretisation_summary(scene: &Scene) -> String {
             human_bytes(e.host_bytes())
         )
     };
+    // The finest level's problem, held beside the fit's own while it runs.
     let memory = format!(
         "the finest level's problem is estimated at {} beside the fit's {}",
-        bytes(&finest),
+        bytes(finest),
         bytes(scene)
     );
+    let listed: Vec<String> = levels
+        .iter()
+        .map(|l| scene_resolution(l).to_string())
+        .collect();
     format!(
-        "discretisation E refitted after the stages at {} substeps per frame (the fit's {substeps} \
-         doubled), then at {} while a level moves an E by 0.05 decades or more: at most {} \
-         level{}, each at most {} evaluations with the simulation 2^k times as costly (the \
-         rendering unchanged); each level builds a second fit problem at its substeps (its \
-         memory estimate is checked before it runs: {memory}). Converged, fitted.ply carries \
-         the finest level's E",
-        levels[0],
-        if levels.len() > 1 {
-            levels[1..].join(", ")
+        "discretisation E refitted after the stages at {} (the fit's {own}: the grid and the \
+         substeps doubled, the substeps at least to the finer grid's stability minimum, the \
+         drivers rebuilt by `[drivers]` for the grid), then at {} while a level moves an E by \
+         0.05 decades or more: at most {} level{}, each at most {} evaluations with the \
+         simulation's cost growing with the grid, drivers and substeps (the rendering \
+         unchanged); each level builds a second fit problem at its discretisation (its memory \
+         estimate is checked before it runs: {memory}){}. Converged, fitted.ply carries the \
+         finest level's E",
+        listed[0],
+        if listed.len() > 1 {
+            listed[1..].join("; ")
         } else {
             "no further level".to_string()
         },
         f.discretisation_levels,
-        if f.discretisation_levels == 1 { "" } else { "s" },
-        f.stiffness.iterations
+        if f.discretisation_levels == 1 {
+            ""
+        } else {
+            "s"
+        },
+        f.stiffness.iterations,
+        refusal.unwrap_or_default()
     )
 }

@@ -1,5 +1,5 @@
 //! What `physfit fit` says at its end about its discretisation: E at the
-//! finest level of doubled substeps when the check converged (the
+//! finest level of doubled grid and substeps when the check converged (the
 //! material's answer, beside the fit's own), or how far the last level
 //! still moved it when it did not (src/fit/discretisation_check.rs), or
 //! that it was not measured and how to measure it.
@@ -16,8 +16,9 @@ pub(super) fn discretisation_line(summary: &FitSummary) -> String {
              frames)"
                 .to_string()
         } else {
-            "discretisation: not checked; `fit.check_discretisation = true` refits E at doubled \
-             substeps until it stops moving, to measure how far the time step still moves it"
+            "discretisation: not checked; `fit.check_discretisation = true` refits E on a doubled \
+             grid at doubled substeps until it stops moving, to measure how far the \
+             discretisation still moves it"
                 .to_string()
         };
     };
@@ -31,27 +32,35 @@ pub(super) fn discretisation_line(summary: &FitSummary) -> String {
         .collect();
     let own = powers(&d.fitted_log10_youngs).join(", ");
     let (finest, _) = d.finest();
+    let fit = d.fit_resolution();
     let last = d.last_shift();
     let levels = d.levels.len();
     match d.end {
         Some(RefinementEnd::Converged) => format!(
-            "discretisation: E at {finest} substeps (converged, last shift {last:.2} decades): {}; \
-             at the fit's {} substeps {own}. fitted.ply carries E at {finest} substeps",
+            "discretisation: E at {finest} (converged, last shift {last:.2} decades): {}; \
+             at the fit's {fit} {own}. fitted.ply carries E at grid {}, {} substeps",
             named.join(", "),
-            d.substeps
+            finest.grid_res,
+            finest.substeps
         ),
-        _ if levels == 0 => format!(
-            "discretisation: not checked: a level at {} substeps per frame does not fit the memory \
-             left beside the fit; E at the fit's {} substeps {own}",
-            2 * d.substeps,
-            d.substeps
+        Some(RefinementEnd::Memory) if levels == 0 => format!(
+            "discretisation: not checked: a level on a grid of {} does not fit the memory \
+             left beside the fit; E at the fit's {fit} {own}",
+            2 * d.grid_res
+        ),
+        Some(RefinementEnd::Regions) if levels == 0 => format!(
+            "discretisation: not checked: the finer drivers change the E regions (see the \
+             warning); E at the fit's {fit} {own}"
         ),
         end => {
             let why = match end {
                 Some(RefinementEnd::Memory) => format!(
-                    "the next level ({} substeps) does not fit the memory left",
-                    2 * finest
+                    "the next level (grid {}) does not fit the memory left",
+                    2 * finest.grid_res
                 ),
+                Some(RefinementEnd::Regions) => {
+                    "the next level's drivers change the E regions (see the warning)".to_string()
+                }
                 _ => format!(
                     "{levels} level{} (`fit.discretisation_levels`)",
                     if levels == 1 { "" } else { "s" }
@@ -59,11 +68,10 @@ pub(super) fn discretisation_line(summary: &FitSummary) -> String {
             };
             format!(
                 "discretisation: not converged after {why}: the last shift is {last:.2} decades \
-                 (tolerance {}); E at {finest} substeps {}; the fit's own E at {} substeps \
-                 {own} stands (fitted.ply carries it), uncertain by the shifts",
+                 (tolerance {}); E at {finest} {}; the fit's own E at {fit} {own} stands \
+                 (fitted.ply carries it), uncertain by the shifts",
                 d.tolerance,
                 named.join(", "),
-                d.substeps
             )
         }
     }

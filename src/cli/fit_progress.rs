@@ -11,6 +11,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use physfit::fit::evaluations_so_far;
 use physfit::fit::mean_quality;
 use physfit::fit::stage_solver;
+use physfit::fit::Resolution;
 use physfit::fit::Solver;
 use physfit::fit::ROUND_TOLERANCE;
 use physfit::fit::{
@@ -140,7 +141,12 @@ impl FitObserver for CliProgress {
             .line(|| evaluation_line(plan, solver, evaluations, steps, done, seconds));
     }
 
-    fn discretisation_check_started(&mut self, substeps: u32, refined: u32, cap: u32) {
+    fn discretisation_check_started(
+        &mut self,
+        previous: Resolution,
+        refined: Resolution,
+        cap: u32,
+    ) {
         self.phase = Phase::Discretisation;
         self.interrupt.enter(self.phase.name());
         self.solver = Solver::Lbfgs;
@@ -153,7 +159,7 @@ impl FitObserver for CliProgress {
         }
         self.bar.finish_and_clear();
         eprintln!(
-            "checking the discretisation: refitting E at {refined} substeps per frame (from the values at {substeps}), at most {}",
+            "checking the discretisation: refitting E at {refined} (from the values at {previous}), at most {}",
             count(cap as usize, "evaluation", "evaluations")
         );
         self.bar = ProgressBar::new(u64::from(cap));

@@ -25,8 +25,9 @@ use crate::scene::{FieldSetting, FitStage, FrameSet, Scene};
 pub const CHECKPOINT_FORMAT: &str = "physfit.checkpoint";
 /// The version this physfit writes and reads (3: the fingerprint's
 /// `fit.velocity.frames` and `fit.stiffness.frames` are frame counts with
-/// the rest frame 0 included, as the scene keys are).
-pub const CHECKPOINT_VERSION: u32 = 3;
+/// the rest frame 0 included, as the scene keys are; 4: each level of the
+/// discretisation check records its grid and drivers beside its substeps).
+pub const CHECKPOINT_VERSION: u32 = 4;
 
 /// Why a checkpoint could not be written, read or used.
 #[derive(Debug, thiserror::Error)]

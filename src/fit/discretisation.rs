@@ -1,7 +1,7 @@
 //! What the discretisation check found (src/fit/discretisation_check.rs,
 //! docs/design.md § Error bars, "From the discretisation"): E refitted at
-//! each level of doubled substeps, kept in the fit's state and written to
-//! fit.json.
+//! each level of a doubled grid with at least doubled substeps and drivers
+//! rebuilt for that grid, kept in the fit's state and written to fit.json.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -11,24 +11,58 @@ use serde::{Deserialize, Serialize};
 /// moved less than this.
 pub const DISCRETISATION_TOLERANCE: f64 = 0.05;
 
-/// The refinement's factor on the substeps per frame, level to level.
+/// The refinement's least factor on the substeps per frame, level to
+/// level (more when the finer grid's stability bound asks for more).
 pub const SUBSTEP_REFINEMENT: u32 = 2;
 
-/// One level of the check: E refitted at `substeps` per frame from the
-/// previous level's values (the fit's own for the first).
+/// The refinement's factor on the grid nodes per box side, level to level.
+pub const GRID_REFINEMENT: u32 = 2;
+
+/// The discretisation a fit or a level runs at: grid, drivers, substeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Resolution {
+    /// Grid nodes per box side (`simulation.grid_res`).
+    pub grid_res: u32,
+    /// Driving particles (the `[drivers]` rule on this grid).
+    pub drivers: usize,
+    /// Substeps per frame.
+    pub substeps: u32,
+}
+
+impl std::fmt::Display for Resolution {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "grid {}, {} drivers, {} substeps per frame",
+            self.grid_res, self.drivers, self.substeps
+        )
+    }
+}
+
+/// One level of the check: E refitted at `grid_res`, `drivers` and
+/// `substeps` per frame from the previous level's values (the fit's own
+/// for the first).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DiscretisationLevel {
-    /// Substeps per frame of this level.
+    /// Grid nodes per box side of this level: [`GRID_REFINEMENT`] times
+    /// the previous level's.
+    pub grid_res: u32,
+    /// Driving particles of this level: the scene's `[drivers]` rule on
+    /// this level's grid, same seed (src/fit/discretisation_grid.rs).
+    pub drivers: usize,
+    /// Substeps per frame of this level: at least [`SUBSTEP_REFINEMENT`]
+    /// times the previous level's, and at least this grid's stability
+    /// minimum.
     pub substeps: u32,
     /// Per E parameter (in fit.json's `youngs_parameters` order), its
-    /// `log10 E` refitted at `substeps`.
+    /// `log10 E` refitted at this level.
     pub log10_youngs: Vec<f64>,
     /// Per E parameter, this level's minus the previous level's `log10 E`
     /// (the fit's own for the first level; decades).
     pub shift: Vec<f64>,
     /// The largest |shift|.
     pub largest_shift: f64,
-    /// The loss at the previous level's values at these substeps, then at
+    /// The loss at the previous level's values at this level, then at
     /// the refitted ones (the last stiffness stage's frames).
     pub loss: [f64; 2],
     /// Evaluations the refit took.
@@ -49,17 +83,27 @@ pub enum RefinementEnd {
     /// The next level's problem does not fit the memory left beside the
     /// fit's own (src/budget): the levels stop at the last that fitted.
     Memory,
+    /// The next level's drivers would change the E parameters themselves
+    /// (drivers outside every named region appear or vanish with the finer
+    /// drivers): its E could not be compared with the fit's, so the levels
+    /// stop at the last comparable one.
+    Regions,
 }
 
 /// What the check found (module doc).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DiscretisationCheck {
+    /// Grid nodes per box side the stages fitted at.
+    pub grid_res: u32,
+    /// Driving particles the stages fitted with.
+    pub drivers: usize,
     /// Substeps per frame the stages fitted at.
     pub substeps: u32,
     /// Per E parameter, the fit's own `log10 E` (at `substeps`).
     pub fitted_log10_youngs: Vec<f64>,
-    /// The levels run, coarsest first (each at
-    /// [`SUBSTEP_REFINEMENT`] times the previous one's substeps).
+    /// The levels run, coarsest first (each at [`GRID_REFINEMENT`] times
+    /// the previous one's grid, at least [`SUBSTEP_REFINEMENT`] times its
+    /// substeps).
     pub levels: Vec<DiscretisationLevel>,
     /// `fit.discretisation_levels`: the cap on levels.
     pub max_levels: u32,
@@ -71,6 +115,9 @@ pub struct DiscretisationCheck {
     pub end: Option<RefinementEnd>,
     /// The last level's largest shift is below the tolerance.
     pub converged: bool,
+    /// Grid of the E reported as the material's: the finest level's when
+    /// converged, the fit's own otherwise.
+    pub answer_grid_res: u32,
     /// Substeps per frame of the E reported as the material's: the finest
     /// level's when converged, the fit's own otherwise.
     pub answer_substeps: u32,
@@ -81,12 +128,15 @@ pub struct DiscretisationCheck {
 }
 
 impl DiscretisationCheck {
-    /// A check of the fit's `fitted` E at `substeps` that has run no
-    /// level yet.
-    pub fn start(substeps: u32, fitted: Vec<f64>, max_levels: u32) -> Self {
+    /// A check of the fit's `fitted` E at `fit`'s discretisation that has
+    /// run no level yet.
+    pub fn start(fit: Resolution, fitted: Vec<f64>, max_levels: u32) -> Self {
         Self {
-            substeps,
-            answer_substeps: substeps,
+            grid_res: fit.grid_res,
+            drivers: fit.drivers,
+            substeps: fit.substeps,
+            answer_grid_res: fit.grid_res,
+            answer_substeps: fit.substeps,
             answer_log10_youngs: fitted.clone(),
             fitted_log10_youngs: fitted,
             levels: Vec::new(),
@@ -97,20 +147,29 @@ impl DiscretisationCheck {
         }
     }
 
-    /// The finest level's substeps and `log10 E` (the fit's own before
-    /// any level).
-    pub fn finest(&self) -> (u32, &[f64]) {
-        match self.levels.last() {
-            Some(l) => (l.substeps, &l.log10_youngs),
-            None => (self.substeps, &self.fitted_log10_youngs),
+    /// The fit's own discretisation.
+    pub fn fit_resolution(&self) -> Resolution {
+        Resolution {
+            grid_res: self.grid_res,
+            drivers: self.drivers,
+            substeps: self.substeps,
         }
     }
 
-    /// Adds a level refitted at `substeps` to `log10_youngs` (its shift is
+    /// The finest level's discretisation and `log10 E` (the fit's own
+    /// before any level).
+    pub fn finest(&self) -> (Resolution, &[f64]) {
+        match self.levels.last() {
+            Some(l) => (l.resolution(), &l.log10_youngs),
+            None => (self.fit_resolution(), &self.fitted_log10_youngs),
+        }
+    }
+
+    /// Adds a level refitted at `at` to `log10_youngs` (its shift is
     /// measured from the finest level so far).
     pub fn push_level(
         &mut self,
-        substeps: u32,
+        at: Resolution,
         log10_youngs: Vec<f64>,
         loss: [f64; 2],
         evaluations: u32,
@@ -123,7 +182,9 @@ impl DiscretisationCheck {
             .collect();
         let largest_shift = shift.iter().fold(0.0f64, |m, s| m.max(s.abs()));
         self.levels.push(DiscretisationLevel {
-            substeps,
+            grid_res: at.grid_res,
+            drivers: at.drivers,
+            substeps: at.substeps,
             log10_youngs,
             shift,
             largest_shift,
@@ -151,11 +212,13 @@ impl DiscretisationCheck {
     /// the check converged, the fit's own otherwise.
     pub fn finish(&mut self, why: RefinementEnd) {
         self.end = Some(why);
-        let (substeps, values) = match self.converged {
+        let (at, values) = match self.converged {
             true => self.finest(),
-            false => (self.substeps, self.fitted_log10_youngs.as_slice()),
+            false => (self.fit_resolution(), self.fitted_log10_youngs.as_slice()),
         };
-        (self.answer_substeps, self.answer_log10_youngs) = (substeps, values.to_vec());
+        let (at, values) = (at, values.to_vec());
+        (self.answer_grid_res, self.answer_substeps) = (at.grid_res, at.substeps);
+        self.answer_log10_youngs = values;
     }
 
     /// The largest shift between the last two levels (0 before any).
@@ -176,6 +239,17 @@ impl DiscretisationCheck {
     }
 }
 
+impl DiscretisationLevel {
+    /// The level's discretisation.
+    pub fn resolution(&self) -> Resolution {
+        Resolution {
+            grid_res: self.grid_res,
+            drivers: self.drivers,
+            substeps: self.substeps,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -184,33 +258,46 @@ mod tests {
     /// tolerance, stop at the first below it (the finest level's E is then
     /// the answer) or at the cap (the fit's own E stands); each shift is
     /// measured from the level before, the total from the fit's own E.
+    fn at(grid_res: u32, drivers: usize, substeps: u32) -> Resolution {
+        Resolution {
+            grid_res,
+            drivers,
+            substeps,
+        }
+    }
+
     #[test]
     fn levels_continue_until_the_shift_is_under_the_tolerance_or_the_cap() {
-        let mut check = DiscretisationCheck::start(9, vec![3.78, 4.55], 3);
+        let mut check = DiscretisationCheck::start(at(16, 400, 9), vec![3.78, 4.55], 3);
         assert_eq!(check.next(), Ok(()));
-        check.push_level(18, vec![3.5, 4.496], [2.0, 1.0], 8, 1.0);
+        check.push_level(at(32, 1500, 18), vec![3.5, 4.496], [2.0, 1.0], 8, 1.0);
+        assert_eq!(check.levels[0].resolution(), at(32, 1500, 18));
         assert!((check.levels[0].shift[0] + 0.28).abs() < 1e-12);
         assert!((check.last_shift() - 0.28).abs() < 1e-12);
         assert_eq!(check.next(), Ok(()), "0.28 decades: another level");
-        check.push_level(36, vec![3.48, 4.5], [1.0, 0.9], 5, 2.0);
+        check.push_level(at(64, 6000, 36), vec![3.48, 4.5], [1.0, 0.9], 5, 2.0);
         assert!((check.levels[1].shift[0] + 0.02).abs() < 1e-12);
         assert!((check.levels[1].shift[1] - 0.004).abs() < 1e-12);
         assert_eq!(check.next(), Err(RefinementEnd::Converged));
         check.finish(RefinementEnd::Converged);
-        assert_eq!(check.answer_substeps, 36);
+        assert_eq!((check.answer_grid_res, check.answer_substeps), (64, 36));
         assert_eq!(check.answer_log10_youngs, vec![3.48, 4.5]);
         let total = check.total_shift();
         assert!((total[0] + 0.3).abs() < 1e-12 && (total[1] + 0.05).abs() < 1e-12);
 
-        let mut capped = DiscretisationCheck::start(4, vec![4.0], 2);
-        capped.push_level(8, vec![3.8], [1.0, 0.5], 6, 1.0);
-        capped.push_level(16, vec![3.7], [1.0, 0.5], 6, 1.0);
+        let mut capped = DiscretisationCheck::start(at(16, 100, 4), vec![4.0], 2);
+        capped.push_level(at(32, 400, 8), vec![3.8], [1.0, 0.5], 6, 1.0);
+        capped.push_level(at(64, 1600, 16), vec![3.7], [1.0, 0.5], 6, 1.0);
         assert!(!capped.converged);
         assert_eq!(capped.next(), Err(RefinementEnd::LevelCap));
         capped.finish(RefinementEnd::LevelCap);
         assert_eq!(
-            (capped.answer_substeps, capped.answer_log10_youngs.clone()),
-            (4, vec![4.0])
+            (
+                capped.answer_grid_res,
+                capped.answer_substeps,
+                capped.answer_log10_youngs.clone()
+            ),
+            (16, 4, vec![4.0])
         );
         assert!((capped.last_shift() - 0.1).abs() < 1e-12);
         assert!((capped.total_shift()[0] + 0.3).abs() < 1e-12);

@@ -1,39 +1,44 @@
 //! How far the fitted E still is from its discretisation's limit, and E
 //! at that limit (docs/design.md § Error bars, "From the discretisation"):
-//! after the stages, E is fitted again at twice the substeps per frame,
-//! from the fitted values and curvature, with the velocity held; then
-//! again at twice those, from that level's values and curvature, while
-//! the largest shift of an E parameter between two consecutive levels is
-//! at or above [`DISCRETISATION_TOLERANCE`], for at most
+//! after the stages, E is fitted again on a grid of twice the nodes per
+//! side, at twice the substeps per frame (or the finer grid's stability
+//! minimum, when larger), with the drivers rebuilt for that grid
+//! (src/fit/discretisation_grid.rs), from the fitted values carried onto
+//! them (src/fit/discretisation_carry.rs) and the fit's curvature, with the
+//! velocity held; then again a level finer, from that level's values,
+//! while the largest shift of an E parameter between two consecutive
+//! levels is at or above [`DISCRETISATION_TOLERANCE`], for at most
 //! `fit.discretisation_levels` levels. When the last shift is below the
 //! tolerance the check has converged and the finest level's E is the
-//! material's answer (the time step no longer moves it); otherwise the
-//! fit's own E stands and the shifts are its error bar.
+//! material's answer (the discretisation no longer moves it); otherwise
+//! the fit's own E stands and the shifts are its error bar.
 //!
-//! Why substeps: of the discretisation's parts, the time step is the one
-//! that moves the loss's optimum in E on the twins (0.1–0.4 decades per
-//! doubling, docs/benchmarks.md "What moves E: the discretisation"); the
-//! drivers settle at 8 per occupied cell (the default), and a finer grid
-//! changes the anchoring, not only the resolution. Refining only raises
-//! the substeps, so the explicit time-step bound the scene's substeps
-//! satisfy holds at every level. A level costs one stiffness stage at
-//! 2^k times the simulation's cost; the rendering, most of an
-//! evaluation, is unchanged.
+//! Why the grid and the time step together: APIC's transfers lose a fixed
+//! share of the velocity a particle's affine `(v, C)` cannot hold at
+//! every substep, so on a fixed grid the damping per unit time grows as
+//! the substeps do and the motion (and the E that matches the frames)
+//! does not converge in the time step alone; refined together the motion
+//! converges (docs/benchmarks.md, "The simulator against its own time
+//! step, at a fixed E"). A level costs one stiffness stage at its
+//! simulation's cost (8× the grid nodes, about 4–8× the drivers and at
+//! least 2× the substeps per level); the rendering, most of an evaluation
+//! on small grids, is unchanged.
 //!
-//! Each level builds its own [`FitProblem`] at its substeps beside the
-//! fit's (which the outputs still need), dropped when the level ends:
-//! before each, the level's memory estimate ([`crate::budget`]) is
-//! checked against the memory left then, and a level that does not fit
-//! ends the check there ([`RefinementEnd::Memory`]) rather than the fit.
+//! Each level builds its own [`FitProblem`] at its discretisation beside
+//! the fit's (which the outputs still need), dropped when the level ends:
+//! before each, the level's memory estimate ([`crate::budget`], at its
+//! grid, drivers and substeps) is checked against the memory left then,
+//! and a level that does not fit ends the check there
+//! ([`RefinementEnd::Memory`]) rather than the fit.
 //!
 //! A fitted Poisson's ratio is refitted with E (its shift is not
-//! reported: E's is the question). Only a field of at most
-//! [`LBFGS_MAX_PARAMETERS`] E values is checked
-//! (global or regions, fitted by L-BFGS): a per-driver field's values are
-//! pinned by the regulariser as much as by the frames, and their shift
-//! would measure both.
+//! reported: E's is the question). Only a `global` or `regions` field of
+//! at most [`LBFGS_MAX_PARAMETERS`] E values is checked (fitted by
+//! L-BFGS): a per-driver field's values are pinned by the regulariser as
+//! much as by the frames, their shift would measure both, and their
+//! number changes with the drivers from level to level.
 
-pub use super::discretisation::{DiscretisationCheck, RefinementEnd, SUBSTEP_REFINEMENT};
+pub use super::discretisation::{DiscretisationCheck, RefinementEnd};
 use super::error::FitError;
 use super::evaluation::Parameters;
 use super::objective::{Remember, StageObjective, Unknowns};
@@ -45,7 +50,7 @@ use super::stages_lbfgs::{lbfgs_coordinates, warm_start};
 use crate::budget::{estimate, MachineMemory, Workload};
 use crate::drive::DriverSet;
 use crate::gpu::GpuContext;
-use crate::scene::Scene;
+use crate::scene::{FieldSetting, Scene};
 use crate::solve::lbfgs::CurvaturePair;
 use crate::solve::{execute, Control, Lbfgs, LbfgsSettings, LbfgsStart};
 use crate::stop::StopSignal;
@@ -64,36 +69,27 @@ pub fn last_stiffness(plan: &[StagePlan]) -> Option<&StagePlan> {
     plan.iter().rev().find(|p| p.kind == StageKind::Stiffness)
 }
 
-/// Whether the check can measure `params`' E after `plan` (module doc).
+/// Whether the check can measure `params`' E, a point of the field
+/// `youngs_field` (`fit.stiffness.field`), after `plan` (module doc).
 pub fn checkable<'a>(
     plan: &'a [StagePlan],
+    youngs_field: &FieldSetting,
     params: &Parameters,
 ) -> Result<&'a StagePlan, NotChecked> {
     let stage = last_stiffness(plan).ok_or(NotChecked::NoStiffnessStage)?;
-    match params.log10_youngs.len() > LBFGS_MAX_PARAMETERS {
+    let per_driver = matches!(youngs_field, FieldSetting::Drivers);
+    match per_driver || params.log10_youngs.len() > LBFGS_MAX_PARAMETERS {
         true => Err(NotChecked::PerDriverField),
         false => Ok(stage),
     }
 }
 
-/// The substeps per frame of the level after one at `substeps`; `None`
-/// past `u32`.
-pub fn refined(substeps: u32) -> Option<u32> {
-    substeps.checked_mul(SUBSTEP_REFINEMENT)
-}
-
-/// `scene` at `substeps` per frame.
-fn at_substeps(scene: &Scene, substeps: u32) -> Scene {
-    let mut refined = scene.clone();
-    refined.simulation.substeps = substeps;
-    refined
-}
-
-/// Whether a level at `substeps` fits the memory left now, beside the
-/// fit's own problem (module doc): the refusal's text when it does not.
-pub fn level_fits_memory(ctx: &GpuContext, scene: &Scene, substeps: u32) -> Result<(), String> {
-    estimate(&at_substeps(scene, substeps), &Workload::Fit)
-        .check(&scene.path, &MachineMemory::of_context(ctx))
+/// Whether a level's scene (`level`, src/fit/discretisation_grid.rs: its
+/// grid, drivers and substeps) fits the memory left now, beside the fit's
+/// own problem (module doc): the refusal's text when it does not.
+pub fn level_fits_memory(ctx: &GpuContext, level: &Scene) -> Result<(), String> {
+    estimate(level, &Workload::Fit)
+        .check(&level.path, &MachineMemory::of_context(ctx))
         .map_err(|e| e.to_string())
 }
 
@@ -111,31 +107,31 @@ pub struct LevelRun {
     pub pairs: Vec<CurvaturePair>,
 }
 
-/// Refits E of `from` (the previous level's values) at `substeps` per
-/// frame on `stage`'s frames and settings, starting from the curvature
-/// `pairs` (the refit's loss differs from the previous level's by the time
-/// step alone), stopping at `stop`, `hook` told of each evaluation.
+/// Refits E of `from` (the previous level's values, carried onto
+/// `drivers`) on the level's scene `level` (its grid and substeps) and
+/// `drivers` (built for that grid), on `stage`'s frames and settings,
+/// starting from the curvature `pairs` when their dimension matches (the
+/// refit's loss differs from the previous level's by the discretisation
+/// alone), stopping at `stop`, `hook` told of each evaluation.
 #[allow(clippy::too_many_arguments)]
 pub fn refit_level(
     ctx: &GpuContext,
-    scene: &Scene,
+    level: &Scene,
     drivers: &DriverSet,
     stage: &StagePlan,
     from: &Parameters,
     pairs: &[CurvaturePair],
-    substeps: u32,
     stop: Option<&StopSignal>,
     hook: EvaluationHook<'_>,
 ) -> Result<LevelRun, FitError> {
     let started = std::time::Instant::now();
-    let refined = at_substeps(scene, substeps);
-    let options = FitProblemOptions::from_scene(&refined, drivers, &refined.fit.velocity)?;
-    let mut problem = FitProblem::from_drivers(ctx, &refined, drivers.clone(), &options)?;
+    let options = FitProblemOptions::from_scene(level, drivers, &level.fit.velocity)?;
+    let mut problem = FitProblem::from_drivers(ctx, level, drivers.clone(), &options)?;
     problem.set_stage(&stage.settings)?;
     if let Some(stop) = stop {
         problem.set_stop(stop.clone());
     }
-    let range = scene.material.log10_youngs_range;
+    let range = level.material.log10_youngs_range;
     let (scale, bounds) = lbfgs_coordinates(Unknowns::Youngs, stage, from, range);
     let mut objective =
         StageObjective::of_stage(ctx, &mut problem, stage, from.clone(), Remember::All)
@@ -154,7 +150,12 @@ pub fn refit_level(
     };
     let Some(mut run) = solver.start(&mut objective, LbfgsStart::At(&z0))? else {
         return Err(FitError::StartBlewUp {
-            stage: format!("the discretisation check at {substeps} substeps per frame"),
+            stage: format!(
+                "the discretisation check at grid {}, {} drivers, {} substeps per frame",
+                level.simulation.grid_res,
+                drivers.len(),
+                level.simulation.substeps
+            ),
         });
     };
     warm_start(&mut run, pairs);

@@ -31,7 +31,9 @@ internal_mods! {
     camera_check;
     checkpoint;
     discretisation;
+    discretisation_carry;
     discretisation_check;
+    discretisation_grid;
     error;
     evaluation;
     field_setting;
@@ -67,7 +69,8 @@ internal_mods! {
 }
 
 pub use checkpoint::CheckpointError;
-pub use discretisation::RefinementEnd;
+pub use discretisation::{RefinementEnd, Resolution};
+pub use discretisation_grid::{level_resolution, level_scene, scene_resolution};
 pub use output_plan::{COMPARE_DIR, OUTPUT_FILES};
 pub use record::mean_quality;
 pub use session::{TruthSource, CHECKPOINT_FILE};

@@ -4,6 +4,7 @@
 //! recovery and passes it on to its caller's (`physfit fit`'s progress
 //! bars, a test's counter).
 
+use super::discretisation::Resolution;
 use super::evaluation::LossReport;
 use super::plan::StagePlan;
 use super::recovery::Recovery;
@@ -24,11 +25,13 @@ pub trait FitObserver {
     fn evaluation_done(&mut self, plan: &StagePlan, done: &EvaluationDone) {
         let _ = (plan, done);
     }
-    /// The stages are done and E is refitted at `refined` substeps per
-    /// frame (fitted at `substeps`) to measure how far the discretisation
-    /// moves it ([`super::discretisation_check`]).
-    fn discretisation_check_started(&mut self, substeps: u32, refined: u32, cap: u32) {
-        let _ = (substeps, refined, cap);
+    /// The stages are done and E is refitted at the level `refined` (its
+    /// grid, drivers and substeps) from its values at `previous` (the fit's
+    /// or the previous level's) to measure how far the discretisation
+    /// moves it ([`super::discretisation_check`]), in at most `cap`
+    /// evaluations.
+    fn discretisation_check_started(&mut self, previous: Resolution, refined: Resolution, cap: u32) {
+        let _ = (previous, refined, cap);
     }
     /// An evaluation of that refit ended.
     fn discretisation_evaluation_done(&mut self, done: &EvaluationDone) {

@@ -248,7 +248,10 @@ pub fn write_outputs(
                 SplatMaterial::from_fitted(scene, &refined).map_err(SessionError::output)?;
             (
                 material,
-                format!("E at {} substeps (converged)", d.answer_substeps),
+                format!(
+                    "E at grid {}, {} substeps (converged)",
+                    d.answer_grid_res, d.answer_substeps
+                ),
             )
         }
         None => (

@@ -1,22 +1,29 @@
 //! The session's discretisation check ([`super::discretisation_check`],
 //! docs/design.md § Error bars, "From the discretisation"): after the
 //! stages and the error bars, when `fit.check_discretisation` asks for
-//! it, E is refitted level by level at doubled substeps until two
-//! consecutive levels agree within the tolerance, the cap on levels is
-//! reached or the next level does not fit the memory left. Each finished
-//! level is kept in the fit's state and checkpointed: a fit stopped inside
-//! a level resumes at that level (from the fit's stiffness curvature, the
-//! level's own start), and a finished check is not run again.
+//! it, E is refitted level by level on a doubled grid, at least doubled
+//! substeps and drivers rebuilt for the grid
+//! ([`super::discretisation_grid`]) until two consecutive levels agree
+//! within the tolerance, the cap on levels is reached or the next level
+//! does not fit the memory left. Each finished level is kept in the fit's
+//! state and checkpointed: a level's grid, drivers and substeps follow
+//! from the scene and its index, so a fit stopped inside a level resumes
+//! at that level (its drivers rebuilt, from the fit's stiffness curvature),
+//! and a finished check is not run again.
 
 use std::cell::RefCell;
 
+use super::discretisation_carry::carry_parameters;
 use super::discretisation_check::{
-    checkable, level_fits_memory, refined, refit_level, DiscretisationCheck, RefinementEnd,
+    checkable, level_fits_memory, refit_level, DiscretisationCheck, RefinementEnd,
 };
+use super::discretisation_grid::{level_scene, scene_resolution};
+use super::error::FitError;
 use super::observer::{EvaluationDone, FitObserver};
 use super::plan::StageKind;
 use super::session::FitSession;
 use super::session_error::SessionError;
+use crate::drive::DriverSet;
 use crate::gpu::GpuContext;
 
 impl FitSession {
@@ -37,20 +44,35 @@ impl FitSession {
             return Ok(());
         }
         let fitted = self.state.parameters();
-        let Ok(stage) = checkable(&self.plan, &fitted) else {
+        let Ok(stage) = checkable(&self.plan, &self.scene.fit.stiffness.field, &fitted) else {
             return Ok(());
         };
         let stage = stage.clone();
         let mut check = self.state.discretisation.take().unwrap_or_else(|| {
             DiscretisationCheck::start(
-                self.scene.simulation.substeps,
+                scene_resolution(&self.scene),
                 fitted.log10_youngs.clone(),
                 self.scene.fit.discretisation_levels,
             )
         });
-        // A resumed check starts its next level from the finest level's E
-        // (ν and the velocity from the fit) and the fit's curvature.
-        let mut from = fitted;
+        // A resumed check starts its next level from the finest level's
+        // drivers (rebuilt: they follow from the scene and the level's
+        // index) and E, ν and the velocity from the fit carried onto them,
+        // and the fit's curvature.
+        let finished_levels = check.levels.len() as u32;
+        let mut from_drivers = match finished_levels {
+            0 => self.drivers.clone(),
+            n => {
+                let level = level_scene(&self.scene, n).map_err(|why| {
+                    FitError::Parameterisation(format!(
+                        "the discretisation check's level {n} cannot be rebuilt on resuming: {why}"
+                    ))
+                })?;
+                DriverSet::from_scene(&level).map_err(FitError::from)?
+            }
+        };
+        let mut from = carry_parameters(&self.scene, &self.drivers, &from_drivers, &fitted)
+            .map_err(|e| FitError::Parameterisation(e.to_string()))?;
         from.log10_youngs = check.finest().1.to_vec();
         let mut pairs = self.state.curvature_of(StageKind::Stiffness).to_vec();
         loop {
@@ -60,20 +82,30 @@ impl FitSession {
                 break;
             }
             let previous = check.finest().0;
-            let fits = refined(previous)
-                .ok_or_else(|| format!("{previous} × 2 substeps overflow"))
-                .and_then(|n| level_fits_memory(ctx, &self.scene, n).map(|()| n));
-            let substeps = match fits {
-                Ok(n) => n,
+            let index = check.levels.len() as u32 + 1;
+            let level = level_scene(&self.scene, index)
+                .and_then(|level| level_fits_memory(ctx, &level).map(|()| level));
+            let level = match level {
+                Ok(level) => level,
                 Err(refusal) => {
                     log::warn!(
-                        "the discretisation check stops at {previous} substeps per frame: the next level does not fit ({refusal})"
+                        "the discretisation check stops at {previous}: the next level does not fit ({refusal})"
                     );
                     check.finish(RefinementEnd::Memory);
                     break;
                 }
             };
-            progress.discretisation_check_started(previous, substeps, stage.settings.iterations);
+            let drivers = DriverSet::from_scene(&level).map_err(FitError::from)?;
+            let start = match carry_parameters(&self.scene, &from_drivers, &drivers, &from) {
+                Ok(start) => start,
+                Err(refusal) => {
+                    log::warn!("the discretisation check stops at {previous}: {refusal}");
+                    check.finish(RefinementEnd::Regions);
+                    break;
+                }
+            };
+            let at = scene_resolution(&level);
+            progress.discretisation_check_started(previous, at, stage.settings.iterations);
             let run = {
                 let progress = RefCell::new(&mut *progress);
                 let hook = |done: &EvaluationDone| {
@@ -81,24 +113,23 @@ impl FitSession {
                 };
                 refit_level(
                     ctx,
-                    &self.scene,
-                    &self.drivers,
+                    &level,
+                    &drivers,
                     &stage,
-                    &from,
+                    &start,
                     &pairs,
-                    substeps,
                     self.stop.as_ref(),
                     &hook,
                 )?
             };
             check.push_level(
-                substeps,
+                at,
                 run.params.log10_youngs.clone(),
                 run.loss,
                 run.evaluations,
                 run.seconds,
             );
-            (from, pairs) = (run.params, run.pairs);
+            (from, from_drivers, pairs) = (run.params, drivers, run.pairs);
             self.state.discretisation = Some(check.clone());
             // Kept: a fit stopped in the next level resumes there.
             self.save_checkpoint()?;

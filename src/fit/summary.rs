@@ -27,7 +27,10 @@ pub const SUMMARY_FORMAT: &str = "physfit.fit";
 /// `discretisation_shift` over every level),
 /// `settings.fit.discretisation_levels`, each Poisson's ratio parameter's
 /// `std` and `uncertainty.poisson_std`; 7: the stiffness stage's
-/// `poisson_range`, the range a fitted ν was kept in).
+/// `poisson_range`, the range a fitted ν was kept in, and the
+/// discretisation check refining the grid with the substeps and rebuilding
+/// the drivers, each level recording its `grid_res` and `drivers`, the
+/// check the fit's own and the answer's `answer_grid_res`).
 pub const SUMMARY_VERSION: u32 = 7;
 
 /// Why `fit.json` could not be read or written.

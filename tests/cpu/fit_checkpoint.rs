@@ -66,9 +66,28 @@ fn running_state() -> FitState {
         }],
         discretisation: Some({
             use physfit::fit::discretisation_check::{DiscretisationCheck, RefinementEnd};
-            let mut check = DiscretisationCheck::start(9, vec![3.1, 4.0, 1.0 / 3.0], 3);
-            check.push_level(18, vec![3.2, 4.1, 0.3], [0.25, 1.0 / 9.0], 7, 12.5);
-            check.push_level(36, vec![3.21, 4.09, 0.31], [0.125, 0.1], 4, 30.25);
+            use physfit::fit::Resolution;
+            let at = |grid_res, drivers, substeps| Resolution {
+                grid_res,
+                drivers,
+                substeps,
+            };
+            let mut check =
+                DiscretisationCheck::start(at(16, 500, 9), vec![3.1, 4.0, 1.0 / 3.0], 3);
+            check.push_level(
+                at(32, 1900, 18),
+                vec![3.2, 4.1, 0.3],
+                [0.25, 1.0 / 9.0],
+                7,
+                12.5,
+            );
+            check.push_level(
+                at(64, 7300, 36),
+                vec![3.21, 4.09, 0.31],
+                [0.125, 0.1],
+                4,
+                30.25,
+            );
             check.finish(RefinementEnd::Converged);
             check
         }),

@@ -173,22 +173,24 @@ fn fit_settings_are_summarised_with_the_drivers_per_region() {
 }
 
 /// `physfit check` says what the discretisation check will do: off, how
-/// to turn it on; on, each level's substeps up to the cap, the evaluations
-/// each may take and the second problem it builds.
+/// to turn it on; on, each level's grid, drivers and substeps up to the
+/// cap (the grid and substeps doubled level to level, the drivers the
+/// scene's rule on each grid), the evaluations each may take and the
+/// second problem it builds.
 #[test]
 fn check_says_what_the_discretisation_check_will_do() {
     let fx = Fixture::new();
     for (fit, needles) in [
         (
             "",
-            vec!["discretisation not checked (`fit.check_discretisation = true` refits E at"],
+            vec!["discretisation not checked (`fit.check_discretisation = true` refits E after the stages on a grid of 64"],
         ),
         (
             "[fit]\ncheck_discretisation = true\ndiscretisation_levels = 2\n\
              [fit.stiffness]\niterations = 9\n",
             vec![
                 "while a level moves an E by 0.05 decades or more: at most 2 levels, each at most 9 evaluations",
-                "each level builds a second fit problem at its substeps",
+                "each level builds a second fit problem at its discretisation",
                 "the finest level's problem is estimated at ",
             ],
         ),
@@ -202,10 +204,19 @@ fn check_says_what_the_discretisation_check_will_do() {
             assert!(stdout.contains(needle), "`{needle}` in:\n{stdout}");
         }
         if !fit.is_empty() {
+            let level = |k| physfit::fit::level_resolution(&scene, k).unwrap();
+            let (one, two) = (level(1), level(2));
+            assert_eq!((one.grid_res, two.grid_res), (64, 128));
+            assert_eq!((one.substeps, two.substeps), (2 * n, 4 * n));
             let levels = format!(
-                "at {} substeps per frame (the fit's {n} doubled), then at {} while",
-                2 * n,
-                4 * n
+                "at grid 64, {} drivers, {} substeps per frame (the fit's grid 32, {} drivers, {n} \
+                 substeps per frame: the grid and the substeps doubled",
+                one.drivers, one.substeps, scene.drivers.count
+            );
+            assert!(stdout.contains(&levels), "`{levels}` in:\n{stdout}");
+            let levels = format!(
+                "then at grid 128, {} drivers, {} substeps per frame while",
+                two.drivers, two.substeps
             );
             assert!(stdout.contains(&levels), "`{levels}` in:\n{stdout}");
         }
