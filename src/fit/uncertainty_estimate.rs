@@ -201,22 +201,17 @@ fn estimate_at(
             .iter()
             .map(|&(g, _)| (g.bounds.0 / g.scale, g.bounds.1 / g.scale))
             .collect();
-        let mut seen_points: Vec<(Vec<f64>, Vec<f64>)> = Vec::new();
         let mut objective = |z: &[f64]| -> Result<Evaluated, FitError> {
             evaluations += 1;
             let mut p = params.clone();
             for (&(g, i), &zi) in few.iter().zip(z) {
                 group_values(&mut p, g.kind)[i] = zi * g.scale;
             }
-            let r = gradient_of(ctx, problem, &p, stage, |grads| {
+            gradient_of(ctx, problem, &p, stage, |grads| {
                 few.iter()
                     .map(|&(g, i)| g.scale * grads(g.kind)[i])
                     .collect()
-            })?;
-            if let Some((_, g)) = &r {
-                seen_points.push((z.to_vec(), g.clone()));
-            }
-            Ok(r)
+            })
         };
         let steps = vec![HESSIAN_STEP; z0.len()];
         let centre = centre.as_ref().and_then(|c| {
@@ -233,33 +228,7 @@ fn estimate_at(
                 Fitted::Poisson => format!("z of ν[{i}]"),
             })
             .collect();
-        drop(objective);
         let c = hessian.map(|h| covariance(&h, scale));
-        // MEASUREMENT ONLY: forward differences from the same gradients.
-        if let (Some(g0), Some(cc)) = (centre.as_ref(), c.as_ref()) {
-            let n = z0.len();
-            let mut cols = Vec::new();
-            for j in 0..n {
-                let plus = seen_points.iter().find(|(z, _)| {
-                    (0..n).all(|i| if i == j { z[i] > z0[i] } else { z[i] == z0[i] })
-                });
-                if let Some((z, g)) = plus {
-                    let h = z[j] - z0[j];
-                    cols.push(g.iter().zip(g0).map(|(a, b)| (a - b) / h).collect::<Vec<f64>>());
-                }
-            }
-            if cols.len() == n {
-                let hf: Vec<Vec<f64>> = (0..n)
-                    .map(|i| (0..n).map(|j| 0.5 * (cols[j][i] + cols[i][j])).collect())
-                    .collect();
-                let cf = covariance(&hf, scale);
-                log::info!(
-                    "MEASURE error bars: central std {:?} forward std {:?}",
-                    cc.std,
-                    cf.std
-                );
-            }
-        }
         for (j, &(g, i)) in few.iter().enumerate() {
             let std = c.as_ref().and_then(|c| c.std[j]).map(|s| s * g.scale);
             match g.kind {

@@ -7,13 +7,6 @@
 //!   `g(x)` where a step would leave the bounds; the result is symmetrised,
 //!   `(H + Hᵀ)/2`, which also halves the noise of the differences. `2n`
 //!   evaluations (fewer at bounds).
-//! - [`hessian_by_forward_differences`]: column `j` is `(g(x + h_j e_j) −
-//!   g(x)) / h_j` (backward at an upper bound), symmetrised the same way:
-//!   `n` evaluations besides `g(x)`, which a caller at an optimum usually
-//!   has. First-order accurate in `h` where the central difference is
-//!   second order; with `h` small against the scale over which the
-//!   curvature changes, the two give the same error bars
-//!   (docs/benchmarks.md § Error bars).
 //! - [`diagonal_by_probes`]: the stochastic diagonal estimator (Bekas,
 //!   Kokiopoulou and Saad 2007): for random signs `v`, `E[v ⊙ Hv] =
 //!   diag H`, with `Hv ≈ (g(x + hv) − g(x)) / h`. `probes + 1` evaluations
@@ -81,54 +74,6 @@ pub fn hessian_by_differences<O: Objective>(
                 .iter()
                 .zip(&ends[1])
                 .map(|(a, b)| (a - b) / width)
-                .collect::<Vec<f64>>(),
-        );
-    }
-    Ok(Some(symmetrised(&columns)))
-}
-
-/// The Hessian at `x` by forward differences of the exact gradients:
-/// column `j` is `(g(x + h_j e_j) − g(x)) / h_j`, or the backward
-/// difference where the forward step would leave the bounds, symmetrised
-/// as [`hessian_by_differences`]'s; `n` evaluations besides `g(x)` (the
-/// caller's `at_x`, else evaluated), against `2n` for central differences.
-/// Its error is first order in the step (the third derivatives times
-/// `h/2`) where the central one's is second order: for a step small
-/// against the curvature's scale the two agree (module doc).
-pub fn hessian_by_forward_differences<O: Objective>(
-    objective: &mut O,
-    x: &[f64],
-    steps: &[f64],
-    bounds: &[(f64, f64)],
-    at_x: Option<&[f64]>,
-) -> Result<Option<Hessian>, O::Error> {
-    let n = x.len();
-    let centre = match at_x {
-        Some(g) => g.to_vec(),
-        None => match gradient(objective, x)? {
-            Some(g) => g,
-            None => return Ok(None),
-        },
-    };
-    let mut columns = Vec::with_capacity(n);
-    for j in 0..n {
-        let (h, (low, high)) = (steps[j], bounds[j]);
-        let by = if x[j] + h <= high {
-            h
-        } else if x[j] - h >= low {
-            -h
-        } else {
-            return Ok(None);
-        };
-        let mut p = x.to_vec();
-        p[j] += by;
-        let Some(g) = gradient(objective, &p)? else {
-            return Ok(None);
-        };
-        columns.push(
-            g.iter()
-                .zip(&centre)
-                .map(|(a, b)| (a - b) / by)
                 .collect::<Vec<f64>>(),
         );
     }

@@ -5,9 +5,7 @@
 //! standard errors the residual-scaled covariance must reproduce.
 
 use physfit::solve::covariance::{covariance, residual_scale};
-use physfit::solve::curvature::{
-    diagonal_by_probes, hessian_by_differences, hessian_by_forward_differences,
-};
+use physfit::solve::curvature::{diagonal_by_probes, hessian_by_differences};
 use physfit::solve::symmetric_eigen::symmetric_eigen;
 use physfit::solve::Evaluated;
 
@@ -61,56 +59,6 @@ fn the_hessian_of_a_quadratic_comes_back_from_its_gradients_inside_and_at_bounds
     }
     // 2 per central column, 1 for the one-sided column plus the centre.
     assert_eq!(count, 6);
-}
-
-#[test]
-fn forward_differences_give_a_quadratics_hessian_in_one_evaluation_per_column() {
-    let a = vec![
-        vec![4.0, 1.0, -0.5],
-        vec![1.0, 3.0, 0.25],
-        vec![-0.5, 0.25, 2.0],
-    ];
-    let b = [0.3, -1.0, 2.0];
-    let x = [0.1, 0.5, 1.0];
-    // The third coordinate sits on its upper bound: a backward difference.
-    let bounds = [(-1.0, 1.0), (-1.0, 1.0), (-1.0, 1.0)];
-    let steps = [1e-3, 2e-3, 1e-3];
-    let mut at_x_count = 0;
-    let centre = quadratic(&a, &b, &mut at_x_count)(&x).unwrap().unwrap().1;
-    for (at_x, evaluations) in [(Some(centre.as_slice()), 3), (None, 4)] {
-        let mut count = 0;
-        let h = hessian_by_forward_differences(
-            &mut quadratic(&a, &b, &mut count),
-            &x,
-            &steps,
-            &bounds,
-            at_x,
-        )
-        .unwrap()
-        .unwrap();
-        for i in 0..3 {
-            for j in 0..3 {
-                assert!(
-                    (h[i][j] - a[i][j]).abs() < 1e-9,
-                    "H[{i}][{j}] = {}",
-                    h[i][j]
-                );
-            }
-        }
-        // One per column, and the centre unless given.
-        assert_eq!(count, evaluations, "centre given: {}", at_x.is_some());
-    }
-    // A coordinate with no room for its step either way has no column.
-    let mut count = 0;
-    let none = hessian_by_forward_differences(
-        &mut quadratic(&a, &b, &mut count),
-        &x,
-        &steps,
-        &[(-1.0, 1.0), (0.4999, 0.5001), (-1.0, 1.0)],
-        Some(&centre),
-    )
-    .unwrap();
-    assert!(none.is_none());
 }
 
 #[test]
