@@ -9,7 +9,9 @@
 
 use crate::common;
 
-use physfit::fit::{FitProblem, FitProblemOptions, GradientFlow, Parameters, Selection};
+use super::static_tiles::{relative_gap, uniform};
+
+use physfit::fit::{FitProblem, FitProblemOptions, GradientFlow, Selection};
 use physfit::gpu::GpuContext;
 use physfit::scene::frames::write_png;
 use physfit::scene::ply::PlyData;
@@ -61,22 +63,6 @@ k = 8
 seed = 0
 "#
     )
-}
-
-fn uniform(p: &FitProblem, log10: f64, v: [f64; 3]) -> Parameters {
-    let n = p.drivers().len();
-    Parameters {
-        log10_youngs: vec![log10; n],
-        velocity: (0..n).flat_map(|_| v).collect(),
-        poisson: Vec::new(),
-    }
-}
-
-/// Largest absolute difference over the largest absolute value.
-fn relative_gap(a: &[f32], b: &[f32]) -> f32 {
-    let scale = a.iter().fold(0f32, |m, v| m.max(v.abs()));
-    assert!(scale > 0.0, "a zero gradient compares nothing");
-    a.iter().zip(b).fold(0f32, |m, (x, y)| m.max((x - y).abs())) / scale
 }
 
 #[test]

@@ -94,7 +94,8 @@ seed = 0
     )
 }
 
-fn uniform(p: &FitProblem, log10: f64, v: [f64; 3]) -> Parameters {
+/// Every driver at one E and one velocity.
+pub(crate) fn uniform(p: &FitProblem, log10: f64, v: [f64; 3]) -> Parameters {
     let n = p.drivers().len();
     Parameters {
         log10_youngs: vec![log10; n],
@@ -104,7 +105,7 @@ fn uniform(p: &FitProblem, log10: f64, v: [f64; 3]) -> Parameters {
 }
 
 /// Largest absolute difference over the largest absolute value.
-fn relative_gap(a: &[f32], b: &[f32]) -> f32 {
+pub(crate) fn relative_gap(a: &[f32], b: &[f32]) -> f32 {
     let scale = a.iter().fold(0f32, |m, v| m.max(v.abs()));
     assert!(scale > 0.0, "a zero gradient compares nothing");
     a.iter().zip(b).fold(0f32, |m, (x, y)| m.max((x - y).abs())) / scale
