@@ -61,6 +61,11 @@ pub(super) fn discretisation_line(summary: &FitSummary) -> String {
                 Some(RefinementEnd::Regions) => {
                     "the next level's drivers change the E regions (see the warning)".to_string()
                 }
+                Some(RefinementEnd::RangeEnd) => format!(
+                    "level {levels}: its E reached an end of `material.log10_youngs_range` (the \
+                     finer discretisation's optimum lies outside the range; widen it to measure \
+                     the shift)"
+                ),
                 _ => format!(
                     "{levels} level{} (`fit.discretisation_levels`)",
                     if levels == 1 { "" } else { "s" }

@@ -88,7 +88,24 @@ pub enum RefinementEnd {
     /// drivers): its E could not be compared with the fit's, so the levels
     /// stop at the last comparable one.
     Regions,
+    /// The last level's E reached an end of `material.log10_youngs_range`:
+    /// its optimum lies outside the range, so its shift measures the range,
+    /// not the discretisation, and a zero shift between two levels held at
+    /// the same end says nothing of convergence.
+    RangeEnd,
 }
+
+/// Whether a value of `log10_youngs` lies at an end of `range` (within
+/// [`RANGE_END_SLACK`] decades): the bound held it, not the frames.
+pub fn at_range_end(log10_youngs: &[f64], range: [f64; 2]) -> bool {
+    log10_youngs
+        .iter()
+        .any(|&v| v - range[0] < RANGE_END_SLACK || range[1] - v < RANGE_END_SLACK)
+}
+
+/// How close to an end of the E range a level's E counts as held there
+/// (decades): far below any shift the check reports.
+pub const RANGE_END_SLACK: f64 = 1e-4;
 
 /// What the check found (module doc).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -208,6 +225,14 @@ impl DiscretisationCheck {
         }
     }
 
+    /// Ends the check because the last level's E reached an end of the E
+    /// range ([`RefinementEnd::RangeEnd`]): never converged, whatever its
+    /// shift, so the fit's own E stands.
+    pub fn finish_at_range_end(&mut self) {
+        self.converged = false;
+        self.finish(RefinementEnd::RangeEnd);
+    }
+
     /// Ends the check for `why`: the answer is the finest level's E when
     /// the check converged, the fit's own otherwise.
     pub fn finish(&mut self, why: RefinementEnd) {
@@ -301,5 +326,27 @@ mod tests {
         );
         assert!((capped.last_shift() - 0.1).abs() < 1e-12);
         assert!((capped.total_shift()[0] + 0.3).abs() < 1e-12);
+    }
+
+    /// Two levels held at the same end of the E range shift by nothing,
+    /// and that is not convergence: the check ends at the range's end and
+    /// the fit's own E stands.
+    #[test]
+    fn a_level_held_at_the_range_end_is_not_convergence() {
+        let range = [3.0, 4.5];
+        assert!(at_range_end(&[4.5, 4.0], range));
+        assert!(at_range_end(&[3.0], range));
+        assert!(!at_range_end(&[4.49, 3.01], range));
+        let mut check = DiscretisationCheck::start(at(12, 256, 4), vec![4.0], 3);
+        check.push_level(at(24, 512, 8), vec![4.5], [0.7, 0.6], 2, 1.0);
+        check.push_level(at(48, 512, 16), vec![4.5], [1.4, 1.4], 1, 1.0);
+        assert!(check.converged, "the shift alone is under the tolerance");
+        check.finish_at_range_end();
+        assert!(!check.converged);
+        assert_eq!(check.end, Some(RefinementEnd::RangeEnd));
+        assert_eq!(
+            (check.answer_grid_res, check.answer_log10_youngs.clone()),
+            (12, vec![4.0])
+        );
     }
 }

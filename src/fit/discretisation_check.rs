@@ -4,8 +4,11 @@
 //! side, at twice the substeps per frame (or the finer grid's stability
 //! minimum, when larger), with the drivers rebuilt for that grid
 //! (src/fit/discretisation_grid.rs), from the fitted values carried onto
-//! them (src/fit/discretisation_carry.rs) and the fit's curvature, with the
-//! velocity held; then again a level finer, from that level's values,
+//! them (src/fit/discretisation_carry.rs) and the fit's curvature: first
+//! the velocity on the last velocity stage's frames (when its field is
+//! fitted by L-BFGS; a velocity of the coarser discretisation would bias
+//! E), then E on the last stiffness stage's; then again a level finer,
+//! from that level's values,
 //! while the largest shift of an E parameter between two consecutive
 //! levels is at or above [`DISCRETISATION_TOLERANCE`], for at most
 //! `fit.discretisation_levels` levels. When the last shift is below the
@@ -95,49 +98,122 @@ pub fn level_fits_memory(ctx: &GpuContext, level: &Scene) -> Result<(), String> 
 
 /// One level refitted (module doc).
 pub struct LevelRun {
-    /// The refitted values (E and a fitted ν; the velocity held).
+    /// The refitted values (the velocity where it is refitted, E and a
+    /// fitted ν).
     pub params: Parameters,
-    /// The loss at the start values, then at the refitted ones.
+    /// The stiffness refit's loss at its start (the previous level's E,
+    /// the velocity refitted at this level), then at its end.
     pub loss: [f64; 2],
-    /// Evaluations it took.
+    /// Evaluations it took (the velocity's and E's refits together).
     pub evaluations: u32,
     /// Its wall seconds.
     pub seconds: f64,
-    /// The curvature it ended with, for the next level's start.
+    /// The curvature the stiffness refit ended with, for the next level's.
     pub pairs: Vec<CurvaturePair>,
+    /// The curvature the velocity refit ended with (the start's when the
+    /// velocity is held), for the next level's.
+    pub velocity_pairs: Vec<CurvaturePair>,
 }
 
-/// Refits E of `from` (the previous level's values, carried onto
-/// `drivers`) on the level's scene `level` (its grid and substeps) and
-/// `drivers` (built for that grid), on `stage`'s frames and settings,
-/// starting from the curvature `pairs` when their dimension matches (the
-/// refit's loss differs from the previous level's by the discretisation
-/// alone), stopping at `stop`, `hook` told of each evaluation.
+/// What a level refits: the velocity on the last velocity stage's frames
+/// and settings when the fit has such a stage and its field is fitted by
+/// L-BFGS (a `drivers` velocity field is held at the values carried from
+/// the previous level), then E on the last stiffness stage's; each from
+/// the curvature its previous level or stage ended with.
+pub struct LevelStages<'a> {
+    /// The velocity stage and its curvature, when the velocity is refitted.
+    pub velocity: Option<(&'a StagePlan, &'a [CurvaturePair])>,
+    /// The stiffness stage and its curvature.
+    pub stiffness: (&'a StagePlan, &'a [CurvaturePair]),
+}
+
+/// The plan's last velocity stage, when a level refits the velocity of a
+/// `velocity_field` (module doc: not a per-driver field).
+pub fn refitted_velocity<'a>(
+    plan: &'a [StagePlan],
+    velocity_field: &FieldSetting,
+    params: &Parameters,
+) -> Option<&'a StagePlan> {
+    let per_driver = matches!(velocity_field, FieldSetting::Drivers);
+    match per_driver || params.velocity.len() > LBFGS_MAX_PARAMETERS {
+        true => None,
+        false => plan.iter().rev().find(|p| p.kind == StageKind::Velocity),
+    }
+}
+
+/// Refits a level (module doc): on the level's scene `level` (its grid and
+/// substeps) and `drivers` (built for that grid), from `from` (the previous
+/// level's values, carried onto `drivers`), first the velocity, then E, as
+/// `stages` says; the refit's loss differs from the previous level's by
+/// the discretisation alone. Stops at `stop`; `hook` is told of each
+/// evaluation.
 #[allow(clippy::too_many_arguments)]
 pub fn refit_level(
     ctx: &GpuContext,
     level: &Scene,
     drivers: &DriverSet,
-    stage: &StagePlan,
+    stages: &LevelStages<'_>,
     from: &Parameters,
-    pairs: &[CurvaturePair],
     stop: Option<&StopSignal>,
     hook: EvaluationHook<'_>,
 ) -> Result<LevelRun, FitError> {
     let started = std::time::Instant::now();
     let options = FitProblemOptions::from_scene(level, drivers, &level.fit.velocity)?;
     let mut problem = FitProblem::from_drivers(ctx, level, drivers.clone(), &options)?;
-    problem.set_stage(&stage.settings)?;
     if let Some(stop) = stop {
         problem.set_stop(stop.clone());
     }
     let range = level.material.log10_youngs_range;
-    let (scale, bounds) = lbfgs_coordinates(Unknowns::Youngs, stage, from, range);
-    let mut objective =
-        StageObjective::of_stage(ctx, &mut problem, stage, from.clone(), Remember::All)
-            .scaled(scale)
-            .reporting(hook, EvaluationPurpose::Stage);
-    let z0 = objective.to_solver(&Unknowns::Youngs.get(from));
+    let blew_up = || FitError::StartBlewUp {
+        stage: format!(
+            "the discretisation check at grid {}, {} drivers, {} substeps per frame",
+            level.simulation.grid_res,
+            drivers.len(),
+            level.simulation.substeps
+        ),
+    };
+    let mut evaluations = 0;
+    let (from, velocity_pairs) = match stages.velocity {
+        Some((stage, pairs)) => {
+            let run = refit_stage(ctx, &mut problem, stage, from, pairs, range, hook)?
+                .ok_or_else(blew_up)?;
+            evaluations += run.evaluations;
+            (run.params, run.pairs)
+        }
+        None => (from.clone(), Vec::new()),
+    };
+    let (stage, pairs) = stages.stiffness;
+    let run =
+        refit_stage(ctx, &mut problem, stage, &from, pairs, range, hook)?.ok_or_else(blew_up)?;
+    Ok(LevelRun {
+        params: run.params,
+        loss: run.loss,
+        evaluations: evaluations + run.evaluations,
+        seconds: started.elapsed().as_secs_f64(),
+        pairs: run.pairs,
+        velocity_pairs,
+    })
+}
+
+/// One stage's unknowns refitted by L-BFGS on `problem` from `from`,
+/// warm-started with `pairs` (kept when the refit adds none); `None` when
+/// the start blew up.
+fn refit_stage(
+    ctx: &GpuContext,
+    problem: &mut FitProblem,
+    stage: &StagePlan,
+    from: &Parameters,
+    pairs: &[CurvaturePair],
+    range: [f64; 2],
+    hook: EvaluationHook<'_>,
+) -> Result<Option<StageRefit>, FitError> {
+    problem.set_stage(&stage.settings)?;
+    let unknowns = Unknowns::of(stage.kind);
+    let (scale, bounds) = lbfgs_coordinates(unknowns, stage, from, range);
+    let mut objective = StageObjective::of_stage(ctx, problem, stage, from.clone(), Remember::All)
+        .scaled(scale)
+        .reporting(hook, EvaluationPurpose::Stage);
+    let z0 = objective.to_solver(&unknowns.get(from));
     let mut solver = Lbfgs {
         settings: LbfgsSettings {
             max_evaluations: stage.settings.iterations,
@@ -149,28 +225,28 @@ pub fn refit_level(
         },
     };
     let Some(mut run) = solver.start(&mut objective, LbfgsStart::At(&z0))? else {
-        return Err(FitError::StartBlewUp {
-            stage: format!(
-                "the discretisation check at grid {}, {} drivers, {} substeps per frame",
-                level.simulation.grid_res,
-                drivers.len(),
-                level.simulation.substeps
-            ),
-        });
+        return Ok(None);
     };
     warm_start(&mut run, pairs);
     let start_loss = run.loss;
     execute(&mut solver, &mut objective, &mut run, |_, _| {
         Control::Continue
     })?;
-    Ok(LevelRun {
+    Ok(Some(StageRefit {
         params: objective.parameters(&run.x),
         loss: [start_loss, run.loss],
         evaluations: run.evaluations,
-        seconds: started.elapsed().as_secs_f64(),
         pairs: match run.pairs.is_empty() {
             true => pairs.to_vec(),
             false => run.pairs.clone(),
         },
-    })
+    }))
+}
+
+/// What [`refit_stage`] found.
+struct StageRefit {
+    params: Parameters,
+    loss: [f64; 2],
+    evaluations: u32,
+    pairs: Vec<CurvaturePair>,
 }

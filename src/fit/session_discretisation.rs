@@ -13,9 +13,11 @@
 
 use std::cell::RefCell;
 
+use super::discretisation::at_range_end;
 use super::discretisation_carry::carry_parameters;
 use super::discretisation_check::{
-    checkable, level_fits_memory, refit_level, DiscretisationCheck, RefinementEnd,
+    checkable, level_fits_memory, refit_level, refitted_velocity, DiscretisationCheck, LevelStages,
+    RefinementEnd,
 };
 use super::discretisation_grid::{level_scene, scene_resolution};
 use super::error::FitError;
@@ -75,6 +77,9 @@ impl FitSession {
             .map_err(|e| FitError::Parameterisation(e.to_string()))?;
         from.log10_youngs = check.finest().1.to_vec();
         let mut pairs = self.state.curvature_of(StageKind::Stiffness).to_vec();
+        let mut velocity_pairs = self.state.curvature_of(StageKind::Velocity).to_vec();
+        let velocity_stage =
+            refitted_velocity(&self.plan, &self.scene.fit.velocity.field, &fitted).cloned();
         loop {
             self.state.discretisation = Some(check.clone());
             if let Err(why) = check.next() {
@@ -105,19 +110,26 @@ impl FitSession {
                 }
             };
             let at = scene_resolution(&level);
-            progress.discretisation_check_started(previous, at, stage.settings.iterations);
+            let cap = stage.settings.iterations
+                + velocity_stage.as_ref().map_or(0, |v| v.settings.iterations);
+            progress.discretisation_check_started(previous, at, cap);
             let run = {
                 let progress = RefCell::new(&mut *progress);
                 let hook = |done: &EvaluationDone| {
                     progress.borrow_mut().discretisation_evaluation_done(done)
                 };
+                let stages = LevelStages {
+                    velocity: velocity_stage
+                        .as_ref()
+                        .map(|v| (v, velocity_pairs.as_slice())),
+                    stiffness: (&stage, &pairs),
+                };
                 refit_level(
                     ctx,
                     &level,
                     &drivers,
-                    &stage,
+                    &stages,
                     &start,
-                    &pairs,
                     self.stop.as_ref(),
                     &hook,
                 )?
@@ -129,7 +141,20 @@ impl FitSession {
                 run.evaluations,
                 run.seconds,
             );
+            let held = at_range_end(&run.params.log10_youngs, level.material.log10_youngs_range);
             (from, from_drivers, pairs) = (run.params, drivers, run.pairs);
+            if velocity_stage.is_some() {
+                velocity_pairs = run.velocity_pairs;
+            }
+            if held {
+                log::warn!(
+                    "the discretisation check stops at {at}: its E reached an end of \
+                     `material.log10_youngs_range`, so the frames put this level's optimum \
+                     outside the range"
+                );
+                check.finish_at_range_end();
+                break;
+            }
             self.state.discretisation = Some(check.clone());
             // Kept: a fit stopped in the next level resumes there.
             self.save_checkpoint()?;

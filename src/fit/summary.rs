@@ -374,7 +374,8 @@ pub struct FitSummary {
     /// § Error bars).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uncertainty: Option<FitUncertainty>,
-    /// E refitted level by level at doubled substeps, how far it moved,
+    /// E refitted level by level on a doubled grid at doubled substeps
+    /// (the drivers rebuilt for it), how far it moved,
     /// whether it converged and E reported as the material's
     /// (`fit.check_discretisation`; src/fit/discretisation_check.rs).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -468,10 +468,11 @@ pub struct FitConfig {
     pub rounds: i64,
     /// Iterations between checkpoints (an integer ≥ 1).
     pub checkpoint_every: i64,
-    /// After the stages, refit E at twice the substeps and report how far
-    /// it moves, level by level (src/fit/discretisation_check.rs).
+    /// After the stages, refit E on a doubled grid at twice the substeps
+    /// and report how far it moves, level by level
+    /// (src/fit/discretisation_check.rs).
     pub check_discretisation: bool,
-    /// The cap on the check's levels of doubled substeps (an integer in
+    /// The cap on the check's levels of doubled grid and substeps (an integer in
     /// 1..=8; checked by the validation, hence signed).
     pub discretisation_levels: i64,
     /// The coarse scan of E before the stages.

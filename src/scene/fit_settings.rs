@@ -114,12 +114,12 @@ pub struct FitSettings {
     /// Iterations between checkpoints (≥ 1; one is also written at the end
     /// of each stage).
     pub checkpoint_every: u32,
-    /// After the stages, refit E at doubled substeps per frame, level by
-    /// level until two levels agree within 0.05 decades, and report each
-    /// shift (the discretisation's error bar) and, converged, the finest
-    /// level's E as the material's (default off: each level costs about
-    /// one stiffness stage at 2^k times the simulation's cost,
-    /// src/fit/discretisation_check.rs).
+    /// After the stages, refit E on a doubled grid at doubled substeps per
+    /// frame (drivers rebuilt for the grid), level by level until two
+    /// levels agree within 0.05 decades, and report each shift (the
+    /// discretisation's error bar) and, converged, the finest level's E as
+    /// the material's (default off: each level costs about one stiffness
+    /// stage at its finer simulation's cost, src/fit/discretisation_check.rs).
     pub check_discretisation: bool,
     /// The cap on the check's levels (1..=8; default 3: up to 8 times the
     /// substeps).
@@ -267,7 +267,7 @@ pub(crate) fn resolve_fit(
                     "fit.discretisation_levels",
                     f.discretisation_levels,
                     format!(
-                        "must be an integer from 1 to {MAX_DISCRETISATION_LEVELS} (levels of doubled substeps the discretisation check may refit E at; default 3)"
+                        "must be an integer from 1 to {MAX_DISCRETISATION_LEVELS} (levels of doubled grid and substeps the discretisation check may refit E at; default 3)"
                     ),
                 )
             })?,
