@@ -361,7 +361,7 @@ fn fitted_poissons_ratios_are_named_by_es_regions() {
     assert_eq!(options.poisson, None);
 }
 
-/// `fit.discretisation_levels` defaults to 3 levels of doubled substeps and
+/// `fit.discretisation_levels` defaults to 3 levels of doubled grid and substeps and
 /// takes 1 to 8; any other value is refused naming the file, the field and
 /// the range with its default.
 #[test]

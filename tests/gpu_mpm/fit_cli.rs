@@ -137,6 +137,17 @@ value = [1.0, 0.0, 0.0]
 /// A directory with the block, `scene.toml` and the truth's frames in
 /// `synth/` (made with `synth_flags` added to `physfit synth`).
 pub(crate) fn twin_with(scene: &str, truth: &str, synth_flags: &[&str]) -> tempfile::TempDir {
+    twin_simulated_by(scene, scene, truth, synth_flags)
+}
+
+/// [`twin_with`], the frames made from `synth_scene` (the same views,
+/// another discretisation) and `scene` written for the fit.
+pub(crate) fn twin_simulated_by(
+    scene: &str,
+    synth_scene: &str,
+    truth: &str,
+    synth_flags: &[&str],
+) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let ply = d.join("splats.ply");
@@ -145,7 +156,7 @@ pub(crate) fn twin_with(scene: &str, truth: &str, synth_flags: &[&str]) -> tempf
         .unwrap();
     std::fs::write(d.join("truth.toml"), truth).unwrap();
     // synth renders every view of a scene without frames.
-    let without: String = scene
+    let without: String = synth_scene
         .lines()
         .filter(|l| !l.starts_with("frames = \"synth"))
         .map(|l| format!("{l}\n"))
