@@ -1,7 +1,8 @@
 // P2G (docs/design.md § MPM step 1, MLS-MPM/APIC, Hu et al. 2018): each particle
 // scatters m_p·w_ip to the node mass and w_ip·(m_p v_p + A_p (x_i − x_p)) to
 // the node momentum, A_p = −dt·4/dx²·V_p·P(F_p)F_pᵀ + m_p C_p; particles
-// flagged anchored also mark every node with w_ip > 0 as anchored.
+// flagged anchored also mark the nodes they hold as anchored: every node with
+// w_ip > 0, or only the nearest one, by `anchor_rule` (mpm/params holds_node).
 #import common/dispatch
 #import mpm/params
 #import mpm/particle_state
@@ -48,7 +49,7 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
                 grid_atomic_add(node * GRID_STRIDE + 1u, mv.x);
                 grid_atomic_add(node * GRID_STRIDE + 2u, mv.y);
                 grid_atomic_add(node * GRID_STRIDE + 3u, mv.z);
-                if is_anchored && w > 0.0 {
+                if is_anchored && holds_node(vec3<u32>(i, j, l), w, params) {
                     atomicStore(&grid_anchored[node], 1u);
                 }
             }

@@ -1,8 +1,8 @@
 // First half of the cell-binned P2G (src/mpm/p2g_bin.rs explains when it
 // replaces p2g.wgsl): each particle pushed onto the list of its stencil's
 // base cell (`cell_head[base node]` holds p + 1, 0 = empty;
-// `particle_next[p]` the previous head); anchored particles mark their
-// nodes as p2g.wgsl does. Only x is read: cell_scatter.wgsl (`p2g`)
+// `particle_next[p]` the previous head); anchored particles mark the nodes
+// they hold as p2g.wgsl does. Only x is read: cell_scatter.wgsl (`p2g`)
 // computes each particle's P2G terms as it walks the lists and sums each
 // cell's particles in registers, one atomic per node and component per
 // cell instead of per particle. The lists are the substep grid's:
@@ -35,7 +35,7 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
             for (var j = 0u; j < 3u; j++) {
                 for (var l = 0u; l < 3u; l++) {
                     let w = stencil_w(s, i).x * stencil_w(s, j).y * stencil_w(s, l).z;
-                    if w > 0.0 {
+                    if holds_node(vec3<u32>(i, j, l), w, params) {
                         atomicStore(&grid_anchored[node_index(s.base + vec3<i32>(vec3<u32>(i, j, l)), res)], 1u);
                     }
                 }

@@ -27,6 +27,21 @@ struct MpmParams {
     gravity: vec3<f32>,
     // Records in the collider buffer (mpm/collider, src/mpm/collider.rs).
     collider_count: u32,
+    // 0: an anchored particle holds every node its stencil reaches (w > 0);
+    // 1: only its stencil's centre, the node nearest it (src/mpm_rules/config.rs AnchorRule).
+    anchor_rule: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+// Whether an anchored particle holds stencil node `o` (offsets 0..2 per
+// axis) of weight `w` under the scene's anchoring rule.
+fn holds_node(o: vec3<u32>, w: f32, p: MpmParams) -> bool {
+    if p.anchor_rule == 1u {
+        return all(o == vec3<u32>(1u, 1u, 1u));
+    }
+    return w > 0.0;
 }
 
 // Nodes per axis: grid_res + 1 (indices 0..=grid_res).

@@ -60,14 +60,15 @@ pub fn summary(scene: &Scene) -> Result<String> {
     );
     let _ = writeln!(
         s,
-        "grid         grid_res {}, dx = {:.5} (normalised) = {:.5} world units, walls {}",
+        "grid         grid_res {}, dx = {:.5} (normalised) = {:.5} world units, walls {}, anchoring {}",
         sim.grid_res,
         1.0 / sim.grid_res as f64,
         b.side / sim.grid_res as f64,
         match sim.walls {
             WallMode::Sticky => "sticky",
             WallMode::Slip => "slip",
-        }
+        },
+        sim.anchoring.word()
     );
     let n_sim = scene.simulated.iter().filter(|x| **x).count();
     let n_anch = scene.anchored.iter().filter(|x| **x).count();

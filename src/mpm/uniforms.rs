@@ -4,9 +4,9 @@
 use bytemuck::{Pod, Zeroable};
 
 use crate::gpu::wgsl_layout::wgsl_mirror;
-use crate::mpm_rules::config::{MpmConfig, WallMode, WALL_MARGIN_CELLS};
+use crate::mpm_rules::config::{AnchorRule, MpmConfig, WallMode, WALL_MARGIN_CELLS};
 
-/// `MpmParams` of shaders/mpm/params.wgsl (64 bytes, 16-byte aligned).
+/// `MpmParams` of shaders/mpm/params.wgsl (80 bytes, 16-byte aligned).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
 pub struct MpmUniforms {
@@ -38,6 +38,11 @@ pub struct MpmUniforms {
     pub gravity: [f32; 3],
     /// Colliders in the simulator's collider buffer ([`crate::mpm_rules::collider`]).
     pub collider_count: u32,
+    /// 0: an anchored particle holds every node its stencil reaches; 1:
+    /// only the node nearest it ([`AnchorRule`]).
+    pub anchor_rule: u32,
+    /// Padding to the struct's 16-byte alignment.
+    pub _pad: [u32; 3],
 }
 
 wgsl_mirror!(MpmUniforms => "MpmParams" in ["mpm/params"] {
@@ -55,6 +60,8 @@ wgsl_mirror!(MpmUniforms => "MpmParams" in ["mpm/params"] {
     lambda_per_youngs,
     gravity,
     collider_count,
+    anchor_rule,
+    _pad,
 });
 
 impl MpmUniforms {
@@ -79,6 +86,11 @@ impl MpmUniforms {
             lambda_per_youngs: lambda_per_youngs as f32,
             gravity: config.gravity.map(|g| g as f32),
             collider_count: config.colliders.len() as u32,
+            anchor_rule: match config.anchoring {
+                AnchorRule::Stencil => 0,
+                AnchorRule::Nearest => 1,
+            },
+            _pad: [0; 3],
         }
     }
 }

@@ -47,6 +47,32 @@ pub enum WallMode {
     Slip,
 }
 
+/// Which grid nodes an anchored particle holds at zero velocity
+/// (`simulation.anchoring`; docs/design.md § MPM, "Anchored region").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AnchorRule {
+    /// Every node the particle's quadratic stencil reaches (`w > 0`, 27
+    /// nodes): a held layer about 1.5 cells beyond the anchored particles,
+    /// so its thickness changes with the grid.
+    #[default]
+    Stencil,
+    /// The node nearest the particle (its stencil's centre): a held layer
+    /// at most half a cell beyond the anchored particles, so a coarse grid
+    /// holds nearly what a fine one holds.
+    Nearest,
+}
+
+impl AnchorRule {
+    /// The scene's word for the rule.
+    pub fn word(self) -> &'static str {
+        match self {
+            AnchorRule::Stencil => "stencil",
+            AnchorRule::Nearest => "nearest",
+        }
+    }
+}
+
 /// Physical and numerical settings of a simulation (normalised units).
 #[derive(Clone, Debug, PartialEq)]
 pub struct MpmConfig {
@@ -68,6 +94,8 @@ pub struct MpmConfig {
     pub walls: WallMode,
     /// Static colliders ([`super::collider`]), applied in this order.
     pub colliders: Vec<Collider>,
+    /// Which nodes an anchored particle holds.
+    pub anchoring: AnchorRule,
 }
 
 impl MpmConfig {

@@ -13,4 +13,4 @@ pub mod stability;
 pub mod voxel;
 
 pub use collider::{Collider, ColliderShape, ContactRule};
-pub use config::{MpmConfig, WallMode};
+pub use config::{AnchorRule, MpmConfig, WallMode};

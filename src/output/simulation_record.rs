@@ -4,7 +4,7 @@
 //! the `[drivers]` settings that made the drivers. Each is named by its
 //! scene.toml field, so that a difference from a scene names what to fix.
 
-use crate::mpm_rules::{MpmConfig, WallMode};
+use crate::mpm_rules::{AnchorRule, MpmConfig, WallMode};
 use crate::scene::{Scene, SimBox};
 
 use super::metadata_fields::{MetadataError, MetadataReader, MetadataWriter};
@@ -28,6 +28,9 @@ pub struct SimulationRecord {
     pub poisson_ratio: f64,
     /// Wall condition.
     pub walls: WallMode,
+    /// Which nodes an anchored particle holds (files written before the
+    /// setting existed read as [`AnchorRule::Stencil`], the only rule then).
+    pub anchoring: AnchorRule,
     /// Gravity, world units / s².
     pub gravity_world: [f64; 3],
     /// Grid-velocity damping rate, 1/s.
@@ -69,6 +72,7 @@ impl SimulationRecord {
             density: m.density,
             poisson_ratio: m.poisson_ratio,
             walls: s.walls,
+            anchoring: s.anchoring,
             gravity_world: s.gravity_world,
             damping: s.damping,
             log10_youngs_range: m.log10_youngs_range,
@@ -91,6 +95,7 @@ impl SimulationRecord {
             .list("simulation.gravity", &self.gravity_world)
             .value("simulation.damping", self.damping)
             .value("simulation.walls", walls_text(self.walls))
+            .value("simulation.anchoring", self.anchoring.word())
             .value("reference.fps", self.fps)
             .value("material.density", self.density)
             .value("material.poisson_ratio", self.poisson_ratio)
@@ -121,6 +126,18 @@ impl SimulationRecord {
                 ))
             }
         };
+        let anchoring = match r.text("simulation.anchoring") {
+            // Written before the setting existed: the one rule there was.
+            Err(_) => AnchorRule::Stencil,
+            Ok("stencil") => AnchorRule::Stencil,
+            Ok("nearest") => AnchorRule::Nearest,
+            Ok(other) => {
+                return Err(r.invalid(
+                    "simulation.anchoring",
+                    format!("is \"{other}\", expected \"stencil\" or \"nearest\""),
+                ))
+            }
+        };
         Ok(Self {
             sim_box: SimBox {
                 min: r.list("simulation.box.min")?,
@@ -132,6 +149,7 @@ impl SimulationRecord {
             density: r.parsed("material.density")?,
             poisson_ratio: r.parsed("material.poisson_ratio")?,
             walls,
+            anchoring,
             gravity_world: r.list("simulation.gravity")?,
             damping: r.parsed("simulation.damping")?,
             log10_youngs_range: r.list("material.log10_youngs_range")?,
@@ -165,6 +183,7 @@ impl SimulationRecord {
             poisson: self.poisson_ratio,
             walls: self.walls,
             colliders: Vec::new(),
+            anchoring: self.anchoring,
         }
     }
 }

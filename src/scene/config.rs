@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 
-use crate::mpm_rules::WallMode;
+use crate::mpm_rules::{AnchorRule, WallMode};
 
 /// The whole file.
 #[derive(Clone, Debug, Deserialize)]
@@ -203,6 +203,9 @@ pub struct SimulationConfig {
     /// `[[simulation.colliders]]`: static planes and boxes with a contact
     /// rule, in the order they act.
     pub colliders: Vec<ColliderConfig>,
+    /// Which grid nodes an anchored particle holds: `"stencil"` (every node
+    /// its stencil reaches) or `"nearest"` (the nearest node only).
+    pub anchoring: AnchorRule,
 }
 
 /// One `[[simulation.colliders]]` entry: `kind = "plane"` with `point` and
@@ -242,6 +245,7 @@ impl Default for SimulationConfig {
             damping: 0.0,
             walls: WallMode::Sticky,
             colliders: Vec::new(),
+            anchoring: AnchorRule::Stencil,
         }
     }
 }

@@ -48,6 +48,7 @@ impl Scene {
                 .iter()
                 .map(|c| to_normalised(c, &self.simulation.sim_box))
                 .collect(),
+            anchoring: self.simulation.anchoring,
         }
     }
 

@@ -10,7 +10,7 @@ use super::material::Material;
 use super::sim_box::SimBox;
 use super::validate::Validator;
 use crate::mpm_rules::stability::{explicit_dt_bound, min_substeps_per_frame};
-use crate::mpm_rules::{Collider, WallMode};
+use crate::mpm_rules::{AnchorRule, Collider, WallMode};
 
 /// Resolved `[simulation]` settings.
 #[derive(Clone, Debug, PartialEq)]
@@ -32,6 +32,8 @@ pub struct Simulation {
     /// `[[simulation.colliders]]` in order, world units (the simulator's
     /// are [`Scene::mpm_config`](super::Scene::mpm_config)'s).
     pub colliders: Vec<Collider>,
+    /// Which nodes an anchored particle holds (`simulation.anchoring`).
+    pub anchoring: AnchorRule,
 }
 
 /// The numbers of `[simulation]`; its box needs the simulated splats and is
@@ -164,5 +166,6 @@ pub(crate) fn resolve_box(
         damping: numbers.damping,
         walls: s.walls,
         colliders: numbers.colliders,
+        anchoring: s.anchoring,
     })
 }

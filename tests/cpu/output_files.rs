@@ -8,6 +8,7 @@
 use std::path::Path;
 
 use physfit::drive::DriverSet;
+use physfit::mpm::AnchorRule;
 use physfit::output::fitted_ply::{write_fitted_ply, SplatMaterial};
 use physfit::output::{youngs_world, DriversFileError, FittedDrivers};
 use physfit::scene::ply::load_gaussians;
@@ -230,6 +231,10 @@ fn changed_settings_are_refused_naming_the_field() {
             "`simulation.walls`: sticky in the fit, slip now",
         ),
         (
+            "[simulation]\nanchoring = \"nearest\"",
+            "`simulation.anchoring`: stencil in the fit, nearest now",
+        ),
+        (
             "[reference]\nfps = 24.0",
             "`reference.fps`: 30 in the fit, 24 now",
         ),
@@ -377,6 +382,30 @@ fn damaged_drivers_files_are_refused_naming_the_tensor_or_field() {
             assert!(m.contains(needle), "lacks {needle}: {m}");
         }
     }
+}
+
+/// A drivers file written before `simulation.anchoring` existed holds no
+/// such field: it reads as the one rule there was (`stencil`) and matches
+/// its scene; an unknown rule is refused naming the field.
+#[test]
+fn a_drivers_file_without_the_anchoring_field_reads_as_the_stencil_rule() {
+    let f = fitted();
+    let path = f.path("drivers.safetensors");
+    f.file().save(&path).unwrap();
+    rewrite(&path, |_, m| {
+        assert_eq!(m.remove("simulation.anchoring").as_deref(), Some("stencil"));
+    });
+    let file = FittedDrivers::load(&path).unwrap();
+    assert_eq!(file.mpm_config().anchoring, AnchorRule::Stencil);
+    file.check_against(&f.scene).unwrap();
+    rewrite(&path, |_, m| {
+        m.insert("simulation.anchoring".into(), "everywhere".into());
+    });
+    let m = FittedDrivers::load(&path).unwrap_err().to_string();
+    assert!(
+        m.contains("`simulation.anchoring`") && m.contains("\"everywhere\""),
+        "{m}"
+    );
 }
 
 #[test]

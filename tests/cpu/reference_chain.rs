@@ -165,6 +165,7 @@ fn scene() -> Scene {
         poisson: 0.3,
         walls: WallMode::Sticky,
         colliders: Vec::new(),
+        anchoring: Default::default(),
     };
     let mpm = MpmSetup64 {
         config,

@@ -3,7 +3,7 @@
 //! (free fall, momentum conservation, anchoring, thin-bar period), and
 //! frame-loss gradients in both fit flows (full, truncated).
 
-use physfit::mpm_rules::config::{MpmConfig, WallMode};
+use physfit::mpm_rules::config::{AnchorRule, MpmConfig, WallMode};
 use physfit::reference::mpm::grid_adjoint::AdjointPaths;
 use physfit::reference::mpm::mat3::{self, Mat3, Vec3};
 use physfit::reference::mpm::rollout::rollout_gradient_with;
@@ -48,6 +48,7 @@ fn config(grid_res: u32, substeps_per_frame: u32, gravity: [f64; 3]) -> MpmConfi
         poisson: 0.3,
         walls: WallMode::Sticky,
         colliders: Vec::new(),
+        anchoring: Default::default(),
     }
 }
 
@@ -471,6 +472,62 @@ fn momentum_is_conserved_without_gravity_or_walls() {
         t0.elapsed()
     );
     assert!(worst_lin <= 1e-9 && worst_ang <= 1e-9);
+}
+
+/// An anchored particle holds every node its stencil reaches under the
+/// `stencil` rule (27), and only the node nearest it under `nearest`: the
+/// held layer then reaches half a cell past the anchored particles, not
+/// one and a half, on any grid.
+#[test]
+fn an_anchored_particle_holds_its_stencil_or_its_nearest_node() {
+    let x = [0.512, 0.47, 0.5301];
+    let grid_res = 16u32;
+    for (rule, held) in [(AnchorRule::Stencil, 27), (AnchorRule::Nearest, 1)] {
+        let mut config = config(grid_res, 4, [0.0; 3]);
+        config.anchoring = rule;
+        let setup = MpmSetup64 {
+            config,
+            particle_volume: 1e-4,
+            anchored: vec![true, false],
+            poisson: None,
+        };
+        let state = MpmState64::at_rest(vec![x, [0.3, 0.3, 0.3]]);
+        let g = p2g::p2g(&setup, &state, &[1e4, 1e4]);
+        let nodes: Vec<[i64; 3]> = (0..g.anchored.len())
+            .filter(|&i| g.anchored[i])
+            .map(|i| g.node(i))
+            .collect();
+        assert_eq!(nodes.len(), held, "{rule:?}: {nodes:?}");
+        if rule == AnchorRule::Nearest {
+            let nearest = x.map(|c| (c * grid_res as f64).round() as i64);
+            assert_eq!(nodes, vec![nearest]);
+        }
+    }
+}
+
+/// `simulation.anchoring` reaches the simulator's settings; a word other
+/// than the two rules is refused naming the field and both words.
+#[test]
+fn the_scene_chooses_the_anchoring_rule_and_refuses_other_words() {
+    let means: Vec<[f32; 3]> = (0..27)
+        .map(|i| {
+            [
+                (i % 3) as f32 * 0.4,
+                (i / 3 % 3) as f32 * 0.4,
+                (i / 9) as f32 * 0.4,
+            ]
+        })
+        .collect();
+    let (_d, scene) = crate::common::scene_with(&means, "");
+    assert_eq!(scene.unwrap().mpm_config().anchoring, AnchorRule::Stencil);
+    let (_d, scene) = crate::common::scene_with(&means, "[simulation]\nanchoring = \"nearest\"");
+    assert_eq!(scene.unwrap().mpm_config().anchoring, AnchorRule::Nearest);
+    let (_d, scene) = crate::common::scene_with(&means, "[simulation]\nanchoring = \"inside\"");
+    let m = scene.unwrap_err().to_string();
+    assert!(
+        m.contains("`simulation.anchoring`") && m.contains("stencil") && m.contains("nearest"),
+        "{m}"
+    );
 }
 
 /// Anchored particles keep x and F and have v = C = 0 while the rest falls

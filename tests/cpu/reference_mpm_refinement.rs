@@ -59,6 +59,7 @@ impl Bar {
             poisson: 0.3,
             walls: WallMode::Sticky,
             colliders: Vec::new(),
+            anchoring: Default::default(),
         };
         let setup = MpmSetup64 {
             config,

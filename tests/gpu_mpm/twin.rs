@@ -14,8 +14,8 @@ use crate::support::*;
 use physfit::gpu::GpuContext;
 use physfit::mpm::layout::STATE_STRIDE;
 use physfit::mpm::{
-    BackwardOptions, BackwardWork, FrameGradient, GradientFlow, HostMpmGradients, MpmConfig,
-    MpmOptions, MpmSetup, MpmSimulator, ParticleState, ScatterMode, WallMode,
+    AnchorRule, BackwardOptions, BackwardWork, FrameGradient, GradientFlow, HostMpmGradients,
+    MpmConfig, MpmOptions, MpmSetup, MpmSimulator, ParticleState, ScatterMode, WallMode,
 };
 use physfit::reference::mpm::{frames_gradient, rollout, rollout_gradient, MpmSetup64, MpmState64};
 
@@ -49,10 +49,12 @@ struct Scene {
     volume: f64,
 }
 
-/// A block with a smooth swirl, varied E; optionally gravity, anchored top
-/// layer and slip walls close enough to be touched.
-fn scene(with_rules: bool) -> Scene {
+/// A block with a smooth swirl, varied E; optionally gravity, an anchored
+/// corner (holding its nodes by `anchoring`) and slip walls close enough to
+/// be touched.
+fn scene(with_rules: bool, anchoring: AnchorRule) -> Scene {
     let mut config = small_config();
+    config.anchoring = anchoring;
     let spacing = 1.0 / 32.0;
     let centre = if with_rules {
         [0.5, 0.25, 0.5]
@@ -66,7 +68,8 @@ fn scene(with_rules: bool) -> Scene {
         config.gravity = [0.0, -3.0, 0.0];
         config.damping = 2.0;
         config.walls = WallMode::Slip;
-        // One corner particle: its 27 nodes hold one end of the block.
+        // One corner particle: its 27 nodes (or its nearest one) hold one
+        // end of the block.
         (0..n).map(|p| p == 0).collect()
     } else {
         vec![false; n]
@@ -138,10 +141,22 @@ fn setup64(s: &Scene) -> MpmSetup64 {
     }
 }
 
-fn forward_matches(with_rules: bool) {
+fn forward_matches(with_rules: bool, anchoring: AnchorRule) {
+    // The nearest-node rule marks its node in both scatter kernels
+    // (p2g.wgsl and p2g_bin.wgsl): each is checked.
+    let modes: &[ScatterMode] = match anchoring {
+        AnchorRule::Stencil => &[ScatterMode::Auto],
+        AnchorRule::Nearest => &[ScatterMode::Binned, ScatterMode::Atomic],
+    };
+    for &scatters in modes {
+        forward_matches_with(with_rules, anchoring, scatters);
+    }
+}
+
+fn forward_matches_with(with_rules: bool, anchoring: AnchorRule, scatters: ScatterMode) {
     let ctx = common::gpu();
-    let s = scene(with_rules);
-    let sim = simulator(&ctx, &s);
+    let s = scene(with_rules, anchoring);
+    let sim = simulator_with(&ctx, &s, scatters);
     let frames = 10; // 100 substeps
     let gpu = sim.rollout(&ctx, &s.start, frames).unwrap();
     let gpu_end = sim.read_state(&ctx, gpu.frames.last().unwrap()).unwrap();
@@ -173,12 +188,17 @@ fn forward_matches(with_rules: bool) {
 
 #[test]
 fn forward_matches_the_twin_after_100_substeps() {
-    forward_matches(false);
+    forward_matches(false, AnchorRule::Stencil);
 }
 
 #[test]
 fn forward_with_gravity_damping_anchors_and_slip_walls_matches_the_twin() {
-    forward_matches(true);
+    forward_matches(true, AnchorRule::Stencil);
+}
+
+#[test]
+fn forward_with_the_nearest_node_anchoring_matches_the_twin() {
+    forward_matches(true, AnchorRule::Nearest);
 }
 
 /// `∂L/∂E` per particle and `∂L/∂v0` per particle and axis of GPU
@@ -201,9 +221,9 @@ pub(crate) fn relative(a: &[f64], b: &[f64]) -> f64 {
     (d / n).sqrt()
 }
 
-fn adjoint_matches(with_rules: bool) {
+fn adjoint_matches(with_rules: bool, anchoring: AnchorRule) {
     let ctx = common::gpu();
-    let s = scene(with_rules);
+    let s = scene(with_rules, anchoring);
     let sim = simulator(&ctx, &s);
     let frames = 2;
     let n = s.start.len();
@@ -257,12 +277,17 @@ fn adjoint_matches(with_rules: bool) {
 
 #[test]
 fn adjoint_matches_the_twin() {
-    adjoint_matches(false);
+    adjoint_matches(false, AnchorRule::Stencil);
 }
 
 #[test]
 fn adjoint_with_gravity_damping_anchors_and_slip_walls_matches_the_twin() {
-    adjoint_matches(true);
+    adjoint_matches(true, AnchorRule::Stencil);
+}
+
+#[test]
+fn adjoint_with_the_nearest_node_anchoring_matches_the_twin() {
+    adjoint_matches(true, AnchorRule::Nearest);
 }
 
 fn rotation(axis: [f64; 3], angle: f64) -> [[f64; 3]; 3] {
@@ -406,6 +431,7 @@ fn fit_scale_scene() -> Scene {
         poisson: 0.3,
         walls: WallMode::Sticky,
         colliders: Vec::new(),
+        anchoring: Default::default(),
     };
     let needed = physfit::mpm_rules::stability::min_substeps_per_frame(
         config.fps,

@@ -7,6 +7,7 @@ use super::polar::polar_decomposition;
 use super::stencil::{offsets, Stencil};
 use super::stress::fixed_corotated_stress;
 use super::{MpmSetup64, MpmState64};
+use crate::mpm_rules::AnchorRule;
 
 /// Stencils of all particles.
 pub fn stencils(state: &MpmState64, dx: f64) -> Vec<Stencil> {
@@ -29,7 +30,9 @@ pub fn affine_momentum(setup: &MpmSetup64, state: &MpmState64, youngs: f64, p: u
 
 /// Scatters all particles to a fresh grid. Anchored particles scatter like
 /// the others (mass, momentum and the stress of their frozen F) and mark
-/// the nodes they reach with `w > 0` as anchored (src/mpm_rules/config.rs).
+/// the nodes they hold as anchored: every node they reach with `w > 0`, or
+/// only the nearest, their stencil's centre, by `config.anchoring`
+/// ([`AnchorRule`], src/mpm_rules/config.rs).
 pub fn p2g(setup: &MpmSetup64, state: &MpmState64, youngs: &[f64]) -> Grid64 {
     setup.check(state, youngs);
     let config = &setup.config;
@@ -47,7 +50,11 @@ pub fn p2g(setup: &MpmSetup64, state: &MpmState64, youngs: &[f64]) -> Grid64 {
             for k in 0..3 {
                 grid.momentum[i][k] += w * (mp * state.v[p][k] + ad[k]);
             }
-            if setup.anchored[p] && w > 0.0 {
+            let held = match config.anchoring {
+                AnchorRule::Stencil => w > 0.0,
+                AnchorRule::Nearest => o == [1, 1, 1],
+            };
+            if setup.anchored[p] && held {
                 grid.anchored[i] = true;
             }
         }
