@@ -9,7 +9,9 @@
 
 use crate::common;
 
-use super::static_tiles::{relative_gap, uniform};
+// The static-tiles test's scene: one 96×64 view, grid 16, the bottom of
+// the block anchored (its static copy is not used here).
+use super::static_tiles::{relative_gap, scene_toml, uniform};
 
 use physfit::fit::{FitProblem, FitProblemOptions, GradientFlow, Selection};
 use physfit::gpu::GpuContext;
@@ -18,52 +20,6 @@ use physfit::scene::ply::PlyData;
 use physfit::scene::Scene;
 
 const FRAMES: usize = 4;
-
-fn scene_toml(with_frames: bool) -> String {
-    let frames = if with_frames {
-        "frames = \"front/*.png\"\n"
-    } else {
-        ""
-    };
-    format!(
-        r#"
-[gaussians]
-path = "splats.ply"
-
-[[views]]
-name = "front"
-{frames}[views.camera]
-width = 64
-height = 64
-fx = 90.0
-position = [0.2, -2.2, 0.6]
-look_at = [0.2, 0.2, 0.2]
-up = [0.0, 0.0, 1.0]
-
-[reference]
-fps = 30.0
-background = [0.0, 0.0, 0.0]
-
-[simulation]
-box = "auto"
-padding = 0.3
-grid_res = 16
-gravity = [0.0, 0.0, 0.0]
-
-[material]
-youngs_modulus = 1.0e4
-log10_youngs_range = [3.0, 4.5]
-
-[regions]
-anchored = [{{ min = [-0.1, -0.1, -0.1], max = [0.5, 0.5, 0.05] }}]
-
-[drivers]
-count = 24
-k = 8
-seed = 0
-"#
-    )
-}
 
 #[test]
 fn kept_forward_gives_the_loss_and_gradients_of_the_replaying_backward() {

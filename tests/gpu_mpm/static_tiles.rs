@@ -47,7 +47,8 @@ fn splats() -> Gaussians {
     g
 }
 
-fn scene_toml(with_frames: bool) -> String {
+/// The scene, with or without the view's reference frames.
+pub(crate) fn scene_toml(with_frames: bool) -> String {
     let frames = if with_frames {
         "frames = \"front/*.png\"\n"
     } else {
