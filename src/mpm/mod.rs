@@ -64,7 +64,7 @@ pub mod uniforms;
 
 /// The simulator's configuration and collider types, defined with the CPU
 /// rules the scene loader shares ([`crate::mpm_rules`]).
-pub use crate::mpm_rules::{AnchorRule, MpmConfig, WallMode};
+pub use crate::mpm_rules::{MpmConfig, WallMode};
 #[cfg(feature = "reference")]
 pub use crate::mpm_rules::{Collider, ColliderShape, ContactRule};
 pub use backward::{BackwardOptions, FrameGradient, GradientFlow, MpmGradients};

@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use physfit::drive::DriverSet;
-use physfit::mpm::AnchorRule;
+use physfit::mpm_rules::AnchorRule;
 use physfit::output::fitted_ply::{write_fitted_ply, SplatMaterial};
 use physfit::output::{youngs_world, DriversFileError, FittedDrivers};
 use physfit::scene::ply::load_gaussians;

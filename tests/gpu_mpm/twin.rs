@@ -14,9 +14,10 @@ use crate::support::*;
 use physfit::gpu::GpuContext;
 use physfit::mpm::layout::STATE_STRIDE;
 use physfit::mpm::{
-    AnchorRule, BackwardOptions, BackwardWork, FrameGradient, GradientFlow, HostMpmGradients,
-    MpmConfig, MpmOptions, MpmSetup, MpmSimulator, ParticleState, ScatterMode, WallMode,
+    BackwardOptions, BackwardWork, FrameGradient, GradientFlow, HostMpmGradients, MpmConfig,
+    MpmOptions, MpmSetup, MpmSimulator, ParticleState, ScatterMode, WallMode,
 };
+use physfit::mpm_rules::AnchorRule;
 use physfit::reference::mpm::{frames_gradient, rollout, rollout_gradient, MpmSetup64, MpmState64};
 
 pub(crate) fn to64(s: &ParticleState) -> MpmState64 {
