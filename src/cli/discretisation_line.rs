@@ -62,9 +62,10 @@ pub(super) fn discretisation_line(summary: &FitSummary) -> String {
                     "the next level's drivers change the E regions (see the warning)".to_string()
                 }
                 Some(RefinementEnd::RangeEnd) => format!(
-                    "level {levels}: its E reached an end of `material.log10_youngs_range` (the \
-                     finer discretisation's optimum lies outside the range; widen it to measure \
-                     the shift)"
+                    "{levels} level{}, the last one's E at an end of \
+                     `material.log10_youngs_range` (its optimum lies outside the range; widen it \
+                     to measure the shift)",
+                    if levels == 1 { "" } else { "s" }
                 ),
                 _ => format!(
                     "{levels} level{} (`fit.discretisation_levels`)",

@@ -69,6 +69,12 @@ pub struct DiscretisationLevel {
     pub evaluations: u32,
     /// Its wall seconds.
     pub seconds: f64,
+    /// Some E of this level ended at an end of
+    /// `material.log10_youngs_range` ([`at_range_end`]): the bound held
+    /// it, so its shift measures the range, and the level is not a
+    /// converged one whatever its shift.
+    #[serde(default)]
+    pub at_range_end: bool,
 }
 
 /// Why the levels stopped.
@@ -88,10 +94,12 @@ pub enum RefinementEnd {
     /// drivers): its E could not be compared with the fit's, so the levels
     /// stop at the last comparable one.
     Regions,
-    /// The last level's E reached an end of `material.log10_youngs_range`:
-    /// its optimum lies outside the range, so its shift measures the range,
-    /// not the discretisation, and a zero shift between two levels held at
-    /// the same end says nothing of convergence.
+    /// The levels ran out (`fit.discretisation_levels`) with the last
+    /// level's E at an end of `material.log10_youngs_range`: its optimum
+    /// lies outside the range, so its shift measures the range, not the
+    /// discretisation, and a zero shift between two levels held at the same
+    /// end says nothing of convergence. (A level held at an end does not
+    /// stop the check: a finer one may bring E back inside.)
     RangeEnd,
 }
 
@@ -208,6 +216,7 @@ impl DiscretisationCheck {
             loss,
             evaluations,
             seconds,
+            at_range_end: false,
         });
         self.converged = largest_shift < self.tolerance;
     }
@@ -219,18 +228,23 @@ impl DiscretisationCheck {
         if self.converged {
             Err(RefinementEnd::Converged)
         } else if self.levels.len() as u32 >= self.max_levels {
-            Err(RefinementEnd::LevelCap)
+            match self.levels.last().is_some_and(|l| l.at_range_end) {
+                true => Err(RefinementEnd::RangeEnd),
+                false => Err(RefinementEnd::LevelCap),
+            }
         } else {
             Ok(())
         }
     }
 
-    /// Ends the check because the last level's E reached an end of the E
-    /// range ([`RefinementEnd::RangeEnd`]): never converged, whatever its
-    /// shift, so the fit's own E stands.
-    pub fn finish_at_range_end(&mut self) {
-        self.converged = false;
-        self.finish(RefinementEnd::RangeEnd);
+    /// Marks the last level as held at an end of the E range
+    /// ([`DiscretisationLevel::at_range_end`]): not converged, whatever its
+    /// shift.
+    pub fn mark_range_end(&mut self) {
+        if let Some(level) = self.levels.last_mut() {
+            level.at_range_end = true;
+            self.converged = false;
+        }
     }
 
     /// Ends the check for `why`: the answer is the finest level's E when
@@ -337,13 +351,17 @@ mod tests {
         assert!(at_range_end(&[4.5, 4.0], range));
         assert!(at_range_end(&[3.0], range));
         assert!(!at_range_end(&[4.49, 3.01], range));
-        let mut check = DiscretisationCheck::start(at(12, 256, 4), vec![4.0], 3);
+        let mut check = DiscretisationCheck::start(at(12, 256, 4), vec![4.0], 2);
         check.push_level(at(24, 512, 8), vec![4.5], [0.7, 0.6], 2, 1.0);
+        check.mark_range_end();
+        assert_eq!(check.next(), Ok(()), "a finer level may come back inside");
         check.push_level(at(48, 512, 16), vec![4.5], [1.4, 1.4], 1, 1.0);
         assert!(check.converged, "the shift alone is under the tolerance");
-        check.finish_at_range_end();
+        check.mark_range_end();
         assert!(!check.converged);
-        assert_eq!(check.end, Some(RefinementEnd::RangeEnd));
+        let why = check.next().unwrap_err();
+        assert_eq!(why, RefinementEnd::RangeEnd);
+        check.finish(why);
         assert_eq!(
             (check.answer_grid_res, check.answer_log10_youngs.clone()),
             (12, vec![4.0])

@@ -148,12 +148,11 @@ impl FitSession {
             }
             if held {
                 log::warn!(
-                    "the discretisation check stops at {at}: its E reached an end of \
-                     `material.log10_youngs_range`, so the frames put this level's optimum \
-                     outside the range"
+                    "the discretisation check's level at {at} ended at an end of \
+                     `material.log10_youngs_range`: the frames put its optimum outside the \
+                     range, so it does not count as converged"
                 );
-                check.finish_at_range_end();
-                break;
+                check.mark_range_end();
             }
             self.state.discretisation = Some(check.clone());
             // Kept: a fit stopped in the next level resumes there.
