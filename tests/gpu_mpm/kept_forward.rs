@@ -11,13 +11,10 @@ use crate::common;
 
 // The static-tiles test's scene: one 96×64 view, grid 16, the bottom of
 // the block anchored (its static copy is not used here).
-use super::static_tiles::{relative_gap, scene_toml, uniform};
+use super::static_tiles::{relative_gap, twin_in, uniform};
 
-use physfit::fit::{FitProblem, FitProblemOptions, GradientFlow, Selection};
+use physfit::fit::{FitProblem, GradientFlow, Selection};
 use physfit::gpu::GpuContext;
-use physfit::scene::frames::write_png;
-use physfit::scene::ply::PlyData;
-use physfit::scene::Scene;
 
 const FRAMES: usize = 4;
 
@@ -25,7 +22,6 @@ const FRAMES: usize = 4;
 fn kept_forward_gives_the_loss_and_gradients_of_the_replaying_backward() {
     let ctx = GpuContext::new(&Default::default()).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let ply = dir.path().join("splats.ply");
     let splats = common::block(&common::Block {
         counts: [5, 5, 6],
         spacing: [0.1, 0.1, 0.08],
@@ -35,33 +31,7 @@ fn kept_forward_gives_the_loss_and_gradients_of_the_replaying_backward() {
         opacity_logit: 1.5,
         colour: |[i, j, k]| [0.1 * i as f32 - 0.2, 0.1 * j as f32, 0.1 * k as f32 - 0.3],
     });
-    PlyData::from_gaussians(&splats, &ply)
-        .write(&ply, &[])
-        .unwrap();
-    let path = dir.path().join("scene.toml");
-    std::fs::write(&path, scene_toml(false)).unwrap();
-    let plain = Scene::load(&path).unwrap();
-    let options = FitProblemOptions::per_driver(&plain.fit.stiffness);
-    let mut maker = FitProblem::new(&ctx, &plain, &options).unwrap();
-    let truth = uniform(&maker, 3.8, [0.5, 0.0, 0.3]);
-    let out = dir.path().join("front");
-    std::fs::create_dir_all(&out).unwrap();
-    for (k, f) in maker
-        .render_frames(&ctx, &truth, 0, FRAMES)
-        .unwrap()
-        .into_iter()
-        .enumerate()
-    {
-        write_png(
-            &out.join(format!("{k:03}.png")),
-            f.width,
-            f.height,
-            &f.pixels,
-        )
-        .unwrap();
-    }
-    std::fs::write(&path, scene_toml(true)).unwrap();
-    let scene = Scene::load(&path).unwrap();
+    let (scene, options) = twin_in(&ctx, dir.path(), &splats, FRAMES);
     let mut p = FitProblem::new(&ctx, &scene, &options).unwrap();
     let substeps = u64::from(p.substeps_per_frame());
     assert!(substeps > 1, "{substeps} substeps per frame replay nothing");

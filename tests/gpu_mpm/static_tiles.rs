@@ -112,24 +112,29 @@ pub(crate) fn relative_gap(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).fold(0f32, |m, (x, y)| m.max((x - y).abs())) / scale
 }
 
-#[test]
-fn loss_and_gradient_over_static_backdrops_match_the_full_render() {
-    let ctx = GpuContext::new(&Default::default()).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let ply = dir.path().join("splats.ply");
-    PlyData::from_gaussians(&splats(), &ply)
+/// [`scene_toml`] over `splats` in `dir`, with `frames` reference frames
+/// (the rest frame 0 included) rendered at one E (10^3.8) and one velocity,
+/// and the per-driver problem options both tests fit with.
+pub(crate) fn twin_in(
+    ctx: &GpuContext,
+    dir: &std::path::Path,
+    splats: &Gaussians,
+    frames: usize,
+) -> (Scene, FitProblemOptions) {
+    let ply = dir.join("splats.ply");
+    PlyData::from_gaussians(splats, &ply)
         .write(&ply, &[])
         .unwrap();
-    let path = dir.path().join("scene.toml");
+    let path = dir.join("scene.toml");
     std::fs::write(&path, scene_toml(false)).unwrap();
     let plain = Scene::load(&path).unwrap();
     let options = FitProblemOptions::per_driver(&plain.fit.stiffness);
-    let mut maker = FitProblem::new(&ctx, &plain, &options).unwrap();
+    let mut maker = FitProblem::new(ctx, &plain, &options).unwrap();
     let truth = uniform(&maker, 3.8, [0.5, 0.0, 0.3]);
-    let out = dir.path().join("front");
+    let out = dir.join("front");
     std::fs::create_dir_all(&out).unwrap();
     for (k, f) in maker
-        .render_frames(&ctx, &truth, 0, FRAMES)
+        .render_frames(ctx, &truth, 0, frames)
         .unwrap()
         .into_iter()
         .enumerate()
@@ -143,7 +148,14 @@ fn loss_and_gradient_over_static_backdrops_match_the_full_render() {
         .unwrap();
     }
     std::fs::write(&path, scene_toml(true)).unwrap();
-    let scene = Scene::load(&path).unwrap();
+    (Scene::load(&path).unwrap(), options)
+}
+
+#[test]
+fn loss_and_gradient_over_static_backdrops_match_the_full_render() {
+    let ctx = GpuContext::new(&Default::default()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (scene, options) = twin_in(&ctx, dir.path(), &splats(), FRAMES);
     let mut p = FitProblem::new(&ctx, &scene, &options).unwrap();
     assert!(
         p.static_backdrop(0).is_some(),
