@@ -8,10 +8,10 @@
 
 use crate::common::scene_with;
 use physfit::drive::DriverSet;
-use physfit::fit::discretisation_carry::carry_parameters;
+use physfit::fit::discretisation_carry::{carry_parameters, CarryError};
 use physfit::fit::{level_resolution, level_scene, scene_resolution, Parameters};
 use physfit::mpm_rules::voxel;
-use physfit::scene::{Scene, AUTO_DRIVERS_PER_CELL};
+use physfit::scene::{Scene, AUTO_DRIVERS_PER_CELL, UNCOVERED_REGION};
 
 /// A 50 × 50 plate of splats in a box four times its size: few occupied
 /// cells, so the drivers per cell (not the 2500 splats) set the count up
@@ -137,4 +137,47 @@ fn a_levels_drivers_are_rebuilt_and_a_per_driver_field_maps_to_the_nearest_old_d
             "fine driver {j}"
         );
     }
+}
+
+/// Drivers that add a region parameter cannot take the other drivers'
+/// values: drivers outside every named region make "rest of the object" a
+/// parameter of its own, so a carry from drivers that all lie in `near`
+/// onto drivers that do not is refused naming both lists and the fix.
+#[test]
+fn a_carry_onto_drivers_with_other_region_parameters_is_refused() {
+    let near_only = "[fit.stiffness]\nfield = \"regions\"\n\
+        [fit.stiffness.regions]\nnear = [{ min = [-0.1, -0.1, 0.0], max = [0.5, 1.1, 1.0] }]\n";
+    // Half the plate, all of it inside `near`.
+    let half: Vec<[f32; 3]> = (0..25)
+        .flat_map(|i| (0..50).map(move |j| [i as f32 / 49.0, j as f32 / 49.0, 0.53]))
+        .collect();
+    let (_d, half_scene) = scene_with(
+        &half,
+        &format!(
+            "[simulation]\ngrid_res = 16\nbox = {{ min = [-1.5, -1.5, -1.5], max = [2.5, 2.5, 2.5] }}\n\
+             {near_only}"
+        ),
+    );
+    let covered = DriverSet::from_scene(&half_scene.unwrap()).unwrap();
+    let (_dir, scene) = plate(near_only);
+    let whole = DriverSet::from_scene(&scene).unwrap();
+    let params = Parameters {
+        log10_youngs: vec![3.5],
+        velocity: vec![0.0; 3],
+        poisson: Vec::new(),
+    };
+    let refused = carry_parameters(&scene, &covered, &whole, &params).unwrap_err();
+    assert_eq!(
+        refused,
+        CarryError::Regions {
+            stage: "stiffness",
+            from: vec!["near".to_string()],
+            to: vec!["near".to_string(), UNCOVERED_REGION.to_string()],
+        }
+    );
+    let m = refused.to_string();
+    assert!(
+        m.contains("fit.stiffness.regions") && m.contains("cover the whole simulated object"),
+        "{m}"
+    );
 }
