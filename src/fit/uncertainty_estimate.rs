@@ -16,7 +16,9 @@
 //!    scaled coordinates (a unit is the group's first L-BFGS step), step
 //!    [`HESSIAN_STEP`]: `2n + 1` evaluations, standard errors with the
 //!    correlations between E and v0, and Newton's step from the fitted
-//!    values (how far the loss's own optimum still is);
+//!    values (how far the loss's own optimum still is); an E held at an
+//!    end of `material.log10_youngs_range` gets none (the bound holds it,
+//!    not the frames, and the optimum lies outside);
 //! 4. a per-driver group gets the Hessian's diagonal from [`PROBES`]
 //!    random-sign probes ([`diagonal_by_probes`]); a driver whose value
 //!    the TV term's largest pull could move by a standard error or more is
@@ -26,6 +28,7 @@
 //! The problem's stage weights are restored afterwards, whatever the
 //! outcome.
 
+use super::discretisation::at_range_end;
 use super::error::FitError;
 use super::evaluation::Parameters;
 use super::objective::blown_up;
@@ -234,6 +237,11 @@ fn estimate_at(
             match g.kind {
                 Fitted::Velocity => velocity_std.push(std),
                 Fitted::Youngs => {
+                    // At an end of the E range the bound holds the value,
+                    // not the frames: the loss's optimum lies outside, and
+                    // a curvature there is no error bar.
+                    let held = at_range_end(&[params.log10_youngs[i]], range);
+                    let std = std.filter(|_| !held);
                     youngs_std.push(std);
                     youngs_constrained.push(std.is_some());
                 }

@@ -18,7 +18,7 @@ use std::path::Path;
 use physfit::fit::uncertainty::CurvatureMethod;
 use physfit::fit::FitSummary;
 
-use super::fit_cli::{fit_json, scene_toml, twin_with, TRUTH_BOXES};
+use super::fit_cli::{fit_json, scene_toml, twin_simulated_by, twin_with, TRUTH_BOXES};
 use crate::common::cli::{ok, physfit};
 
 /// The regions of the truth's boxes, as a stiffness field.
@@ -264,4 +264,52 @@ fn calibration_over_noise_draws() {
     }
     eprintln!("over the draws: {inside} of {total} truths within 2 standard errors");
     assert!(2 * inside >= total, "{inside} of {total}");
+}
+
+/// A region whose E ends at an end of the E range gets no error bar: the
+/// bound holds it there, not the frames, and the loss's optimum lies
+/// outside the range, so a curvature at the bound would claim a precision
+/// the frames do not give. The block's "rest of the object" (truth 10^4.0)
+/// is fitted in a range that stops at 3.8; the top region (3.5) keeps its
+/// error bar.
+#[test]
+fn a_region_held_at_the_end_of_the_range_gets_no_error_bar() {
+    // The frames are made in the full range (synth refuses a truth outside
+    // its scene's range); the fit's range stops short of the rest's truth.
+    let made = scene_toml("regions", REGIONS).replace("rounds = 2", "rounds = 1");
+    let scene = made.replace(
+        "log10_youngs_range = [3.0, 4.5]",
+        "log10_youngs_range = [3.0, 3.8]",
+    );
+    assert!(scene.contains("[3.0, 3.8]"));
+    let dir = twin_simulated_by(&scene, &made, TRUTH_BOXES, &["--same-discretisation"]);
+    let d = dir.path();
+    // A plain fit of the frames: the twin's record would check its truth
+    // against the fit's narrower range and refuse it.
+    for record in ["truth.toml", "synth.json"] {
+        let _ = std::fs::remove_file(d.join("synth").join(record));
+    }
+    ok(&physfit(
+        d,
+        &["fit", "scene.toml", "--out", "fit", "--quiet"],
+    ));
+    let json = fit_json(&d.join("fit"));
+    let u = json.uncertainty.as_ref().expect("error bars");
+    for (i, p) in json.youngs_parameters.iter().enumerate() {
+        eprintln!(
+            "{}: 10^{} std {:?}",
+            p.name, p.log10_normalised, p.log10_std
+        );
+        match p.name.as_str() {
+            "rest of the object" => {
+                assert!((p.log10_normalised - 3.8).abs() < 1e-4, "held at the top");
+                assert_eq!(p.log10_std, None);
+                assert!(!u.youngs_constrained[i]);
+            }
+            _ => {
+                assert!(p.log10_std.is_some_and(|s| s.is_finite() && s > 0.0));
+                assert!(u.youngs_constrained[i]);
+            }
+        }
+    }
 }
