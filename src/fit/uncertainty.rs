@@ -19,7 +19,8 @@ use crate::solve::covariance::uniform_std;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CurvatureMethod {
-    /// The whole Hessian by central differences of the exact gradients,
+    /// The whole Hessian by finite differences of the exact gradients
+    /// ([`HessianDifferences`]),
     /// jointly with the other group's when it has few parameters too:
     /// standard errors with the correlations accounted for.
     Hessian,
@@ -27,6 +28,20 @@ pub enum CurvatureMethod {
     /// per-driver field): each value's error with its neighbours held, a
     /// sensitivity rather than a marginal error.
     Diagonal,
+}
+
+/// Which finite differences of the exact gradients the joint Hessian was
+/// taken by (docs/design.md § Error bars).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum HessianDifferences {
+    /// One-sided, `(g(x + h e_j) − g(x))/h`: `n` gradients beside the
+    /// centre's, kept when they give every parameter a standard error.
+    Forward,
+    /// Central, `(g(x + h e_j) − g(x − h e_j))/2h`: `n` more, taken where
+    /// the forward Hessian left a parameter without one (its `O(h)` error
+    /// had made a direction look flat or curved downwards).
+    Central,
 }
 
 /// The correlations between the parameters of the joint Hessian.
@@ -94,6 +109,10 @@ pub struct FitUncertainty {
     /// per-driver fields).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub correlations: Option<Correlations>,
+    /// Which differences the joint Hessian was taken by (absent without
+    /// one, or in a `fit.json` of a physfit that took central ones only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub differences: Option<HessianDifferences>,
 }
 
 /// What stands in for the error bar of a driver the frames do not

@@ -37,12 +37,14 @@ use super::poisson::{POISSON_FIRST_STEP, Z_BOUND};
 use super::problem::FitProblem;
 use super::residual_count::residual_count;
 use super::state::FitState;
-use super::uncertainty::{unconstrained_log10_std, Correlations, CurvatureMethod, FitUncertainty};
+use super::uncertainty::{
+    unconstrained_log10_std, Correlations, CurvatureMethod, FitUncertainty, HessianDifferences,
+};
 use crate::gpu::GpuContext;
 use crate::mpm::GradientFlow;
 use crate::scene::{FitStage, Scene};
 use crate::solve::covariance::{covariance, residual_scale};
-use crate::solve::curvature::{diagonal_by_probes, hessian_by_differences};
+use crate::solve::curvature::{diagonal_by_probes, hessian_by_differences, Differences};
 use crate::solve::Evaluated;
 
 /// The difference step, in the solvers' scaled coordinates: a tenth of
@@ -195,6 +197,7 @@ fn estimate_at(
         .flat_map(|&g| (0..values(g.kind).len()).map(move |i| (g, i)))
         .collect();
     let mut correlations = None;
+    let mut differences = None;
     if !few.is_empty() {
         let z0: Vec<f64> = few
             .iter()
@@ -221,8 +224,21 @@ fn estimate_at(
             let picked = few.iter().map(|&(g, i)| g.scale * c.of(g.kind)[i]);
             crate::solve::usable(c.loss, picked.collect()).map(|(_, g)| g)
         });
-        let hessian =
-            hessian_by_differences(&mut objective, &z0, &steps, &bounds, centre.as_deref())?;
+        // Forward differences, kept when they give every coordinate a
+        // standard error; else central ones (module doc, step 3).
+        let taken = hessian_by_differences(
+            &mut objective,
+            &z0,
+            &steps,
+            &bounds,
+            centre.as_deref(),
+            |h| covariance(h, scale).std.iter().all(Option::is_some),
+        )?;
+        differences = taken.as_ref().map(|(_, d)| match d {
+            Differences::Forward => HessianDifferences::Forward,
+            Differences::Central => HessianDifferences::Central,
+        });
+        let hessian = taken.map(|(h, _)| h);
         let names = few
             .iter()
             .map(|&(g, i)| match g.kind {
@@ -356,6 +372,7 @@ fn estimate_at(
         poisson_std,
         youngs_constrained,
         correlations,
+        differences,
     })
 }
 

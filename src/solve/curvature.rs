@@ -2,11 +2,19 @@
 //! gradients (docs/design.md § Error bars): the whole Hessian for a few
 //! parameters, and an estimate of its diagonal for many.
 //!
-//! - [`hessian_by_differences`]: column `j` is `(g(x + h_j e_j) −
-//!   g(x − h_j e_j)) / 2h_j` (central), or the one-sided difference with
-//!   `g(x)` where a step would leave the bounds; the result is symmetrised,
-//!   `(H + Hᵀ)/2`, which also halves the noise of the differences. `2n`
-//!   evaluations (fewer at bounds).
+//! - [`hessian_by_differences`]: the forward differences `(g(x + h_j e_j)
+//!   − g(x)) / h_j` first (`n` evaluations beside the gradient at `x`;
+//!   inwards where a step would leave the bounds), kept when the caller's
+//!   test accepts them; else the other side of every column is added,
+//!   which makes column `j` the central `(g(x + h_j e_j) − g(x − h_j
+//!   e_j)) / 2h_j` (`n` more; one-sided at a bound). Either is
+//!   symmetrised, `(H + Hᵀ)/2`, which also halves the noise of the
+//!   differences. Forward differences err by `O(h)` (half the third
+//!   derivative times `h`), central ones by `O(h²)`; the test is the
+//!   caller's, since only it knows what the Hessian must give. The
+//!   asymmetry of the forward Hessian before symmetrising,
+//!   [`asymmetry`], measures that error where the third derivatives are
+//!   not symmetric themselves.
 //! - [`diagonal_by_probes`]: the stochastic diagonal estimator (Bekas,
 //!   Kokiopoulou and Saad 2007): for random signs `v`, `E[v ⊙ Hv] =
 //!   diag H`, with `Hv ≈ (g(x + hv) − g(x)) / h`. `probes + 1` evaluations
@@ -28,52 +36,155 @@ fn gradient<O: Objective>(objective: &mut O, x: &[f64]) -> Result<Option<Vec<f64
     Ok(objective.evaluate(x)?.map(|(_, g)| g))
 }
 
-/// The Hessian at `x` (module doc). `steps[j]` is coordinate `j`'s
+/// Which differences a Hessian was taken by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Differences {
+    /// One-sided, `n` gradients beside the centre's.
+    Forward,
+    /// Central (one-sided at a bound), `2n`.
+    Central,
+}
+
+/// The Hessian at `x` by forward differences, kept when `enough` accepts
+/// it, else by central differences from the same gradients and `n` more
+/// (module doc); with which it was taken. `steps[j]` is coordinate `j`'s
 /// difference step, `bounds[j]` its box; `at_x` is the gradient at `x`
-/// when the caller has it (it is evaluated only when a bound needs it).
+/// when the caller has it (else it is evaluated first).
 pub fn hessian_by_differences<O: Objective>(
     objective: &mut O,
     x: &[f64],
     steps: &[f64],
     bounds: &[(f64, f64)],
     at_x: Option<&[f64]>,
-) -> Result<Option<Hessian>, O::Error> {
-    let n = x.len();
-    let mut centre = at_x.map(<[f64]>::to_vec);
-    let mut columns = Vec::with_capacity(n);
-    for j in 0..n {
+    enough: impl Fn(&Hessian) -> bool,
+) -> Result<Option<(Hessian, Differences)>, O::Error> {
+    let mut centre = match at_x {
+        Some(g) => Some(g.to_vec()),
+        None => gradient(objective, x)?,
+    };
+    let Some(c) = centre.clone() else {
+        return Ok(None);
+    };
+    let Some(first) = first_sides(objective, x, steps, bounds)? else {
+        return Ok(None);
+    };
+    let forward: Vec<Vec<f64>> = first
+        .iter()
+        .zip(steps)
+        .map(|(side, &h)| {
+            side.gradient
+                .iter()
+                .zip(&c)
+                .map(|(a, b)| (a - b) / (side.sign * h))
+                .collect()
+        })
+        .collect();
+    let hessian = symmetrised(&forward);
+    log::debug!(
+        "forward-difference Hessian: asymmetry {:.3}",
+        asymmetry(&forward)
+    );
+    if enough(&hessian) || first.iter().all(|side| !side.both) {
+        return Ok(Some((hessian, Differences::Forward)));
+    }
+    Ok(central(objective, x, steps, &first, &mut centre)?.map(|h| (h, Differences::Central)))
+}
+
+/// The largest `|H_ij − H_ji| / √|H_ii·H_jj|` of the matrix whose column
+/// `j` is `columns[j]`, before symmetrising: 0 for exact second
+/// derivatives, the relative size of the differences' error (and noise)
+/// otherwise.
+pub fn asymmetry(columns: &[Vec<f64>]) -> f64 {
+    let n = columns.len();
+    let mut worst = 0.0f64;
+    for i in 0..n {
+        for j in 0..i {
+            let scale = (columns[i][i] * columns[j][j]).abs().sqrt();
+            if scale > 0.0 {
+                worst = worst.max((columns[j][i] - columns[i][j]).abs() / scale);
+            }
+        }
+    }
+    worst
+}
+
+/// One column's first difference: the gradient a step of `sign·h_j` away
+/// (inwards where a bound forbids the step up), and whether the other
+/// side is in bounds too.
+struct FirstSide {
+    sign: f64,
+    gradient: Vec<f64>,
+    both: bool,
+}
+
+/// `x` moved by `by` along coordinate `j`.
+fn shifted(x: &[f64], j: usize, by: f64) -> Vec<f64> {
+    let mut p = x.to_vec();
+    p[j] += by;
+    p
+}
+
+/// Every column's first side (upwards unless a bound forbids it);
+/// `None` when a point is unusable or a coordinate cannot move either
+/// way.
+fn first_sides<O: Objective>(
+    objective: &mut O,
+    x: &[f64],
+    steps: &[f64],
+    bounds: &[(f64, f64)],
+) -> Result<Option<Vec<FirstSide>>, O::Error> {
+    let mut sides = Vec::with_capacity(x.len());
+    for j in 0..x.len() {
         let (h, (low, high)) = (steps[j], bounds[j]);
-        let shifted = |by: f64| {
-            let mut p = x.to_vec();
-            p[j] += by;
-            p
-        };
         let up = x[j] + h <= high;
         let down = x[j] - h >= low;
-        let (plus, minus, width) = match (up, down) {
-            (true, true) => (shifted(h), shifted(-h), 2.0 * h),
-            (true, false) => (shifted(h), x.to_vec(), h),
-            (false, true) => (x.to_vec(), shifted(-h), h),
+        let sign = match (up, down) {
+            (true, _) => 1.0,
+            (false, true) => -1.0,
             (false, false) => return Ok(None),
         };
-        let mut ends = Vec::with_capacity(2);
-        for p in [&plus, &minus] {
-            let g = if p.as_slice() == x {
-                if centre.is_none() {
-                    centre = gradient(objective, x)?;
-                }
-                centre.clone()
-            } else {
-                gradient(objective, p)?
-            };
-            let Some(g) = g else { return Ok(None) };
-            ends.push(g);
-        }
+        let Some(g) = gradient(objective, &shifted(x, j, sign * h))? else {
+            return Ok(None);
+        };
+        sides.push(FirstSide {
+            sign,
+            gradient: g,
+            both: up && down,
+        });
+    }
+    Ok(Some(sides))
+}
+
+/// The central-difference Hessian from the first sides: the other side
+/// of every column whose both sides are in bounds, else the one-sided
+/// difference with the gradient at `x` (`centre`, evaluated when first
+/// needed).
+fn central<O: Objective>(
+    objective: &mut O,
+    x: &[f64],
+    steps: &[f64],
+    first: &[FirstSide],
+    centre: &mut Option<Vec<f64>>,
+) -> Result<Option<Hessian>, O::Error> {
+    let mut columns = Vec::with_capacity(first.len());
+    for (j, side) in first.iter().enumerate() {
+        let h = steps[j];
+        let (other, width) = if side.both {
+            (gradient(objective, &shifted(x, j, -side.sign * h))?, 2.0 * h)
+        } else {
+            if centre.is_none() {
+                *centre = gradient(objective, x)?;
+            }
+            (centre.clone(), h)
+        };
+        let Some(other) = other else {
+            return Ok(None);
+        };
         columns.push(
-            ends[0]
+            side.gradient
                 .iter()
-                .zip(&ends[1])
-                .map(|(a, b)| (a - b) / width)
+                .zip(&other)
+                .map(|(a, b)| side.sign * (a - b) / width)
                 .collect::<Vec<f64>>(),
         );
     }

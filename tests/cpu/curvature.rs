@@ -5,7 +5,9 @@
 //! standard errors the residual-scaled covariance must reproduce.
 
 use physfit::solve::covariance::{covariance, residual_scale};
-use physfit::solve::curvature::{diagonal_by_probes, hessian_by_differences};
+use physfit::solve::curvature::{
+    asymmetry, diagonal_by_probes, hessian_by_differences, Differences,
+};
 use physfit::solve::symmetric_eigen::symmetric_eigen;
 use physfit::solve::Evaluated;
 
@@ -39,15 +41,17 @@ fn the_hessian_of_a_quadratic_comes_back_from_its_gradients_inside_and_at_bounds
     let x = [0.1, 0.5, 1.0];
     // The third coordinate sits on its upper bound: a one-sided difference.
     let bounds = [(-1.0, 1.0), (-1.0, 1.0), (-1.0, 1.0)];
-    let h = hessian_by_differences(
+    let (h, how) = hessian_by_differences(
         &mut quadratic(&a, &b, &mut count),
         &x,
         &[1e-3, 2e-3, 1e-3],
         &bounds,
         None,
+        |_| false,
     )
     .unwrap()
     .unwrap();
+    assert_eq!(how, Differences::Central);
     for i in 0..3 {
         for j in 0..3 {
             assert!(
@@ -57,8 +61,101 @@ fn the_hessian_of_a_quadratic_comes_back_from_its_gradients_inside_and_at_bounds
             );
         }
     }
-    // 2 per central column, 1 for the one-sided column plus the centre.
+    // The centre, 2 per central column, 1 for the one-sided column.
     assert_eq!(count, 6);
+}
+
+/// `Σ x_i⁴/12 + ½ xᵀAx`: a third derivative (`2x_i` on the diagonal)
+/// that forward differences pick up as an `O(h)` error and central ones
+/// cancel.
+fn quartic<'a>(
+    a: &'a [Vec<f64>],
+    count: &'a mut usize,
+) -> impl FnMut(&[f64]) -> Result<Evaluated, ()> + 'a {
+    move |x: &[f64]| {
+        *count += 1;
+        let ax: Vec<f64> = a
+            .iter()
+            .map(|row| row.iter().zip(x).map(|(r, x)| r * x).sum())
+            .collect();
+        let f = x.iter().map(|x| x.powi(4) / 12.0).sum::<f64>()
+            + 0.5 * ax.iter().zip(x).map(|(a, x)| a * x).sum::<f64>();
+        let g = ax.iter().zip(x).map(|(a, x)| a + x.powi(3) / 3.0).collect();
+        Ok(Some((f, g)))
+    }
+}
+
+#[test]
+fn forward_differences_are_kept_when_accepted_and_completed_to_central_when_not() {
+    let a = vec![vec![2.0, 0.5], vec![0.5, 1.0]];
+    let x = [1.0, -2.0];
+    // The exact Hessian: A + diag(x_i²).
+    let exact = [[3.0, 0.5], [0.5, 5.0]];
+    let bounds = [(-10.0, 10.0); 2];
+    let steps = [0.1, 0.1];
+    let at = |count: &mut usize| quartic(&a, count)(&x).unwrap().unwrap().1;
+
+    // Accepted: n evaluations beside the centre's (given), within O(h).
+    let mut count = 0;
+    let centre = at(&mut 0);
+    let (h, how) = hessian_by_differences(
+        &mut quartic(&a, &mut count),
+        &x,
+        &steps,
+        &bounds,
+        Some(&centre),
+        |_| true,
+    )
+    .unwrap()
+    .unwrap();
+    assert_eq!(how, Differences::Forward);
+    assert_eq!(count, 2);
+    // Forward error: h·x_i (the third derivative's half, times h).
+    assert!((h[0][0] - exact[0][0] - 0.1).abs() < 0.01, "{:?}", h);
+    assert!((h[1][1] - exact[1][1] + 0.2).abs() < 0.01, "{:?}", h);
+
+    // Refused: the other sides too, and the central Hessian is exact to
+    // O(h²).
+    let mut count = 0;
+    let (h, how) = hessian_by_differences(
+        &mut quartic(&a, &mut count),
+        &x,
+        &steps,
+        &bounds,
+        Some(&centre),
+        |_| false,
+    )
+    .unwrap()
+    .unwrap();
+    assert_eq!(how, Differences::Central);
+    assert_eq!(count, 4);
+    for i in 0..2 {
+        for j in 0..2 {
+            assert!((h[i][j] - exact[i][j]).abs() < 0.01, "{:?}", h);
+        }
+    }
+
+    // Without the centre's gradient, forward differences evaluate it.
+    let mut count = 0;
+    hessian_by_differences(
+        &mut quartic(&a, &mut count),
+        &x,
+        &steps,
+        &bounds,
+        None,
+        |_| true,
+    )
+    .unwrap()
+    .unwrap();
+    assert_eq!(count, 3);
+}
+
+#[test]
+fn the_asymmetry_of_difference_columns_is_their_relative_disagreement() {
+    assert_eq!(asymmetry(&[vec![4.0, 1.0], vec![1.0, 1.0]]), 0.0);
+    // Columns: H_10 = 1.2 against H_01 = 1.0, scale √(4·1) = 2.
+    let a = asymmetry(&[vec![4.0, 1.2], vec![1.0, 1.0]]);
+    assert!((a - 0.1).abs() < 1e-12, "{a}");
 }
 
 #[test]
@@ -197,12 +294,14 @@ fn the_residual_scaled_covariance_is_ordinary_least_squares_standard_errors() {
         Ok(Some((f, g.to_vec())))
     };
     let bounds = [(-10.0, 10.0); 2];
-    let h = hessian_by_differences(
+    // Forward differences: exact on a quadratic, as the central ones.
+    let (h, _) = hessian_by_differences(
         &mut mean_square,
         &[slope, intercept],
         &[1e-3, 1e-3],
         &bounds,
         None,
+        |_| true,
     )
     .unwrap()
     .unwrap();

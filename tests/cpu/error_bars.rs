@@ -30,6 +30,7 @@ fn uncertainty(
         poisson_std: Vec::new(),
         youngs_constrained: constrained,
         correlations: None,
+        differences: None,
     }
 }
 

@@ -112,6 +112,7 @@ fn running_state() -> FitState {
                 ],
                 newton_step: vec![Some(1e-4), Some(-2.5e-4), None],
             }),
+            differences: Some(physfit::fit::uncertainty::HessianDifferences::Forward),
         }),
         scan: None,
         converged: vec![true],
