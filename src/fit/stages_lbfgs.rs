@@ -220,6 +220,7 @@ mod tests {
             unused_gradients: 0,
             gradients: 1,
             reevaluations: 0,
+            last_step: None,
         };
         let mut run = fresh();
         warm_start(&mut run, &[pair(3), pair(3)]);

@@ -29,8 +29,12 @@
 //! It has converged when two accepted steps in a row each lower the loss by
 //! less than `relative_tolerance` of it, or when no step along the gradient
 //! lowers it at all. A line search that finds no lower point drops the
-//! curvature pairs and tries again from the gradient; with no pairs to
-//! drop, the run ends there (converged, unless the evaluations ran out).
+//! curvature pairs and tries again from the gradient, at the length of the
+//! last accepted step (the scale the run has found; the first step's
+//! length only before any step), and does not try at all when even that
+//! trial's first-order gain is below `relative_tolerance` of the loss;
+//! with no pairs to drop, the run ends there (converged, unless the
+//! evaluations ran out).
 //!
 //! A refused trial is followed by a shorter one at the minimum of the
 //! parabola through the point and the refused trial (a loss sharply curved
@@ -180,6 +184,12 @@ pub struct LbfgsState {
     /// these. Absent from checkpoints written before it was counted (0).
     #[serde(default)]
     pub reevaluations: u32,
+    /// The length of the last accepted step: where a search along the
+    /// gradient after the curvature misled one starts (module doc).
+    /// Absent before the run's first step (and from checkpoints written
+    /// before it was kept: the first step's length then).
+    #[serde(default)]
+    pub last_step: Option<f64>,
 }
 
 /// Where a run starts.
@@ -219,6 +229,7 @@ impl Lbfgs {
                 unused_gradients: 0,
                 gradients: 1,
                 reevaluations: 0,
+                last_step: None,
             }),
             LbfgsStart::Resume(state) => Some(state),
         })
@@ -237,12 +248,11 @@ impl Lbfgs {
             q.iter_mut().zip(&p.y).for_each(|(qi, yi)| *qi -= a * yi);
             alphas.push(a);
         }
+        let along_gradient = state.last_step.unwrap_or(self.settings.first_step) / gnorm;
         let gamma = state
             .pairs
             .last()
-            .map_or(self.settings.first_step / gnorm, |p| {
-                dot(&p.s, &p.y) / dot(&p.y, &p.y)
-            });
+            .map_or(along_gradient, |p| dot(&p.s, &p.y) / dot(&p.y, &p.y));
         q.iter_mut().for_each(|qi| *qi *= gamma);
         for (p, a) in state.pairs.iter().zip(alphas.iter().rev()) {
             let b = p.rho * dot(&p.y, &q);
@@ -255,10 +265,7 @@ impl Lbfgs {
         if slope >= 0.0 {
             // Not a descent direction (noise in the gradient): restart.
             state.pairs.clear();
-            d = grad
-                .iter()
-                .map(|g| -g * self.settings.first_step / gnorm)
-                .collect();
+            d = grad.iter().map(|g| -g * along_gradient).collect();
             slope = dot(grad, &d);
         }
         (d, slope)
@@ -283,6 +290,16 @@ impl Lbfgs {
         let mut accepted: Option<(Vec<f64>, f64, Option<Vec<f64>>)> = None;
         let mut with_gradient = 0u32;
         while state.evaluations < settings.max_evaluations {
+            // A search along the gradient after a step (a restart at the
+            // last step's length) whose first trial cannot gain the
+            // tolerance even to first order is not tried: the point is as
+            // low as steps of the run's scale can take it.
+            if state.first
+                && state.last_step.is_some()
+                && -slope * t < settings.relative_tolerance * state.loss.abs()
+            {
+                break;
+            }
             let trial: Vec<f64> = state
                 .x
                 .iter()
@@ -458,6 +475,7 @@ impl<O: Objective + ?Sized> Solver<O> for Lbfgs {
                 continue;
             };
             let s: Vec<f64> = x_new.iter().zip(&state.x).map(|(a, b)| a - b).collect();
+            state.last_step = Some(dot(&s, &s).sqrt());
             let gain = (state.loss - l_new) / state.loss.abs().max(f64::MIN_POSITIVE);
             let previous = std::mem::take(&mut state.grad);
             match g_new {

@@ -141,6 +141,7 @@ fn running_state() -> FitState {
                 gradients: 3,
                 reevaluations: 1,
                 pending: None,
+                last_step: Some(0.0125),
             },
         }),
         records: vec![IterationRecord {

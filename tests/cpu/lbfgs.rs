@@ -2,8 +2,10 @@
 //! it converges, keeps to its bounds, and treats an unusable point as a
 //! step too long, and continues a checkpointed run exactly.
 
-use physfit::solve::lbfgs::{minimise, minimise_observed, LbfgsSettings, LbfgsStart, LbfgsState};
-use physfit::solve::{execute, Control, Evaluated, Lbfgs, Measured, Objective};
+use physfit::solve::lbfgs::{
+    minimise, minimise_observed, CurvaturePair, LbfgsSettings, LbfgsStart, LbfgsState,
+};
+use physfit::solve::{execute, Control, Ending, Evaluated, Lbfgs, Measured, Objective};
 
 fn rosenbrock(x: &[f64]) -> (f64, Vec<f64>) {
     let (a, b) = (x[0], x[1]);
@@ -333,4 +335,68 @@ fn a_spent_direction_is_given_up_after_one_refused_trial() {
     let r = minimise(&[1e-6], &settings, f).unwrap().unwrap();
     assert_eq!((r.evaluations, r.converged), (2, true), "{r:?}");
     assert_eq!(r.x, vec![1e-6]);
+}
+
+/// After the curvature misled a search (a stale pair: the loss 10⁶ times
+/// more curved than it says), the run starts again along the gradient at
+/// the length of its last accepted step, not at the first step's: a
+/// point whose gradient cannot gain the tolerance over that length is
+/// left without a trial, where a restart at the first step's length
+/// spends trials overshooting the minimum by a thousand times.
+#[test]
+fn a_restart_along_the_gradient_takes_the_last_steps_length() {
+    let run = |last_step: Option<f64>| {
+        let mut trials: Vec<f64> = Vec::new();
+        let settings = LbfgsSettings {
+            max_evaluations: 40,
+            first_step: 1.0,
+            relative_tolerance: 1e-4,
+            ..LbfgsSettings::default()
+        };
+        let mut solver = Lbfgs {
+            settings: settings.clone(),
+        };
+        let x0 = 1e-3;
+        let state = LbfgsState {
+            x: vec![x0],
+            loss: 1.0 + x0 * x0,
+            grad: vec![2.0 * x0],
+            pending: None,
+            pairs: vec![CurvaturePair {
+                s: vec![1.0],
+                y: vec![1e-6],
+                rho: 1e6,
+            }],
+            evaluations: 1,
+            first: false,
+            small_steps: 0,
+            unused_gradients: 0,
+            gradients: 1,
+            reevaluations: 0,
+            last_step,
+        };
+        let mut f = |x: &[f64]| {
+            trials.push(x[0]);
+            Ok::<_, ()>(Some((1.0 + x[0] * x[0], vec![2.0 * x[0]])))
+        };
+        let mut state = solver
+            .start(&mut f, LbfgsStart::Resume(state))
+            .unwrap()
+            .unwrap();
+        let ending = execute(&mut solver, &mut f, &mut state, |_, _| Control::Continue).unwrap();
+        assert_eq!(ending, Ending::Ended { converged: true }, "{state:?}");
+        assert_eq!(state.x, vec![x0]);
+        (state.evaluations, trials)
+    };
+    let (evaluations, trials) = run(Some(1e-2));
+    // Every trial is the misled direction's (steps of 0.05 and more).
+    assert!(
+        trials.iter().all(|&x| (x - 1e-3).abs() > 0.04),
+        "{trials:?}"
+    );
+    let (at_first_step, _) = run(None);
+    assert!(
+        evaluations < at_first_step,
+        "{evaluations} evaluations against {at_first_step} restarting at the first step"
+    );
 }
