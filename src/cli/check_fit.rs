@@ -331,7 +331,7 @@ fn discretisation_summary(scene: &Scene) -> String {
          0.05 decades or more: at most {} level{}, each at most {} evaluations with the \
          simulation's cost growing with the grid, drivers and substeps (the rendering \
          unchanged); each level builds a second fit problem at its discretisation (its memory \
-         estimate is checked before it runs: {memory}){}. Converged, fitted.ply carries the \
+         estimate is checked before it runs: {memory}){}{}. Converged, fitted.ply carries the \
          finest level's E",
         listed[0],
         if listed.len() > 1 {
@@ -346,6 +346,11 @@ fn discretisation_summary(scene: &Scene) -> String {
             "s"
         },
         f.stiffness.iterations,
-        refusal.unwrap_or_default()
+        refusal.unwrap_or_default(),
+        f.discretisation_seconds.map_or(String::new(), |s| format!(
+            "; within `fit.discretisation_seconds` = {s} s over all levels (a level predicted \
+             from the last ones' times not to finish in what is left is not started, and one \
+             running when it is spent stops unconverged)"
+        ))
     )
 }

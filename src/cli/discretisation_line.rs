@@ -61,6 +61,17 @@ pub(super) fn discretisation_line(summary: &FitSummary) -> String {
                 Some(RefinementEnd::Regions) => {
                     "the next level's drivers change the E regions (see the warning)".to_string()
                 }
+                Some(RefinementEnd::Budget) => match d.levels.last() {
+                    Some(l) if l.stopped_for_budget => format!(
+                        "`fit.discretisation_seconds` ran out inside level {levels} (its refit \
+                         stopped before it converged; raise the budget to let it finish)"
+                    ),
+                    _ => format!(
+                        "{levels} level{}: the next one would not finish within \
+                         `fit.discretisation_seconds` (raise it to run it)",
+                        if levels == 1 { "" } else { "s" }
+                    ),
+                },
                 Some(RefinementEnd::RangeEnd) => format!(
                     "{levels} level{}, the last one's E at an end of \
                      `material.log10_youngs_range` (its optimum lies outside the range; widen it \

@@ -75,6 +75,12 @@ pub struct DiscretisationLevel {
     /// converged one whatever its shift.
     #[serde(default)]
     pub at_range_end: bool,
+    /// The refit was stopped when `fit.discretisation_seconds` ran out,
+    /// before it converged: its E is where the refit had got, its shift
+    /// how far it had moved by then, and the level is not a converged
+    /// one whatever its shift.
+    #[serde(default)]
+    pub stopped_for_budget: bool,
 }
 
 /// Why the levels stopped.
@@ -101,6 +107,11 @@ pub enum RefinementEnd {
     /// end says nothing of convergence. (A level held at an end does not
     /// stop the check: a finer one may bring E back inside.)
     RangeEnd,
+    /// `fit.discretisation_seconds` ran out: the next level was predicted
+    /// not to finish in what was left (from the last levels' times), or
+    /// the last level was stopped unconverged when it was spent
+    /// ([`DiscretisationLevel::stopped_for_budget`]).
+    Budget,
 }
 
 /// Whether a value of `log10_youngs` lies at an end of `range` (within
@@ -217,6 +228,7 @@ impl DiscretisationCheck {
             evaluations,
             seconds,
             at_range_end: false,
+            stopped_for_budget: false,
         });
         self.converged = largest_shift < self.tolerance;
     }
@@ -245,6 +257,37 @@ impl DiscretisationCheck {
             level.at_range_end = true;
             self.converged = false;
         }
+    }
+
+    /// Marks the last level as stopped by the time budget
+    /// ([`DiscretisationLevel::stopped_for_budget`]): not converged,
+    /// whatever its shift.
+    pub fn mark_stopped_for_budget(&mut self) {
+        if let Some(level) = self.levels.last_mut() {
+            level.stopped_for_budget = true;
+            self.converged = false;
+        }
+    }
+
+    /// Wall seconds the levels have taken so far (those of a resumed
+    /// check's earlier run included).
+    pub fn seconds(&self) -> f64 {
+        self.levels.iter().map(|l| l.seconds).sum()
+    }
+
+    /// The predicted wall seconds of the next level: the last level's
+    /// times the growth from the level before it (at least 1: a finer
+    /// level never costs less), or the last level's alone after one
+    /// level; `None` before any level (nothing measured yet: the first
+    /// level runs, and the budget stops it inside when spent).
+    pub fn predicted_next_seconds(&self) -> Option<f64> {
+        let n = self.levels.len();
+        let last = self.levels.last()?.seconds;
+        let growth = match n {
+            1 => 1.0,
+            _ => (last / self.levels[n - 2].seconds.max(f64::MIN_POSITIVE)).max(1.0),
+        };
+        Some(last * growth)
     }
 
     /// Ends the check for `why`: the answer is the finest level's E when
@@ -340,6 +383,28 @@ mod tests {
         );
         assert!((capped.last_shift() - 0.1).abs() < 1e-12);
         assert!((capped.total_shift()[0] + 0.3).abs() < 1e-12);
+    }
+
+    /// The budget's prediction is the last level's time grown as it grew
+    /// from the level before; a level stopped by the budget is not
+    /// converged whatever its shift, and the fit's own E stands.
+    #[test]
+    fn a_level_stopped_for_the_budget_is_not_convergence() {
+        let mut check = DiscretisationCheck::start(at(12, 256, 4), vec![4.0], 3);
+        assert_eq!(check.predicted_next_seconds(), None);
+        check.push_level(at(24, 512, 8), vec![3.8], [0.7, 0.6], 6, 10.0);
+        assert_eq!(check.predicted_next_seconds(), Some(10.0));
+        check.push_level(at(48, 2048, 16), vec![3.78], [0.7, 0.6], 3, 30.0);
+        assert!(check.converged, "0.02 decades: under the tolerance");
+        assert_eq!(check.predicted_next_seconds(), Some(90.0));
+        assert_eq!(check.seconds(), 40.0);
+        check.mark_stopped_for_budget();
+        assert!(!check.converged && check.levels[1].stopped_for_budget);
+        check.finish(RefinementEnd::Budget);
+        assert_eq!(
+            (check.answer_grid_res, check.answer_log10_youngs.clone()),
+            (12, vec![4.0])
+        );
     }
 
     /// Two levels held at the same end of the E range shift by nothing,

@@ -55,7 +55,8 @@ use crate::drive::DriverSet;
 use crate::gpu::GpuContext;
 use crate::scene::{FieldSetting, Scene};
 use crate::solve::lbfgs::CurvaturePair;
-use crate::solve::{execute, Control, Lbfgs, LbfgsSettings, LbfgsStart};
+use crate::solve::{execute, Control, Ending, Lbfgs, LbfgsSettings, LbfgsStart};
+use std::time::Instant;
 use crate::stop::StopSignal;
 
 /// Why a fit's discretisation was not checked, when it was not.
@@ -113,6 +114,8 @@ pub struct LevelRun {
     /// The curvature the velocity refit ended with (the start's when the
     /// velocity is held), for the next level's.
     pub velocity_pairs: Vec<CurvaturePair>,
+    /// The deadline stopped the refit before it ended.
+    pub stopped_for_budget: bool,
 }
 
 /// What a level refits: the velocity on the last velocity stage's frames
@@ -145,7 +148,9 @@ pub fn refitted_velocity<'a>(
 /// substeps) and `drivers` (built for that grid), from `from` (the previous
 /// level's values, carried onto `drivers`), first the velocity, then E, as
 /// `stages` says; the refit's loss differs from the previous level's by
-/// the discretisation alone. Stops at `stop`; `hook` is told of each
+/// the discretisation alone. Stops at `stop`, and after the accepted step
+/// that passes `deadline` (the check's time budget; the E refit is then
+/// not started when the velocity's used it up); `hook` is told of each
 /// evaluation.
 #[allow(clippy::too_many_arguments)]
 pub fn refit_level(
@@ -155,6 +160,7 @@ pub fn refit_level(
     stages: &LevelStages<'_>,
     from: &Parameters,
     stop: Option<&StopSignal>,
+    deadline: Option<Instant>,
     hook: EvaluationHook<'_>,
 ) -> Result<LevelRun, FitError> {
     let started = std::time::Instant::now();
@@ -173,18 +179,18 @@ pub fn refit_level(
         ),
     };
     let mut evaluations = 0;
-    let (from, velocity_pairs) = match stages.velocity {
+    let (from, velocity_pairs, velocity_cut) = match stages.velocity {
         Some((stage, pairs)) => {
-            let run = refit_stage(ctx, &mut problem, stage, from, pairs, range, hook)?
+            let run = refit_stage(ctx, &mut problem, stage, from, pairs, range, deadline, hook)?
                 .ok_or_else(blew_up)?;
             evaluations += run.evaluations;
-            (run.params, run.pairs)
+            (run.params, run.pairs, run.stopped)
         }
-        None => (from.clone(), Vec::new()),
+        None => (from.clone(), Vec::new(), false),
     };
     let (stage, pairs) = stages.stiffness;
-    let run =
-        refit_stage(ctx, &mut problem, stage, &from, pairs, range, hook)?.ok_or_else(blew_up)?;
+    let run = refit_stage(ctx, &mut problem, stage, &from, pairs, range, deadline, hook)?
+        .ok_or_else(blew_up)?;
     Ok(LevelRun {
         params: run.params,
         loss: run.loss,
@@ -192,12 +198,20 @@ pub fn refit_level(
         seconds: started.elapsed().as_secs_f64(),
         pairs: run.pairs,
         velocity_pairs,
+        stopped_for_budget: velocity_cut || run.stopped,
     })
 }
 
+/// Whether `deadline` has passed.
+fn past(deadline: Option<Instant>) -> bool {
+    deadline.is_some_and(|d| Instant::now() >= d)
+}
+
 /// One stage's unknowns refitted by L-BFGS on `problem` from `from`,
-/// warm-started with `pairs` (kept when the refit adds none); `None` when
-/// the start blew up.
+/// warm-started with `pairs` (kept when the refit adds none), stopped
+/// after the accepted step that passes `deadline`; `None` when the start
+/// blew up.
+#[allow(clippy::too_many_arguments)]
 fn refit_stage(
     ctx: &GpuContext,
     problem: &mut FitProblem,
@@ -205,6 +219,7 @@ fn refit_stage(
     from: &Parameters,
     pairs: &[CurvaturePair],
     range: [f64; 2],
+    deadline: Option<Instant>,
     hook: EvaluationHook<'_>,
 ) -> Result<Option<StageRefit>, FitError> {
     problem.set_stage(&stage.settings)?;
@@ -229,10 +244,19 @@ fn refit_stage(
     };
     warm_start(&mut run, pairs);
     let start_loss = run.loss;
-    execute(&mut solver, &mut objective, &mut run, |_, _| {
-        Control::Continue
-    })?;
+    // Spent before this stage began (the velocity's refit took it): the
+    // start's evaluation is all it gets.
+    let ending = match past(deadline) {
+        true => Ending::Stopped,
+        false => execute(&mut solver, &mut objective, &mut run, |_, _| {
+            match past(deadline) {
+                true => Control::Stop,
+                false => Control::Continue,
+            }
+        })?,
+    };
     Ok(Some(StageRefit {
+        stopped: ending == Ending::Stopped,
         params: objective.parameters(&run.x),
         loss: [start_loss, run.loss],
         evaluations: run.evaluations,
@@ -245,6 +269,8 @@ fn refit_stage(
 
 /// What [`refit_stage`] found.
 struct StageRefit {
+    /// The deadline stopped it.
+    stopped: bool,
     params: Parameters,
     loss: [f64; 2],
     evaluations: u32,

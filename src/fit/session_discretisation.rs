@@ -4,8 +4,12 @@
 //! it, E is refitted level by level on a doubled grid, at least doubled
 //! substeps and drivers rebuilt for the grid
 //! ([`super::discretisation_grid`]) until two consecutive levels agree
-//! within the tolerance, the cap on levels is reached or the next level
-//! does not fit the memory left. Each finished level is kept in the fit's
+//! within the tolerance, the cap on levels is reached, the next level
+//! does not fit the memory left, or `fit.discretisation_seconds` is spent:
+//! a level predicted to take more than what is left
+//! ([`DiscretisationCheck::predicted_next_seconds`]) is not started, and
+//! one still running when it is spent stops after its current step,
+//! unconverged. Each finished level is kept in the fit's
 //! state and checkpointed: a level's grid, drivers and substeps follow
 //! from the scene and its index, so a fit stopped inside a level resumes
 //! at that level (its drivers rebuilt, from the fit's stiffness curvature),
@@ -27,6 +31,7 @@ use super::session::FitSession;
 use super::session_error::SessionError;
 use crate::drive::DriverSet;
 use crate::gpu::GpuContext;
+use std::time::{Duration, Instant};
 
 impl FitSession {
     /// The check (module doc), once every stage has run; nothing when it
@@ -80,6 +85,7 @@ impl FitSession {
         let mut velocity_pairs = self.state.curvature_of(StageKind::Velocity).to_vec();
         let velocity_stage =
             refitted_velocity(&self.plan, &self.scene.fit.velocity.field, &fitted).cloned();
+        let budget = self.scene.fit.discretisation_seconds;
         loop {
             self.state.discretisation = Some(check.clone());
             if let Err(why) = check.next() {
@@ -87,6 +93,22 @@ impl FitSession {
                 break;
             }
             let previous = check.finest().0;
+            // What is left of the budget (a resumed check's earlier levels
+            // counted), and whether the next level would fit in it.
+            let left = budget.map(|b| b - check.seconds());
+            if let Some(left) = left {
+                let predicted = check.predicted_next_seconds().unwrap_or(0.0);
+                if left <= 0.0 || predicted > left {
+                    log::warn!(
+                        "the discretisation check stops at {previous}: the next level would take \
+                         about {predicted:.0} s, and {:.0} s of `fit.discretisation_seconds` are left",
+                        left.max(0.0)
+                    );
+                    check.finish(RefinementEnd::Budget);
+                    break;
+                }
+            }
+            let deadline = left.map(|l| Instant::now() + Duration::from_secs_f64(l));
             let index = check.levels.len() as u32 + 1;
             let level = level_scene(&self.scene, index)
                 .and_then(|level| level_fits_memory(ctx, &level).map(|()| level));
@@ -131,6 +153,7 @@ impl FitSession {
                     &stages,
                     &start,
                     self.stop.as_ref(),
+                    deadline,
                     &hook,
                 )?
             };
@@ -153,6 +176,15 @@ impl FitSession {
                      range, so it does not count as converged"
                 );
                 check.mark_range_end();
+            }
+            if run.stopped_for_budget {
+                log::warn!(
+                    "the discretisation check's level at {at} was stopped when \
+                     `fit.discretisation_seconds` ran out, before its refit converged"
+                );
+                check.mark_stopped_for_budget();
+                check.finish(RefinementEnd::Budget);
+                break;
             }
             self.state.discretisation = Some(check.clone());
             // Kept: a fit stopped in the next level resumes there.

@@ -129,6 +129,9 @@ pub struct FitSettings {
     pub check_discretisation: bool,
     /// `fit.discretisation_levels`.
     pub discretisation_levels: u32,
+    /// `fit.discretisation_seconds` (absent: no time budget).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discretisation_seconds: Option<f64>,
     /// `[fit.scan]`.
     pub scan: ScanSettings,
     /// `[fit.velocity]`.

@@ -111,6 +111,7 @@ pub fn settings(
             checkpoint_every: fit.checkpoint_every,
             check_discretisation: fit.check_discretisation,
             discretisation_levels: fit.discretisation_levels,
+            discretisation_seconds: fit.discretisation_seconds,
             scan: ScanSettings {
                 points: fit.scan.points,
                 velocity_evaluations: fit.scan.velocity_evaluations,

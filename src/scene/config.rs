@@ -479,6 +479,8 @@ pub struct FitConfig {
     /// The cap on the check's levels of doubled grid and substeps (an integer in
     /// 1..=8; checked by the validation, hence signed).
     pub discretisation_levels: i64,
+    /// The check's wall-clock budget in seconds (absent: none).
+    pub discretisation_seconds: Option<f64>,
     /// The coarse scan of E before the stages.
     pub scan: ScanConfig,
 }
@@ -516,6 +518,7 @@ impl Default for FitConfig {
             checkpoint_every: 10,
             check_discretisation: false,
             discretisation_levels: 3,
+            discretisation_seconds: None,
             scan: ScanConfig::default(),
         }
     }

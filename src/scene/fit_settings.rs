@@ -124,6 +124,11 @@ pub struct FitSettings {
     /// The cap on the check's levels (1..=8; default 3: up to 8 times the
     /// substeps).
     pub discretisation_levels: u32,
+    /// The check's wall-clock budget in seconds, over all its levels
+    /// (`None`: no limit): a level predicted not to fit in what is left is
+    /// not started, and a level still running when it is spent stops
+    /// there (src/fit/session_discretisation.rs).
+    pub discretisation_seconds: Option<f64>,
     /// The coarse scan of E before the stages (`[fit.scan]`).
     pub scan: ScanSettings,
 }
@@ -271,6 +276,10 @@ pub(crate) fn resolve_fit(
                     ),
                 )
             })?,
+        discretisation_seconds: f
+            .discretisation_seconds
+            .map(|s| v.positive("fit.discretisation_seconds", s))
+            .transpose()?,
         scan: ScanSettings {
             points: u32::try_from(f.scan.points)
                 .ok()

@@ -398,6 +398,28 @@ fn discretisation_levels_default_to_three_and_bad_ones_are_refused_with_the_rang
     }
 }
 
+/// `fit.discretisation_seconds`: no time budget by default; a positive
+/// number of seconds is taken, anything else refused naming the file and
+/// the field.
+#[test]
+fn the_discretisation_budget_is_optional_and_positive() {
+    let fx = Fixture::new();
+    assert_eq!(load(&fx, "").fit.discretisation_seconds, None);
+    assert_eq!(
+        load(&fx, "[fit]\ndiscretisation_seconds = 600.0\n")
+            .fit
+            .discretisation_seconds,
+        Some(600.0)
+    );
+    for bad in ["0.0", "-5.0", "nan"] {
+        let e = expect_err(
+            fx.load(&format!("{BASE}\n[fit]\ndiscretisation_seconds = {bad}\n")),
+            "fit.discretisation_seconds",
+        );
+        assert!(e.to_string().contains("> 0"), "{e}");
+    }
+}
+
 /// `[fit.stiffness] poisson_range = [low, high]`: the default `[0, 0.49]`;
 /// a narrower range maps ν onto itself and takes the substeps at its top
 /// (fewer than at 0.49); fit.json's stage settings and its fitted ν use it;

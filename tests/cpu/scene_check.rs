@@ -175,8 +175,8 @@ fn fit_settings_are_summarised_with_the_drivers_per_region() {
 /// `physfit check` says what the discretisation check will do: off, how
 /// to turn it on; on, each level's grid, drivers and substeps up to the
 /// cap (the grid and substeps doubled level to level, the drivers the
-/// scene's rule on each grid), the evaluations each may take and the
-/// second problem it builds.
+/// scene's rule on each grid), the evaluations each may take, the
+/// second problem it builds and the time budget when one is set.
 #[test]
 fn check_says_what_the_discretisation_check_will_do() {
     let fx = Fixture::new();
@@ -187,11 +187,12 @@ fn check_says_what_the_discretisation_check_will_do() {
         ),
         (
             "[fit]\ncheck_discretisation = true\ndiscretisation_levels = 2\n\
-             [fit.stiffness]\niterations = 9\n",
+             discretisation_seconds = 900.0\n[fit.stiffness]\niterations = 9\n",
             vec![
                 "while a level moves an E by 0.05 decades or more: at most 2 levels, each at most 9 evaluations",
                 "each level builds a second fit problem at its discretisation",
                 "the finest level's problem is estimated at ",
+                "within `fit.discretisation_seconds` = 900 s over all levels",
             ],
         ),
     ] {

@@ -341,3 +341,44 @@ fn a_checked_discretisation_refines_until_e_stops_moving_or_the_cap() {
     let unchecked = std::fs::read_to_string(d.join("plain").join("fit.json")).unwrap();
     assert!(!unchecked.contains("\"discretisation\""), "{unchecked}");
 }
+
+/// `fit.discretisation_seconds` spent before a level's refit can step:
+/// the level (the first always starts) stops after its start's
+/// evaluations, is marked `stopped_for_budget`, does not count as
+/// converged whatever its shift, and the check ends as `budget` with the
+/// fit's own E standing; the end line says the budget ran out inside the
+/// level and how to let it finish.
+#[test]
+fn a_spent_discretisation_budget_stops_the_level_unconverged() {
+    let scene = capped_scene(2).replace(
+        "rounds = 1",
+        "rounds = 1\ncheck_discretisation = true\ndiscretisation_levels = 2\n\
+         discretisation_seconds = 0.001",
+    );
+    let dir = twin(&scene, TRUTH_CONSTANT);
+    let d = dir.path();
+    let stderr = ok(&physfit(d, &["fit", "scene.toml", "--out", "fit"]));
+    println!("{stderr}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.join("fit").join("fit.json")).unwrap()).unwrap();
+    let check = &json["discretisation"];
+    let levels = check["levels"].as_array().unwrap();
+    assert_eq!(levels.len(), 1, "{check}");
+    assert_eq!(levels[0]["stopped_for_budget"].as_bool(), Some(true));
+    // The velocity's start and E's start: no step taken in either.
+    assert_eq!(levels[0]["evaluations"].as_u64(), Some(2), "{check}");
+    assert_eq!(check["end"].as_str(), Some("budget"));
+    assert_eq!(check["converged"].as_bool(), Some(false));
+    assert_eq!(check["answer_log10_youngs"], check["fitted_log10_youngs"]);
+    assert_eq!(
+        json["settings"]["fit"]["discretisation_seconds"].as_f64(),
+        Some(0.001)
+    );
+    assert!(
+        stderr.contains(
+            "discretisation: not converged after `fit.discretisation_seconds` ran out inside \
+             level 1 (its refit stopped before it converged; raise the budget to let it finish)"
+        ),
+        "{stderr}"
+    );
+}
