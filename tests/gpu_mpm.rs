@@ -31,6 +31,8 @@ mod deform;
 mod doc_commands;
 #[path = "gpu_mpm/error_bars.rs"]
 mod error_bars;
+#[path = "gpu_mpm/exact_step.rs"]
+mod exact_step;
 #[path = "gpu_mpm/fill.rs"]
 mod fill;
 #[path = "gpu_mpm/fit_cli.rs"]

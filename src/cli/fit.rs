@@ -19,6 +19,7 @@ use physfit::stop::StopCause;
 
 use super::count::count;
 use super::discretisation_line::discretisation_line;
+use super::exact_step_line::exact_step_line;
 pub use super::fit_args::FitArgs;
 use super::fit_args::{check_flags, resume_command, with_flag_advice};
 use super::fit_phase::{install_interrupt, Phase};
@@ -242,6 +243,9 @@ pub fn run(args: &FitArgs) -> Result<FitOutcome> {
     };
     bar.finish_and_clear();
     if !args.quiet {
+        if let Some(line) = exact_step_line(&summary) {
+            eprintln!("{line}");
+        }
         let f = &summary.final_loss;
         eprintln!(
             "fitted rollout: mean PSNR {:.2} dB, SSIM {:.4} over frames 1–{} × {} views",

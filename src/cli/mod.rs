@@ -11,6 +11,7 @@ mod check_fall;
 pub mod check_fit;
 pub mod count;
 mod discretisation_line;
+mod exact_step_line;
 pub mod fit;
 mod fit_args;
 mod fit_phase;

@@ -24,7 +24,8 @@
 //!   `physfit fit` only prints around;
 //! - the error bars of the fitted values from the curvature of the loss
 //!   at the optimum ([`uncertainty_estimate`], [`uncertainty`],
-//!   [`residual_count`]);
+//!   [`residual_count`]), and the Newton step in E they give, tried last
+//!   ([`exact_step`]);
 //! - the errors, [`FitError`] ([`mod@error`]) and [`SessionError`].
 
 internal_mods! {
@@ -36,6 +37,7 @@ internal_mods! {
     discretisation_grid;
     error;
     evaluation;
+    exact_step;
     field_setting;
     live_loss;
     objective;

@@ -353,6 +353,7 @@ pub fn write_outputs(
         velocity_parameters: state.velocity.clone(),
         poisson_parameters: summary_build::poisson_parameters(scene, &drivers, state),
         uncertainty: state.uncertainty.clone(),
+        exact_step: state.exact_step.clone(),
         discretisation: state.discretisation.clone(),
         recovery: fit.truth.map(|t| t.recovery(&drivers, &log10, &velocity)),
         truth_loss,

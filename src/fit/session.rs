@@ -57,6 +57,7 @@ use super::stages::{run_fit, FitEnd};
 use super::state::FitState;
 use super::summary::FitSummary;
 use super::truth_check::TruthCheck;
+use super::exact_step::take_exact_step;
 use super::uncertainty_estimate::estimate_uncertainty;
 use crate::drive::DriverSet;
 use crate::gpu::GpuContext;
@@ -437,6 +438,7 @@ impl FitSession {
             }
             FitEnd::Finished(_) => match self
                 .estimate_uncertainty(ctx)
+                .and_then(|()| self.exact_step(ctx))
                 .and_then(|()| self.check_discretisation(ctx, progress))
             {
                 Err(SessionError::Fit(super::FitError::Stopped)) => {
@@ -458,6 +460,30 @@ impl FitSession {
         if self.state.uncertainty.is_none() && self.state.done(&self.plan) {
             self.state.uncertainty =
                 estimate_uncertainty(ctx, &mut self.problem, &self.scene, &self.plan, &self.state)?;
+        }
+        Ok(())
+    }
+
+    /// The exact-gradient step ([`super::exact_step`]), once, after the
+    /// error bars; kept in the state (a resumed fit does not take it
+    /// again) and checkpointed.
+    fn exact_step(&mut self, ctx: &GpuContext) -> Result<(), SessionError> {
+        let pending = self.state.exact_step.is_none()
+            && self.state.uncertainty.is_some()
+            && self.state.done(&self.plan);
+        if !pending {
+            return Ok(());
+        }
+        let step = take_exact_step(
+            ctx,
+            &mut self.problem,
+            &self.plan,
+            &mut self.state,
+            self.scene.material.log10_youngs_range,
+        )?;
+        if let Some(step) = step {
+            self.state.exact_step = Some(step);
+            self.save_checkpoint()?;
         }
         Ok(())
     }

@@ -5,6 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::exact_step::ExactStep;
+
 use super::discretisation::DiscretisationCheck;
 use super::evaluation::Parameters;
 use super::plan::{StageKind, StagePlan};
@@ -35,6 +37,11 @@ pub struct FitState {
     /// ([`super::uncertainty_estimate`]).
     #[serde(default)]
     pub uncertainty: Option<FitUncertainty>,
+    /// The exact-gradient step tried after the error bars
+    /// ([`super::exact_step`]); absent before it, and when there was no
+    /// step to try.
+    #[serde(default)]
+    pub exact_step: Option<ExactStep>,
     /// E refitted at finer substeps, once every stage has run and
     /// `fit.check_discretisation` asks for it
     /// ([`super::discretisation_check`]).
@@ -142,6 +149,7 @@ impl FitState {
             poisson: params.poisson,
             adam: Adam::new(0),
             uncertainty: None,
+            exact_step: None,
             discretisation: None,
             records: Vec::new(),
             scan: None,

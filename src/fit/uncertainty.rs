@@ -62,6 +62,25 @@ pub struct Correlations {
     pub newton_step: Vec<Option<f64>>,
 }
 
+/// Newton's step in the stiffness stage's unknowns alone (every `log10 E`
+/// parameter, and a fitted Poisson's ratio's `z`), the velocity held: `δ =
+/// −H_ss⁻¹ g_s` from the joint Hessian's block and the exact gradient at
+/// the fitted values. The stiffness stage follows a truncated gradient
+/// (docs/design.md § Adjoint), which is not the loss's: where it stops,
+/// the loss's own optimum in E can still be this far, and the fit tries
+/// the step ([`super::exact_step`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StiffnessNewtonStep {
+    /// Per `log10 E` parameter, the step (decades).
+    pub log10_youngs: Vec<f64>,
+    /// Per fitted Poisson's ratio parameter, the step in its `z` (empty
+    /// when ν is held).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub poisson_z: Vec<f64>,
+    /// The decrease of the image loss the quadratic model predicts for it.
+    pub predicted_decrease: f64,
+}
+
 /// A fit's error bars (module doc).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct FitUncertainty {
@@ -113,6 +132,11 @@ pub struct FitUncertainty {
     /// one, or in a `fit.json` of a physfit that took central ones only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub differences: Option<HessianDifferences>,
+    /// Newton's step in E (and a fitted ν) alone from the fitted values
+    /// (absent where the block of the Hessian is not positive definite,
+    /// an E is held at an end of its range, or E is a per-driver field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stiffness_newton_step: Option<StiffnessNewtonStep>,
 }
 
 /// What stands in for the error bar of a driver the frames do not

@@ -39,7 +39,9 @@ use super::residual_count::residual_count;
 use super::state::FitState;
 use super::uncertainty::{
     unconstrained_log10_std, Correlations, CurvatureMethod, FitUncertainty, HessianDifferences,
+    StiffnessNewtonStep,
 };
+use crate::solve::symmetric_eigen::symmetric_eigen;
 use crate::gpu::GpuContext;
 use crate::mpm::GradientFlow;
 use crate::scene::{FitStage, Scene};
@@ -198,6 +200,7 @@ fn estimate_at(
         .collect();
     let mut correlations = None;
     let mut differences = None;
+    let mut stiffness_step = None;
     if !few.is_empty() {
         let z0: Vec<f64> = few
             .iter()
@@ -247,6 +250,10 @@ fn estimate_at(
                 Fitted::Poisson => format!("z of ν[{i}]"),
             })
             .collect();
+        stiffness_step = match (&hessian, &centre) {
+            (Some(h), Some(g)) => stiffness_newton_step(&few, h, g, &params, range),
+            _ => None,
+        };
         let c = hessian.map(|h| covariance(&h, scale));
         for (j, &(g, i)) in few.iter().enumerate() {
             let std = c.as_ref().and_then(|c| c.std[j]).map(|s| s * g.scale);
@@ -373,7 +380,64 @@ fn estimate_at(
         youngs_constrained,
         correlations,
         differences,
+        stiffness_newton_step: stiffness_step,
     })
+}
+
+/// Newton's step in the stiffness unknowns alone (E and ν's `z`, the
+/// velocity held) from the joint Hessian `h` and gradient `g` (both in
+/// the solvers' scaled coordinates, in `few`'s order), back in parameter
+/// units (module doc of [`super::uncertainty::StiffnessNewtonStep`]).
+/// `None` unless the block is positive definite (every eigenvalue above
+/// 1e-8 of the largest, as [`covariance`] asks for an error bar) and no E
+/// is held at an end of `range`.
+fn stiffness_newton_step(
+    few: &[(Group, usize)],
+    h: &[Vec<f64>],
+    g: &[f64],
+    params: &Parameters,
+    range: [f64; 2],
+) -> Option<StiffnessNewtonStep> {
+    let picked: Vec<usize> = (0..few.len())
+        .filter(|&j| few[j].0.kind != Fitted::Velocity)
+        .collect();
+    if picked.is_empty() || at_range_end(&params.log10_youngs, range) {
+        return None;
+    }
+    let block: Vec<Vec<f64>> = picked
+        .iter()
+        .map(|&i| picked.iter().map(|&j| h[i][j]).collect())
+        .collect();
+    let (values, vectors) = symmetric_eigen(&block);
+    let largest = values.iter().fold(0.0f64, |a, &b| a.max(b));
+    if values.iter().any(|&l| !(l > 1e-8 * largest && l > 0.0)) {
+        return None;
+    }
+    // δ = −Σ_k v_k (v_kᵀ g) / λ_k; the model's decrease is ½ gᵀH⁻¹g.
+    let gs: Vec<f64> = picked.iter().map(|&i| g[i]).collect();
+    let mut step = vec![0.0; picked.len()];
+    let mut decrease = 0.0;
+    for (k, &l) in values.iter().enumerate() {
+        let along: f64 = (0..picked.len()).map(|i| vectors[i][k] * gs[i]).sum();
+        decrease += 0.5 * along * along / l;
+        for (i, s) in step.iter_mut().enumerate() {
+            *s -= vectors[i][k] * along / l;
+        }
+    }
+    let mut out = StiffnessNewtonStep {
+        log10_youngs: Vec::new(),
+        poisson_z: Vec::new(),
+        predicted_decrease: decrease,
+    };
+    for (&j, s) in picked.iter().zip(step) {
+        let (group, _) = few[j];
+        match group.kind {
+            Fitted::Youngs => out.log10_youngs.push(s * group.scale),
+            Fitted::Poisson => out.poisson_z.push(s * group.scale),
+            Fitted::Velocity => {}
+        }
+    }
+    Some(out)
 }
 
 /// The values of group `kind` in `p`.

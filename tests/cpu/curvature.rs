@@ -93,21 +93,26 @@ fn forward_differences_are_kept_when_accepted_and_completed_to_central_when_not(
     let exact = [[3.0, 0.5], [0.5, 5.0]];
     let bounds = [(-10.0, 10.0); 2];
     let steps = [0.1, 0.1];
-    let at = |count: &mut usize| quartic(&a, count)(&x).unwrap().unwrap().1;
+    let centre = quartic(&a, &mut 0)(&x).unwrap().unwrap().1;
+    // The Hessian with the forward differences accepted or not, and the
+    // evaluations it took.
+    let taken = |accept: bool, at_x: Option<&[f64]>| {
+        let mut count = 0;
+        let (h, how) = hessian_by_differences(
+            &mut quartic(&a, &mut count),
+            &x,
+            &steps,
+            &bounds,
+            at_x,
+            |_| accept,
+        )
+        .unwrap()
+        .unwrap();
+        (h, how, count)
+    };
 
     // Accepted: n evaluations beside the centre's (given), within O(h).
-    let mut count = 0;
-    let centre = at(&mut 0);
-    let (h, how) = hessian_by_differences(
-        &mut quartic(&a, &mut count),
-        &x,
-        &steps,
-        &bounds,
-        Some(&centre),
-        |_| true,
-    )
-    .unwrap()
-    .unwrap();
+    let (h, how, count) = taken(true, Some(&centre));
     assert_eq!(how, Differences::Forward);
     assert_eq!(count, 2);
     // Forward error: h·x_i (the third derivative's half, times h).
@@ -116,17 +121,7 @@ fn forward_differences_are_kept_when_accepted_and_completed_to_central_when_not(
 
     // Refused: the other sides too, and the central Hessian is exact to
     // O(h²).
-    let mut count = 0;
-    let (h, how) = hessian_by_differences(
-        &mut quartic(&a, &mut count),
-        &x,
-        &steps,
-        &bounds,
-        Some(&centre),
-        |_| false,
-    )
-    .unwrap()
-    .unwrap();
+    let (h, how, count) = taken(false, Some(&centre));
     assert_eq!(how, Differences::Central);
     assert_eq!(count, 4);
     for i in 0..2 {
@@ -136,18 +131,7 @@ fn forward_differences_are_kept_when_accepted_and_completed_to_central_when_not(
     }
 
     // Without the centre's gradient, forward differences evaluate it.
-    let mut count = 0;
-    hessian_by_differences(
-        &mut quartic(&a, &mut count),
-        &x,
-        &steps,
-        &bounds,
-        None,
-        |_| true,
-    )
-    .unwrap()
-    .unwrap();
-    assert_eq!(count, 3);
+    assert_eq!(taken(true, None).2, 3);
 }
 
 #[test]

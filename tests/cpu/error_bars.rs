@@ -31,6 +31,7 @@ fn uncertainty(
         youngs_constrained: constrained,
         correlations: None,
         differences: None,
+        stiffness_newton_step: None,
     }
 }
 

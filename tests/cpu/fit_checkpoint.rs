@@ -64,6 +64,13 @@ fn running_state() -> FitState {
                 rho: 1.0 / 7.0,
             }],
         }],
+        exact_step: Some(physfit::fit::exact_step::ExactStep {
+            log10_youngs: vec![-0.125, 0.0, 1.0 / 3.0],
+            poisson_z: vec![0.1],
+            fraction: 0.5,
+            loss: [0.25, 1.0 / 7.0],
+            predicted_decrease: 0.1,
+        }),
         discretisation: Some({
             use physfit::fit::discretisation_check::{DiscretisationCheck, RefinementEnd};
             use physfit::fit::Resolution;
@@ -113,6 +120,11 @@ fn running_state() -> FitState {
                 newton_step: vec![Some(1e-4), Some(-2.5e-4), None],
             }),
             differences: Some(physfit::fit::uncertainty::HessianDifferences::Forward),
+            stiffness_newton_step: Some(physfit::fit::uncertainty::StiffnessNewtonStep {
+                log10_youngs: vec![-0.125, 1.0 / 3.0],
+                poisson_z: Vec::new(),
+                predicted_decrease: 2.5e-3,
+            }),
         }),
         scan: None,
         converged: vec![true],

@@ -182,6 +182,18 @@ pub(crate) fn twin(scene: &str, truth: &str) -> tempfile::TempDir {
     twin_with(scene, truth, &[])
 }
 
+/// Whether every free driver of `out`'s drivers.safetensors has
+/// `log10 E` = `log10` (to 1e-5).
+pub(crate) fn free_drivers_carry(out: &Path, log10: f64) -> bool {
+    let drivers = physfit::output::FittedDrivers::load(&out.join("drivers.safetensors")).unwrap();
+    drivers
+        .log10_youngs
+        .iter()
+        .zip(&drivers.anchored)
+        .filter(|(_, a)| !**a)
+        .all(|(l, _)| (l - log10).abs() < 1e-5)
+}
+
 /// `out/fit.json`, checked against the shape of its published schema
 /// (every required field present) and for Rust Debug text.
 pub(crate) fn fit_json(out: &Path) -> FitSummary {

@@ -1,0 +1,136 @@
+//! The fit's last move: Newton's step in E from the exact gradient
+//! (docs/design.md § Error bars, "The exact-gradient step"). The
+//! stiffness stage follows stage 2's truncated gradient, which is not the
+//! gradient of the loss its line search measures: where it stops, the
+//! loss's own optimum in E can still be some way off (on the fox-scale
+//! case, 0.16 decades in the tail). The error bars then measure the exact
+//! gradient and Hessian at the fitted values, which give Newton's step in
+//! E (and a fitted ν) with the velocity held
+//! ([`super::uncertainty::StiffnessNewtonStep`]). It is tried on the last
+//! stiffness stage's loss (its frames, views and weights, smoothness
+//! included: the objective the stage minimised), kept when that loss falls,
+//! else half of it, else nothing: two or three forwards, no gradient.
+//!
+//! The error bars stay those of the point before the step: the step is a
+//! fraction of the distance over which the curvature changes.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::discretisation_check::last_stiffness;
+use super::error::FitError;
+use super::evaluation::Parameters;
+use super::objective::blown_up;
+use super::plan::StagePlan;
+use super::poisson::Z_BOUND;
+use super::problem::FitProblem;
+use super::state::FitState;
+use crate::gpu::GpuContext;
+
+/// The fractions of Newton's step tried, in order.
+const FRACTIONS: [f64; 2] = [1.0, 0.5];
+
+/// What the exact-gradient step did (module doc): in the fit's state (so
+/// a resumed fit does not take it twice) and in `fit.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ExactStep {
+    /// Per `log10 E` parameter, the step taken (decades; zeros when
+    /// refused).
+    pub log10_youngs: Vec<f64>,
+    /// Per fitted Poisson's ratio parameter, the step taken in its `z`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub poisson_z: Vec<f64>,
+    /// The fraction of Newton's step kept: 1, 0.5, or 0 when neither
+    /// lowered the loss.
+    pub fraction: f64,
+    /// The last stiffness stage's loss before the step, then after it
+    /// (the same when refused).
+    pub loss: [f64; 2],
+    /// The image loss's decrease the quadratic model predicted for the
+    /// whole step.
+    pub predicted_decrease: f64,
+}
+
+/// Tries the step (module doc) from `state`'s values, whose error bars
+/// hold Newton's step; moves `state` when a fraction of it lowers the
+/// loss. `None` when there is no step to try (no error bars, no positive
+/// definite E block, an E at an end of its range, no stiffness stage).
+pub fn take_exact_step(
+    ctx: &GpuContext,
+    problem: &mut FitProblem,
+    plan: &[StagePlan],
+    state: &mut FitState,
+    range: [f64; 2],
+) -> Result<Option<ExactStep>, FitError> {
+    let Some(newton) = state
+        .uncertainty
+        .as_ref()
+        .and_then(|u| u.stiffness_newton_step.clone())
+    else {
+        return Ok(None);
+    };
+    let Some(stage) = last_stiffness(plan) else {
+        return Ok(None);
+    };
+    if newton.log10_youngs.len() != state.log10_youngs.len()
+        || newton.poisson_z.len() != state.poisson.len()
+    {
+        return Ok(None);
+    }
+    problem.set_stage(&stage.settings)?;
+    let at = state.parameters();
+    let Some(before) = blown_up(problem.loss(ctx, &at, &stage.selection))? else {
+        return Ok(None);
+    };
+    let moved = |fraction: f64| Parameters {
+        log10_youngs: at
+            .log10_youngs
+            .iter()
+            .zip(&newton.log10_youngs)
+            .map(|(e, d)| (e + fraction * d).clamp(range[0], range[1]))
+            .collect(),
+        velocity: at.velocity.clone(),
+        poisson: at
+            .poisson
+            .iter()
+            .zip(&newton.poisson_z)
+            .map(|(z, d)| (z + fraction * d).clamp(-Z_BOUND, Z_BOUND))
+            .collect(),
+    };
+    let mut kept = None;
+    for fraction in FRACTIONS {
+        let p = moved(fraction);
+        let after = blown_up(problem.loss(ctx, &p, &stage.selection))?;
+        if let Some(after) = after.filter(|a| a.loss < before.loss) {
+            kept = Some((fraction, p, after.loss));
+            break;
+        }
+    }
+    let step = match kept {
+        Some((fraction, p, after)) => {
+            let step = ExactStep {
+                log10_youngs: p
+                    .log10_youngs
+                    .iter()
+                    .zip(&at.log10_youngs)
+                    .map(|(a, b)| a - b)
+                    .collect(),
+                poisson_z: p.poisson.iter().zip(&at.poisson).map(|(a, b)| a - b).collect(),
+                fraction,
+                loss: [before.loss, after],
+                predicted_decrease: newton.predicted_decrease,
+            };
+            state.log10_youngs = p.log10_youngs;
+            state.poisson = p.poisson;
+            step
+        }
+        None => ExactStep {
+            log10_youngs: vec![0.0; at.log10_youngs.len()],
+            poisson_z: vec![0.0; at.poisson.len()],
+            fraction: 0.0,
+            loss: [before.loss, before.loss],
+            predicted_decrease: newton.predicted_decrease,
+        },
+    };
+    Ok(Some(step))
+}
