@@ -14,9 +14,6 @@
 //! The error bars stay those of the point before the step: the step is a
 //! fraction of the distance over which the curvature changes.
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-
 use super::discretisation_check::last_stiffness;
 use super::error::FitError;
 use super::evaluation::Parameters;
@@ -27,29 +24,10 @@ use super::problem::FitProblem;
 use super::state::FitState;
 use crate::gpu::GpuContext;
 
+pub use super::exact_step_record::ExactStep;
+
 /// The fractions of Newton's step tried, in order.
 const FRACTIONS: [f64; 2] = [1.0, 0.5];
-
-/// What the exact-gradient step did (module doc): in the fit's state (so
-/// a resumed fit does not take it twice) and in `fit.json`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct ExactStep {
-    /// Per `log10 E` parameter, the step taken (decades; zeros when
-    /// refused).
-    pub log10_youngs: Vec<f64>,
-    /// Per fitted Poisson's ratio parameter, the step taken in its `z`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub poisson_z: Vec<f64>,
-    /// The fraction of Newton's step kept: 1, 0.5, or 0 when neither
-    /// lowered the loss.
-    pub fraction: f64,
-    /// The last stiffness stage's loss before the step, then after it
-    /// (the same when refused).
-    pub loss: [f64; 2],
-    /// The image loss's decrease the quadratic model predicted for the
-    /// whole step.
-    pub predicted_decrease: f64,
-}
 
 /// Tries the step (module doc) from `state`'s values, whose error bars
 /// hold Newton's step; moves `state` when a fraction of it lowers the

@@ -38,6 +38,7 @@ internal_mods! {
     error;
     evaluation;
     exact_step;
+    exact_step_record;
     field_setting;
     live_loss;
     objective;

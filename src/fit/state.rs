@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::exact_step::ExactStep;
+use super::exact_step_record::ExactStep;
 
 use super::discretisation::DiscretisationCheck;
 use super::evaluation::Parameters;

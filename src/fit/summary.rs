@@ -381,7 +381,7 @@ pub struct FitSummary {
     /// in E from them, kept when it lowered the last stiffness stage's
     /// loss (src/fit/exact_step.rs); absent when there was none to try.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub exact_step: Option<super::exact_step::ExactStep>,
+    pub exact_step: Option<super::exact_step_record::ExactStep>,
     /// E refitted level by level on a doubled grid at doubled substeps
     /// (the drivers rebuilt for it), how far it moved,
     /// whether it converged and E reported as the material's

@@ -222,6 +222,14 @@ fn estimate_at(
                     .collect()
             })
         };
+        let names: Vec<String> = few
+            .iter()
+            .map(|&(g, i)| match g.kind {
+                Fitted::Velocity => format!("v0[{i}]"),
+                Fitted::Youngs => format!("log10 E[{i}]"),
+                Fitted::Poisson => format!("z of ν[{i}]"),
+            })
+            .collect();
         let steps = vec![HESSIAN_STEP; z0.len()];
         let centre = centre.as_ref().and_then(|c| {
             let picked = few.iter().map(|&(g, i)| g.scale * c.of(g.kind)[i]);
@@ -235,21 +243,29 @@ fn estimate_at(
             &steps,
             &bounds,
             centre.as_deref(),
-            |h| covariance(h, scale).std.iter().all(Option::is_some),
+            |h| {
+                let missing: Vec<&str> = covariance(h, scale)
+                    .std
+                    .iter()
+                    .zip(&names)
+                    .filter(|(s, _)| s.is_none())
+                    .map(|(_, n)| n.as_str())
+                    .collect();
+                if !missing.is_empty() {
+                    log::debug!(
+                        "the forward-difference Hessian leaves {} without an error bar: \
+                         completing it to central differences",
+                        missing.join(", ")
+                    );
+                }
+                missing.is_empty()
+            },
         )?;
         differences = taken.as_ref().map(|(_, d)| match d {
             Differences::Forward => HessianDifferences::Forward,
             Differences::Central => HessianDifferences::Central,
         });
         let hessian = taken.map(|(h, _)| h);
-        let names = few
-            .iter()
-            .map(|&(g, i)| match g.kind {
-                Fitted::Velocity => format!("v0[{i}]"),
-                Fitted::Youngs => format!("log10 E[{i}]"),
-                Fitted::Poisson => format!("z of ν[{i}]"),
-            })
-            .collect();
         stiffness_step = match (&hessian, &centre) {
             (Some(h), Some(g)) => stiffness_newton_step(&few, h, g, &params, range),
             _ => None,

@@ -17,6 +17,18 @@ fn quadratic<'a>(
     b: &'a [f64],
     count: &'a mut usize,
 ) -> impl FnMut(&[f64]) -> Result<Evaluated, ()> + 'a {
+    with_quartic(a, b, 0.0, count)
+}
+
+/// `½ xᵀAx + bᵀx + w·Σ x_i⁴/12` with its gradient, counting evaluations:
+/// with `w ≠ 0` a third derivative (`2w·x_i` on the diagonal) that forward
+/// differences pick up as an `O(h)` error and central ones cancel.
+fn with_quartic<'a>(
+    a: &'a [Vec<f64>],
+    b: &'a [f64],
+    w: f64,
+    count: &'a mut usize,
+) -> impl FnMut(&[f64]) -> Result<Evaluated, ()> + 'a {
     move |x: &[f64]| {
         *count += 1;
         let ax: Vec<f64> = a
@@ -24,8 +36,12 @@ fn quadratic<'a>(
             .map(|row| row.iter().zip(x).map(|(r, x)| r * x).sum())
             .collect();
         let f = 0.5 * ax.iter().zip(x).map(|(a, x)| a * x).sum::<f64>()
-            + b.iter().zip(x).map(|(b, x)| b * x).sum::<f64>();
-        Ok(Some((f, ax.iter().zip(b).map(|(a, b)| a + b).collect())))
+            + b.iter().zip(x).map(|(b, x)| b * x).sum::<f64>()
+            + w * x.iter().map(|x| x.powi(4) / 12.0).sum::<f64>();
+        let g = (0..x.len())
+            .map(|i| ax[i] + b[i] + w * x[i].powi(3) / 3.0)
+            .collect();
+        Ok(Some((f, g)))
     }
 }
 
@@ -65,26 +81,6 @@ fn the_hessian_of_a_quadratic_comes_back_from_its_gradients_inside_and_at_bounds
     assert_eq!(count, 6);
 }
 
-/// `Σ x_i⁴/12 + ½ xᵀAx`: a third derivative (`2x_i` on the diagonal)
-/// that forward differences pick up as an `O(h)` error and central ones
-/// cancel.
-fn quartic<'a>(
-    a: &'a [Vec<f64>],
-    count: &'a mut usize,
-) -> impl FnMut(&[f64]) -> Result<Evaluated, ()> + 'a {
-    move |x: &[f64]| {
-        *count += 1;
-        let ax: Vec<f64> = a
-            .iter()
-            .map(|row| row.iter().zip(x).map(|(r, x)| r * x).sum())
-            .collect();
-        let f = x.iter().map(|x| x.powi(4) / 12.0).sum::<f64>()
-            + 0.5 * ax.iter().zip(x).map(|(a, x)| a * x).sum::<f64>();
-        let g = ax.iter().zip(x).map(|(a, x)| a + x.powi(3) / 3.0).collect();
-        Ok(Some((f, g)))
-    }
-}
-
 #[test]
 fn forward_differences_are_kept_when_accepted_and_completed_to_central_when_not() {
     let a = vec![vec![2.0, 0.5], vec![0.5, 1.0]];
@@ -93,13 +89,16 @@ fn forward_differences_are_kept_when_accepted_and_completed_to_central_when_not(
     let exact = [[3.0, 0.5], [0.5, 5.0]];
     let bounds = [(-10.0, 10.0); 2];
     let steps = [0.1, 0.1];
-    let centre = quartic(&a, &mut 0)(&x).unwrap().unwrap().1;
+    let centre = with_quartic(&a, &[0.0; 2], 1.0, &mut 0)(&x)
+        .unwrap()
+        .unwrap()
+        .1;
     // The Hessian with the forward differences accepted or not, and the
     // evaluations it took.
     let taken = |accept: bool, at_x: Option<&[f64]>| {
         let mut count = 0;
         let (h, how) = hessian_by_differences(
-            &mut quartic(&a, &mut count),
+            &mut with_quartic(&a, &[0.0; 2], 1.0, &mut count),
             &x,
             &steps,
             &bounds,

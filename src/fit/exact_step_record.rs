@@ -1,0 +1,26 @@
+//! What the exact-gradient step did ([`super::exact_step`]): kept in the
+//! fit's state, so that a resumed fit does not take it twice, and written
+//! to `fit.json`.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// What the exact-gradient step did (module doc).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ExactStep {
+    /// Per `log10 E` parameter, the step taken (decades; zeros when
+    /// refused).
+    pub log10_youngs: Vec<f64>,
+    /// Per fitted Poisson's ratio parameter, the step taken in its `z`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub poisson_z: Vec<f64>,
+    /// The fraction of Newton's step kept: 1, 0.5, or 0 when neither
+    /// lowered the loss.
+    pub fraction: f64,
+    /// The last stiffness stage's loss before the step, then after it
+    /// (the same when refused).
+    pub loss: [f64; 2],
+    /// The image loss's decrease the quadratic model predicted for the
+    /// whole step.
+    pub predicted_decrease: f64,
+}
