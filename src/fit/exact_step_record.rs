@@ -5,7 +5,10 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// What the exact-gradient step did (module doc).
+/// What the exact-gradient step did: Newton's step in E (and a fitted
+/// ν) from the error bars' exact gradient and Hessian, the velocity held,
+/// kept when it lowered the last stiffness stage's loss
+/// (src/fit/exact_step.rs).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ExactStep {
     /// Per `log10 E` parameter, the step taken (decades; zeros when
