@@ -11,8 +11,8 @@ pub(super) fn exact_step_line(summary: &FitSummary) -> Option<String> {
     let [before, after] = step.loss;
     if step.fraction == 0.0 {
         return Some(format!(
-            "exact-gradient step: none kept (Newton's step in E from the exact gradient did not \
-             lower the loss {before:.4e}: the stiffness stage had reached its optimum)"
+            "exact-gradient step: none kept (neither Newton's step in E from the exact gradient \
+             nor half of it lowered the loss {before:.4e}; the stiffness stage's E stands)"
         ));
     }
     let moved: Vec<String> = summary

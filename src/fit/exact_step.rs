@@ -75,17 +75,13 @@ pub fn take_exact_step(
             .map(|(z, d)| (z + fraction * d).clamp(-Z_BOUND, Z_BOUND))
             .collect(),
     };
-    let mut kept = None;
-    for fraction in FRACTIONS {
-        let p = moved(fraction);
-        let after = blown_up(problem.loss(ctx, &p, &stage.selection))?;
-        if let Some(after) = after.filter(|a| a.loss < before.loss) {
-            kept = Some((fraction, p, after.loss));
-            break;
-        }
-    }
+    let kept = first_lower(before.loss, |fraction| {
+        let loss = blown_up(problem.loss(ctx, &moved(fraction), &stage.selection))?;
+        Ok::<_, FitError>(loss.map(|r| r.loss))
+    })?;
     let step = match kept {
-        Some((fraction, p, after)) => {
+        Some((fraction, after)) => {
+            let p = moved(fraction);
             let step = ExactStep {
                 log10_youngs: p
                     .log10_youngs
@@ -111,4 +107,44 @@ pub fn take_exact_step(
         },
     };
     Ok(Some(step))
+}
+
+/// The first of [`FRACTIONS`] whose loss (`loss_at`, `None` where the
+/// simulation blew up) is below `before`, with that loss; `None` when
+/// none is.
+fn first_lower<E>(
+    before: f64,
+    mut loss_at: impl FnMut(f64) -> Result<Option<f64>, E>,
+) -> Result<Option<(f64, f64)>, E> {
+    for fraction in FRACTIONS {
+        if let Some(after) = loss_at(fraction)?.filter(|&l| l < before) {
+            return Ok(Some((fraction, after)));
+        }
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The whole step when it lowers the loss; else half of it, tried
+    /// only then; else nothing; a blown-up trial counts as no lower.
+    #[test]
+    fn the_first_fraction_that_lowers_the_loss_is_kept() {
+        // The choice from 1.0 with these trial losses, and the fractions tried.
+        let run = |losses: [Option<f64>; 2]| {
+            let mut tried = Vec::new();
+            let kept = first_lower::<()>(1.0, |f| {
+                tried.push(f);
+                Ok(losses[tried.len() - 1])
+            })
+            .unwrap();
+            (kept, tried)
+        };
+        assert_eq!(run([Some(0.5), Some(0.1)]), (Some((1.0, 0.5)), vec![1.0]));
+        assert_eq!(run([Some(1.5), Some(0.9)]), (Some((0.5, 0.9)), vec![1.0, 0.5]));
+        assert_eq!(run([None, Some(0.9)]), (Some((0.5, 0.9)), vec![1.0, 0.5]));
+        assert_eq!(run([Some(1.0), Some(1.2)]), (None, vec![1.0, 0.5]));
+    }
 }

@@ -58,12 +58,12 @@ pub fn hessian_by_differences<O: Objective>(
     at_x: Option<&[f64]>,
     enough: impl Fn(&Hessian) -> bool,
 ) -> Result<Option<(Hessian, Differences)>, O::Error> {
-    let mut centre = match at_x {
-        Some(g) => Some(g.to_vec()),
-        None => gradient(objective, x)?,
-    };
-    let Some(c) = centre.clone() else {
-        return Ok(None);
+    let centre = match at_x {
+        Some(g) => g.to_vec(),
+        None => match gradient(objective, x)? {
+            Some(g) => g,
+            None => return Ok(None),
+        },
     };
     let Some(first) = first_sides(objective, x, steps, bounds)? else {
         return Ok(None);
@@ -74,7 +74,7 @@ pub fn hessian_by_differences<O: Objective>(
         .map(|(side, &h)| {
             side.gradient
                 .iter()
-                .zip(&c)
+                .zip(&centre)
                 .map(|(a, b)| (a - b) / (side.sign * h))
                 .collect()
         })
@@ -87,7 +87,7 @@ pub fn hessian_by_differences<O: Objective>(
     if enough(&hessian) || first.iter().all(|side| !side.both) {
         return Ok(Some((hessian, Differences::Forward)));
     }
-    Ok(central(objective, x, steps, &first, &mut centre)?.map(|h| (h, Differences::Central)))
+    Ok(central(objective, x, steps, &first, &centre)?.map(|h| (h, Differences::Central)))
 }
 
 /// The largest `|H_ij − H_ji| / √|H_ii·H_jj|` of the matrix whose column
@@ -157,14 +157,13 @@ fn first_sides<O: Objective>(
 
 /// The central-difference Hessian from the first sides: the other side
 /// of every column whose both sides are in bounds, else the one-sided
-/// difference with the gradient at `x` (`centre`, evaluated when first
-/// needed).
+/// difference with `centre`, the gradient at `x`.
 fn central<O: Objective>(
     objective: &mut O,
     x: &[f64],
     steps: &[f64],
     first: &[FirstSide],
-    centre: &mut Option<Vec<f64>>,
+    centre: &[f64],
 ) -> Result<Option<Hessian>, O::Error> {
     let mut columns = Vec::with_capacity(first.len());
     for (j, side) in first.iter().enumerate() {
@@ -172,10 +171,7 @@ fn central<O: Objective>(
         let (other, width) = if side.both {
             (gradient(objective, &shifted(x, j, -side.sign * h))?, 2.0 * h)
         } else {
-            if centre.is_none() {
-                *centre = gradient(objective, x)?;
-            }
-            (centre.clone(), h)
+            (Some(centre.to_vec()), h)
         };
         let Some(other) = other else {
             return Ok(None);

@@ -17,7 +17,12 @@ use physfit::scene::{Scene, AUTO_DRIVERS_PER_CELL, UNCOVERED_REGION};
 /// cells, so the drivers per cell (not the 2500 splats) set the count up
 /// to grid 64.
 fn plate(extra: &str) -> (tempfile::TempDir, Scene) {
-    let means: Vec<[f32; 3]> = (0..50)
+    plate_rows(50, extra)
+}
+
+/// The first `rows` rows of [`plate`]'s 50 (the same spacing and box).
+fn plate_rows(rows: usize, extra: &str) -> (tempfile::TempDir, Scene) {
+    let means: Vec<[f32; 3]> = (0..rows)
         .flat_map(|i| (0..50).map(move |j| [i as f32 / 49.0, j as f32 / 49.0, 0.53]))
         .collect();
     let (dir, scene) = scene_with(
@@ -148,17 +153,8 @@ fn a_carry_onto_drivers_with_other_region_parameters_is_refused() {
     let near_only = "[fit.stiffness]\nfield = \"regions\"\n\
         [fit.stiffness.regions]\nnear = [{ min = [-0.1, -0.1, 0.0], max = [0.5, 1.1, 1.0] }]\n";
     // Half the plate, all of it inside `near`.
-    let half: Vec<[f32; 3]> = (0..25)
-        .flat_map(|i| (0..50).map(move |j| [i as f32 / 49.0, j as f32 / 49.0, 0.53]))
-        .collect();
-    let (_d, half_scene) = scene_with(
-        &half,
-        &format!(
-            "[simulation]\ngrid_res = 16\nbox = {{ min = [-1.5, -1.5, -1.5], max = [2.5, 2.5, 2.5] }}\n\
-             {near_only}"
-        ),
-    );
-    let covered = DriverSet::from_scene(&half_scene.unwrap()).unwrap();
+    let (_d, half_scene) = plate_rows(25, near_only);
+    let covered = DriverSet::from_scene(&half_scene).unwrap();
     let (_dir, scene) = plate(near_only);
     let whole = DriverSet::from_scene(&scene).unwrap();
     let params = Parameters {
