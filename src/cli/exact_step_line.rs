@@ -3,7 +3,8 @@
 //! moved E after the stiffness stage's truncated gradient had stopped, and
 //! what it gained; or that the loss did not fall along it.
 
-use physfit::fit::FitSummary;
+use physfit::fit::{FitSummary, PoissonParameter};
+use physfit::scene::PoissonRange;
 
 /// The line, when a step was tried (module doc).
 pub(super) fn exact_step_line(summary: &FitSummary) -> Option<String> {
@@ -27,14 +28,81 @@ pub(super) fn exact_step_line(summary: &FitSummary) -> Option<String> {
         })
         .collect();
     Some(format!(
-        "exact-gradient step: E moved by {} decades ({} Newton's step from the exact gradient; \
+        "exact-gradient step: E moved by {} decades{} ({} Newton's step from the exact gradient; \
          the stiffness stage's truncated gradient had stopped short of the loss's optimum), \
          loss {before:.4e} → {after:.4e}",
         moved.join(", "),
+        poisson_moves(
+            summary.settings.fit.stiffness.poisson_range,
+            &summary.poisson_parameters,
+            &step.poisson_z
+        ),
         if step.fraction == 1.0 {
             "all of"
         } else {
             "half"
         }
     ))
+}
+
+/// ", ν 0.300 → 0.293" per fitted Poisson's ratio `fitted` that the step
+/// moved (its `z` by `steps`), through the fit's `poisson_range`; empty
+/// when ν was held.
+fn poisson_moves(range: Option<[f64; 2]>, fitted: &[PoissonParameter], steps: &[f64]) -> String {
+    let Some([low, high]) = range else {
+        return String::new();
+    };
+    let range = PoissonRange { low, high };
+    let named = fitted.len() > 1;
+    fitted
+        .iter()
+        .zip(steps)
+        .map(|(p, dz)| {
+            let before = range.poisson_of(range.z_of(p.poisson_ratio) - dz);
+            let name = if named {
+                format!(" of {}", p.name)
+            } else {
+                String::new()
+            };
+            format!(", ν{name} {before:.3} → {:.3}", p.poisson_ratio)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fitted(name: &str, poisson_ratio: f64) -> PoissonParameter {
+        PoissonParameter {
+            name: name.into(),
+            poisson_ratio,
+            std: None,
+        }
+    }
+
+    /// The line gives ν before and after the step, through the range's
+    /// map (the step is in `z`), naming regions only when there are
+    /// several, and says nothing of a ν that was held.
+    #[test]
+    fn the_exact_steps_line_gives_nu_before_and_after() {
+        let range = PoissonRange {
+            low: 0.0,
+            high: 0.4,
+        };
+        let dz = range.z_of(0.293) - range.z_of(0.3);
+        assert_eq!(
+            poisson_moves(Some([0.0, 0.4]), &[fitted("object", 0.293)], &[dz]),
+            ", ν 0.300 → 0.293"
+        );
+        assert_eq!(
+            poisson_moves(
+                Some([0.0, 0.4]),
+                &[fitted("tail", 0.293), fitted("rest", 0.2)],
+                &[dz, 0.0]
+            ),
+            ", ν of tail 0.300 → 0.293, ν of rest 0.200 → 0.200"
+        );
+        assert_eq!(poisson_moves(None, &[], &[]), "");
+    }
 }

@@ -104,7 +104,7 @@ pub use observer::{
 };
 pub use options::FitProblemOptions;
 pub use params::{MapEntry, ParamMap, VelocityField, YoungsField};
-pub use plan::{plan_stages, StageChoice, StageKind, StagePlan};
+pub use plan::{cold_velocity_evaluations, plan_stages, StageChoice, StageKind, StagePlan};
 pub use problem::FitProblem;
 pub use profile::FitTimings;
 pub use record::IterationRecord;
@@ -117,5 +117,5 @@ pub use session_error::SessionError;
 pub use stages::ROUND_TOLERANCE;
 pub use stages::{run_fit, FitEnd};
 pub use state::FitState;
-pub use summary::FitSummary;
+pub use summary::{FitSummary, PoissonParameter};
 pub use uncertainty::FitUncertainty;
