@@ -19,7 +19,8 @@ use std::fmt::Write;
 use anyhow::{Context, Result};
 use physfit::budget::{estimate, human_bytes, Workload};
 use physfit::fit::{
-    level_scene, scene_resolution, solver_for, youngs_world, DriverSet, RegionAssignment, Solver,
+    cold_velocity_evaluations, level_scene, scene_resolution, solver_for, youngs_world, DriverSet,
+    RegionAssignment, Solver,
 };
 use physfit::scene::{FieldSetting, FitStage, Scene};
 
@@ -137,7 +138,7 @@ fn scan_line(scene: &Scene, available: usize) -> String {
         ),
         velocity_frames.start(),
         velocity_frames.end(),
-        2 * scan.velocity_evaluations,
+        cold_velocity_evaluations(scene),
         stiffness_frames.start(),
         stiffness_frames.end(),
     )
@@ -152,9 +153,10 @@ fn evaluations_line(scene: &Scene, drivers: Option<&DriverSet>) -> String {
     let mut phases: Vec<(String, u32)> = Vec::new();
     if f.scan.points >= 2 {
         // Every point, and the parabola's: a velocity fit and a loss; the
-        // first point's fit gets twice the evaluations.
-        let most =
-            (f.scan.points + 1) * (f.scan.velocity_evaluations + 1) + f.scan.velocity_evaluations;
+        // first point's fit, started cold, gets the velocity stage's cap.
+        let most = (f.scan.points + 1) * (f.scan.velocity_evaluations + 1)
+            + cold_velocity_evaluations(scene)
+            - f.scan.velocity_evaluations;
         phases.push((format!("scan {most}"), most));
     }
     for (label, stage) in [("velocity", &f.velocity), ("stiffness", &f.stiffness)] {

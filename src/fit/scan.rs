@@ -13,7 +13,8 @@
 //! included): every `log10 E` parameter is set to `c`; the velocity is
 //! fitted by L-BFGS ([`crate::solve::lbfgs`], a few evaluations on the velocity
 //! stage's frames, full flow, warm-started from the previous candidate's;
-//! the first, started cold, gets twice the evaluations)
+//! the first, started cold, gets the velocity stage's cap, at least twice
+//! theirs)
 //! unless it is held from an earlier fit; then the loss of the stiffness
 //! stage's frames (all of them by default) is measured at `(c, v)`. After
 //! the grid, a parabola through the best candidate and its neighbours
@@ -128,9 +129,13 @@ impl Objective for CandidateObjective<'_> {
             Some(p) if self.plan.fit_velocity => p.velocity.clone(),
             _ => self.start_velocity.clone(),
         };
-        // The first value starts its velocity cold: twice the evaluations.
+        // The first value starts its velocity cold: the velocity stage's
+        // evaluations ([`super::plan::cold_velocity_evaluations`]).
         let cold = self.points.iter().all(|p| !p.loss.is_finite());
-        let evaluations = self.plan.velocity_evaluations * if cold { 2 } else { 1 };
+        let evaluations = match cold {
+            true => self.plan.cold_velocity_evaluations,
+            false => self.plan.velocity_evaluations,
+        };
         let (velocity, velocity_evaluations) = self.velocity(log10, &warm, evaluations)?;
         let params = Parameters {
             log10_youngs: vec![log10; self.problem.youngs_map().params],

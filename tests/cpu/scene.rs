@@ -652,6 +652,26 @@ fn stage_frame_counts_include_the_rest_frame() {
     }
 }
 
+/// The scan's first velocity fit, started cold, gets the velocity stage's
+/// cap (every later candidate starts from it), and never fewer than twice
+/// a warm candidate's evaluations.
+#[test]
+fn the_scans_cold_velocity_fit_gets_the_velocity_stages_cap() {
+    let fx = Fixture::new();
+    let cold = |toml: &str| {
+        let scene = fx.load(toml).unwrap();
+        let plan = plan_stages(&scene, &[0], 6, 1, StageChoice::Both);
+        let scan = plan.iter().find(|p| p.kind == StageKind::Scan).unwrap();
+        let scan = scan.scan.as_ref().unwrap();
+        (scan.velocity_evaluations, scan.cold_velocity_evaluations)
+    };
+    let capped = format!("{BASE}\n[fit.velocity]\niterations = 40\n");
+    assert_eq!(cold(&capped), (4, 40));
+    let short =
+        format!("{BASE}\n[fit.velocity]\niterations = 5\n[fit.scan]\nvelocity_evaluations = 3\n");
+    assert_eq!(cold(&short), (3, 6));
+}
+
 /// A scene in `scene_dir` whose every path field (`gaussians.path`,
 /// `views.frames` as a directory and as a glob, `views.camera.transforms`,
 /// a `points` region, `output.directory`) points into `data` through

@@ -138,10 +138,12 @@ fn fit_settings_are_summarised_with_the_drivers_per_region() {
         "\"rigid\"".to_string(),
         "stiffness  L-BFGS (4 parameters), at most 60 evaluations".to_string(),
         // The scan, the slowest phase, and what each phase may cost:
-        // 5 + 1 points of 4 + 1 evaluations, the first's 4 more; rounds ×
-        // cap for the stages.
+        // 5 + 1 points of 4 + 1 evaluations, the first's velocity fit (cold)
+        // at the velocity stage's cap of 40, 36 more; rounds × cap for the
+        // stages.
         "scan       5 points over log10 E [3, 5]".to_string(),
-        "evaluations at most 234: scan 34, velocity 2 × 40, stiffness 2 × 60".to_string(),
+        "on frames 1–2 (40 for the first)".to_string(),
+        "evaluations at most 266: scan 66, velocity 2 × 40, stiffness 2 × 60".to_string(),
         "all frames".to_string(),
         "tv_weight 0.01".to_string(),
         "\"regions\": one log10 E per region, 4 regions over 64 drivers".to_string(),
