@@ -46,9 +46,32 @@ use crate::report::{
 };
 use crate::scene::Scene;
 
+/// The legend of the exact-gradient step's point on `loss.png`.
+const EXACT_STEP_LABEL: &str = "exact-gradient step";
+
 /// `loss.png`: one curve per stage run (the scan is no stage run: its
-/// candidates are [`scan_candidates`]).
+/// candidates are [`scan_candidates`]), then, when the exact-gradient step
+/// ([`super::exact_step`]) was kept, one point after them: the last
+/// stiffness stage's loss at the stepped E (the same objective as that
+/// stage's records). Its PSNR was not measured, so the PSNR panel leaves
+/// it out.
 fn loss_curves(plan: &[StagePlan], state: &FitState) -> Vec<LossCurve> {
+    let mut curves = stage_curves(plan, state);
+    if let Some(step) = state.exact_step.as_ref().filter(|s| s.fraction > 0.0) {
+        curves.push(LossCurve {
+            label: EXACT_STEP_LABEL.to_string(),
+            points: vec![LossPoint {
+                iteration: 0,
+                loss: step.loss[1],
+                psnr: f64::NAN,
+            }],
+        });
+    }
+    curves
+}
+
+/// One curve per stage run that recorded an iteration.
+fn stage_curves(plan: &[StagePlan], state: &FitState) -> Vec<LossCurve> {
     plan.iter()
         .filter(|stage| stage.kind != StageKind::Scan)
         .map(|stage| LossCurve {
@@ -362,4 +385,46 @@ pub fn write_outputs(
         .write(&out.join("fit.json"))
         .map_err(SessionError::output)?;
     Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fit::evaluation::Parameters;
+    use crate::fit::exact_step::ExactStep;
+
+    fn stepped(fraction: f64) -> FitState {
+        let mut state = FitState::start(
+            Parameters {
+                log10_youngs: vec![4.0],
+                velocity: vec![0.0; 3],
+                poisson: Vec::new(),
+            },
+            &[],
+        );
+        state.exact_step = Some(ExactStep {
+            log10_youngs: vec![-0.02 * fraction],
+            poisson_z: Vec::new(),
+            fraction,
+            loss: [2.28e-2, if fraction > 0.0 { 2.27e-2 } else { 2.28e-2 }],
+            predicted_decrease: 5e-5,
+        });
+        state
+    }
+
+    /// A kept exact-gradient step is one more point after the stages'
+    /// curves, at the stepped loss and without a PSNR; a refused one
+    /// (fraction 0) adds nothing.
+    #[test]
+    fn a_kept_exact_step_is_a_point_after_the_stages() {
+        let curves = loss_curves(&[], &stepped(0.5));
+        assert_eq!(curves.len(), 1);
+        assert_eq!(curves[0].label, EXACT_STEP_LABEL);
+        let [point] = curves[0].points.as_slice() else {
+            panic!("{curves:?}");
+        };
+        assert_eq!((point.iteration, point.loss), (0, 2.27e-2));
+        assert!(point.psnr.is_nan());
+        assert!(loss_curves(&[], &stepped(0.0)).is_empty());
+    }
 }
