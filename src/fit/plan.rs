@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::evaluation::Selection;
 use crate::mpm::GradientFlow;
-use crate::scene::{FitStage, Scene};
+use crate::scene::{FieldSetting, FitStage, Scene};
 use crate::solve::{GridScan, Schedule};
 
 /// Which parameters a stage fits.
@@ -108,16 +108,24 @@ fn velocity_step(scene: &Scene) -> f64 {
 }
 
 /// The evaluations of the scan's first velocity fit, the one started cold
-/// (from `state.velocity`, usually rest): the velocity stage's own cap
-/// (`fit.velocity.iterations`), and at least twice a warm candidate's.
-/// Every later candidate starts from the one before, so this fit is the
-/// scan's velocity: one that has not converged leaves every candidate's
-/// loss measuring the velocity's error rather than E's (on a dropped,
-/// spinning object four evaluations from rest left a 75% velocity error
-/// and the scan chose the bottom of the E range: docs/benchmarks.md, "The
-/// scan's first velocity"). A fit that converges sooner stops sooner.
+/// (from `state.velocity`, usually rest): for a velocity of few parameters
+/// (`global`, `rigid`, `regions`: an L-BFGS stage) the velocity stage's own
+/// cap (`fit.velocity.iterations`, L-BFGS evaluations there too), at least
+/// twice a warm candidate's. Every later candidate starts from the one
+/// before, so this fit is the scan's velocity: one that has not converged
+/// leaves every candidate's loss measuring the velocity's error rather
+/// than E's (on a dropped, spinning object eight evaluations from rest
+/// left a 75% velocity error and the scan chose the bottom of the E range:
+/// docs/benchmarks.md, "The scan's first velocity"). A fit that converges
+/// sooner stops sooner. A per-driver velocity keeps twice a warm
+/// candidate's: its stage's cap counts Adam steps, and L-BFGS over every
+/// driver's velocity would not converge within it anyway.
 pub fn cold_velocity_evaluations(scene: &Scene) -> u32 {
-    (2 * scene.fit.scan.velocity_evaluations).max(scene.fit.velocity.iterations)
+    let twice = 2 * scene.fit.scan.velocity_evaluations;
+    match scene.fit.velocity.field {
+        FieldSetting::Drivers => twice,
+        _ => twice.max(scene.fit.velocity.iterations),
+    }
 }
 
 /// The stages of a fit of `scene` with `frames` reference frames per view

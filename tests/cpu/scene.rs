@@ -653,8 +653,9 @@ fn stage_frame_counts_include_the_rest_frame() {
 }
 
 /// The scan's first velocity fit, started cold, gets the velocity stage's
-/// cap (every later candidate starts from it), and never fewer than twice
-/// a warm candidate's evaluations.
+/// cap (every later candidate starts from it) when that stage is L-BFGS's
+/// (a velocity of few parameters), and never fewer than twice a warm
+/// candidate's evaluations; a per-driver velocity keeps twice.
 #[test]
 fn the_scans_cold_velocity_fit_gets_the_velocity_stages_cap() {
     let fx = Fixture::new();
@@ -665,11 +666,14 @@ fn the_scans_cold_velocity_fit_gets_the_velocity_stages_cap() {
         let scan = scan.scan.as_ref().unwrap();
         (scan.velocity_evaluations, scan.cold_velocity_evaluations)
     };
-    let capped = format!("{BASE}\n[fit.velocity]\niterations = 40\n");
+    let capped = format!("{BASE}\n[fit.velocity]\nfield = \"global\"\niterations = 40\n");
     assert_eq!(cold(&capped), (4, 40));
-    let short =
-        format!("{BASE}\n[fit.velocity]\niterations = 5\n[fit.scan]\nvelocity_evaluations = 3\n");
+    let short = format!(
+        "{BASE}\n[fit.velocity]\nfield = \"rigid\"\niterations = 5\n[fit.scan]\nvelocity_evaluations = 3\n"
+    );
     assert_eq!(cold(&short), (3, 6));
+    let per_driver = format!("{BASE}\n[fit.velocity]\nfield = \"drivers\"\niterations = 40\n");
+    assert_eq!(cold(&per_driver), (4, 8));
 }
 
 /// A scene in `scene_dir` whose every path field (`gaussians.path`,
