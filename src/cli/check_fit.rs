@@ -56,7 +56,14 @@ pub fn fit_summary(scene: &Scene) -> Result<String> {
     );
     let _ = writeln!(s, "{}", discretisation_summary(scene));
     let available = scene.frame_count().unwrap_or(0);
-    let _ = writeln!(s, "{}", scan_line(scene, available));
+    let velocity_parameters =
+        field_parameters("velocity", &f.velocity.field, scene, drivers.as_ref());
+    let cold = cold_velocity_evaluations(
+        f.scan.velocity_evaluations,
+        f.velocity.iterations,
+        velocity_parameters,
+    );
+    let _ = writeln!(s, "{}", scan_line(scene, available, cold));
     for (label, stage, flow) in [
         ("velocity", &f.velocity, "full flow, E frozen"),
         ("stiffness", &f.stiffness, "truncated flow, v0 frozen"),
@@ -98,7 +105,7 @@ pub fn fit_summary(scene: &Scene) -> Result<String> {
         );
         field_lines(&mut s, label, &stage.field, drivers.as_ref());
     }
-    let _ = writeln!(s, "{}", evaluations_line(scene, drivers.as_ref()));
+    let _ = writeln!(s, "{}", evaluations_line(scene, drivers.as_ref(), cold));
     let side = scene.simulation.sim_box.side;
     let m = &scene.material;
     let world = |log10_e: f64| youngs_world(10f64.powf(log10_e), side).log10();
@@ -115,8 +122,9 @@ pub fn fit_summary(scene: &Scene) -> Result<String> {
 
 /// `[fit.scan]`: the grid over the E range and each point's velocity
 /// fit (docs/design.md § Loss, parameters, fit: the slowest phase of a
-/// fit, a velocity fit per point).
-fn scan_line(scene: &Scene, available: usize) -> String {
+/// fit, a velocity fit per point). `cold`: the evaluations of the first
+/// point's velocity fit ([`cold_velocity_evaluations`]).
+fn scan_line(scene: &Scene, available: usize, cold: u32) -> String {
     let scan = &scene.fit.scan;
     if scan.points < 2 {
         return "  scan       none (`fit.scan.points = 0`): the stages start from \
@@ -138,7 +146,7 @@ fn scan_line(scene: &Scene, available: usize) -> String {
         ),
         velocity_frames.start(),
         velocity_frames.end(),
-        cold_velocity_evaluations(scene),
+        cold,
         stiffness_frames.start(),
         stiffness_frames.end(),
     )
@@ -146,16 +154,16 @@ fn scan_line(scene: &Scene, available: usize) -> String {
 
 /// The evaluations each phase of `physfit fit` may take, at most (its
 /// caps; stages that converge take fewer, and Adam more for each
-/// rejected step): what the fit costs, in rollouts.
-fn evaluations_line(scene: &Scene, drivers: Option<&DriverSet>) -> String {
+/// rejected step): what the fit costs, in rollouts; `cold` as for
+/// [`scan_line`].
+fn evaluations_line(scene: &Scene, drivers: Option<&DriverSet>, cold: u32) -> String {
     let f = &scene.fit;
     // (what is printed, evaluations at most)
     let mut phases: Vec<(String, u32)> = Vec::new();
     if f.scan.points >= 2 {
         // Every point, and the parabola's: a velocity fit and a loss; the
         // first point's fit, started cold, gets the velocity stage's cap.
-        let most = (f.scan.points + 1) * (f.scan.velocity_evaluations + 1)
-            + cold_velocity_evaluations(scene)
+        let most = (f.scan.points + 1) * (f.scan.velocity_evaluations + 1) + cold
             - f.scan.velocity_evaluations;
         phases.push((format!("scan {most}"), most));
     }

@@ -104,16 +104,17 @@ pub use observer::{
 };
 pub use options::FitProblemOptions;
 pub use params::{MapEntry, ParamMap, VelocityField, YoungsField};
-pub use plan::{cold_velocity_evaluations, plan_stages, StageChoice, StageKind, StagePlan};
+pub use plan::{plan_stages, StageChoice, StageKind, StagePlan};
 pub use problem::FitProblem;
 pub use profile::FitTimings;
 pub use record::IterationRecord;
 pub use result::{DriverValues, FitResult};
-pub use session::{EarlierFit, FitSession, RunEnd, SessionOptions};
-pub use session_error::SessionError;
 /// The fraction a round's stiffness loss must fall below the previous
 /// round's for the fit to go on ([`stages`]): a caller that reports the
 /// rounds' convergence names it.
+pub use scan::cold_velocity_evaluations;
+pub use session::{EarlierFit, FitSession, RunEnd, SessionOptions};
+pub use session_error::SessionError;
 pub use stages::ROUND_TOLERANCE;
 pub use stages::{run_fit, FitEnd};
 pub use state::FitState;

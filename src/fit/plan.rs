@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::evaluation::Selection;
 use crate::mpm::GradientFlow;
-use crate::scene::{FieldSetting, FitStage, Scene};
+use crate::scene::{FitStage, Scene};
 use crate::solve::{GridScan, Schedule};
 
 /// Which parameters a stage fits.
@@ -107,27 +107,6 @@ fn velocity_step(scene: &Scene) -> f64 {
     0.02 * scene.simulation.sim_box.side * scene.fps
 }
 
-/// The evaluations of the scan's first velocity fit, the one started cold
-/// (from `state.velocity`, usually rest): for a velocity of few parameters
-/// (`global`, `rigid`, `regions`: an L-BFGS stage) the velocity stage's own
-/// cap (`fit.velocity.iterations`, L-BFGS evaluations there too), at least
-/// twice a warm candidate's. Every later candidate starts from the one
-/// before, so this fit is the scan's velocity: one that has not converged
-/// leaves every candidate's loss measuring the velocity's error rather
-/// than E's (on a dropped, spinning object eight evaluations from rest
-/// left a 75% velocity error and the scan chose the bottom of the E range:
-/// docs/benchmarks.md, "The scan's first velocity"). A fit that converges
-/// sooner stops sooner. A per-driver velocity keeps twice a warm
-/// candidate's: its stage's cap counts Adam steps, and L-BFGS over every
-/// driver's velocity would not converge within it anyway.
-pub fn cold_velocity_evaluations(scene: &Scene) -> u32 {
-    let twice = 2 * scene.fit.scan.velocity_evaluations;
-    match scene.fit.velocity.field {
-        FieldSetting::Drivers => twice,
-        _ => twice.max(scene.fit.velocity.iterations),
-    }
-}
-
 /// The stages of a fit of `scene` with `frames` reference frames per view
 /// (a frame count, the rest frame 0 included) in `views`: `rounds` rounds
 /// of `choice`; each stage fits [`FitStage::fitted_frames`].
@@ -167,7 +146,7 @@ pub fn plan_stages(
                 },
                 fit_velocity: choice == StageChoice::Both,
                 velocity_evaluations: scene.fit.scan.velocity_evaluations,
-                cold_velocity_evaluations: cold_velocity_evaluations(scene),
+                velocity_stage_cap: scene.fit.velocity.iterations,
                 first_velocity_step: velocity_step(scene),
             }),
             settings,
@@ -218,9 +197,10 @@ pub struct ScanPlan {
     pub fit_velocity: bool,
     /// L-BFGS evaluations per candidate's velocity.
     pub velocity_evaluations: u32,
-    /// L-BFGS evaluations of the first candidate's velocity, fitted cold
-    /// ([`cold_velocity_evaluations`]).
-    pub cold_velocity_evaluations: u32,
+    /// The velocity stage's cap (`fit.velocity.iterations`), which the
+    /// first candidate's velocity fit, started cold, may take
+    /// ([`super::scan::cold_velocity_evaluations`]).
+    pub velocity_stage_cap: u32,
     /// The first L-BFGS step, world units/s (its scale: the velocity that
     /// moves the object by 2% of the simulation box per frame).
     pub first_velocity_step: f64,

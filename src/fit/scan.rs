@@ -36,6 +36,8 @@ use super::problem::FitProblem;
 use super::record::{mean_quality, IterationRecord};
 use super::scan_state::{ScanPoint, ScanState};
 use super::state::FitState;
+use super::summary::Solver;
+use super::summary_build::solver_for;
 use crate::gpu::GpuContext;
 use crate::mpm::GradientFlow;
 use crate::solve::{
@@ -129,11 +131,14 @@ impl Objective for CandidateObjective<'_> {
             Some(p) if self.plan.fit_velocity => p.velocity.clone(),
             _ => self.start_velocity.clone(),
         };
-        // The first value starts its velocity cold: the velocity stage's
-        // evaluations ([`super::plan::cold_velocity_evaluations`]).
+        // The first value starts its velocity cold.
         let cold = self.points.iter().all(|p| !p.loss.is_finite());
         let evaluations = match cold {
-            true => self.plan.cold_velocity_evaluations,
+            true => cold_velocity_evaluations(
+                self.plan.velocity_evaluations,
+                self.plan.velocity_stage_cap,
+                warm.len(),
+            ),
             false => self.plan.velocity_evaluations,
         };
         let (velocity, velocity_evaluations) = self.velocity(log10, &warm, evaluations)?;
@@ -158,6 +163,26 @@ impl Objective for CandidateObjective<'_> {
             evaluations: velocity_evaluations + 1,
         });
         Ok(self.report.as_ref().map(|r| (r.loss, Vec::new())))
+    }
+}
+
+/// The evaluations of the scan's first velocity fit, the one started cold
+/// (from the fit's starting velocity, usually rest), for a velocity of
+/// `parameters` unknowns: when its stage is L-BFGS's ([`solver_for`]: few
+/// parameters), that stage's cap `stage_cap` (L-BFGS evaluations there
+/// too), and at least twice a warm candidate's `warm`. Every later
+/// candidate starts from the one before, so this fit is the scan's
+/// velocity: one that has not converged leaves every candidate's loss
+/// measuring the velocity's error rather than E's (on a dropped, spinning
+/// object eight evaluations from rest left a 75% velocity error and the
+/// scan chose the bottom of the E range: docs/benchmarks.md, "The scan's
+/// first velocity"). A fit that converges sooner stops sooner. A velocity
+/// fitted by Adam keeps twice `warm`: its stage's cap counts Adam steps,
+/// and L-BFGS over that many unknowns would not converge within it anyway.
+pub fn cold_velocity_evaluations(warm: u32, stage_cap: u32, parameters: usize) -> u32 {
+    match solver_for(parameters) {
+        Solver::Lbfgs => (2 * warm).max(stage_cap),
+        _ => 2 * warm,
     }
 }
 

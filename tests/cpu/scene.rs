@@ -6,7 +6,7 @@ use crate::common;
 use std::path::{Path, PathBuf};
 
 use glam::Vec3;
-use physfit::fit::{plan_stages, StageChoice, StageKind};
+use physfit::fit::{cold_velocity_evaluations, plan_stages, StageChoice, StageKind};
 use physfit::mpm_rules::stability::min_substeps_per_frame;
 use physfit::scene::ply::PlyData;
 use physfit::scene::{ColorCorrection, Gaussians, Scene, SceneError};
@@ -655,25 +655,26 @@ fn stage_frame_counts_include_the_rest_frame() {
 /// The scan's first velocity fit, started cold, gets the velocity stage's
 /// cap (every later candidate starts from it) when that stage is L-BFGS's
 /// (a velocity of few parameters), and never fewer than twice a warm
-/// candidate's evaluations; a per-driver velocity keeps twice.
+/// candidate's evaluations; a velocity fitted by Adam (per driver, or more
+/// regions than L-BFGS takes) keeps twice. The plan carries the cap.
 #[test]
 fn the_scans_cold_velocity_fit_gets_the_velocity_stages_cap() {
     let fx = Fixture::new();
-    let cold = |toml: &str| {
-        let scene = fx.load(toml).unwrap();
-        let plan = plan_stages(&scene, &[0], 6, 1, StageChoice::Both);
-        let scan = plan.iter().find(|p| p.kind == StageKind::Scan).unwrap();
-        let scan = scan.scan.as_ref().unwrap();
-        (scan.velocity_evaluations, scan.cold_velocity_evaluations)
-    };
     let capped = format!("{BASE}\n[fit.velocity]\nfield = \"global\"\niterations = 40\n");
-    assert_eq!(cold(&capped), (4, 40));
-    let short = format!(
-        "{BASE}\n[fit.velocity]\nfield = \"rigid\"\niterations = 5\n[fit.scan]\nvelocity_evaluations = 3\n"
+    let scene = fx.load(&capped).unwrap();
+    let plan = plan_stages(&scene, &[0], 6, 1, StageChoice::Both);
+    let scan = plan.iter().find(|p| p.kind == StageKind::Scan).unwrap();
+    let scan = scan.scan.as_ref().unwrap();
+    assert_eq!(
+        (scan.velocity_evaluations, scan.velocity_stage_cap),
+        (4, 40)
     );
-    assert_eq!(cold(&short), (3, 6));
-    let per_driver = format!("{BASE}\n[fit.velocity]\nfield = \"drivers\"\niterations = 40\n");
-    assert_eq!(cold(&per_driver), (4, 8));
+    // A global velocity (3 unknowns), a rigid one (6): L-BFGS stages.
+    assert_eq!(cold_velocity_evaluations(4, 40, 3), 40);
+    assert_eq!(cold_velocity_evaluations(3, 5, 6), 6);
+    // Per driver, or 6 regions × 3 components: Adam stages.
+    assert_eq!(cold_velocity_evaluations(4, 40, 3000), 8);
+    assert_eq!(cold_velocity_evaluations(4, 40, 18), 8);
 }
 
 /// A scene in `scene_dir` whose every path field (`gaussians.path`,
