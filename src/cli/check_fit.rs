@@ -3,7 +3,7 @@
 //! `[fit]` tables can be read back before any GPU time is spent.
 //!
 //! `fit.rounds`, `fit.checkpoint_every`, `[fit.scan]` (the slowest
-//! phase); per stage: its solver (chosen by the field's parameter count,
+//! phase, with its scan of ν when ν is fitted); per stage: its solver (chosen by the field's parameter count,
 //! as the fit chooses it) with only the settings that solver uses
 //! (L-BFGS: the cap on evaluations and the tolerance; Adam: iterations,
 //! learning rate, warm-up, decay, clip, tolerance), its frames and loss
@@ -19,8 +19,8 @@ use std::fmt::Write;
 use anyhow::{Context, Result};
 use physfit::budget::{estimate, human_bytes, Workload};
 use physfit::fit::{
-    cold_velocity_evaluations, level_scene, scene_resolution, solver_for, youngs_world, DriverSet,
-    RegionAssignment, Solver,
+    cold_velocity_evaluations, level_scene, poisson_candidates, scene_resolution, solver_for,
+    youngs_world, DriverSet, RegionAssignment, Solver,
 };
 use physfit::scene::{FieldSetting, FitStage, Scene};
 
@@ -134,10 +134,19 @@ fn scan_line(scene: &Scene, available: usize, cold: u32) -> String {
     let [low, high] = scene.material.log10_youngs_range;
     let velocity_frames = scene.fit.velocity.fitted_frames(available);
     let stiffness_frames = scene.fit.stiffness.fitted_frames(available);
+    let poisson = poisson_candidates(scene);
+    let then_poisson = match (poisson.first(), poisson.last()) {
+        (Some(first), Some(last)) => format!(
+            "; then ν at {} points from {first:.3} to {last:.3} and one more by a parabola, at the \
+             best E and its velocity, one loss each",
+            poisson.len()
+        ),
+        _ => String::new(),
+    };
     format!(
         "  scan       {} points over log10 E [{low}, {high}] and one more by a parabola; each \
          point's velocity by L-BFGS in {} on frames {}–{} ({} for the first), its loss on \
-         frames {}–{}",
+         frames {}–{}{then_poisson}",
         scan.points,
         count(
             scan.velocity_evaluations as usize,
@@ -163,8 +172,14 @@ fn evaluations_line(scene: &Scene, drivers: Option<&DriverSet>, cold: u32) -> St
     if f.scan.points >= 2 {
         // Every point, and the parabola's: a velocity fit and a loss; the
         // first point's fit, started cold, gets the velocity stage's cap.
+        // Then ν's points and its parabola's, one loss each.
+        let poisson = match poisson_candidates(scene).len() as u32 {
+            0 => 0,
+            n => n + 1,
+        };
         let most = (f.scan.points + 1) * (f.scan.velocity_evaluations + 1) + cold
-            - f.scan.velocity_evaluations;
+            - f.scan.velocity_evaluations
+            + poisson;
         phases.push((format!("scan {most}"), most));
     }
     for (label, stage) in [("velocity", &f.velocity), ("stiffness", &f.stiffness)] {

@@ -284,7 +284,7 @@ fn running_line(plan: &StagePlan, state: &FitState, seconds: f64) -> String {
         Solver::Scan => format!(
             "candidate {} of {}, {}",
             state.iteration,
-            plan.scan.as_ref().map_or(0, |s| s.candidates.len() + 1),
+            plan.scan.as_ref().map_or(0, |s| s.most_candidates()),
             count(evaluations as usize, "evaluation", "evaluations")
         ),
         Solver::Lbfgs => format!(
@@ -339,7 +339,7 @@ fn evaluation_line(
         Solver::Scan => format!(
             "candidate {} of {}, evaluation {evaluations}{what}",
             steps + 1,
-            plan.scan.as_ref().map_or(0, |s| s.candidates.len() + 1)
+            plan.scan.as_ref().map_or(0, |s| s.most_candidates())
         ),
         Solver::Lbfgs => format!(
             "{}, evaluation {evaluations} of at most {cap}{what}",

@@ -211,6 +211,14 @@ impl FitFingerprint {
             "fit.scan.velocity_evaluations".into(),
             scene.fit.scan.velocity_evaluations.to_string(),
         );
+        // Only where ν is fitted, so that a checkpoint of a fit of E alone
+        // made before ν could be scanned still resumes.
+        if scene.fit.stiffness.poisson.fitted() {
+            m.insert(
+                "fit.scan.poisson_points".into(),
+                scene.fit.scan.poisson_points.to_string(),
+            );
+        }
         stage_fields(&mut m, "fit.velocity", &scene.fit.velocity);
         stage_fields(&mut m, "fit.stiffness", &scene.fit.stiffness);
         m.insert("stages".into(), format!("{choice:?}").to_lowercase());

@@ -104,7 +104,7 @@ pub use observer::{
 };
 pub use options::FitProblemOptions;
 pub use params::{MapEntry, ParamMap, VelocityField, YoungsField};
-pub use plan::{plan_stages, StageChoice, StageKind, StagePlan};
+pub use plan::{plan_stages, poisson_candidates, StageChoice, StageKind, StagePlan};
 pub use problem::FitProblem;
 pub use profile::FitTimings;
 pub use record::IterationRecord;

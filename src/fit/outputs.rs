@@ -92,9 +92,10 @@ fn stage_curves(plan: &[StagePlan], state: &FitState) -> Vec<LossCurve> {
         .collect()
 }
 
-/// `loss.png`'s scan panels: every scanned candidate, its log10 E from the
-/// scan's state and its PSNR from its record (both appended together, one
-/// per candidate, in order).
+/// `loss.png`'s scan panels: every scanned candidate of E, its log10 E
+/// from the scan's state and its PSNR from its record (both appended
+/// together, one per candidate, in order). The candidates of ν's scan, all
+/// at one E, are left out: the panels' axis is E.
 fn scan_candidates(state: &FitState) -> Vec<ScanCandidate> {
     let Some(scan) = &state.scan else {
         return Vec::new();
@@ -103,6 +104,7 @@ fn scan_candidates(state: &FitState) -> Vec<ScanCandidate> {
     scan.points
         .iter()
         .zip(records)
+        .filter(|(point, _)| point.poisson.is_none())
         .map(|(point, record)| ScanCandidate {
             log10_youngs: point.log10_youngs,
             loss: point.loss,

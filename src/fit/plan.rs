@@ -148,6 +148,7 @@ pub fn plan_stages(
                 velocity_evaluations: scene.fit.scan.velocity_evaluations,
                 velocity_stage_cap: scene.fit.velocity.iterations,
                 first_velocity_step: velocity_step(scene),
+                poisson_candidates: poisson_candidates(scene),
             }),
             settings,
             first_step: STIFFNESS_FIRST_STEP,
@@ -204,4 +205,39 @@ pub struct ScanPlan {
     /// The first L-BFGS step, world units/s (its scale: the velocity that
     /// moves the object by 2% of the simulation box per frame).
     pub first_velocity_step: f64,
+    /// The values of Poisson's ratio scanned after E, at the best E and its
+    /// velocity ([`poisson_candidates`]); empty when ν is not fitted.
+    pub poisson_candidates: Vec<f64>,
+}
+
+impl ScanPlan {
+    /// The most candidates the scan takes: each grid's, and one more by
+    /// each grid's parabola.
+    pub fn most_candidates(&self) -> usize {
+        let with_parabola = |grid: &[f64]| match grid.len() {
+            0 => 0,
+            n => n + 1,
+        };
+        with_parabola(&self.candidates) + with_parabola(&self.poisson_candidates)
+    }
+}
+
+/// The values of ν the scan tries after E when `[fit.stiffness]` fits ν:
+/// the midpoints of `fit.scan.poisson_points` equal parts of
+/// `poisson_range` (with the default 5 over `[0, 0.4]`: 0.04, 0.12, …,
+/// 0.36), never its ends, where the map to ν's parameter is flat
+/// ([`super::poisson`]). Why a scan: on a drop, the stiffness stage's
+/// truncated gradient leaves out how ν moves the object after the landing,
+/// takes no step in ν from a far start, and the loss along ν is shallow
+/// (docs/benchmarks.md, "Drop fits with ν").
+pub fn poisson_candidates(scene: &Scene) -> Vec<f64> {
+    let stiffness = &scene.fit.stiffness;
+    let n = scene.fit.scan.poisson_points;
+    if !stiffness.poisson.fitted() || n == 0 {
+        return Vec::new();
+    }
+    let range = stiffness.poisson_range;
+    (0..n)
+        .map(|i| range.low + (range.high - range.low) * (f64::from(i) + 0.5) / f64::from(n))
+        .collect()
 }

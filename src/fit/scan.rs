@@ -18,9 +18,12 @@
 //! unless it is held from an earlier fit; then the loss of the stiffness
 //! stage's frames (all of them by default) is measured at `(c, v)`. After
 //! the grid, a parabola through the best candidate and its neighbours
-//! gives one more candidate between them. The best of all becomes the
-//! start of the stages that follow. A candidate whose simulation blows up
-//! scores an infinite loss.
+//! gives one more candidate between them. When ν is fitted, a second
+//! scan follows over Poisson's ratio ([`super::plan::poisson_candidates`]:
+//! by default 5 values inside `poisson_range`, and a parabola's), each a
+//! uniform ν at E's best value and its velocity, held: one loss per
+//! candidate. The best of all becomes the start of the stages that
+//! follow. A candidate whose simulation blows up scores an infinite loss.
 //!
 //! The grid and its refinement are [`GridScan`]'s; a candidate is a point
 //! of [`CandidateObjective`]. Each candidate is one iteration of the stage
@@ -64,6 +67,17 @@ pub struct CandidateObjective<'a> {
     report: Option<LossReport>,
     /// Told of each evaluation as it ends.
     hook: EvaluationHook<'a>,
+    /// Which scan the candidates belong to.
+    along: Along,
+}
+
+/// What a candidate's one unknown is.
+#[derive(Clone, Debug)]
+enum Along {
+    /// A uniform log10 E, each value with its own velocity.
+    Youngs,
+    /// A uniform ν at E's best point (its log10 E and velocity held).
+    Poisson(ScanPoint),
 }
 
 impl CandidateObjective<'_> {
@@ -122,11 +136,10 @@ impl CandidateObjective<'_> {
     }
 }
 
-impl Objective for CandidateObjective<'_> {
-    type Error = FitError;
-
-    fn evaluate(&mut self, x: &[f64]) -> Result<Evaluated, FitError> {
-        let log10 = x[0];
+impl CandidateObjective<'_> {
+    /// Candidate `log10` of E's scan: its velocity (fitted unless held)
+    /// and its point's parameters, ν at its start.
+    fn youngs_candidate(&mut self, log10: f64) -> Result<(ScanPoint, Parameters), FitError> {
         let warm = match self.points.last().filter(|p| p.loss.is_finite()) {
             Some(p) if self.plan.fit_velocity => p.velocity.clone(),
             _ => self.start_velocity.clone(),
@@ -147,21 +160,56 @@ impl Objective for CandidateObjective<'_> {
             velocity: velocity.clone(),
             poisson: Vec::new(),
         };
+        let point = ScanPoint {
+            log10_youngs: log10,
+            poisson: None,
+            velocity,
+            loss: f64::INFINITY,
+            evaluations: velocity_evaluations + 1,
+        };
+        Ok((point, params))
+    }
+
+    /// Candidate `nu` of ν's scan, at E's best point `at` (its log10 E and
+    /// velocity held): one evaluation.
+    fn poisson_candidate(&self, nu: f64, at: &ScanPoint) -> (ScanPoint, Parameters) {
+        let params = Parameters {
+            log10_youngs: vec![at.log10_youngs; self.problem.youngs_map().params],
+            velocity: at.velocity.clone(),
+            poisson: vec![
+                self.problem.poisson_range().z_of(nu);
+                self.problem.poisson_map().map_or(0, |m| m.params)
+            ],
+        };
+        let point = ScanPoint {
+            log10_youngs: at.log10_youngs,
+            poisson: Some(nu),
+            velocity: at.velocity.clone(),
+            loss: f64::INFINITY,
+            evaluations: 1,
+        };
+        (point, params)
+    }
+}
+
+impl Objective for CandidateObjective<'_> {
+    type Error = FitError;
+
+    fn evaluate(&mut self, x: &[f64]) -> Result<Evaluated, FitError> {
+        let (mut point, params) = match self.along.clone() {
+            Along::Youngs => self.youngs_candidate(x[0])?,
+            Along::Poisson(at) => self.poisson_candidate(x[0], &at),
+        };
         let measured = self.problem.loss(self.ctx, &params, &self.stage.selection);
         self.report = blown_up(measured)?.filter(|r| r.loss.is_finite());
-        let loss = self.report.as_ref().map_or(f64::INFINITY, |r| r.loss);
+        point.loss = self.report.as_ref().map_or(f64::INFINITY, |r| r.loss);
         (self.hook)(&EvaluationDone {
-            loss: loss.is_finite().then_some(loss),
+            loss: point.loss.is_finite().then_some(point.loss),
             with_gradient: false,
             counted: true,
             purpose: EvaluationPurpose::Stage,
         });
-        self.points.push(ScanPoint {
-            log10_youngs: log10,
-            velocity,
-            loss,
-            evaluations: velocity_evaluations + 1,
-        });
+        self.points.push(point);
         Ok(self.report.as_ref().map(|r| (r.loss, Vec::new())))
     }
 }
@@ -226,55 +274,78 @@ pub fn run_scan(
     step: &mut dyn FnMut(&FitState) -> Control,
 ) -> Result<Option<LossReport>, FitError> {
     let plan = stage.scan.as_ref().expect("a scan stage has its plan");
-    let scanned = state
-        .scan
-        .get_or_insert_with(ScanState::default)
-        .points
-        .clone();
-    let mut grid = GridScanState {
-        points: scanned.iter().map(|p| (p.log10_youngs, p.loss)).collect(),
-    };
+    let scanned = state.scan.get_or_insert_with(ScanState::default).clone();
     let mut objective = CandidateObjective {
         ctx,
         problem,
         stage,
         plan,
         start_velocity: state.velocity.clone(),
-        points: scanned,
+        points: scanned.youngs_points().cloned().collect(),
         report: None,
         hook,
-    };
-    let mut solver = GridScan {
-        candidates: plan.candidates.clone(),
+        along: Along::Youngs,
     };
     let mut best_report: Option<LossReport> = None;
-    let ending = execute(&mut solver, &mut objective, &mut grid, |objective, _| {
-        let point = objective
-            .points
-            .last()
-            .expect("a candidate was scanned")
-            .clone();
-        let report = objective.report.as_ref();
-        state
-            .records
-            .push(candidate_record(stage, state.iteration, &point, report));
-        if let Some(report) = report {
-            if best_report.as_ref().is_none_or(|b| report.loss < b.loss) {
-                best_report = Some(report.clone());
+    // E's scan, then ν's at E's best point when ν is fitted; a resumed
+    // scan skips the candidates its checkpoint holds.
+    for phase in 0..2 {
+        let (candidates, done): (Vec<f64>, Vec<(f64, f64)>) = match phase {
+            0 => (
+                plan.candidates.clone(),
+                scanned
+                    .youngs_points()
+                    .map(|p| (p.log10_youngs, p.loss))
+                    .collect(),
+            ),
+            _ => {
+                if plan.poisson_candidates.is_empty() {
+                    break;
+                }
+                let scan = state.scan.as_ref().expect("scanned");
+                let Some(at) = scan.best_youngs().cloned() else {
+                    break;
+                };
+                objective.along = Along::Poisson(at);
+                objective.points = scan.poisson_points().cloned().collect();
+                (
+                    plan.poisson_candidates.clone(),
+                    scan.poisson_points()
+                        .map(|p| (p.poisson.unwrap_or(f64::NAN), p.loss))
+                        .collect(),
+                )
             }
+        };
+        let mut grid = GridScanState { points: done };
+        let mut solver = GridScan { candidates };
+        let ending = execute(&mut solver, &mut objective, &mut grid, |objective, _| {
+            let point = objective
+                .points
+                .last()
+                .expect("a candidate was scanned")
+                .clone();
+            let report = objective.report.as_ref();
+            state
+                .records
+                .push(candidate_record(stage, state.iteration, &point, report));
+            if let Some(report) = report {
+                if best_report.as_ref().is_none_or(|b| report.loss < b.loss) {
+                    best_report = Some(report.clone());
+                }
+            }
+            state
+                .scan
+                .get_or_insert_with(ScanState::default)
+                .points
+                .push(point);
+            state.iteration += 1;
+            step(state)
+        })?;
+        if ending == Ending::Stopped {
+            return Ok(None);
         }
-        state
-            .scan
-            .get_or_insert_with(ScanState::default)
-            .points
-            .push(point);
-        state.iteration += 1;
-        step(state)
-    })?;
-    drop(objective);
-    if ending == Ending::Stopped {
-        return Ok(None);
     }
+    drop(objective);
     let scan = state.scan.as_ref().expect("scanned");
     let Some(best) = scan.best().cloned() else {
         return Err(FitError::StartBlewUp {
@@ -283,6 +354,9 @@ pub fn run_scan(
     };
     state.log10_youngs = vec![best.log10_youngs; state.log10_youngs.len()];
     state.velocity = best.velocity.clone();
+    if let Some(nu) = best.poisson {
+        state.poisson = vec![problem.poisson_range().z_of(nu); state.poisson.len()];
+    }
     // The best candidate's report: measured now when it was scanned before a
     // resume (its report was not kept).
     let report = match best_report {

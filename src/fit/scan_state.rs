@@ -9,6 +9,11 @@ use serde::{Deserialize, Serialize};
 pub struct ScanPoint {
     /// The uniform `log10 E` (normalised units).
     pub log10_youngs: f64,
+    /// The uniform Poisson's ratio of a point of the scan of ν, which
+    /// follows E's when ν is fitted; `None` for a point of E's scan (ν at
+    /// its start, `material.poisson_ratio`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub poisson: Option<f64>,
     /// Its velocity parameters.
     pub velocity: Vec<f64>,
     /// The loss on the stiffness stage's frames (∞ when it blew up).
@@ -27,11 +32,29 @@ pub struct ScanState {
 }
 
 impl ScanState {
-    /// The best point so far.
+    /// The best point so far, of either scan.
     pub fn best(&self) -> Option<&ScanPoint> {
-        self.points
-            .iter()
-            .filter(|p| p.loss.is_finite())
-            .min_by(|a, b| a.loss.total_cmp(&b.loss))
+        best_of(self.points.iter())
     }
+
+    /// The best point of E's scan: where the scan of ν is made.
+    pub fn best_youngs(&self) -> Option<&ScanPoint> {
+        best_of(self.youngs_points())
+    }
+
+    /// The points of E's scan, in order.
+    pub fn youngs_points(&self) -> impl Iterator<Item = &ScanPoint> {
+        self.points.iter().filter(|p| p.poisson.is_none())
+    }
+
+    /// The points of ν's scan, in order.
+    pub fn poisson_points(&self) -> impl Iterator<Item = &ScanPoint> {
+        self.points.iter().filter(|p| p.poisson.is_some())
+    }
+}
+
+fn best_of<'a>(points: impl Iterator<Item = &'a ScanPoint>) -> Option<&'a ScanPoint> {
+    points
+        .filter(|p| p.loss.is_finite())
+        .min_by(|a, b| a.loss.total_cmp(&b.loss))
 }

@@ -147,6 +147,9 @@ pub struct ScanSettings {
     pub points: u32,
     /// `fit.scan.velocity_evaluations`.
     pub velocity_evaluations: u32,
+    /// `fit.scan.poisson_points` (absent from a fit of an earlier physfit).
+    #[serde(default)]
+    pub poisson_points: u32,
 }
 
 /// The optimiser of a stage (docs/design.md § Loss, parameters, fit): the

@@ -115,6 +115,7 @@ pub fn settings(
             scan: ScanSettings {
                 points: fit.scan.points,
                 velocity_evaluations: fit.scan.velocity_evaluations,
+                poisson_points: fit.scan.poisson_points,
             },
             velocity: stage_settings(
                 &fit.velocity,

@@ -495,6 +495,9 @@ pub struct ScanConfig {
     pub points: i64,
     /// L-BFGS evaluations of each point's velocity fit (≥ 1).
     pub velocity_evaluations: i64,
+    /// Points over `[fit.stiffness] poisson_range` when ν is fitted (0
+    /// turns that scan off; otherwise ≥ 2; checked by the validation).
+    pub poisson_points: i64,
 }
 
 impl Default for ScanConfig {
@@ -502,6 +505,7 @@ impl Default for ScanConfig {
         ScanConfig {
             points: 5,
             velocity_evaluations: 4,
+            poisson_points: 5,
         }
     }
 }

@@ -149,6 +149,10 @@ pub struct ScanSettings {
     pub points: u32,
     /// L-BFGS evaluations of each point's velocity fit (≥ 1; default 4).
     pub velocity_evaluations: u32,
+    /// Points over `[fit.stiffness] poisson_range`, scanned after E when ν
+    /// is fitted (0: none; otherwise ≥ 2; default 5): the midpoints of
+    /// that many equal parts of the range.
+    pub poisson_points: u32,
 }
 
 fn resolve_stage(
@@ -296,6 +300,16 @@ pub(crate) fn resolve_fit(
                 f.scan.velocity_evaluations,
                 "L-BFGS evaluations of each scanned value's velocity; default 4",
             )?,
+            poisson_points: u32::try_from(f.scan.poisson_points)
+                .ok()
+                .filter(|&n| n == 0 || n >= 2)
+                .ok_or_else(|| {
+                    v.out_of_range(
+                        "fit.scan.poisson_points",
+                        f.scan.poisson_points,
+                        "must be 0 (no scan of ν) or an integer ≥ 2 (points over [fit.stiffness] poisson_range, scanned after E when ν is fitted; default 5)".to_string(),
+                    )
+                })?,
         },
         w_l1,
         w_ssim,

@@ -91,6 +91,7 @@ checkpoint_every = 5
 [fit.scan]
 points = 3
 velocity_evaluations = 2
+poisson_points = 3
 
 [fit.velocity]
 iterations = 4

@@ -24,6 +24,7 @@ fn fit_settings_default_to_per_driver_fields_three_rounds_a_scan_and_checkpoints
     let fit = load(&fx, "").fit;
     assert_eq!((fit.rounds, fit.checkpoint_every), (3, 10));
     assert_eq!((fit.scan.points, fit.scan.velocity_evaluations), (5, 4));
+    assert_eq!(fit.scan.poisson_points, 5);
     for stage in [&fit.velocity, &fit.stiffness] {
         assert_eq!(stage.field, FieldSetting::Drivers);
         assert_eq!(stage.velocity_tv_weight, 0.0);

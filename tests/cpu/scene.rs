@@ -677,6 +677,44 @@ fn the_scans_cold_velocity_fit_gets_the_velocity_stages_cap() {
     assert_eq!(cold_velocity_evaluations(4, 40, 18), 8);
 }
 
+/// A fit of ν scans it after E: `fit.scan.poisson_points` midpoints of
+/// equal parts of `poisson_range` (never its ends, where ν's map is
+/// flat), none when ν is held or the count is 0; the scan's most
+/// candidates count both grids and their parabolas.
+#[test]
+fn the_scan_tries_poissons_ratio_at_midpoints_of_its_range_when_it_is_fitted() {
+    let fx = Fixture::new();
+    let with = |fit: &str| {
+        let scene = fx.load(&format!("{BASE}\n{fit}")).unwrap();
+        let plan = plan_stages(&scene, &[0], 6, 1, StageChoice::Both);
+        plan[0].scan.clone().unwrap()
+    };
+    let held = with("");
+    assert!(held.poisson_candidates.is_empty());
+    assert_eq!(held.most_candidates(), 6);
+    let fitted = with(
+        "[fit.stiffness]\nfield = \"global\"\npoisson = \"global\"\npoisson_range = [0.0, 0.4]\n",
+    );
+    let expected = [0.04, 0.12, 0.2, 0.28, 0.36];
+    assert_eq!(fitted.poisson_candidates.len(), 5);
+    for (got, want) in fitted.poisson_candidates.iter().zip(expected) {
+        assert!((got - want).abs() < 1e-12, "{got} vs {want}");
+    }
+    assert_eq!(fitted.most_candidates(), 12);
+    let three = with(
+        "[fit.scan]\npoisson_points = 2\n[fit.stiffness]\nfield = \"global\"\npoisson = \"global\"\n",
+    );
+    assert_eq!(three.poisson_candidates.len(), 2);
+    assert!((three.poisson_candidates[0] - 0.1225).abs() < 1e-12);
+    let off = with(
+        "[fit.scan]\npoisson_points = 0\n[fit.stiffness]\nfield = \"global\"\npoisson = \"global\"\n",
+    );
+    assert!(off.poisson_candidates.is_empty());
+    let refused = fx.load(&format!("{BASE}\n[fit.scan]\npoisson_points = 1\n"));
+    let message = refused.unwrap_err().to_string();
+    assert!(message.contains("fit.scan.poisson_points"), "{message}");
+}
+
 /// A scene in `scene_dir` whose every path field (`gaussians.path`,
 /// `views.frames` as a directory and as a glob, `views.camera.transforms`,
 /// a `points` region, `output.directory`) points into `data` through

@@ -174,6 +174,34 @@ fn fit_settings_are_summarised_with_the_drivers_per_region() {
     assert_eq!(stdout.matches("holds no driver").count(), 1, "{stdout}");
 }
 
+/// With ν fitted, `physfit check` says the scan goes on over ν (its
+/// points, at E's best value, one loss each) and counts those losses.
+#[test]
+fn check_says_the_scan_goes_on_over_poissons_ratio_when_it_is_fitted() {
+    let fx = Fixture::new();
+    fx.load(&format!(
+        "{BASE}\n[fit.velocity]\nfield = \"global\"\niterations = 10\n\
+         [fit.stiffness]\nfield = \"global\"\npoisson = \"global\"\n\
+         poisson_range = [0.0, 0.4]\niterations = 12\n"
+    ))
+    .unwrap();
+    let out = check(&fx.path("scene.toml"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    // E's scan: 6 points of 4 + 1 evaluations, the first's velocity at
+    // the stage's cap of 10 (6 more): 36; ν's: 5 + 1 losses.
+    for needle in [
+        "then ν at 5 points from 0.040 to 0.360 and one more by a parabola, at the best E and \
+         its velocity, one loss each",
+        "evaluations at most 108: scan 42, velocity 3 × 10, stiffness 3 × 12",
+    ] {
+        assert!(
+            stdout.contains(needle),
+            "summary lacks `{needle}`:\n{stdout}"
+        );
+    }
+}
+
 /// `physfit check` says what the discretisation check will do: off, how
 /// to turn it on; on, each level's grid, drivers and substeps up to the
 /// cap (the grid and substeps doubled level to level, the drivers the
