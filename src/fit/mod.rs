@@ -105,7 +105,7 @@ pub use observer::{
 pub use options::FitProblemOptions;
 pub use params::{MapEntry, ParamMap, VelocityField, YoungsField};
 pub use plan::{plan_stages, poisson_candidates, StageChoice, StageKind, StagePlan};
-pub use problem::FitProblem;
+pub use problem::{FitProblem, RolloutValues};
 pub use profile::FitTimings;
 pub use record::IterationRecord;
 pub use result::{DriverValues, FitResult};

@@ -21,7 +21,7 @@ use super::evaluation::{LossReport, Selection};
 use super::output_plan::COMPARE_DIR;
 use super::plan::{StageKind, StagePlan};
 use super::preflight::FitInputs;
-use super::problem::FitProblem;
+use super::problem::{RolloutValues, FitProblem};
 use super::record::{jsonl_lines, mean_quality};
 use super::result::per_driver;
 use super::session_error::SessionError;
@@ -340,17 +340,21 @@ pub fn write_outputs(
         &out.join("stiffness.png"),
     )?;
 
+    let poisson = problem.driver_poisson(&state.poisson)?;
     let truth_loss = match fit.truth {
-        Some(t) => Some(final_loss(
-            scene,
-            &problem.loss_of_drivers(
-                ctx,
-                &t.values.log10_youngs,
-                &t.values.velocity,
-                Some(&t.values.velocity_gradient),
-                &all,
-            )?,
-        )),
+        Some(t) => {
+            // The truth's own ν when it gives one, then the fit's again.
+            let truth_poisson = t.values.poisson_ratio.map(|nu| vec![nu; poisson.len()]);
+            let values = RolloutValues {
+                log10_youngs: &t.values.log10_youngs,
+                velocity: &t.values.velocity,
+                velocity_gradient: Some(&t.values.velocity_gradient),
+                poisson: truth_poisson.as_deref(),
+            };
+            let loss = problem.loss_of_drivers_with_poisson(ctx, &values, &all);
+            problem.set_poisson(ctx, &poisson)?;
+            Some(final_loss(scene, &loss?))
+        }
         None => None,
     };
     let info = &ctx.adapter_info;
@@ -380,7 +384,7 @@ pub fn write_outputs(
         uncertainty: state.uncertainty.clone(),
         exact_step: state.exact_step.clone(),
         discretisation: state.discretisation.clone(),
-        recovery: fit.truth.map(|t| t.recovery(&drivers, &log10, &velocity)),
+        recovery: fit.truth.map(|t| t.recovery(&drivers, &log10, &velocity, &poisson)),
         truth_loss,
     };
     summary

@@ -14,6 +14,9 @@
 
 pub use crate::scene::fit_field::PoissonRange;
 
+use super::error::FitError;
+use super::params::ParamMap;
+
 /// The L-BFGS scale of a `z` coordinate: a unit step of the solver moves
 /// `z` by 1, about a quarter of ν's range around the middle.
 pub const POISSON_FIRST_STEP: f64 = 1.0;
@@ -44,6 +47,45 @@ impl PoissonRange {
     pub fn derivative(&self, z: f64) -> f64 {
         let s = sigmoid(z);
         (self.high - self.low) * s * (1.0 - s)
+    }
+}
+
+/// ν per driver from ν's parameters `z`: the fit's map, its range and
+/// the start (`material.poisson_ratio`) of a fit that holds ν. A value, so
+/// that what reports on a running fit (the truth's recovery after each
+/// stage) computes the ν the fit simulates without borrowing its problem.
+#[derive(Clone, Debug)]
+pub struct DriverPoisson {
+    /// The map of `z` onto the drivers, when ν is fitted.
+    pub map: Option<ParamMap>,
+    /// The range a fitted ν stays inside.
+    pub range: PoissonRange,
+    /// ν of every driver when it is held.
+    pub held: f64,
+    /// The drivers.
+    pub drivers: usize,
+}
+
+impl DriverPoisson {
+    /// ν per driver at `z`: the sigmoid of the mapped `z`, or the held ν
+    /// everywhere for an empty `z`.
+    ///
+    /// Errors: [`FitError::ParameterCount`] for a `z` whose length is not
+    /// the map's (any `z` when ν is not fitted).
+    pub fn apply(&self, z: &[f64]) -> Result<Vec<f64>, FitError> {
+        match &self.map {
+            _ if z.is_empty() => Ok(vec![self.held; self.drivers]),
+            Some(map) => Ok(map
+                .apply(z)?
+                .into_iter()
+                .map(|z| self.range.poisson_of(z))
+                .collect()),
+            None => Err(FitError::ParameterCount {
+                what: "Poisson's ratio",
+                got: z.len(),
+                expected: 0,
+            }),
+        }
     }
 }
 

@@ -101,6 +101,8 @@
 mod frame;
 mod gradient;
 mod loss;
+
+pub use loss::RolloutValues;
 mod render;
 
 use super::error::FitError;
@@ -108,6 +110,7 @@ use super::evaluation::{Parameters, Selection};
 use super::options::FitProblemOptions;
 use super::param_gather::{GatherPlan, ParamGather, SourceLayout};
 use super::params::ParamMap;
+use super::poisson::DriverPoisson;
 use super::profile::{FitTimings, Profiler, TimedPart};
 use crate::deform::DRIVERS_PER_GAUSSIAN;
 use crate::drive::DriverSet;
@@ -457,18 +460,17 @@ impl FitProblem {
     /// Errors: [`FitError::ParameterCount`] for a `z` whose length is not
     /// the map's (any `z` when ν is not fitted).
     pub fn driver_poisson(&self, z: &[f64]) -> Result<Vec<f64>, FitError> {
-        match &self.poisson_map {
-            _ if z.is_empty() => Ok(vec![self.poisson_start; self.drivers.len()]),
-            Some(map) => Ok(map
-                .apply(z)?
-                .into_iter()
-                .map(|z| self.poisson_range.poisson_of(z))
-                .collect()),
-            None => Err(FitError::ParameterCount {
-                what: "Poisson's ratio",
-                got: z.len(),
-                expected: 0,
-            }),
+        self.driver_poisson_map().apply(z)
+    }
+
+    /// What [`FitProblem::driver_poisson`] computes, as a value that does
+    /// not borrow the problem.
+    pub fn driver_poisson_map(&self) -> DriverPoisson {
+        DriverPoisson {
+            map: self.poisson_map.clone(),
+            range: self.poisson_range,
+            held: self.poisson_start,
+            drivers: self.drivers.len(),
         }
     }
 

@@ -6,11 +6,11 @@
 //!   drivers that deform in the truth. Rigidly moving parts do not reveal
 //!   E, so a driver counts only when its Green strain `½(FᵀF − I)` reaches
 //!   a Frobenius norm above [`DEFORMING_STRAIN`] in some frame of the
-//!   truth's rollout. (The issue writes `‖F − I‖`; a rigid rotation alone
-//!   moves `F − I` by the angle, which would count a swinging but
-//!   undeformed part, so the rotation-free strain is used.)
+//!   truth's rollout. (Not `‖F − I‖`: a rigid rotation alone moves `F − I`
+//!   by the angle, which would count a swinging but undeformed part, so
+//!   the rotation-free strain is used.)
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::mpm::ParticleState;
 
@@ -50,16 +50,34 @@ pub fn green_strain_norm(f: &[[f32; 3]; 3]) -> f64 {
 /// A fit's recovery of its truth (module doc).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Recovery {
-    /// `‖v − v*‖ / ‖v*‖` over the free drivers (NaN when the truth is at rest).
+    /// `‖v − v*‖ / ‖v*‖` over the free drivers (NaN when the truth is at
+    /// rest; `null` in fit.json).
+    #[serde(deserialize_with = "nan_from_null")]
+    #[schemars(with = "Option<f64>")]
     pub velocity_relative_error: f64,
-    /// Median `|Δ log10 E|` over the deforming free drivers (NaN when none).
+    /// Median `|Δ log10 E|` over the deforming free drivers (NaN when none;
+    /// `null` in fit.json).
+    #[serde(deserialize_with = "nan_from_null")]
+    #[schemars(with = "Option<f64>")]
     pub log10_youngs_median_error: f64,
     /// Its 90th percentile.
+    #[serde(deserialize_with = "nan_from_null")]
+    #[schemars(with = "Option<f64>")]
     pub log10_youngs_p90_error: f64,
     /// Free drivers.
     pub free_drivers: usize,
     /// Free drivers that deform in the truth (the E errors are over these).
     pub deforming_drivers: usize,
+    /// Mean `|Δν|` over the free drivers, when the truth gives Poisson's
+    /// ratio (the fit's ν, fitted or held, against the truth's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub poisson_mean_error: Option<f64>,
+}
+
+/// Reads a figure JSON writes as `null` when it is undefined (NaN, which
+/// JSON cannot hold) back as NaN.
+fn nan_from_null<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }
 
 /// The `q`-quantile of `values` (nearest rank on the sorted values; NaN
@@ -109,7 +127,22 @@ impl Recovery {
             log10_youngs_p90_error: quantile(&errors, 0.9),
             free_drivers: free.len(),
             deforming_drivers: errors.len(),
+            poisson_mean_error: None,
         }
+    }
+
+    /// The same with the mean `|Δν|` of `poisson` (per driver, the fit's)
+    /// against the truth's `truth` over the drivers not `anchored`.
+    pub fn with_poisson(mut self, poisson: &[f64], truth: f64, anchored: &[bool]) -> Self {
+        let errors: Vec<f64> = poisson
+            .iter()
+            .zip(anchored)
+            .filter(|(_, &a)| !a)
+            .map(|(&nu, _)| (nu - truth).abs())
+            .collect();
+        self.poisson_mean_error =
+            (!errors.is_empty()).then(|| errors.iter().sum::<f64>() / errors.len() as f64);
+        self
     }
 
     /// One line for the terminal.
@@ -121,6 +154,44 @@ impl Recovery {
             self.log10_youngs_median_error,
             self.log10_youngs_p90_error,
             self.deforming_drivers
-        )
+        ) + &self
+            .poisson_mean_error
+            .map_or(String::new(), |e| format!("; |Δν| mean {e:.3}"))
+    }
+}
+
+#[cfg(test)]
+mod poisson_tests {
+    use super::*;
+
+    /// A truth at rest has no velocity error: NaN, written as `null`, and
+    /// fit.json is still read back.
+    #[test]
+    fn an_undefined_figure_round_trips_through_json_as_null() {
+        let r = Recovery::measure(&[4.0], &[0.0; 3], &[4.0], &[0.0; 3], &[false], &[false]);
+        assert!(r.velocity_relative_error.is_nan());
+        let json = serde_json::to_string(&r).unwrap();
+        assert!(json.contains("\"velocity_relative_error\":null"), "{json}");
+        let back: Recovery = serde_json::from_str(&json).unwrap();
+        assert!(back.velocity_relative_error.is_nan() && back.log10_youngs_median_error.is_nan());
+    }
+
+    /// The mean |Δν| is over the free drivers only, and the terminal line
+    /// says it.
+    #[test]
+    fn the_poisson_error_is_the_mean_over_free_drivers() {
+        let r = Recovery::measure(
+            &[4.0; 3],
+            &[1.0; 9],
+            &[4.0; 3],
+            &[1.0; 9],
+            &[false, false, true],
+            &[true; 3],
+        );
+        assert_eq!(r.poisson_mean_error, None);
+        assert!(!r.summary().contains("Δν"));
+        let r = r.with_poisson(&[0.3, 0.1, 0.45], 0.2, &[false, false, true]);
+        assert!((r.poisson_mean_error.unwrap() - 0.1).abs() < 1e-15);
+        assert!(r.summary().ends_with("; |Δν| mean 0.100"), "{}", r.summary());
     }
 }

@@ -113,7 +113,7 @@ impl FitResult {
             discretisation: state.discretisation.clone().map(Box::new),
             stages: summary_build::stages(plan, state, stage_seconds),
             records: state.records.clone(),
-            recovery: truth.map(|t| t.recovery(drivers, &log10, &v0)),
+            recovery: truth.map(|t| t.recovery(drivers, &log10, &v0, poisson)),
         })
     }
 

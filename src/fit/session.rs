@@ -411,6 +411,7 @@ impl FitSession {
             drivers: &self.drivers,
             youngs_map: self.problem.youngs_map().clone(),
             velocity_map: self.problem.velocity_map().clone(),
+            poisson: self.problem.driver_poisson_map(),
             error: None,
             live: live.as_mut(),
         };

@@ -41,6 +41,8 @@ pub(super) struct SessionObserver<'a> {
     pub(super) drivers: &'a DriverSet,
     pub(super) youngs_map: super::ParamMap,
     pub(super) velocity_map: super::ParamMap,
+    /// ν per driver from the state's `z` (the truth's recovery measures it).
+    pub(super) poisson: super::poisson::DriverPoisson,
     pub(super) error: Option<SessionError>,
     /// The loss log followed while the fit runs, when asked for.
     pub(super) live: Option<&'a mut LiveLoss>,
@@ -91,8 +93,13 @@ impl FitObserver for SessionObserver<'_> {
         self.stage_seconds.push(finished.seconds);
         self.save(state);
         let recovery = match self.truth {
-            Some(truth) => match per_driver(&self.youngs_map, &self.velocity_map, state) {
-                Ok((log10, velocity)) => Some(truth.recovery(self.drivers, &log10, &velocity)),
+            Some(truth) => match per_driver(&self.youngs_map, &self.velocity_map, state).and_then(
+                |(log10, velocity)| {
+                    let poisson = self.poisson.apply(&state.poisson)?;
+                    Ok(truth.recovery(self.drivers, &log10, &velocity, &poisson))
+                },
+            ) {
+                Ok(recovery) => Some(recovery),
                 Err(e) => {
                     self.error.get_or_insert(e);
                     None

@@ -39,20 +39,26 @@ impl TruthCheck {
         })
     }
 
-    /// The recovery of per-driver `log10_youngs` and `velocity`.
+    /// The recovery of per-driver `log10_youngs`, `velocity` and
+    /// `poisson` (ν, fitted or held; measured when the truth gives ν).
     pub fn recovery(
         &self,
         drivers: &DriverSet,
         log10_youngs: &[f64],
         velocity: &[f64],
+        poisson: &[f64],
     ) -> Recovery {
-        Recovery::measure(
+        let recovery = Recovery::measure(
             log10_youngs,
             velocity,
             &self.values.log10_youngs,
             &self.values.velocity,
             &drivers.anchored,
             &self.deforming,
-        )
+        );
+        match self.values.poisson_ratio {
+            Some(truth) => recovery.with_poisson(poisson, truth, &drivers.anchored),
+            None => recovery,
+        }
     }
 }

@@ -194,6 +194,10 @@ pub fn simulate_truth(
         &Interactions::default(),
     )?
     .with_velocity_gradient(&gradient)?;
+    let setup = match values.poisson_ratio {
+        Some(nu) => setup.with_poisson(vec![nu; drivers.len()])?,
+        None => setup,
+    };
     let mut renderer = SceneRenderer::simulated(ctx, &setup, scene.gaussians(), scene.background)?;
     while renderer.frames() < frames {
         if !go_on(renderer.frames()) {

@@ -41,6 +41,7 @@ const VELOCITY_KINDS: &str = "\"uniform\", \"boxes\", \"rotation\"";
 #[serde(deny_unknown_fields)]
 struct TruthFile {
     frames: Option<i64>,
+    poisson_ratio: Option<f64>,
     youngs: toml::Table,
     velocity: toml::Table,
 }
@@ -122,6 +123,9 @@ pub struct TruthValues {
     /// (`uniform`, `boxes`) and on anchored drivers; what a rollout of the
     /// truth starts APIC's `C` at (docs/design.md § Loss, parameters, fit).
     pub velocity_gradient: Vec<f64>,
+    /// Poisson's ratio of every driver, when the truth gives one
+    /// ([`Truth::poisson_ratio`]).
+    pub poisson_ratio: Option<f64>,
 }
 
 /// A loaded, validated truth file (module doc).
@@ -137,6 +141,11 @@ pub struct Truth {
     pub youngs: YoungsTruth,
     /// The initial-velocity field.
     pub velocity: VelocityTruth,
+    /// Poisson's ratio of the whole object, in `[0, 0.5)` (absent: the
+    /// scene's `material.poisson_ratio`). A twin made by another engine
+    /// with its own ν says it here, so that the truth's rollout and a fit
+    /// of ν are measured against it.
+    pub poisson_ratio: Option<f64>,
 }
 
 /// Checks and names fields of one truth file.
@@ -398,10 +407,22 @@ impl Truth {
                 ))
             }
         };
+        let poisson_ratio = match file.poisson_ratio {
+            Some(nu) if !(0.0..0.5).contains(&nu) => {
+                return Err(check.invalid(
+                    "poisson_ratio",
+                    format!("{nu} is outside [0, 0.5)"),
+                    "give the object's Poisson's ratio, 0 ≤ ν < 0.5 (or leave it out for the \
+                     scene's material.poisson_ratio)",
+                ))
+            }
+            nu => nu,
+        };
         Ok(Truth {
             path: path.to_path_buf(),
             text: text.to_string(),
             frames,
+            poisson_ratio,
             youngs: check.youngs(file.youngs)?,
             velocity: check.velocity(file.velocity)?,
         })
@@ -450,6 +471,7 @@ impl Truth {
             log10_youngs,
             velocity,
             velocity_gradient,
+            poisson_ratio: self.poisson_ratio,
         }
     }
 }

@@ -28,6 +28,9 @@ fn every_kind_parses() {
     assert_eq!(t.frames, 12, "the documented default");
     assert_eq!(t.youngs, YoungsTruth::Constant(4.0));
     assert_eq!(t.velocity, VelocityTruth::Uniform([0.0, 1.0, 0.0]));
+    assert_eq!(t.poisson_ratio, None, "the scene's ν unless given");
+    let t = parse(&format!("poisson_ratio = 0.2\n{CONSTANT}{UNIFORM}")).unwrap();
+    assert_eq!(t.poisson_ratio, Some(0.2));
 
     let t = parse(
         r#"
@@ -188,6 +191,15 @@ fn mistakes_are_refused_naming_the_field() {
         matches!(&e, TruthError::Invalid { field, .. } if field == "frames"),
         "{m}"
     );
+
+    for nu in ["0.5", "-0.1"] {
+        let (e, m) = refused(&format!("poisson_ratio = {nu}\n{CONSTANT}{UNIFORM}"));
+        assert!(
+            matches!(&e, TruthError::Invalid { field, .. } if field == "poisson_ratio"),
+            "{m}"
+        );
+        assert!(m.contains("0 ≤ ν < 0.5"), "{m}");
+    }
 
     let missing = Truth::load(Path::new("/nonexistent/truth.toml"), RANGE).unwrap_err();
     assert!(matches!(missing, TruthError::Read { .. }), "{missing}");

@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use physfit::mpm::{ColliderShape, ContactRule};
-use physfit::scene::{Fall, FieldSetting, Scene};
+use physfit::scene::{Fall, FieldSetting, PoissonSetting, Scene};
 use physfit::synth::{Truth, VelocityTruth, YoungsTruth};
 
 const VIEWS: [&str; 4] = ["front", "side", "above", "low"];
@@ -43,7 +43,16 @@ fn xdrop_scene_loads_with_its_frames_on_disk() {
     assert!(scene.simulated.iter().all(|s| *s));
     assert!(scene.anchored_indices().is_empty());
     assert_eq!(scene.simulation.gravity_world, [0.0, 0.0, -9.8]);
-    assert_eq!(scene.material.poisson_ratio, 0.2);
+    // ν is fitted from physfit's default, inside [0, 0.4].
+    assert_eq!(scene.material.poisson_ratio, 0.3);
+    assert_eq!(scene.fit.stiffness.poisson, PoissonSetting::Global);
+    assert_eq!(
+        (
+            scene.fit.stiffness.poisson_range.low,
+            scene.fit.stiffness.poisson_range.high
+        ),
+        (0.0, 0.4)
+    );
     // The ground: the plane z = 0 with the generator's Coulomb coefficient.
     let ground = &scene.simulation.colliders[0];
     assert_eq!(
@@ -76,6 +85,7 @@ fn xdrop_truth_loads_against_the_scene() {
     let truth = Truth::load(&dir().join("truth.toml"), scene.material.log10_youngs_range).unwrap();
     assert_eq!(truth.frames, FRAMES);
     assert_eq!(truth.youngs, YoungsTruth::Constant(5.5));
+    assert_eq!(truth.poisson_ratio, Some(0.2), "the generator's ν");
     match truth.velocity {
         VelocityTruth::Rotation {
             angular_speed,

@@ -119,7 +119,8 @@ impl FitProblem {
     /// whatever the fit's fields, so its loss on the fit's own frames,
     /// views and weights is measured with this. When the fit fits ν, ν is
     /// `material.poisson_ratio` here (the ν `physfit synth` simulates a
-    /// truth with).
+    /// truth with unless the truth gives its own:
+    /// [`FitProblem::loss_of_drivers_with_poisson`]).
     pub fn loss_of_drivers(
         &mut self,
         ctx: &GpuContext,
@@ -128,21 +129,52 @@ impl FitProblem {
         velocity_gradient: Option<&[f64]>,
         selection: &Selection,
     ) -> Result<LossReport, FitError> {
+        let values = RolloutValues {
+            log10_youngs,
+            velocity,
+            velocity_gradient,
+            poisson: None,
+        };
+        self.loss_of_drivers_with_poisson(ctx, &values, selection)
+    }
+
+    /// [`FitProblem::loss_of_drivers`] with Poisson's ratio per driver
+    /// when `values.poisson` gives it (a truth with its own ν): set for
+    /// this and every later evaluation, as [`FitProblem::set_poisson`]
+    /// does, until an evaluation of a fit of ν sets its own.
+    pub fn loss_of_drivers_with_poisson(
+        &mut self,
+        ctx: &GpuContext,
+        values: &RolloutValues<'_>,
+        selection: &Selection,
+    ) -> Result<LossReport, FitError> {
         self.check_selection(selection)?;
-        if let Some(d) = log10_youngs.iter().position(|&v| v > self.log10_max) {
+        if let Some(d) = values
+            .log10_youngs
+            .iter()
+            .position(|&v| v > self.log10_max)
+        {
             return Err(FitError::YoungsAboveRange {
                 driver: d,
-                value: log10_youngs[d],
+                value: values.log10_youngs[d],
                 max: self.log10_max,
             });
         }
         self.profiler.start();
-        if self.poisson_map.is_some() {
-            let nu = self.driver_poisson(&[])?;
-            self.set_poisson(ctx, &nu)?;
+        match values.poisson {
+            Some(nu) => self.set_poisson(ctx, nu)?,
+            None if self.poisson_map.is_some() => {
+                let nu = self.driver_poisson(&[])?;
+                self.set_poisson(ctx, &nu)?;
+            }
+            None => {}
         }
-        let (prepared, start) =
-            self.prepare_drivers(ctx, log10_youngs.to_vec(), velocity.to_vec(), velocity_gradient)?;
+        let (prepared, start) = self.prepare_drivers(
+            ctx,
+            values.log10_youngs.to_vec(),
+            values.velocity.to_vec(),
+            values.velocity_gradient,
+        )?;
         self.loss_from(ctx, &prepared, &start, selection)
     }
 
@@ -212,4 +244,17 @@ impl FitProblem {
             .collect();
         self.report_frames(ctx, selection, &terms, &prepared, &states)
     }
+}
+
+/// Per-driver values of a rollout ([`FitProblem::loss_of_drivers_with_poisson`]).
+#[derive(Clone, Copy, Debug)]
+pub struct RolloutValues<'a> {
+    /// `log10 E`, one per driver (normalised units).
+    pub log10_youngs: &'a [f64],
+    /// `v0`, three per driver (world units/s).
+    pub velocity: &'a [f64],
+    /// `C0`, nine per driver (`None`: 0).
+    pub velocity_gradient: Option<&'a [f64]>,
+    /// ν, one per driver (`None`: as [`FitProblem::loss_of_drivers`]).
+    pub poisson: Option<&'a [f64]>,
 }
