@@ -14,7 +14,8 @@
 //! truth (clipped to the scene's E range, whose top the substeps are
 //! stable for) are scored with [`FitProblem::loss_of_drivers`] on the
 //! frames and weights of the stiffness stage (`fit.stiffness`: the loss
-//! the fit's E comes from, TV included), the others at the truth; the
+//! the fit's E comes from, TV included; ν the truth file's when it gives
+//! one, else the scene's), the others at the truth; the
 //! optimum is the vertex of the parabola through the lowest point and its
 //! two neighbours (the lowest point itself, flagged `at_edge`, when it is
 //! an end of the scan).
@@ -32,7 +33,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::drive::{DriveError, DriverSet};
-use crate::fit::{FitError, FitProblem, FitProblemOptions, Selection, YoungsField};
+use crate::fit::{FitError, FitProblem, FitProblemOptions, RolloutValues, Selection, YoungsField};
 use crate::gpu::GpuContext;
 use crate::mpm_rules::voxel;
 use crate::scene::{DriverCount, Scene};
@@ -356,6 +357,9 @@ pub fn run(
         ctx.wait().map_err(FitError::from)?;
         let setup_s = t.elapsed().as_secs_f64();
         let values = truth.per_driver(&drivers);
+        // The truth's own ν when it gives one (a drop made by another
+        // engine), else the scene's.
+        let truth_poisson = values.poisson_ratio.map(|nu| vec![nu; drivers.len()]);
         let [low, high] = s.material.log10_youngs_range;
         let mut times = Vec::new();
         let mut scans = Vec::new();
@@ -378,13 +382,13 @@ pub fn run(
                     log10[d] = x;
                 }
                 let t = Instant::now();
-                let report = problem.loss_of_drivers(
-                    ctx,
-                    &log10,
-                    &values.velocity,
-                    Some(&values.velocity_gradient),
-                    &selection,
-                )?;
+                let rollout = RolloutValues {
+                    log10_youngs: &log10,
+                    velocity: &values.velocity,
+                    velocity_gradient: Some(&values.velocity_gradient),
+                    poisson: truth_poisson.as_deref(),
+                };
+                let report = problem.loss_of_drivers_with_poisson(ctx, &rollout, &selection)?;
                 times.push(t.elapsed().as_secs_f64());
                 loss.push(report.loss);
                 image.push(report.image);

@@ -229,7 +229,7 @@ impl ScanPlan {
 /// ([`super::poisson`]). Why a scan: on a drop, the stiffness stage's
 /// truncated gradient leaves out how ν moves the object after the landing,
 /// takes no step in ν from a far start, and the loss along ν is shallow
-/// (docs/benchmarks.md, "Drop fits with ν").
+/// (docs/benchmarks.md, "Drop fits with ν from any start").
 pub fn poisson_candidates(scene: &Scene) -> Vec<f64> {
     let stiffness = &scene.fit.stiffness;
     let n = scene.fit.scan.poisson_points;
