@@ -256,6 +256,19 @@ pub(crate) fn resolve_fit(
             .filter(|&n| n >= 1)
             .ok_or_else(|| v.out_of_range(field, n, format!("must be an integer ≥ 1 ({why})")))
     };
+    // A scan's point count: none, or at least the two a grid needs.
+    let none_or_at_least_two = |field: &str, n: i64, none: &str, why: &str| {
+        u32::try_from(n)
+            .ok()
+            .filter(|&n| n == 0 || n >= 2)
+            .ok_or_else(|| {
+                v.out_of_range(
+                    field,
+                    n,
+                    format!("must be 0 ({none}) or an integer ≥ 2 ({why})"),
+                )
+            })
+    };
     let fit = FitSettings {
         rounds: at_least_one(
             "fit.rounds",
@@ -285,31 +298,24 @@ pub(crate) fn resolve_fit(
             .map(|s| v.positive("fit.discretisation_seconds", s))
             .transpose()?,
         scan: ScanSettings {
-            points: u32::try_from(f.scan.points)
-                .ok()
-                .filter(|&n| n == 0 || n >= 2)
-                .ok_or_else(|| {
-                    v.out_of_range(
-                        "fit.scan.points",
-                        f.scan.points,
-                        "must be 0 (no scan) or an integer ≥ 2 (grid points over material.log10_youngs_range; default 5)".to_string(),
-                    )
-                })?,
+            points: none_or_at_least_two(
+                "fit.scan.points",
+                f.scan.points,
+                "no scan",
+                "grid points over material.log10_youngs_range; default 5",
+            )?,
             velocity_evaluations: at_least_one(
                 "fit.scan.velocity_evaluations",
                 f.scan.velocity_evaluations,
                 "L-BFGS evaluations of each scanned value's velocity; default 4",
             )?,
-            poisson_points: u32::try_from(f.scan.poisson_points)
-                .ok()
-                .filter(|&n| n == 0 || n >= 2)
-                .ok_or_else(|| {
-                    v.out_of_range(
-                        "fit.scan.poisson_points",
-                        f.scan.poisson_points,
-                        "must be 0 (no scan of ν) or an integer ≥ 2 (points over [fit.stiffness] poisson_range, scanned after E when ν is fitted; default 5)".to_string(),
-                    )
-                })?,
+            poisson_points: none_or_at_least_two(
+                "fit.scan.poisson_points",
+                f.scan.poisson_points,
+                "no scan of ν",
+                "points over [fit.stiffness] poisson_range, scanned after E when ν is fitted; \
+                 default 5",
+            )?,
         },
         w_l1,
         w_ssim,
