@@ -49,7 +49,8 @@ use crate::solve::{
 };
 
 /// The scan's objective: a uniform `log10 E` (a one-element `x`) to the
-/// loss on the stiffness stage's frames at its best velocity (module
+/// loss on the stiffness stage's frames at its best velocity, or in the
+/// scan of ν a uniform ν to the loss at E's best point ([`Along`]; module
 /// doc); no gradient. Keeps every candidate's point and the last one's
 /// report.
 pub struct CandidateObjective<'a> {
