@@ -28,21 +28,33 @@ pub(super) fn exact_step_line(summary: &FitSummary) -> Option<String> {
         })
         .collect();
     Some(format!(
-        "exact-gradient step: E moved by {} decades{} ({} Newton's step from the exact gradient; \
-         the stiffness stage's truncated gradient had stopped short of the loss's optimum), \
-         loss {before:.4e} → {after:.4e}",
+        "exact-gradient step: E moved by {} decades{} ({} from the exact gradient; the stiffness \
+         stage's truncated gradient had stopped short of the loss's optimum), loss {before:.4e} \
+         → {after:.4e}",
         moved.join(", "),
         poisson_moves(
             summary.settings.fit.stiffness.poisson_range,
             &summary.poisson_parameters,
             &step.poisson_z
         ),
-        if step.fraction == 1.0 {
-            "all of"
-        } else {
-            "half"
-        }
+        newton_steps(step.steps, step.fraction)
     ))
+}
+
+/// How much of Newton's step was taken, and in how many steps: "all of
+/// Newton's step", "half Newton's step", or "3 Newton steps, the first
+/// halved" (`steps` 0 in a file of an earlier physfit, which took one).
+fn newton_steps(steps: u32, first_fraction: f64) -> String {
+    let first = if first_fraction == 1.0 {
+        "whole"
+    } else {
+        "halved"
+    };
+    match steps {
+        0 | 1 if first_fraction == 1.0 => "all of Newton's step".to_string(),
+        0 | 1 => "half Newton's step".to_string(),
+        n => format!("{n} Newton steps, the first {first}"),
+    }
 }
 
 /// ", ν 0.300 → 0.293" per fitted Poisson's ratio `fitted` that the step
@@ -79,6 +91,15 @@ mod tests {
             poisson_ratio,
             std: None,
         }
+    }
+
+    /// One step says how much of it was taken; several say how many.
+    #[test]
+    fn the_line_counts_the_newton_steps() {
+        assert_eq!(newton_steps(1, 1.0), "all of Newton's step");
+        assert_eq!(newton_steps(0, 0.5), "half Newton's step");
+        assert_eq!(newton_steps(3, 0.5), "3 Newton steps, the first halved");
+        assert_eq!(newton_steps(2, 1.0), "2 Newton steps, the first whole");
     }
 
     /// The line gives ν before and after the step, through the range's

@@ -10,29 +10,57 @@
 //! stiffness stage's loss (its frames, views and weights, smoothness
 //! included: the objective the stage minimised), kept when that loss falls,
 //! else half of it, else nothing: two or three forwards, no gradient.
+//! When half a step was kept, or a step gained more than 1%, the optimum
+//! may lie further on, and another step follows from a fresh Hessian of
+//! the stiffness unknowns alone ([`MAX_NEWTON_STEPS`] in all).
 //!
 //! The error bars stay those of the point before the step: the step is a
 //! fraction of the distance over which the curvature changes.
 
+use super::discretisation::at_range_end;
 use super::discretisation_check::last_stiffness;
 use super::error::FitError;
 use super::evaluation::Parameters;
-use super::objective::blown_up;
+use super::objective::{blown_up, Remember, StageObjective, Unknowns};
 use super::plan::StagePlan;
 use super::poisson::Z_BOUND;
 use super::problem::FitProblem;
+use super::stages_lbfgs::lbfgs_coordinates;
 use super::state::FitState;
+use super::uncertainty::StiffnessNewtonStep;
+use super::uncertainty_estimate::HESSIAN_STEP;
 use crate::gpu::GpuContext;
+use crate::mpm::GradientFlow;
+use crate::solve::curvature::hessian_by_differences;
+use crate::solve::newton::newton_step;
+use crate::solve::Objective;
 
 pub use super::exact_step_record::ExactStep;
 
 /// The fractions of Newton's step tried, in order.
 const FRACTIONS: [f64; 2] = [1.0, 0.5];
 
+/// At most this many Newton steps in all: the first from the error bars'
+/// Hessian, each further one from a fresh Hessian of the stiffness
+/// unknowns alone.
+pub const MAX_NEWTON_STEPS: u32 = 4;
+
+/// A kept step is followed by another when only half of it was kept (the
+/// quadratic model did not hold along it, so the optimum may lie further
+/// on, where the curvature differs) or when it lowered the loss by more
+/// than this share. On a drop E and ν lie along a curved valley: at grid
+/// 40 half of the first step lowered the loss by 12% and the optimum lay
+/// further along (docs/benchmarks.md, "A fit of the drop at twice the
+/// grid"); on the demo the first step gains 0.2% and no second is paid
+/// for.
+const GO_ON_SHARE: f64 = 0.01;
+
 /// Tries the step (module doc) from `state`'s values, whose error bars
 /// hold Newton's step; moves `state` when a fraction of it lowers the
-/// loss. `None` when there is no step to try (no error bars, no positive
-/// definite E block, an E at an end of its range, no stiffness stage).
+/// loss, then tries further steps while [`GO_ON_SHARE`] says the optimum
+/// may lie further ([`MAX_NEWTON_STEPS`] in all). `None` when there is no
+/// step to try (no error bars, no positive definite E block, an E at an
+/// end of its range, no stiffness stage).
 pub fn take_exact_step(
     ctx: &GpuContext,
     problem: &mut FitProblem,
@@ -40,7 +68,7 @@ pub fn take_exact_step(
     state: &mut FitState,
     range: [f64; 2],
 ) -> Result<Option<ExactStep>, FitError> {
-    let Some(newton) = state
+    let Some(mut newton) = state
         .uncertainty
         .as_ref()
         .and_then(|u| u.stiffness_newton_step.clone())
@@ -56,11 +84,67 @@ pub fn take_exact_step(
         return Ok(None);
     }
     problem.set_stage(&stage.settings)?;
-    let at = state.parameters();
-    let Some(before) = blown_up(problem.loss(ctx, &at, &stage.selection))? else {
+    let start = state.parameters();
+    let Some(before) = blown_up(problem.loss(ctx, &start, &stage.selection))? else {
         return Ok(None);
     };
-    let moved = |fraction: f64| Parameters {
+    let mut at = start.clone();
+    let mut last = before.loss;
+    let mut first_fraction = 0.0;
+    let mut steps = 0;
+    loop {
+        let moved = |fraction: f64| moved_by(&at, &newton, fraction, range);
+        let kept = first_lower(last, |fraction| {
+            let loss = blown_up(problem.loss(ctx, &moved(fraction), &stage.selection))?;
+            Ok::<_, FitError>(loss.map(|r| r.loss))
+        })?;
+        let Some((fraction, after)) = kept else {
+            break;
+        };
+        if steps == 0 {
+            first_fraction = fraction;
+        }
+        steps += 1;
+        let gained = last - after;
+        at = moved(fraction);
+        last = after;
+        let go_on = fraction < 1.0 || gained > GO_ON_SHARE * (last + gained);
+        if !go_on || steps >= MAX_NEWTON_STEPS {
+            break;
+        }
+        newton = match fresh_newton_step(ctx, problem, stage, &at, range)? {
+            Some(n) => n,
+            None => break,
+        };
+        problem.set_stage(&stage.settings)?;
+    }
+    let difference = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x - y).collect();
+    let step = ExactStep {
+        log10_youngs: difference(&at.log10_youngs, &start.log10_youngs),
+        poisson_z: difference(&at.poisson, &start.poisson),
+        fraction: first_fraction,
+        loss: [before.loss, last],
+        predicted_decrease: state
+            .uncertainty
+            .as_ref()
+            .and_then(|u| u.stiffness_newton_step.as_ref())
+            .map_or(0.0, |n| n.predicted_decrease),
+        steps,
+    };
+    state.log10_youngs = at.log10_youngs;
+    state.poisson = at.poisson;
+    Ok(Some(step))
+}
+
+/// `at` moved by `fraction` of Newton's step `newton`, E inside `range`
+/// and ν's `z` inside its box.
+fn moved_by(
+    at: &Parameters,
+    newton: &StiffnessNewtonStep,
+    fraction: f64,
+    range: [f64; 2],
+) -> Parameters {
+    Parameters {
         log10_youngs: at
             .log10_youngs
             .iter()
@@ -74,39 +158,57 @@ pub fn take_exact_step(
             .zip(&newton.poisson_z)
             .map(|(z, d)| (z + fraction * d).clamp(-Z_BOUND, Z_BOUND))
             .collect(),
+    }
+}
+
+/// Newton's step in the stiffness unknowns (E and ν's `z`) at `at`, the
+/// velocity held, from a Hessian of exact gradients (full flow) of the
+/// last stiffness `stage`'s loss by differences in the solver's scaled
+/// coordinates ([`HESSIAN_STEP`], as the error bars take it): one
+/// gradient and one more per unknown (twice that when forward
+/// differences do not give a positive definite block). `None` when the
+/// block is not positive definite, an E is held at an end of `range`,
+/// or a rollout blew up.
+fn fresh_newton_step(
+    ctx: &GpuContext,
+    problem: &mut FitProblem,
+    stage: &StagePlan,
+    at: &Parameters,
+    range: [f64; 2],
+) -> Result<Option<StiffnessNewtonStep>, FitError> {
+    if at_range_end(&at.log10_youngs, range) {
+        return Ok(None);
+    }
+    let unknowns = Unknowns::Youngs;
+    let (scale, bounds) = lbfgs_coordinates(unknowns, stage, at, range);
+    let mut objective = StageObjective::new(
+        ctx,
+        problem,
+        &stage.selection,
+        GradientFlow::Full,
+        at.clone(),
+        unknowns,
+        Remember::Last,
+    )
+    .scaled(scale.clone());
+    let z0 = objective.to_solver(&unknowns.get(at));
+    let Some((_, g)) = objective.evaluate(&z0)? else {
+        return Ok(None);
     };
-    let kept = first_lower(before.loss, |fraction| {
-        let loss = blown_up(problem.loss(ctx, &moved(fraction), &stage.selection))?;
-        Ok::<_, FitError>(loss.map(|r| r.loss))
+    let steps = vec![HESSIAN_STEP; z0.len()];
+    let taken = hessian_by_differences(&mut objective, &z0, &steps, &bounds, Some(&g), |h| {
+        newton_step(h, &g).is_some()
     })?;
-    let step = match kept {
-        Some((fraction, after)) => {
-            let p = moved(fraction);
-            let step = ExactStep {
-                log10_youngs: p
-                    .log10_youngs
-                    .iter()
-                    .zip(&at.log10_youngs)
-                    .map(|(a, b)| a - b)
-                    .collect(),
-                poisson_z: p.poisson.iter().zip(&at.poisson).map(|(a, b)| a - b).collect(),
-                fraction,
-                loss: [before.loss, after],
-                predicted_decrease: newton.predicted_decrease,
-            };
-            state.log10_youngs = p.log10_youngs;
-            state.poisson = p.poisson;
-            step
-        }
-        None => ExactStep {
-            log10_youngs: vec![0.0; at.log10_youngs.len()],
-            poisson_z: vec![0.0; at.poisson.len()],
-            fraction: 0.0,
-            loss: [before.loss, before.loss],
-            predicted_decrease: newton.predicted_decrease,
-        },
+    let Some((step, decrease)) = taken.and_then(|(h, _)| newton_step(&h, &g)) else {
+        return Ok(None);
     };
-    Ok(Some(step))
+    let e = at.log10_youngs.len();
+    let step: Vec<f64> = step.iter().zip(&scale).map(|(s, k)| s * k).collect();
+    Ok(Some(StiffnessNewtonStep {
+        log10_youngs: step[..e].to_vec(),
+        poisson_z: step[e..].to_vec(),
+        predicted_decrease: decrease,
+    }))
 }
 
 /// The first of [`FRACTIONS`] whose loss (`loss_at`, `None` where the

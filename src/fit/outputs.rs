@@ -414,6 +414,7 @@ mod tests {
             fraction,
             loss: [2.28e-2, if fraction > 0.0 { 2.27e-2 } else { 2.28e-2 }],
             predicted_decrease: 5e-5,
+            steps: u32::from(fraction > 0.0),
         });
         state
     }

@@ -41,7 +41,7 @@ use super::uncertainty::{
     unconstrained_log10_std, Correlations, CurvatureMethod, FitUncertainty, HessianDifferences,
     StiffnessNewtonStep,
 };
-use crate::solve::symmetric_eigen::symmetric_eigen;
+use crate::solve::newton::newton_step;
 use crate::gpu::GpuContext;
 use crate::mpm::GradientFlow;
 use crate::scene::{FitStage, Scene};
@@ -424,22 +424,8 @@ fn stiffness_newton_step(
         .iter()
         .map(|&i| picked.iter().map(|&j| h[i][j]).collect())
         .collect();
-    let (values, vectors) = symmetric_eigen(&block);
-    let largest = values.iter().fold(0.0f64, |a, &b| a.max(b));
-    if values.iter().any(|&l| !(l > 1e-8 * largest && l > 0.0)) {
-        return None;
-    }
-    // δ = −Σ_k v_k (v_kᵀ g) / λ_k; the model's decrease is ½ gᵀH⁻¹g.
     let gs: Vec<f64> = picked.iter().map(|&i| g[i]).collect();
-    let mut step = vec![0.0; picked.len()];
-    let mut decrease = 0.0;
-    for (k, &l) in values.iter().enumerate() {
-        let along: f64 = (0..picked.len()).map(|i| vectors[i][k] * gs[i]).sum();
-        decrease += 0.5 * along * along / l;
-        for (i, s) in step.iter_mut().enumerate() {
-            *s -= vectors[i][k] * along / l;
-        }
-    }
+    let (step, decrease) = newton_step(&block, &gs)?;
     let mut out = StiffnessNewtonStep {
         log10_youngs: Vec::new(),
         poisson_z: Vec::new(),

@@ -33,6 +33,7 @@ pub mod covariance;
 pub mod curvature;
 pub mod grid_scan;
 pub mod lbfgs;
+pub mod newton;
 pub mod objective;
 pub mod solver;
 pub mod symmetric_eigen;

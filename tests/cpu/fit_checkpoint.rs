@@ -70,6 +70,7 @@ fn running_state() -> FitState {
             fraction: 0.5,
             loss: [0.25, 1.0 / 7.0],
             predicted_decrease: 0.1,
+            steps: 3,
         }),
         discretisation: Some({
             use physfit::fit::discretisation_check::{DiscretisationCheck, RefinementEnd};

@@ -3,9 +3,11 @@
 //! E, 10^3.8): a stiffness stage stopped at its start, 0.1 decades short,
 //! is moved by Newton's step from the error bars' exact gradient and
 //! Hessian towards the optimum (the velocity, fitted at the start's E,
-//! held), the loss falls, and every output carries the moved E.
+//! held), then by further steps from fresh Hessians while each gains more
+//! than 1%; the loss falls, and every output carries the moved E.
 
 use crate::common::cli::{ok, physfit};
+use physfit::fit::exact_step::MAX_NEWTON_STEPS;
 
 use super::fit_cli::{fit_json, free_drivers_carry, scene_toml, twin_with, TRUTH_CONSTANT};
 
@@ -37,8 +39,20 @@ fn newtons_step_from_the_exact_gradient_moves_a_stopped_stiffness_stage_towards_
     let fitted = summary.youngs_parameters[0].log10_normalised;
     println!("{newton:?}\n{step:?}\nfitted 10^{fitted:.4}");
     assert!(step.fraction == 1.0 || step.fraction == 0.5, "{step:?}");
-    assert!((step.log10_youngs[0] - step.fraction * newton.log10_youngs[0]).abs() < 1e-12);
+    // The first step gained far more than 1% of the loss, so further steps
+    // from fresh Hessians followed (measured: 3 steps, 10^3.7901, the loss
+    // 3.06e-2 → 5.08e-3, where the first step alone reached 10^3.8185 and
+    // 1.10e-2).
+    assert!(
+        (2..=MAX_NEWTON_STEPS).contains(&step.steps),
+        "the first step's gain asks for more: {step:?}"
+    );
     assert!(step.loss[1] < step.loss[0], "{step:?}");
+    assert!(
+        (fitted - 3.8).abs() < 0.02,
+        "Newton's steps end at the optimum near 10^3.8: 10^{fitted:.4} (the first step: {:+.4})",
+        newton.log10_youngs[0]
+    );
     assert!(
         (fitted - (start + step.log10_youngs[0])).abs() < 1e-6,
         "{fitted}"
