@@ -43,7 +43,7 @@ pub(super) fn exact_step_line(summary: &FitSummary) -> Option<String> {
 
 /// How much of Newton's step was taken, and in how many steps: "all of
 /// Newton's step", "half Newton's step", or "3 Newton steps, the first
-/// halved" (`steps` 0 in a file of an earlier physfit, which took one).
+/// halved," (`steps` 0 in a file of an earlier physfit, which took one).
 fn newton_steps(steps: u32, first_fraction: f64) -> String {
     let first = if first_fraction == 1.0 {
         "whole"
@@ -53,7 +53,7 @@ fn newton_steps(steps: u32, first_fraction: f64) -> String {
     match steps {
         0 | 1 if first_fraction == 1.0 => "all of Newton's step".to_string(),
         0 | 1 => "half Newton's step".to_string(),
-        n => format!("{n} Newton steps, the first {first}"),
+        n => format!("{n} Newton steps, the first {first},"),
     }
 }
 
@@ -98,8 +98,8 @@ mod tests {
     fn the_line_counts_the_newton_steps() {
         assert_eq!(newton_steps(1, 1.0), "all of Newton's step");
         assert_eq!(newton_steps(0, 0.5), "half Newton's step");
-        assert_eq!(newton_steps(3, 0.5), "3 Newton steps, the first halved");
-        assert_eq!(newton_steps(2, 1.0), "2 Newton steps, the first whole");
+        assert_eq!(newton_steps(3, 0.5), "3 Newton steps, the first halved,");
+        assert_eq!(newton_steps(2, 1.0), "2 Newton steps, the first whole,");
     }
 
     /// The line gives ν before and after the step, through the range's
