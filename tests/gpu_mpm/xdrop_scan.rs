@@ -2,8 +2,9 @@
 //! by tools/xdrop/generate.py, another engine): physfit's forward at the
 //! truth's velocity (its drop and spin) over a grid of (log10 E, Poisson's
 //! ratio ν), on the frames and weights the stiffness stage fits (frames
-//! 1–20, all four views). ν is not fitted; the scan sets
-//! `material.poisson_ratio` per point, at the scene's explicit substeps, so
+//! 1–20, all four views). The scan sets ν per point through
+//! `material.poisson_ratio` (what `loss_of_drivers` simulates at, the
+//! scene's fit of ν notwithstanding), at the scene's explicit substeps, so
 //! that only the material changes. It prints the truth's per-frame PSNR
 //! (physfit's ceiling on these frames) and where the loss's optimum lies
 //! against the truth (docs/benchmarks.md, "physfit's ceiling on a dropped
