@@ -184,6 +184,9 @@ fn skip_converged_rounds(plan: &[StagePlan], stage: &StagePlan, state: &mut FitS
                     evaluations: 0,
                 });
             }
+            // No stage runs now: its Adam holds nothing (the checkpoint of
+            // the finished fit is checked against that on resuming).
+            state.adam = Adam::new(state.stage_param_count(plan));
         }
     }
 }
@@ -215,7 +218,8 @@ mod tests {
 
     /// A round that gains less than [`ROUND_TOLERANCE`] skips the rounds
     /// left, which fit.json and the result then record as never run (no
-    /// run record), not as converged runs of no seconds.
+    /// run record), not as converged runs of no seconds, and leaves no
+    /// Adam state of a stage that will not run.
     #[test]
     fn rounds_skipped_after_a_small_gain_are_recorded_as_not_run() {
         let plan: Vec<StagePlan> = (1..=3)
@@ -256,6 +260,9 @@ mod tests {
             skip_converged_rounds(&plan, &plan[i], &mut state, loss);
         }
         assert!(state.done(&plan), "round 3 is skipped");
+        // Sized for the stage that runs, none: a checkpoint of this state
+        // (taken during the error bars, say) resumes.
+        assert!(state.adam.m.is_empty() && state.adam.v.is_empty());
         let summary = stages(&plan, &state, &[1.0; 4]);
         assert!(summary[..4].iter().all(|s| s.run.is_some()));
         assert!(summary[4..].iter().all(|s| s.run.is_none()), "{summary:?}");

@@ -384,6 +384,16 @@ fn a_checkpoint_that_does_not_fit_its_plan_is_refused_naming_the_field() {
         None,
         "a finished fit fits its plan"
     );
+    // A fit that ended by skipping its converged rounds kept the skipped
+    // stage's Adam (physfit before 2026-12-04): nothing reads it, so its
+    // checkpoint still resumes to write the outputs.
+    let mut skipped = finished.clone();
+    skipped.adam = Adam::new(velocity);
+    assert_eq!(
+        check(skipped),
+        None,
+        "a finished fit's stale Adam is not read"
+    );
 
     let refused = |state: FitState, field: &str| {
         let text = check(state).unwrap_or_else(|| panic!("{field}: accepted"));
