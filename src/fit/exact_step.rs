@@ -116,7 +116,6 @@ pub fn take_exact_step(
             Some(n) => n,
             None => break,
         };
-        problem.set_stage(&stage.settings)?;
     }
     let difference = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x - y).collect();
     let step = ExactStep {

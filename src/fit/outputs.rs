@@ -21,7 +21,7 @@ use super::evaluation::{LossReport, Selection};
 use super::output_plan::COMPARE_DIR;
 use super::plan::{StageKind, StagePlan};
 use super::preflight::FitInputs;
-use super::problem::{RolloutValues, FitProblem};
+use super::problem::{FitProblem, RolloutValues};
 use super::record::{jsonl_lines, mean_quality};
 use super::result::per_driver;
 use super::session_error::SessionError;

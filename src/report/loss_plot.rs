@@ -407,6 +407,40 @@ fn two_significant(v: f64) -> String {
     format!("{v:.decimals$}")
 }
 
+/// The corner of the loss panel whose legend covers the fewest points of
+/// `series` (x over `0..x_end`, y on the log axis over `lo..hi`), upper
+/// right when it ties: on a drop the stiffness stages' losses are a
+/// hundred times the velocity stages' and sit top right, under a legend
+/// placed there by default. The legend is taken to cover the outer 40% of
+/// the width and 50% of the height from its corner.
+fn legend_corner(series: &[Vec<(f64, f64)>], x_end: f64, (lo, hi): (f64, f64)) -> SeriesLabelPosition {
+    let (lo, hi) = (lo.log10(), hi.log10());
+    let fractions: Vec<(f64, f64)> = series
+        .iter()
+        .flatten()
+        .filter(|(_, y)| y.is_finite() && *y > 0.0)
+        .map(|&(x, y)| (x / x_end.max(f64::MIN_POSITIVE), (y.log10() - lo) / (hi - lo)))
+        .collect();
+    let covered = |right: bool, upper: bool| {
+        fractions
+            .iter()
+            .filter(|&&(x, y)| {
+                (if right { x >= 0.6 } else { x <= 0.4 }) && (if upper { y >= 0.5 } else { y <= 0.5 })
+            })
+            .count()
+    };
+    [
+        (SeriesLabelPosition::UpperRight, covered(true, true)),
+        (SeriesLabelPosition::UpperLeft, covered(false, true)),
+        (SeriesLabelPosition::LowerRight, covered(true, false)),
+        (SeriesLabelPosition::LowerLeft, covered(false, false)),
+    ]
+    .into_iter()
+    .min_by_key(|&(_, n)| n)
+    .map(|(corner, _)| corner)
+    .unwrap_or(SeriesLabelPosition::UpperRight)
+}
+
 fn draw_loss_panel(
     area: &Canvas,
     x_end: f64,
@@ -437,7 +471,7 @@ fn draw_loss_panel(
     if !labels.is_empty() {
         chart
             .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
+            .position(legend_corner(series, x_end, (lo, hi)))
             .background_style(WHITE.mix(0.9))
             .border_style(BLACK)
             .label_font((FONT_FAMILY, 14).into_font())
@@ -473,7 +507,31 @@ fn draw_psnr_panel(
 
 #[cfg(test)]
 mod tests {
-    use super::{iteration_ticks, loss_ticks};
+    use super::{iteration_ticks, legend_corner, loss_ticks, SeriesLabelPosition};
+
+    /// The legend goes where the curves are not: upper right while it is
+    /// free (a falling loss), elsewhere when late points sit there (a
+    /// drop's stiffness losses above its velocity curve).
+    #[test]
+    fn the_legend_goes_to_the_emptiest_corner() {
+        let falling = vec![vec![(0.0, 1.0), (5.0, 0.1), (10.0, 0.01)]];
+        assert!(matches!(
+            legend_corner(&falling, 10.0, (0.005, 2.0)),
+            SeriesLabelPosition::UpperRight
+        ));
+        let drop = vec![
+            (0..16)
+                .map(|i| (f64::from(i), 0.02 - 0.001 * f64::from(i)))
+                .collect(),
+            vec![(17.0, 5.0)],
+            vec![(24.0, 5.0)],
+            vec![(25.0, 4.9)],
+        ];
+        assert!(matches!(
+            legend_corner(&drop, 25.0, (0.0015, 7.0)),
+            SeriesLabelPosition::UpperLeft
+        ));
+    }
 
     #[test]
     fn few_iterations_are_labelled_once_each_and_whole() {
