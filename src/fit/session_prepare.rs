@@ -14,6 +14,7 @@ use super::session_error::SessionError;
 use super::session_options::{EarlierFit, SessionOptions, TruthSource};
 use crate::io::output_dir::{Earlier, OutputDir};
 use crate::io::output_error::OutputDirError;
+use crate::mpm::simulator::check_stability_at;
 use crate::scene::Scene;
 use crate::synth::layout::truth_beside_frames;
 use crate::synth::Truth;
@@ -113,6 +114,10 @@ impl PreparedFit {
                             path: source.path().to_path_buf(),
                             problem: e.to_string(),
                         })?;
+                    check_truth_poisson(&scene, &truth).map_err(|problem| SessionError::Truth {
+                        path: source.path().to_path_buf(),
+                        problem,
+                    })?;
                     Some((source, truth))
                 }
                 None => None,
@@ -140,4 +145,23 @@ impl PreparedFit {
             velocity_from,
         })
     }
+}
+
+/// The truth's own ν, when it gives one, is one the fit's simulator can
+/// run: its loss is measured on that simulator after the fit (the
+/// truth's own loss in fit.json), whose substeps are stable up to the
+/// top of the E range and the scene's largest ν. Refused here, before
+/// any fitting, rather than after it.
+fn check_truth_poisson(scene: &Scene, truth: &Truth) -> Result<(), String> {
+    let Some(nu) = truth.poisson_ratio else {
+        return Ok(());
+    };
+    let youngs_max = 10f64.powf(scene.material.log10_youngs_range[1]);
+    check_stability_at(&scene.mpm_config(), youngs_max, nu).map_err(|e| {
+        format!(
+            "`poisson_ratio` = {nu} is beyond what the fit's simulator runs: {e}; or give the \
+             truth's ν up to the scene's largest (`material.poisson_ratio`, or the top of \
+             `[fit.stiffness] poisson_range` when ν is fitted)"
+        )
+    })
 }

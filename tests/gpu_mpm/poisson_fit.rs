@@ -614,6 +614,45 @@ fn a_fit_of_poissons_ratio_writes_it_to_every_output_and_render_uses_it() {
     ));
 }
 
+/// A truth whose ν the fit's simulator is not stable for (above the top
+/// of `poisson_range`, 0.49 here, which the scene's substeps were made
+/// for) is refused before any fitting, naming the file, the field and the
+/// fix: its own loss is measured on that simulator after the fit.
+#[test]
+fn a_truth_whose_nu_the_substeps_cannot_run_is_refused_before_the_fit() {
+    use crate::common::cli::physfit;
+    let ctx = common::gpu();
+    let (dir, _) = drop_scene(&ctx);
+    drop(ctx);
+    let d = dir.path();
+    std::fs::write(
+        d.join("truth.toml"),
+        format!(
+            "poisson_ratio = 0.499\n[youngs]\nkind = \"constant\"\nlog10 = {TRUE_LOG10_E}\n\
+             [velocity]\nkind = \"uniform\"\nvalue = [0.0, 0.0, 0.0]\n"
+        ),
+    )
+    .unwrap();
+    let out = physfit(
+        d,
+        &["fit", "scene.toml", "--out", "fit", "--truth", "truth.toml"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    for needle in [
+        "truth.toml",
+        "`poisson_ratio` = 0.499",
+        "fix:",
+        "simulation.substeps",
+    ] {
+        assert!(stderr.contains(needle), "lacks `{needle}`: {stderr}");
+    }
+    assert!(
+        !d.join("fit").join("checkpoint.json").exists(),
+        "refused before any fitting"
+    );
+}
+
 /// A fit of ν interrupted (Ctrl-C) inside its stiffness stage resumes
 /// from the checkpoint's `z` to the uninterrupted fit's E and ν (to the
 /// run-to-run noise of float atomics).
