@@ -24,20 +24,40 @@ pub(super) fn discretisation_line(summary: &FitSummary) -> String {
     };
     let powers =
         |values: &[f64]| -> Vec<String> { values.iter().map(|v| format!("10^{v:.2}")).collect() };
+    // A fitted ν follows E's values, and its shift E's.
+    let ratios = |values: &[f64]| -> Vec<String> {
+        summary
+            .poisson_parameters
+            .iter()
+            .zip(values)
+            .map(|(p, v)| format!("ν {} {v:.3}", p.name))
+            .collect()
+    };
     let named: Vec<String> = summary
         .youngs_parameters
         .iter()
         .zip(powers(d.finest().1))
         .map(|(p, v)| format!("{} {v}", p.name))
+        .chain(ratios(d.finest_poisson()))
         .collect();
-    let own = powers(&d.fitted_log10_youngs).join(", ");
+    let own = powers(&d.fitted_log10_youngs)
+        .into_iter()
+        .chain(ratios(&d.fitted_poisson))
+        .collect::<Vec<_>>()
+        .join(", ");
     let (finest, _) = d.finest();
     let fit = d.fit_resolution();
-    let last = d.last_shift();
+    let last = match d.levels.last() {
+        Some(l) if !l.poisson.is_empty() => format!(
+            "{:.2} decades, ν {:.3}",
+            l.largest_shift, l.largest_poisson_shift
+        ),
+        _ => format!("{:.2} decades", d.last_shift()),
+    };
     let levels = d.levels.len();
     match d.end {
         Some(RefinementEnd::Converged) => format!(
-            "discretisation: E at {finest} (converged, last shift {last:.2} decades): {}; \
+            "discretisation: E at {finest} (converged, last shift {last}): {}; \
              at the fit's {fit} {own}. fitted.ply carries E at grid {}, {} substeps",
             named.join(", "),
             finest.grid_res,
@@ -84,10 +104,14 @@ pub(super) fn discretisation_line(summary: &FitSummary) -> String {
                 ),
             };
             format!(
-                "discretisation: not converged after {why}: the last shift is {last:.2} decades \
-                 (tolerance {}); E at {finest} {}; the fit's own E at {fit} {own} stands \
+                "discretisation: not converged after {why}: the last shift is {last} \
+                 (tolerance {}{}); E at {finest} {}; the fit's own E at {fit} {own} stands \
                  (fitted.ply carries it), uncertain by the shifts",
                 d.tolerance,
+                match d.fitted_poisson.is_empty() {
+                    true => String::new(),
+                    false => format!(", ν {}", d.poisson_tolerance),
+                },
                 named.join(", "),
             )
         }

@@ -513,6 +513,28 @@ fn check_state(
                 "the E parameterisation",
             )?;
         }
+        // ν's values: empty in a checkpoint of a physfit that kept none.
+        let levels = d.levels.iter().enumerate().flat_map(|(i, l)| {
+            [
+                (format!("levels[{i}].poisson"), l.poisson.len()),
+                (format!("levels[{i}].poisson_shift"), l.poisson_shift.len()),
+            ]
+        });
+        for (field, got) in [
+            ("fitted_poisson".to_string(), d.fitted_poisson.len()),
+            ("answer_poisson".to_string(), d.answer_poisson.len()),
+        ]
+        .into_iter()
+        .chain(levels)
+        .filter(|(_, got)| *got > 0)
+        {
+            length(
+                &format!("{prefix}.discretisation.{field}"),
+                got,
+                s.poisson.len(),
+                "the parameterisation of Poisson's ratio",
+            )?;
+        }
     }
     let (low, high) = youngs_bounds;
     for (i, &e) in s.log10_youngs.iter().enumerate() {

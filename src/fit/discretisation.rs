@@ -11,6 +11,19 @@ use serde::{Deserialize, Serialize};
 /// moved less than this.
 pub const DISCRETISATION_TOLERANCE: f64 = 0.05;
 
+/// The shift of a fitted Poisson's ratio below which it counts as
+/// converged in its discretisation, beside E's [`DISCRETISATION_TOLERANCE`]:
+/// between two consecutive levels, every fitted ν moved less than this.
+/// On a drop E and ν trade along a curved valley of the loss
+/// (docs/benchmarks.md, "A fit of the drop at twice the grid"), so a
+/// level whose E stands still can still move ν: at twice the grid the
+/// drop's ν moved by 0.02 to 0.05 while its E moved by 0.03.
+pub const POISSON_DISCRETISATION_TOLERANCE: f64 = 0.02;
+
+fn poisson_tolerance() -> f64 {
+    POISSON_DISCRETISATION_TOLERANCE
+}
+
 /// The refinement's least factor on the substeps per frame, level to
 /// level (more when the finer grid's stability bound asks for more).
 pub const SUBSTEP_REFINEMENT: u32 = 2;
@@ -62,6 +75,22 @@ pub struct DiscretisationLevel {
     pub shift: Vec<f64>,
     /// The largest |shift|.
     pub largest_shift: f64,
+    /// Per fitted Poisson's ratio (fit.json's `poisson_parameters`
+    /// order), ν refitted at this level; empty when ν is held.
+    #[serde(default)]
+    pub poisson: Vec<f64>,
+    /// Per fitted ν, this level's minus the previous level's.
+    #[serde(default)]
+    pub poisson_shift: Vec<f64>,
+    /// The largest |`poisson_shift`| (0 when ν is held).
+    #[serde(default)]
+    pub largest_poisson_shift: f64,
+    /// Newton steps in E (and ν) from the exact gradient taken after the
+    /// refit (src/fit/exact_step.rs): the refit follows the stiffness
+    /// stage's truncated gradient, which stops short of the level's own
+    /// optimum.
+    #[serde(default)]
+    pub newton_steps: u32,
     /// The loss at the previous level's values at this level, then at
     /// the refitted ones (the last stiffness stage's frames).
     pub loss: [f64; 2],
@@ -145,11 +174,18 @@ pub struct DiscretisationCheck {
     pub max_levels: u32,
     /// [`DISCRETISATION_TOLERANCE`].
     pub tolerance: f64,
+    /// Per fitted Poisson's ratio, the fit's own ν; empty when ν is held.
+    #[serde(default)]
+    pub fitted_poisson: Vec<f64>,
+    /// [`POISSON_DISCRETISATION_TOLERANCE`].
+    #[serde(default = "poisson_tolerance")]
+    pub poisson_tolerance: f64,
     /// Why the levels stopped; absent while the check is still refining
     /// (a checkpoint taken between levels).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end: Option<RefinementEnd>,
-    /// The last level's largest shift is below the tolerance.
+    /// The last level's largest shifts of E and of a fitted ν are below
+    /// their tolerances.
     pub converged: bool,
     /// Grid of the E reported as the material's: the finest level's when
     /// converged, the fit's own otherwise.
@@ -161,12 +197,39 @@ pub struct DiscretisationCheck {
     /// finest level's when converged, the fit's own otherwise): what
     /// fitted.ply and stiffness.png carry (docs/design.md § Error bars).
     pub answer_log10_youngs: Vec<f64>,
+    /// Per fitted Poisson's ratio, ν reported as the material's, beside
+    /// `answer_log10_youngs` (the finest level's when converged, the fit's
+    /// own otherwise); empty when ν is held.
+    #[serde(default)]
+    pub answer_poisson: Vec<f64>,
+}
+
+/// What one level's refit found ([`DiscretisationCheck::push_level`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LevelFit {
+    /// Per E parameter, `log10 E`.
+    pub log10_youngs: Vec<f64>,
+    /// Per fitted ν, its value (empty when ν is held).
+    pub poisson: Vec<f64>,
+    /// The loss at the previous level's values, then at the refitted ones.
+    pub loss: [f64; 2],
+    /// Evaluations the refit and its Newton steps took.
+    pub evaluations: u32,
+    /// Newton steps kept after the refit.
+    pub newton_steps: u32,
+    /// Wall seconds.
+    pub seconds: f64,
 }
 
 impl DiscretisationCheck {
-    /// A check of the fit's `fitted` E at `fit`'s discretisation that has
-    /// run no level yet.
-    pub fn start(fit: Resolution, fitted: Vec<f64>, max_levels: u32) -> Self {
+    /// A check of the fit's `fitted` E and `fitted_poisson` ν (empty when
+    /// ν is held) at `fit`'s discretisation that has run no level yet.
+    pub fn start(
+        fit: Resolution,
+        fitted: Vec<f64>,
+        fitted_poisson: Vec<f64>,
+        max_levels: u32,
+    ) -> Self {
         Self {
             grid_res: fit.grid_res,
             drivers: fit.drivers,
@@ -175,9 +238,12 @@ impl DiscretisationCheck {
             answer_substeps: fit.substeps,
             answer_log10_youngs: fitted.clone(),
             fitted_log10_youngs: fitted,
+            answer_poisson: fitted_poisson.clone(),
+            fitted_poisson,
             levels: Vec::new(),
             max_levels,
             tolerance: DISCRETISATION_TOLERANCE,
+            poisson_tolerance: POISSON_DISCRETISATION_TOLERANCE,
             end: None,
             converged: false,
         }
@@ -201,36 +267,40 @@ impl DiscretisationCheck {
         }
     }
 
-    /// Adds a level refitted at `at` to `log10_youngs` (its shift is
+    /// The finest level's fitted ν (the fit's own before any level).
+    pub fn finest_poisson(&self) -> &[f64] {
+        match self.levels.last() {
+            Some(l) => &l.poisson,
+            None => &self.fitted_poisson,
+        }
+    }
+
+    /// Adds a level refitted at `at` to `fit`'s values (its shifts are
     /// measured from the finest level so far).
-    pub fn push_level(
-        &mut self,
-        at: Resolution,
-        log10_youngs: Vec<f64>,
-        loss: [f64; 2],
-        evaluations: u32,
-        seconds: f64,
-    ) {
-        let shift: Vec<f64> = log10_youngs
-            .iter()
-            .zip(self.finest().1)
-            .map(|(r, f)| r - f)
-            .collect();
-        let largest_shift = shift.iter().fold(0.0f64, |m, s| m.max(s.abs()));
+    pub fn push_level(&mut self, at: Resolution, fit: LevelFit) {
+        let shift = differences(&fit.log10_youngs, self.finest().1);
+        let poisson_shift = differences(&fit.poisson, self.finest_poisson());
+        let largest_shift = largest(&shift);
+        let largest_poisson_shift = largest(&poisson_shift);
         self.levels.push(DiscretisationLevel {
             grid_res: at.grid_res,
             drivers: at.drivers,
             substeps: at.substeps,
-            log10_youngs,
+            log10_youngs: fit.log10_youngs,
             shift,
             largest_shift,
-            loss,
-            evaluations,
-            seconds,
+            poisson: fit.poisson,
+            poisson_shift,
+            largest_poisson_shift,
+            newton_steps: fit.newton_steps,
+            loss: fit.loss,
+            evaluations: fit.evaluations,
+            seconds: fit.seconds,
             at_range_end: false,
             stopped_for_budget: false,
         });
-        self.converged = largest_shift < self.tolerance;
+        self.converged =
+            largest_shift < self.tolerance && largest_poisson_shift < self.poisson_tolerance;
     }
 
     /// Whether another level is to run (the last one's shift is at or
@@ -301,6 +371,10 @@ impl DiscretisationCheck {
         let (at, values) = (at, values.to_vec());
         (self.answer_grid_res, self.answer_substeps) = (at.grid_res, at.substeps);
         self.answer_log10_youngs = values;
+        self.answer_poisson = match self.converged {
+            true => self.finest_poisson().to_vec(),
+            false => self.fitted_poisson.clone(),
+        };
     }
 
     /// The largest shift between the last two levels (0 before any).
@@ -319,6 +393,16 @@ impl DiscretisationCheck {
             .map(|(r, f)| r - f)
             .collect()
     }
+}
+
+/// `a − b`, element by element.
+fn differences(a: &[f64], b: &[f64]) -> Vec<f64> {
+    a.iter().zip(b).map(|(x, y)| x - y).collect()
+}
+
+/// The largest absolute value of `values` (0 for none).
+fn largest(values: &[f64]) -> f64 {
+    values.iter().fold(0.0f64, |m, s| m.max(s.abs()))
 }
 
 impl DiscretisationLevel {
@@ -348,16 +432,28 @@ mod tests {
         }
     }
 
+    /// A level's refit of E alone (ν held).
+    fn fit(log10_youngs: Vec<f64>, loss: [f64; 2], evaluations: u32, seconds: f64) -> LevelFit {
+        LevelFit {
+            log10_youngs,
+            poisson: Vec::new(),
+            loss,
+            evaluations,
+            newton_steps: 0,
+            seconds,
+        }
+    }
+
     #[test]
     fn levels_continue_until_the_shift_is_under_the_tolerance_or_the_cap() {
-        let mut check = DiscretisationCheck::start(at(16, 400, 9), vec![3.78, 4.55], 3);
+        let mut check = DiscretisationCheck::start(at(16, 400, 9), vec![3.78, 4.55], Vec::new(), 3);
         assert_eq!(check.next(), Ok(()));
-        check.push_level(at(32, 1500, 18), vec![3.5, 4.496], [2.0, 1.0], 8, 1.0);
+        check.push_level(at(32, 1500, 18), fit(vec![3.5, 4.496], [2.0, 1.0], 8, 1.0));
         assert_eq!(check.levels[0].resolution(), at(32, 1500, 18));
         assert!((check.levels[0].shift[0] + 0.28).abs() < 1e-12);
         assert!((check.last_shift() - 0.28).abs() < 1e-12);
         assert_eq!(check.next(), Ok(()), "0.28 decades: another level");
-        check.push_level(at(64, 6000, 36), vec![3.48, 4.5], [1.0, 0.9], 5, 2.0);
+        check.push_level(at(64, 6000, 36), fit(vec![3.48, 4.5], [1.0, 0.9], 5, 2.0));
         assert!((check.levels[1].shift[0] + 0.02).abs() < 1e-12);
         assert!((check.levels[1].shift[1] - 0.004).abs() < 1e-12);
         assert_eq!(check.next(), Err(RefinementEnd::Converged));
@@ -367,9 +463,9 @@ mod tests {
         let total = check.total_shift();
         assert!((total[0] + 0.3).abs() < 1e-12 && (total[1] + 0.05).abs() < 1e-12);
 
-        let mut capped = DiscretisationCheck::start(at(16, 100, 4), vec![4.0], 2);
-        capped.push_level(at(32, 400, 8), vec![3.8], [1.0, 0.5], 6, 1.0);
-        capped.push_level(at(64, 1600, 16), vec![3.7], [1.0, 0.5], 6, 1.0);
+        let mut capped = DiscretisationCheck::start(at(16, 100, 4), vec![4.0], Vec::new(), 2);
+        capped.push_level(at(32, 400, 8), fit(vec![3.8], [1.0, 0.5], 6, 1.0));
+        capped.push_level(at(64, 1600, 16), fit(vec![3.7], [1.0, 0.5], 6, 1.0));
         assert!(!capped.converged);
         assert_eq!(capped.next(), Err(RefinementEnd::LevelCap));
         capped.finish(RefinementEnd::LevelCap);
@@ -390,11 +486,11 @@ mod tests {
     /// converged whatever its shift, and the fit's own E stands.
     #[test]
     fn a_level_stopped_for_the_budget_is_not_convergence() {
-        let mut check = DiscretisationCheck::start(at(12, 256, 4), vec![4.0], 3);
+        let mut check = DiscretisationCheck::start(at(12, 256, 4), vec![4.0], Vec::new(), 3);
         assert_eq!(check.predicted_next_seconds(), None);
-        check.push_level(at(24, 512, 8), vec![3.8], [0.7, 0.6], 6, 10.0);
+        check.push_level(at(24, 512, 8), fit(vec![3.8], [0.7, 0.6], 6, 10.0));
         assert_eq!(check.predicted_next_seconds(), Some(10.0));
-        check.push_level(at(48, 2048, 16), vec![3.78], [0.7, 0.6], 3, 30.0);
+        check.push_level(at(48, 2048, 16), fit(vec![3.78], [0.7, 0.6], 3, 30.0));
         assert!(check.converged, "0.02 decades: under the tolerance");
         assert_eq!(check.predicted_next_seconds(), Some(90.0));
         assert_eq!(check.seconds(), 40.0);
@@ -416,11 +512,11 @@ mod tests {
         assert!(at_range_end(&[4.5, 4.0], range));
         assert!(at_range_end(&[3.0], range));
         assert!(!at_range_end(&[4.49, 3.01], range));
-        let mut check = DiscretisationCheck::start(at(12, 256, 4), vec![4.0], 2);
-        check.push_level(at(24, 512, 8), vec![4.5], [0.7, 0.6], 2, 1.0);
+        let mut check = DiscretisationCheck::start(at(12, 256, 4), vec![4.0], Vec::new(), 2);
+        check.push_level(at(24, 512, 8), fit(vec![4.5], [0.7, 0.6], 2, 1.0));
         check.mark_range_end();
         assert_eq!(check.next(), Ok(()), "a finer level may come back inside");
-        check.push_level(at(48, 512, 16), vec![4.5], [1.4, 1.4], 1, 1.0);
+        check.push_level(at(48, 512, 16), fit(vec![4.5], [1.4, 1.4], 1, 1.0));
         assert!(check.converged, "the shift alone is under the tolerance");
         check.mark_range_end();
         assert!(!check.converged);
@@ -431,5 +527,39 @@ mod tests {
             (check.answer_grid_res, check.answer_log10_youngs.clone()),
             (12, vec![4.0])
         );
+    }
+
+    /// A fitted ν counts in convergence beside E: a level whose E stands
+    /// still while ν moves by its tolerance or more is not converged; the
+    /// converged answer carries the finest level's ν, an unconverged one
+    /// the fit's own.
+    #[test]
+    fn a_fitted_poisson_ratio_that_still_moves_is_not_convergence() {
+        let level = |e: f64, nu: f64| LevelFit {
+            poisson: vec![nu],
+            newton_steps: 2,
+            ..fit(vec![e], [1.0, 0.5], 8, 1.0)
+        };
+        let mut check = DiscretisationCheck::start(at(20, 1000, 80), vec![5.32], vec![0.29], 3);
+        check.push_level(at(40, 2494, 160), level(5.42, 0.27));
+        assert!(!check.converged);
+        check.push_level(at(80, 2494, 320), level(5.43, 0.24));
+        assert!((check.levels[1].largest_shift - 0.01).abs() < 1e-12);
+        assert!((check.levels[1].largest_poisson_shift - 0.03).abs() < 1e-12);
+        assert_eq!(check.levels[1].newton_steps, 2);
+        assert!(!check.converged, "E stands still, ν moves by 0.03");
+        assert_eq!(check.next(), Ok(()));
+        check.push_level(at(160, 2494, 640), level(5.44, 0.23));
+        assert!(check.converged);
+        check.finish(RefinementEnd::Converged);
+        assert_eq!(check.answer_poisson, vec![0.23]);
+        assert_eq!(check.answer_log10_youngs, vec![5.44]);
+
+        let mut capped = DiscretisationCheck::start(at(20, 1000, 80), vec![5.32], vec![0.29], 1);
+        capped.push_level(at(40, 2494, 160), level(5.33, 0.25));
+        assert!(!capped.converged);
+        capped.finish(capped.next().unwrap_err());
+        assert_eq!(capped.end, Some(RefinementEnd::LevelCap));
+        assert_eq!(capped.answer_poisson, vec![0.29]);
     }
 }

@@ -7,10 +7,14 @@
 //! them (src/fit/discretisation_carry.rs) and the fit's curvature: first
 //! the velocity on the last velocity stage's frames (when its field is
 //! fitted by L-BFGS; a velocity of the coarser discretisation would bias
-//! E), then E on the last stiffness stage's; then again a level finer,
-//! from that level's values,
+//! E), then E on the last stiffness stage's, followed by Newton steps
+//! from the exact gradient as after the fit's own stages
+//! (src/fit/exact_step.rs: the refit follows the stage's truncated
+//! gradient, which stops short of the level's optimum); then again a
+//! level finer, from that level's values,
 //! while the largest shift of an E parameter between two consecutive
-//! levels is at or above [`DISCRETISATION_TOLERANCE`], for at most
+//! levels is at or above [`DISCRETISATION_TOLERANCE`] (or that of a fitted
+//! ν at or above [`POISSON_DISCRETISATION_TOLERANCE`]), for at most
 //! `fit.discretisation_levels` levels. When the last shift is below the
 //! tolerance the check has converged and the finest level's E is the
 //! material's answer (the discretisation no longer moves it); otherwise
@@ -34,16 +38,19 @@
 //! and a level that does not fit ends the check there
 //! ([`RefinementEnd::Memory`]) rather than the fit.
 //!
-//! A fitted Poisson's ratio is refitted with E (its shift is not
-//! reported: E's is the question). Only a `global` or `regions` field of
+//! A fitted Poisson's ratio is refitted with E, and its shift counts:
+//! on a drop E and ν trade along a curved valley of the loss. Only a `global` or `regions` field of
 //! at most [`LBFGS_MAX_PARAMETERS`] E values is checked (fitted by
 //! L-BFGS): a per-driver field's values are pinned by the regulariser as
 //! much as by the frames, their shift would measure both, and their
 //! number changes with the drivers from level to level.
 
 pub use super::discretisation::{DiscretisationCheck, RefinementEnd};
+#[cfg(doc)]
+use super::discretisation::{DISCRETISATION_TOLERANCE, POISSON_DISCRETISATION_TOLERANCE};
 use super::error::FitError;
 use super::evaluation::Parameters;
+use super::exact_step::walk_newton;
 use super::objective::{Remember, StageObjective, Unknowns};
 use super::observer::{EvaluationHook, EvaluationPurpose};
 use super::options::FitProblemOptions;
@@ -103,10 +110,14 @@ pub struct LevelRun {
     /// fitted ν).
     pub params: Parameters,
     /// The stiffness refit's loss at its start (the previous level's E,
-    /// the velocity refitted at this level), then at its end.
+    /// the velocity refitted at this level), then at its end (after the
+    /// Newton steps).
     pub loss: [f64; 2],
-    /// Evaluations it took (the velocity's and E's refits together).
+    /// Evaluations it took (the velocity's and E's refits and the Newton
+    /// steps together).
     pub evaluations: u32,
+    /// Newton steps kept after the stiffness refit.
+    pub newton_steps: u32,
     /// Its wall seconds.
     pub seconds: f64,
     /// The curvature the stiffness refit ended with, for the next level's.
@@ -191,14 +202,28 @@ pub fn refit_level(
     let (stage, pairs) = stages.stiffness;
     let run = refit_stage(ctx, &mut problem, stage, &from, pairs, range, deadline, hook)?
         .ok_or_else(blew_up)?;
+    evaluations += run.evaluations;
+    let stopped = velocity_cut || run.stopped;
+    // The exact gradient's Newton steps from where the truncated one
+    // stopped; not when the budget stopped the refit (its end is not an
+    // optimum of any kind) or is spent.
+    let (params, end_loss, newton_steps) = match stopped || past(deadline) {
+        true => (run.params, run.loss[1], 0),
+        false => {
+            let walk = walk_newton(ctx, &mut problem, stage, &run.params, run.loss[1], None, range)?;
+            evaluations += walk.evaluations;
+            (walk.at, walk.loss[1], walk.steps)
+        }
+    };
     Ok(LevelRun {
-        params: run.params,
-        loss: run.loss,
-        evaluations: evaluations + run.evaluations,
+        params,
+        loss: [run.loss[0], end_loss],
+        evaluations,
+        newton_steps,
         seconds: started.elapsed().as_secs_f64(),
         pairs: run.pairs,
         velocity_pairs,
-        stopped_for_budget: velocity_cut || run.stopped,
+        stopped_for_budget: stopped,
     })
 }
 

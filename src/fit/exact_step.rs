@@ -31,7 +31,7 @@ use super::uncertainty::StiffnessNewtonStep;
 use super::uncertainty_estimate::HESSIAN_STEP;
 use crate::gpu::GpuContext;
 use crate::mpm::GradientFlow;
-use crate::solve::curvature::hessian_by_differences;
+use crate::solve::curvature::{hessian_by_differences, Differences};
 use crate::solve::newton::newton_step;
 use crate::solve::Objective;
 
@@ -68,7 +68,7 @@ pub fn take_exact_step(
     state: &mut FitState,
     range: [f64; 2],
 ) -> Result<Option<ExactStep>, FitError> {
-    let Some(mut newton) = state
+    let Some(newton) = state
         .uncertainty
         .as_ref()
         .and_then(|u| u.stiffness_newton_step.clone())
@@ -88,51 +88,107 @@ pub fn take_exact_step(
     let Some(before) = blown_up(problem.loss(ctx, &start, &stage.selection))? else {
         return Ok(None);
     };
-    let mut at = start.clone();
-    let mut last = before.loss;
-    let mut first_fraction = 0.0;
-    let mut steps = 0;
+    let predicted_decrease = newton.predicted_decrease;
+    let walk = walk_newton(ctx, problem, stage, &start, before.loss, Some(newton), range)?;
+    let difference = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x - y).collect();
+    let step = ExactStep {
+        log10_youngs: difference(&walk.at.log10_youngs, &start.log10_youngs),
+        poisson_z: difference(&walk.at.poisson, &start.poisson),
+        fraction: walk.first_fraction,
+        loss: walk.loss,
+        predicted_decrease,
+        steps: walk.steps,
+    };
+    state.log10_youngs = walk.at.log10_youngs;
+    state.poisson = walk.at.poisson;
+    Ok(Some(step))
+}
+
+/// Where Newton steps in the stiffness unknowns from a point ended
+/// ([`walk_newton`]).
+#[derive(Clone, Debug)]
+pub struct NewtonWalk {
+    /// The point reached (the start when no step lowered the loss).
+    pub at: Parameters,
+    /// The stage's loss at the start, then at `at`.
+    pub loss: [f64; 2],
+    /// Steps kept.
+    pub steps: u32,
+    /// The fraction of the first step kept (0 when none was).
+    pub first_fraction: f64,
+    /// Evaluations taken: the trials' losses and the fresh Hessians'
+    /// gradients.
+    pub evaluations: u32,
+}
+
+/// Newton steps in E (and a fitted ν), the velocity held, on the last
+/// stiffness `stage`'s loss from `start`, whose loss is `before` (module
+/// doc): the first is `first` when given (the error bars' step), else
+/// one from a fresh Hessian; each is kept whole or halved when that
+/// lowers the loss, and another follows while [`GO_ON_SHARE`] says the
+/// optimum may lie further on ([`MAX_NEWTON_STEPS`] in all). The
+/// discretisation check's levels walk from their refits' ends the same
+/// way (src/fit/discretisation_check.rs).
+pub fn walk_newton(
+    ctx: &GpuContext,
+    problem: &mut FitProblem,
+    stage: &StagePlan,
+    start: &Parameters,
+    before: f64,
+    first: Option<StiffnessNewtonStep>,
+    range: [f64; 2],
+) -> Result<NewtonWalk, FitError> {
+    problem.set_stage(&stage.settings)?;
+    let mut walk = NewtonWalk {
+        at: start.clone(),
+        loss: [before, before],
+        steps: 0,
+        first_fraction: 0.0,
+        evaluations: 0,
+    };
+    let mut newton = match first {
+        Some(n) => n,
+        None => match fresh_newton_step(ctx, problem, stage, start, range)? {
+            Some((n, evaluations)) => {
+                walk.evaluations += evaluations;
+                n
+            }
+            None => return Ok(walk),
+        },
+    };
     loop {
+        let at = walk.at.clone();
         let moved = |fraction: f64| moved_by(&at, &newton, fraction, range);
-        let kept = first_lower(last, |fraction| {
+        let mut trials = 0;
+        let kept = first_lower(walk.loss[1], |fraction| {
+            trials += 1;
             let loss = blown_up(problem.loss(ctx, &moved(fraction), &stage.selection))?;
             Ok::<_, FitError>(loss.map(|r| r.loss))
         })?;
+        walk.evaluations += trials;
         let Some((fraction, after)) = kept else {
             break;
         };
-        if steps == 0 {
-            first_fraction = fraction;
+        if walk.steps == 0 {
+            walk.first_fraction = fraction;
         }
-        steps += 1;
-        let gained = last - after;
-        at = moved(fraction);
-        last = after;
-        let go_on = fraction < 1.0 || gained > GO_ON_SHARE * (last + gained);
-        if !go_on || steps >= MAX_NEWTON_STEPS {
+        walk.steps += 1;
+        let gained = walk.loss[1] - after;
+        walk.at = moved(fraction);
+        walk.loss[1] = after;
+        let go_on = fraction < 1.0 || gained > GO_ON_SHARE * (after + gained);
+        if !go_on || walk.steps >= MAX_NEWTON_STEPS {
             break;
         }
-        newton = match fresh_newton_step(ctx, problem, stage, &at, range)? {
-            Some(n) => n,
+        newton = match fresh_newton_step(ctx, problem, stage, &walk.at, range)? {
+            Some((n, evaluations)) => {
+                walk.evaluations += evaluations;
+                n
+            }
             None => break,
         };
     }
-    let difference = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x - y).collect();
-    let step = ExactStep {
-        log10_youngs: difference(&at.log10_youngs, &start.log10_youngs),
-        poisson_z: difference(&at.poisson, &start.poisson),
-        fraction: first_fraction,
-        loss: [before.loss, last],
-        predicted_decrease: state
-            .uncertainty
-            .as_ref()
-            .and_then(|u| u.stiffness_newton_step.as_ref())
-            .map_or(0.0, |n| n.predicted_decrease),
-        steps,
-    };
-    state.log10_youngs = at.log10_youngs;
-    state.poisson = at.poisson;
-    Ok(Some(step))
+    Ok(walk)
 }
 
 /// `at` moved by `fraction` of Newton's step `newton`, E inside `range`
@@ -167,14 +223,14 @@ fn moved_by(
 /// gradient and one more per unknown (twice that when forward
 /// differences do not give a positive definite block). `None` when the
 /// block is not positive definite, an E is held at an end of `range`,
-/// or a rollout blew up.
+/// or a rollout blew up; otherwise the step and the gradients it took.
 fn fresh_newton_step(
     ctx: &GpuContext,
     problem: &mut FitProblem,
     stage: &StagePlan,
     at: &Parameters,
     range: [f64; 2],
-) -> Result<Option<StiffnessNewtonStep>, FitError> {
+) -> Result<Option<(StiffnessNewtonStep, u32)>, FitError> {
     if at_range_end(&at.log10_youngs, range) {
         return Ok(None);
     }
@@ -198,16 +254,27 @@ fn fresh_newton_step(
     let taken = hessian_by_differences(&mut objective, &z0, &steps, &bounds, Some(&g), |h| {
         newton_step(h, &g).is_some()
     })?;
-    let Some((step, decrease)) = taken.and_then(|(h, _)| newton_step(&h, &g)) else {
+    let Some((h, differences)) = taken else {
+        return Ok(None);
+    };
+    let n = z0.len() as u32;
+    let gradients = 1 + match differences {
+        Differences::Forward => n,
+        Differences::Central => 2 * n,
+    };
+    let Some((step, decrease)) = newton_step(&h, &g) else {
         return Ok(None);
     };
     let e = at.log10_youngs.len();
     let step: Vec<f64> = step.iter().zip(&scale).map(|(s, k)| s * k).collect();
-    Ok(Some(StiffnessNewtonStep {
-        log10_youngs: step[..e].to_vec(),
-        poisson_z: step[e..].to_vec(),
-        predicted_decrease: decrease,
-    }))
+    Ok(Some((
+        StiffnessNewtonStep {
+            log10_youngs: step[..e].to_vec(),
+            poisson_z: step[e..].to_vec(),
+            predicted_decrease: decrease,
+        },
+        gradients,
+    )))
 }
 
 /// The first of [`FRACTIONS`] whose loss (`loss_at`, `None` where the

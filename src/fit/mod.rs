@@ -72,7 +72,7 @@ internal_mods! {
 }
 
 pub use checkpoint::CheckpointError;
-pub use discretisation::{RefinementEnd, Resolution};
+pub use discretisation::{LevelFit, RefinementEnd, Resolution};
 pub use discretisation_grid::{level_resolution, level_scene, scene_resolution};
 pub use output_plan::{COMPARE_DIR, OUTPUT_FILES};
 pub use record::mean_quality;

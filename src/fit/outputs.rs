@@ -4,7 +4,7 @@
 //! | file | what |
 //! | --- | --- |
 //! | `drivers.safetensors` | everything a re-simulation needs ([`FittedDrivers`]) |
-//! | `fitted.ply` | every splat with `youngs_modulus` (world units: the finest level's E when the discretisation check converged, the fit's own otherwise; `drivers.safetensors` keeps the fit's own), `simulated`, `anchored`, `vx vy vz`, `youngs_log10_std` ([`crate::output::fitted_ply`]) |
+//! | `fitted.ply` | every splat with `youngs_modulus` (world units: the finest level's E, and a fitted ν, when the discretisation check converged, the fit's own otherwise; `drivers.safetensors` keeps the fit's own), `simulated`, `anchored`, `vx vy vz`, `youngs_log10_std` ([`crate::output::fitted_ply`]) |
 //! | `loss.jsonl` | one [`super::IterationRecord`] per line |
 //! | `loss.png` | the loss and PSNR curves per stage, the scan's candidates against log10 E |
 //! | `compare/<view>/frame_NNNN.png` | reference \| fitted \| 4×\|difference\| per frame (the fitted render with the view's colour correction, as the loss compares it), captioned with the frame number and the PSNR |
@@ -250,7 +250,7 @@ pub fn write_outputs(
         .save(&out.join("drivers.safetensors"))
         .map_err(SessionError::output)?;
     // fitted.ply and stiffness.png carry the material's answer: the
-    // finest level's E when the discretisation check converged, the fit's
+    // finest level's E (and ν) when the discretisation check converged, the fit's
     // own otherwise (docs/design.md § Error bars, "From the
     // discretisation"); drivers.safetensors keeps the fit's own E, the one
     // its recorded substeps reproduce the compare frames with.
@@ -265,8 +265,15 @@ pub fn write_outputs(
                 FittedDrivers::new(scene, &drivers, &log10, &velocity, log10_std.as_deref())
                     .map_err(SessionError::output)?;
             if problem.poisson_map().is_some() {
+                // The converged ν beside E (the fit's own from a check
+                // that kept none).
+                let range = scene.fit.stiffness.poisson_range;
+                let z: Vec<f64> = match d.answer_poisson.len() == state.poisson.len() {
+                    true => d.answer_poisson.iter().map(|&nu| range.z_of(nu)).collect(),
+                    false => state.poisson.clone(),
+                };
                 refined = refined
-                    .with_poisson(problem.driver_poisson(&state.poisson)?)
+                    .with_poisson(problem.driver_poisson(&z)?)
                     .map_err(SessionError::output)?;
             }
             let material =

@@ -17,7 +17,7 @@
 
 use std::cell::RefCell;
 
-use super::discretisation::at_range_end;
+use super::discretisation::{at_range_end, LevelFit};
 use super::discretisation_carry::carry_parameters;
 use super::discretisation_check::{
     checkable, level_fits_memory, refit_level, refitted_velocity, DiscretisationCheck, LevelStages,
@@ -55,10 +55,14 @@ impl FitSession {
             return Ok(());
         };
         let stage = stage.clone();
+        let poisson_range = self.scene.fit.stiffness.poisson_range;
+        let poisson_of =
+            |z: &[f64]| -> Vec<f64> { z.iter().map(|&z| poisson_range.poisson_of(z)).collect() };
         let mut check = self.state.discretisation.take().unwrap_or_else(|| {
             DiscretisationCheck::start(
                 scene_resolution(&self.scene),
                 fitted.log10_youngs.clone(),
+                poisson_of(&fitted.poisson),
                 self.scene.fit.discretisation_levels,
             )
         });
@@ -81,6 +85,15 @@ impl FitSession {
         let mut from = carry_parameters(&self.scene, &self.drivers, &from_drivers, &fitted)
             .map_err(|e| FitError::Parameterisation(e.to_string()))?;
         from.log10_youngs = check.finest().1.to_vec();
+        // A resumed check's finest ν (a checkpoint of an earlier physfit
+        // kept none: the fit's own then).
+        if check.finest_poisson().len() == from.poisson.len() {
+            from.poisson = check
+                .finest_poisson()
+                .iter()
+                .map(|&nu| poisson_range.z_of(nu))
+                .collect();
+        }
         let mut pairs = self.state.curvature_of(StageKind::Stiffness).to_vec();
         let mut velocity_pairs = self.state.curvature_of(StageKind::Velocity).to_vec();
         let velocity_stage =
@@ -159,10 +172,14 @@ impl FitSession {
             };
             check.push_level(
                 at,
-                run.params.log10_youngs.clone(),
-                run.loss,
-                run.evaluations,
-                run.seconds,
+                LevelFit {
+                    log10_youngs: run.params.log10_youngs.clone(),
+                    poisson: poisson_of(&run.params.poisson),
+                    loss: run.loss,
+                    evaluations: run.evaluations,
+                    newton_steps: run.newton_steps,
+                    seconds: run.seconds,
+                },
             );
             let held = at_range_end(&run.params.log10_youngs, level.material.log10_youngs_range);
             (from, from_drivers, pairs) = (run.params, drivers, run.pairs);

@@ -80,21 +80,30 @@ fn running_state() -> FitState {
                 drivers,
                 substeps,
             };
-            let mut check =
-                DiscretisationCheck::start(at(16, 500, 9), vec![3.1, 4.0, 1.0 / 3.0], 3);
+            let level =
+                |log10_youngs: Vec<f64>, poisson, loss, evaluations, newton_steps, seconds| {
+                    physfit::fit::LevelFit {
+                        log10_youngs,
+                        poisson: vec![poisson],
+                        loss,
+                        evaluations,
+                        newton_steps,
+                        seconds,
+                    }
+                };
+            let mut check = DiscretisationCheck::start(
+                at(16, 500, 9),
+                vec![3.1, 4.0, 1.0 / 3.0],
+                vec![0.1 / 3.0],
+                3,
+            );
             check.push_level(
                 at(32, 1900, 18),
-                vec![3.2, 4.1, 0.3],
-                [0.25, 1.0 / 9.0],
-                7,
-                12.5,
+                level(vec![3.2, 4.1, 0.3], 0.25, [0.25, 1.0 / 9.0], 7, 2, 12.5),
             );
             check.push_level(
                 at(64, 7300, 36),
-                vec![3.21, 4.09, 0.31],
-                [0.125, 0.1],
-                4,
-                30.25,
+                level(vec![3.21, 4.09, 0.31], 0.255, [0.125, 0.1], 4, 1, 30.25),
             );
             check.finish(RefinementEnd::Converged);
             check

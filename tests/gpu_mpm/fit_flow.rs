@@ -155,8 +155,9 @@ fn a_fit_without_a_terminal_prints_plain_progress_and_a_log_to_follow() {
 /// drivers rebuilt for that grid, then a level finer again while a level
 /// moves E by the tolerance or more, up to `fit.discretisation_levels`
 /// (1 here: the frames' own grid, 24): fit.json records every level
-/// (its grid, drivers, substeps, E refitted after the velocity, shift from the level before, a loss the
-/// refit lowers), why the levels stopped, and the E reported as the
+/// (its grid, drivers, substeps, E refitted after the velocity and
+/// walked by Newton steps, shift from the level before, a loss the refit
+/// lowers), why the levels stopped, and the E reported as the
 /// material's (the finest level's when converged, the fit's own
 /// otherwise); each E parameter's `discretisation_shift` is the finest
 /// level's minus the fit's own; drivers.safetensors keeps the fit's own E;
@@ -247,6 +248,11 @@ fn a_checked_discretisation_refines_until_e_stops_moving_or_the_cap() {
         assert!((level["largest_shift"].as_f64().unwrap() - largest).abs() < 1e-12);
         let loss = numbers(&level["loss"]);
         assert!(loss[1] <= loss[0], "the refit lowers its loss: {level}");
+        // The refit's Newton steps from the exact gradient are counted;
+        // ν is held here, so no ν is recorded.
+        assert!(level["newton_steps"].as_u64().unwrap() <= 4, "{level}");
+        assert_eq!(level["poisson"].as_array().map(Vec::len), Some(0));
+        assert_eq!(level["largest_poisson_shift"].as_f64(), Some(0.0));
         if k + 1 < levels.len() {
             assert!(
                 largest >= tolerance,
