@@ -20,7 +20,8 @@ use anyhow::{Context, Result};
 use physfit::budget::{estimate, human_bytes, Workload};
 use physfit::fit::{
     cold_velocity_evaluations, level_scene, poisson_candidates, scene_resolution, solver_for,
-    youngs_world, DriverSet, RegionAssignment, Solver,
+    youngs_world, DriverSet, RegionAssignment, Solver, MAX_NEWTON_STEPS,
+    POISSON_DISCRETISATION_TOLERANCE,
 };
 use physfit::scene::{FieldSetting, FitStage, Scene};
 
@@ -353,16 +354,20 @@ fn discretisation_summary(scene: &Scene) -> String {
         "discretisation E refitted after the stages at {} (the fit's {own}: the grid and the \
          substeps doubled, the substeps at least to the finer grid's stability minimum, the \
          drivers rebuilt by `[drivers]` for the grid), then at {} while a level moves an E by \
-         0.05 decades or more: at most {} level{}, each at most {} evaluations with the \
-         simulation's cost growing with the grid, drivers and substeps (the rendering \
+         0.05 decades or more{}: at most {} level{}, each at most {} evaluations, then up to {} \
+         Newton steps from the exact gradient, with the simulation's cost growing with the grid, drivers and substeps (the rendering \
          unchanged); each level builds a second fit problem at its discretisation (its memory \
          estimate is checked before it runs: {memory}){}{}. Converged, fitted.ply carries the \
-         finest level's E",
+         finest level's E{}",
         listed[0],
         if listed.len() > 1 {
             listed[1..].join("; ")
         } else {
             "no further level".to_string()
+        },
+        match f.stiffness.poisson.fitted() {
+            true => format!(" or a fitted ν by {POISSON_DISCRETISATION_TOLERANCE} or more"),
+            false => String::new(),
         },
         f.discretisation_levels,
         if f.discretisation_levels == 1 {
@@ -371,11 +376,16 @@ fn discretisation_summary(scene: &Scene) -> String {
             "s"
         },
         f.stiffness.iterations,
+        MAX_NEWTON_STEPS,
         refusal.unwrap_or_default(),
         f.discretisation_seconds.map_or(String::new(), |s| format!(
             "; within `fit.discretisation_seconds` = {s} s over all levels (a level predicted \
              from the last ones' times not to finish in what is left is not started, and one \
              running when it is spent stops unconverged)"
-        ))
+        )),
+        match f.stiffness.poisson.fitted() {
+            true => " and ν",
+            false => "",
+        }
     )
 }

@@ -205,8 +205,9 @@ fn check_says_the_scan_goes_on_over_poissons_ratio_when_it_is_fitted() {
 /// `physfit check` says what the discretisation check will do: off, how
 /// to turn it on; on, each level's grid, drivers and substeps up to the
 /// cap (the grid and substeps doubled level to level, the drivers the
-/// scene's rule on each grid), the evaluations each may take, the
-/// second problem it builds and the time budget when one is set.
+/// scene's rule on each grid), the evaluations and Newton steps each may
+/// take, the second problem it builds, the time budget when one is set,
+/// and a fitted ν's tolerance beside E's.
 #[test]
 fn check_says_what_the_discretisation_check_will_do() {
     let fx = Fixture::new();
@@ -223,6 +224,17 @@ fn check_says_what_the_discretisation_check_will_do() {
                 "each level builds a second fit problem at its discretisation",
                 "the finest level's problem is estimated at ",
                 "within `fit.discretisation_seconds` = 900 s over all levels",
+                "each at most 9 evaluations, then up to 4 Newton steps from the exact gradient",
+                "fitted.ply carries the finest level's E\n",
+            ],
+        ),
+        (
+            "[fit]\ncheck_discretisation = true\ndiscretisation_levels = 2\n\
+             [fit.stiffness]\niterations = 9\npoisson = \"global\"\n",
+            vec![
+                "while a level moves an E by 0.05 decades or more or a fitted ν by 0.02 or more: \
+                 at most 2 levels",
+                "fitted.ply carries the finest level's E and ν\n",
             ],
         ),
     ] {
