@@ -90,6 +90,7 @@ mod tests {
             name: name.into(),
             poisson_ratio,
             std: None,
+            discretisation_shift: None,
         }
     }
 

@@ -377,6 +377,16 @@ impl DiscretisationCheck {
         };
     }
 
+    /// Per fitted ν, the finest level's minus the fit's own: how far the
+    /// discretisation moved it over every level (empty when ν is held,
+    /// or a check of an earlier physfit kept no ν).
+    pub fn total_poisson_shift(&self) -> Vec<f64> {
+        match self.finest_poisson().len() == self.fitted_poisson.len() {
+            true => differences(self.finest_poisson(), &self.fitted_poisson),
+            false => Vec::new(),
+        }
+    }
+
     /// The largest shift between the last two levels (0 before any).
     pub fn last_shift(&self) -> f64 {
         self.levels.last().map_or(0.0, |l| l.largest_shift)
@@ -553,6 +563,7 @@ mod tests {
         assert!(check.converged);
         check.finish(RefinementEnd::Converged);
         assert_eq!(check.answer_poisson, vec![0.23]);
+        assert!((check.total_poisson_shift()[0] + 0.06).abs() < 1e-12);
         assert_eq!(check.answer_log10_youngs, vec![5.44]);
 
         let mut capped = DiscretisationCheck::start(at(20, 1000, 80), vec![5.32], vec![0.29], 1);

@@ -344,6 +344,12 @@ pub struct PoissonParameter {
     /// absent without error bars, or where the frames do not constrain it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub std: Option<f64>,
+    /// The finest level's minus the fit's own ν when the discretisation
+    /// was checked, over every level: the discretisation's error bar of
+    /// `poisson_ratio`, beside the data's [`PoissonParameter::std`]; absent
+    /// when the check did not run (or, from an earlier physfit, kept no ν).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discretisation_shift: Option<f64>,
 }
 
 /// `fit.json` (module doc).

@@ -248,6 +248,10 @@ pub fn poisson_parameters(
             name,
             poisson_ratio: scene.fit.stiffness.poisson_range.poisson_of(z),
             std: std(i),
+            discretisation_shift: state
+                .discretisation
+                .as_ref()
+                .and_then(|d| d.total_poisson_shift().get(i).copied()),
         })
         .collect()
 }
