@@ -36,6 +36,7 @@ use crate::drive::{DriveError, DriverSet};
 use crate::fit::{FitError, FitProblem, FitProblemOptions, RolloutValues, Selection, YoungsField};
 use crate::gpu::GpuContext;
 use crate::mpm_rules::voxel;
+use crate::mpm_rules::AnchorRule;
 use crate::scene::{DriverCount, Scene};
 use crate::synth::{Truth, TruthError};
 
@@ -78,12 +79,18 @@ pub enum Change {
     /// The grid resolution times this factor (drivers per occupied cell
     /// and the substep multiple kept).
     Grid(f64),
+    /// This anchoring rule (`simulation.anchoring`): `nearest` holds the
+    /// one node nearest each anchored particle, as PhysDreamer's
+    /// simulator holds one node per anchored particle, where physfit's
+    /// default `stencil` holds every node its stencil touches, a layer
+    /// about a cell thick.
+    Anchoring(AnchorRule),
 }
 
 impl Change {
     /// The changes of the recorded table: drivers 2, 4, 8, 16 per cell and
-    /// one per splat; substeps ×1, ×2, ×4; grid ×1.5, ×2 (the default row
-    /// first).
+    /// one per splat; substeps ×1, ×2, ×4; grid ×1.5, ×2; each anchoring
+    /// rule (the default row first).
     pub fn table() -> Vec<Change> {
         vec![
             Change::Default,
@@ -97,12 +104,14 @@ impl Change {
             Change::Substeps(4),
             Change::Grid(1.5),
             Change::Grid(2.0),
+            Change::Anchoring(AnchorRule::Stencil),
+            Change::Anchoring(AnchorRule::Nearest),
         ]
     }
 
     /// Parses a name of [`Change::name`]'s form (`default`,
     /// `drivers-per-cell=N`, `driver-per-splat`, `substeps=xN`,
-    /// `grid=xF`).
+    /// `grid=xF`, `anchoring=stencil|nearest`).
     pub fn parse(s: &str) -> Option<Change> {
         let (key, value) = s.split_once('=').unwrap_or((s, ""));
         let times = |v: &str| v.strip_prefix('x').unwrap_or(v).to_string();
@@ -124,6 +133,10 @@ impl Change {
                 .ok()
                 .filter(|&f: &f64| f.is_finite() && f > 0.0)
                 .map(Change::Grid),
+            "anchoring" => [AnchorRule::Stencil, AnchorRule::Nearest]
+                .into_iter()
+                .find(|r| r.word() == value)
+                .map(Change::Anchoring),
             _ => None,
         }
     }
@@ -136,6 +149,7 @@ impl Change {
             Change::DriverPerSplat => "driver-per-splat".into(),
             Change::Substeps(n) => format!("substeps=x{n}"),
             Change::Grid(f) => format!("grid=x{f}"),
+            Change::Anchoring(rule) => format!("anchoring={}", rule.word()),
         }
     }
 
@@ -169,6 +183,7 @@ impl Change {
                 s.simulation.substeps =
                     ((substep_multiple * s.stability().min_substeps as f64).ceil() as u32).max(1);
             }
+            Change::Anchoring(rule) => s.simulation.anchoring = rule,
         }
         s
     }
@@ -240,6 +255,8 @@ pub struct ChangeRow {
     pub grid_res: u32,
     /// Substeps per frame.
     pub substeps: u32,
+    /// `simulation.anchoring`: `stencil` or `nearest`.
+    pub anchoring: &'static str,
     /// The stability minimum of substeps per frame at this grid.
     pub min_substeps: u32,
     /// Per region.
@@ -438,6 +455,7 @@ pub fn run(
             drivers_per_cell: drivers.len() as f64 / s.drivers.occupied_cells.max(1) as f64,
             grid_res: s.simulation.grid_res,
             substeps: s.simulation.substeps,
+            anchoring: s.simulation.anchoring.word(),
             min_substeps: s.stability().min_substeps,
             regions: scans,
             shift_from_default,

@@ -4,6 +4,7 @@
 //! finds the vertex of a quadratic scan.
 
 use physfit::bench::discretisation::{parabola_optimum, Change};
+use physfit::mpm_rules::AnchorRule;
 use physfit::scene::Scene;
 
 #[test]
@@ -13,6 +14,10 @@ fn change_names_read_back() {
     }
     assert_eq!(Change::parse("substeps=2"), Some(Change::Substeps(2)));
     assert_eq!(Change::parse("grid=x1.5"), Some(Change::Grid(1.5)));
+    assert_eq!(
+        Change::parse("anchoring=nearest"),
+        Some(Change::Anchoring(AnchorRule::Nearest))
+    );
     for bad in [
         "",
         "grid",
@@ -20,6 +25,8 @@ fn change_names_read_back() {
         "substeps=x0",
         "drivers-per-cell=0",
         "anchor",
+        "anchoring",
+        "anchoring=floor",
     ] {
         assert_eq!(Change::parse(bad), None, "{bad}");
     }
@@ -59,4 +66,21 @@ fn changes_reach_the_demo_scene() {
     assert_eq!(s.simulation.substeps, s.stability().min_substeps);
     assert!(s.simulation.substeps > scene.simulation.substeps);
     assert_eq!(Change::Default.apply(&scene).drivers, scene.drivers);
+
+    // The anchoring rule alone changes.
+    assert_eq!(scene.simulation.anchoring, AnchorRule::Stencil);
+    let s = Change::Anchoring(AnchorRule::Nearest).apply(&scene);
+    assert_eq!(s.simulation.anchoring, AnchorRule::Nearest);
+    assert_eq!(
+        (
+            s.simulation.grid_res,
+            s.simulation.substeps,
+            s.drivers.count
+        ),
+        (
+            scene.simulation.grid_res,
+            scene.simulation.substeps,
+            scene.drivers.count
+        )
+    );
 }

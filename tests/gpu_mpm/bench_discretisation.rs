@@ -34,7 +34,7 @@ fn bench_discretisation_scans_every_region_under_each_change() {
             "--truth",
             "truth.toml",
             "--changes",
-            "default,drivers-per-cell=2,substeps=x2,grid=x1.5",
+            "default,drivers-per-cell=2,substeps=x2,grid=x1.5,anchoring=nearest",
             "--points",
             "5",
             "--span",
@@ -48,7 +48,13 @@ fn bench_discretisation_scans_every_region_under_each_change() {
     let names: Vec<&str> = rows.iter().map(|r| r["change"].as_str().unwrap()).collect();
     assert_eq!(
         names,
-        ["default", "drivers-per-cell=2", "substeps=x2", "grid=x1.5"]
+        [
+            "default",
+            "drivers-per-cell=2",
+            "substeps=x2",
+            "grid=x1.5",
+            "anchoring=nearest"
+        ]
     );
     let default = &rows[0];
     let cells = f(&default["drivers"]) / f(&default["drivers_per_cell"]);
@@ -61,6 +67,12 @@ fn bench_discretisation_scans_every_region_under_each_change() {
         rows[2]
     );
     assert_eq!(f(&rows[3]["grid_res"]), 18.0);
+    // The anchoring rule alone changes.
+    assert_eq!(default["anchoring"], "stencil");
+    assert_eq!(rows[4]["anchoring"], "nearest");
+    for key in ["drivers", "grid_res", "substeps"] {
+        assert_eq!(rows[4][key], default[key], "{key}");
+    }
     assert!(f(&rows[3]["substeps"]) >= f(&rows[3]["min_substeps"]));
     // A grid change keeps the drivers per occupied cell, up to the cap at
     // the block's 8³ splats.
