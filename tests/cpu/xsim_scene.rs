@@ -1,8 +1,8 @@
 //! The committed twin from an independent simulator (scenes/xsim, made by
 //! tools/xsim/generate.py): the scene loads with the first 7 of its 13
 //! committed reference frames in every view (a video short enough to fit
-//! from three starts on a CPU), and its truth file loads against the
-//! scene's E range.
+//! from three starts on a CPU) and its generator's anchoring rule, and its
+//! truth file loads against the scene's E range.
 
 use std::path::Path;
 
@@ -34,6 +34,11 @@ fn xsim_scene_loads_with_its_first_7_frames_per_view() {
         );
     }
     assert!(!scene.anchored_indices().is_empty());
+    // The generator's anchoring: one held node per anchored particle.
+    assert_eq!(
+        scene.simulation.anchoring,
+        physfit::mpm_rules::AnchorRule::Nearest
+    );
 }
 
 #[test]
