@@ -13,6 +13,7 @@ use physfit::fit::mean_quality;
 use physfit::fit::stage_solver;
 use physfit::fit::Resolution;
 use physfit::fit::Solver;
+use physfit::fit::MAX_NEWTON_STEPS;
 use physfit::fit::ROUND_TOLERANCE;
 use physfit::fit::{
     Control, EvaluationDone, EvaluationPurpose, FinishedStage, FitObserver, FitState, StagePlan,
@@ -159,7 +160,7 @@ impl FitObserver for CliProgress {
         }
         self.bar.finish_and_clear();
         eprintln!(
-            "checking the discretisation: refitting E at {refined} (from the values at {previous}), at most {}",
+            "checking the discretisation: refitting E at {refined} (from the values at {previous}), at most {}, then up to {MAX_NEWTON_STEPS} Newton steps from the exact gradient",
             count(cap as usize, "evaluation", "evaluations")
         );
         self.bar = ProgressBar::new(u64::from(cap));

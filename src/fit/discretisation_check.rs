@@ -210,7 +210,16 @@ pub fn refit_level(
     let (params, end_loss, newton_steps) = match stopped || past(deadline) {
         true => (run.params, run.loss[1], 0),
         false => {
-            let walk = walk_newton(ctx, &mut problem, stage, &run.params, run.loss[1], None, range)?;
+            let walk = walk_newton(
+                ctx,
+                &mut problem,
+                stage,
+                &run.params,
+                run.loss[1],
+                None,
+                range,
+                Some(hook),
+            )?;
             evaluations += walk.evaluations;
             (walk.at, walk.loss[1], walk.steps)
         }

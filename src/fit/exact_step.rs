@@ -22,6 +22,7 @@ use super::discretisation_check::last_stiffness;
 use super::error::FitError;
 use super::evaluation::Parameters;
 use super::objective::{blown_up, Remember, StageObjective, Unknowns};
+use super::observer::{EvaluationDone, EvaluationHook, EvaluationPurpose};
 use super::plan::StagePlan;
 use super::poisson::Z_BOUND;
 use super::problem::FitProblem;
@@ -89,7 +90,16 @@ pub fn take_exact_step(
         return Ok(None);
     };
     let predicted_decrease = newton.predicted_decrease;
-    let walk = walk_newton(ctx, problem, stage, &start, before.loss, Some(newton), range)?;
+    let walk = walk_newton(
+        ctx,
+        problem,
+        stage,
+        &start,
+        before.loss,
+        Some(newton),
+        range,
+        None,
+    )?;
     let difference = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x - y).collect();
     let step = ExactStep {
         log10_youngs: difference(&walk.at.log10_youngs, &start.log10_youngs),
@@ -128,7 +138,9 @@ pub struct NewtonWalk {
 /// lowers the loss, and another follows while [`GO_ON_SHARE`] says the
 /// optimum may lie further on ([`MAX_NEWTON_STEPS`] in all). The
 /// discretisation check's levels walk from their refits' ends the same
-/// way (src/fit/discretisation_check.rs).
+/// way (src/fit/discretisation_check.rs). `hook`, when given, is told of
+/// every evaluation (the trials' losses and the Hessians' gradients).
+#[allow(clippy::too_many_arguments)]
 pub fn walk_newton(
     ctx: &GpuContext,
     problem: &mut FitProblem,
@@ -137,6 +149,7 @@ pub fn walk_newton(
     before: f64,
     first: Option<StiffnessNewtonStep>,
     range: [f64; 2],
+    hook: Option<EvaluationHook<'_>>,
 ) -> Result<NewtonWalk, FitError> {
     problem.set_stage(&stage.settings)?;
     let mut walk = NewtonWalk {
@@ -148,7 +161,7 @@ pub fn walk_newton(
     };
     let mut newton = match first {
         Some(n) => n,
-        None => match fresh_newton_step(ctx, problem, stage, start, range)? {
+        None => match fresh_newton_step(ctx, problem, stage, start, range, hook)? {
             Some((n, evaluations)) => {
                 walk.evaluations += evaluations;
                 n
@@ -163,7 +176,16 @@ pub fn walk_newton(
         let kept = first_lower(walk.loss[1], |fraction| {
             trials += 1;
             let loss = blown_up(problem.loss(ctx, &moved(fraction), &stage.selection))?;
-            Ok::<_, FitError>(loss.map(|r| r.loss))
+            let loss = loss.map(|r| r.loss);
+            if let Some(hook) = hook {
+                hook(&EvaluationDone {
+                    loss,
+                    with_gradient: false,
+                    counted: true,
+                    purpose: EvaluationPurpose::Stage,
+                });
+            }
+            Ok::<_, FitError>(loss)
         })?;
         walk.evaluations += trials;
         let Some((fraction, after)) = kept else {
@@ -180,7 +202,7 @@ pub fn walk_newton(
         if !go_on || walk.steps >= MAX_NEWTON_STEPS {
             break;
         }
-        newton = match fresh_newton_step(ctx, problem, stage, &walk.at, range)? {
+        newton = match fresh_newton_step(ctx, problem, stage, &walk.at, range, hook)? {
             Some((n, evaluations)) => {
                 walk.evaluations += evaluations;
                 n
@@ -230,6 +252,7 @@ fn fresh_newton_step(
     stage: &StagePlan,
     at: &Parameters,
     range: [f64; 2],
+    hook: Option<EvaluationHook<'_>>,
 ) -> Result<Option<(StiffnessNewtonStep, u32)>, FitError> {
     if at_range_end(&at.log10_youngs, range) {
         return Ok(None);
@@ -246,6 +269,9 @@ fn fresh_newton_step(
         Remember::Last,
     )
     .scaled(scale.clone());
+    if let Some(hook) = hook {
+        objective = objective.reporting(hook, EvaluationPurpose::Stage);
+    }
     let z0 = objective.to_solver(&unknowns.get(at));
     let Some((_, g)) = objective.evaluate(&z0)? else {
         return Ok(None);

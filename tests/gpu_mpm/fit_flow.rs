@@ -187,6 +187,10 @@ fn a_checked_discretisation_refines_until_e_stops_moving_or_the_cap() {
         stderr.contains("checking the discretisation: refitting E at "),
         "{stderr}"
     );
+    assert!(
+        stderr.contains("then up to 4 Newton steps from the exact gradient"),
+        "{stderr}"
+    );
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(d.join("fit").join("fit.json")).unwrap()).unwrap();
     let check = &json["discretisation"];
