@@ -28,6 +28,14 @@ pub enum CurvatureMethod {
     /// per-driver field): each value's error with its neighbours held, a
     /// sensitivity rather than a marginal error.
     Diagonal,
+    /// The velocity's own Hessian on the last velocity stage's loss (its
+    /// frames, E and ν held), by finite differences of the exact
+    /// gradients: taken when the joint Hessian on the stiffness stage's
+    /// frames left a velocity parameter without an error bar. On a drop
+    /// the contact makes that loss rough in the spin, while the free fall
+    /// the velocity stage fits pins every component; these errors are
+    /// conditional on E and carry no correlation with it.
+    VelocityStage,
 }
 
 /// Which finite differences of the exact gradients the joint Hessian was

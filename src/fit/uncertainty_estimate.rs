@@ -19,6 +19,9 @@
 //!    values (how far the loss's own optimum still is); an E held at an
 //!    end of `material.log10_youngs_range` gets none (the bound holds it,
 //!    not the frames, and the optimum lies outside);
+//!    a velocity that joint Hessian leaves without an error bar gets its
+//!    own, on the last velocity stage's loss with E held
+//!    ([`velocity_stage_bars`], [`CurvatureMethod::VelocityStage`]);
 //! 4. a per-driver group gets the Hessian's diagonal from [`PROBES`]
 //!    random-sign probes ([`diagonal_by_probes`]); a driver whose value
 //!    the TV term's largest pull could move by a standard error or more is
@@ -319,6 +322,27 @@ fn estimate_at(
         });
     }
 
+    // A velocity the joint Hessian left without an error bar: its own
+    // stage's loss (CurvatureMethod::VelocityStage).
+    let velocity_group = groups.iter().find(|g| {
+        g.kind == Fitted::Velocity && values(g.kind).len() <= LBFGS_MAX_PARAMETERS
+    });
+    if let Some(&group) = velocity_group.filter(|_| velocity_std.iter().any(Option::is_none)) {
+        if let Some(own) = velocity_stage_bars(ctx, problem, scene, plan, &params, group)? {
+            evaluations += own.evaluations;
+            if own.std.iter().all(Option::is_some) {
+                velocity_std = own.std;
+                velocity_method = Some(CurvatureMethod::VelocityStage);
+            }
+        }
+        // The stiffness stage's data-only weights again, for what follows.
+        problem.set_stage(&FitStage {
+            tv_weight: 0.0,
+            velocity_tv_weight: 0.0,
+            ..stage.settings.clone()
+        })?;
+    }
+
     // Each per-driver group on its own, by probes of its diagonal.
     for g in groups
         .iter()
@@ -398,6 +422,75 @@ fn estimate_at(
         differences,
         stiffness_newton_step: stiffness_step,
     })
+}
+
+/// What [`velocity_stage_bars`] found.
+struct OwnStageBars {
+    /// Per velocity parameter, its standard error (parameter units).
+    std: Vec<Option<f64>>,
+    /// Gradients it took.
+    evaluations: u32,
+}
+
+/// The velocity's standard errors from the last velocity stage's own loss
+/// at `params` ([`CurvatureMethod::VelocityStage`]): its frames and image
+/// weights with the smoothness at 0, the full flow, E and ν held; the
+/// Hessian by forward differences of the exact gradients, completed to
+/// central ones when those leave a component without a bar, and scaled by
+/// that stage's own residual. Leaves `problem` at that stage's weights.
+/// `None` without a velocity stage, or where a rollout blew up.
+fn velocity_stage_bars(
+    ctx: &GpuContext,
+    problem: &mut FitProblem,
+    scene: &Scene,
+    plan: &[StagePlan],
+    params: &Parameters,
+    group: Group,
+) -> Result<Option<OwnStageBars>, FitError> {
+    let Some(stage) = plan.iter().rev().find(|p| p.kind == StageKind::Velocity) else {
+        return Ok(None);
+    };
+    problem.set_stage(&FitStage {
+        tv_weight: 0.0,
+        velocity_tv_weight: 0.0,
+        ..stage.settings.clone()
+    })?;
+    let mut evaluations = 1u32;
+    let Some(centre) = gradients_at(ctx, problem, params, stage)? else {
+        return Ok(None);
+    };
+    let residuals = residual_count(ctx, problem, scene, params, &stage.selection)?;
+    let n = params.velocity.len();
+    let scale = residual_scale(centre.loss, residuals, n);
+    let z0: Vec<f64> = params.velocity.iter().map(|v| v / group.scale).collect();
+    let bounds = vec![(f64::NEG_INFINITY, f64::INFINITY); n];
+    let g0: Vec<f64> = centre.velocity.iter().map(|g| g * group.scale).collect();
+    let mut objective = |z: &[f64]| -> Result<Evaluated, FitError> {
+        evaluations += 1;
+        let mut p = params.clone();
+        for (v, zi) in p.velocity.iter_mut().zip(z) {
+            *v = zi * group.scale;
+        }
+        gradient_of(ctx, problem, &p, stage, |grads| {
+            grads(Fitted::Velocity)
+                .iter()
+                .map(|g| g * group.scale)
+                .collect()
+        })
+    };
+    let steps = vec![HESSIAN_STEP; n];
+    let taken = hessian_by_differences(&mut objective, &z0, &steps, &bounds, Some(&g0), |h| {
+        covariance(h, scale).std.iter().all(Option::is_some)
+    })?;
+    let std = match taken {
+        Some((h, _)) => covariance(&h, scale)
+            .std
+            .iter()
+            .map(|s| s.map(|s| s * group.scale))
+            .collect(),
+        None => vec![None; n],
+    };
+    Ok(Some(OwnStageBars { std, evaluations }))
 }
 
 /// Newton's step in the stiffness unknowns alone (E and ν's `z`, the

@@ -737,3 +737,59 @@ fn a_fit_of_poissons_ratio_interrupted_in_its_stiffness_stage_resumes_to_the_sam
     assert!((whole.0 - cut.0).abs() <= 1e-4, "{whole:?} vs {cut:?}");
     assert!((whole.1 - cut.1).abs() <= 1e-4, "{whole:?} vs {cut:?}");
 }
+
+/// A velocity the joint Hessian leaves without an error bar gets one from
+/// its own stage's loss (`CurvatureMethod::VelocityStage`), E held: here
+/// the stiffness stage's loss is made blind to every parameter (its one
+/// frame is the rest frame, which nothing moves), so the joint Hessian
+/// pins nothing, and the velocity stage's free fall (frames 1–2) pins
+/// every component. With the stiffness stage's own frames the joint
+/// Hessian gives the velocity its bars and no second Hessian is taken.
+#[test]
+fn a_velocity_the_joint_hessian_leaves_unpinned_gets_bars_from_its_own_stage() {
+    use physfit::fit::uncertainty::CurvatureMethod;
+    use physfit::fit::{plan_stages, StageChoice};
+    let ctx = common::gpu();
+    let (_dir, scene) = drop_scene(&ctx);
+    let mut p = problem(&ctx, &scene);
+    let mut plan: Vec<StagePlan> = plan_stages(&scene, &[0, 1], FRAMES, 1, StageChoice::Both)
+        .into_iter()
+        .filter(|s| s.kind != StageKind::Scan)
+        .collect();
+    let kinds: Vec<StageKind> = plan.iter().map(|s| s.kind).collect();
+    assert_eq!(kinds, [StageKind::Velocity, StageKind::Stiffness]);
+    plan[0].selection.frames = vec![1, 2];
+    let state = FitState::start(truth(&p), &plan);
+
+    let joint = estimate_uncertainty(&ctx, &mut p, &scene, &plan, &state)
+        .unwrap()
+        .unwrap();
+    eprintln!(
+        "joint: v0 σ {:?} ({:?}), {} evaluations",
+        joint.velocity_std, joint.velocity_method, joint.evaluations
+    );
+    assert_eq!(joint.velocity_method, Some(CurvatureMethod::Hessian));
+    assert!(joint.velocity_std.iter().all(Option::is_some));
+
+    plan[1].selection.frames = vec![0];
+    let blind = estimate_uncertainty(&ctx, &mut p, &scene, &plan, &state)
+        .unwrap()
+        .unwrap();
+    eprintln!(
+        "blind stiffness frames: v0 σ {:?} ({:?}), E σ {:?}, {} evaluations",
+        blind.velocity_std, blind.velocity_method, blind.youngs_log10_std, blind.evaluations
+    );
+    assert_eq!(blind.youngs_log10_std, vec![None], "nothing pins E at rest");
+    assert_eq!(blind.velocity_method, Some(CurvatureMethod::VelocityStage));
+    for s in &blind.velocity_std {
+        let s = s.expect("the free fall pins every component");
+        assert!(s.is_finite() && s > 0.0 && s < 0.05, "σ(v0) {s}");
+    }
+    // Two Hessians: the joint one (1 + 5, then 5 more to complete it to
+    // central differences) and the velocity's own (at least 1 + 3).
+    assert!(
+        blind.evaluations >= joint.evaluations + 4,
+        "{}",
+        blind.evaluations
+    );
+}
