@@ -54,7 +54,7 @@ use super::exact_step::walk_newton;
 use super::objective::{Remember, StageObjective, Unknowns};
 use super::observer::{EvaluationHook, EvaluationPurpose};
 use super::options::FitProblemOptions;
-use super::plan::{StageKind, StagePlan, LBFGS_MAX_PARAMETERS};
+use super::plan::{last_stiffness, StageKind, StagePlan, LBFGS_MAX_PARAMETERS};
 use super::problem::FitProblem;
 use super::stages_lbfgs::{lbfgs_coordinates, warm_start};
 use crate::budget::{estimate, MachineMemory, Workload};
@@ -73,11 +73,6 @@ pub enum NotChecked {
     PerDriverField,
     /// The plan fits no stiffness stage.
     NoStiffnessStage,
-}
-
-/// The plan's last stiffness stage: the refit's frames, settings and flow.
-pub fn last_stiffness(plan: &[StagePlan]) -> Option<&StagePlan> {
-    plan.iter().rev().find(|p| p.kind == StageKind::Stiffness)
 }
 
 /// Whether the check can measure `params`' E, a point of the field

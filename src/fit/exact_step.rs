@@ -18,12 +18,11 @@
 //! fraction of the distance over which the curvature changes.
 
 use super::discretisation::at_range_end;
-use super::discretisation_check::last_stiffness;
 use super::error::FitError;
 use super::evaluation::Parameters;
 use super::objective::{blown_up, Remember, StageObjective, Unknowns};
 use super::observer::{EvaluationDone, EvaluationHook, EvaluationPurpose};
-use super::plan::StagePlan;
+use super::plan::{last_stiffness, StagePlan};
 use super::poisson::Z_BOUND;
 use super::problem::FitProblem;
 use super::stages_lbfgs::lbfgs_coordinates;

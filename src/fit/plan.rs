@@ -107,6 +107,13 @@ fn velocity_step(scene: &Scene) -> f64 {
     0.02 * scene.simulation.sim_box.side * scene.fps
 }
 
+/// The plan's last stiffness stage: the stage whose frames, settings and
+/// flow the error bars, the exact-gradient step and the discretisation
+/// check's refits measure.
+pub fn last_stiffness(plan: &[StagePlan]) -> Option<&StagePlan> {
+    plan.iter().rev().find(|p| p.kind == StageKind::Stiffness)
+}
+
 /// The stages of a fit of `scene` with `frames` reference frames per view
 /// (a frame count, the rest frame 0 included) in `views`: `rounds` rounds
 /// of `choice`; each stage fits [`FitStage::fitted_frames`].
