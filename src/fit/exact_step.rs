@@ -31,7 +31,7 @@ use super::uncertainty::StiffnessNewtonStep;
 use super::uncertainty_estimate::HESSIAN_STEP;
 use crate::gpu::GpuContext;
 use crate::mpm::GradientFlow;
-use crate::solve::curvature::{hessian_by_differences, Differences};
+use crate::solve::curvature::hessian_by_differences;
 use crate::solve::newton::newton_step;
 use crate::solve::Objective;
 
@@ -160,13 +160,14 @@ pub fn walk_newton(
     };
     let mut newton = match first {
         Some(n) => n,
-        None => match fresh_newton_step(ctx, problem, stage, start, range, hook)? {
-            Some((n, evaluations)) => {
-                walk.evaluations += evaluations;
-                n
+        None => {
+            let (fresh, gradients) = fresh_newton_step(ctx, problem, stage, start, range, hook)?;
+            walk.evaluations += gradients;
+            match fresh {
+                Some(n) => n,
+                None => return Ok(walk),
             }
-            None => return Ok(walk),
-        },
+        }
     };
     loop {
         let at = walk.at.clone();
@@ -201,11 +202,10 @@ pub fn walk_newton(
         if !go_on || walk.steps >= MAX_NEWTON_STEPS {
             break;
         }
-        newton = match fresh_newton_step(ctx, problem, stage, &walk.at, range, hook)? {
-            Some((n, evaluations)) => {
-                walk.evaluations += evaluations;
-                n
-            }
+        let (fresh, gradients) = fresh_newton_step(ctx, problem, stage, &walk.at, range, hook)?;
+        walk.evaluations += gradients;
+        newton = match fresh {
+            Some(n) => n,
             None => break,
         };
     }
@@ -244,7 +244,7 @@ fn moved_by(
 /// gradient and one more per unknown (twice that when forward
 /// differences do not give a positive definite block). `None` when the
 /// block is not positive definite, an E is held at an end of `range`,
-/// or a rollout blew up; otherwise the step and the gradients it took.
+/// or a rollout blew up; with the gradients it took either way.
 fn fresh_newton_step(
     ctx: &GpuContext,
     problem: &mut FitProblem,
@@ -252,9 +252,9 @@ fn fresh_newton_step(
     at: &Parameters,
     range: [f64; 2],
     hook: Option<EvaluationHook<'_>>,
-) -> Result<Option<(StiffnessNewtonStep, u32)>, FitError> {
+) -> Result<(Option<StiffnessNewtonStep>, u32), FitError> {
     if at_range_end(&at.log10_youngs, range) {
-        return Ok(None);
+        return Ok((None, 0));
     }
     let unknowns = Unknowns::Youngs;
     let (scale, bounds) = lbfgs_coordinates(unknowns, stage, at, range);
@@ -272,34 +272,30 @@ fn fresh_newton_step(
         objective = objective.reporting(hook, EvaluationPurpose::Stage);
     }
     let z0 = objective.to_solver(&unknowns.get(at));
-    let Some((_, g)) = objective.evaluate(&z0)? else {
-        return Ok(None);
+    let mut gradients = 0u32;
+    let mut counted = |z: &[f64]| {
+        gradients += 1;
+        objective.evaluate(z)
+    };
+    let Some((_, g)) = counted(&z0)? else {
+        return Ok((None, gradients));
     };
     let steps = vec![HESSIAN_STEP; z0.len()];
-    let taken = hessian_by_differences(&mut objective, &z0, &steps, &bounds, Some(&g), |h| {
+    let taken = hessian_by_differences(&mut counted, &z0, &steps, &bounds, Some(&g), |h| {
         newton_step(h, &g).is_some()
     })?;
-    let Some((h, differences)) = taken else {
-        return Ok(None);
-    };
-    let n = z0.len() as u32;
-    let gradients = 1 + match differences {
-        Differences::Forward => n,
-        Differences::Central => 2 * n,
-    };
-    let Some((step, decrease)) = newton_step(&h, &g) else {
-        return Ok(None);
+    let step = taken.and_then(|(h, _)| newton_step(&h, &g));
+    let Some((step, decrease)) = step else {
+        return Ok((None, gradients));
     };
     let e = at.log10_youngs.len();
     let step: Vec<f64> = step.iter().zip(&scale).map(|(s, k)| s * k).collect();
-    Ok(Some((
-        StiffnessNewtonStep {
-            log10_youngs: step[..e].to_vec(),
-            poisson_z: step[e..].to_vec(),
-            predicted_decrease: decrease,
-        },
-        gradients,
-    )))
+    let newton = StiffnessNewtonStep {
+        log10_youngs: step[..e].to_vec(),
+        poisson_z: step[e..].to_vec(),
+        predicted_decrease: decrease,
+    };
+    Ok((Some(newton), gradients))
 }
 
 /// The first of [`FRACTIONS`] whose loss (`loss_at`, `None` where the
