@@ -151,6 +151,24 @@ fn a_fit_without_a_terminal_prints_plain_progress_and_a_log_to_follow() {
     assert!(finished.lines().count() >= seen, "{finished}");
 }
 
+/// The capped block twin fitted with `levels` levels of the
+/// discretisation check, its frames made at grid `frames_grid` with one
+/// driver per splat (the fit's grid is 12): the directory (the fit in
+/// `fit/`) and what the fit printed.
+fn checked_fit(levels: u32, frames_grid: u32) -> (tempfile::TempDir, String) {
+    let scene = capped_scene(6).replace(
+        "rounds = 1",
+        &format!("rounds = 1\ncheck_discretisation = true\ndiscretisation_levels = {levels}"),
+    );
+    let fine = scene
+        .replace("grid_res = 12", &format!("grid_res = {frames_grid}"))
+        .replace("count = 256", "count = 512");
+    let dir = twin_simulated_by(&scene, &fine, TRUTH_CONSTANT, &["--same-discretisation"]);
+    let stderr = ok(&physfit(dir.path(), &["fit", "scene.toml", "--out", "fit"]));
+    println!("{stderr}");
+    (dir, stderr)
+}
+
 /// With `fit.check_discretisation`, E is refitted after the stages on a
 /// grid of twice the nodes per side at (at least) twice the substeps, the
 /// drivers rebuilt for that grid, then a level finer again while a level
@@ -166,10 +184,6 @@ fn a_fit_without_a_terminal_prints_plain_progress_and_a_log_to_follow() {
 /// for it.
 #[test]
 fn a_checked_discretisation_refines_until_e_stops_moving_or_the_cap() {
-    let scene = capped_scene(6).replace(
-        "rounds = 1",
-        "rounds = 1\ncheck_discretisation = true\ndiscretisation_levels = 1",
-    );
     // The frames come from the check's level's grid (24) with one driver
     // per splat, at that grid's stability minimum (8 substeps): the level
     // refits on the frames' own discretisation, so it moves E towards the
@@ -177,13 +191,8 @@ fn a_checked_discretisation_refines_until_e_stops_moving_or_the_cap() {
     // 12). Between grid 24 and the fit's 12, an intermediate grid's
     // optimum is flat and its capped refit wanders run to run, so the
     // test checks the level whose answer is known.
-    let fine = scene
-        .replace("grid_res = 12", "grid_res = 24")
-        .replace("count = 256", "count = 512");
-    let dir = twin_simulated_by(&scene, &fine, TRUTH_CONSTANT, &["--same-discretisation"]);
+    let (dir, stderr) = checked_fit(1, 24);
     let d = dir.path();
-    let stderr = ok(&physfit(d, &["fit", "scene.toml", "--out", "fit"]));
-    println!("{stderr}");
     assert!(
         stderr.contains("checking the discretisation: refitting E at "),
         "{stderr}"
@@ -397,18 +406,8 @@ fn a_spent_discretisation_budget_stops_the_level_unconverged() {
 /// (noise-free frames), when the capped fit gets one, does not.
 #[test]
 fn two_levels_report_their_shift_and_the_shift_holds_the_truth() {
-    let scene = capped_scene(6).replace(
-        "rounds = 1",
-        "rounds = 1\ncheck_discretisation = true\ndiscretisation_levels = 2",
-    );
-    let fine = scene
-        .replace("grid_res = 12", "grid_res = 48")
-        .replace("count = 256", "count = 512");
-    let dir = twin_simulated_by(&scene, &fine, TRUTH_CONSTANT, &["--same-discretisation"]);
-    let d = dir.path();
-    let stderr = ok(&physfit(d, &["fit", "scene.toml", "--out", "fit"]));
-    println!("{stderr}");
-    let json = fit_json(&d.join("fit"));
+    let (dir, stderr) = checked_fit(2, 48);
+    let json = fit_json(&dir.path().join("fit"));
     let check = json.discretisation.as_ref().expect("the check ran");
     println!("{check:#?}");
     assert_eq!(
