@@ -24,6 +24,7 @@ pub use super::fit_args::FitArgs;
 use super::fit_args::{check_flags, resume_command, with_flag_advice};
 use super::fit_phase::{install_interrupt, Phase};
 use super::fit_progress::CliProgress;
+use super::fitted_line::fitted_line;
 use super::plain_progress::PlainProgress;
 
 /// How `physfit fit` ended.
@@ -246,6 +247,7 @@ pub fn run(args: &FitArgs) -> Result<FitOutcome> {
         if let Some(line) = exact_step_line(&summary) {
             eprintln!("{line}");
         }
+        eprintln!("{}", fitted_line(&summary));
         let f = &summary.final_loss;
         eprintln!(
             "fitted rollout: mean PSNR {:.2} dB, SSIM {:.4} over frames 1–{} × {} views",

@@ -16,6 +16,7 @@ pub mod fit;
 mod fit_args;
 mod fit_phase;
 mod fit_progress;
+mod fitted_line;
 pub mod interrupt;
 pub mod log_setup;
 pub mod memory_check;

@@ -355,6 +355,30 @@ fn a_checked_discretisation_refines_until_e_stops_moving_or_the_cap() {
     );
     let unchecked = std::fs::read_to_string(d.join("plain").join("fit.json")).unwrap();
     assert!(!unchecked.contains("\"discretisation\""), "{unchecked}");
+    // The fitted values with their error bars: the discretisation's shift
+    // beside the frames' only where the check measured one.
+    let fitted = |out: &str| -> String {
+        out.lines()
+            .find(|l| l.starts_with("fitted: E (normalised) object 10^"))
+            .unwrap_or_else(|| panic!("a line of the fitted values in {out}"))
+            .to_string()
+    };
+    let (checked, unchecked) = (fitted(&stderr), fitted(&plain));
+    assert!(
+        checked.contains("; v0 (")
+            && checked
+                .ends_with("(± the frames' standard error, then the discretisation check's shift)"),
+        "{checked}"
+    );
+    let own = numbers(&check["fitted_log10_youngs"])[0];
+    assert!(
+        checked.contains(&format!("object 10^{own:.3}")),
+        "{checked}"
+    );
+    assert!(
+        unchecked.ends_with("(± the frames' standard error)"),
+        "{unchecked}"
+    );
 }
 
 /// `fit.discretisation_seconds` spent before a level's refit can step:
