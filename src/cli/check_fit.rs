@@ -355,8 +355,8 @@ fn discretisation_summary(scene: &Scene) -> String {
          substeps doubled, the substeps at least to the finer grid's stability minimum, the \
          drivers rebuilt by `[drivers]` for the grid), then at {} while a level moves an E by \
          0.05 decades or more{}: at most {} level{}, each at most {} evaluations, then up to {} \
-         Newton steps from the exact gradient, with the simulation's cost growing with the grid, drivers and substeps (the rendering \
-         unchanged); each level builds a second fit problem at its discretisation (its memory \
+         Newton steps from the exact gradient, with the simulation's cost growing with the grid, \
+         drivers and substeps (the rendering unchanged); each level builds a second fit problem at its discretisation (its memory \
          estimate is checked before it runs: {memory}){}{}. Converged, fitted.ply carries the \
          finest level's E{}",
         listed[0],

@@ -13,13 +13,20 @@ const LISTED: usize = 16;
 /// The line (module doc).
 pub(super) fn fitted_line(summary: &FitSummary) -> String {
     let errors = summary.uncertainty.as_ref();
+    // A check that ran no level (the first did not fit the memory, or
+    // changed the regions) measured no shift.
+    let measured = summary
+        .discretisation
+        .as_ref()
+        .is_some_and(|d| !d.levels.is_empty());
+    let shift = |s: Option<f64>| s.filter(|_| measured);
     let youngs = &summary.youngs_parameters;
     let mut parts = Vec::new();
     if youngs.len() <= LISTED {
         let values: Vec<String> = youngs
             .iter()
             .map(|p| {
-                let bars = bars(p.log10_std, p.discretisation_shift);
+                let bars = bars(p.log10_std, shift(p.discretisation_shift));
                 format!("{} 10^{:.3}{bars}", p.name, p.log10_normalised)
             })
             .collect();
@@ -51,10 +58,10 @@ pub(super) fn fitted_line(summary: &FitSummary) -> String {
         ));
     }
     for p in &summary.poisson_parameters {
-        let bars = bars(p.std, p.discretisation_shift);
+        let bars = bars(p.std, shift(p.discretisation_shift));
         parts.push(format!("ν {} {:.3}{bars}", p.name, p.poisson_ratio));
     }
-    let legend = match summary.discretisation.is_some() {
+    let legend = match measured {
         true => "± the frames' standard error, then the discretisation check's shift",
         false => "± the frames' standard error",
     };

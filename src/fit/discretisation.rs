@@ -396,12 +396,7 @@ impl DiscretisationCheck {
     /// (decades): how far the discretisation moved it over every level,
     /// the discretisation's error bar of the fit's own E.
     pub fn total_shift(&self) -> Vec<f64> {
-        self.finest()
-            .1
-            .iter()
-            .zip(&self.fitted_log10_youngs)
-            .map(|(r, f)| r - f)
-            .collect()
+        differences(self.finest().1, &self.fitted_log10_youngs)
     }
 }
 

@@ -39,8 +39,9 @@
 //! ([`RefinementEnd::Memory`]) rather than the fit.
 //!
 //! A fitted Poisson's ratio is refitted with E, and its shift counts:
-//! on a drop E and ν trade along a curved valley of the loss. Only a `global` or `regions` field of
-//! at most [`LBFGS_MAX_PARAMETERS`] E values is checked (fitted by
+//! on a drop E and ν trade along a curved valley of the loss. Only a
+//! `global` or `regions` field of at most [`LBFGS_MAX_PARAMETERS`] E
+//! values is checked (fitted by
 //! L-BFGS): a per-driver field's values are pinned by the regulariser as
 //! much as by the frames, their shift would measure both, and their
 //! number changes with the drivers from level to level.

@@ -250,8 +250,8 @@ pub fn write_outputs(
         .save(&out.join("drivers.safetensors"))
         .map_err(SessionError::output)?;
     // fitted.ply and stiffness.png carry the material's answer: the
-    // finest level's E (and ν) when the discretisation check converged, the fit's
-    // own otherwise (docs/design.md § Error bars, "From the
+    // finest level's E (and ν) when the discretisation check converged,
+    // the fit's own otherwise (docs/design.md § Error bars, "From the
     // discretisation"); drivers.safetensors keeps the fit's own E, the one
     // its recorded substeps reproduce the compare frames with.
     let answer = state
