@@ -119,6 +119,9 @@ pub struct FitBenchResult {
     /// Forwards kept for the MPM backward (the default; off: the backward
     /// recomputes and replays, [`run_case_with`]).
     pub kept_forward: bool,
+    /// Bytes a full-flow evaluation could keep of its rollout (the
+    /// machine's budget; 0 with the kept rollout off: checkpoints only).
+    pub kept_rollout_budget: u64,
     /// Per view: tiles of the last frame of the last evaluation that no
     /// moving splat reached (skipped when `static_tiles`), and the tile
     /// total; `None` for a view without a backdrop.
@@ -245,6 +248,10 @@ pub struct Cuts {
     /// Forwards keep what the MPM backward would recompute
     /// ([`FitProblem::set_kept_forward`]).
     pub kept_forward: bool,
+    /// A full-flow forward keeps every substep of its rollout where the
+    /// machine leaves room, so that its backward replays nothing
+    /// ([`FitProblem::set_kept_rollout_budget`]; off: checkpoints only).
+    pub kept_rollout: bool,
 }
 
 impl Default for Cuts {
@@ -252,6 +259,7 @@ impl Default for Cuts {
         Self {
             static_tiles: true,
             kept_forward: true,
+            kept_rollout: true,
         }
     }
 }
@@ -277,14 +285,22 @@ pub fn run_case_with(
     let t = Instant::now();
     make_references(ctx, &mut scene, &options, frames, dir)?;
     let references_s = t.elapsed().as_secs_f64();
-    let estimated_gpu_bytes =
-        crate::budget::estimate(&scene, &crate::budget::Workload::Fit).device_bytes();
+    let estimate = crate::budget::estimate(&scene, &crate::budget::Workload::Fit);
 
     ctx.memory.reset_peak();
     let t = Instant::now();
     let mut problem = FitProblem::new(ctx, &scene, &options)?;
     problem.set_static_tiles(static_tiles);
     problem.set_kept_forward(cuts.kept_forward);
+    if !cuts.kept_rollout {
+        problem.set_kept_rollout_budget(0);
+    }
+    // The kept rollouts count where the machine leaves room for them.
+    let estimated_gpu_bytes = estimate.device_bytes()
+        + match cuts.kept_forward && problem.kept_rollout_budget() > 0 {
+            true => estimate.kept_rollout.min(problem.kept_rollout_budget()),
+            false => 0,
+        };
     let setup_s = t.elapsed().as_secs_f64();
     let start = uniform(
         &problem,
@@ -376,6 +392,7 @@ pub fn run_case_with(
         repetitions,
         static_tiles,
         kept_forward: cuts.kept_forward,
+        kept_rollout_budget: problem.kept_rollout_budget(),
         skipped_tiles,
         stage1,
         stage2,

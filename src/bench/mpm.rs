@@ -256,6 +256,7 @@ pub fn run_case(
     let keep = RolloutOptions {
         keep_checkpoints: true,
         checkpoint_every,
+        keep_every_substep: false,
     };
     let seed = sim.upload_state(ctx, "bench dL/dstate", &start)?;
     let backward = |rollout: &Rollout| {

@@ -169,6 +169,12 @@ pub struct MemoryEstimate {
     pub device: Vec<Part>,
     /// The largest single buffers.
     pub buffers: Vec<PlannedBuffer>,
+    /// Device bytes a fit may add to keep whole rollouts for its full-flow
+    /// backward passes, taken only where the machine leaves room
+    /// ([`super::kept_rollout_budget`]); not in [`MemoryEstimate::device_bytes`]
+    /// and never a reason to refuse. The most it can take: every substep's
+    /// state and grid of as many frames as fit [`super::KEPT_ROLLOUT_CAP_BYTES`].
+    pub kept_rollout: u64,
 }
 
 impl MemoryEstimate {
@@ -528,10 +534,21 @@ pub fn estimate(scene: &Scene, workload: &Workload) -> MemoryEstimate {
                 .into(),
         });
     }
+    // Whole rollouts kept for the full flow's backward (docs/design.md §
+    // Adjoint, Memory): S states and grids per frame, as many frames as the
+    // cap holds.
+    let kept_rollout = if simulate && backward {
+        let per_frame = substeps.saturating_mul(grid_bytes + drivers * STATE_BYTES);
+        let fitting = super::KEPT_ROLLOUT_CAP_BYTES / per_frame.max(1);
+        frames.saturating_sub(1).min(fitting) * per_frame
+    } else {
+        0
+    };
     MemoryEstimate {
         command: workload.command(),
         host,
         device,
         buffers,
+        kept_rollout,
     }
 }

@@ -12,11 +12,14 @@
 //!   limits), for each command that allocates ([`Workload`]).
 //! - [`machine`]: what the machine has: the host's available memory, the
 //!   adapter's limits and, where the platform reports it, its memory.
+//! - [`kept_rollout`]: the memory a fit may spend keeping whole rollouts
+//!   for its backward passes, out of what the estimate leaves.
 //! - [`refusal`]: the typed refusal ([`MemoryError`](crate::memory::MemoryError)) naming the field, the
 //!   bytes needed, what the machine has and the fix.
 
 internal_mods! {
     estimate;
+    kept_rollout;
     machine;
     refusal;
 }
@@ -24,4 +27,5 @@ internal_mods! {
 /// Byte counts as people read them (`1.5 GiB`).
 pub use crate::memory::bytes::human_bytes;
 pub use estimate::{estimate, MemoryEstimate, Part, PartKind, PlannedBuffer, Workload};
+pub use kept_rollout::{kept_rollout_budget, KEPT_ROLLOUT_CAP_BYTES};
 pub use machine::{DeviceMemory, MachineMemory};

@@ -41,6 +41,9 @@ pub struct BenchFitArgs {
     /// Keep in each evaluation's forward what the MPM backward would recompute (on, as a fit does: checkpoints per frame, a truncated evaluation frame by frame) or not (off: the backward recomputes checkpoints and replays every frame, the work before that cut).
     #[arg(long, default_value = "on", value_parser = ["on", "off"])]
     pub kept_forward: String,
+    /// Let a full-flow evaluation keep every substep of its rollout where the machine's memory leaves room, so that its backward replays nothing (on, as a fit does), or keep checkpoints only (off: the work before that cut).
+    #[arg(long, default_value = "on", value_parser = ["on", "off"])]
+    pub kept_rollout: String,
 }
 
 /// A directory under the system's temporary directory, removed on drop
@@ -91,6 +94,7 @@ pub fn run(args: &BenchFitArgs, quiet: bool) -> Result<()> {
     let cuts = Cuts {
         static_tiles: args.static_tiles == "on",
         kept_forward: args.kept_forward == "on",
+        kept_rollout: args.kept_rollout == "on",
     };
     let mut results = Vec::new();
     for (case, path, flag) in [

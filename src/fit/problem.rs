@@ -71,9 +71,11 @@
 //!
 //! Kept forward: an evaluation's rollout keeps what its MPM backward would
 //! otherwise recompute (docs/design.md § Adjoint, Memory). The full flow
-//! keeps every frame's in-frame checkpoints, so the backward replays each
-//! frame's S substeps once and no longer recomputes its S − K checkpoint
-//! substeps first; the truncated flow runs frame by frame (each selected
+//! keeps every substep's state and grid of every frame where they fit what
+//! the machine leaves ([`crate::budget::kept_rollout_budget`]), so that
+//! the backward replays nothing; else every frame's in-frame checkpoints,
+//! so the backward replays each frame's S substeps once and no longer
+//! recomputes its S − K checkpoint substeps first; the truncated flow runs frame by frame (each selected
 //! frame simulated, rendered, seeded and back-propagated before the next,
 //! src/mpm/truncated_pass.rs), its forward keeping the frame's substep
 //! states and grids for its adjoint, which then replays nothing where
@@ -107,6 +109,7 @@ mod render;
 
 use super::error::FitError;
 use super::evaluation::{Parameters, Selection};
+use crate::budget::{estimate, kept_rollout_budget, MachineMemory, Workload};
 use super::options::FitProblemOptions;
 use super::param_gather::{GatherPlan, ParamGather, SourceLayout};
 use super::params::ParamMap;
@@ -225,6 +228,12 @@ impl FitProblem {
         )?
         .bounded_by(10f64.powf(log10_max))?;
         let mut chain = Chain::new(ctx, &setup, scene.gaussians(), scene.background)?;
+        // What the machine leaves after the fit's own estimate may keep
+        // whole rollouts for the full flow's backward (module doc, "Kept
+        // forward").
+        let machine = MachineMemory::of_context(ctx);
+        let kept_rollout_budget = kept_rollout_budget(&machine, &estimate(scene, &Workload::Fit));
+        chain.set_kept_rollout_budget(kept_rollout_budget);
         // One static backdrop per view with frames, when some splats stay
         // at rest (module doc, "Static tiles").
         let some_static = setup.deform.len() < scene.gaussians().len();
@@ -386,6 +395,18 @@ impl FitProblem {
     /// same loss, the same gradient up to the order of float atomics.
     pub fn set_kept_forward(&mut self, on: bool) {
         self.kept_forward = on;
+    }
+
+    /// Bytes a full-flow evaluation may keep of its rollout so that its
+    /// backward replays nothing (module doc, "Kept forward").
+    pub fn kept_rollout_budget(&self) -> u64 {
+        self.chain.kept_rollout_budget()
+    }
+
+    /// Sets that budget (0: full-flow evaluations keep checkpoints and
+    /// replay), in place of the one the machine's memory gave.
+    pub fn set_kept_rollout_budget(&mut self, bytes: u64) {
+        self.chain.set_kept_rollout_budget(bytes);
     }
 
     /// Forward substeps the last [`FitProblem::evaluate`]'s MPM backward

@@ -42,6 +42,9 @@ pub struct Chain {
     /// The MPM backward's checkpoints and buffers, reused by every
     /// [`Chain::rollout_backward`].
     work: BackwardWork,
+    /// Bytes [`Chain::rollout_for_backward`] may keep so that its backward
+    /// replays nothing (0: never; [`Chain::set_kept_rollout_budget`]).
+    kept_rollout_budget: u64,
     deformation: Deformation,
     drawing: Drawing,
 }
@@ -73,6 +76,7 @@ impl Chain {
         Ok(Self {
             forced: ForcedRun::new(ctx, &sim, setup.impulses.clone())?,
             work: BackwardWork::new(),
+            kept_rollout_budget: 0,
             deformation: Deformation::new(ctx, &setup.deform)?,
             drawing: Drawing::new(ctx, gaussians, background)?,
             sim,
@@ -134,11 +138,25 @@ impl Chain {
         self.sim.rollout(ctx, start, last)
     }
 
+    /// Bytes [`Chain::rollout_for_backward`] may spend keeping every
+    /// substep of a rollout (what the machine leaves: the fit's
+    /// [`crate::budget::kept_rollout_budget`]).
+    pub fn set_kept_rollout_budget(&mut self, bytes: u64) {
+        self.kept_rollout_budget = bytes;
+    }
+
+    /// The budget [`Chain::set_kept_rollout_budget`] set.
+    pub fn kept_rollout_budget(&self) -> u64 {
+        self.kept_rollout_budget
+    }
+
     /// [`Chain::rollout`] for a backward pass over the whole of it (the
-    /// full flow): every frame's in-frame checkpoints kept, and the last
-    /// frame's last segment left in the backward's work, so that
-    /// [`Chain::rollout_backward`] recomputes neither (docs/design.md §
-    /// Adjoint, Memory; ⌈S/K⌉ − 1 states more per frame).
+    /// full flow), keeping what [`Chain::rollout_backward`] would otherwise
+    /// recompute (docs/design.md § Adjoint, Memory): every substep's state
+    /// and grid of every frame when they fit the kept-rollout budget (the
+    /// backward then replays nothing), else every frame's in-frame
+    /// checkpoints and the last frame's last segment (⌈S/K⌉ − 1 states more
+    /// per frame; the backward replays each frame's substeps once).
     pub fn rollout_for_backward(
         &mut self,
         ctx: &GpuContext,
@@ -148,6 +166,7 @@ impl Chain {
         let options = RolloutOptions {
             keep_checkpoints: true,
             checkpoint_every: None,
+            keep_every_substep: self.sim.kept_rollout_bytes(last) <= self.kept_rollout_budget,
         };
         self.sim
             .rollout_with(ctx, start, last, &options, &mut self.work)

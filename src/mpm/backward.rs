@@ -18,7 +18,10 @@
 //! v and C of the state the substep produced. K = S is "store everything"
 //! (one segment); the default is the K of the rollout's kept checkpoints if
 //! it kept them, else ⌈√S⌉. The buffers for all this are the caller's
-//! [`BackwardWork`], reused from call to call.
+//! [`BackwardWork`], reused from call to call. A frame whose whole run a
+//! forward left in the work (in a slot of its own,
+//! [`super::RolloutOptions::keep_every_substep`], or the last segment of
+//! the last frame) is not replayed.
 //!
 //! A backward pass is refused ([`MpmError::StaleRollout`]) when the
 //! simulator's Young's moduli changed after the rollout's forward run
@@ -325,7 +328,7 @@ impl MpmSimulator {
             let start = rollout.frame_start(k, work.every);
             // The forward's kept last segment is used once: every replay
             // overwrites the buffers.
-            let kept_last = work.kept_segment.take() == Some(start.segment);
+            let (slot, kept_last) = work.take_slot(start.segment);
             let work = &*work;
             let (adj, prev) = (&work.frame_grads[cur], &work.frame_grads[1 - cur]);
             let target = if k == 1 { initial } else { prev };
@@ -345,6 +348,7 @@ impl MpmSimulator {
                 ctx,
                 &mut encoder,
                 work,
+                slot,
                 start,
                 kept_last,
                 grad_end,
@@ -369,13 +373,14 @@ impl MpmSimulator {
     /// Records the adjoint of one frame: `grad_end = ∂L/∂(state at its end)`
     /// → `grad_start = ∂L/∂(state at its start)`, adding `∂L/∂E`; with
     /// `kept_last`, the frame's last segment is the one the forward left in
-    /// `work`.
+    /// slot `slot` of `work` (else it is replayed into slot 0, `slot`).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn encode_frame_adjoint(
         &self,
         ctx: &GpuContext,
         encoder: &mut wgpu::CommandEncoder,
         work: &FrameBuffers,
+        slot: usize,
         start: FrameStart,
         kept_last: bool,
         grad_end: &GpuBuffer,
@@ -389,6 +394,7 @@ impl MpmSimulator {
         let FrameStart {
             state: start, kept, ..
         } = start;
+        let segment = &work.segments[slot];
         // Checkpoints at the starts of segments j ≥ 1 (segment 0 starts at
         // `start`): the rollout's own when it kept them, else recomputed.
         let checkpoints = match kept {
@@ -416,9 +422,9 @@ impl MpmSimulator {
             let (first, len) = segment_span(substeps, every, j);
             let len = len as usize;
             // Segment states: t = 0 is the checkpoint, t ≥ 1 in
-            // work.segment[t−1]; the state after the segment's last substep
+            // segment.states[t−1]; the state after the segment's last substep
             // is the next checkpoint, except after the frame's last
-            // substep, which the replay writes into work.segment[len − 1]
+            // substep, which the replay writes into segment.states[len − 1]
             // (each substep's P2G*, which holds G2P*'s particle side, reads
             // the v and C of the state the substep produced).
             let last_segment = j + 1 == segments;
@@ -427,20 +433,20 @@ impl MpmSimulator {
             if last_segment && kept_last {
                 // Left by the forward (KeptSegment): states and grids.
             } else if keep_grids {
-                self.encode_segment_keeping_grids(ctx, encoder, work, base, len, last_segment);
+                self.encode_segment_keeping_grids(ctx, encoder, segment, base, len, last_segment);
                 *replayed_substeps += len as u64;
             } else {
                 for t in 1..=replayed {
-                    let from = if t == 1 { base } else { &work.segment[t - 2] };
-                    self.encode_substeps(ctx, encoder, from, &work.segment[t - 1], 1);
+                    let from = if t == 1 { base } else { &segment.states[t - 2] };
+                    self.encode_substeps(ctx, encoder, from, &segment.states[t - 1], 1);
                 }
                 *replayed_substeps += replayed as u64;
             }
             for t in (0..len).rev() {
                 let g = first + t as u32;
-                let state = if t == 0 { base } else { &work.segment[t - 1] };
+                let state = if t == 0 { base } else { &segment.states[t - 1] };
                 let state_next = if t < replayed {
-                    &work.segment[t]
+                    &segment.states[t]
                 } else {
                     &checkpoints[j as usize]
                 };
@@ -454,7 +460,7 @@ impl MpmSimulator {
                 } else {
                     &work.grads[(g % 2) as usize]
                 };
-                let kept = keep_grids.then(|| &work.grids[t]);
+                let kept = keep_grids.then(|| &segment.grids[t]);
                 let buffers = StageBuffers {
                     state,
                     next: state_next,

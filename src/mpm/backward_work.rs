@@ -74,49 +74,76 @@ impl BackwardWork {
     }
 }
 
-/// Buffers of a frame's backward pass (module doc): ⌈S/K⌉ − 1 checkpoints
-/// (allocated only when some frame's are not kept by the rollout), K
-/// segment states, two substep adjoints, two frame adjoints and, within the
-/// kept-grids budget, K substep grids. A forward that keeps checkpoints
-/// leaves its last frame's last segment here ([`KeptSegment`]).
-pub(crate) struct FrameBuffers {
-    simulator: u64,
-    pub(crate) every: u32,
-    pub(crate) checkpoints: Vec<GpuBuffer>,
-    pub(crate) segment: Vec<GpuBuffer>,
-    pub(crate) grads: [GpuBuffer; 2],
-    /// ∂L/∂(state at frame k) and at k − 1 ([`super::GradientFlow::Full`]),
-    /// or a discarded k − 1 ([`super::GradientFlow::Truncated`]).
-    pub(crate) frame_grads: [GpuBuffer; 2],
+/// The states and grids of one segment's substeps: the state after each
+/// of its K substeps and, within the kept-grids budget, each substep's
+/// grid. A frame's backward replays into slot 0; a rollout that keeps
+/// every substep ([`super::RolloutOptions::keep_every_substep`]) leaves
+/// each frame's whole run in a slot of its own.
+pub(crate) struct Segment {
+    pub(crate) states: Vec<GpuBuffer>,
     pub(crate) grids: Vec<SubstepGrid>,
-    grids_kept: bool,
-    /// The segment whose states and grids `segment` and `grids` hold, when
-    /// a forward left them (None once a replay or another forward may have
-    /// overwritten them).
-    pub(crate) kept_segment: Option<KeptSegment>,
 }
 
-impl FrameBuffers {
-    fn new(ctx: &GpuContext, sim: &MpmSimulator, every: u32) -> Result<Self, MpmError> {
-        let segment = (1..=every)
-            .map(|t| sim.state_buffer(ctx, &format!("mpm segment state {t}")))
+impl Segment {
+    fn new(
+        ctx: &GpuContext,
+        sim: &MpmSimulator,
+        every: u32,
+        grids_kept: bool,
+        slot: usize,
+    ) -> Result<Self, MpmError> {
+        let name = if slot == 0 {
+            "mpm segment".to_string()
+        } else {
+            format!("mpm kept frame slot {slot}")
+        };
+        let states = (1..=every)
+            .map(|t| sim.state_buffer(ctx, &format!("{name} state {t}")))
             .collect::<Result<_, _>>()?;
-        let grids_kept = Self::keeps_grids_for(sim, every);
         let grids = if grids_kept {
             (0..every as usize)
-                .map(|t| sim.new_substep_grid(ctx, t))
+                .map(|t| sim.new_substep_grid(ctx, &format!("{name} grid {t}")))
                 .collect::<Result<_, _>>()?
         } else {
             Vec::new()
         };
+        Ok(Self { states, grids })
+    }
+}
+
+/// Buffers of a frame's backward pass (module doc): ⌈S/K⌉ − 1 checkpoints
+/// (allocated only when some frame's are not kept by the rollout), the
+/// segment slots (K states and, within the kept-grids budget, K substep
+/// grids each: slot 0 for the replays, one more per frame for a rollout
+/// that keeps every substep), two substep adjoints and two frame
+/// adjoints. A forward that keeps checkpoints leaves its last frame's last
+/// segment in slot 0 ([`KeptSegment`]).
+pub(crate) struct FrameBuffers {
+    simulator: u64,
+    pub(crate) every: u32,
+    pub(crate) checkpoints: Vec<GpuBuffer>,
+    pub(crate) segments: Vec<Segment>,
+    pub(crate) grads: [GpuBuffer; 2],
+    /// ∂L/∂(state at frame k) and at k − 1 ([`super::GradientFlow::Full`]),
+    /// or a discarded k − 1 ([`super::GradientFlow::Truncated`]).
+    pub(crate) frame_grads: [GpuBuffer; 2],
+    grids_kept: bool,
+    /// `kept[i]`: the segment whose states and grids slot i holds, when a
+    /// forward left them (None once a replay or another forward may have
+    /// overwritten them).
+    kept: Vec<Option<KeptSegment>>,
+}
+
+impl FrameBuffers {
+    fn new(ctx: &GpuContext, sim: &MpmSimulator, every: u32) -> Result<Self, MpmError> {
+        let grids_kept = Self::keeps_grids_for(sim, every);
         Ok(Self {
             simulator: sim.id(),
             every,
             checkpoints: Vec::new(),
-            segment,
-            grids,
+            segments: vec![Segment::new(ctx, sim, every, grids_kept, 0)?],
             grids_kept,
-            kept_segment: None,
+            kept: vec![None],
             grads: [
                 sim.state_buffer(ctx, "mpm substep grad A")?,
                 sim.state_buffer(ctx, "mpm substep grad B")?,
@@ -126,6 +153,45 @@ impl FrameBuffers {
                 sim.state_buffer(ctx, "mpm grad (frame k-1)")?,
             ],
         })
+    }
+
+    /// At least `slots` segment slots (allocated on first need, then kept
+    /// for later passes with these buffers).
+    pub(crate) fn ensure_slots(
+        &mut self,
+        ctx: &GpuContext,
+        sim: &MpmSimulator,
+        slots: usize,
+    ) -> Result<(), MpmError> {
+        while self.segments.len() < slots {
+            let slot = self.segments.len();
+            let segment = Segment::new(ctx, sim, self.every, self.grids_kept, slot)?;
+            self.segments.push(segment);
+            self.kept.push(None);
+        }
+        Ok(())
+    }
+
+    /// Records what slot `slot` holds once a forward wrote it (`None`
+    /// while it is being overwritten).
+    pub(crate) fn mark_kept(&mut self, slot: usize, segment: Option<KeptSegment>) {
+        self.kept[slot] = segment;
+    }
+
+    /// The slot a backward of `segment` runs on, and whether a forward
+    /// left that segment there (its replay is then skipped); else slot 0,
+    /// which the replay overwrites. The marker is used once.
+    pub(crate) fn take_slot(&mut self, segment: KeptSegment) -> (usize, bool) {
+        match self.kept.iter().position(|k| *k == Some(segment)) {
+            Some(slot) => {
+                self.kept[slot] = None;
+                (slot, true)
+            }
+            None => {
+                self.kept[0] = None;
+                (0, false)
+            }
+        }
     }
 
     /// Whether these buffers serve a backward pass of `sim` with
@@ -159,28 +225,29 @@ impl FrameBuffers {
 
 impl MpmSimulator {
     /// Records the `len` substeps of a segment from `base`, keeping grid t
-    /// in `work.grids[t]` and the state after substep t in
-    /// `work.segment[t]`, for t < len − 1 and, with `through_end`, for the
-    /// last substep too (else its G2P is not run: the next checkpoint holds
-    /// that state). Returns the state after the last substep when it was
-    /// written. Needs `work.keeps_grids()`.
+    /// in `segment.grids[t]` and the state after substep t in
+    /// `segment.states[t]`, for t < len − 1 and, with `through_end`, for
+    /// the last substep too (else its G2P is not run: the next checkpoint
+    /// holds that state). Returns the state after the last substep when it
+    /// was written. Needs a segment with grids (the buffers'
+    /// `keeps_grids()`).
     pub(crate) fn encode_segment_keeping_grids<'w>(
         &self,
         ctx: &GpuContext,
         encoder: &mut wgpu::CommandEncoder,
-        work: &'w FrameBuffers,
+        segment: &'w Segment,
         base: &GpuBuffer,
         len: usize,
         through_end: bool,
     ) -> Option<&'w GpuBuffer> {
-        debug_assert!(work.keeps_grids() && len >= 1 && len <= work.segment.len());
+        debug_assert!(len >= 1 && len <= segment.states.len() && len <= segment.grids.len());
         let written = if through_end { len } else { len - 1 };
         for t in 0..len {
-            let from = if t == 0 { base } else { &work.segment[t - 1] };
-            let to = (t < written).then(|| &work.segment[t]);
-            self.encode_substep_keeping_grid(ctx, encoder, from, to, &work.grids[t]);
+            let from = if t == 0 { base } else { &segment.states[t - 1] };
+            let to = (t < written).then(|| &segment.states[t]);
+            self.encode_substep_keeping_grid(ctx, encoder, from, to, &segment.grids[t]);
         }
-        through_end.then(|| &work.segment[len - 1])
+        through_end.then(|| &segment.states[len - 1])
     }
 
     /// ⌈S/K⌉ − 1 state buffers for a frame's in-frame checkpoints.

@@ -22,12 +22,19 @@
 //! at all). Worth it where memory allows, e.g. stage 2 of the fit, whose
 //! backward of frame k follows its forward.
 //!
+//! With [`RolloutOptions::keep_every_substep`] a rollout keeps every
+//! frame's whole run, S states and S grids, each frame in a slot of its own
+//! in the caller's [`BackwardWork`], and a backward pass over the whole
+//! rollout (the fit's full flow) replays nothing: S · frames states and
+//! grids ([`MpmSimulator::kept_rollout_bytes`]), for a caller that checked
+//! its memory leaves room for them.
+//!
 //! A rollout records the simulator and the version of its Young's moduli
 //! ([`MpmSimulator::youngs_version`]); a backward pass after E changed is
 //! refused ([`MpmError::StaleRollout`]), since the kept states and grids,
 //! and the frame states themselves, belong to the old moduli.
 
-use super::backward_work::{segment_span, BackwardWork, FrameBuffers, KeptSegment};
+use super::backward_work::{segment_span, BackwardWork, KeptSegment, Segment};
 use super::error::MpmError;
 use super::layout::ParticleState;
 use super::simulator::MpmSimulator;
@@ -146,7 +153,7 @@ static NEXT_ROLLOUT_ID: AtomicU64 = AtomicU64::new(1);
 pub(crate) struct KeptThrough<'a> {
     pub(crate) every: u32,
     pub(crate) checkpoints: &'a [GpuBuffer],
-    pub(crate) last_segment: Option<&'a FrameBuffers>,
+    pub(crate) last_segment: Option<&'a Segment>,
 }
 
 /// One frame's states at the starts of segments 1..⌈S/K⌉ − 1.
@@ -170,6 +177,15 @@ pub struct RolloutOptions {
     /// K of the kept checkpoints: `None` = ⌈√S⌉ (the backward's default);
     /// clamped to 1..=S. Ignored unless `keep_checkpoints`.
     pub checkpoint_every: Option<u32>,
+    /// Keep every substep's state and grid of every frame in the caller's
+    /// [`BackwardWork`] (one slot of S states and S grids per frame), so
+    /// that a backward pass over the whole rollout that comes next with the
+    /// same work replays nothing: S · frames states and grids
+    /// ([`MpmSimulator::kept_rollout_bytes`]), for a caller that has
+    /// checked they fit its memory. Where the S grids of a frame do not fit
+    /// the kept-grids budget it falls back to `keep_checkpoints` at the
+    /// default K. Overrides `keep_checkpoints` and `checkpoint_every`.
+    pub keep_every_substep: bool,
 }
 
 impl MpmSimulator {
@@ -195,7 +211,7 @@ impl MpmSimulator {
         initial: GpuBuffer,
         frames: u32,
     ) -> Result<Rollout, MpmError> {
-        self.run_rollout(ctx, initial, frames, None)
+        self.run_rollout(ctx, initial, frames, None, false)
     }
 
     /// [`MpmSimulator::rollout`] with options: in-frame checkpoints kept in
@@ -221,10 +237,15 @@ impl MpmSimulator {
         options: &RolloutOptions,
         work: &mut BackwardWork,
     ) -> Result<Rollout, MpmError> {
-        let keep = options
-            .keep_checkpoints
+        if options.keep_every_substep {
+            let whole = self.config.substeps_per_frame;
+            if work.prepare(ctx, self, whole)?.keeps_grids() {
+                return self.run_rollout(ctx, initial, frames, Some((whole, work)), true);
+            }
+        }
+        let keep = (options.keep_checkpoints || options.keep_every_substep)
             .then(|| (self.checkpoint_every(options.checkpoint_every), work));
-        self.run_rollout(ctx, initial, frames, keep)
+        self.run_rollout(ctx, initial, frames, keep, false)
     }
 
     /// A rollout of frame 0 alone, `initial` (a state on the GPU), for a
@@ -270,12 +291,17 @@ impl MpmSimulator {
         Ok(())
     }
 
+    /// The rollout, keeping (with `keep`) each frame's checkpoints every K
+    /// substeps and its last frame's last segment in the work, or with
+    /// `every_substep` (K = S, the work's segments keeping grids) each
+    /// frame's whole run in a slot of the work.
     fn run_rollout(
         &self,
         ctx: &GpuContext,
         initial: GpuBuffer,
         frames: u32,
         keep: Option<(u32, &mut BackwardWork)>,
+        every_substep: bool,
     ) -> Result<Rollout, MpmError> {
         let id = NEXT_ROLLOUT_ID.fetch_add(1, Ordering::Relaxed);
         let youngs_version = self.youngs_version();
@@ -296,6 +322,9 @@ impl MpmSimulator {
             };
             let start = &states[(k - 1) as usize];
             match (&kept, work.as_deref_mut()) {
+                (Some(_), Some(work)) if every_substep => {
+                    self.run_frame_kept_whole(ctx, start, &next, work, id, k)?
+                }
                 // The last frame also leaves its last segment in the
                 // backward pass's buffers.
                 (Some(c), Some(work)) if k == frames => {
@@ -340,21 +369,58 @@ impl MpmSimulator {
     ) -> Result<(), MpmError> {
         let work = work.prepare(ctx, self, kept.every)?;
         // Whatever segment the buffers held is overwritten from here on.
-        work.kept_segment = None;
+        work.mark_kept(0, None);
         let through = KeptThrough {
             every: kept.every,
             checkpoints: &kept.states,
-            last_segment: work.keeps_grids().then_some(&*work),
+            last_segment: work.keeps_grids().then(|| &work.segments[0]),
         };
         let keeping = through.last_segment.is_some();
         let result = self.run_frame_through(ctx, start, Some(through), end, k);
         if result.is_ok() && keeping {
-            work.kept_segment = Some(KeptSegment {
-                rollout: id,
-                frame: k as usize,
-            });
+            work.mark_kept(
+                0,
+                Some(KeptSegment {
+                    rollout: id,
+                    frame: k as usize,
+                }),
+            );
         }
         result
+    }
+
+    /// Runs frame `k` of rollout `id` as one segment of S substeps, keeping
+    /// every substep's state and grid in slot k − 1 of the work (prepared
+    /// for K = S with grids): the backward of this frame replays nothing
+    /// ([`RolloutOptions::keep_every_substep`]).
+    fn run_frame_kept_whole(
+        &self,
+        ctx: &GpuContext,
+        start: &GpuBuffer,
+        end: &GpuBuffer,
+        work: &mut BackwardWork,
+        id: u64,
+        k: u32,
+    ) -> Result<(), MpmError> {
+        let whole = self.config.substeps_per_frame;
+        let work = work.prepare(ctx, self, whole)?;
+        let slot = (k - 1) as usize;
+        work.ensure_slots(ctx, self, slot + 1)?;
+        work.mark_kept(slot, None);
+        let through = KeptThrough {
+            every: whole,
+            checkpoints: &[],
+            last_segment: Some(&work.segments[slot]),
+        };
+        self.run_frame_through(ctx, start, Some(through), end, k)?;
+        work.mark_kept(
+            slot,
+            Some(KeptSegment {
+                rollout: id,
+                frame: k as usize,
+            }),
+        );
+        Ok(())
     }
 
     /// Runs one frame (all substeps) `start → end` and checks the status
@@ -423,11 +489,11 @@ impl MpmSimulator {
             };
             let (_, len) = segment_span(substeps, every, j);
             match last_segment {
-                Some(work) if j + 1 == segments => {
+                Some(segment) if j + 1 == segments => {
                     let kept = self.encode_segment_keeping_grids(
                         ctx,
                         &mut encoder,
-                        work,
+                        segment,
                         from,
                         len as usize,
                         true,

@@ -537,20 +537,30 @@ impl MpmSimulator {
         per_axis * per_axis * per_axis
     }
 
+    /// Bytes a rollout of `frames` frames keeps with
+    /// [`super::RolloutOptions::keep_every_substep`]: every substep's state
+    /// and grid of every frame (the backward's replay slot included).
+    pub fn kept_rollout_bytes(&self, frames: u32) -> u64 {
+        let state_bytes = (self.particle_count() * STATE_STRIDE * 4) as u64;
+        let per_substep = self.substep_grid_bytes() + state_bytes;
+        u64::from(frames) * u64::from(self.config.substeps_per_frame) * per_substep
+    }
+
     /// Bytes of one extra [`SubstepGrid`].
     pub(crate) fn substep_grid_bytes(&self) -> u64 {
         SubstepGrid::bytes(self.node_count(), self.particle_count(), self.binned)
     }
 
-    /// The grid of substep `index` of a kept segment ([`super::backward_work`]).
+    /// A substep grid of a kept segment ([`super::backward_work`]),
+    /// labelled `label`.
     pub(crate) fn new_substep_grid(
         &self,
         ctx: &GpuContext,
-        index: usize,
+        label: &str,
     ) -> Result<SubstepGrid, MpmError> {
         SubstepGrid::new(
             ctx,
-            &format!("mpm segment {index}"),
+            label,
             self.node_count(),
             self.particle_count(),
             self.binned,

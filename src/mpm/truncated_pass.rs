@@ -108,7 +108,7 @@ impl MpmSimulator {
             work.ensure_checkpoints(ctx, self)?;
         }
         let start = rollout.frame_start(k, every);
-        let kept_last = work.kept_segment.take() == Some(start.segment);
+        let (slot, kept_last) = work.take_slot(start.segment);
         let work = &*work;
         // Frame 1's adjoint is ∂L/∂(state 0); the others' ∂L/∂(state k − 1)
         // is discarded (the state at k − 1 is a constant).
@@ -122,6 +122,7 @@ impl MpmSimulator {
             ctx,
             &mut encoder,
             work,
+            slot,
             start,
             kept_last,
             seed,

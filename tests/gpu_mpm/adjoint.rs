@@ -210,6 +210,7 @@ fn keeping(every: Option<u32>) -> RolloutOptions {
     RolloutOptions {
         keep_checkpoints: true,
         checkpoint_every: every,
+        ..Default::default()
     }
 }
 

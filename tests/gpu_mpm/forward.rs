@@ -247,6 +247,7 @@ fn blow_up_is_caught_and_named() {
             &RolloutOptions {
                 keep_checkpoints: true,
                 checkpoint_every: Some(3),
+                ..Default::default()
             },
             &mut BackwardWork::new(),
         )

@@ -5,7 +5,8 @@
 //! forward) gives the loss and both gradients of the evaluation without
 //! it, within float-atomic noise, in both flows, with fewer substeps
 //! replayed (none in the truncated flow, whose frames fit the kept-grids
-//! budget whole), also on a selection that skips a frame.
+//! budget whole, and none in the full flow where its whole rollout fits
+//! the kept-rollout budget), also on a selection that skips a frame.
 
 use crate::common;
 
@@ -36,17 +37,27 @@ fn kept_forward_gives_the_loss_and_gradients_of_the_replaying_backward() {
     let substeps = u64::from(p.substeps_per_frame());
     assert!(substeps > 1, "{substeps} substeps per frame replay nothing");
     let start = uniform(&p, 3.5, [0.3, 0.1, 0.2]);
-    for (flow, frames) in [
-        (GradientFlow::Full, vec![1, 2, 3, 4]),
-        (GradientFlow::Truncated, vec![1, 2, 3, 4]),
+    let machine_budget = p.kept_rollout_budget();
+    assert!(
+        machine_budget > 0,
+        "this machine leaves no memory for kept rollouts"
+    );
+    // (flow, frames, kept-rollout budget): the machine's keeps every
+    // substep of the full flow's rollout, 0 keeps its checkpoints only.
+    for (flow, frames, budget) in [
+        (GradientFlow::Full, vec![1, 2, 3, 4], machine_budget),
+        (GradientFlow::Full, vec![1, 2, 3, 4], 0),
+        (GradientFlow::Truncated, vec![1, 2, 3, 4], machine_budget),
         // Frame 2 is simulated but not back-propagated.
-        (GradientFlow::Truncated, vec![1, 3, 4]),
-        (GradientFlow::Full, vec![2, 4]),
+        (GradientFlow::Truncated, vec![1, 3, 4], machine_budget),
+        (GradientFlow::Full, vec![2, 4], machine_budget),
+        (GradientFlow::Full, vec![2, 4], 0),
     ] {
         let selection = Selection {
             frames: frames.clone(),
             views: vec![0],
         };
+        p.set_kept_rollout_budget(budget);
         p.set_kept_forward(true);
         let kept = p.evaluate(&ctx, &start, &selection, flow).unwrap();
         let kept_replays = p.replayed_substeps();
@@ -63,12 +74,27 @@ fn kept_forward_gives_the_loss_and_gradients_of_the_replaying_backward() {
             replays >= backpropagated * substeps,
             "{flow:?} {frames:?}: {replays} substeps replayed without the kept forward"
         );
-        match flow {
-            GradientFlow::Truncated => assert_eq!(kept_replays, 0, "{frames:?}"),
-            GradientFlow::Full => assert!(
-                kept_replays < replays,
-                "{frames:?}: {kept_replays} replayed with the kept forward, {replays} without"
+        match (flow, budget) {
+            (GradientFlow::Truncated, _) => assert_eq!(kept_replays, 0, "{frames:?}"),
+            (GradientFlow::Full, 0) => assert!(
+                kept_replays > 0 && kept_replays < replays,
+                "{frames:?}: {kept_replays} replayed with the kept checkpoints, {replays} without"
+            ),
+            (GradientFlow::Full, _) => assert_eq!(
+                kept_replays, 0,
+                "{frames:?}: the kept rollout still replayed {kept_replays} substeps"
             ),
         }
+        // Twice in a row on the same buffers: the slots a rollout keeps are
+        // its own, not the evaluation before's.
+        p.set_kept_forward(true);
+        p.evaluate(&ctx, &start, &selection, flow).unwrap();
+        let again = p.evaluate(&ctx, &start, &selection, flow).unwrap();
+        assert_same_evaluation(
+            &ctx,
+            &format!("{flow:?} {frames:?} again"),
+            &again,
+            &replayed,
+        );
     }
 }
