@@ -32,6 +32,10 @@
 @group(0) @binding(3) var<storage, read> youngs: array<f32>;
 // (μ/E, λ/E, d(μ/E)/dν, d(λ/E)/dν) per particle (src/mpm/lame.rs).
 @group(0) @binding(4) var<storage, read> lame: array<vec4<f32>>;
+// Anchored flag per particle: one that holds its whole stencil adds
+// nothing a free node sees (mpm/params `holds_whole_stencil`) and is
+// skipped; p2g_bin.wgsl has marked the nodes it holds.
+@group(0) @binding(5) var<storage, read> anchored: array<u32>;
 // The active box and the lists: bindings 10–12, mpm/cell_lists.
 // GRID_STRIDE words per node: (m, mv).
 @group(0) @binding(6) var<storage, read_write> nodes: array<AtomicF32>;
@@ -52,6 +56,9 @@ fn p2g(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgro
         var cursor = list_start(node_index(vec3<i32>(base), res), links);
         for (; list_has_particle(cursor, params.particle_count); cursor = list_next(cursor)) {
             let p = list_particle(cursor);
+            if anchored[p] != 0u && holds_whole_stencil(params) {
+                continue;
+            }
             let o = p * STATE_QUADS;
             var state_record: array<vec4<f32>, STATE_QUADS>;
             for (var k = 0u; k < STATE_QUADS; k++) {

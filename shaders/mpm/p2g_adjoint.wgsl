@@ -50,6 +50,10 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
     if p >= params.particle_count {
         return;
     }
+    if held_whole(p) {
+        write_held_particle(p);
+        return;
+    }
     let particle = load_particle(p);
     let res = nodes_per_axis(params);
     var sums = p2g_adjoint_sums(particle);
@@ -63,6 +67,29 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
         }
     }
     write_particle(p, particle, sums);
+}
+
+// An anchored particle that holds its whole stencil (mpm/params
+// `holds_whole_stencil`).
+fn held_whole(p: u32) -> bool {
+    return anchored[p] != 0u && holds_whole_stencil(params);
+}
+
+// Its ∂L/∂(state n) without the SVD or the nodes: every node term is zero
+// (∂L/∂(m_i, mv_i) = 0 and v_i = 0 at held nodes) and G2P left its v' and
+// C' at 0, so gx = gx', gF = gF' and gv = gC = 0, and it adds nothing to
+// ∂L/∂E or ∂L/∂ν: what the full computation gives, exactly.
+fn write_held_particle(p: u32) {
+    let o = p * STATE_QUADS;
+    var grad_next_record: array<vec4<f32>, STATE_QUADS>;
+    for (var k = 0u; k < STATE_QUADS; k++) {
+        grad_next_record[k] = state_grad_next[o + k];
+    }
+    let g = particle_state(grad_next_record);
+    let record = state_quads(g.x, vec3<f32>(0.0), mat3x3<f32>(), g.f);
+    for (var q = 0u; q < STATE_QUADS; q++) {
+        state_grad[o + q] = record[q];
+    }
 }
 
 // Particle p's node-independent parts, from its records.
@@ -178,6 +205,10 @@ fn main_cells(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_
 
 // Particle p's adjoint with its stencil's nodes in the window.
 fn particle_adjoint(p: u32, grads: array<vec4<f32>, 27>, velocities: array<vec4<f32>, 27>) {
+    if held_whole(p) {
+        write_held_particle(p);
+        return;
+    }
     let particle = load_particle(p);
     // The 27 nodes written out: as a loop, the body is too large for the
     // compiler to unroll, and a window indexed at run time leaves the

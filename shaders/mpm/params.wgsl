@@ -44,6 +44,16 @@ fn holds_node(o: vec3<u32>, w: f32, p: MpmParams) -> bool {
     return w > 0.0;
 }
 
+// Whether an anchored particle holds every node its stencil reaches (the
+// `stencil` rule): then its P2G terms land on held nodes only, whose
+// velocity the grid update sets to 0 whatever their mass and momentum, and
+// its adjoint reads ∂L/∂(m_i, mv_i) = 0 and v_i = 0 there, so it adds
+// nothing to any free node or gradient: P2G and its adjoint skip its
+// stress, its SVD and its 27 nodes (it still marks the nodes it holds).
+fn holds_whole_stencil(p: MpmParams) -> bool {
+    return p.anchor_rule == 0u;
+}
+
 // Nodes per axis: grid_res + 1 (indices 0..=grid_res).
 fn nodes_per_axis(p: MpmParams) -> u32 {
     return p.grid_res + 1u;

@@ -23,6 +23,9 @@ pub struct CellScatterBuffers<'a> {
     pub youngs: &'a GpuBuffer,
     /// Lamé record per particle ([`super::lame`]).
     pub lame: &'a GpuBuffer,
+    /// Anchored flag per particle (u32): one that holds its whole stencil
+    /// adds nothing a free node sees and is skipped.
+    pub anchored: &'a GpuBuffer,
     /// The active box and the lists walked.
     pub lists: CellLists<'a>,
     /// The grid's (m, mv) (atomic f32, 4 words per node), zero over the box
@@ -33,12 +36,13 @@ pub struct CellScatterBuffers<'a> {
 impl<'a> CellScatterBuffers<'a> {
     /// The buffers by name: what the bind group binds, and the
     /// simulator's bind-group cache key ([`super::bind_group_cache`]).
-    pub fn by_name(&self) -> [NamedBuffer<'a>; 8] {
-        let [params, state, youngs, lame, nodes] = named_buffers![
+    pub fn by_name(&self) -> [NamedBuffer<'a>; 9] {
+        let [params, state, youngs, lame, anchored, nodes] = named_buffers![
             self.uniforms => "params",
             self.state,
             self.youngs,
             self.lame,
+            self.anchored,
             self.nodes,
         ];
         let [node_box, cell_head, particle_next] = self.lists.by_name();
@@ -47,6 +51,7 @@ impl<'a> CellScatterBuffers<'a> {
             state,
             youngs,
             lame,
+            anchored,
             nodes,
             node_box,
             cell_head,
@@ -65,12 +70,13 @@ impl CellScatter {
     pub const SPEC: KernelSpec = KernelSpec {
         shader: "mpm/cell_scatter",
         entry: "p2g",
-        bindings: &concat_bindings::<8>(
+        bindings: &concat_bindings::<9>(
             &[
                 Binding::uniform("params", 0),
                 Binding::read("state", 2),
                 Binding::read("youngs", 3),
                 Binding::read("lame", 4),
+                Binding::read("anchored", 5),
                 Binding::read_write("nodes", 6),
             ],
             &CellLists::BINDINGS,

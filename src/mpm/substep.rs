@@ -209,6 +209,7 @@ impl MpmSimulator {
                     state: b.state,
                     youngs: &self.youngs,
                     lame: &self.lame,
+                    anchored: &self.anchored,
                     lists: grid.lists(),
                     nodes: &grid.mass_momentum,
                 };
