@@ -36,6 +36,15 @@ pub enum CurvatureMethod {
     /// the velocity stage fits pins every component; these errors are
     /// conditional on E and carry no correlation with it.
     VelocityStage,
+    /// The stiffness unknowns' block of the joint Hessian (E and a fitted
+    /// ν, the velocity held), taken when the joint Hessian is not positive
+    /// definite at the fitted point and left an E without an error bar
+    /// while that block is: the velocity, fitted on its own stage's frames,
+    /// is then not at the stiffness frames' optimum, and the joint Hessian
+    /// can curve down along it. These errors are conditional on the
+    /// velocity and carry no correlation with it; no gradient beyond the
+    /// joint Hessian's.
+    StiffnessBlock,
 }
 
 /// Which finite differences of the exact gradients the joint Hessian was

@@ -273,7 +273,7 @@ fn estimate_at(
             (Some(h), Some(g)) => stiffness_newton_step(&few, h, g, &params, range),
             _ => None,
         };
-        let c = hessian.map(|h| covariance(&h, scale));
+        let c = hessian.as_ref().map(|h| covariance(h, scale));
         for (j, &(g, i)) in few.iter().enumerate() {
             let std = c.as_ref().and_then(|c| c.std[j]).map(|s| s * g.scale);
             match g.kind {
@@ -299,6 +299,41 @@ fn estimate_at(
                     Fitted::Poisson => {}
                 }
             }
+        }
+        // An E or ν the joint Hessian left without an error bar, from the
+        // stiffness block alone when that is positive definite
+        // (CurvatureMethod::StiffnessBlock).
+        let held = |i: usize| at_range_end(&[params.log10_youngs[i]], range);
+        let missing = few.iter().zip(c.as_ref().map(|c| &c.std[..]).unwrap_or(&[])).any(
+            |(&(g, i), s)| match g.kind {
+                Fitted::Youngs => s.is_none() && !held(i),
+                Fitted::Poisson => s.is_none(),
+                Fitted::Velocity => false,
+            },
+        );
+        if let Some(block) = hessian
+            .as_ref()
+            .filter(|_| missing)
+            .and_then(|h| stiffness_block_bars(&few, h, scale))
+        {
+            youngs_std.clear();
+            youngs_constrained.clear();
+            poisson_std.clear();
+            for (&(g, i), std) in few.iter().filter(|(g, _)| g.kind != Fitted::Velocity).zip(block) {
+                let std = std * g.scale;
+                match g.kind {
+                    Fitted::Youngs => {
+                        let std = Some(std).filter(|_| !held(i));
+                        youngs_std.push(std);
+                        youngs_constrained.push(std.is_some());
+                    }
+                    Fitted::Poisson => {
+                        poisson_std.push(Some(std * poisson_slope(params.poisson[i])))
+                    }
+                    Fitted::Velocity => {}
+                }
+            }
+            youngs_method = Some(CurvatureMethod::StiffnessBlock);
         }
         correlations = c.map(|c| {
             // Newton's step −H⁻¹g = −Σg/s, back in parameter units.
@@ -535,6 +570,24 @@ fn stiffness_newton_step(
     Some(out)
 }
 
+/// The standard errors (scaled coordinates) of the stiffness unknowns of
+/// `few` from their block of `h` alone, the velocity held
+/// ([`CurvatureMethod::StiffnessBlock`]); `None` unless the block gives
+/// every one of them an error bar.
+fn stiffness_block_bars(few: &[(Group, usize)], h: &[Vec<f64>], scale: f64) -> Option<Vec<f64>> {
+    let picked: Vec<usize> = (0..few.len())
+        .filter(|&j| few[j].0.kind != Fitted::Velocity)
+        .collect();
+    if picked.is_empty() || picked.len() == few.len() {
+        return None;
+    }
+    let block: Vec<Vec<f64>> = picked
+        .iter()
+        .map(|&i| picked.iter().map(|&j| h[i][j]).collect())
+        .collect();
+    covariance(&block, scale).std.into_iter().collect()
+}
+
 /// The values of group `kind` in `p`.
 fn group_values(p: &mut Parameters, kind: Fitted) -> &mut [f64] {
     match kind {
@@ -621,4 +674,48 @@ fn tv_largest_pull(problem: &FitProblem, weight: f64) -> Vec<f64> {
         pull[e.param as usize] += weight * e.weight.abs() * degree[e.driver as usize] / edges;
     }
     pull
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn group(kind: Fitted) -> Group {
+        Group {
+            kind,
+            scale: 1.0,
+            bounds: (f64::NEG_INFINITY, f64::INFINITY),
+        }
+    }
+
+    /// A joint Hessian that curves down along the velocity leaves E
+    /// without a joint error bar; E's block alone still gives one, the
+    /// inverse of that block's diagonal entry of its inverse, scaled.
+    #[test]
+    fn the_stiffness_block_gives_e_its_bars_where_the_joint_hessian_curves_down() {
+        let few = [
+            (group(Fitted::Youngs), 0),
+            (group(Fitted::Youngs), 1),
+            (group(Fitted::Velocity), 0),
+        ];
+        let joint = vec![
+            vec![4.0, 1.0, 3.0],
+            vec![1.0, 2.0, 0.0],
+            vec![3.0, 0.0, -1.0],
+        ];
+        assert_eq!(covariance(&joint, 1.0).std[0], None);
+        let bars = stiffness_block_bars(&few, &joint, 7.0).unwrap();
+        // [[4, 1], [1, 2]]⁻¹ = [[2, −1], [−1, 4]] / 7.
+        assert!((bars[0] - (7.0f64 * 2.0 / 7.0).sqrt()).abs() < 1e-12);
+        assert!((bars[1] - (7.0f64 * 4.0 / 7.0).sqrt()).abs() < 1e-12);
+        // A block that is not positive definite gives nothing.
+        let flat = vec![
+            vec![1.0, 2.0, 0.0],
+            vec![2.0, 1.0, 0.0],
+            vec![0.0, 0.0, 1.0],
+        ];
+        assert_eq!(stiffness_block_bars(&few, &flat, 1.0), None);
+        // Without a velocity the block is the joint Hessian: nothing new.
+        assert_eq!(stiffness_block_bars(&few[..2], &joint, 1.0), None);
+    }
 }
