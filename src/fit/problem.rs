@@ -234,6 +234,15 @@ impl FitProblem {
         let machine = MachineMemory::of_context(ctx);
         let kept_rollout_budget = kept_rollout_budget(&machine, &estimate(scene, &Workload::Fit));
         chain.set_kept_rollout_budget(kept_rollout_budget);
+        log::debug!(
+            "kept-rollout budget {} (half of what {} leaves after the fit's estimate, at most {})",
+            crate::budget::human_bytes(kept_rollout_budget),
+            machine
+                .device
+                .as_ref()
+                .map_or("the host", |d| d.name.as_str()),
+            crate::budget::human_bytes(crate::budget::KEPT_ROLLOUT_CAP_BYTES),
+        );
         // One static backdrop per view with frames, when some splats stay
         // at rest (module doc, "Static tiles").
         let some_static = setup.deform.len() < scene.gaussians().len();
