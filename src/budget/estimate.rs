@@ -536,8 +536,13 @@ pub fn estimate(scene: &Scene, workload: &Workload) -> MemoryEstimate {
     }
     // Whole rollouts kept for the full flow's backward (docs/design.md §
     // Adjoint, Memory): S states and grids per frame, as many frames as the
-    // cap holds.
-    let kept_rollout = if simulate && backward {
+    // cap holds; none where a frame's S grids (the smaller grid of atomic
+    // scatters, as above) exceed the kept-grids budget.
+    let kept_rollout = if simulate
+        && backward
+        && substeps.saturating_mul(nodes.saturating_mul(GRID_BYTES_PER_NODE - 4))
+            <= KEPT_GRIDS_BUDGET_BYTES
+    {
         let per_frame = substeps.saturating_mul(grid_bytes + drivers * STATE_BYTES);
         let fitting = super::KEPT_ROLLOUT_CAP_BYTES / per_frame.max(1);
         frames.saturating_sub(1).min(fitting) * per_frame

@@ -17,8 +17,9 @@ pub const KEPT_ROLLOUT_CAP_BYTES: u64 = 4 << 30;
 
 /// Bytes a fit estimated at `estimate` may keep of whole rollouts on
 /// `machine` (module doc): half of what is left after the estimate (the
-/// device's memory, or the host's for an adapter that shares it), at most
-/// [`KEPT_ROLLOUT_CAP_BYTES`]; 0 when the device's memory is not known.
+/// device's memory as [`MachineMemory`] gives it, an assumed size where the
+/// adapter reports none, or the host's for an adapter that shares it), at
+/// most [`KEPT_ROLLOUT_CAP_BYTES`]; 0 without a figure for the device.
 pub fn kept_rollout_budget(machine: &MachineMemory, estimate: &MemoryEstimate) -> u64 {
     let left = match &machine.device {
         Some(device) if !device.shared_with_host => device

@@ -311,31 +311,47 @@ fn estimate_at(
                 Fitted::Velocity => false,
             },
         );
-        if let Some(block) = hessian
+        let stiffness: Vec<(Group, usize)> = few
+            .iter()
+            .copied()
+            .filter(|(g, _)| g.kind != Fitted::Velocity)
+            .collect();
+        // The block's bars, when it gives one to every value not held at an
+        // end of the E range (a held E gets none either way).
+        let block = hessian
             .as_ref()
             .filter(|_| missing)
             .and_then(|h| stiffness_block_bars(&few, h, scale))
-        {
+            .filter(|bars| {
+                stiffness.iter().zip(bars).all(|(&(g, i), s)| {
+                    s.is_some() || (g.kind == Fitted::Youngs && held(i))
+                })
+            });
+        let block_taken = block.is_some();
+        if let Some(block) = block {
             youngs_std.clear();
             youngs_constrained.clear();
             poisson_std.clear();
-            for (&(g, i), std) in few.iter().filter(|(g, _)| g.kind != Fitted::Velocity).zip(block) {
-                let std = std * g.scale;
+            for (&(g, i), std) in stiffness.iter().zip(block) {
+                let std = std.map(|s| s * g.scale);
                 match g.kind {
                     Fitted::Youngs => {
-                        let std = Some(std).filter(|_| !held(i));
+                        let std = std.filter(|_| !held(i));
                         youngs_std.push(std);
                         youngs_constrained.push(std.is_some());
                     }
                     Fitted::Poisson => {
-                        poisson_std.push(Some(std * poisson_slope(params.poisson[i])))
+                        poisson_std.push(std.map(|s| s * poisson_slope(params.poisson[i])))
                     }
                     Fitted::Velocity => {}
                 }
             }
             youngs_method = Some(CurvatureMethod::StiffnessBlock);
         }
-        correlations = c.map(|c| {
+        // The joint covariance's correlations and Newton step, unless the
+        // joint Hessian was set aside for the block's (it is not positive
+        // definite: what it says of them is not a covariance).
+        correlations = c.filter(|_| !block_taken).map(|c| {
             // Newton's step −H⁻¹g = −Σg/s, back in parameter units.
             let newton_step = (0..few.len())
                 .map(|i| {
@@ -571,10 +587,15 @@ fn stiffness_newton_step(
 }
 
 /// The standard errors (scaled coordinates) of the stiffness unknowns of
-/// `few` from their block of `h` alone, the velocity held
-/// ([`CurvatureMethod::StiffnessBlock`]); `None` unless the block gives
-/// every one of them an error bar.
-fn stiffness_block_bars(few: &[(Group, usize)], h: &[Vec<f64>], scale: f64) -> Option<Vec<f64>> {
+/// `few`, in order, from their block of `h` alone, the velocity held
+/// ([`CurvatureMethod::StiffnessBlock`]): `None` per value the block does
+/// not constrain; `None` in all when `few` holds no velocity (the block is
+/// the joint Hessian) or no stiffness unknown.
+fn stiffness_block_bars(
+    few: &[(Group, usize)],
+    h: &[Vec<f64>],
+    scale: f64,
+) -> Option<Vec<Option<f64>>> {
     let picked: Vec<usize> = (0..few.len())
         .filter(|&j| few[j].0.kind != Fitted::Velocity)
         .collect();
@@ -585,7 +606,7 @@ fn stiffness_block_bars(few: &[(Group, usize)], h: &[Vec<f64>], scale: f64) -> O
         .iter()
         .map(|&i| picked.iter().map(|&j| h[i][j]).collect())
         .collect();
-    covariance(&block, scale).std.into_iter().collect()
+    Some(covariance(&block, scale).std)
 }
 
 /// The values of group `kind` in `p`.
@@ -706,15 +727,18 @@ mod tests {
         assert_eq!(covariance(&joint, 1.0).std[0], None);
         let bars = stiffness_block_bars(&few, &joint, 7.0).unwrap();
         // [[4, 1], [1, 2]]⁻¹ = [[2, −1], [−1, 4]] / 7.
-        assert!((bars[0] - (7.0f64 * 2.0 / 7.0).sqrt()).abs() < 1e-12);
-        assert!((bars[1] - (7.0f64 * 4.0 / 7.0).sqrt()).abs() < 1e-12);
-        // A block that is not positive definite gives nothing.
+        assert!((bars[0].unwrap() - (7.0f64 * 2.0 / 7.0).sqrt()).abs() < 1e-12);
+        assert!((bars[1].unwrap() - (7.0f64 * 4.0 / 7.0).sqrt()).abs() < 1e-12);
+        // A block that is not positive definite constrains neither value.
         let flat = vec![
             vec![1.0, 2.0, 0.0],
             vec![2.0, 1.0, 0.0],
             vec![0.0, 0.0, 1.0],
         ];
-        assert_eq!(stiffness_block_bars(&few, &flat, 1.0), None);
+        assert_eq!(
+            stiffness_block_bars(&few, &flat, 1.0),
+            Some(vec![None, None])
+        );
         // Without a velocity the block is the joint Hessian: nothing new.
         assert_eq!(stiffness_block_bars(&few[..2], &joint, 1.0), None);
     }

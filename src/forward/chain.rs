@@ -166,7 +166,9 @@ impl Chain {
         let options = RolloutOptions {
             keep_checkpoints: true,
             checkpoint_every: None,
-            keep_every_substep: self.sim.kept_rollout_bytes(last) <= self.kept_rollout_budget,
+            keep_every_substep: self.kept_rollout_budget > 0
+                && self.sim.keeps_whole_frames()
+                && self.sim.kept_rollout_bytes(last) <= self.kept_rollout_budget,
         };
         self.sim
             .rollout_with(ctx, start, last, &options, &mut self.work)

@@ -92,10 +92,12 @@ impl Segment {
         grids_kept: bool,
         slot: usize,
     ) -> Result<Self, MpmError> {
+        // Slot i keeps frame i + 1 of a rollout that keeps every substep;
+        // slot 0 is also the replays' segment.
         let name = if slot == 0 {
             "mpm segment".to_string()
         } else {
-            format!("mpm kept frame slot {slot}")
+            format!("mpm kept frame {}", slot + 1)
         };
         let states = (1..=every)
             .map(|t| sim.state_buffer(ctx, &format!("{name} state {t}")))

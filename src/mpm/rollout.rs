@@ -183,8 +183,9 @@ pub struct RolloutOptions {
     /// same work replays nothing: S · frames states and grids
     /// ([`MpmSimulator::kept_rollout_bytes`]), for a caller that has
     /// checked they fit its memory. Where the S grids of a frame do not fit
-    /// the kept-grids budget it falls back to `keep_checkpoints` at the
-    /// default K. Overrides `keep_checkpoints` and `checkpoint_every`.
+    /// the kept-grids budget ([`MpmSimulator::keeps_whole_frames`]) it
+    /// keeps checkpoints every `checkpoint_every` substeps instead, as
+    /// `keep_checkpoints` does; else it overrides both.
     pub keep_every_substep: bool,
 }
 
@@ -237,11 +238,9 @@ impl MpmSimulator {
         options: &RolloutOptions,
         work: &mut BackwardWork,
     ) -> Result<Rollout, MpmError> {
-        if options.keep_every_substep {
+        if options.keep_every_substep && self.keeps_whole_frames() {
             let whole = self.config.substeps_per_frame;
-            if work.prepare(ctx, self, whole)?.keeps_grids() {
-                return self.run_rollout(ctx, initial, frames, Some((whole, work)), true);
-            }
+            return self.run_rollout(ctx, initial, frames, Some((whole, work)), true);
         }
         let keep = (options.keep_checkpoints || options.keep_every_substep)
             .then(|| (self.checkpoint_every(options.checkpoint_every), work));

@@ -546,6 +546,14 @@ impl MpmSimulator {
         u64::from(frames) * u64::from(self.config.substeps_per_frame) * per_substep
     }
 
+    /// Whether a frame's S substep grids fit the kept-grids budget, which
+    /// [`super::RolloutOptions::keep_every_substep`] needs (else it keeps
+    /// checkpoints).
+    pub fn keeps_whole_frames(&self) -> bool {
+        u64::from(self.config.substeps_per_frame) * self.substep_grid_bytes()
+            <= self.kept_grids_budget()
+    }
+
     /// Bytes of one extra [`SubstepGrid`].
     pub(crate) fn substep_grid_bytes(&self) -> u64 {
         SubstepGrid::bytes(self.node_count(), self.particle_count(), self.binned)

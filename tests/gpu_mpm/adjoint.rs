@@ -871,3 +871,98 @@ fn backward_of_a_stale_rollout_is_refused() {
         Err(MpmError::InvalidInput(_))
     ));
 }
+
+/// A rollout that keeps every substep of every frame
+/// (`RolloutOptions::keep_every_substep`) gives the backward the states
+/// and grids of all its frames: the same gradients as a rollout that keeps
+/// nothing, with no substep replayed, in both flows. Each frame's slot is
+/// used once (a second backward of the same rollout replays), and a later
+/// rollout's slots are its own. Where a frame's grids do not fit the
+/// kept-grids budget it keeps checkpoints instead, and replays.
+#[test]
+fn every_substep_kept_by_the_forward_replays_nothing() {
+    let ctx = common::gpu();
+    let c = case(&ctx);
+    let s = c.sim.config().substeps_per_frame as u64;
+    let frames = FRAMES as u64;
+    let every = RolloutOptions {
+        keep_every_substep: true,
+        ..Default::default()
+    };
+    assert!(c.sim.keeps_whole_frames());
+    for flow in [GradientFlow::Full, GradientFlow::Truncated] {
+        let options = BackwardOptions {
+            flow,
+            checkpoint_every: None,
+        };
+        let reference = c.gradients(&ctx, &options);
+        let rollout = c
+            .sim
+            .rollout_with(&ctx, &c.start, FRAMES, &every, &mut c.work.borrow_mut())
+            .unwrap();
+        assert_eq!(rollout.kept_checkpoint_every(), Some(s as u32));
+        let kept = c.backward_of(&ctx, &rollout, &options);
+        assert_eq!(kept.replayed_substeps, 0, "{flow:?}");
+        let (de, dv) = gradient_difference(&kept, &reference);
+        assert!(
+            de <= SCHEDULE_TOLERANCE && dv <= SCHEDULE_TOLERANCE,
+            "{flow:?}: {de}, {dv}"
+        );
+        // Used once: the second backward replays every frame.
+        let again = c.backward_of(&ctx, &rollout, &options);
+        assert_eq!(again.replayed_substeps, frames * s, "{flow:?}");
+        let (de, dv) = gradient_difference(&again, &reference);
+        assert!(de <= SCHEDULE_TOLERANCE && dv <= SCHEDULE_TOLERANCE);
+        // A later rollout from another start: its slots are its own, and
+        // the earlier rollout's are gone.
+        let mut moved = c.start.clone();
+        for v in &mut moved.v {
+            v[1] += 0.05;
+        }
+        let first = c
+            .sim
+            .rollout_with(&ctx, &c.start, FRAMES, &every, &mut c.work.borrow_mut())
+            .unwrap();
+        let second = c
+            .sim
+            .rollout_with(&ctx, &moved, FRAMES, &every, &mut c.work.borrow_mut())
+            .unwrap();
+        // (The earlier rollout's backward replays into slot 0, which holds
+        // the later rollout's frame 1: run the later one's first.)
+        assert_eq!(c.backward_of(&ctx, &second, &options).replayed_substeps, 0);
+        assert_eq!(
+            c.backward_of(&ctx, &first, &options).replayed_substeps,
+            frames * s
+        );
+    }
+    // No room for a frame's grids: checkpoints, and replays.
+    let tight = case_with(
+        &ctx,
+        false,
+        MpmOptions {
+            kept_grids_budget: 0,
+            ..Default::default()
+        },
+    );
+    assert!(!tight.sim.keeps_whole_frames());
+    let options = BackwardOptions::default();
+    let reference = tight.gradients(&ctx, &options);
+    let rollout = tight
+        .sim
+        .rollout_with(
+            &ctx,
+            &tight.start,
+            FRAMES,
+            &every,
+            &mut tight.work.borrow_mut(),
+        )
+        .unwrap();
+    assert_ne!(rollout.kept_checkpoint_every(), Some(s as u32));
+    let g = tight.backward_of(&ctx, &rollout, &options);
+    assert!(g.replayed_substeps > 0);
+    let (de, dv) = gradient_difference(&g, &reference);
+    assert!(
+        de <= SCHEDULE_TOLERANCE && dv <= SCHEDULE_TOLERANCE,
+        "{de}, {dv}"
+    );
+}
