@@ -36,13 +36,12 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
         // Its terms would land on held nodes only (mpm/params
         // `holds_whole_stencil`): mark them, add nothing.
         let s = stencil(x, params);
-        let res = nodes_per_axis(params);
         for (var i = 0u; i < 3u; i++) {
             for (var j = 0u; j < 3u; j++) {
                 for (var l = 0u; l < 3u; l++) {
-                    let w = stencil_w(s, i).x * stencil_w(s, j).y * stencil_w(s, l).z;
-                    if w > 0.0 {
-                        atomicStore(&grid_anchored[node_index(s.base + vec3<i32>(vec3<u32>(i, j, l)), res)], 1u);
+                    let node_at = stencil_node(s, vec3<u32>(i, j, l), params);
+                    if holds_node(vec3<u32>(i, j, l), node_at.w, params) {
+                        atomicStore(&grid_anchored[node_at.node], 1u);
                     }
                 }
             }

@@ -292,14 +292,15 @@ pub fn estimate(scene: &Scene, workload: &Workload) -> MemoryEstimate {
     };
     let every = (substeps as f64).sqrt().ceil().max(1.0) as u64;
     let grid_bytes = nodes.saturating_mul(GRID_BYTES_PER_NODE) + drivers * 4;
+    // Whether kept grids fit the budget is tested with the smaller grid of
+    // atomic scatters (no cell lists), so that an adapter which keeps them
+    // is never estimated without.
+    let smallest_grid = nodes.saturating_mul(GRID_BYTES_PER_NODE - 4);
 
     let mut device = Vec::new();
     let mut buffers = Vec::new();
     if simulate {
-        // The backward keeps the segment's grids when they fit the budget;
-        // tested with the smaller grid of atomic scatters (no cell lists),
-        // so that an adapter which keeps them is never estimated without.
-        let smallest_grid = nodes.saturating_mul(GRID_BYTES_PER_NODE - 4);
+        // The backward keeps the segment's grids when they fit the budget.
         let full_kept = if every.saturating_mul(smallest_grid) <= KEPT_GRIDS_BUDGET_BYTES {
             every * grid_bytes
         } else {
@@ -536,12 +537,10 @@ pub fn estimate(scene: &Scene, workload: &Workload) -> MemoryEstimate {
     }
     // Whole rollouts kept for the full flow's backward (docs/design.md §
     // Adjoint, Memory): S states and grids per frame, as many frames as the
-    // cap holds; none where a frame's S grids (the smaller grid of atomic
-    // scatters, as above) exceed the kept-grids budget.
+    // cap holds; none where a frame's S grids exceed the kept-grids budget.
     let kept_rollout = if simulate
         && backward
-        && substeps.saturating_mul(nodes.saturating_mul(GRID_BYTES_PER_NODE - 4))
-            <= KEPT_GRIDS_BUDGET_BYTES
+        && substeps.saturating_mul(smallest_grid) <= KEPT_GRIDS_BUDGET_BYTES
     {
         let per_frame = substeps.saturating_mul(grid_bytes + drivers * STATE_BYTES);
         let fitting = super::KEPT_ROLLOUT_CAP_BYTES / per_frame.max(1);

@@ -558,16 +558,10 @@ fn stiffness_newton_step(
     params: &Parameters,
     range: [f64; 2],
 ) -> Option<StiffnessNewtonStep> {
-    let picked: Vec<usize> = (0..few.len())
-        .filter(|&j| few[j].0.kind != Fitted::Velocity)
-        .collect();
+    let (picked, block) = stiffness_block(few, h);
     if picked.is_empty() || at_range_end(&params.log10_youngs, range) {
         return None;
     }
-    let block: Vec<Vec<f64>> = picked
-        .iter()
-        .map(|&i| picked.iter().map(|&j| h[i][j]).collect())
-        .collect();
     let gs: Vec<f64> = picked.iter().map(|&i| g[i]).collect();
     let (step, decrease) = newton_step(&block, &gs)?;
     let mut out = StiffnessNewtonStep {
@@ -596,17 +590,24 @@ fn stiffness_block_bars(
     h: &[Vec<f64>],
     scale: f64,
 ) -> Option<Vec<Option<f64>>> {
-    let picked: Vec<usize> = (0..few.len())
-        .filter(|&j| few[j].0.kind != Fitted::Velocity)
-        .collect();
+    let (picked, block) = stiffness_block(few, h);
     if picked.is_empty() || picked.len() == few.len() {
         return None;
     }
-    let block: Vec<Vec<f64>> = picked
+    Some(covariance(&block, scale).std)
+}
+
+/// The positions in `few` of the stiffness unknowns (E, a fitted ν), and
+/// their block of `h`.
+fn stiffness_block(few: &[(Group, usize)], h: &[Vec<f64>]) -> (Vec<usize>, Vec<Vec<f64>>) {
+    let picked: Vec<usize> = (0..few.len())
+        .filter(|&j| few[j].0.kind != Fitted::Velocity)
+        .collect();
+    let block = picked
         .iter()
         .map(|&i| picked.iter().map(|&j| h[i][j]).collect())
         .collect();
-    Some(covariance(&block, scale).std)
+    (picked, block)
 }
 
 /// The values of group `kind` in `p`.

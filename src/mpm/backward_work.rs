@@ -138,7 +138,7 @@ pub(crate) struct FrameBuffers {
 
 impl FrameBuffers {
     fn new(ctx: &GpuContext, sim: &MpmSimulator, every: u32) -> Result<Self, MpmError> {
-        let grids_kept = Self::keeps_grids_for(sim, every);
+        let grids_kept = sim.keeps_grids_for(every);
         Ok(Self {
             simulator: sim.id(),
             every,
@@ -201,10 +201,6 @@ impl FrameBuffers {
     /// and the kept-grids budget are fixed for a simulator).
     fn fits(&self, sim: &MpmSimulator, every: u32) -> bool {
         self.simulator == sim.id() && self.every == every
-    }
-
-    fn keeps_grids_for(sim: &MpmSimulator, every: u32) -> bool {
-        every as u64 * sim.substep_grid_bytes() <= sim.kept_grids_budget()
     }
 
     /// Allocates the checkpoint buffers (for frames whose rollout kept none).

@@ -541,17 +541,25 @@ impl MpmSimulator {
     /// [`super::RolloutOptions::keep_every_substep`]: every substep's state
     /// and grid of every frame (the backward's replay slot included).
     pub fn kept_rollout_bytes(&self, frames: u32) -> u64 {
-        let state_bytes = (self.particle_count() * STATE_STRIDE * 4) as u64;
-        let per_substep = self.substep_grid_bytes() + state_bytes;
-        u64::from(frames) * u64::from(self.config.substeps_per_frame) * per_substep
+        u64::from(frames) * u64::from(self.config.substeps_per_frame) * self.kept_substep_bytes()
+    }
+
+    /// Bytes of one kept substep: its state and its grid.
+    pub(crate) fn kept_substep_bytes(&self) -> u64 {
+        (self.particle_count() * STATE_STRIDE * 4) as u64 + self.substep_grid_bytes()
+    }
+
+    /// Whether the grids of `every` substeps fit the kept-grids budget (a
+    /// segment of that many keeps them).
+    pub(crate) fn keeps_grids_for(&self, every: u32) -> bool {
+        u64::from(every) * self.substep_grid_bytes() <= self.kept_grids_budget()
     }
 
     /// Whether a frame's S substep grids fit the kept-grids budget, which
     /// [`super::RolloutOptions::keep_every_substep`] needs (else it keeps
     /// checkpoints).
     pub fn keeps_whole_frames(&self) -> bool {
-        u64::from(self.config.substeps_per_frame) * self.substep_grid_bytes()
-            <= self.kept_grids_budget()
+        self.keeps_grids_for(self.config.substeps_per_frame)
     }
 
     /// Bytes of one extra [`SubstepGrid`].

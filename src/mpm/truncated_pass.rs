@@ -38,7 +38,6 @@
 use super::backward::MpmGradients;
 use super::backward_work::BackwardWork;
 use super::error::MpmError;
-use super::layout::STATE_STRIDE;
 use super::rollout::Rollout;
 use super::simulator::MpmSimulator;
 use crate::gpu::{GpuBuffer, GpuContext};
@@ -56,9 +55,7 @@ impl MpmSimulator {
     /// substeps (at most the frame's S) whose states and grids fit the
     /// kept-grids budget together, at least 1.
     pub fn frame_every(&self) -> u32 {
-        let state_bytes = (self.particle_count() * STATE_STRIDE * 4) as u64;
-        let per_substep = self.substep_grid_bytes() + state_bytes;
-        let fits = self.kept_grids_budget() / per_substep.max(1);
+        let fits = self.kept_grids_budget() / self.kept_substep_bytes().max(1);
         let fits = u32::try_from(fits).unwrap_or(u32::MAX).max(1);
         self.checkpoint_every(Some(fits))
     }
