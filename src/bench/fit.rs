@@ -1,8 +1,10 @@
 //! `physfit bench fit`: seconds per fit iteration of a case of `n`
 //! reference frames per view (a frame count, the rest frame 0 included),
 //! stage 1 ([`GradientFlow::Full`] over frames
-//! `1..=min(n, fit.velocity.frames)−1`) and stage 2
-//! ([`GradientFlow::Truncated`] over frames `1..=n−1`), each split into MPM
+//! `1..=min(n, fit.velocity.frames)−1`) and stage 2 (over frames
+//! `1..=n−1`, in the flow the fit's stage 2 takes for the case's field,
+//! [`StageKind::flow`]: the full flow for few parameters, the truncated
+//! one for a per-driver field), each split into MPM
 //! forward, MPM adjoint, deformation, render forward, render backward and
 //! loss, and the peak GPU memory of the fit problem.
 //!
@@ -34,13 +36,14 @@ use serde::Serialize;
 
 use crate::fit::{
     FitError, FitProblem, FitProblemOptions, FitTimings, GradientFlow, Parameters, Selection,
+    StageKind, LBFGS_MAX_PARAMETERS,
 };
 use crate::gpu::traffic::Traffic;
 use crate::gpu::GpuContext;
 use crate::scene::frames::{write_png, FrameError};
 use crate::scene::ply::{PlyData, PlyError};
 use crate::scene::view::FrameSet;
-use crate::scene::{FitStage, Gaussians, Scene, SceneError};
+use crate::scene::{FieldSetting, FitStage, Gaussians, Scene, SceneError};
 
 /// What can stop a fit benchmark.
 #[derive(Debug, thiserror::Error)]
@@ -71,7 +74,8 @@ pub const TRUE_VELOCITY: [f64; 3] = [0.3, 0.0, 0.2];
 /// Figures of one stage.
 #[derive(Clone, Debug, Serialize)]
 pub struct StageFigures {
-    /// "full" (stage 1) or "truncated" (stage 2).
+    /// "full" (stage 1; stage 2 of a field of few parameters) or
+    /// "truncated" (stage 2 of a per-driver field).
     pub flow: String,
     /// The frames fitted.
     pub frames: Vec<usize>,
@@ -128,7 +132,8 @@ pub struct FitBenchResult {
     pub skipped_tiles: Vec<Option<[u32; 2]>>,
     /// Stage 1 (velocity): [`GradientFlow::Full`].
     pub stage1: StageFigures,
-    /// Stage 2 (stiffness): [`GradientFlow::Truncated`] over all frames.
+    /// Stage 2 (stiffness) over all frames, in the fit's flow for the
+    /// case's field ([`StageKind::flow`]).
     pub stage2: StageFigures,
     /// Peak bytes allocated through the context while the fit problem
     /// (not the reference maker) was built and run.
@@ -314,6 +319,15 @@ pub fn run_case_with(
         frames: scene.fit.velocity.frames.map(|n| n.min(frames as u32)),
         ..scene.fit.velocity.clone()
     };
+    // The bench's problem is per-driver whatever the field (the cost of an
+    // evaluation does not depend on the map); the flow is the field's.
+    // A regions field counts its uncovered region too.
+    let few = match &scene.fit.stiffness.field {
+        FieldSetting::Drivers => false,
+        FieldSetting::Global | FieldSetting::Rigid => true,
+        FieldSetting::Regions(r) => r.len() < LBFGS_MAX_PARAMETERS,
+    };
+    let stiffness_flow = StageKind::Stiffness.flow(few);
     let stages = [
         (
             GradientFlow::Full,
@@ -324,8 +338,11 @@ pub fn run_case_with(
             },
         ),
         (
-            GradientFlow::Truncated,
-            "truncated",
+            stiffness_flow,
+            match stiffness_flow {
+                GradientFlow::Full => "full",
+                GradientFlow::Truncated => "truncated",
+            },
             Selection {
                 frames: (1..frames).collect(),
                 views,

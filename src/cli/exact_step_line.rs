@@ -1,7 +1,7 @@
 //! What `physfit fit` says of its exact-gradient step
 //! (src/fit/exact_step.rs): how far Newton's step from the exact gradient
-//! moved E after the stiffness stage's truncated gradient had stopped, and
-//! what it gained; or that the loss did not fall along it.
+//! and its measured Hessian moved E after the stiffness stage's L-BFGS had
+//! stopped, and what it gained; or that the loss did not fall along it.
 
 use physfit::fit::{FitSummary, PoissonParameter};
 use physfit::scene::PoissonRange;
@@ -28,9 +28,9 @@ pub(super) fn exact_step_line(summary: &FitSummary) -> Option<String> {
         })
         .collect();
     Some(format!(
-        "exact-gradient step: E moved by {} decades{} ({} from the exact gradient; the stiffness \
-         stage's truncated gradient had stopped short of the loss's optimum), loss {before:.4e} \
-         → {after:.4e}",
+        "exact-gradient step: E moved by {} decades{} ({} from the exact gradient's measured \
+         Hessian; the stiffness stage had stopped short of the loss's optimum), loss \
+         {before:.4e} → {after:.4e}",
         moved.join(", "),
         poisson_moves(
             summary.settings.fit.stiffness.poisson_range,

@@ -85,10 +85,9 @@ pub struct DiscretisationLevel {
     /// The largest |`poisson_shift`| (0 when ν is held).
     #[serde(default)]
     pub largest_poisson_shift: f64,
-    /// Newton steps in E (and ν) from the exact gradient taken after the
-    /// refit (src/fit/exact_step.rs): the refit follows the stiffness
-    /// stage's truncated gradient, which stops short of the level's own
-    /// optimum.
+    /// Newton steps in E (and ν) from a measured Hessian of the exact
+    /// gradient taken after the refit (src/fit/exact_step.rs): a check of
+    /// where L-BFGS's own model of the curvature ended it.
     #[serde(default)]
     pub newton_steps: u32,
     /// The loss at the previous level's values at this level, then at

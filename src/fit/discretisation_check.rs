@@ -7,10 +7,9 @@
 //! them (src/fit/discretisation_carry.rs) and the fit's curvature: first
 //! the velocity on the last velocity stage's frames (when its field is
 //! fitted by L-BFGS; a velocity of the coarser discretisation would bias
-//! E), then E on the last stiffness stage's, followed by Newton steps
-//! from the exact gradient as after the fit's own stages
-//! (src/fit/exact_step.rs: the refit follows the stage's truncated
-//! gradient, which stops short of the level's optimum); then again a
+//! E), then E on the last stiffness stage's (the exact gradient, as the
+//! stage), followed by Newton steps from a measured Hessian as after the
+//! fit's own stages (src/fit/exact_step.rs); then again a
 //! level finer, from that level's values,
 //! while the largest shift of an E parameter between two consecutive
 //! levels is at or above [`DISCRETISATION_TOLERANCE`] (or that of a fitted
@@ -200,8 +199,8 @@ pub fn refit_level(
         .ok_or_else(blew_up)?;
     evaluations += run.evaluations;
     let stopped = velocity_cut || run.stopped;
-    // The exact gradient's Newton steps from where the truncated one
-    // stopped; not when the budget stopped the refit (its end is not an
+    // Newton steps from a measured Hessian, from where L-BFGS's model
+    // ended the refit; not when the budget stopped the refit (its end is not an
     // optimum of any kind) or is spent.
     let (params, end_loss, newton_steps) = match stopped || past(deadline) {
         true => (run.params, run.loss[1], 0),

@@ -1,9 +1,10 @@
 //! The fit's last move: Newton's step in E from the exact gradient
-//! (docs/design.md § Error bars, "The exact-gradient step"). The
-//! stiffness stage follows stage 2's truncated gradient, which is not the
-//! gradient of the loss its line search measures: where it stops, the
-//! loss's own optimum in E can still be some way off (on the fox-scale
-//! case, 0.16 decades in the tail). The error bars then measure the exact
+//! (docs/design.md § Error bars, "The exact-gradient step"). A stiffness
+//! stage of few parameters follows the exact gradient, but L-BFGS ends
+//! where its model of the curvature, from a few pairs of steps, expects
+//! no more gain; the measured Hessian checks that end. (When the stage
+//! followed the truncated gradient, the loss's optimum was still 0.16
+//! decades on in the fox-scale tail.) The error bars measure the exact
 //! gradient and Hessian at the fitted values, which give Newton's step in
 //! E (and a fitted ν) with the velocity held
 //! ([`super::uncertainty::StiffnessNewtonStep`]). It is tried on the last

@@ -105,7 +105,9 @@ pub use observer::{
 };
 pub use options::FitProblemOptions;
 pub use params::{MapEntry, ParamMap, VelocityField, YoungsField};
-pub use plan::{plan_stages, poisson_candidates, StageChoice, StageKind, StagePlan};
+pub use plan::{
+    plan_stages, poisson_candidates, StageChoice, StageKind, StagePlan, LBFGS_MAX_PARAMETERS,
+};
 pub use problem::{FitProblem, RolloutValues};
 pub use profile::FitTimings;
 pub use record::IterationRecord;

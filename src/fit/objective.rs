@@ -17,7 +17,7 @@
 use super::error::FitError;
 use super::evaluation::{LossReport, Parameters, Selection};
 use super::observer::{EvaluationDone, EvaluationHook, EvaluationPurpose};
-use super::plan::{StageKind, StagePlan};
+use super::plan::{StageKind, StagePlan, LBFGS_MAX_PARAMETERS};
 use super::problem::FitProblem;
 use crate::gpu::GpuContext;
 use crate::mpm::{GradientFlow, MpmError};
@@ -149,11 +149,12 @@ impl<'a> StageObjective<'a> {
         remember: Remember,
     ) -> Self {
         let unknowns = Unknowns::of(stage.kind);
+        let lbfgs = unknowns.get(&base).len() <= LBFGS_MAX_PARAMETERS;
         Self::new(
             ctx,
             problem,
             &stage.selection,
-            stage.kind.flow(),
+            stage.kind.flow(lbfgs),
             base,
             unknowns,
             remember,

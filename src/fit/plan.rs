@@ -3,7 +3,8 @@
 //! parameters, fit). Per round, stage 1 ([`StageKind::Velocity`]: v0 with
 //! E frozen, frames 1..=N−1 of `fit.velocity.frames = N`, full flow), then
 //! stage 2 ([`StageKind::Stiffness`]: log10 E with v0 frozen, all frames,
-//! truncated flow), after one coarse [`StageKind::Scan`] of E when the
+//! the full flow for a field of few parameters, the truncated one for a
+//! per-driver field, [`StageKind::flow`]), after one coarse [`StageKind::Scan`] of E when the
 //! stiffness is fitted.
 
 use serde::{Deserialize, Serialize};
@@ -22,7 +23,7 @@ pub enum StageKind {
     Scan,
     /// Stage 1: the initial velocity, E frozen, full flow.
     Velocity,
-    /// Stage 2: log10 E, v0 frozen, truncated flow.
+    /// Stage 2: log10 E, v0 frozen ([`StageKind::flow`]).
     Stiffness,
 }
 
@@ -36,10 +37,19 @@ impl StageKind {
         }
     }
 
-    /// The gradient flow of the stage (docs/design.md § Loss, parameters, fit).
-    pub fn flow(self) -> GradientFlow {
+    /// The gradient flow of the stage (docs/design.md § Loss, parameters,
+    /// fit), `lbfgs` when its parameters are few enough for L-BFGS
+    /// ([`LBFGS_MAX_PARAMETERS`]). A stiffness stage of few parameters
+    /// follows the exact gradient: L-BFGS's line search measures the loss,
+    /// and a direction from the truncated gradient, which is the gradient
+    /// of no loss, stops being one of descent near the optimum (the
+    /// refused unit steps that cost the fox-scale fit two fifths of its
+    /// stiffness stages, docs/benchmarks.md). A per-driver field keeps
+    /// PhysDreamer's truncated flow, which Adam follows without a search.
+    pub fn flow(self, lbfgs: bool) -> GradientFlow {
         match self {
             StageKind::Scan | StageKind::Velocity => GradientFlow::Full,
+            StageKind::Stiffness if lbfgs => GradientFlow::Full,
             StageKind::Stiffness => GradientFlow::Truncated,
         }
     }

@@ -29,9 +29,10 @@
 //!    of the drivers into frame k's state-gradient buffer;
 //! 3. runs one MPM backward over all frames ([`Chain::rollout_backward`]),
 //!    [`crate::mpm::GradientFlow::Full`] (stage
-//!    1: through the whole rollout) or [`crate::mpm::GradientFlow::Truncated`] (stage 2:
-//!    frame k's gradient through frame k's substeps only, the state at k−1
-//!    a constant);
+//!    1, and stage 2 of few parameters: through the whole rollout) or
+//!    [`crate::mpm::GradientFlow::Truncated`] (stage 2 of a per-driver
+//!    field: frame k's gradient through frame k's substeps only, the state
+//!    at k−1 a constant);
 //! 4. maps `∂L/∂E` per driver to `∂L/∂p` (`∂L/∂E · E · ln 10`) and the `v`
 //!    part of `∂L/∂state0` (normalised units) to world units/s (`/ side`),
 //!    both through `Mᵀ` on the GPU, with the TV gradient added.

@@ -82,10 +82,10 @@ pub struct Correlations {
 /// Newton's step in the stiffness stage's unknowns alone (every `log10 E`
 /// parameter, and a fitted Poisson's ratio's `z`), the velocity held: `δ =
 /// −H_ss⁻¹ g_s` from the joint Hessian's block and the exact gradient at
-/// the fitted values. The stiffness stage follows a truncated gradient
-/// (docs/design.md § Adjoint), which is not the loss's: where it stops,
-/// the loss's own optimum in E can still be this far, and the fit tries
-/// the step ([`super::exact_step`]).
+/// the fitted values. The stiffness stage ends where L-BFGS's model of
+/// the curvature, from a few pairs of steps, expects no more gain; the
+/// measured Hessian may put the loss's optimum this far on, and the fit
+/// tries the step ([`super::exact_step`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct StiffnessNewtonStep {
     /// Per `log10 E` parameter, the step (decades).

@@ -4,8 +4,9 @@
 //! 1. the loss: the last stiffness stage's frames, views and image
 //!    weights with the smoothness weights at 0 (the data's curvature
 //!    alone, [`super::uncertainty`]), and the full gradient flow (the
-//!    exact gradient; the stiffness stage's truncated flow is not the
-//!    gradient of any loss, so its differences are not a curvature);
+//!    exact gradient; a per-driver stiffness stage's truncated flow is
+//!    not the gradient of any loss, so its differences are not a
+//!    curvature);
 //! 2. the scale `s = 2·loss/(N − n)` ([`residual_scale`]), `N` counted
 //!    by [`residual_count`];
 //! 3. every fitted group of at most [`LBFGS_MAX_PARAMETERS`] parameters

@@ -27,8 +27,15 @@
 //! goes (the losses decide every step).
 //!
 //! It has converged when two accepted steps in a row each lower the loss by
-//! less than `relative_tolerance` of it, or when no step along the gradient
-//! lowers it at all. A line search that finds no lower point drops the
+//! less than `relative_tolerance` of it, when the curvature pairs' model
+//! expects less than that of its next step (the unit step's first-order
+//! gain `−gᵀd = gᵀH⁻¹g`, twice the quadratic model's decrease, below
+//! `relative_tolerance` of the loss: the point is its minimum as far as
+//! the model can tell, and trying the step would cost an evaluation to
+//! confirm it), or when no step along the gradient lowers it at all. The
+//! model's test needs the gradient of the loss the run measures; a
+//! direction along the gradient alone (no pairs) is no model, and is
+//! always tried. A line search that finds no lower point drops the
 //! curvature pairs and tries again from the gradient, at the length of the
 //! last accepted step (the scale the run has found; the first step's
 //! length only before any step), and does not try at all when even that
@@ -435,7 +442,8 @@ impl<O: Objective + ?Sized> Solver<O> for Lbfgs {
     type State = LbfgsState;
 
     /// One accepted step (module doc). The run ends converged after two
-    /// small gains in a row, at a zero gradient, or when not even a short
+    /// small gains in a row, at a zero gradient, when the curvature's model
+    /// expects a small gain of its next step, or when not even a short
     /// step along the gradient lowers the loss; unconverged when the
     /// evaluations run out.
     fn next_iteration(
@@ -457,6 +465,9 @@ impl<O: Objective + ?Sized> Solver<O> for Lbfgs {
                 return Ok(Iteration::Ended { converged: true });
             }
             let (d, slope) = self.direction(state, gnorm);
+            if !state.pairs.is_empty() && -slope < self.settings.relative_tolerance * state.loss.abs() {
+                return Ok(Iteration::Ended { converged: true });
+            }
             let accepted = self.line_search(objective, state, &d, slope)?;
             state.first = false;
             let Some((x_new, l_new, g_new)) = accepted else {

@@ -400,3 +400,40 @@ fn a_restart_along_the_gradient_takes_the_last_steps_length() {
         "{evaluations} evaluations against {at_first_step} restarting at the first step"
     );
 }
+
+/// Once the curvature pairs' model expects less than the tolerance of its
+/// next step (a quadratic, which two pairs model exactly), the run ends
+/// converged without taking it: at most one accepted step gains less
+/// than the tolerance (a step the model expected a little more of), where
+/// the rule of two small gains in a row alone ends only after two.
+#[test]
+fn the_curvature_model_ends_a_run_without_confirming_steps() {
+    let f = |x: &[f64]| {
+        let (a, b) = (x[0] - 3.0, x[1] + 1.0);
+        Ok::<_, ()>(Some((1.0 + 0.5 * a * a + 5.0 * b * b, vec![a, 10.0 * b])))
+    };
+    let tolerance = 1e-6;
+    let settings = LbfgsSettings {
+        max_evaluations: 40,
+        first_step: 0.5,
+        relative_tolerance: tolerance,
+        ..LbfgsSettings::default()
+    };
+    let mut losses = vec![f(&[0.0, 0.0]).unwrap().unwrap().0];
+    let r = minimise_observed(LbfgsStart::At(&[0.0, 0.0]), &settings, f, |s| {
+        losses.push(s.loss);
+        true
+    })
+    .unwrap()
+    .unwrap();
+    assert!(r.converged, "{r:?}");
+    assert!(
+        (r.x[0] - 3.0).abs() < 1e-2 && (r.x[1] + 1.0).abs() < 1e-2,
+        "{r:?}"
+    );
+    let small = losses
+        .windows(2)
+        .filter(|w| (w[0] - w[1]) / w[0] < tolerance)
+        .count();
+    assert!(small <= 1, "losses of the accepted steps: {losses:?}");
+}

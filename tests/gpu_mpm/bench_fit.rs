@@ -47,6 +47,7 @@ fn tiny_case_reports_every_figure() {
     check_stage("stage 1", &r.stage1, &[1, 2]);
     assert_eq!(r.stage1.flow, "full");
     check_stage("stage 2", &r.stage2, &[1, 2]);
+    // The default per-driver E: stage 2 on the truncated flow.
     assert_eq!(r.stage2.flow, "truncated");
     assert!(r.peak_gpu_bytes > 0);
     for (what, v) in [("references_s", r.references_s), ("setup_s", r.setup_s)] {
