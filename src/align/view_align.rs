@@ -54,8 +54,9 @@ pub struct AlignSettings {
     /// Loss evaluations per coarser level at most: those levels only need
     /// to bring the start into the finer level's basin.
     pub coarse_evaluations: u32,
-    /// Full resolution has converged when two accepted steps each lower its
-    /// loss by less than this fraction.
+    /// Full resolution has converged when two accepted steps in a row each
+    /// lower its loss by less than this fraction, or its curvature model
+    /// expects less of the next ([`crate::solve::lbfgs`]).
     pub tolerance: f64,
     /// The same for the coarser levels.
     pub coarse_tolerance: f64,
@@ -101,7 +102,8 @@ pub struct LevelRun {
     pub loss_end: f64,
     /// Evaluations used.
     pub evaluations: u32,
-    /// Whether the level's steps fell below the tolerance.
+    /// Whether the level converged: its steps, or the gain its curvature
+    /// model expects of the next, fell below the tolerance.
     pub converged: bool,
 }
 

@@ -34,16 +34,17 @@ use std::time::Instant;
 
 use serde::Serialize;
 
+use crate::drive::DriverSet;
 use crate::fit::{
-    FitError, FitProblem, FitProblemOptions, FitTimings, GradientFlow, Parameters, Selection,
-    StageKind, LBFGS_MAX_PARAMETERS,
+    FitError, FitProblem, FitProblemOptions, FitTimings, GradientFlow, Parameters,
+    RegionAssignment, Selection, StageKind, LBFGS_MAX_PARAMETERS,
 };
 use crate::gpu::traffic::Traffic;
 use crate::gpu::GpuContext;
 use crate::scene::frames::{write_png, FrameError};
 use crate::scene::ply::{PlyData, PlyError};
 use crate::scene::view::FrameSet;
-use crate::scene::{FieldSetting, FitStage, Gaussians, Scene, SceneError};
+use crate::scene::{FieldSetting, FitStage, Gaussians, PoissonSetting, Scene, SceneError};
 
 /// What can stop a fit benchmark.
 #[derive(Debug, thiserror::Error)]
@@ -185,6 +186,25 @@ fn median_timings(runs: &[FitTimings]) -> FitTimings {
     }
 }
 
+/// How many values the fit of `scene`'s stiffness field solves for on
+/// `drivers`: its E's (one per region the drivers fill, the uncovered rest
+/// included) and a fitted ν's; `None` for a per-driver field. The fit
+/// chooses its solver and gradient flow by this count.
+fn stiffness_values(scene: &Scene, drivers: &DriverSet) -> Option<usize> {
+    let stiffness = &scene.fit.stiffness;
+    let youngs = match &stiffness.field {
+        FieldSetting::Drivers => return None,
+        FieldSetting::Global | FieldSetting::Rigid => 1,
+        FieldSetting::Regions(r) => RegionAssignment::new(r, drivers).count() as usize,
+    };
+    let poisson = match stiffness.poisson {
+        PoissonSetting::Fixed => 0,
+        PoissonSetting::Global => 1,
+        PoissonSetting::Regions => youngs,
+    };
+    Some(youngs + poisson)
+}
+
 /// Uniform parameters: `log10 E` and velocity per driver.
 fn uniform(p: &FitProblem, log10_youngs: f64, velocity: [f64; 3]) -> Parameters {
     let n = p.drivers().len();
@@ -321,12 +341,8 @@ pub fn run_case_with(
     };
     // The bench's problem is per-driver whatever the field (the cost of an
     // evaluation does not depend on the map); the flow is the field's.
-    // A regions field counts its uncovered region too.
-    let few = match &scene.fit.stiffness.field {
-        FieldSetting::Drivers => false,
-        FieldSetting::Global | FieldSetting::Rigid => true,
-        FieldSetting::Regions(r) => r.len() < LBFGS_MAX_PARAMETERS,
-    };
+    let few =
+        stiffness_values(&scene, problem.drivers()).is_some_and(|n| n <= LBFGS_MAX_PARAMETERS);
     let stiffness_flow = StageKind::Stiffness.flow(few);
     let stages = [
         (

@@ -65,10 +65,7 @@ pub fn fit_summary(scene: &Scene) -> Result<String> {
         velocity_parameters,
     );
     let _ = writeln!(s, "{}", scan_line(scene, available, cold));
-    for (label, stage, flow) in [
-        ("velocity", &f.velocity, "full flow, E frozen"),
-        ("stiffness", &f.stiffness, "truncated flow, v0 frozen"),
-    ] {
+    for (label, stage) in [("velocity", &f.velocity), ("stiffness", &f.stiffness)] {
         let smoothness = if label == "velocity" {
             format!("velocity_tv_weight {}", stage.velocity_tv_weight)
         } else {
@@ -78,6 +75,15 @@ pub fn fit_summary(scene: &Scene) -> Result<String> {
             stage,
             field_parameters(label, &stage.field, scene, drivers.as_ref()),
         );
+        // Stage 2 follows the exact gradient where L-BFGS solves it (its
+        // line search measures the loss that gradient is of), PhysDreamer's
+        // truncated one where Adam does (docs/design.md § Loss,
+        // parameters, fit).
+        let flow = match (label, solver_for(parameters)) {
+            ("velocity", _) => "full flow, E frozen",
+            (_, Solver::Lbfgs) => "exact flow, v0 frozen",
+            _ => "truncated flow, v0 frozen",
+        };
         let schedule = match solver_for(parameters) {
             // L-BFGS has no rate: only the cap and the tolerance apply.
             Solver::Lbfgs => format!(

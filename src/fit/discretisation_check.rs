@@ -39,9 +39,10 @@
 //!
 //! A fitted Poisson's ratio is refitted with E, and its shift counts:
 //! on a drop E and ν trade along a curved valley of the loss. Only a
-//! `global` or `regions` field of at most [`LBFGS_MAX_PARAMETERS`] E
-//! values is checked (fitted by
-//! L-BFGS): a per-driver field's values are pinned by the regulariser as
+//! `global` or `regions` field of at most
+//! [`LBFGS_MAX_PARAMETERS`](super::plan::LBFGS_MAX_PARAMETERS)
+//! values, E's and a fitted ν's together, is checked (fitted by L-BFGS,
+//! on the exact gradient): a per-driver field's values are pinned by the regulariser as
 //! much as by the frames, their shift would measure both, and their
 //! number changes with the drivers from level to level.
 
@@ -51,10 +52,10 @@ use super::discretisation::{DISCRETISATION_TOLERANCE, POISSON_DISCRETISATION_TOL
 use super::error::FitError;
 use super::evaluation::Parameters;
 use super::exact_step::walk_newton;
-use super::objective::{Remember, StageObjective, Unknowns};
+use super::objective::{by_lbfgs, Remember, StageObjective, Unknowns};
 use super::observer::{EvaluationHook, EvaluationPurpose};
 use super::options::FitProblemOptions;
-use super::plan::{last_stiffness, StageKind, StagePlan, LBFGS_MAX_PARAMETERS};
+use super::plan::{last_stiffness, StageKind, StagePlan};
 use super::problem::FitProblem;
 use super::stages_lbfgs::{lbfgs_coordinates, warm_start};
 use crate::budget::{estimate, MachineMemory, Workload};
@@ -84,7 +85,7 @@ pub fn checkable<'a>(
 ) -> Result<&'a StagePlan, NotChecked> {
     let stage = last_stiffness(plan).ok_or(NotChecked::NoStiffnessStage)?;
     let per_driver = matches!(youngs_field, FieldSetting::Drivers);
-    match per_driver || params.log10_youngs.len() > LBFGS_MAX_PARAMETERS {
+    match per_driver || !by_lbfgs(stage.kind, params) {
         true => Err(NotChecked::PerDriverField),
         false => Ok(stage),
     }
@@ -144,9 +145,10 @@ pub fn refitted_velocity<'a>(
     params: &Parameters,
 ) -> Option<&'a StagePlan> {
     let per_driver = matches!(velocity_field, FieldSetting::Drivers);
-    match per_driver || params.velocity.len() > LBFGS_MAX_PARAMETERS {
+    let stage = plan.iter().rev().find(|p| p.kind == StageKind::Velocity)?;
+    match per_driver || !by_lbfgs(stage.kind, params) {
         true => None,
-        false => plan.iter().rev().find(|p| p.kind == StageKind::Velocity),
+        false => Some(stage),
     }
 }
 

@@ -45,6 +45,14 @@ pub enum Unknowns {
     Youngs,
 }
 
+/// True when a stage of `kind` at `params` is solved by L-BFGS (a group of
+/// at most [`LBFGS_MAX_PARAMETERS`] parameters, ν's counted with E's),
+/// false for Adam. The stage's gradient flow follows the same choice
+/// ([`StageKind::flow`]).
+pub fn by_lbfgs(kind: StageKind, params: &Parameters) -> bool {
+    Unknowns::of(kind).get(params).len() <= LBFGS_MAX_PARAMETERS
+}
+
 impl Unknowns {
     /// What a stage of `kind` fits.
     pub fn of(kind: StageKind) -> Self {
@@ -148,15 +156,14 @@ impl<'a> StageObjective<'a> {
         base: Parameters,
         remember: Remember,
     ) -> Self {
-        let unknowns = Unknowns::of(stage.kind);
-        let lbfgs = unknowns.get(&base).len() <= LBFGS_MAX_PARAMETERS;
+        let flow = stage.kind.flow(by_lbfgs(stage.kind, &base));
         Self::new(
             ctx,
             problem,
             &stage.selection,
-            stage.kind.flow(lbfgs),
+            flow,
             base,
-            unknowns,
+            Unknowns::of(stage.kind),
             remember,
         )
     }

@@ -243,10 +243,12 @@ impl ScanPlan {
 /// the midpoints of `fit.scan.poisson_points` equal parts of
 /// `poisson_range` (with the default 5 over `[0, 0.4]`: 0.04, 0.12, …,
 /// 0.36), never its ends, where the map to ν's parameter is flat
-/// ([`super::poisson`]). Why a scan: on a drop, the stiffness stage's
-/// truncated gradient leaves out how ν moves the object after the landing,
-/// takes no step in ν from a far start, and the loss along ν is shallow
-/// (docs/benchmarks.md, "Drop fits with ν from any start").
+/// ([`super::poisson`]). Why a scan: on a drop the loss along ν is
+/// shallow, and the stiffness stage on the truncated gradient (which
+/// leaves out how ν moves the object after the landing) took no step in ν
+/// from a far start (docs/benchmarks.md, "Drop fits with ν from any
+/// start"); the exact gradient the stage follows now for such a field has
+/// not been measured from far without it.
 pub fn poisson_candidates(scene: &Scene) -> Vec<f64> {
     let stiffness = &scene.fit.stiffness;
     let n = scene.fit.scan.poisson_points;

@@ -4,9 +4,9 @@
 //! ([`super::stages`]), each solver's stage ([`super::stages_lbfgs`],
 //! [`super::stages_adam`]) and a caller's progress.
 
-use super::evaluation::{LossReport, Parameters};
-use super::objective::Unknowns;
-use super::plan::{StageKind, StagePlan, LBFGS_MAX_PARAMETERS};
+use super::evaluation::LossReport;
+use super::objective::by_lbfgs;
+use super::plan::{StageKind, StagePlan};
 use super::record::stage_records;
 use super::state::FitState;
 
@@ -39,10 +39,4 @@ pub fn evaluations_so_far(stage: &StagePlan, state: &FitState) -> u32 {
     1 + stage_records(&state.records, stage)
         .map(|r| 1 + r.rejected)
         .sum::<u32>()
-}
-
-/// True when a stage of `kind` at `params` is solved by L-BFGS (a field
-/// of at most [`LBFGS_MAX_PARAMETERS`] parameters), false for Adam.
-pub(super) fn by_lbfgs(kind: StageKind, params: &Parameters) -> bool {
-    Unknowns::of(kind).get(params).len() <= LBFGS_MAX_PARAMETERS
 }

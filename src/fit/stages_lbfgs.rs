@@ -221,6 +221,7 @@ mod tests {
             gradients: 1,
             reevaluations: 0,
             last_step: None,
+            measured_pairs: 0,
         };
         let mut run = fresh();
         warm_start(&mut run, &[pair(3), pair(3)]);

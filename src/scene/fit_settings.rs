@@ -29,9 +29,10 @@ pub struct FitStage {
     /// Gradient-norm clip.
     pub grad_clip: f64,
     /// The stage has converged when its loss falls by less than this
-    /// fraction over 5 iterations (Adam, after the warm-up) or by less than
-    /// half of it in each of two L-BFGS steps in a row; 0 runs every
-    /// iteration of the cap.
+    /// fraction over 5 iterations (Adam, after the warm-up), or, for
+    /// L-BFGS, by less than half of it in each of two steps in a row or
+    /// in the next step as its curvature model expects it
+    /// ([`crate::solve::lbfgs`]); 0 runs every iteration of the cap.
     pub tolerance: f64,
     /// L1 image-loss weight (paper eq. 10).
     pub w_l1: f64,

@@ -33,9 +33,11 @@
 //! `relative_tolerance` of the loss: the point is its minimum as far as
 //! the model can tell, and trying the step would cost an evaluation to
 //! confirm it), or when no step along the gradient lowers it at all. The
-//! model's test needs the gradient of the loss the run measures; a
-//! direction along the gradient alone (no pairs) is no model, and is
-//! always tried. A line search that finds no lower point drops the
+//! model's test needs the gradient of the loss the run measures, and a
+//! pair the run measured itself: a direction along the gradient alone (no
+//! pairs) is no model, and pairs handed in by a warm start describe the
+//! loss of another run (an earlier round, a coarser level), so until the
+//! run has measured a pair of its own the step is always tried. A line search that finds no lower point drops the
 //! curvature pairs and tries again from the gradient, at the length of the
 //! last accepted step (the scale the run has found; the first step's
 //! length only before any step), and does not try at all when even that
@@ -71,7 +73,9 @@ pub struct LbfgsSettings {
     pub first_step: f64,
     /// Pairs of (step, gradient change) kept.
     pub memory: usize,
-    /// Stop when a step lowers the loss by less than this fraction of it.
+    /// Stop when two steps in a row lower the loss by less than this
+    /// fraction of it, or the curvature model expects less of the next
+    /// (module doc).
     pub relative_tolerance: f64,
     /// Bounds per coordinate: trial points are projected into them (the
     /// fit's `log10 E` range); empty for none, infinite ends for a free
@@ -107,8 +111,8 @@ pub struct LbfgsResult {
     pub loss: f64,
     /// Evaluations used.
     pub evaluations: u32,
-    /// True when it stopped because a step gained less than the tolerance
-    /// (not because it ran out of evaluations).
+    /// True when it stopped at a minimum as the module doc defines it (not
+    /// because it ran out of evaluations).
     pub converged: bool,
 }
 
@@ -197,6 +201,13 @@ pub struct LbfgsState {
     /// before it was kept: the first step's length then).
     #[serde(default)]
     pub last_step: Option<f64>,
+    /// Curvature pairs this run measured itself. The model's test of
+    /// convergence waits for one: pairs handed in by a warm start describe
+    /// another run's loss, and may claim a curvature this one does not
+    /// have. Absent from checkpoints written before it was counted (0:
+    /// the test waits for the run's next pair).
+    #[serde(default)]
+    pub measured_pairs: u32,
 }
 
 /// Where a run starts.
@@ -237,6 +248,7 @@ impl Lbfgs {
                 gradients: 1,
                 reevaluations: 0,
                 last_step: None,
+                measured_pairs: 0,
             }),
             LbfgsStart::Resume(state) => Some(state),
         })
@@ -409,6 +421,7 @@ impl Lbfgs {
                 y,
                 rho: 1.0 / sy,
             });
+            state.measured_pairs += 1;
             if state.pairs.len() > self.settings.memory {
                 state.pairs.remove(0);
             }
@@ -465,7 +478,13 @@ impl<O: Objective + ?Sized> Solver<O> for Lbfgs {
                 return Ok(Iteration::Ended { converged: true });
             }
             let (d, slope) = self.direction(state, gnorm);
-            if !state.pairs.is_empty() && -slope < self.settings.relative_tolerance * state.loss.abs() {
+            // The model's expected gain ends the run only once the model
+            // holds a pair of this run's own loss (a warm start's pairs
+            // are another loss's; module doc).
+            if state.measured_pairs > 0
+                && !state.pairs.is_empty()
+                && -slope < self.settings.relative_tolerance * state.loss.abs()
+            {
                 return Ok(Iteration::Ended { converged: true });
             }
             let accepted = self.line_search(objective, state, &d, slope)?;

@@ -164,6 +164,7 @@ fn running_state() -> FitState {
                 reevaluations: 1,
                 pending: None,
                 last_step: Some(0.0125),
+                measured_pairs: 1,
             },
         }),
         records: vec![IterationRecord {

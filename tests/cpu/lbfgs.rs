@@ -374,6 +374,7 @@ fn a_restart_along_the_gradient_takes_the_last_steps_length() {
             gradients: 1,
             reevaluations: 0,
             last_step,
+            measured_pairs: 0,
         };
         let mut f = |x: &[f64]| {
             trials.push(x[0]);
@@ -436,4 +437,43 @@ fn the_curvature_model_ends_a_run_without_confirming_steps() {
         .filter(|w| (w[0] - w[1]) / w[0] < tolerance)
         .count();
     assert!(small <= 1, "losses of the accepted steps: {losses:?}");
+}
+
+/// Pairs handed in by a warm start describe another run's loss: one that
+/// claims a million times the curvature this loss has makes the model
+/// expect almost no gain at the start, and must not end the run there.
+/// The run goes on to the minimum of its own loss.
+#[test]
+fn a_warm_start_pair_does_not_end_a_run_before_it_measures_its_own() {
+    let f = |x: &[f64]| Ok::<_, ()>(Some((1.0 + x[0] * x[0], vec![2.0 * x[0]])));
+    let settings = LbfgsSettings {
+        max_evaluations: 40,
+        first_step: 1.0,
+        relative_tolerance: 1e-4,
+        ..LbfgsSettings::default()
+    };
+    let warm = LbfgsState {
+        x: vec![1.0],
+        loss: 2.0,
+        grad: vec![2.0],
+        pending: None,
+        pairs: vec![CurvaturePair {
+            s: vec![1.0],
+            y: vec![1e6],
+            rho: 1e-6,
+        }],
+        evaluations: 1,
+        first: false,
+        small_steps: 0,
+        unused_gradients: 0,
+        gradients: 1,
+        reevaluations: 0,
+        last_step: None,
+        measured_pairs: 0,
+    };
+    let r = minimise_observed(LbfgsStart::Resume(warm), &settings, f, |_| true)
+        .unwrap()
+        .unwrap();
+    assert!(r.converged, "{r:?}");
+    assert!(r.x[0].abs() < 1e-2, "ended away from the minimum: {r:?}");
 }

@@ -389,8 +389,8 @@ impl FitObserver for StopAfter {
 /// The scan of a fit of ν (the scene's plan, velocity held at rest):
 /// E's grid at the scene's ν 0.3, then ν's five midpoints of [0, 0.49]
 /// and a parabola at E's best value. From ν 0.3 it lands within 0.03 of
-/// the truth's 0.2 (the stiffness stage then refines; a drop's truncated
-/// gradient does not move ν from far, docs/benchmarks.md), and a scan
+/// the truth's 0.2 (the stiffness stage then refines: the scan is what
+/// brings ν near from far, docs/benchmarks.md), and a scan
 /// stopped inside ν's candidates resumes to the same point.
 #[test]
 fn the_scan_of_poissons_ratio_starts_the_stages_near_the_truths_nu() {
