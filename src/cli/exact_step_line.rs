@@ -1,7 +1,8 @@
 //! What `physfit fit` says of its exact-gradient step
 //! (src/fit/exact_step.rs): how far Newton's step from the exact gradient
 //! and its measured Hessian moved E after the stiffness stage's L-BFGS had
-//! stopped, and what it gained; or that the loss did not fall along it.
+//! stopped, whether that says the stage had ended at the loss's optimum,
+//! and what it gained; or that the loss did not fall along it.
 
 use physfit::fit::{FitSummary, PoissonParameter};
 use physfit::scene::PoissonRange;
@@ -29,16 +30,35 @@ pub(super) fn exact_step_line(summary: &FitSummary) -> Option<String> {
         .collect();
     Some(format!(
         "exact-gradient step: E moved by {} decades{} ({} from the exact gradient's measured \
-         Hessian; the stiffness stage had stopped short of the loss's optimum), loss \
-         {before:.4e} → {after:.4e}",
+         Hessian; {}), loss {before:.4e} → {after:.4e}",
         moved.join(", "),
         poisson_moves(
             summary.settings.fit.stiffness.poisson_range,
             &summary.poisson_parameters,
             &step.poisson_z
         ),
-        newton_steps(step.steps, step.fraction)
+        newton_steps(step.steps, step.fraction),
+        where_the_stage_ended(&step.log10_youngs)
     ))
+}
+
+/// A move of E under this (decades) says the stiffness stage had ended at
+/// the loss's optimum: a tenth of the 0.1 decades a fit is judged by, a
+/// fifth of the discretisation check's tolerance.
+const AT_THE_OPTIMUM_DECADES: f64 = 0.01;
+
+/// What the step's moves of log10 E (`moves`) say of where the stiffness
+/// stage had ended: at the loss's optimum, or short of it.
+fn where_the_stage_ended(moves: &[f64]) -> String {
+    let largest = moves.iter().fold(0.0_f64, |m, d| m.max(d.abs()));
+    if largest < AT_THE_OPTIMUM_DECADES {
+        format!(
+            "the stiffness stage had ended within {AT_THE_OPTIMUM_DECADES} decades of the loss's \
+             optimum"
+        )
+    } else {
+        "the stiffness stage had stopped short of the loss's optimum".to_string()
+    }
 }
 
 /// How much of Newton's step was taken, and in how many steps: "all of
@@ -101,6 +121,18 @@ mod tests {
         assert_eq!(newton_steps(0, 0.5), "half Newton's step");
         assert_eq!(newton_steps(3, 0.5), "3 Newton steps, the first halved,");
         assert_eq!(newton_steps(2, 1.0), "2 Newton steps, the first whole,");
+    }
+
+    /// A step of less than a hundredth of a decade in every E says the
+    /// stage had ended at the optimum; a larger one in any, short of it.
+    #[test]
+    fn the_line_says_whether_the_stage_had_stopped_short() {
+        let at = "the stiffness stage had ended within 0.01 decades of the loss's optimum";
+        let short = "the stiffness stage had stopped short of the loss's optimum";
+        assert_eq!(where_the_stage_ended(&[-0.002, 0.0]), at);
+        assert_eq!(where_the_stage_ended(&[]), at);
+        assert_eq!(where_the_stage_ended(&[0.001, -0.165]), short);
+        assert_eq!(where_the_stage_ended(&[0.01]), short);
     }
 
     /// The line gives ν before and after the step, through the range's
