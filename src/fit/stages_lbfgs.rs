@@ -208,21 +208,7 @@ mod tests {
     /// its first search does not grow), and ignores them otherwise.
     #[test]
     fn a_fresh_run_is_warm_started_only_by_pairs_of_its_dimension() {
-        let fresh = || LbfgsState {
-            x: vec![0.0; 3],
-            loss: 1.0,
-            grad: vec![1.0; 3],
-            pending: None,
-            pairs: Vec::new(),
-            evaluations: 1,
-            first: true,
-            small_steps: 0,
-            unused_gradients: 0,
-            gradients: 1,
-            reevaluations: 0,
-            last_step: None,
-            measured_pairs: 0,
-        };
+        let fresh = || LbfgsState::started(vec![0.0; 3], 1.0, vec![1.0; 3]);
         let mut run = fresh();
         warm_start(&mut run, &[pair(3), pair(3)]);
         assert_eq!((run.pairs.len(), run.first), (2, false));

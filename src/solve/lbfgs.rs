@@ -210,6 +210,28 @@ pub struct LbfgsState {
     pub measured_pairs: u32,
 }
 
+impl LbfgsState {
+    /// The state of a run just started at `x`, of loss `loss` and gradient
+    /// `grad`: one evaluation (with its gradient), no pairs, no step yet.
+    pub fn started(x: Vec<f64>, loss: f64, grad: Vec<f64>) -> Self {
+        Self {
+            x,
+            loss,
+            grad,
+            pending: None,
+            pairs: Vec::new(),
+            evaluations: 1,
+            first: true,
+            small_steps: 0,
+            unused_gradients: 0,
+            gradients: 1,
+            reevaluations: 0,
+            last_step: None,
+            measured_pairs: 0,
+        }
+    }
+}
+
 /// Where a run starts.
 #[derive(Clone, Debug, PartialEq)]
 pub enum LbfgsStart<'a> {
@@ -235,21 +257,9 @@ impl Lbfgs {
         start: LbfgsStart<'_>,
     ) -> Result<Option<LbfgsState>, O::Error> {
         Ok(match start {
-            LbfgsStart::At(x0) => objective.evaluate(x0)?.map(|(loss, grad)| LbfgsState {
-                x: x0.to_vec(),
-                loss,
-                grad,
-                pairs: Vec::new(),
-                pending: None,
-                evaluations: 1,
-                first: true,
-                small_steps: 0,
-                unused_gradients: 0,
-                gradients: 1,
-                reevaluations: 0,
-                last_step: None,
-                measured_pairs: 0,
-            }),
+            LbfgsStart::At(x0) => objective
+                .evaluate(x0)?
+                .map(|(loss, grad)| LbfgsState::started(x0.to_vec(), loss, grad)),
             LbfgsStart::Resume(state) => Some(state),
         })
     }

@@ -358,23 +358,14 @@ fn a_restart_along_the_gradient_takes_the_last_steps_length() {
         };
         let x0 = 1e-3;
         let state = LbfgsState {
-            x: vec![x0],
-            loss: 1.0 + x0 * x0,
-            grad: vec![2.0 * x0],
-            pending: None,
             pairs: vec![CurvaturePair {
                 s: vec![1.0],
                 y: vec![1e-6],
                 rho: 1e6,
             }],
-            evaluations: 1,
             first: false,
-            small_steps: 0,
-            unused_gradients: 0,
-            gradients: 1,
-            reevaluations: 0,
             last_step,
-            measured_pairs: 0,
+            ..LbfgsState::started(vec![x0], 1.0 + x0 * x0, vec![2.0 * x0])
         };
         let mut f = |x: &[f64]| {
             trials.push(x[0]);
@@ -453,23 +444,13 @@ fn a_warm_start_pair_does_not_end_a_run_before_it_measures_its_own() {
         ..LbfgsSettings::default()
     };
     let warm = LbfgsState {
-        x: vec![1.0],
-        loss: 2.0,
-        grad: vec![2.0],
-        pending: None,
         pairs: vec![CurvaturePair {
             s: vec![1.0],
             y: vec![1e6],
             rho: 1e-6,
         }],
-        evaluations: 1,
         first: false,
-        small_steps: 0,
-        unused_gradients: 0,
-        gradients: 1,
-        reevaluations: 0,
-        last_step: None,
-        measured_pairs: 0,
+        ..LbfgsState::started(vec![1.0], 2.0, vec![2.0])
     };
     let r = minimise_observed(LbfgsStart::Resume(warm), &settings, f, |_| true)
         .unwrap()
