@@ -4,7 +4,7 @@
 //! stopped, whether that says the stage had ended at the loss's optimum,
 //! and what it gained; or that the loss did not fall along it.
 
-use physfit::fit::{FitSummary, PoissonParameter};
+use physfit::fit::{FitSummary, PoissonParameter, POISSON_DISCRETISATION_TOLERANCE};
 use physfit::scene::PoissonRange;
 
 /// The line, when a step was tried (module doc).
@@ -38,7 +38,14 @@ pub(super) fn exact_step_line(summary: &FitSummary) -> Option<String> {
             &step.poisson_z
         ),
         newton_steps(step.steps, step.fraction),
-        where_the_stage_ended(&step.log10_youngs)
+        where_the_stage_ended(
+            &step.log10_youngs,
+            &poisson_shifts(
+                summary.settings.fit.stiffness.poisson_range,
+                &summary.poisson_parameters,
+                &step.poisson_z
+            )
+        )
     ))
 }
 
@@ -47,18 +54,42 @@ pub(super) fn exact_step_line(summary: &FitSummary) -> Option<String> {
 /// fifth of the discretisation check's tolerance.
 const AT_THE_OPTIMUM_DECADES: f64 = 0.01;
 
-/// What the step's moves of log10 E (`moves`) say of where the stiffness
-/// stage had ended: at the loss's optimum, or short of it.
-fn where_the_stage_ended(moves: &[f64]) -> String {
-    let largest = moves.iter().fold(0.0_f64, |m, d| m.max(d.abs()));
-    if largest < AT_THE_OPTIMUM_DECADES {
+/// The same for a fitted ν: half the discretisation check's tolerance on
+/// ν ([`POISSON_DISCRETISATION_TOLERANCE`]).
+const AT_THE_OPTIMUM_POISSON: f64 = 0.5 * POISSON_DISCRETISATION_TOLERANCE;
+
+/// What the step's moves of log10 E (`youngs`) and of a fitted ν
+/// (`poisson`) say of where the stiffness stage had ended: at the loss's
+/// optimum, or short of it.
+fn where_the_stage_ended(youngs: &[f64], poisson: &[f64]) -> String {
+    let largest = |moves: &[f64]| moves.iter().fold(0.0_f64, |m, d| m.max(d.abs()));
+    if largest(youngs) < AT_THE_OPTIMUM_DECADES && largest(poisson) < AT_THE_OPTIMUM_POISSON {
+        let nu = match poisson.is_empty() {
+            true => String::new(),
+            false => format!(" and ν within {AT_THE_OPTIMUM_POISSON}"),
+        };
         format!(
-            "the stiffness stage had ended within {AT_THE_OPTIMUM_DECADES} decades of the loss's \
-             optimum"
+            "the stiffness stage had ended with E within {AT_THE_OPTIMUM_DECADES} decades{nu} of \
+             the loss's optimum"
         )
     } else {
         "the stiffness stage had stopped short of the loss's optimum".to_string()
     }
+}
+
+/// How far the step moved each fitted Poisson's ratio (`fitted`, after
+/// the step, its `z` moved by `steps`), through the fit's `poisson_range`;
+/// empty when ν was held.
+fn poisson_shifts(range: Option<[f64; 2]>, fitted: &[PoissonParameter], steps: &[f64]) -> Vec<f64> {
+    let Some([low, high]) = range else {
+        return Vec::new();
+    };
+    let range = PoissonRange { low, high };
+    fitted
+        .iter()
+        .zip(steps)
+        .map(|(p, dz)| p.poisson_ratio - range.poisson_of(range.z_of(p.poisson_ratio) - dz))
+        .collect()
 }
 
 /// How much of Newton's step was taken, and in how many steps: "all of
@@ -125,14 +156,29 @@ mod tests {
 
     /// A step of less than a hundredth of a decade in every E says the
     /// stage had ended at the optimum; a larger one in any, short of it.
+    /// A fitted ν that moved by 0.01 or more says the same.
     #[test]
     fn the_line_says_whether_the_stage_had_stopped_short() {
-        let at = "the stiffness stage had ended within 0.01 decades of the loss's optimum";
+        let at = "the stiffness stage had ended with E within 0.01 decades of the loss's optimum";
         let short = "the stiffness stage had stopped short of the loss's optimum";
-        assert_eq!(where_the_stage_ended(&[-0.002, 0.0]), at);
-        assert_eq!(where_the_stage_ended(&[]), at);
-        assert_eq!(where_the_stage_ended(&[0.001, -0.165]), short);
-        assert_eq!(where_the_stage_ended(&[0.01]), short);
+        assert_eq!(where_the_stage_ended(&[-0.002, 0.0], &[]), at);
+        assert_eq!(where_the_stage_ended(&[], &[]), at);
+        assert_eq!(where_the_stage_ended(&[0.001, -0.165], &[]), short);
+        assert_eq!(where_the_stage_ended(&[0.01], &[]), short);
+        assert_eq!(
+            where_the_stage_ended(&[0.003], &[-0.004]),
+            "the stiffness stage had ended with E within 0.01 decades and ν within 0.01 of the \
+             loss's optimum"
+        );
+        assert_eq!(where_the_stage_ended(&[0.003], &[-0.007, 0.012]), short);
+        let range = PoissonRange {
+            low: 0.0,
+            high: 0.4,
+        };
+        let dz = range.z_of(0.294) - range.z_of(0.301);
+        let shifts = poisson_shifts(Some([0.0, 0.4]), &[fitted("object", 0.294)], &[dz]);
+        assert!((shifts[0] + 0.007).abs() < 1e-12, "{shifts:?}");
+        assert!(poisson_shifts(None, &[], &[]).is_empty());
     }
 
     /// The line gives ν before and after the step, through the range's
