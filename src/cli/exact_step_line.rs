@@ -77,10 +77,10 @@ fn where_the_stage_ended(youngs: &[f64], poisson: &[f64]) -> String {
     }
 }
 
-/// How far the step moved each fitted Poisson's ratio (`fitted`, after
-/// the step, its `z` moved by `steps`), through the fit's `poisson_range`;
+/// Each fitted Poisson's ratio before the step (`fitted` is after it; the
+/// step moved its `z` by `steps`), through the fit's `poisson_range`;
 /// empty when ν was held.
-fn poisson_shifts(range: Option<[f64; 2]>, fitted: &[PoissonParameter], steps: &[f64]) -> Vec<f64> {
+fn poisson_before(range: Option<[f64; 2]>, fitted: &[PoissonParameter], steps: &[f64]) -> Vec<f64> {
     let Some([low, high]) = range else {
         return Vec::new();
     };
@@ -88,7 +88,17 @@ fn poisson_shifts(range: Option<[f64; 2]>, fitted: &[PoissonParameter], steps: &
     fitted
         .iter()
         .zip(steps)
-        .map(|(p, dz)| p.poisson_ratio - range.poisson_of(range.z_of(p.poisson_ratio) - dz))
+        .map(|(p, dz)| range.poisson_of(range.z_of(p.poisson_ratio) - dz))
+        .collect()
+}
+
+/// How far the step moved each fitted Poisson's ratio ([`poisson_before`]'s
+/// arguments); empty when ν was held.
+fn poisson_shifts(range: Option<[f64; 2]>, fitted: &[PoissonParameter], steps: &[f64]) -> Vec<f64> {
+    fitted
+        .iter()
+        .zip(poisson_before(range, fitted, steps))
+        .map(|(p, before)| p.poisson_ratio - before)
         .collect()
 }
 
@@ -112,16 +122,11 @@ fn newton_steps(steps: u32, first_fraction: f64) -> String {
 /// moved (its `z` by `steps`), through the fit's `poisson_range`; empty
 /// when ν was held.
 fn poisson_moves(range: Option<[f64; 2]>, fitted: &[PoissonParameter], steps: &[f64]) -> String {
-    let Some([low, high]) = range else {
-        return String::new();
-    };
-    let range = PoissonRange { low, high };
     let named = fitted.len() > 1;
     fitted
         .iter()
-        .zip(steps)
-        .map(|(p, dz)| {
-            let before = range.poisson_of(range.z_of(p.poisson_ratio) - dz);
+        .zip(poisson_before(range, fitted, steps))
+        .map(|(p, before)| {
             let name = if named {
                 format!(" of {}", p.name)
             } else {

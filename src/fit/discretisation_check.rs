@@ -42,8 +42,8 @@
 //! `global` or `regions` field of at most
 //! [`LBFGS_MAX_PARAMETERS`](super::plan::LBFGS_MAX_PARAMETERS)
 //! values, E's and a fitted ν's together, is checked (fitted by L-BFGS,
-//! on the exact gradient): a per-driver field's values are pinned by the regulariser as
-//! much as by the frames, their shift would measure both, and their
+//! on the exact gradient): a per-driver field's values are pinned by the
+//! regulariser as much as by the frames, their shift would measure both, and their
 //! number changes with the drivers from level to level.
 
 pub use super::discretisation::{DiscretisationCheck, RefinementEnd};

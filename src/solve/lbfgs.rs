@@ -37,7 +37,8 @@
 //! pair the run measured itself: a direction along the gradient alone (no
 //! pairs) is no model, and pairs handed in by a warm start describe the
 //! loss of another run (an earlier round, a coarser level), so until the
-//! run has measured a pair of its own the step is always tried. A line search that finds no lower point drops the
+//! run has measured a pair of its own the step is always tried. A line
+//! search that finds no lower point drops the
 //! curvature pairs and tries again from the gradient, at the length of the
 //! last accepted step (the scale the run has found; the first step's
 //! length only before any step), and does not try at all when even that

@@ -137,6 +137,9 @@ fn fit_settings_are_summarised_with_the_drivers_per_region() {
         "velocity_tv_weight 0.25".to_string(),
         "\"rigid\"".to_string(),
         "stiffness  L-BFGS (4 parameters), at most 60 evaluations".to_string(),
+        // L-BFGS's stiffness stage follows the exact gradient.
+        "full flow, E frozen".to_string(),
+        "exact flow, v0 frozen".to_string(),
         // The scan, the slowest phase, and what each phase may cost:
         // 5 + 1 points of 4 + 1 evaluations, the first's velocity fit (cold)
         // at the velocity stage's cap of 40, 36 more; rounds × cap for the
@@ -176,6 +179,29 @@ fn fit_settings_are_summarised_with_the_drivers_per_region() {
 
 /// With ν fitted, `physfit check` says the scan goes on over ν (its
 /// points, at E's best value, one loss each) and counts those losses.
+/// A per-driver stiffness field is fitted by Adam on PhysDreamer's
+/// truncated gradient, and the summary says so.
+#[test]
+fn a_per_driver_stiffness_stage_is_summarised_with_the_truncated_flow() {
+    let fx = Fixture::new();
+    fx.load(BASE).unwrap();
+    let out = check(&fx.path("scene.toml"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stiffness = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("stiffness  "))
+        .unwrap_or_else(|| panic!("no stiffness line:\n{stdout}"));
+    assert!(
+        stiffness.contains("Adam (") && stiffness.contains("truncated flow, v0 frozen"),
+        "{stiffness}"
+    );
+}
+
 #[test]
 fn check_says_the_scan_goes_on_over_poissons_ratio_when_it_is_fitted() {
     let fx = Fixture::new();
