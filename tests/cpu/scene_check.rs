@@ -23,6 +23,18 @@ pub(crate) fn check(scene: &Path) -> std::process::Output {
         .expect("run physfit")
 }
 
+/// `physfit check`'s summary of `scene`, which must pass.
+fn passing_summary(scene: &Path) -> String {
+    let out = check(scene);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
 #[test]
 fn demo_scene_passes_with_a_summary() {
     let scene = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/fox.toml");
@@ -119,13 +131,7 @@ fn fit_settings_are_summarised_with_the_drivers_per_region() {
     };
     let a = RegionAssignment::new(regions, &DriverSet::from_scene(&scene).unwrap());
     assert_eq!(a.names, ["low", "left", "outside", UNCOVERED_REGION]);
-    let out = check(&fx.path("scene.toml"));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = passing_summary(&fx.path("scene.toml"));
     let side = scene.simulation.sim_box.side;
     let mut needles = vec![
         "2 rounds".to_string(),
@@ -185,13 +191,7 @@ fn fit_settings_are_summarised_with_the_drivers_per_region() {
 fn a_per_driver_stiffness_stage_is_summarised_with_the_truncated_flow() {
     let fx = Fixture::new();
     fx.load(BASE).unwrap();
-    let out = check(&fx.path("scene.toml"));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = passing_summary(&fx.path("scene.toml"));
     let stiffness = stdout
         .lines()
         .find(|l| l.trim_start().starts_with("stiffness  "))
@@ -211,9 +211,7 @@ fn check_says_the_scan_goes_on_over_poissons_ratio_when_it_is_fitted() {
          poisson_range = [0.0, 0.4]\niterations = 12\n"
     ))
     .unwrap();
-    let out = check(&fx.path("scene.toml"));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}");
+    let stdout = passing_summary(&fx.path("scene.toml"));
     // E's scan: 6 points of 4 + 1 evaluations, the first's velocity at
     // the stage's cap of 10 (6 more): 36; ν's: 5 + 1 losses.
     for needle in [
@@ -266,9 +264,7 @@ fn check_says_what_the_discretisation_check_will_do() {
     ] {
         let scene = fx.load(&format!("{BASE}\n{fit}")).unwrap();
         let n = scene.simulation.substeps;
-        let out = check(&fx.path("scene.toml"));
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "{stdout}");
+        let stdout = passing_summary(&fx.path("scene.toml"));
         for needle in needles {
             assert!(stdout.contains(needle), "`{needle}` in:\n{stdout}");
         }
