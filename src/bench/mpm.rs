@@ -134,6 +134,7 @@ fn scene(case: &MpmBenchCase) -> (MpmConfig, ParticleState, f64) {
         walls: WallMode::Sticky,
         colliders: Vec::new(),
         anchoring: Default::default(),
+        transfer: Default::default(),
     };
     let dx = 1.0 / case.grid_res as f32;
     let spacing = dx / 2.0;

@@ -30,7 +30,7 @@ use super::uniforms::MpmUniforms;
 use crate::mpm_rules::collider::collider_records;
 #[cfg(feature = "reference")]
 use crate::mpm_rules::collider::ContactRule;
-use crate::mpm_rules::config::{MpmConfig, WALL_MARGIN_CELLS};
+use crate::mpm_rules::config::{MpmConfig, Transfer, WALL_MARGIN_CELLS};
 use crate::mpm_rules::stability::min_substeps_per_frame;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -223,6 +223,13 @@ fn validate_config(config: &MpmConfig) -> Result<(), MpmError> {
     }
     if config.substeps_per_frame == 0 {
         return bad("substeps_per_frame must be at least 1".into());
+    }
+    if config.transfer != Transfer::Apic {
+        return bad(
+            "the GPU simulator has the APIC transfer only; the FLIP transfer runs in the f64 \
+             twin (src/reference/mpm) alone"
+                .into(),
+        );
     }
     if !(config.density.is_finite() && config.density > 0.0) {
         return bad(format!("density = {} must be positive", config.density));

@@ -17,6 +17,11 @@
 //!    (`v_a < 0` at the low wall, `v_a > 0` at the high wall).
 //! 3. G2P: `v_p`, `C_p`, `F_p ← (I + dt C_p) F_p`, `x_p += dt v_p`;
 //!    anchored particles keep `x_p`, `F_p`, and have `v_p = 0`, `C_p = 0`.
+//!    With [`Transfer::Flip`] the particle velocity keeps what the
+//!    transfers would smooth away: `v_p ← Σ w v_i + α (v_p − Σ w v̂_i)`,
+//!    `v̂_i` the grid velocity of P2G's momentum without the stress
+//!    impulse (`mv̂_i = Σ w m_p (v_p + C_p dᵢ)`), `α = exp(−dt/τ)`
+//!    ([`Transfer::flip_share`]); C, F and x as in APIC.
 //!
 //! The anchored-node rule is physfit's own, not PhysDreamer's: its code
 //! zeroes only the node at `floor(x_p/dx)` of each anchored particle, while
@@ -63,6 +68,40 @@ pub enum AnchorRule {
     Nearest,
 }
 
+/// How G2P sets the particle velocity (`simulation.transfer`; docs/design.md
+/// § MPM, "Transfer"). APIC's particle→grid→particle round trip keeps
+/// what each particle's affine `(v_p, C_p)` represents over its stencil
+/// and smooths the rest away at every substep, whatever the substep's
+/// length, so on a fixed grid its damping per unit time grows with the
+/// substeps and the motion does not converge as dt shrinks
+/// (docs/benchmarks.md, "The simulator against its own time step").
+/// FLIP adds back the particle's own velocity less the part the grid
+/// carried, so only a share `1 − α` per substep is smoothed, with
+/// `α = exp(−dt/τ)`: a smoothing per unit of time, which converges in dt.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum Transfer {
+    /// `v_p ← Σ w v_i` (APIC: the PIC velocity with the affine C).
+    #[default]
+    Apic,
+    /// `v_p ← Σ w v_i + α (v_p − Σ w v̂_i)` with `α = exp(−dt/τ)`,
+    /// `τ = pic_time` seconds (infinite: pure FLIP, `α = 1`).
+    Flip {
+        /// τ, seconds: the time over which the PIC share smooths.
+        pic_time: f64,
+    },
+}
+
+impl Transfer {
+    /// The FLIP share α of a substep of `dt` seconds: 0 for APIC,
+    /// `exp(−dt/τ)` for FLIP (1 when τ is infinite).
+    pub fn flip_share(self, dt: f64) -> f64 {
+        match self {
+            Transfer::Apic => 0.0,
+            Transfer::Flip { pic_time } => (-dt / pic_time).exp(),
+        }
+    }
+}
+
 impl AnchorRule {
     /// The scene's word for the rule.
     pub fn word(self) -> &'static str {
@@ -96,6 +135,8 @@ pub struct MpmConfig {
     pub colliders: Vec<Collider>,
     /// Which nodes an anchored particle holds.
     pub anchoring: AnchorRule,
+    /// How G2P sets the particle velocity.
+    pub transfer: Transfer,
 }
 
 impl MpmConfig {

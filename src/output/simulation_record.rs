@@ -184,6 +184,7 @@ impl SimulationRecord {
             walls: self.walls,
             colliders: Vec::new(),
             anchoring: self.anchoring,
+            transfer: Default::default(),
         }
     }
 }

@@ -270,6 +270,7 @@ fn impulses_and_gravity_go_to_normalised_units_and_the_velocity_bound_is_checked
         walls: WallMode::Sticky,
         colliders: Vec::new(),
         anchoring: Default::default(),
+        transfer: Default::default(),
     };
     assert_eq!(
         list.apply(&config, &sim_box).gravity,
@@ -397,6 +398,7 @@ fn colliders_in_the_file_read_as_the_scene_reads_its_own() {
         walls: WallMode::Sticky,
         colliders: vec![scene_own],
         anchoring: Default::default(),
+        transfer: Default::default(),
     };
     let applied = list.apply(&config, &sim_box).colliders;
     assert_eq!(applied.len(), 3);

@@ -166,6 +166,7 @@ fn scene() -> Scene {
         walls: WallMode::Sticky,
         colliders: Vec::new(),
         anchoring: Default::default(),
+        transfer: Default::default(),
     };
     let mpm = MpmSetup64 {
         config,

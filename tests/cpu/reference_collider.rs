@@ -166,6 +166,7 @@ fn drop_scene(mu: f64) -> (MpmSetup64, MpmState64, Vec<f64>) {
             },
         ],
         anchoring: Default::default(),
+        transfer: Default::default(),
     };
     let h = dx / 2.0;
     let mut x = Vec::new();

@@ -10,10 +10,9 @@
 // Index loops over particles and axes read like the equations they code.
 #![allow(clippy::needless_range_loop)]
 
-use physfit::mpm_rules::config::{MpmConfig, WallMode};
+use physfit::mpm_rules::config::{MpmConfig, Transfer, WallMode};
 use physfit::reference::mpm::mat3::{self, Vec3};
-use physfit::reference::mpm::stencil::{offsets, Stencil};
-use physfit::reference::mpm::{frame_states, g2p, grid, p2g, rollout, MpmSetup64, MpmState64};
+use physfit::reference::mpm::{frame_states, rollout, MpmSetup64, MpmState64};
 
 const FPS: f64 = 30.0;
 const YOUNGS: f64 = 1.0e4;
@@ -60,6 +59,7 @@ impl Bar {
             walls: WallMode::Sticky,
             colliders: Vec::new(),
             anchoring: Default::default(),
+            transfer: Default::default(),
         };
         let setup = MpmSetup64 {
             config,
@@ -107,16 +107,15 @@ impl Bar {
         self.rms_of(&states[frames])
     }
 
-    /// [`Self::rms_displacement`] with the prototype G2P of
-    /// [`flip_blend_substep`] (PIC share `dt/tau` per substep).
-    fn rms_displacement_blended(&self, frames: usize, tau: f64) -> f64 {
+    /// [`Self::rms_displacement`] with the FLIP transfer whose PIC share
+    /// is per unit of time, `1 − exp(−dt/tau)` per substep
+    /// (src/mpm_rules/config.rs `Transfer::Flip`).
+    fn rms_displacement_flip(&self, frames: usize, tau: f64) -> f64 {
         let youngs = vec![YOUNGS; self.initial.len()];
-        let substeps = frames * self.setup.config.substeps_per_frame as usize;
-        let mut state = self.initial.clone();
-        for _ in 0..substeps {
-            state = flip_blend_substep(&self.setup, &state, &youngs, tau);
-        }
-        self.rms_of(&state)
+        let mut setup = self.setup.clone();
+        setup.config.transfer = Transfer::Flip { pic_time: tau };
+        let states = frame_states(&setup, &self.initial, &youngs, frames);
+        self.rms_of(&states[frames])
     }
 
     /// RMS displacement of the free particles of `last` from the start.
@@ -132,45 +131,6 @@ impl Bar {
         }
         (sum / count).sqrt()
     }
-}
-
-/// A substep whose transfer smooths per unit of time, not per substep: a
-/// prototype, not physfit's rule (docs/benchmarks.md "The simulator
-/// against its own time step"). G2P sets
-/// `v_p ← α(v_p + Σ w_ip (v_i − v̂_i)) + (1 − α)·Σ w_ip v_i` with the
-/// PIC share `1 − α = dt/tau` and `v̂_i` the grid velocity of P2G's
-/// momentum without the stress impulse (P2G at E = 0); C, F and x as in
-/// physfit's G2P.
-fn flip_blend_substep(
-    setup: &MpmSetup64,
-    state: &MpmState64,
-    youngs: &[f64],
-    tau: f64,
-) -> MpmState64 {
-    let alpha = 1.0 - setup.config.dt() / tau;
-    let grid = p2g::p2g(setup, state, youngs);
-    let transferred = p2g::p2g(setup, state, &vec![0.0; youngs.len()]);
-    let velocity = grid::grid_update(setup, &grid);
-    let mut out = g2p::g2p(setup, state, &grid, &velocity);
-    for p in 0..state.len() {
-        if setup.anchored[p] {
-            continue;
-        }
-        let s = Stencil::new(&state.x[p], setup.config.dx());
-        let idx = grid.stencil_indices(&s);
-        let mut change = [0.0; 3];
-        for (n, o) in offsets().enumerate() {
-            let (w, i) = (s.weight(o), idx[n]);
-            for a in 0..3 {
-                let before = transferred.momentum[i][a] / transferred.mass[i];
-                change[a] += w * (velocity.velocity[i][a] - before);
-            }
-        }
-        for a in 0..3 {
-            out.v[p][a] = alpha * (state.v[p][a] + change[a]) + (1.0 - alpha) * out.v[p][a];
-        }
-    }
-    out
 }
 
 /// APIC kinetic energy of a state: `Σ ½ m_p (|v_p|² + dx²/4 |C_p|²)` (the
@@ -280,10 +240,9 @@ fn the_motion_converges_when_the_grid_and_the_time_step_refine_together() {
     );
 }
 
-/// What would converge on a fixed grid: the prototype G2P of
-/// [`flip_blend_substep`], whose PIC share is per unit of time, on the
-/// anchored bar of the test above at grid 16: the change per doubling of
-/// the substeps shrinks, where physfit's APIC G2P's grows.
+/// What converges on a fixed grid: the FLIP transfer, whose PIC share is
+/// per unit of time, on the anchored bar of the test above at grid 16: the
+/// change per doubling of the substeps shrinks, where APIC's grows.
 #[test]
 fn a_pic_share_per_unit_of_time_converges_in_the_time_step() {
     let frames = 4;
@@ -293,13 +252,13 @@ fn a_pic_share_per_unit_of_time_converges_in_the_time_step() {
     };
     let blended: Vec<f64> = [6, 12, 24, 48]
         .iter()
-        .map(|&s| bar(s).rms_displacement_blended(frames, tau))
+        .map(|&s| bar(s).rms_displacement_flip(frames, tau))
         .collect();
     let apic: Vec<f64> = [6, 12, 24, 48]
         .iter()
         .map(|&s| bar(s).rms_displacement(frames))
         .collect();
-    println!("RMS displacement at frame {frames}, grid 16, 6/12/24/48 substeps: APIC {apic:.6?}; PIC share dt/{tau} s {blended:.6?}");
+    println!("RMS displacement at frame {frames}, grid 16, 6/12/24/48 substeps: APIC {apic:.6?}; FLIP, PIC share per unit of time (τ = {tau} s) {blended:.6?}");
     let changes = |m: &[f64]| [m[1] - m[0], m[2] - m[1], m[3] - m[2]];
     let [a, b, c] = changes(&blended);
     assert!(
@@ -309,7 +268,7 @@ fn a_pic_share_per_unit_of_time_converges_in_the_time_step() {
     let [a, b, c] = changes(&apic);
     assert!(
         c.abs() > b.abs() && b.abs() > a.abs(),
-        "physfit's APIC G2P converged in dt ({a:+e}, {b:+e}, {c:+e}): update \
+        "the APIC transfer converged in dt ({a:+e}, {b:+e}, {c:+e}): update \
          docs/benchmarks.md \"The simulator against its own time step\""
     );
 }

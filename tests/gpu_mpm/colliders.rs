@@ -312,6 +312,7 @@ pub(crate) fn fit_scale_drop(ground: Ground, contact: ContactRule) -> Drop {
         walls: WallMode::Sticky,
         colliders: vec![ground.collider(0.25, contact)],
         anchoring: Default::default(),
+        transfer: Default::default(),
     };
     block_drop(config, 0.25, 6, [1.0, -1.0, 0.2], 1e5)
 }

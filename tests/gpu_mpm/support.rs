@@ -23,6 +23,7 @@ pub fn small_config() -> MpmConfig {
         walls: WallMode::Sticky,
         colliders: Vec::new(),
         anchoring: Default::default(),
+        transfer: Default::default(),
     }
 }
 

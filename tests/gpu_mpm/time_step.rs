@@ -51,6 +51,7 @@ fn bar(substeps: u32) -> (MpmConfig, ParticleState, Vec<bool>, f64) {
         walls: WallMode::Sticky,
         colliders: Vec::new(),
         anchoring: Default::default(),
+        transfer: Default::default(),
     };
     (
         config,

@@ -433,6 +433,7 @@ fn fit_scale_scene() -> Scene {
         walls: WallMode::Sticky,
         colliders: Vec::new(),
         anchoring: Default::default(),
+        transfer: Default::default(),
     };
     let needed = physfit::mpm_rules::stability::min_substeps_per_frame(
         config.fps,

@@ -8,6 +8,8 @@
 //! collider's `∂L/∂μ`), `ū = γ ḡ`, `m̄v = ū/m`, and the
 //! grid-mass path `m̄ = −ū·u/m` (dropped by PhysDreamer's shipped adjoint;
 //! docs/design.md § Adjoint). Gravity is a constant and contributes nothing.
+//! FLIP's carried velocity `v̂ = mv̂/m` adds `m̄v̂ = v̂̄/m` and
+//! `m̄ −= v̂̄·v̂/m`.
 
 use super::collider::after_colliders_adjoint;
 use super::grid::{Grid64, GridVelocity64};
@@ -27,26 +29,32 @@ impl AdjointPaths {
     pub const ALL: AdjointPaths = AdjointPaths { grid_mass: true };
 }
 
-/// `∂L/∂m_i` and `∂L/∂mv_i`, and `∂L/∂μ` per collider (0 without friction).
+/// `∂L/∂m_i`, `∂L/∂mv_i` and `∂L/∂mv̂_i`, and `∂L/∂μ` per collider (0
+/// without friction).
 #[derive(Clone, Debug)]
 pub struct AdjointGrid64 {
     pub mass: Vec<f64>,
     pub momentum: Vec<Vec3>,
+    /// `∂L/∂mv̂_i` (zero under APIC).
+    pub carried: Vec<Vec3>,
     pub friction: Vec<f64>,
 }
 
-/// Reverse of the grid update given `∂L/∂v_i` (after boundary conditions).
+/// Reverse of the grid update given `∂L/∂v_i` (after boundary conditions)
+/// and `∂L/∂v̂_i` (FLIP's carried velocities).
 pub fn grid_adjoint(
     setup: &MpmSetup64,
     grid: &Grid64,
     gv: &GridVelocity64,
     adj_velocity: &[Vec3],
+    adj_carried: &[Vec3],
     paths: AdjointPaths,
 ) -> AdjointGrid64 {
     let decay = (-setup.config.damping * setup.config.dt()).exp();
     let n = grid.mass.len();
     let mut mass = vec![0.0; n];
     let mut momentum = vec![[0.0; 3]; n];
+    let mut carried = vec![[0.0; 3]; n];
     let colliders = &setup.config.colliders;
     let mut friction = vec![0.0; colliders.len()];
     for i in 0..n {
@@ -71,6 +79,8 @@ pub fn grid_adjoint(
             momentum[i][a] = u_bar[a] / m;
             let u = grid.momentum[i][a] / m;
             m_bar -= u_bar[a] * u / m;
+            carried[i][a] = adj_carried[i][a] / m;
+            m_bar -= adj_carried[i][a] * gv.carried[i][a] / m;
         }
         if paths.grid_mass {
             mass[i] = m_bar;
@@ -79,6 +89,7 @@ pub fn grid_adjoint(
     AdjointGrid64 {
         mass,
         momentum,
+        carried,
         friction,
     }
 }

@@ -189,11 +189,11 @@ pub fn substep_adjoint_with(
 ) -> SubstepAdjoint {
     let grid = p2g::p2g(setup, state_before, youngs);
     let velocity = grid::grid_update(setup, &grid);
-    let (partial, adj_velocity) =
-        g2p_adjoint::g2p_adjoint(setup, state_before, &grid, &velocity, adj_after);
-    let adj_grid = grid_adjoint::grid_adjoint(setup, &grid, &velocity, &adj_velocity, paths);
+    let g2p = g2p_adjoint::g2p_adjoint(setup, state_before, &grid, &velocity, adj_after);
+    let adj_grid =
+        grid_adjoint::grid_adjoint(setup, &grid, &velocity, &g2p.velocity, &g2p.carried, paths);
     let (before, d_youngs, d_poisson) =
-        p2g_adjoint::p2g_adjoint(setup, state_before, youngs, &grid, &adj_grid, partial);
+        p2g_adjoint::p2g_adjoint(setup, state_before, youngs, &grid, &adj_grid, g2p.partial);
     SubstepAdjoint {
         before,
         d_youngs,

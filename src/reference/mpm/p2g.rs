@@ -1,5 +1,7 @@
 //! P2G (docs/design.md § MPM step 1): `m_i += w m_p`,
-//! `mv_i += w (m_p v_p + (−dt·4/dx²·V_p·P(F_p)F_pᵀ + m_p C_p)(x_i − x_p))`.
+//! `mv_i += w (m_p v_p + (−dt·4/dx²·V_p·P(F_p)F_pᵀ + m_p C_p)(x_i − x_p))`,
+//! and the carried momentum without the stress impulse,
+//! `mv̂_i += w m_p (v_p + C_p (x_i − x_p))` (read by FLIP's G2P only).
 
 use super::grid::Grid64;
 use super::mat3::{self, Mat3};
@@ -44,11 +46,14 @@ pub fn p2g(setup: &MpmSetup64, state: &MpmState64, youngs: &[f64]) -> Grid64 {
         let idx = grid.stencil_indices(s);
         for (n, o) in offsets().enumerate() {
             let w = s.weight(o);
-            let ad = mat3::mul_vec(&a, &s.node_offset(o));
+            let d = s.node_offset(o);
+            let ad = mat3::mul_vec(&a, &d);
+            let cd = mat3::mul_vec(&state.c[p], &d);
             let i = idx[n];
             grid.mass[i] += w * mp;
             for k in 0..3 {
                 grid.momentum[i][k] += w * (mp * state.v[p][k] + ad[k]);
+                grid.carried[i][k] += w * mp * (state.v[p][k] + cd[k]);
             }
             let held = match config.anchoring {
                 AnchorRule::Stencil => w > 0.0,

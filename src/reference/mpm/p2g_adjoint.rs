@@ -7,7 +7,10 @@
 //! term), `v̄_p += w m_p m̄v_i`, `Ā_p += w m̄v_i dᵢᵀ`, `x̄_p −= w A_pᵀm̄v_i`
 //! (offsets' path), then `C̄_p += m_p Ā_p`, `Q̄ = κ V_p Ā_p` for
 //! `Q = P Fᵀ`: `P̄ = Q̄F`, `F̄ += Q̄ᵀP`, and the stress adjoint for P̄
-//! (∂L/∂F, ∂L/∂E, and ∂L/∂ν through `μ(E, ν)`, `λ(E, ν)`).
+//! (∂L/∂F, ∂L/∂E, and ∂L/∂ν through `μ(E, ν)`, `λ(E, ν)`). FLIP's carried
+//! momentum `mv̂_i += w m_p (v_p + C_p dᵢ)` adds, with `m̄v̂_i`:
+//! `w̄ += m̄v̂_i·m_p (v_p + C_p dᵢ)`, `v̄_p += w m_p m̄v̂_i`,
+//! `C̄_p += w m_p m̄v̂_i dᵢᵀ`, `x̄_p −= w m_p C_pᵀm̄v̂_i`.
 
 use super::grid::Grid64;
 use super::grid_adjoint::AdjointGrid64;
@@ -49,6 +52,7 @@ pub fn p2g_adjoint(
 
         let idx = grid.stencil_indices(s);
         let mut a_bar = mat3::ZERO;
+        let mut carried_c_bar = mat3::ZERO;
         let mut x_bar = adj.x[p];
         let mut v_bar = adj.v[p];
         for (m, o) in offsets().enumerate() {
@@ -63,10 +67,27 @@ pub fn p2g_adjoint(
             mat3::vadd_scaled(&mut v_bar, mv_bar, w * mp);
             mat3::add_scaled(&mut a_bar, &mat3::outer(mv_bar, &d), w);
             mat3::vadd_scaled(&mut x_bar, &mat3::mul_transpose_vec(&a, mv_bar), -w);
+            // The carried momentum (FLIP; zero adjoint under APIC).
+            let carried_bar = &adj_grid.carried[i];
+            let cd = mat3::mul_vec(&state.c[p], &d);
+            let carried: [f64; 3] = std::array::from_fn(|k| mp * (state.v[p][k] + cd[k]));
+            mat3::vadd_scaled(
+                &mut x_bar,
+                &s.weight_gradient(o),
+                mat3::dot(carried_bar, &carried),
+            );
+            mat3::vadd_scaled(&mut v_bar, carried_bar, w * mp);
+            mat3::add_scaled(&mut carried_c_bar, &mat3::outer(carried_bar, &d), w * mp);
+            mat3::vadd_scaled(
+                &mut x_bar,
+                &mat3::mul_transpose_vec(&state.c[p], carried_bar),
+                -w * mp,
+            );
         }
         adj.x[p] = x_bar;
         adj.v[p] = v_bar;
         mat3::add_scaled(&mut adj.c[p], &a_bar, mp);
+        mat3::add_scaled(&mut adj.c[p], &carried_c_bar, 1.0);
 
         let q_bar: Mat3 = mat3::scale(&a_bar, kappa_v);
         let p_bar = mat3::mul(&q_bar, f);
