@@ -44,7 +44,7 @@ use crate::gpu::GpuContext;
 use crate::scene::frames::{write_png, FrameError};
 use crate::scene::ply::{PlyData, PlyError};
 use crate::scene::view::FrameSet;
-use crate::scene::{FieldSetting, FitStage, Gaussians, PoissonSetting, Scene, SceneError};
+use crate::scene::{FieldSetting, FitStage, Gaussians, Scene, SceneError};
 
 /// What can stop a fit benchmark.
 #[derive(Debug, thiserror::Error)]
@@ -197,12 +197,7 @@ fn stiffness_values(scene: &Scene, drivers: &DriverSet) -> Option<usize> {
         FieldSetting::Global | FieldSetting::Rigid => 1,
         FieldSetting::Regions(r) => RegionAssignment::new(r, drivers).count() as usize,
     };
-    let poisson = match stiffness.poisson {
-        PoissonSetting::Fixed => 0,
-        PoissonSetting::Global => 1,
-        PoissonSetting::Regions => youngs,
-    };
-    Some(youngs + poisson)
+    Some(stiffness.poisson.with_youngs(youngs))
 }
 
 /// Uniform parameters: `log10 E` and velocity per driver.

@@ -71,10 +71,13 @@ pub fn fit_summary(scene: &Scene) -> Result<String> {
         } else {
             format!("tv_weight {}", stage.tv_weight)
         };
-        let parameters = with_poisson(
-            stage,
-            field_parameters(label, &stage.field, scene, drivers.as_ref()),
-        );
+        // Poisson's ratio's ride with E in one solver.
+        let parameters = stage.poisson.with_youngs(field_parameters(
+            label,
+            &stage.field,
+            scene,
+            drivers.as_ref(),
+        ));
         // Stage 2 follows the exact gradient where L-BFGS solves it (its
         // line search measures the loss that gradient is of), PhysDreamer's
         // truncated one where Adam does (docs/design.md § Loss,
@@ -190,7 +193,10 @@ fn evaluations_line(scene: &Scene, drivers: Option<&DriverSet>, cold: u32) -> St
         phases.push((format!("scan {most}"), most));
     }
     for (label, stage) in [("velocity", &f.velocity), ("stiffness", &f.stiffness)] {
-        let parameters = with_poisson(stage, field_parameters(label, &stage.field, scene, drivers));
+        let parameters =
+            stage
+                .poisson
+                .with_youngs(field_parameters(label, &stage.field, scene, drivers));
         // Adam evaluates its start, then once per step.
         let per_round = match solver_for(parameters) {
             Solver::Lbfgs => stage.iterations,
@@ -226,7 +232,7 @@ fn field_parameters(
         FieldSetting::Drivers => per * scene.drivers.count,
         FieldSetting::Regions(regions) => {
             let drivers = drivers.expect("drivers are built when a stage has regions");
-            per * RegionAssignment::new(regions, drivers).names.len()
+            per * RegionAssignment::new(regions, drivers).count() as usize
         }
     }
 }
@@ -288,16 +294,6 @@ fn field_lines(s: &mut String, label: &str, field: &FieldSetting, drivers: Optio
                  keeps its starting value; fix: move its shapes onto the simulated splats"
             );
         }
-    }
-}
-
-/// A stage's parameters with Poisson's ratio's when it fits ν (one, or one
-/// per region of E's `parameters`): they ride with E in one solver.
-fn with_poisson(stage: &physfit::scene::FitStage, parameters: usize) -> usize {
-    match stage.poisson {
-        physfit::scene::PoissonSetting::Fixed => parameters,
-        physfit::scene::PoissonSetting::Global => parameters + 1,
-        physfit::scene::PoissonSetting::Regions => 2 * parameters,
     }
 }
 

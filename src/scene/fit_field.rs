@@ -240,6 +240,18 @@ impl PoissonSetting {
     pub fn fitted(self) -> bool {
         self != PoissonSetting::Fixed
     }
+
+    /// The values a stiffness stage solves for when E has `youngs` of
+    /// them: E's and this setting's ν's (none held, one global, or one per
+    /// region of E's). Which solver and gradient flow fit the stage follow
+    /// from this count (src/fit/objective.rs `by_lbfgs`).
+    pub fn with_youngs(self, youngs: usize) -> usize {
+        match self {
+            PoissonSetting::Fixed => youngs,
+            PoissonSetting::Global => youngs + 1,
+            PoissonSetting::Regions => 2 * youngs,
+        }
+    }
 }
 
 /// Resolves `poisson` of the stage table `table` whose `field` resolved
@@ -300,5 +312,19 @@ pub(crate) fn resolve_poisson(
             "write poisson = \"fixed\" (ν held at material.poisson_ratio, the default), \
              \"global\" (one ν) or \"regions\" (one ν per region of [fit.stiffness.regions])",
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PoissonSetting;
+
+    /// A held ν adds nothing, a global one one value, one per region as
+    /// many as E has: the count the stage's solver is chosen by.
+    #[test]
+    fn a_fitted_poisson_ratio_rides_with_youngs_values() {
+        assert_eq!(PoissonSetting::Fixed.with_youngs(3), 3);
+        assert_eq!(PoissonSetting::Global.with_youngs(3), 4);
+        assert_eq!(PoissonSetting::Regions.with_youngs(3), 6);
     }
 }
