@@ -19,8 +19,9 @@
 //!    anchored particles keep `x_p`, `F_p`, and have `v_p = 0`, `C_p = 0`.
 //!    With [`Transfer::Flip`] the particle velocity keeps what the
 //!    transfers would smooth away: `v_p ← Σ w v_i + α (v_p − Σ w v̂_i)`,
-//!    `v̂_i` the grid velocity of P2G's momentum without the stress
-//!    impulse (`mv̂_i = Σ w m_p (v_p + C_p dᵢ)`), `α = exp(−dt/τ)`
+//!    `v̂_i = mv̂_i/m̂_i` the velocity the free particles carried to the
+//!    node, without the stress impulse (`m̂_i = Σ w m_p`,
+//!    `mv̂_i = Σ w m_p (v_p + C_p dᵢ)` over free particles), `α = exp(−dt/τ)`
 //!    ([`Transfer::flip_share`]); C, F and x as in APIC.
 //!
 //! The anchored-node rule is physfit's own, not PhysDreamer's: its code

@@ -24,8 +24,12 @@ pub struct Grid64 {
     pub mass: Vec<f64>,
     /// `mv_i` (mass times velocity, including the stress impulse).
     pub momentum: Vec<Vec3>,
-    /// `mv̂_i = Σ w m_p (v_p + C_p dᵢ)`: the momentum the particles carry,
-    /// without the stress impulse (FLIP's `v̂_i`, src/mpm_rules/config.rs).
+    /// `m̂_i = Σ w m_p` over the free particles: the mass of the carried
+    /// momentum (anchored particles carry no velocity of their own).
+    pub carried_mass: Vec<f64>,
+    /// `mv̂_i = Σ w m_p (v_p + C_p dᵢ)` over the free particles: the
+    /// momentum they carry, without the stress impulse (FLIP's `v̂_i`,
+    /// src/mpm_rules/config.rs).
     pub carried: Vec<Vec3>,
     /// Node receives mass (`w_ip > 0`) from an anchored particle.
     pub anchored: Vec<bool>,
@@ -62,6 +66,7 @@ impl Grid64 {
             dims,
             mass: vec![0.0; n],
             momentum: vec![[0.0; 3]; n],
+            carried_mass: vec![0.0; n],
             carried: vec![[0.0; 3]; n],
             anchored: vec![false; n],
         }
@@ -110,8 +115,8 @@ pub struct GridVelocity64 {
     /// The damped velocity before the colliders (the adjoint replays them
     /// from it).
     pub before_colliders: Vec<Vec3>,
-    /// `v̂_i = mv̂_i/m_i`, the velocity the particles carried to the node
-    /// (zero where `m_i = 0`): what FLIP's G2P subtracts.
+    /// `v̂_i = mv̂_i/m̂_i`, the velocity the free particles carried to the
+    /// node (zero where `m̂_i = 0`): what FLIP's G2P subtracts.
     pub carried: Vec<Vec3>,
 }
 
@@ -126,11 +131,14 @@ pub fn grid_update(setup: &MpmSetup64, grid: &Grid64) -> GridVelocity64 {
     let mut before_colliders = vec![[0.0; 3]; n];
     let mut carried = vec![[0.0; 3]; n];
     for i in 0..n {
+        let carried_mass = grid.carried_mass[i];
+        if carried_mass > 0.0 {
+            carried[i] = grid.carried[i].map(|c| c / carried_mass);
+        }
         let m = grid.mass[i];
         if m <= 0.0 {
             continue;
         }
-        carried[i] = grid.carried[i].map(|c| c / m);
         let u: Vec3 =
             std::array::from_fn(|a| (grid.momentum[i][a] / m + dt * config.gravity[a]) * decay);
         before_colliders[i] = u;

@@ -8,8 +8,8 @@
 //! collider's `∂L/∂μ`), `ū = γ ḡ`, `m̄v = ū/m`, and the
 //! grid-mass path `m̄ = −ū·u/m` (dropped by PhysDreamer's shipped adjoint;
 //! docs/design.md § Adjoint). Gravity is a constant and contributes nothing.
-//! FLIP's carried velocity `v̂ = mv̂/m` adds `m̄v̂ = v̂̄/m` and
-//! `m̄ −= v̂̄·v̂/m`.
+//! FLIP's carried velocity `v̂ = mv̂/m̂` gives `m̄v̂ = v̂̄/m̂` and
+//! `m̄̂ = −v̂̄·v̂/m̂` (the carried mass's own path, with the grid mass's).
 
 use super::collider::after_colliders_adjoint;
 use super::grid::{Grid64, GridVelocity64};
@@ -35,6 +35,8 @@ impl AdjointPaths {
 pub struct AdjointGrid64 {
     pub mass: Vec<f64>,
     pub momentum: Vec<Vec3>,
+    /// `∂L/∂m̂_i` (zero under APIC).
+    pub carried_mass: Vec<f64>,
     /// `∂L/∂mv̂_i` (zero under APIC).
     pub carried: Vec<Vec3>,
     pub friction: Vec<f64>,
@@ -55,9 +57,21 @@ pub fn grid_adjoint(
     let mut mass = vec![0.0; n];
     let mut momentum = vec![[0.0; 3]; n];
     let mut carried = vec![[0.0; 3]; n];
+    let mut carried_mass = vec![0.0; n];
     let colliders = &setup.config.colliders;
     let mut friction = vec![0.0; colliders.len()];
     for i in 0..n {
+        let m_hat = grid.carried_mass[i];
+        if m_hat > 0.0 {
+            let mut m_hat_bar = 0.0;
+            for a in 0..3 {
+                carried[i][a] = adj_carried[i][a] / m_hat;
+                m_hat_bar -= adj_carried[i][a] * gv.carried[i][a] / m_hat;
+            }
+            if paths.grid_mass {
+                carried_mass[i] = m_hat_bar;
+            }
+        }
         let m = grid.mass[i];
         if m <= 0.0 {
             continue;
@@ -79,8 +93,6 @@ pub fn grid_adjoint(
             momentum[i][a] = u_bar[a] / m;
             let u = grid.momentum[i][a] / m;
             m_bar -= u_bar[a] * u / m;
-            carried[i][a] = adj_carried[i][a] / m;
-            m_bar -= adj_carried[i][a] * gv.carried[i][a] / m;
         }
         if paths.grid_mass {
             mass[i] = m_bar;
@@ -89,6 +101,7 @@ pub fn grid_adjoint(
     AdjointGrid64 {
         mass,
         momentum,
+        carried_mass,
         carried,
         friction,
     }

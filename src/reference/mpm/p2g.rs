@@ -1,6 +1,7 @@
 //! P2G (docs/design.md § MPM step 1): `m_i += w m_p`,
 //! `mv_i += w (m_p v_p + (−dt·4/dx²·V_p·P(F_p)F_pᵀ + m_p C_p)(x_i − x_p))`,
-//! and the carried momentum without the stress impulse,
+//! and, from the free particles only, the carried mass and momentum
+//! without the stress impulse, `m̂_i += w m_p`,
 //! `mv̂_i += w m_p (v_p + C_p (x_i − x_p))` (read by FLIP's G2P only).
 
 use super::grid::Grid64;
@@ -53,7 +54,12 @@ pub fn p2g(setup: &MpmSetup64, state: &MpmState64, youngs: &[f64]) -> Grid64 {
             grid.mass[i] += w * mp;
             for k in 0..3 {
                 grid.momentum[i][k] += w * (mp * state.v[p][k] + ad[k]);
-                grid.carried[i][k] += w * mp * (state.v[p][k] + cd[k]);
+            }
+            if !setup.anchored[p] {
+                grid.carried_mass[i] += w * mp;
+                for k in 0..3 {
+                    grid.carried[i][k] += w * mp * (state.v[p][k] + cd[k]);
+                }
             }
             let held = match config.anchoring {
                 AnchorRule::Stencil => w > 0.0,

@@ -8,8 +8,9 @@
 //! (offsets' path), then `C̄_p += m_p Ā_p`, `Q̄ = κ V_p Ā_p` for
 //! `Q = P Fᵀ`: `P̄ = Q̄F`, `F̄ += Q̄ᵀP`, and the stress adjoint for P̄
 //! (∂L/∂F, ∂L/∂E, and ∂L/∂ν through `μ(E, ν)`, `λ(E, ν)`). FLIP's carried
-//! momentum `mv̂_i += w m_p (v_p + C_p dᵢ)` adds, with `m̄v̂_i`:
-//! `w̄ += m̄v̂_i·m_p (v_p + C_p dᵢ)`, `v̄_p += w m_p m̄v̂_i`,
+//! mass and momentum of a free particle, `m̂_i += w m_p`,
+//! `mv̂_i += w m_p (v_p + C_p dᵢ)`, add, with `m̄̂_i` and `m̄v̂_i`:
+//! `w̄ += m̄̂_i m_p + m̄v̂_i·m_p (v_p + C_p dᵢ)`, `v̄_p += w m_p m̄v̂_i`,
 //! `C̄_p += w m_p m̄v̂_i dᵢᵀ`, `x̄_p −= w m_p C_pᵀm̄v̂_i`.
 
 use super::grid::Grid64;
@@ -67,14 +68,18 @@ pub fn p2g_adjoint(
             mat3::vadd_scaled(&mut v_bar, mv_bar, w * mp);
             mat3::add_scaled(&mut a_bar, &mat3::outer(mv_bar, &d), w);
             mat3::vadd_scaled(&mut x_bar, &mat3::mul_transpose_vec(&a, mv_bar), -w);
-            // The carried momentum (FLIP; zero adjoint under APIC).
+            // The carried mass and momentum (FLIP, free particles; zero
+            // adjoint under APIC).
+            if setup.anchored[p] {
+                continue;
+            }
             let carried_bar = &adj_grid.carried[i];
             let cd = mat3::mul_vec(&state.c[p], &d);
             let carried: [f64; 3] = std::array::from_fn(|k| mp * (state.v[p][k] + cd[k]));
             mat3::vadd_scaled(
                 &mut x_bar,
                 &s.weight_gradient(o),
-                mat3::dot(carried_bar, &carried),
+                adj_grid.carried_mass[i] * mp + mat3::dot(carried_bar, &carried),
             );
             mat3::vadd_scaled(&mut v_bar, carried_bar, w * mp);
             mat3::add_scaled(&mut carried_c_bar, &mat3::outer(carried_bar, &d), w * mp);
