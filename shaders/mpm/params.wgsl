@@ -30,7 +30,9 @@ struct MpmParams {
     // 0: an anchored particle holds every node its stencil reaches (w > 0);
     // 1: only its stencil's centre, the node nearest it (src/mpm_rules/config.rs AnchorRule).
     anchor_rule: u32,
-    _pad0: u32,
+    // The FLIP transfer's share α = exp(−dt/τ) of a particle's own velocity
+    // kept past the grid; 0 for APIC (src/mpm_rules/config.rs Transfer).
+    flip_share: f32,
     _pad1: u32,
     _pad2: u32,
 }

@@ -10,6 +10,7 @@ use super::add_assign::{AddAssign, AddAssignUniforms};
 use super::bind_group_cache::BindGroupCache;
 use super::cell_scatter::CellScatter;
 use super::error::MpmError;
+use super::flip::FlipParts;
 use super::g2p::G2p;
 use super::g2p_adjoint::G2pAdjoint;
 use super::grid_bounds::{GridBounds, EMPTY_BOUNDS};
@@ -167,6 +168,8 @@ pub struct MpmSimulator {
     pub(crate) kernels: Kernels,
     pub(crate) bind_groups: BindGroupCache,
     binned: bool,
+    /// Under the FLIP transfer, its kernels and gradient buffers.
+    pub(crate) flip: Option<FlipParts>,
     options: MpmOptions,
     id: u64,
     /// Bumped by every change of E, of ν or of a collider's friction coefficient:
@@ -224,12 +227,12 @@ fn validate_config(config: &MpmConfig) -> Result<(), MpmError> {
     if config.substeps_per_frame == 0 {
         return bad("substeps_per_frame must be at least 1".into());
     }
-    if config.transfer != Transfer::Apic {
-        return bad(
-            "the GPU simulator has the APIC transfer only; the FLIP transfer runs in the f64 \
-             twin (src/reference/mpm) alone"
-                .into(),
-        );
+    if let Transfer::Flip { pic_time } = config.transfer {
+        if pic_time.is_nan() || pic_time <= 0.0 {
+            return bad(format!(
+                "the FLIP transfer's PIC time τ = {pic_time} s must be positive (infinite: pure FLIP)"
+            ));
+        }
     }
     if !(config.density.is_finite() && config.density > 0.0) {
         return bad(format!("density = {} must be positive", config.density));
@@ -295,6 +298,7 @@ impl MpmSimulator {
         let uniforms = MpmUniforms::new(config, setup.particle_volume, n as u32);
         let anchored: Vec<u32> = setup.anchored.iter().map(|&a| a as u32).collect();
         let state_floats = n * STATE_STRIDE;
+        let flip = matches!(config.transfer, Transfer::Flip { .. });
         let binned = match options.scatters {
             ScatterMode::Auto => ctx.adapter_info.device_type == wgpu::DeviceType::Cpu,
             ScatterMode::Binned => true,
@@ -313,7 +317,7 @@ impl MpmSimulator {
             poisson_max: AtomicU64::new(config.poisson.to_bits()),
             youngs_max,
             anchored: ctx.storage_from_slice("mpm anchored particles", &anchored)?,
-            grid: SubstepGrid::new(ctx, "mpm", nodes, n, binned)?,
+            grid: SubstepGrid::new(ctx, "mpm", nodes, n, binned, flip)?,
             grid_velocity_grad: ctx.storage_zeroed::<f32>("mpm grid velocity grad", nodes * 4)?,
             grid_grad: ctx.storage_zeroed::<f32>("mpm grid (mv, m) grad", nodes * 4)?,
             colliders: ctx
@@ -353,6 +357,10 @@ impl MpmSimulator {
             },
             bind_groups: BindGroupCache::default(),
             binned,
+            flip: match flip {
+                true => Some(FlipParts::new(ctx, nodes)?),
+                false => None,
+            },
             options: *options,
             id: NEXT_SIMULATOR_ID.fetch_add(1, Ordering::Relaxed),
             youngs_version: AtomicU64::new(0),
@@ -571,7 +579,12 @@ impl MpmSimulator {
 
     /// Bytes of one extra [`SubstepGrid`].
     pub(crate) fn substep_grid_bytes(&self) -> u64 {
-        SubstepGrid::bytes(self.node_count(), self.particle_count(), self.binned)
+        SubstepGrid::bytes(
+            self.node_count(),
+            self.particle_count(),
+            self.binned,
+            self.flip.is_some(),
+        )
     }
 
     /// A substep grid of a kept segment ([`super::backward_work`]),
@@ -587,6 +600,7 @@ impl MpmSimulator {
             self.node_count(),
             self.particle_count(),
             self.binned,
+            self.flip.is_some(),
         )
     }
 

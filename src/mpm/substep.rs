@@ -333,6 +333,7 @@ impl MpmSimulator {
                 }
             }
         }
+        self.encode_flip_stage(ctx, encoder, stage, b, grid);
     }
 
     /// Records one forward substep `from → to` (distinct buffers).
@@ -355,6 +356,9 @@ impl MpmSimulator {
     /// failed one can leak in.
     pub(crate) fn encode_clear_grid_velocity_grad(&self, encoder: &mut wgpu::CommandEncoder) {
         encoder.clear_buffer(self.grid_velocity_grad.raw(), 0, None);
+        if let Some(flip) = &self.flip {
+            encoder.clear_buffer(flip.carried_velocity_grad.raw(), 0, None);
+        }
     }
 
     /// Records a forward substep from `from` that leaves its grid in `grid`

@@ -16,6 +16,9 @@ pub(crate) struct SubstepGrid {
     pub(crate) velocity: GpuBuffer,
     pub(crate) node_box: GpuBuffer,
     pub(crate) dispatch_args: GpuBuffer,
+    /// Under the FLIP transfer: the free particles' carried `(m̂, mv̂)`
+    /// per node ([`super::flip_scatter`]).
+    pub(crate) carried: Option<GpuBuffer>,
     /// With binned scatters: the cell lists of P2G's binning (a simulator's
     /// scatter variant is fixed at construction, so a grid has them exactly
     /// when its simulator's scatters are binned).
@@ -34,20 +37,26 @@ struct GridCellLists {
 impl SubstepGrid {
     /// Bytes per node of the three per-node buffers (4 + 1 + 4 words).
     const BYTES_PER_NODE: u64 = 9 * 4;
+    /// Bytes per node of the FLIP transfer's carried `(m̂, mv̂)`.
+    const CARRIED_BYTES_PER_NODE: u64 = 4 * 4;
     /// Bytes per node and per particle of the cell lists (one word each).
     const LIST_BYTES_PER_NODE: u64 = 4;
     const LIST_BYTES_PER_PARTICLE: u64 = 4;
 
     /// Bytes of one grid of `nodes` nodes for `particles` particles, with
-    /// cell lists if `binned`.
-    pub(crate) fn bytes(nodes: usize, particles: usize, binned: bool) -> u64 {
+    /// cell lists if `binned` and the carried momentum if `flip`.
+    pub(crate) fn bytes(nodes: usize, particles: usize, binned: bool, flip: bool) -> u64 {
+        let carried = match flip {
+            true => nodes as u64 * Self::CARRIED_BYTES_PER_NODE,
+            false => 0,
+        };
         let lists = if binned {
             nodes as u64 * Self::LIST_BYTES_PER_NODE
                 + particles as u64 * Self::LIST_BYTES_PER_PARTICLE
         } else {
             0
         };
-        nodes as u64 * Self::BYTES_PER_NODE + lists
+        nodes as u64 * Self::BYTES_PER_NODE + lists + carried
     }
 
     pub(crate) fn new(
@@ -56,7 +65,12 @@ impl SubstepGrid {
         nodes: usize,
         particles: usize,
         binned: bool,
+        flip: bool,
     ) -> Result<Self, MpmError> {
+        let carried = match flip {
+            true => Some(ctx.storage_zeroed::<f32>(&format!("{label} grid carried (m̂, mv̂)"), nodes * 4)?),
+            false => None,
+        };
         let lists = if binned {
             Some(GridCellLists {
                 cell_head: ctx.storage_zeroed::<u32>(&format!("{label} cell list heads"), nodes)?,
@@ -68,6 +82,7 @@ impl SubstepGrid {
         };
         Ok(Self {
             lists,
+            carried,
             mass_momentum: ctx
                 .storage_zeroed::<f32>(&format!("{label} grid (m, mv)"), nodes * 4)?,
             anchored: ctx.storage_zeroed::<u32>(&format!("{label} grid anchored"), nodes)?,

@@ -5,6 +5,8 @@ use bytemuck::{Pod, Zeroable};
 
 use crate::gpu::wgsl_layout::wgsl_mirror;
 use crate::mpm_rules::config::{AnchorRule, MpmConfig, WallMode, WALL_MARGIN_CELLS};
+#[cfg(doc)]
+use crate::mpm_rules::config::Transfer;
 
 /// `MpmParams` of shaders/mpm/params.wgsl (80 bytes, 16-byte aligned).
 #[repr(C)]
@@ -41,8 +43,11 @@ pub struct MpmUniforms {
     /// 0: an anchored particle holds every node its stencil reaches; 1:
     /// only the node nearest it ([`AnchorRule`]).
     pub anchor_rule: u32,
+    /// The FLIP transfer's share `α = exp(−dt/τ)`; 0 for APIC
+    /// ([`Transfer::flip_share`]).
+    pub flip_share: f32,
     /// Padding to the struct's 16-byte alignment.
-    pub _pad: [u32; 3],
+    pub _pad: [u32; 2],
 }
 
 wgsl_mirror!(MpmUniforms => "MpmParams" in ["mpm/params"] {
@@ -61,6 +66,7 @@ wgsl_mirror!(MpmUniforms => "MpmParams" in ["mpm/params"] {
     gravity,
     collider_count,
     anchor_rule,
+    flip_share,
     _pad,
 });
 
@@ -90,7 +96,8 @@ impl MpmUniforms {
                 AnchorRule::Stencil => 0,
                 AnchorRule::Nearest => 1,
             },
-            _pad: [0; 3],
+            flip_share: config.transfer.flip_share(config.dt()) as f32,
+            _pad: [0; 2],
         }
     }
 }

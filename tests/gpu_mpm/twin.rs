@@ -17,6 +17,7 @@ use physfit::mpm::{
     BackwardOptions, BackwardWork, FrameGradient, GradientFlow, HostMpmGradients, MpmConfig,
     MpmOptions, MpmSetup, MpmSimulator, ParticleState, ScatterMode, WallMode,
 };
+use physfit::mpm_rules::config::Transfer;
 use physfit::mpm_rules::AnchorRule;
 use physfit::reference::mpm::{frames_gradient, rollout, rollout_gradient, MpmSetup64, MpmState64};
 
@@ -52,10 +53,11 @@ struct Scene {
 
 /// A block with a smooth swirl, varied E; optionally gravity, an anchored
 /// corner (holding its nodes by `anchoring`) and slip walls close enough to
-/// be touched.
-fn scene(with_rules: bool, anchoring: AnchorRule) -> Scene {
+/// be touched; the particle–grid transfer `transfer`.
+fn scene_with_transfer(with_rules: bool, anchoring: AnchorRule, transfer: Transfer) -> Scene {
     let mut config = small_config();
     config.anchoring = anchoring;
+    config.transfer = transfer;
     let spacing = 1.0 / 32.0;
     let centre = if with_rules {
         [0.5, 0.25, 0.5]
@@ -143,6 +145,10 @@ fn setup64(s: &Scene) -> MpmSetup64 {
 }
 
 fn forward_matches(with_rules: bool, anchoring: AnchorRule) {
+    forward_matches_in(with_rules, anchoring, Transfer::Apic);
+}
+
+fn forward_matches_in(with_rules: bool, anchoring: AnchorRule, transfer: Transfer) {
     // The nearest-node rule marks its node in both scatter kernels
     // (p2g.wgsl and p2g_bin.wgsl): each is checked.
     let modes: &[ScatterMode] = match anchoring {
@@ -150,13 +156,18 @@ fn forward_matches(with_rules: bool, anchoring: AnchorRule) {
         AnchorRule::Nearest => &[ScatterMode::Binned, ScatterMode::Atomic],
     };
     for &scatters in modes {
-        forward_matches_with(with_rules, anchoring, scatters);
+        forward_matches_with(with_rules, anchoring, transfer, scatters);
     }
 }
 
-fn forward_matches_with(with_rules: bool, anchoring: AnchorRule, scatters: ScatterMode) {
+fn forward_matches_with(
+    with_rules: bool,
+    anchoring: AnchorRule,
+    transfer: Transfer,
+    scatters: ScatterMode,
+) {
     let ctx = common::gpu();
-    let s = scene(with_rules, anchoring);
+    let s = scene_with_transfer(with_rules, anchoring, transfer);
     let sim = simulator_with(&ctx, &s, scatters);
     let frames = 10; // 100 substeps
     let gpu = sim.rollout(&ctx, &s.start, frames).unwrap();
@@ -175,7 +186,7 @@ fn forward_matches_with(with_rules: bool, anchoring: AnchorRule, scatters: Scatt
         }
     }
     eprintln!(
-        "rules {with_rules}: max |x_gpu − x_twin| after {substeps} substeps = {:.2e}·dx (max travel {:.2}·dx)",
+        "rules {with_rules}, {transfer:?}, {scatters:?}: max |x_gpu − x_twin| after {substeps} substeps = {:.2e}·dx (max travel {:.2}·dx)",
         worst / dx,
         travelled / dx
     );
@@ -223,9 +234,18 @@ pub(crate) fn relative(a: &[f64], b: &[f64]) -> f64 {
 }
 
 fn adjoint_matches(with_rules: bool, anchoring: AnchorRule) {
+    adjoint_matches_with(with_rules, anchoring, Transfer::Apic, ScatterMode::Auto);
+}
+
+fn adjoint_matches_with(
+    with_rules: bool,
+    anchoring: AnchorRule,
+    transfer: Transfer,
+    scatters: ScatterMode,
+) {
     let ctx = common::gpu();
-    let s = scene(with_rules, anchoring);
-    let sim = simulator(&ctx, &s);
+    let s = scene_with_transfer(with_rules, anchoring, transfer);
+    let sim = simulator_with(&ctx, &s, scatters);
     let frames = 2;
     let n = s.start.len();
     let weights = pseudo_random(n * STATE_STRIDE, 21);
@@ -271,7 +291,7 @@ fn adjoint_matches(with_rules: bool, anchoring: AnchorRule) {
     let twin_v: Vec<f64> = twin.d_initial.v.iter().flatten().copied().collect();
     let dv = relative(&gpu_v, &twin_v);
     eprintln!(
-        "rules {with_rules}: relative GPU vs twin: dL/dE {de:.2e}, dL/dv0 {dv:.2e}, dL/d(state 0) {ds:.2e}"
+        "rules {with_rules}, {transfer:?}, {scatters:?}: relative GPU vs twin: dL/dE {de:.2e}, dL/dv0 {dv:.2e}, dL/d(state 0) {ds:.2e}"
     );
     assert!(de <= 1e-3 && dv <= 1e-3 && ds <= 1e-3, "{de}, {dv}, {ds}");
 }
@@ -289,6 +309,38 @@ fn adjoint_with_gravity_damping_anchors_and_slip_walls_matches_the_twin() {
 #[test]
 fn adjoint_with_the_nearest_node_anchoring_matches_the_twin() {
     adjoint_matches(true, AnchorRule::Nearest);
+}
+
+/// The FLIP transfer (a PIC share per unit of time, src/mpm_rules/config.rs
+/// `Transfer`): its five kernels (src/mpm/flip.rs) against the twin's
+/// FLIP, forward and adjoint, with gravity, damping, an anchored corner
+/// under both anchoring rules and slip walls, in both scatter variants.
+const FLIP: Transfer = Transfer::Flip { pic_time: 0.05 };
+
+#[test]
+fn forward_with_the_flip_transfer_matches_the_twin() {
+    forward_matches_in(false, AnchorRule::Stencil, FLIP);
+    for scatters in [ScatterMode::Binned, ScatterMode::Atomic] {
+        forward_matches_with(true, AnchorRule::Stencil, FLIP, scatters);
+    }
+    forward_matches_in(true, AnchorRule::Nearest, FLIP);
+}
+
+#[test]
+fn adjoint_with_the_flip_transfer_matches_the_twin() {
+    adjoint_matches_with(false, AnchorRule::Stencil, FLIP, ScatterMode::Auto);
+    for scatters in [ScatterMode::Binned, ScatterMode::Atomic] {
+        adjoint_matches_with(true, AnchorRule::Stencil, FLIP, scatters);
+    }
+    adjoint_matches_with(true, AnchorRule::Nearest, FLIP, ScatterMode::Auto);
+    adjoint_matches_with(
+        true,
+        AnchorRule::Stencil,
+        Transfer::Flip {
+            pic_time: f64::INFINITY,
+        },
+        ScatterMode::Auto,
+    );
 }
 
 fn rotation(axis: [f64; 3], angle: f64) -> [[f64; 3]; 3] {
