@@ -3,7 +3,8 @@
 //!
 //! Cases (fixed, so that figures compare across commits and with the
 //! targets in docs/benchmarks.md): (a) 8,000 particles on a 64³ grid, 40
-//! substeps per frame; (b) 100,000 particles, 64³; (c) 500,000 particles, 128³. Particles
+//! substeps per frame; (b) 100,000 particles, 64³; (c) 500,000 particles,
+//! 128³; (a-flip) case a under the FLIP transfer. Particles
 //! fill a cube at 8 per cell (spacing dx/2) with a swirling initial velocity
 //! and E = 1e4 (stable at every substep count used). One frame is timed
 //! forward ([`MpmSimulator::rollout_with`], including its once-per-frame
@@ -39,6 +40,7 @@ use crate::mpm::{
     BackwardOptions, BackwardWork, FrameGradient, MpmConfig, MpmSetup, MpmSimulator, ParticleState,
     Rollout, RolloutOptions, StageBuffers, SubstepStage, WallMode,
 };
+use crate::mpm_rules::config::Transfer;
 
 /// One benchmark case.
 #[derive(Clone, Debug, Serialize)]
@@ -51,7 +53,13 @@ pub struct MpmBenchCase {
     pub grid_res: u32,
     /// Substeps per frame timed.
     pub substeps: u32,
+    /// Under the FLIP transfer (τ = [`BENCH_PIC_TIME`]), whose five
+    /// kernels run beside APIC's (src/mpm/flip.rs); APIC otherwise.
+    pub flip: bool,
 }
+
+/// τ of the FLIP cases, seconds (the scene default).
+pub const BENCH_PIC_TIME: f64 = crate::scene::DEFAULT_PIC_TIME;
 
 /// The three fixed cases a, b and c (docs/benchmarks.md § MPM).
 pub fn default_cases() -> Vec<MpmBenchCase> {
@@ -61,18 +69,29 @@ pub fn default_cases() -> Vec<MpmBenchCase> {
             edge: 20,
             grid_res: 64,
             substeps: 40,
+            flip: false,
         },
         MpmBenchCase {
             name: "b".into(),
             edge: 46,
             grid_res: 64,
             substeps: 10,
+            flip: false,
         },
         MpmBenchCase {
             name: "c".into(),
             edge: 80,
             grid_res: 128,
             substeps: 4,
+            flip: false,
+        },
+        // Case a under the FLIP transfer: what its kernels add.
+        MpmBenchCase {
+            name: "a-flip".into(),
+            edge: 20,
+            grid_res: 64,
+            substeps: 40,
+            flip: true,
         },
     ]
 }
@@ -134,7 +153,12 @@ fn scene(case: &MpmBenchCase) -> (MpmConfig, ParticleState, f64) {
         walls: WallMode::Sticky,
         colliders: Vec::new(),
         anchoring: Default::default(),
-        transfer: Default::default(),
+        transfer: match case.flip {
+            true => Transfer::Flip {
+                pic_time: BENCH_PIC_TIME,
+            },
+            false => Transfer::Apic,
+        },
     };
     let dx = 1.0 / case.grid_res as f32;
     let spacing = dx / 2.0;

@@ -46,6 +46,7 @@ use glam::Vec3;
 use crate::memory::bytes::human_bytes;
 use crate::mpm::layout::STATE_STRIDE;
 use crate::mpm::simulator::KEPT_GRIDS_BUDGET_BYTES;
+use crate::mpm_rules::config::Transfer;
 use crate::mpm_rules::voxel;
 use crate::scene::{Camera, Scene};
 
@@ -60,6 +61,12 @@ const GRID_BYTES_PER_NODE: u64 = 40;
 
 /// Node bytes of the two adjoint grids (grid velocity and (mv, m)).
 const GRID_GRAD_BYTES_PER_NODE: u64 = 32;
+
+/// Node bytes the FLIP transfer adds to a substep grid (its carried
+/// (m̂, mv̂)) and to the adjoint grids (∂L/∂v̂ and (∂L/∂m̂, ∂L/∂mv̂))
+/// (src/mpm/flip.rs).
+const FLIP_GRID_BYTES_PER_NODE: u64 = 16;
+const FLIP_GRID_GRAD_BYTES_PER_NODE: u64 = 32;
 
 /// Intersection bytes: tile and splat ids, sort keys and values scratch,
 /// histograms.
@@ -291,11 +298,19 @@ pub fn estimate(scene: &Scene, workload: &Workload) -> MemoryEstimate {
         } => (cameras.clone(), *frames as u64, false, true),
     };
     let every = (substeps as f64).sqrt().ceil().max(1.0) as u64;
-    let grid_bytes = nodes.saturating_mul(GRID_BYTES_PER_NODE) + drivers * 4;
+    let flip = matches!(scene.simulation.transfer, Transfer::Flip { .. });
+    let (grid_node_bytes, grad_node_bytes) = match flip {
+        true => (
+            GRID_BYTES_PER_NODE + FLIP_GRID_BYTES_PER_NODE,
+            GRID_GRAD_BYTES_PER_NODE + FLIP_GRID_GRAD_BYTES_PER_NODE,
+        ),
+        false => (GRID_BYTES_PER_NODE, GRID_GRAD_BYTES_PER_NODE),
+    };
+    let grid_bytes = nodes.saturating_mul(grid_node_bytes) + drivers * 4;
     // Whether kept grids fit the budget is tested with the smaller grid of
     // atomic scatters (no cell lists), so that an adapter which keeps them
     // is never estimated without.
-    let smallest_grid = nodes.saturating_mul(GRID_BYTES_PER_NODE - 4);
+    let smallest_grid = nodes.saturating_mul(grid_node_bytes - 4);
 
     let mut device = Vec::new();
     let mut buffers = Vec::new();
@@ -324,13 +339,13 @@ pub fn estimate(scene: &Scene, workload: &Workload) -> MemoryEstimate {
         device.push(Part {
             kind: PartKind::Grid,
             name: "simulation grid",
-            bytes: grid_bytes + nodes.saturating_mul(GRID_GRAD_BYTES_PER_NODE) + kept,
+            bytes: grid_bytes + nodes.saturating_mul(grad_node_bytes) + kept,
             field: "simulation.grid_res".into(),
             value: res.to_string(),
             fix: format!(
                 "lower `simulation.grid_res` (a grid of n cells per side takes (n+1)³ nodes of ~{} bytes; 64 takes {})",
-                GRID_BYTES_PER_NODE + GRID_GRAD_BYTES_PER_NODE,
-                human_bytes(65u64.pow(3) * (GRID_BYTES_PER_NODE + GRID_GRAD_BYTES_PER_NODE))
+                grid_node_bytes + grad_node_bytes,
+                human_bytes(65u64.pow(3) * (grid_node_bytes + grad_node_bytes))
             ),
         });
         // Frame states, frame 0's upload, the simulator's two scratch

@@ -1,4 +1,4 @@
-//! `physfit bench mpm [--cases a,b,c]`: prints the MPM benchmark as JSON.
+//! `physfit bench mpm [--cases a,b,c,a-flip]`: prints the MPM benchmark as JSON.
 
 use anyhow::{bail, Result};
 use clap::Args;
@@ -30,7 +30,13 @@ pub fn run(args: &BenchMpmArgs, quiet: bool) -> Result<()> {
     let all = default_cases();
     for c in cases {
         if !all.iter().any(|a| &a.name == c) {
-            bail!("unknown MPM benchmark case '{c}' (known: a, b, c)");
+            bail!(
+                "unknown MPM benchmark case '{c}' (known: {})",
+                all.iter()
+                    .map(|a| a.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
         }
     }
     let mut results = Vec::new();

@@ -93,6 +93,14 @@ pub enum Transfer {
 }
 
 impl Transfer {
+    /// The scene's word for the transfer (`simulation.transfer`).
+    pub fn word(self) -> &'static str {
+        match self {
+            Transfer::Apic => "apic",
+            Transfer::Flip { .. } => "flip",
+        }
+    }
+
     /// The FLIP share α of a substep of `dt` seconds: 0 for APIC,
     /// `exp(−dt/τ)` for FLIP (1 when τ is infinite).
     pub fn flip_share(self, dt: f64) -> f64 {

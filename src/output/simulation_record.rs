@@ -4,6 +4,7 @@
 //! the `[drivers]` settings that made the drivers. Each is named by its
 //! scene.toml field, so that a difference from a scene names what to fix.
 
+use crate::mpm_rules::config::Transfer;
 use crate::mpm_rules::{AnchorRule, MpmConfig, WallMode};
 use crate::scene::{Scene, SimBox};
 
@@ -31,6 +32,9 @@ pub struct SimulationRecord {
     /// Which nodes an anchored particle holds (files written before the
     /// setting existed read as [`AnchorRule::Stencil`], the only rule then).
     pub anchoring: AnchorRule,
+    /// How G2P sets the particle velocity (files written before the
+    /// setting existed read as [`Transfer::Apic`], the only one then).
+    pub transfer: Transfer,
     /// Gravity, world units / s².
     pub gravity_world: [f64; 3],
     /// Grid-velocity damping rate, 1/s.
@@ -51,6 +55,14 @@ pub struct SimulationRecord {
 /// Fields that do not change a re-simulation and are not compared: the
 /// range only clamps a fit (the substeps it implies are compared).
 const NOT_COMPARED: [&str; 1] = ["material.log10_youngs_range"];
+
+/// `simulation.pic_time` as recorded: τ under FLIP, `none` under APIC.
+fn pic_time_text(transfer: Transfer) -> String {
+    match transfer {
+        Transfer::Apic => "none".to_string(),
+        Transfer::Flip { pic_time } => pic_time.to_string(),
+    }
+}
 
 fn walls_text(walls: WallMode) -> &'static str {
     match walls {
@@ -73,6 +85,7 @@ impl SimulationRecord {
             poisson_ratio: m.poisson_ratio,
             walls: s.walls,
             anchoring: s.anchoring,
+            transfer: s.transfer,
             gravity_world: s.gravity_world,
             damping: s.damping,
             log10_youngs_range: m.log10_youngs_range,
@@ -96,6 +109,8 @@ impl SimulationRecord {
             .value("simulation.damping", self.damping)
             .value("simulation.walls", walls_text(self.walls))
             .value("simulation.anchoring", self.anchoring.word())
+            .value("simulation.transfer", self.transfer.word())
+            .value("simulation.pic_time", pic_time_text(self.transfer))
             .value("reference.fps", self.fps)
             .value("material.density", self.density)
             .value("material.poisson_ratio", self.poisson_ratio)
@@ -138,6 +153,20 @@ impl SimulationRecord {
                 ))
             }
         };
+        let transfer = match r.text("simulation.transfer") {
+            // Written before the setting existed: the one transfer there was.
+            Err(_) => Transfer::Apic,
+            Ok("apic") => Transfer::Apic,
+            Ok("flip") => Transfer::Flip {
+                pic_time: r.parsed("simulation.pic_time")?,
+            },
+            Ok(other) => {
+                return Err(r.invalid(
+                    "simulation.transfer",
+                    format!("is \"{other}\", expected \"apic\" or \"flip\""),
+                ))
+            }
+        };
         Ok(Self {
             sim_box: SimBox {
                 min: r.list("simulation.box.min")?,
@@ -150,6 +179,7 @@ impl SimulationRecord {
             poisson_ratio: r.parsed("material.poisson_ratio")?,
             walls,
             anchoring,
+            transfer,
             gravity_world: r.list("simulation.gravity")?,
             damping: r.parsed("simulation.damping")?,
             log10_youngs_range: r.list("material.log10_youngs_range")?,
@@ -184,7 +214,7 @@ impl SimulationRecord {
             walls: self.walls,
             colliders: Vec::new(),
             anchoring: self.anchoring,
-            transfer: Default::default(),
+            transfer: self.transfer,
         }
     }
 }

@@ -206,7 +206,31 @@ pub struct SimulationConfig {
     /// Which grid nodes an anchored particle holds: `"stencil"` (every node
     /// its stencil reaches) or `"nearest"` (the nearest node only).
     pub anchoring: AnchorRule,
+    /// How G2P sets the particle velocity: `"apic"` or `"flip"`
+    /// (src/mpm_rules/config.rs `Transfer`).
+    pub transfer: TransferWord,
+    /// With `transfer = "flip"`: τ, seconds, over which the PIC share
+    /// smooths the particle velocities (`inf`: pure FLIP); default
+    /// [`DEFAULT_PIC_TIME`].
+    pub pic_time: Option<f64>,
 }
+
+/// `simulation.transfer`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TransferWord {
+    /// APIC: the particle velocity is the grid's, with the affine C.
+    #[default]
+    Apic,
+    /// FLIP with a PIC share per unit of time.
+    Flip,
+}
+
+/// τ of `transfer = "flip"` when `simulation.pic_time` is not given
+/// (seconds): the FLIP twin's fitted E is within 0.01 decades of the truth
+/// at half its frames' substeps at τ from 0.074 s up (docs/benchmarks.md,
+/// "The simulator against its own time step").
+pub const DEFAULT_PIC_TIME: f64 = 0.1;
 
 /// One `[[simulation.colliders]]` entry: `kind = "plane"` with `point` and
 /// `normal`, or `kind = "box"` with `min` and `max` (world units), and
@@ -246,6 +270,8 @@ impl Default for SimulationConfig {
             walls: WallMode::Sticky,
             colliders: Vec::new(),
             anchoring: AnchorRule::Stencil,
+            transfer: TransferWord::Apic,
+            pic_time: None,
         }
     }
 }

@@ -49,7 +49,7 @@ impl Scene {
                 .map(|c| to_normalised(c, &self.simulation.sim_box))
                 .collect(),
             anchoring: self.simulation.anchoring,
-            transfer: Default::default(),
+            transfer: self.simulation.transfer,
         }
     }
 

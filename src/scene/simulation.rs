@@ -4,12 +4,13 @@
 //! Stability).
 
 use super::collider::{check_start_outside, resolve_colliders};
-use super::config::{BoxSetting, SimulationConfig};
+use super::config::{BoxSetting, SimulationConfig, TransferWord, DEFAULT_PIC_TIME};
 use super::error::SceneError;
 use super::material::Material;
 use super::sim_box::SimBox;
 use super::validate::Validator;
 use crate::mpm_rules::stability::{explicit_dt_bound, min_substeps_per_frame};
+use crate::mpm_rules::config::Transfer;
 use crate::mpm_rules::{AnchorRule, Collider, WallMode};
 
 /// Resolved `[simulation]` settings.
@@ -34,6 +35,9 @@ pub struct Simulation {
     pub colliders: Vec<Collider>,
     /// Which nodes an anchored particle holds (`simulation.anchoring`).
     pub anchoring: AnchorRule,
+    /// How G2P sets the particle velocity (`simulation.transfer`,
+    /// `simulation.pic_time`).
+    pub transfer: Transfer,
 }
 
 /// The numbers of `[simulation]`; its box needs the simulated splats and is
@@ -44,6 +48,7 @@ pub(crate) struct SimulationNumbers {
     gravity_world: [f64; 3],
     damping: f64,
     colliders: Vec<Collider>,
+    transfer: Transfer,
 }
 
 /// `[simulation]` less its box: the grid, the padding of an automatic box,
@@ -98,12 +103,14 @@ pub(crate) fn resolve_simulation(
         Some(n) => n,
     };
     let colliders = resolve_colliders(v, &s.colliders)?;
+    let transfer = resolve_transfer(v, s)?;
     Ok(SimulationNumbers {
         padding,
         substeps,
         gravity_world,
         damping,
         colliders,
+        transfer,
     })
 }
 
@@ -167,5 +174,30 @@ pub(crate) fn resolve_box(
         walls: s.walls,
         colliders: numbers.colliders,
         anchoring: s.anchoring,
+        transfer: numbers.transfer,
     })
+}
+
+/// `simulation.transfer` and `simulation.pic_time`: τ only with FLIP,
+/// positive (infinite: pure FLIP).
+fn resolve_transfer(v: &Validator, s: &SimulationConfig) -> Result<Transfer, SceneError> {
+    match (s.transfer, s.pic_time) {
+        (TransferWord::Apic, None) => Ok(Transfer::Apic),
+        (TransferWord::Apic, Some(_)) => Err(v.invalid(
+            "simulation.pic_time",
+            "is set, but `simulation.transfer` is \"apic\", which has no PIC time",
+            "set `simulation.transfer = \"flip\"`, or remove `pic_time`",
+        )),
+        (TransferWord::Flip, pic_time) => {
+            let pic_time = pic_time.unwrap_or(DEFAULT_PIC_TIME);
+            if pic_time.is_nan() || pic_time <= 0.0 {
+                return Err(v.out_of_range(
+                    "simulation.pic_time",
+                    pic_time,
+                    "must be > 0 seconds (`inf` for pure FLIP)",
+                ));
+            }
+            Ok(Transfer::Flip { pic_time })
+        }
+    }
 }

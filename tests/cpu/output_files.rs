@@ -8,6 +8,7 @@
 use std::path::Path;
 
 use physfit::drive::DriverSet;
+use physfit::mpm_rules::config::Transfer;
 use physfit::mpm_rules::AnchorRule;
 use physfit::output::fitted_ply::{write_fitted_ply, SplatMaterial};
 use physfit::output::{youngs_world, DriversFileError, FittedDrivers};
@@ -235,6 +236,10 @@ fn changed_settings_are_refused_naming_the_field() {
             "`simulation.anchoring`: stencil in the fit, nearest now",
         ),
         (
+            "[simulation]\ntransfer = \"flip\"",
+            "`simulation.transfer`: apic in the fit, flip now",
+        ),
+        (
             "[reference]\nfps = 24.0",
             "`reference.fps`: 30 in the fit, 24 now",
         ),
@@ -404,6 +409,40 @@ fn a_drivers_file_without_the_anchoring_field_reads_as_the_stencil_rule() {
     let m = FittedDrivers::load(&path).unwrap_err().to_string();
     assert!(
         m.contains("`simulation.anchoring`") && m.contains("\"everywhere\""),
+        "{m}"
+    );
+}
+
+/// A drivers file written before `simulation.transfer` existed holds no
+/// such field: it reads as APIC, the one transfer there was, and matches
+/// its scene; a FLIP record reads back with its PIC time (`inf`: pure
+/// FLIP) and is refused against an APIC scene, naming the field.
+#[test]
+fn a_drivers_file_records_its_transfer_and_without_one_reads_as_apic() {
+    let f = fitted();
+    let path = f.path("drivers.safetensors");
+    f.file().save(&path).unwrap();
+    rewrite(&path, |_, m| {
+        assert_eq!(m.remove("simulation.transfer").as_deref(), Some("apic"));
+        assert_eq!(m.remove("simulation.pic_time").as_deref(), Some("none"));
+    });
+    let file = FittedDrivers::load(&path).unwrap();
+    assert_eq!(file.mpm_config().transfer, Transfer::Apic);
+    file.check_against(&f.scene).unwrap();
+    rewrite(&path, |_, m| {
+        m.insert("simulation.transfer".into(), "flip".into());
+        m.insert("simulation.pic_time".into(), "inf".into());
+    });
+    let file = FittedDrivers::load(&path).unwrap();
+    assert_eq!(
+        file.mpm_config().transfer,
+        Transfer::Flip {
+            pic_time: f64::INFINITY
+        }
+    );
+    let m = file.check_against(&f.scene).unwrap_err().to_string();
+    assert!(
+        m.contains("`simulation.transfer`: flip in the fit, apic now"),
         "{m}"
     );
 }

@@ -625,6 +625,51 @@ fn the_scene_chooses_the_anchoring_rule_and_refuses_other_words() {
     );
 }
 
+/// `simulation.transfer` and `simulation.pic_time` reach the simulator's
+/// settings: APIC by default, FLIP with τ = 0.1 s unless given (`inf`:
+/// pure FLIP); a PIC time with APIC, a τ ≤ 0 and another word are refused
+/// naming the field.
+#[test]
+fn the_scene_chooses_the_transfer_and_refuses_what_it_cannot_run() {
+    let means: Vec<[f32; 3]> = (0..27)
+        .map(|i| {
+            [
+                (i % 3) as f32 * 0.4,
+                (i / 3 % 3) as f32 * 0.4,
+                (i / 9) as f32 * 0.4,
+            ]
+        })
+        .collect();
+    let transfer = |text: &str| {
+        let (_d, scene) = crate::common::scene_with(&means, text);
+        scene
+            .map(|s| s.mpm_config().transfer)
+            .map_err(|e| e.to_string())
+    };
+    assert_eq!(transfer(""), Ok(Transfer::Apic));
+    assert_eq!(
+        transfer("[simulation]\ntransfer = \"flip\""),
+        Ok(Transfer::Flip { pic_time: 0.1 })
+    );
+    assert_eq!(
+        transfer("[simulation]\ntransfer = \"flip\"\npic_time = inf"),
+        Ok(Transfer::Flip {
+            pic_time: f64::INFINITY
+        })
+    );
+    for (text, field) in [
+        ("[simulation]\npic_time = 0.1", "`simulation.pic_time`"),
+        (
+            "[simulation]\ntransfer = \"flip\"\npic_time = 0.0",
+            "`simulation.pic_time`",
+        ),
+        ("[simulation]\ntransfer = \"pic\"", "`simulation.transfer`"),
+    ] {
+        let m = transfer(text).unwrap_err();
+        assert!(m.contains(field), "{text}: {m}");
+    }
+}
+
 /// Anchored particles keep x and F and have v = C = 0 while the rest falls
 /// and deforms.
 #[test]

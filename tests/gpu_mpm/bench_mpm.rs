@@ -8,12 +8,23 @@ use physfit::bench::mpm::{run_case, MpmBenchCase};
 
 #[test]
 fn tiny_case_reports_every_figure() {
+    tiny_case_in(false);
+}
+
+/// The same under the FLIP transfer (its kernels run and are timed).
+#[test]
+fn tiny_flip_case_reports_every_figure() {
+    tiny_case_in(true);
+}
+
+fn tiny_case_in(flip: bool) {
     let ctx = common::gpu();
     let case = MpmBenchCase {
         name: "tiny".into(),
         edge: 6,
         grid_res: 16,
         substeps: 9,
+        flip,
     };
     let r = run_case(&ctx, &case, None, 2).unwrap();
     assert_eq!(r.particles, 216);
