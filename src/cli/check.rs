@@ -7,6 +7,7 @@ use std::path::Path;
 use anyhow::Result;
 use physfit::budget::{estimate, MachineMemory, Workload};
 use physfit::io::shown;
+use physfit::scene::Transfer;
 use physfit::scene::WallMode;
 use physfit::scene::{DriverCount, Scene, AUTO_DRIVERS_PER_CELL, MIN_DRIVERS_PER_CELL};
 
@@ -60,7 +61,7 @@ pub fn summary(scene: &Scene) -> Result<String> {
     );
     let _ = writeln!(
         s,
-        "grid         grid_res {}, dx = {:.5} (normalised) = {:.5} world units, walls {}, anchoring {}",
+        "grid         grid_res {}, dx = {:.5} (normalised) = {:.5} world units, walls {}, anchoring {}, transfer {}",
         sim.grid_res,
         1.0 / sim.grid_res as f64,
         b.side / sim.grid_res as f64,
@@ -68,7 +69,8 @@ pub fn summary(scene: &Scene) -> Result<String> {
             WallMode::Sticky => "sticky",
             WallMode::Slip => "slip",
         },
-        sim.anchoring.word()
+        sim.anchoring.word(),
+        transfer_text(sim.transfer)
     );
     let n_sim = scene.simulated.iter().filter(|x| **x).count();
     let n_anch = scene.anchored.iter().filter(|x| **x).count();
@@ -240,4 +242,13 @@ pub fn run(path: &Path, quiet: bool) -> Result<()> {
     println!("memory       {}", estimate.against(&machine));
     println!("ok");
     Ok(())
+}
+
+/// `simulation.transfer` as `physfit check` shows it: the word, and FLIP's
+/// τ (docs/design.md § MPM, "Transfer").
+fn transfer_text(transfer: Transfer) -> String {
+    match transfer {
+        Transfer::Apic => "apic".to_string(),
+        Transfer::Flip { pic_time } => format!("flip (PIC time {pic_time} s)"),
+    }
 }

@@ -41,6 +41,7 @@ mod toml_location;
 mod validate;
 
 /// What the simulation box's walls do.
+pub use crate::mpm_rules::config::Transfer;
 pub use crate::mpm_rules::WallMode;
 pub use camera::Camera;
 pub use color_correction::ColorCorrection;

@@ -48,6 +48,7 @@ fn demo_scene_passes_with_a_summary() {
     for needle in [
         "50000 (SH degree 0)",
         "grid_res 16",
+        "transfer flip (PIC time 0.1 s)",
         "simulated",
         "anchored",
         "substeps",
