@@ -21,6 +21,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use physfit::gpu::{GpuContext, GpuOptions};
 use physfit::io::write_atomic;
 use physfit::scene::Scene;
+use physfit::scene::Transfer;
 use physfit::synth::{frame_path, SUMMARY_FILE, TRUTH_FILE};
 use physfit::synth::{SynthOptions, SynthPlan, Synthesis, Truth};
 
@@ -200,6 +201,7 @@ fn summary(args: &SynthArgs, plan: &SynthPlan, ctx: &GpuContext) -> serde_json::
         "drivers": { "simulated": plan.drivers(), "scene": plan.scene_drivers },
         "substeps": { "simulated": plan.substeps(), "scene": plan.scene_substeps },
         "grid_res": plan.scene.simulation.grid_res,
+        "transfer": transfer_record(plan.scene.simulation.transfer),
         "views": plan.scene.views.iter().map(|v| serde_json::json!({
             "name": v.name,
             "width": v.camera.width,
@@ -212,6 +214,18 @@ fn summary(args: &SynthArgs, plan: &SynthPlan, ctx: &GpuContext) -> serde_json::
             "software": ctx.is_software(),
         },
     })
+}
+
+/// `simulation.transfer` as synth.json records it: the word, and FLIP's
+/// τ in seconds (`"inf"` for pure FLIP, which JSON has no number for).
+fn transfer_record(transfer: Transfer) -> serde_json::Value {
+    match transfer {
+        Transfer::Apic => serde_json::json!({ "kind": "apic" }),
+        Transfer::Flip { pic_time } if pic_time.is_finite() => {
+            serde_json::json!({ "kind": "flip", "pic_time_s": pic_time })
+        }
+        Transfer::Flip { .. } => serde_json::json!({ "kind": "flip", "pic_time_s": "inf" }),
+    }
 }
 
 /// The `frames` line of each view in `names`, under a comment naming its

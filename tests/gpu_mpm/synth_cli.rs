@@ -195,6 +195,10 @@ fn synth_writes_every_view_from_rest_and_the_scene_loads_them() {
         json["substeps"]["simulated"].as_u64().unwrap(),
         2 * substeps
     );
+    assert_eq!(
+        json["transfer"]["kind"], "apic",
+        "the scene's transfer, recorded"
+    );
 
     std::fs::write(d.join("scene.toml"), scene_toml(true)).unwrap();
     let scene = Scene::load(&d.join("scene.toml")).unwrap();
