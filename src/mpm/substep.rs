@@ -5,9 +5,16 @@
 //! `SubstepGrid` kept by the backward pass. Nothing here submits: callers
 //! record stages, substeps and state additions into their own encoders
 //! ([`super::rollout`] and [`super::backward`] submit once per frame).
+//! Under the FLIP transfer a stage also records its FLIP kernel after its
+//! APIC ones ([`MpmSimulator::encode_flip_stage`], [`super::flip`]).
 
 use super::add_assign::AddAssignBuffers;
 use super::cell_scatter::CellScatterBuffers;
+use super::flip_gather::FlipGatherBuffers;
+use super::flip_gather_adjoint::FlipGatherAdjointBuffers;
+use super::flip_grid_adjoint::FlipGridAdjointBuffers;
+use super::flip_scatter::FlipScatterBuffers;
+use super::flip_scatter_adjoint::FlipScatterAdjointBuffers;
 use super::g2p::G2pBuffers;
 use super::g2p_adjoint::{G2pAdjointBuffers, G2pAdjointCellsBuffers};
 use super::grid_bounds::GridBoundsBuffers;
@@ -478,5 +485,91 @@ impl MpmSimulator {
             &self.scratch[(i % 2) as usize]
         };
         (from, to)
+    }
+}
+
+impl MpmSimulator {
+    /// Records the FLIP transfer's part of `stage` (module doc) on `b` and
+    /// `grid`, after the stage's APIC kernels; nothing under APIC.
+    pub(crate) fn encode_flip_stage(
+        &self,
+        ctx: &GpuContext,
+        encoder: &mut wgpu::CommandEncoder,
+        stage: SubstepStage,
+        b: &StageBuffers,
+        grid: &SubstepGrid,
+    ) {
+        let (Some(flip), Some(carried)) = (&self.flip, &grid.carried) else {
+            return;
+        };
+        let cache = &self.bind_groups;
+        let particles = self.particle_count;
+        match stage {
+            SubstepStage::ClearGrid => encoder.clear_buffer(carried.raw(), 0, None),
+            SubstepStage::P2g => {
+                let s = FlipScatterBuffers {
+                    uniforms: &self.uniforms,
+                    state: b.state,
+                    anchored: &self.anchored,
+                    carried,
+                };
+                let bg = cache.get("flip_scatter", &s.by_name(), || flip.scatter.bind(ctx, &s));
+                flip.scatter.dispatch(encoder, &bg, particles);
+            }
+            SubstepStage::G2p => {
+                let g = FlipGatherBuffers {
+                    uniforms: &self.uniforms,
+                    state: b.state,
+                    anchored: &self.anchored,
+                    carried,
+                    state_out: b.next,
+                };
+                let bg = cache.get("flip_gather", &g.by_name(), || flip.gather.bind(ctx, &g));
+                flip.gather.dispatch(encoder, &bg, particles);
+            }
+            SubstepStage::G2pAdjoint => {
+                let g = FlipGatherAdjointBuffers {
+                    uniforms: &self.uniforms,
+                    state: b.state,
+                    anchored: &self.anchored,
+                    state_grad_next: b.grad_next,
+                    carried_velocity_grad: &flip.carried_velocity_grad,
+                };
+                let bg = cache.get("flip_gather_adjoint", &g.by_name(), || {
+                    flip.gather_adjoint.bind(ctx, &g)
+                });
+                flip.gather_adjoint.dispatch(encoder, &bg, particles);
+            }
+            SubstepStage::GridUpdateAdjoint => {
+                let g = FlipGridAdjointBuffers {
+                    uniforms: &self.uniforms,
+                    node_box: &grid.node_box,
+                    carried,
+                    carried_velocity_grad: &flip.carried_velocity_grad,
+                    carried_grad: &flip.carried_grad,
+                };
+                let bg = cache.get("flip_grid_adjoint", &g.by_name(), || {
+                    flip.grid_adjoint.bind(ctx, &g)
+                });
+                flip.grid_adjoint
+                    .dispatch(encoder, &bg, &grid.dispatch_args);
+            }
+            SubstepStage::P2gAdjoint => {
+                let s = FlipScatterAdjointBuffers {
+                    uniforms: &self.uniforms,
+                    state: b.state,
+                    anchored: &self.anchored,
+                    state_grad_next: b.grad_next,
+                    carried,
+                    carried_grad: &flip.carried_grad,
+                    state_grad: b.grad,
+                };
+                let bg = cache.get("flip_scatter_adjoint", &s.by_name(), || {
+                    flip.scatter_adjoint.bind(ctx, &s)
+                });
+                flip.scatter_adjoint.dispatch(encoder, &bg, particles);
+            }
+            SubstepStage::ActiveBox | SubstepStage::GridUpdate => {}
+        }
     }
 }

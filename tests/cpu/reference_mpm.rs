@@ -600,11 +600,10 @@ fn an_anchored_particle_holds_its_stencil_or_its_nearest_node() {
     }
 }
 
-/// `simulation.anchoring` reaches the simulator's settings; a word other
-/// than the two rules is refused naming the field and both words.
-#[test]
-fn the_scene_chooses_the_anchoring_rule_and_refuses_other_words() {
-    let means: Vec<[f32; 3]> = (0..27)
+/// 27 splat means on a 3 × 3 × 3 lattice 0.4 world units apart: a scene
+/// small enough to load in a test of its settings.
+fn lattice_means() -> Vec<[f32; 3]> {
+    (0..27)
         .map(|i| {
             [
                 (i % 3) as f32 * 0.4,
@@ -612,7 +611,14 @@ fn the_scene_chooses_the_anchoring_rule_and_refuses_other_words() {
                 (i / 9) as f32 * 0.4,
             ]
         })
-        .collect();
+        .collect()
+}
+
+/// `simulation.anchoring` reaches the simulator's settings; a word other
+/// than the two rules is refused naming the field and both words.
+#[test]
+fn the_scene_chooses_the_anchoring_rule_and_refuses_other_words() {
+    let means = lattice_means();
     let (_d, scene) = crate::common::scene_with(&means, "");
     assert_eq!(scene.unwrap().mpm_config().anchoring, AnchorRule::Stencil);
     let (_d, scene) = crate::common::scene_with(&means, "[simulation]\nanchoring = \"nearest\"");
@@ -631,15 +637,7 @@ fn the_scene_chooses_the_anchoring_rule_and_refuses_other_words() {
 /// naming the field.
 #[test]
 fn the_scene_chooses_the_transfer_and_refuses_what_it_cannot_run() {
-    let means: Vec<[f32; 3]> = (0..27)
-        .map(|i| {
-            [
-                (i % 3) as f32 * 0.4,
-                (i / 3 % 3) as f32 * 0.4,
-                (i / 9) as f32 * 0.4,
-            ]
-        })
-        .collect();
+    let means = lattice_means();
     let transfer = |text: &str| {
         let (_d, scene) = crate::common::scene_with(&means, text);
         scene
