@@ -16,6 +16,8 @@
 // (m̂, mv̂) per node (flip_scatter.wgsl).
 @group(0) @binding(3) var<storage, read> carried: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read_write> state_out: array<vec4<f32>>;
+// Status words (src/mpm/status.rs): G2P checked the rest of state n+1.
+@group(0) @binding(5) var<storage, read_write> status: array<atomic<u32>>;
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgroups) num_workgroups: vec3<u32>) {
@@ -46,6 +48,10 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
     out1.y += change.z;
     state_out[o] = out0;
     state_out[o + 1u] = out1;
+    if !(is_finite(out0.w) && is_finite(out1.x) && is_finite(out1.y)) {
+        atomicOr(&status[0], STATUS_NON_FINITE);
+        atomicMin(&status[1], p);
+    }
 }
 
 // v̂ = mv̂/m̂ of a node's (m̂, mv̂), zero where no free particle reaches it.

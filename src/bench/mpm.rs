@@ -61,7 +61,7 @@ pub struct MpmBenchCase {
 /// τ of the FLIP cases, seconds (the scene default).
 pub const BENCH_PIC_TIME: f64 = crate::scene::DEFAULT_PIC_TIME;
 
-/// The three fixed cases a, b and c (docs/benchmarks.md § MPM).
+/// The four fixed cases a, b, c and a-flip (docs/benchmarks.md § MPM).
 pub fn default_cases() -> Vec<MpmBenchCase> {
     vec![
         MpmBenchCase {

@@ -10,7 +10,7 @@ use physfit::gpu::{GpuContext, GpuError, GpuOptions};
 /// Options of `physfit bench mpm`.
 #[derive(Args, Debug)]
 pub struct BenchMpmArgs {
-    /// Cases to run (a: 8k particles 64³; b: 100k 64³; c: 500k 128³); all by default.
+    /// Cases to run (a: 8k particles 64³; b: 100k 64³; c: 500k 128³; a-flip: a under the FLIP transfer); all by default.
     #[arg(long, value_delimiter = ',')]
     pub cases: Vec<String>,
     /// K of the in-frame checkpoints: the forward keeps every K-th substep state and the backward starts from them (default ⌈√substeps⌉; the substep count = store everything).

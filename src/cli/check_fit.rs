@@ -71,7 +71,7 @@ pub fn fit_summary(scene: &Scene) -> Result<String> {
         } else {
             format!("tv_weight {}", stage.tv_weight)
         };
-        // Poisson's ratio's ride with E in one solver.
+        // Poisson's ratios ride with E in one solver.
         let parameters = stage.poisson.with_youngs(field_parameters(
             label,
             &stage.field,

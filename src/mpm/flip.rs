@@ -1,7 +1,7 @@
 //! The FLIP transfer on the GPU (docs/design.md § MPM, "Transfer";
-//! src/mpm_rules/config.rs `Transfer`): its five kernels, one `.rs` +
+//! src/mpm_rules/config.rs `Transfer`): its six kernels, one `.rs` +
 //! `.wgsl` pair each, run beside APIC's, which they leave unchanged —
-//! [`FlipScatter`] after P2G (the free particles' carried `(m̂, mv̂)`),
+//! [`FlipClear`] with the grid's clear, [`FlipScatter`] after P2G (the free particles' carried `(m̂, mv̂)`),
 //! [`FlipGather`] after G2P (`v_p' += α (v_p − Σ w v̂_i)`), and in the
 //! substep's adjoint [`FlipGatherAdjoint`] after G2P*, [`FlipGridAdjoint`]
 //! after the grid update's adjoint and [`FlipScatterAdjoint`] after P2G*
@@ -9,6 +9,7 @@
 //! in those stages).
 
 use super::error::MpmError;
+use super::flip_clear::FlipClear;
 use super::flip_gather::FlipGather;
 use super::flip_gather_adjoint::FlipGatherAdjoint;
 use super::flip_grid_adjoint::FlipGridAdjoint;
@@ -20,6 +21,7 @@ use crate::gpu::{GpuBuffer, GpuContext};
 /// § MPM, "Transfer"): built only when the configuration asks for it, so
 /// an APIC simulation compiles and allocates none of it.
 pub(crate) struct FlipParts {
+    pub(crate) clear: FlipClear,
     pub(crate) scatter: FlipScatter,
     pub(crate) gather: FlipGather,
     pub(crate) gather_adjoint: FlipGatherAdjoint,
@@ -35,6 +37,7 @@ pub(crate) struct FlipParts {
 impl FlipParts {
     pub(crate) fn new(ctx: &GpuContext, nodes: usize) -> Result<Self, MpmError> {
         Ok(Self {
+            clear: FlipClear::new(ctx)?,
             scatter: FlipScatter::new(ctx)?,
             gather: FlipGather::new(ctx)?,
             gather_adjoint: FlipGatherAdjoint::new(ctx)?,

@@ -17,18 +17,21 @@ pub struct FlipGatherBuffers<'a> {
     pub carried: &'a GpuBuffer,
     /// Particle state at substep n+1, as G2P wrote it: its v gets the FLIP term.
     pub state_out: &'a GpuBuffer,
+    /// Status words ([`super::status`]): a non-finite velocity is flagged.
+    pub status: &'a GpuBuffer,
 }
 
 impl<'a> FlipGatherBuffers<'a> {
     /// The buffers by name: what the bind group binds, and the
     /// simulator's bind-group cache key ([`super::bind_group_cache`]).
-    pub fn by_name(&self) -> [NamedBuffer<'a>; 5] {
+    pub fn by_name(&self) -> [NamedBuffer<'a>; 6] {
         named_buffers![
             self.uniforms => "params",
             self.state,
             self.anchored,
             self.carried,
             self.state_out,
+            self.status,
         ]
     }
 }
@@ -49,6 +52,7 @@ impl FlipGather {
             Binding::read("anchored", 2),
             Binding::read("carried", 3),
             Binding::read_write("state_out", 4),
+            Binding::read_write("status", 5),
         ],
     };
 

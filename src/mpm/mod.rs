@@ -43,6 +43,7 @@ pub mod error;
 pub mod external_force;
 pub mod forcing;
 pub mod flip;
+pub mod flip_clear;
 pub mod flip_gather;
 pub mod flip_gather_adjoint;
 pub mod flip_grid_adjoint;

@@ -10,6 +10,7 @@
 
 use super::add_assign::AddAssignBuffers;
 use super::cell_scatter::CellScatterBuffers;
+use super::flip_clear::FlipClearBuffers;
 use super::flip_gather::FlipGatherBuffers;
 use super::flip_gather_adjoint::FlipGatherAdjointBuffers;
 use super::flip_grid_adjoint::FlipGridAdjointBuffers;
@@ -36,8 +37,9 @@ use crate::gpu::{GpuBuffer, GpuContext};
 pub enum SubstepStage {
     /// Active box of the substep's stencils ([`super::grid_box`]).
     ActiveBox,
-    /// Zero the grid mass/momentum and the anchored-node flags, and with
-    /// binned scatters empty the cell lists (active box).
+    /// Zero the grid mass/momentum and the anchored-node flags, with
+    /// binned scatters empty the cell lists, and under FLIP zero the
+    /// carried (m̂, mv̂) (active box).
     ClearGrid,
     /// Particle-to-grid scatter. With binned scatters (CPU adapters) it
     /// also builds the substep's cell lists, which G2P* and P2G* walk
@@ -357,10 +359,11 @@ impl MpmSimulator {
         }
     }
 
-    /// Zeroes ∂L/∂(grid velocity) whole. The substep adjoints keep it zero
-    /// between them (grid update* zeroes the box nodes it reads); a
-    /// backward pass starts with this so that nothing left by an earlier,
-    /// failed one can leak in.
+    /// Zeroes ∂L/∂(grid velocity), and under FLIP ∂L/∂v̂, whole. The
+    /// substep adjoints keep them zero between them (grid update* and
+    /// FLIP's grid adjoint zero the box nodes they read); a backward pass
+    /// starts with this so that nothing left by an earlier, failed one can
+    /// leak in.
     pub(crate) fn encode_clear_grid_velocity_grad(&self, encoder: &mut wgpu::CommandEncoder) {
         encoder.clear_buffer(self.grid_velocity_grad.raw(), 0, None);
         if let Some(flip) = &self.flip {
@@ -499,13 +502,26 @@ impl MpmSimulator {
         b: &StageBuffers,
         grid: &SubstepGrid,
     ) {
+        debug_assert_eq!(
+            self.flip.is_some(),
+            grid.carried.is_some(),
+            "a FLIP simulator's grids carry (m̂, mv̂), and only its"
+        );
         let (Some(flip), Some(carried)) = (&self.flip, &grid.carried) else {
             return;
         };
         let cache = &self.bind_groups;
         let particles = self.particle_count;
         match stage {
-            SubstepStage::ClearGrid => encoder.clear_buffer(carried.raw(), 0, None),
+            SubstepStage::ClearGrid => {
+                let c = FlipClearBuffers {
+                    uniforms: &self.uniforms,
+                    node_box: &grid.node_box,
+                    carried,
+                };
+                let bg = cache.get("flip_clear", &c.by_name(), || flip.clear.bind(ctx, &c));
+                flip.clear.dispatch(encoder, &bg, &grid.dispatch_args);
+            }
             SubstepStage::P2g => {
                 let s = FlipScatterBuffers {
                     uniforms: &self.uniforms,
@@ -523,6 +539,7 @@ impl MpmSimulator {
                     anchored: &self.anchored,
                     carried,
                     state_out: b.next,
+                    status: &self.status,
                 };
                 let bg = cache.get("flip_gather", &g.by_name(), || flip.gather.bind(ctx, &g));
                 flip.gather.dispatch(encoder, &bg, particles);

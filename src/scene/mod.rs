@@ -40,8 +40,9 @@ mod load;
 mod toml_location;
 mod validate;
 
-/// What the simulation box's walls do.
+/// How a substep's grid-to-particle transfer sets the particle velocity.
 pub use crate::mpm_rules::config::Transfer;
+/// What the simulation box's walls do.
 pub use crate::mpm_rules::WallMode;
 pub use camera::Camera;
 pub use color_correction::ColorCorrection;

@@ -35,6 +35,7 @@ fn all_kernel_specs() -> Vec<KernelSpec> {
         mpm::add_assign::AddAssign::SPEC,
         mpm::cell_scatter::CellScatter::SPEC,
         mpm::external_force::ExternalForce::SPEC,
+        mpm::flip_clear::FlipClear::SPEC,
         mpm::flip_gather::FlipGather::SPEC,
         mpm::flip_gather_adjoint::FlipGatherAdjoint::SPEC,
         mpm::flip_grid_adjoint::FlipGridAdjoint::SPEC,

@@ -615,3 +615,77 @@ fn fit_scale_gradients_match_the_twin_per_component() {
         }
     }
 }
+
+/// The FLIP transfer's gradients on the backward's other schedules against
+/// the twin: the substep grids recomputed in each substep adjoint (no kept
+/// grids: the ADJOINT stages on the simulator's own grid) and the
+/// truncated flow (the fit's stage-2 pass), with kept grids and without.
+#[test]
+fn flip_gradients_match_the_twin_on_recomputed_grids_and_in_the_truncated_flow() {
+    let ctx = common::gpu();
+    let s = scene_with_transfer(true, AnchorRule::Stencil, FLIP);
+    let frames = 2;
+    let n = s.start.len();
+    // Seeds at both frames, so that the truncated flow's ∂L/∂(state 0)
+    // (frame 1's seed only) is not zero.
+    let weights = [21, 22].map(|k| pseudo_random(n * STATE_STRIDE, k));
+    let seeds = weights
+        .each_ref()
+        .map(|w| ctx.storage_from_slice("dL/dstate", w).unwrap());
+    let seeds64: Vec<(usize, MpmState64)> = weights
+        .iter()
+        .enumerate()
+        .map(|(k, w)| (k + 1, to64(&ParticleState::from_packed(w))))
+        .collect();
+    let youngs64: Vec<f64> = s.youngs.iter().map(|&e| e as f64).collect();
+    let youngs_max = s.youngs.iter().fold(0.0f32, |a, &b| a.max(b)) as f64;
+    for (keep_grids, flow) in [
+        (false, GradientFlow::Full),
+        (true, GradientFlow::Truncated),
+        (false, GradientFlow::Truncated),
+    ] {
+        let sim = MpmSimulator::with_options(
+            &ctx,
+            &s.config,
+            &MpmSetup {
+                particle_volume: s.volume,
+                anchored: s.anchored.clone(),
+                youngs: s.youngs.clone(),
+                youngs_max,
+            },
+            &MpmOptions {
+                kept_grids_budget: match keep_grids {
+                    true => MpmOptions::default().kept_grids_budget,
+                    false => 0,
+                },
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let rollout = sim.rollout(&ctx, &s.start, frames).unwrap();
+        let g = gpu_gradients(
+            &ctx,
+            &sim,
+            &rollout,
+            &[(1, &seeds[0]), (2, &seeds[1])],
+            flow,
+        );
+        let twin = frames_gradient(
+            &setup64(&s),
+            &to64(&s.start),
+            &youngs64,
+            frames as usize,
+            &seeds64,
+            flow,
+        );
+        let (gpu_e, gpu_v) = youngs_and_velocity(&g);
+        let twin_v: Vec<f64> = twin.d_initial.v.iter().flatten().copied().collect();
+        let de = relative(&gpu_e, &twin.d_youngs);
+        let dv = relative(&gpu_v, &twin_v);
+        eprintln!("FLIP, kept grids {keep_grids}, {flow:?}: relative GPU vs twin: dL/dE {de:.2e}, dL/dv0 {dv:.2e}");
+        assert!(
+            de <= 1e-3 && dv <= 1e-3,
+            "kept grids {keep_grids}, {flow:?}: {de}, {dv}"
+        );
+    }
+}
