@@ -318,9 +318,9 @@ fn rollout_gradient_matches_finite_differences() {
 /// The FLIP transfer's adjoint (the particle's own velocity carried past
 /// the grid, less the velocity it gave the grid: src/reference/mpm
 /// g2p_adjoint.rs, grid_adjoint.rs, p2g_adjoint.rs) against central
-/// differences of the same 24-substep rollout: dL/dE, dL/dv0 and dL/dC0
-/// (the carried momentum's affine path), with a PIC share per unit of
-/// time and as pure FLIP.
+/// differences of the same 24-substep rollout: dL/dE, dL/dv0, dL/dC0
+/// (the carried momentum's affine path) and dL/dx0 (the weights' and
+/// offsets' paths), with a PIC share per unit of time and as pure FLIP.
 #[test]
 fn flip_rollout_gradient_matches_finite_differences() {
     let t0 = Instant::now();
@@ -347,9 +347,15 @@ fn flip_rollout_gradient_matches_finite_differences() {
         };
         let d_e: Vec<f64> = scene.youngs.iter().map(|e| e * rng.uniform()).collect();
         let d_v: Vec<Vec3> = (0..n).map(|p| free(&mut rng, p)).collect();
-        let d_c: Vec<Mat3> = (0..n)
-            .map(|p| [free(&mut rng, p), free(&mut rng, p), free(&mut rng, p)])
-            .collect();
+        let mut d_c = MpmState64::zeros(n);
+        for p in 0..n {
+            d_c.c[p] = [free(&mut rng, p), free(&mut rng, p), free(&mut rng, p)];
+        }
+        // Positions: the weights' and offsets' paths of both scatters.
+        let mut d_x = MpmState64::zeros(n);
+        for p in 0..n {
+            d_x.x[p] = free(&mut rng, p);
+        }
         let zero_e = vec![0.0; n];
         let zero_v = vec![[0.0; 3]; n];
         let checks = [
@@ -365,8 +371,13 @@ fn flip_rollout_gradient_matches_finite_differences() {
             ),
             (
                 "dL/dC0",
-                affine_difference(&scene, &d_c, 1e-4),
-                affine_directional(&grad, &d_c),
+                state_difference(&scene, &d_c, 1e-4),
+                grad.d_initial.dot(&d_c),
+            ),
+            (
+                "dL/dx0",
+                state_difference(&scene, &d_x, 1e-6),
+                grad.d_initial.dot(&d_x),
             ),
         ];
         for (label, fd, an) in checks {
@@ -383,30 +394,18 @@ fn flip_rollout_gradient_matches_finite_differences() {
     println!("FLIP rollout gradients in {:?}", t0.elapsed());
 }
 
-/// Central difference of the gradient scene's loss along `d_c` in the
-/// initial C.
-fn affine_difference(scene: &GradientScene, d_c: &[Mat3], h: f64) -> f64 {
+/// Central difference of the gradient scene's loss along `d` in the
+/// initial state.
+fn state_difference(scene: &GradientScene, d: &MpmState64, h: f64) -> f64 {
     let perturbed = |sign: f64| {
         let mut s = scene.initial.clone();
-        for (c, d) in s.c.iter_mut().zip(d_c) {
-            mat3::add_scaled(c, d, sign * h);
-        }
+        s.add_scaled(d, sign * h);
         scene.loss(&s, &scene.youngs)
     };
     let (lp, cells_p) = perturbed(1.0);
     let (lm, cells_m) = perturbed(-1.0);
     assert_eq!(cells_p, cells_m, "a particle crossed a cell boundary");
     (lp - lm) / (2.0 * h)
-}
-
-/// The adjoint's directional derivative along `d_c` in the initial C.
-fn affine_directional(grad: &RolloutGradient, d_c: &[Mat3]) -> f64 {
-    grad.d_initial
-        .c
-        .iter()
-        .zip(d_c)
-        .map(|(g, d)| mat3::frobenius_dot(g, d))
-        .sum()
 }
 
 /// Dropping the grid-mass path (as PhysDreamer's shipped adjoint does)
