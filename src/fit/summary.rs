@@ -330,6 +330,21 @@ pub struct YoungsParameter {
     /// `log10_normalised`, beside the data's [`YoungsParameter::log10_std`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub discretisation_shift: Option<f64>,
+    /// The data's standard error and the discretisation's shift in
+    /// quadrature ([`combined_error_bar`], decades): the bar of
+    /// `log10_normalised` to quote when the discretisation check measured
+    /// a shift (absent otherwise, or where the frames do not pin the value).
+    /// The data's alone is far narrower than the discretisation's bias on
+    /// every twin (docs/benchmarks.md, "Error bars").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log10_error_bar: Option<f64>,
+}
+
+/// `√(data² + shift²)`: the frames' standard error and the
+/// discretisation check's shift of one value, in quadrature (they are
+/// independent errors); `None` unless both were measured.
+pub fn combined_error_bar(data: Option<f64>, shift: Option<f64>) -> Option<f64> {
+    Some(data?.hypot(shift?))
 }
 
 /// One fitted Poisson's ratio parameter (`[fit.stiffness] poisson`),
@@ -350,6 +365,11 @@ pub struct PoissonParameter {
     /// when the check did not run (or, from an earlier physfit, kept no ν).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub discretisation_shift: Option<f64>,
+    /// [`PoissonParameter::std`] and [`PoissonParameter::discretisation_shift`]
+    /// in quadrature ([`combined_error_bar`]): the bar of `poisson_ratio` to
+    /// quote when the check measured a shift.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_bar: Option<f64>,
 }
 
 /// `fit.json` (module doc).
@@ -452,5 +472,18 @@ impl FitSummary {
             return Err(format(format!("format {} version {}", s.format, s.version)));
         }
         Ok(s)
+    }
+}
+
+#[cfg(test)]
+mod combined_error_bar_tests {
+    use super::combined_error_bar;
+
+    /// The two bars add in quadrature; without either there is none.
+    #[test]
+    fn the_data_and_the_discretisation_bars_add_in_quadrature() {
+        assert_eq!(combined_error_bar(Some(0.03), Some(-0.04)), Some(0.05));
+        assert_eq!(combined_error_bar(Some(0.03), None), None);
+        assert_eq!(combined_error_bar(None, Some(0.04)), None);
     }
 }

@@ -9,7 +9,7 @@ use super::checkpoint::FitFingerprint;
 use super::field_setting::RegionAssignment;
 use super::plan::{StageKind, StagePlan, LBFGS_MAX_PARAMETERS};
 use super::state::FitState;
-use super::summary::PoissonParameter;
+use super::summary::{combined_error_bar, PoissonParameter};
 use super::summary::{
     FitSettings, InputHashes, MaterialSettings, ScanSettings, Settings, SimulationSettings, Solver,
     StageRun, StageSettings, StageSummary, YoungsParameter,
@@ -197,17 +197,23 @@ pub fn youngs_parameters(
                 .uncertainty
                 .as_ref()
                 .filter(|u| u.youngs_log10_std.len() == n);
+            let log10_std = errors.and_then(|u| u.youngs_log10_std[i]);
+            let discretisation_shift = state
+                .discretisation
+                .as_ref()
+                .and_then(|d| d.total_shift().get(i).copied());
             YoungsParameter {
                 name,
                 log10_normalised: l,
                 normalised,
                 world: youngs_world(normalised, side),
-                log10_std: errors.and_then(|u| u.youngs_log10_std[i]),
+                log10_std,
                 constrained: errors.and_then(|u| u.youngs_constrained.get(i).copied()),
-                discretisation_shift: state
-                    .discretisation
-                    .as_ref()
-                    .and_then(|d| d.total_shift().get(i).copied()),
+                discretisation_shift,
+                log10_error_bar: combined_error_bar(
+                    log10_std,
+                    discretisation_shift.filter(|_| measured_shift(state)),
+                ),
             }
         })
         .collect()
@@ -244,14 +250,30 @@ pub fn poisson_parameters(
         .into_iter()
         .zip(&state.poisson)
         .enumerate()
-        .map(|(i, (name, &z))| PoissonParameter {
-            name,
-            poisson_ratio: scene.fit.stiffness.poisson_range.poisson_of(z),
-            std: std(i),
-            discretisation_shift: state
+        .map(|(i, (name, &z))| {
+            let discretisation_shift = state
                 .discretisation
                 .as_ref()
-                .and_then(|d| d.total_poisson_shift().get(i).copied()),
+                .and_then(|d| d.total_poisson_shift().get(i).copied());
+            PoissonParameter {
+                name,
+                poisson_ratio: scene.fit.stiffness.poisson_range.poisson_of(z),
+                std: std(i),
+                discretisation_shift,
+                error_bar: combined_error_bar(
+                    std(i),
+                    discretisation_shift.filter(|_| measured_shift(state)),
+                ),
+            }
         })
         .collect()
+}
+
+/// Whether the discretisation check ran a level, and so measured a shift
+/// (a check whose first level did not fit the memory measured none).
+fn measured_shift(state: &FitState) -> bool {
+    state
+        .discretisation
+        .as_ref()
+        .is_some_and(|d| !d.levels.is_empty())
 }

@@ -340,6 +340,14 @@ fn a_checked_discretisation_refines_until_e_stops_moving_or_the_cap() {
     {
         let total = p["discretisation_shift"].as_f64().unwrap();
         assert!((total - (previous[i] - fitted[i])).abs() < 1e-12, "{p}");
+        // The bar to quote: the data's and the discretisation's in quadrature.
+        match p["log10_std"].as_f64() {
+            Some(std) => {
+                let bar = p["log10_error_bar"].as_f64().unwrap();
+                assert!((bar - std.hypot(total)).abs() < 1e-12, "{p}");
+            }
+            None => assert!(p.get("log10_error_bar").is_none(), "{p}"),
+        }
     }
     assert!(
         free_drivers_carry(&d.join("fit"), fitted[0]),
@@ -355,6 +363,7 @@ fn a_checked_discretisation_refines_until_e_stops_moving_or_the_cap() {
     );
     let unchecked = std::fs::read_to_string(d.join("plain").join("fit.json")).unwrap();
     assert!(!unchecked.contains("\"discretisation\""), "{unchecked}");
+    assert!(!unchecked.contains("log10_error_bar"), "{unchecked}");
     // The fitted values with their error bars: the discretisation's shift
     // beside the frames' only where the check measured one.
     let fitted = |out: &str| -> String {
