@@ -9,6 +9,7 @@
 #import mpm/params
 #import mpm/particle_state
 #import mpm/stencil_node
+#import mpm/flip_carried
 
 @group(0) @binding(0) var<uniform> params: MpmParams;
 @group(0) @binding(1) var<storage, read> state: array<vec4<f32>>;
@@ -52,12 +53,4 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
         atomicOr(&status[0], STATUS_NON_FINITE);
         atomicMin(&status[1], p);
     }
-}
-
-// v̂ = mv̂/m̂ of a node's (m̂, mv̂), zero where no free particle reaches it.
-fn carried_velocity(node: vec4<f32>) -> vec3<f32> {
-    if node.x > 0.0 {
-        return node.yzw / node.x;
-    }
-    return vec3<f32>(0.0);
 }

@@ -8,6 +8,7 @@
 #import common/dispatch
 #import mpm/params
 #import mpm/node_box
+#import mpm/flip_carried
 
 @group(0) @binding(0) var<uniform> params: MpmParams;
 // Active box [origin xyz, dims xyz, count, 0] (grid_box.wgsl).
@@ -29,8 +30,7 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
     let g = carried_velocity_grad[n].yzw;
     var out = vec4<f32>(0.0);
     if node.x > 0.0 {
-        let velocity = node.yzw / node.x;
-        out = vec4<f32>(-dot(g, velocity) / node.x, g / node.x);
+        out = vec4<f32>(-dot(g, carried_velocity(node)) / node.x, g / node.x);
     }
     carried_grad[n] = out;
     carried_velocity_grad[n] = vec4<f32>(0.0);

@@ -16,6 +16,7 @@
 #import mpm/params
 #import mpm/particle_state
 #import mpm/stencil_node
+#import mpm/flip_carried
 
 @group(0) @binding(0) var<uniform> params: MpmParams;
 @group(0) @binding(1) var<storage, read> state: array<vec4<f32>>;
@@ -58,11 +59,7 @@ fn main(@builtin(global_invocation_id) global_id: vec3<u32>, @builtin(num_workgr
             for (var l = 0u; l < 3u; l++) {
                 let node = stencil_node(s, vec3<u32>(i, j, l), params);
                 let w = node.w;
-                let c = carried[node.node];
-                var velocity = vec3<f32>(0.0);
-                if c.x > 0.0 {
-                    velocity = c.yzw / c.x;
-                }
+                let velocity = carried_velocity(carried[node.node]);
                 let cg = carried_grad[node.node];
                 let mv_bar = cg.yzw;
                 let momentum = m * (ps.v + ps.c * node.dpos);

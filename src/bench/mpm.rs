@@ -53,7 +53,7 @@ pub struct MpmBenchCase {
     pub grid_res: u32,
     /// Substeps per frame timed.
     pub substeps: u32,
-    /// Under the FLIP transfer (τ = [`BENCH_PIC_TIME`]), whose five
+    /// Under the FLIP transfer (τ = [`BENCH_PIC_TIME`]), whose six
     /// kernels run beside APIC's (src/mpm/flip.rs); APIC otherwise.
     pub flip: bool,
 }

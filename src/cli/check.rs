@@ -247,8 +247,8 @@ pub fn run(path: &Path, quiet: bool) -> Result<()> {
 /// `simulation.transfer` as `physfit check` shows it: the word, and FLIP's
 /// τ (docs/design.md § MPM, "Transfer").
 fn transfer_text(transfer: Transfer) -> String {
-    match transfer {
-        Transfer::Apic => "apic".to_string(),
-        Transfer::Flip { pic_time } => format!("flip (PIC time {pic_time} s)"),
+    match transfer.pic_time() {
+        None => transfer.word().to_string(),
+        Some(tau) => format!("{} (PIC time {tau} s)", transfer.word()),
     }
 }

@@ -18,7 +18,7 @@ pub(super) fn fitted_line(summary: &FitSummary) -> String {
     let measured = summary
         .discretisation
         .as_ref()
-        .is_some_and(|d| !d.levels.is_empty());
+        .is_some_and(|d| d.measured_a_shift());
     let shift = |s: Option<f64>| s.filter(|_| measured);
     let youngs = &summary.youngs_parameters;
     let mut parts = Vec::new();

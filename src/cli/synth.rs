@@ -219,12 +219,11 @@ fn summary(args: &SynthArgs, plan: &SynthPlan, ctx: &GpuContext) -> serde_json::
 /// `simulation.transfer` as synth.json records it: the word, and FLIP's
 /// τ in seconds (`"inf"` for pure FLIP, which JSON has no number for).
 fn transfer_record(transfer: Transfer) -> serde_json::Value {
-    match transfer {
-        Transfer::Apic => serde_json::json!({ "kind": "apic" }),
-        Transfer::Flip { pic_time } if pic_time.is_finite() => {
-            serde_json::json!({ "kind": "flip", "pic_time_s": pic_time })
-        }
-        Transfer::Flip { .. } => serde_json::json!({ "kind": "flip", "pic_time_s": "inf" }),
+    let kind = transfer.word();
+    match transfer.pic_time() {
+        None => serde_json::json!({ "kind": kind }),
+        Some(tau) if tau.is_finite() => serde_json::json!({ "kind": kind, "pic_time_s": tau }),
+        Some(_) => serde_json::json!({ "kind": kind, "pic_time_s": "inf" }),
     }
 }
 

@@ -386,6 +386,12 @@ impl DiscretisationCheck {
         }
     }
 
+    /// Whether a level ran, and so measured a shift (a check whose first
+    /// level did not fit the memory, or changed the regions, measured none).
+    pub fn measured_a_shift(&self) -> bool {
+        !self.levels.is_empty()
+    }
+
     /// The largest shift between the last two levels (0 before any).
     pub fn last_shift(&self) -> f64 {
         self.levels.last().map_or(0.0, |l| l.largest_shift)

@@ -269,11 +269,10 @@ pub fn poisson_parameters(
         .collect()
 }
 
-/// Whether the discretisation check ran a level, and so measured a shift
-/// (a check whose first level did not fit the memory measured none).
+/// Whether the discretisation check measured a shift.
 fn measured_shift(state: &FitState) -> bool {
     state
         .discretisation
         .as_ref()
-        .is_some_and(|d| !d.levels.is_empty())
+        .is_some_and(|d| d.measured_a_shift())
 }

@@ -101,6 +101,14 @@ impl Transfer {
         }
     }
 
+    /// τ, seconds, under FLIP (infinite: pure FLIP); none under APIC.
+    pub fn pic_time(self) -> Option<f64> {
+        match self {
+            Transfer::Apic => None,
+            Transfer::Flip { pic_time } => Some(pic_time),
+        }
+    }
+
     /// The FLIP share α of a substep of `dt` seconds: 0 for APIC,
     /// `exp(−dt/τ)` for FLIP (1 when τ is infinite).
     pub fn flip_share(self, dt: f64) -> f64 {

@@ -58,10 +58,9 @@ const NOT_COMPARED: [&str; 1] = ["material.log10_youngs_range"];
 
 /// `simulation.pic_time` as recorded: τ under FLIP, `none` under APIC.
 fn pic_time_text(transfer: Transfer) -> String {
-    match transfer {
-        Transfer::Apic => "none".to_string(),
-        Transfer::Flip { pic_time } => pic_time.to_string(),
-    }
+    transfer
+        .pic_time()
+        .map_or_else(|| "none".to_string(), |tau| tau.to_string())
 }
 
 fn walls_text(walls: WallMode) -> &'static str {

@@ -312,7 +312,7 @@ fn adjoint_with_the_nearest_node_anchoring_matches_the_twin() {
 }
 
 /// The FLIP transfer (a PIC share per unit of time, src/mpm_rules/config.rs
-/// `Transfer`): its five kernels (src/mpm/flip.rs) against the twin's
+/// `Transfer`): its six kernels (src/mpm/flip.rs) against the twin's
 /// FLIP, forward and adjoint, with gravity, damping, an anchored corner
 /// under both anchoring rules and slip walls, in both scatter variants.
 const FLIP: Transfer = Transfer::Flip { pic_time: 0.05 };
@@ -686,6 +686,33 @@ fn flip_gradients_match_the_twin_on_recomputed_grids_and_in_the_truncated_flow()
         assert!(
             de <= 1e-3 && dv <= 1e-3,
             "kept grids {keep_grids}, {flow:?}: {de}, {dv}"
+        );
+    }
+}
+
+/// A FLIP configuration with a PIC time the transfer cannot run (zero,
+/// negative or NaN) is refused by the simulator itself, naming τ, for a
+/// caller that builds its configuration without a scene.
+#[test]
+fn the_simulator_refuses_a_flip_pic_time_it_cannot_run() {
+    let ctx = common::gpu();
+    for pic_time in [0.0, -0.1, f64::NAN] {
+        let s = scene_with_transfer(false, AnchorRule::Stencil, Transfer::Flip { pic_time });
+        let youngs_max = s.youngs.iter().fold(0.0f32, |a, &b| a.max(b)) as f64;
+        let refused = MpmSimulator::new(
+            &ctx,
+            &s.config,
+            &MpmSetup {
+                particle_volume: s.volume,
+                anchored: s.anchored.clone(),
+                youngs: s.youngs.clone(),
+                youngs_max,
+            },
+        );
+        let m = refused.err().expect("refused").to_string();
+        assert!(
+            m.contains("PIC time τ") && m.contains("positive"),
+            "{pic_time}: {m}"
         );
     }
 }
