@@ -386,6 +386,22 @@ impl DiscretisationCheck {
         }
     }
 
+    /// Per E parameter, the discretisation's shift that belongs with the E
+    /// reported as the material's (`answer_log10_youngs`): the last
+    /// level's shift when the check converged (the finest level's E is
+    /// the answer, and that shift is how far it still moved), the shift
+    /// over every level otherwise (the fit's own E is the answer, and the
+    /// finest level's lies that far from it). `None` before a level has
+    /// run or while the check is still refining.
+    pub fn answer_shift(&self) -> Option<Vec<f64>> {
+        self.end?;
+        let last = self.levels.last()?;
+        Some(match self.converged {
+            true => last.shift.clone(),
+            false => self.total_shift(),
+        })
+    }
+
     /// Whether a level ran, and so measured a shift (a check whose first
     /// level did not fit the memory, or changed the regions, measured none).
     pub fn measured_a_shift(&self) -> bool {
@@ -467,7 +483,13 @@ mod tests {
         assert!((check.levels[1].shift[0] + 0.02).abs() < 1e-12);
         assert!((check.levels[1].shift[1] - 0.004).abs() < 1e-12);
         assert_eq!(check.next(), Err(RefinementEnd::Converged));
+        assert_eq!(check.answer_shift(), None, "still refining: no answer yet");
         check.finish(RefinementEnd::Converged);
+        let answer = check.answer_shift().expect("a finished check");
+        assert!(
+            (answer[0] + 0.02).abs() < 1e-12 && (answer[1] - 0.004).abs() < 1e-12,
+            "converged: the finest level's E is the answer, its bar the last shift"
+        );
         assert_eq!((check.answer_grid_res, check.answer_substeps), (64, 36));
         assert_eq!(check.answer_log10_youngs, vec![3.48, 4.5]);
         let total = check.total_shift();
@@ -489,6 +511,13 @@ mod tests {
         );
         assert!((capped.last_shift() - 0.1).abs() < 1e-12);
         assert!((capped.total_shift()[0] + 0.3).abs() < 1e-12);
+        assert!(
+            (capped.answer_shift().expect("a finished check")[0] + 0.3).abs() < 1e-12,
+            "not converged: the fit's own E is the answer, its bar the shift over every level"
+        );
+        let mut none = DiscretisationCheck::start(at(16, 100, 4), vec![4.0], Vec::new(), 2);
+        none.finish(RefinementEnd::Memory);
+        assert_eq!(none.answer_shift(), None, "no level ran: no shift measured");
     }
 
     /// The budget's prediction is the last level's time grown as it grew

@@ -41,6 +41,7 @@ internal_mods! {
     exact_step_record;
     field_setting;
     live_loss;
+    material_answer;
     objective;
     observer;
     options;

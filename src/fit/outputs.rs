@@ -4,11 +4,11 @@
 //! | file | what |
 //! | --- | --- |
 //! | `drivers.safetensors` | everything a re-simulation needs ([`FittedDrivers`]) |
-//! | `fitted.ply` | every splat with `youngs_modulus` (world units: the finest level's E, and a fitted ν, when the discretisation check converged, the fit's own otherwise; `drivers.safetensors` keeps the fit's own), `simulated`, `anchored`, `vx vy vz`, `youngs_log10_std` ([`crate::output::fitted_ply`]) |
+//! | `fitted.ply` | every splat with `youngs_modulus` (world units: the finest level's E, and a fitted ν, when the discretisation check converged, the fit's own otherwise; `drivers.safetensors` keeps the fit's own), `simulated`, `anchored`, `vx vy vz`, `youngs_log10_std` (the data's error bar, with the check's shift in quadrature once a level ran: [`super::material_answer`]; [`crate::output::fitted_ply`]) |
 //! | `loss.jsonl` | one [`super::IterationRecord`] per line |
 //! | `loss.png` | the loss and PSNR curves per stage, the scan's candidates against log10 E |
 //! | `compare/<view>/frame_NNNN.png` | reference \| fitted \| 4×\|difference\| per frame (the fitted render with the view's colour correction, as the loss compares it), captioned with the frame number and the PSNR |
-//! | `stiffness.png` | the object at rest coloured by log10 E (world units), with a colour bar ([`crate::output::stiffness`]); beside it, when the fit estimated error bars, the same view coloured by the standard error of log10 E: where E is known and where it is the regulariser's guess ([`crate::output::error_bar_colouring`]) |
+//! | `stiffness.png` | the object at rest coloured by log10 E (world units), with a colour bar ([`crate::output::stiffness`]); beside it, when the fit estimated error bars, the same view coloured by `fitted.ply`'s error bar of log10 E: where E is known and where it is the regulariser's guess ([`crate::output::error_bar_colouring`]) |
 //! | `fit.json` | [`FitSummary`] |
 
 use std::path::Path;
@@ -18,6 +18,7 @@ use image::RgbImage;
 use super::camera_check::CameraCheck;
 use super::checkpoint::FitFingerprint;
 use super::evaluation::{LossReport, Selection};
+use super::material_answer::{material_answer, MaterialAnswer};
 use super::output_plan::COMPARE_DIR;
 use super::plan::{StageKind, StagePlan};
 use super::preflight::FitInputs;
@@ -35,7 +36,7 @@ use crate::forward::SceneRenderer;
 use crate::gpu::GpuContext;
 use crate::io::atomic_write::write_atomic;
 use crate::io::png::write_png;
-use crate::output::error_bar_colouring::{ErrorBarColouring, ERROR_BAR_CAPTION};
+use crate::output::error_bar_colouring::ErrorBarColouring;
 use crate::output::fitted_ply::{write_fitted_ply, SplatMaterial};
 use crate::output::stiffness::{stiffness_range_world, StiffnessColouring};
 use crate::output::FittedDrivers;
@@ -119,11 +120,11 @@ fn scan_candidates(state: &FitState) -> Vec<ScanCandidate> {
 fn stiffness_picture(
     ctx: &GpuContext,
     scene: &Scene,
-    (material, caption): (&SplatMaterial, &str),
-    fitted: &FittedDrivers,
+    (material, answer): (&SplatMaterial, &MaterialAnswer),
     view: usize,
     path: &Path,
 ) -> Result<(), SessionError> {
+    let fitted = &answer.drivers;
     let colouring = StiffnessColouring::new(
         material,
         stiffness_range_world(
@@ -149,7 +150,7 @@ fn stiffness_picture(
         .with_colorbar(&stiffness)
         .map_err(SessionError::output)?;
     let name = &scene.views[view].name;
-    let fitted_caption = format!("{caption}, view '{name}'");
+    let fitted_caption = format!("{}, view '{name}'", answer.caption);
     let mut panels = vec![(fitted_caption, image)];
     if fitted.youngs_log10_std.is_some() {
         let errors = ErrorBarColouring::new(material, fitted.settings.log10_youngs_range);
@@ -159,7 +160,7 @@ fn stiffness_picture(
                 .map_err(SessionError::output)?,
         )?;
         let panel = errors.with_colorbar(&panel).map_err(SessionError::output)?;
-        panels.push((ERROR_BAR_CAPTION.to_string(), panel));
+        panels.push((answer.error_caption.to_string(), panel));
     }
     let panels: Vec<(&str, &RgbImage)> = panels.iter().map(|(c, p)| (c.as_str(), p)).collect();
     let image = captioned("stiffness.png", &panels).map_err(SessionError::output)?;
@@ -249,48 +250,13 @@ pub fn write_outputs(
     fitted
         .save(&out.join("drivers.safetensors"))
         .map_err(SessionError::output)?;
-    // fitted.ply and stiffness.png carry the material's answer: the
-    // finest level's E (and ν) when the discretisation check converged,
-    // the fit's own otherwise (docs/design.md § Error bars, "From the
-    // discretisation"); drivers.safetensors keeps the fit's own E, the one
-    // its recorded substeps reproduce the compare frames with.
-    let answer = state
-        .discretisation
-        .as_ref()
-        .filter(|d| d.end.is_some() && d.converged);
-    let (material, caption) = match answer {
-        Some(d) => {
-            let log10 = problem.youngs_map().apply(&d.answer_log10_youngs)?;
-            let mut refined =
-                FittedDrivers::new(scene, &drivers, &log10, &velocity, log10_std.as_deref())
-                    .map_err(SessionError::output)?;
-            if problem.poisson_map().is_some() {
-                // The converged ν beside E (the fit's own from a check
-                // that kept none).
-                let range = scene.fit.stiffness.poisson_range;
-                let z: Vec<f64> = match d.answer_poisson.len() == state.poisson.len() {
-                    true => d.answer_poisson.iter().map(|&nu| range.z_of(nu)).collect(),
-                    false => state.poisson.clone(),
-                };
-                refined = refined
-                    .with_poisson(problem.driver_poisson(&z)?)
-                    .map_err(SessionError::output)?;
-            }
-            let material =
-                SplatMaterial::from_fitted(scene, &refined).map_err(SessionError::output)?;
-            (
-                material,
-                format!(
-                    "E at grid {}, {} substeps (converged)",
-                    d.answer_grid_res, d.answer_substeps
-                ),
-            )
-        }
-        None => (
-            SplatMaterial::from_fitted(scene, &fitted).map_err(SessionError::output)?,
-            "fitted E".to_string(),
-        ),
-    };
+    // fitted.ply and stiffness.png carry the material's answer and its
+    // error bar (src/fit/material_answer.rs); drivers.safetensors keeps the
+    // fit's own E, the one its recorded substeps reproduce the compare
+    // frames with, and the data's bar.
+    let answer = material_answer(scene, problem, &drivers, state, &fitted)?;
+    let material =
+        SplatMaterial::from_fitted(scene, &answer.drivers).map_err(SessionError::output)?;
     write_fitted_ply(&out.join("fitted.ply"), scene, &material).map_err(SessionError::output)?;
 
     let jsonl = jsonl_lines(&state.records).map_err(SessionError::output)?;
@@ -341,8 +307,7 @@ pub fn write_outputs(
     stiffness_picture(
         ctx,
         scene,
-        (&material, &caption),
-        &fitted,
+        (&material, &answer),
         inputs.views[0],
         &out.join("stiffness.png"),
     )?;

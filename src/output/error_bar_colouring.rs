@@ -24,6 +24,12 @@ pub const ERROR_BAR_LABEL: &str = "σ of log10 E (decades)";
 /// is where the frames do not pin E (the regulariser's guess).
 pub const ERROR_BAR_CAPTION: &str = "σ of log10 E; top of the bar: the frames do not pin it";
 
+/// The caption above the error-bar panel once the discretisation check
+/// has measured a shift: the panel then shows the data's standard error
+/// and that shift in quadrature (src/fit/material_answer.rs).
+pub const COMBINED_ERROR_BAR_CAPTION: &str =
+    "σ of log10 E with the discretisation's shift; top of the bar: the frames do not pin it";
+
 /// Per-splat standard errors and the range they are coloured over.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ErrorBarColouring {

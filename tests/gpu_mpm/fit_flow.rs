@@ -353,6 +353,29 @@ fn a_checked_discretisation_refines_until_e_stops_moving_or_the_cap() {
         free_drivers_carry(&d.join("fit"), fitted[0]),
         "drivers.safetensors keeps the fit's own E"
     );
+    // fitted.ply's error bar is the one that belongs with the E it
+    // carries: the data's and the shift in quadrature (the last shift
+    // when the finest level's E is the answer, the total otherwise);
+    // drivers.safetensors keeps the data's alone.
+    let parameter = &json["youngs_parameters"][0];
+    if let Some(data) = parameter["log10_std"].as_f64() {
+        let shift = match converged {
+            true => last,
+            false => parameter["discretisation_shift"].as_f64().unwrap(),
+        };
+        let ply_bars = simulated_free_ply_bars(&d.join("fit").join("fitted.ply"));
+        assert!(!ply_bars.is_empty());
+        for bar in ply_bars {
+            assert!(
+                (f64::from(bar) - data.hypot(shift)).abs() < 1e-5,
+                "fitted.ply's bar {bar} against √({data}² + {shift}²)"
+            );
+        }
+        let kept = physfit::output::FittedDrivers::load(&d.join("fit").join("drivers.safetensors"))
+            .unwrap();
+        let kept = kept.youngs_log10_std.expect("the data's bars");
+        assert!(kept.iter().any(|&s| (s - data).abs() < 1e-12), "{kept:?}");
+    }
     std::fs::write(d.join("plain.toml"), capped_scene(1)).unwrap();
     let plain = ok(&physfit(d, &["fit", "plain.toml", "--out", "plain"]));
     assert!(
@@ -363,6 +386,15 @@ fn a_checked_discretisation_refines_until_e_stops_moving_or_the_cap() {
     );
     let unchecked = std::fs::read_to_string(d.join("plain").join("fit.json")).unwrap();
     assert!(!unchecked.contains("\"discretisation\""), "{unchecked}");
+    let plain_json: serde_json::Value = serde_json::from_str(&unchecked).unwrap();
+    if let Some(data) = plain_json["youngs_parameters"][0]["log10_std"].as_f64() {
+        for bar in simulated_free_ply_bars(&d.join("plain").join("fitted.ply")) {
+            assert!(
+                (f64::from(bar) - data).abs() < 1e-5,
+                "no check: fitted.ply carries the data's bar, {bar} against {data}"
+            );
+        }
+    }
     assert!(!unchecked.contains("log10_error_bar"), "{unchecked}");
     // The fitted values with their error bars: the discretisation's shift
     // beside the frames' only where the check measured one.
@@ -485,4 +517,20 @@ fn two_levels_report_their_shift_and_the_shift_holds_the_truth() {
         stderr.contains("discretisation: not converged after 2 levels"),
         "{stderr}"
     );
+}
+
+/// `youngs_log10_std` of every free simulated splat of a `fitted.ply`.
+fn simulated_free_ply_bars(path: &std::path::Path) -> Vec<f32> {
+    let back = physfit::scene::ply::load_gaussians(path).unwrap();
+    let vertex = back.ply.vertex().unwrap();
+    let column = |name: &str| vertex.column_f32(name).unwrap();
+    let (std, simulated, anchored) = (
+        column("youngs_log10_std"),
+        column("simulated"),
+        column("anchored"),
+    );
+    (0..std.len())
+        .filter(|&s| simulated[s] > 0.0 && anchored[s] == 0.0)
+        .map(|s| std[s])
+        .collect()
 }
