@@ -23,7 +23,7 @@ use physfit::fit::{
     youngs_world, DriverSet, RegionAssignment, Solver, MAX_NEWTON_STEPS,
     POISSON_DISCRETISATION_TOLERANCE,
 };
-use physfit::scene::{FieldSetting, FitStage, Scene};
+use physfit::scene::{DiscretisationRefinement, FieldSetting, FitStage, Scene};
 
 use super::count::count;
 
@@ -352,10 +352,19 @@ fn discretisation_summary(scene: &Scene) -> String {
         .iter()
         .map(|l| scene_resolution(l).to_string())
         .collect();
+    let how = match f.discretisation_refine {
+        DiscretisationRefinement::Grid => {
+            "the grid and the substeps doubled, the substeps at least to the finer grid's \
+             stability minimum, the drivers rebuilt by `[drivers]` for the grid"
+        }
+        DiscretisationRefinement::FixedGrid => {
+            "`discretisation_refine = \"fixed_grid\"`: the grid kept, the substeps and the \
+             drivers doubled"
+        }
+    };
     format!(
-        "discretisation E refitted after the stages at {} (the fit's {own}: the grid and the \
-         substeps doubled, the substeps at least to the finer grid's stability minimum, the \
-         drivers rebuilt by `[drivers]` for the grid), then at {} while a level moves an E by \
+        "discretisation E refitted after the stages at {} (the fit's {own}: {how}), then at {} \
+         while a level moves an E by \
          0.05 decades or more{}: at most {} level{}, each at most {} evaluations, then up to {} \
          Newton steps from the exact gradient, with the simulation's cost growing with the grid, \
          drivers and substeps (the rendering unchanged); each level builds a second fit problem at its discretisation (its memory \

@@ -6,6 +6,7 @@
 
 use physfit::fit::FitSummary;
 use physfit::fit::RefinementEnd;
+use physfit::scene::DiscretisationRefinement;
 
 /// The end-of-fit line on the discretisation (module doc).
 pub(super) fn discretisation_line(summary: &FitSummary) -> String {
@@ -18,7 +19,8 @@ pub(super) fn discretisation_line(summary: &FitSummary) -> String {
         } else {
             "discretisation: not checked; `fit.check_discretisation = true` refits E on a doubled \
              grid at doubled substeps until it stops moving, to measure how far the \
-             discretisation still moves it"
+             discretisation still moves it (with `fit.discretisation_refine = \"fixed_grid\"`, \
+             at doubled substeps and drivers on this grid, at a fraction of the cost)"
                 .to_string()
         };
     };
@@ -64,9 +66,9 @@ pub(super) fn discretisation_line(summary: &FitSummary) -> String {
             finest.substeps
         ),
         Some(RefinementEnd::Memory) if levels == 0 => format!(
-            "discretisation: not checked: a level on a grid of {} does not fit the memory \
-             left beside the fit; E at the fit's {fit} {own}",
-            2 * d.grid_res
+            "discretisation: not checked: a level {} does not fit the memory left beside the \
+             fit; E at the fit's {fit} {own}",
+            next_level(d.refinement, d.grid_res)
         ),
         Some(RefinementEnd::Regions) if levels == 0 => format!(
             "discretisation: not checked: the finer drivers change the E regions (see the \
@@ -75,8 +77,8 @@ pub(super) fn discretisation_line(summary: &FitSummary) -> String {
         end => {
             let why = match end {
                 Some(RefinementEnd::Memory) => format!(
-                    "the next level (grid {}) does not fit the memory left",
-                    2 * finest.grid_res
+                    "the next level ({}) does not fit the memory left",
+                    next_level(d.refinement, finest.grid_res)
                 ),
                 Some(RefinementEnd::Regions) => {
                     "the next level's drivers change the E regions (see the warning)".to_string()
@@ -114,6 +116,16 @@ pub(super) fn discretisation_line(summary: &FitSummary) -> String {
                 },
                 named.join(", "),
             )
+        }
+    }
+}
+
+/// The level after one at `grid_res`, in words.
+fn next_level(refinement: DiscretisationRefinement, grid_res: u32) -> String {
+    match refinement {
+        DiscretisationRefinement::Grid => format!("on a grid of {}", 2 * grid_res),
+        DiscretisationRefinement::FixedGrid => {
+            format!("at twice the drivers and substeps on grid {grid_res}")
         }
     }
 }

@@ -6,6 +6,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::scene::DiscretisationRefinement;
+
 /// The shift (decades) below which every fitted E counts as converged in
 /// its discretisation: between two consecutive levels, every E parameter
 /// moved less than this.
@@ -30,6 +32,10 @@ pub const SUBSTEP_REFINEMENT: u32 = 2;
 
 /// The refinement's factor on the grid nodes per box side, level to level.
 pub const GRID_REFINEMENT: u32 = 2;
+
+/// The refinement's factor on the drivers, level to level, when the grid
+/// stays the scene's (`fit.discretisation_refine = "fixed_grid"`).
+pub const DRIVER_REFINEMENT: u32 = 2;
 
 /// The discretisation a fit or a level runs at: grid, drivers, substeps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -171,6 +177,11 @@ pub struct DiscretisationCheck {
     pub levels: Vec<DiscretisationLevel>,
     /// `fit.discretisation_levels`: the cap on levels.
     pub max_levels: u32,
+    /// What each level refined (`fit.discretisation_refine`): the grid
+    /// with the substeps and drivers, or the substeps and drivers on the
+    /// fit's own grid (absent in a check of an earlier physfit: the grid).
+    #[serde(default)]
+    pub refinement: DiscretisationRefinement,
     /// [`DISCRETISATION_TOLERANCE`].
     pub tolerance: f64,
     /// Per fitted Poisson's ratio, the fit's own ν; empty when ν is held.
@@ -241,11 +252,17 @@ impl DiscretisationCheck {
             fitted_poisson,
             levels: Vec::new(),
             max_levels,
+            refinement: DiscretisationRefinement::Grid,
             tolerance: DISCRETISATION_TOLERANCE,
             poisson_tolerance: POISSON_DISCRETISATION_TOLERANCE,
             end: None,
             converged: false,
         }
+    }
+
+    /// The same check refining by `refinement`.
+    pub fn refining(self, refinement: DiscretisationRefinement) -> Self {
+        Self { refinement, ..self }
     }
 
     /// The fit's own discretisation.

@@ -28,11 +28,22 @@
 //! capped at the points K-Means runs over (the simulated splats and the
 //! fill points). The simulation box stays the scene's: only the spacing
 //! changes.
+//!
+//! With `fit.discretisation_refine = "fixed_grid"` the grid stays the
+//! scene's: level `n` has the substeps as above (twice level `n − 1`'s)
+//! and [`DRIVER_REFINEMENT`]`^n` times the scene's drivers (same seed,
+//! capped as above). It asks whether E has converged in the time step and
+//! the drivers at the scene's grid, which FLIP's motion does and APIC's
+//! does not (docs/design.md § MPM, "Transfer"), at the cost of the
+//! simulation alone growing; it says nothing of the grid's spacing, which
+//! on a part thinner than a few cells moves E most.
 
-pub use super::discretisation::{Resolution, GRID_REFINEMENT, SUBSTEP_REFINEMENT};
+pub use super::discretisation::{
+    Resolution, DRIVER_REFINEMENT, GRID_REFINEMENT, SUBSTEP_REFINEMENT,
+};
 use crate::memory::refuse_fill_grid;
 use crate::mpm_rules::voxel;
-use crate::scene::{DriverCount, Drivers, Scene, AUTO_DRIVERS_PER_CELL};
+use crate::scene::{DiscretisationRefinement, DriverCount, Drivers, Scene, AUTO_DRIVERS_PER_CELL};
 
 /// The discretisation of `scene` itself.
 pub fn scene_resolution(scene: &Scene) -> Resolution {
@@ -49,9 +60,14 @@ pub fn scene_resolution(scene: &Scene) -> Resolution {
 /// larger than the host memory (the check stops there, as for a level
 /// whose problem does not fit).
 pub fn level_scene(scene: &Scene, level: u32) -> Result<Scene, String> {
+    let refinement = scene.fit.discretisation_refine;
+    let grid_factor = match refinement {
+        DiscretisationRefinement::Grid => GRID_REFINEMENT,
+        DiscretisationRefinement::FixedGrid => 1,
+    };
     let mut refined = scene.clone();
     for n in 1..=level {
-        let grid_res = GRID_REFINEMENT
+        let grid_res = grid_factor
             .checked_pow(n)
             .and_then(|f| scene.simulation.grid_res.checked_mul(f))
             .ok_or_else(|| format!("level {n}'s grid overflows"))?;
@@ -64,9 +80,32 @@ pub fn level_scene(scene: &Scene, level: u32) -> Result<Scene, String> {
         refined.simulation.substeps = doubled.max(refined.stability().min_substeps);
     }
     if level > 0 {
-        refined.drivers = drivers_at(scene, refined.simulation.grid_res)?;
+        refined.drivers = match refinement {
+            DiscretisationRefinement::Grid => drivers_at(scene, refined.simulation.grid_res)?,
+            DiscretisationRefinement::FixedGrid => more_drivers(scene, level)?,
+        };
     }
     Ok(refined)
+}
+
+/// The scene's drivers on its own grid, [`DRIVER_REFINEMENT`]`^level`
+/// times as many (an explicit count like `"auto"`'s), capped at the points
+/// K-Means runs over (module doc: `fit.discretisation_refine =
+/// "fixed_grid"`).
+fn more_drivers(scene: &Scene, level: u32) -> Result<Drivers, String> {
+    let d = &scene.drivers;
+    let points = scene.simulated_indices().len() + d.fill_points;
+    let count = DRIVER_REFINEMENT
+        .checked_pow(level)
+        .and_then(|f| d.count.checked_mul(f as usize))
+        .ok_or_else(|| format!("level {level}'s drivers overflow"))?
+        .max(d.k)
+        .min(points);
+    Ok(Drivers {
+        count,
+        rule: DriverCount::Given(count),
+        ..d.clone()
+    })
 }
 
 /// The discretisation of level `level` of the check ([`level_scene`]).

@@ -42,6 +42,23 @@ impl FitSession {
         ctx: &GpuContext,
         progress: &mut dyn FitObserver,
     ) -> Result<(), SessionError> {
+        // A check kept from before a change of `fit.discretisation_refine`
+        // measured another refinement: it is run again.
+        let refinement = self.scene.fit.discretisation_refine;
+        if let Some(d) = self
+            .state
+            .discretisation
+            .take_if(|d| d.refinement != refinement)
+        {
+            log::warn!(
+                "the checkpoint's discretisation check refined by `{}`; the scene now asks for \
+                 `fit.discretisation_refine = \"{}\"`: its {} level(s) are dropped and the check \
+                 runs again",
+                d.refinement.word(),
+                refinement.word(),
+                d.levels.len()
+            );
+        }
         let finished = self
             .state
             .discretisation
@@ -65,6 +82,7 @@ impl FitSession {
                 poisson_of(&fitted.poisson),
                 self.scene.fit.discretisation_levels,
             )
+            .refining(refinement)
         });
         // A resumed check starts its next level from the finest level's
         // drivers (rebuilt: they follow from the scene and the level's

@@ -13,6 +13,7 @@ use super::discretisation::DiscretisationCheck;
 use super::recovery::Recovery;
 use super::uncertainty::FitUncertainty;
 use crate::io::atomic_write::write_atomic;
+use crate::scene::DiscretisationRefinement;
 
 /// The `format` field of `fit.json`.
 pub const SUMMARY_FORMAT: &str = "physfit.fit";
@@ -132,6 +133,10 @@ pub struct FitSettings {
     /// `fit.discretisation_seconds` (absent: no time budget).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub discretisation_seconds: Option<f64>,
+    /// `fit.discretisation_refine` (absent in a fit.json of an earlier
+    /// physfit: the grid).
+    #[serde(default)]
+    pub discretisation_refine: DiscretisationRefinement,
     /// `[fit.scan]`.
     pub scan: ScanSettings,
     /// `[fit.velocity]`.

@@ -112,6 +112,7 @@ pub fn settings(
             check_discretisation: fit.check_discretisation,
             discretisation_levels: fit.discretisation_levels,
             discretisation_seconds: fit.discretisation_seconds,
+            discretisation_refine: fit.discretisation_refine,
             scan: ScanSettings {
                 points: fit.scan.points,
                 velocity_evaluations: fit.scan.velocity_evaluations,

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use serde::de::{self, Deserializer, MapAccess, Visitor};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::mpm_rules::{AnchorRule, WallMode};
 
@@ -507,8 +507,44 @@ pub struct FitConfig {
     pub discretisation_levels: i64,
     /// The check's wall-clock budget in seconds (absent: none).
     pub discretisation_seconds: Option<f64>,
+    /// What each level of the check refines: `"grid"` (the grid, the
+    /// substeps and the drivers) or `"fixed_grid"` (the substeps and the
+    /// drivers on the scene's grid).
+    pub discretisation_refine: DiscretisationRefinement,
     /// The coarse scan of E before the stages.
     pub scan: ScanConfig,
+}
+
+/// `fit.discretisation_refine`: what each level of the discretisation
+/// check refines (src/fit/discretisation_grid.rs, docs/design.md § Error
+/// bars, "From the discretisation").
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum DiscretisationRefinement {
+    /// Each level doubles the grid, at least doubles the substeps and
+    /// rebuilds the drivers for the finer grid (the same drivers per
+    /// occupied cell): E of the material, where the grid resolves the
+    /// object's thinnest moving part.
+    #[default]
+    Grid,
+    /// Each level keeps the scene's grid and doubles the substeps and the
+    /// drivers: whether E has converged in the time step and the drivers
+    /// at that grid (under APIC it moves with the substeps on a fixed
+    /// grid; under FLIP it converges), at a fraction of a grid level's
+    /// cost.
+    FixedGrid,
+}
+
+impl DiscretisationRefinement {
+    /// The scene's word for it.
+    pub fn word(self) -> &'static str {
+        match self {
+            DiscretisationRefinement::Grid => "grid",
+            DiscretisationRefinement::FixedGrid => "fixed_grid",
+        }
+    }
 }
 
 /// `[fit.scan]`: the coarse scan of one uniform log10 E over the range,
@@ -549,6 +585,7 @@ impl Default for FitConfig {
             check_discretisation: false,
             discretisation_levels: 3,
             discretisation_seconds: None,
+            discretisation_refine: DiscretisationRefinement::Grid,
             scan: ScanConfig::default(),
         }
     }

@@ -2,7 +2,7 @@
 //! fit stages with their defaults, resolved and validated (docs/scene.md;
 //! docs/design.md § Loss, parameters, fit).
 
-use super::config::{FitConfig, FitStageConfig};
+use super::config::{DiscretisationRefinement, FitConfig, FitStageConfig};
 use super::error::SceneError;
 use super::fit_field::{
     resolve_field, resolve_poisson, resolve_poisson_range, FieldOf, FieldSetting, PoissonRange,
@@ -130,6 +130,8 @@ pub struct FitSettings {
     /// not started, and a level still running when it is spent stops
     /// there (src/fit/session_discretisation.rs).
     pub discretisation_seconds: Option<f64>,
+    /// What each level of the check refines (`fit.discretisation_refine`).
+    pub discretisation_refine: DiscretisationRefinement,
     /// The coarse scan of E before the stages (`[fit.scan]`).
     pub scan: ScanSettings,
 }
@@ -298,6 +300,7 @@ pub(crate) fn resolve_fit(
             .discretisation_seconds
             .map(|s| v.positive("fit.discretisation_seconds", s))
             .transpose()?,
+        discretisation_refine: f.discretisation_refine,
         scan: ScanSettings {
             points: none_or_at_least_two(
                 "fit.scan.points",

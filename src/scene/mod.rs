@@ -46,7 +46,7 @@ pub use crate::mpm_rules::config::Transfer;
 pub use crate::mpm_rules::WallMode;
 pub use camera::Camera;
 pub use color_correction::ColorCorrection;
-pub use config::{SceneConfig, DEFAULT_PIC_TIME};
+pub use config::{DiscretisationRefinement, SceneConfig, DEFAULT_PIC_TIME};
 pub use derived_settings::Stability;
 pub use drivers::{DriverCount, Drivers, AUTO_DRIVERS_PER_CELL, MIN_DRIVERS_PER_CELL};
 pub use error::SceneError;

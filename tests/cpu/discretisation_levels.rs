@@ -82,6 +82,59 @@ fn each_level_doubles_the_grid_and_the_substeps_and_rebuilds_auto_drivers() {
     }
 }
 
+/// `fit.discretisation_refine = "fixed_grid"`: every level keeps the
+/// scene's grid and box, doubles the substeps and doubles the drivers (an
+/// explicit count or `"auto"`'s, same seed), capped by the splats.
+#[test]
+fn a_fixed_grid_level_doubles_the_substeps_and_the_drivers_on_the_scenes_grid() {
+    let refine = "[fit]\ndiscretisation_refine = \"fixed_grid\"\n";
+    let (_dir, scene) = plate(&format!("{refine}{FIELDS}"));
+    let own = scene_resolution(&scene);
+    let mut previous = own;
+    for level in 1..=2u32 {
+        let refined = level_scene(&scene, level).unwrap();
+        let at = scene_resolution(&refined);
+        assert_eq!(at.grid_res, own.grid_res, "the grid stays: {at}");
+        assert_eq!(at.substeps, 2 * previous.substeps, "{at} after {previous}");
+        assert_eq!(at.drivers, (own.drivers << level).min(2500), "{at}");
+        assert_eq!(refined.simulation.sim_box, scene.simulation.sim_box);
+        assert_eq!(refined.drivers.seed, scene.drivers.seed);
+        assert_eq!(
+            DriverSet::from_scene(&refined).unwrap().len(),
+            at.drivers,
+            "K-Means makes that many"
+        );
+        previous = at;
+    }
+    let (_dir, many) = plate(&format!("{refine}{FIELDS}\n[drivers]\ncount = 2000\n"));
+    assert_eq!(
+        level_scene(&many, 1).unwrap().drivers.count,
+        2500,
+        "capped by the splats"
+    );
+    // The default refines the grid.
+    let (_dir, grid) = plate(FIELDS);
+    assert_eq!(level_resolution(&grid, 1).unwrap().grid_res, 32);
+}
+
+/// An unknown `fit.discretisation_refine` is refused, naming the field
+/// and the words it takes.
+#[test]
+fn an_unknown_refinement_is_refused_naming_the_field() {
+    let means: Vec<[f32; 3]> = (0..4).map(|i| [i as f32 / 3.0, 0.5, 0.5]).collect();
+    let (_dir, scene) = scene_with(&means, "[fit]\ndiscretisation_refine = \"time\"\n");
+    let Err(error) = scene else {
+        panic!("an unknown refinement is refused")
+    };
+    let error = error.to_string();
+    assert!(
+        error.contains("discretisation_refine")
+            && error.contains("grid")
+            && error.contains("fixed_grid"),
+        "{error}"
+    );
+}
+
 /// An explicit `drivers.count` keeps the scene's drivers per occupied cell
 /// on the level's grid (the count times the ratio of occupied cells),
 /// capped by the splats.
