@@ -23,7 +23,9 @@ use physfit::fit::{
     youngs_world, DriverSet, RegionAssignment, Solver, MAX_NEWTON_STEPS,
     POISSON_DISCRETISATION_TOLERANCE,
 };
-use physfit::scene::{DiscretisationRefinement, FieldSetting, FitStage, Scene};
+use physfit::scene::{
+    BudgetRule, DiscretisationBudget, DiscretisationRefinement, FieldSetting, FitStage, Scene,
+};
 
 use super::count::count;
 
@@ -298,21 +300,21 @@ fn field_lines(s: &mut String, label: &str, field: &FieldSetting, drivers: Optio
 }
 
 /// What the discretisation check will do after the stages, and its cost
-/// at most: it is off by default because its cost depends on the
-/// simulation's share of an evaluation and on how many levels run, which
-/// only the fit measures (docs/design.md § Error bars, "From the
-/// discretisation"). Each level's grid, drivers and substeps are the
-/// fit's ([`level_scene`]).
+/// at most (docs/design.md § Error bars, "From the discretisation"): its
+/// cost depends on the simulation's share of an evaluation and on how
+/// many levels run, which only the fit measures, so it is bounded by
+/// `fit.discretisation_seconds` (by default half the stages' time). Each
+/// level's grid, drivers and substeps are the fit's ([`level_scene`]).
 fn discretisation_summary(scene: &Scene) -> String {
     let f = &scene.fit;
     let own = scene_resolution(scene);
     if !f.check_discretisation {
         return format!(
-            "discretisation not checked (`fit.check_discretisation = true` refits E after the \
-             stages on a grid of {} at {} substeps per frame, the drivers rebuilt for it, then \
-             a level finer until E stops moving)",
-            2 * own.grid_res,
-            2 * own.substeps
+            "discretisation not checked (`fit.check_discretisation = false`; by default E is \
+             refitted after the stages at {} substeps per frame with {} drivers on this grid, \
+             then a level finer until E stops moving)",
+            2 * own.substeps,
+            (2 * own.drivers).min(scene.simulated_indices().len() + scene.drivers.fill_points)
         );
     }
     // The levels that can be made; the first that cannot ends the list
@@ -358,8 +360,8 @@ fn discretisation_summary(scene: &Scene) -> String {
              stability minimum, the drivers rebuilt by `[drivers]` for the grid"
         }
         DiscretisationRefinement::FixedGrid => {
-            "`discretisation_refine = \"fixed_grid\"`: the grid kept, the substeps and the \
-             drivers doubled"
+            "the grid kept, the substeps and the drivers doubled (`discretisation_refine = \
+             \"fixed_grid\"`, the default)"
         }
     };
     format!(
@@ -389,11 +391,15 @@ fn discretisation_summary(scene: &Scene) -> String {
         f.stiffness.iterations,
         MAX_NEWTON_STEPS,
         refusal.unwrap_or_default(),
-        f.discretisation_seconds.map_or(String::new(), |s| format!(
-            "; within `fit.discretisation_seconds` = {s} s over all levels (a level predicted \
-             from the last ones' times not to finish in what is left is not started, and one \
-             running when it is spent stops unconverged)"
-        )),
+        match f.discretisation_seconds {
+            DiscretisationBudget::Rule(BudgetRule::None) => String::new(),
+            budget => format!(
+                "; within `fit.discretisation_seconds` = {} over all levels (a level predicted \
+                 from the last ones' times not to finish in what is left is not started, and one \
+                 running when it is spent stops unconverged)",
+                budget.describe()
+            ),
+        },
         match f.stiffness.poisson.fitted() {
             true => " and ν",
             false => "",

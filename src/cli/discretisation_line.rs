@@ -17,10 +17,10 @@ pub(super) fn discretisation_line(summary: &FitSummary) -> String {
              frames)"
                 .to_string()
         } else {
-            "discretisation: not checked; `fit.check_discretisation = true` refits E on a doubled \
-             grid at doubled substeps until it stops moving, to measure how far the \
-             discretisation still moves it (with `fit.discretisation_refine = \"fixed_grid\"`, \
-             at doubled substeps and drivers on this grid, at a fraction of the cost)"
+            "discretisation: not checked (`fit.check_discretisation = false`); the default check \
+             refits E after the stages at doubled substeps and drivers on this grid until it stops \
+             moving, to measure how far the discretisation still moves it \
+             (`fit.discretisation_refine = \"grid\"` doubles the grid too)"
                 .to_string()
         };
     };

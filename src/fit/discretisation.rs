@@ -180,7 +180,7 @@ pub struct DiscretisationCheck {
     /// What each level refined (`fit.discretisation_refine`): the grid
     /// with the substeps and drivers, or the substeps and drivers on the
     /// fit's own grid (absent in a check of an earlier physfit: the grid).
-    #[serde(default)]
+    #[serde(default = "DiscretisationRefinement::before_the_choice")]
     pub refinement: DiscretisationRefinement,
     /// [`DISCRETISATION_TOLERANCE`].
     pub tolerance: f64,

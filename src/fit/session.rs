@@ -94,7 +94,7 @@ pub struct FitSession {
     problem: FitProblem,
     pub(super) plan: Vec<StagePlan>,
     pub(super) state: FitState,
-    stage_seconds: Vec<f64>,
+    pub(super) stage_seconds: Vec<f64>,
     fingerprint: FitFingerprint,
     truth_file: Option<Truth>,
     truth: Option<TruthCheck>,

@@ -116,7 +116,11 @@ impl FitSession {
         let mut velocity_pairs = self.state.curvature_of(StageKind::Velocity).to_vec();
         let velocity_stage =
             refitted_velocity(&self.plan, &self.scene.fit.velocity.field, &fitted).cloned();
-        let budget = self.scene.fit.discretisation_seconds;
+        let budget = self
+            .scene
+            .fit
+            .discretisation_seconds
+            .seconds(self.stage_seconds.iter().sum());
         loop {
             self.state.discretisation = Some(check.clone());
             if let Err(why) = check.next() {

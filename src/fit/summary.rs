@@ -13,7 +13,7 @@ use super::discretisation::DiscretisationCheck;
 use super::recovery::Recovery;
 use super::uncertainty::FitUncertainty;
 use crate::io::atomic_write::write_atomic;
-use crate::scene::DiscretisationRefinement;
+use crate::scene::{DiscretisationBudget, DiscretisationRefinement};
 
 /// The `format` field of `fit.json`.
 pub const SUMMARY_FORMAT: &str = "physfit.fit";
@@ -130,12 +130,13 @@ pub struct FitSettings {
     pub check_discretisation: bool,
     /// `fit.discretisation_levels`.
     pub discretisation_levels: u32,
-    /// `fit.discretisation_seconds` (absent: no time budget).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub discretisation_seconds: Option<f64>,
+    /// `fit.discretisation_seconds`: seconds, `"auto"` or `"none"` (absent
+    /// in a fit.json of an earlier physfit without a budget: none).
+    #[serde(default = "DiscretisationBudget::unlimited")]
+    pub discretisation_seconds: DiscretisationBudget,
     /// `fit.discretisation_refine` (absent in a fit.json of an earlier
     /// physfit: the grid).
-    #[serde(default)]
+    #[serde(default = "DiscretisationRefinement::before_the_choice")]
     pub discretisation_refine: DiscretisationRefinement,
     /// `[fit.scan]`.
     pub scan: ScanSettings,

@@ -397,6 +397,42 @@ impl<'de> Deserialize<'de> for CountConfig {
     }
 }
 
+/// A duration as written: a number of seconds or a word. Any number or
+/// word is accepted by the parser so that a wrong one is refused by the
+/// validation, naming the field and the words it takes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SecondsConfig {
+    /// Seconds.
+    Number(f64),
+    /// A word.
+    Word(String),
+}
+
+impl<'de> Deserialize<'de> for SecondsConfig {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct SecondsVisitor;
+        impl Visitor<'_> for SecondsVisitor {
+            type Value = SecondsConfig;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a number of seconds or a word")
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<SecondsConfig, E> {
+                Ok(SecondsConfig::Number(v))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<SecondsConfig, E> {
+                Ok(SecondsConfig::Number(v as f64))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<SecondsConfig, E> {
+                Ok(SecondsConfig::Number(v as f64))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<SecondsConfig, E> {
+                Ok(SecondsConfig::Word(v.to_string()))
+            }
+        }
+        d.deserialize_any(SecondsVisitor)
+    }
+}
+
 /// One fit stage (`[fit.velocity]`, `[fit.stiffness]`); missing fields take
 /// the stage's defaults (docs/scene.md).
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -505,8 +541,9 @@ pub struct FitConfig {
     /// The cap on the check's levels of doubled grid and substeps (an integer in
     /// 1..=8; checked by the validation, hence signed).
     pub discretisation_levels: i64,
-    /// The check's wall-clock budget in seconds (absent: none).
-    pub discretisation_seconds: Option<f64>,
+    /// The check's wall-clock budget: seconds, `"auto"` (half the stages'
+    /// wall time; the default) or `"none"`.
+    pub discretisation_seconds: SecondsConfig,
     /// What each level of the check refines: `"grid"` (the grid, the
     /// substeps and the drivers) or `"fixed_grid"` (the substeps and the
     /// drivers on the scene's grid).
@@ -527,17 +564,23 @@ pub enum DiscretisationRefinement {
     /// rebuilds the drivers for the finer grid (the same drivers per
     /// occupied cell): E of the material, where the grid resolves the
     /// object's thinnest moving part.
-    #[default]
     Grid,
     /// Each level keeps the scene's grid and doubles the substeps and the
     /// drivers: whether E has converged in the time step and the drivers
     /// at that grid (under APIC it moves with the substeps on a fixed
     /// grid; under FLIP it converges), at a fraction of a grid level's
-    /// cost.
+    /// cost. The default: a check every fit can afford.
+    #[default]
     FixedGrid,
 }
 
 impl DiscretisationRefinement {
+    /// What a check recorded before the refinement could be chosen did:
+    /// the grid.
+    pub fn before_the_choice() -> Self {
+        DiscretisationRefinement::Grid
+    }
+
     /// The scene's word for it.
     pub fn word(self) -> &'static str {
         match self {
@@ -582,10 +625,10 @@ impl Default for FitConfig {
             stiffness: FitStageConfig::default(),
             rounds: 3,
             checkpoint_every: 10,
-            check_discretisation: false,
+            check_discretisation: true,
             discretisation_levels: 3,
-            discretisation_seconds: None,
-            discretisation_refine: DiscretisationRefinement::Grid,
+            discretisation_seconds: SecondsConfig::Word("auto".to_string()),
+            discretisation_refine: DiscretisationRefinement::FixedGrid,
             scan: ScanConfig::default(),
         }
     }

@@ -2,13 +2,15 @@
 //! fit stages with their defaults, resolved and validated (docs/scene.md;
 //! docs/design.md § Loss, parameters, fit).
 
-use super::config::{DiscretisationRefinement, FitConfig, FitStageConfig};
+use super::config::{DiscretisationRefinement, FitConfig, FitStageConfig, SecondsConfig};
 use super::error::SceneError;
 use super::fit_field::{
     resolve_field, resolve_poisson, resolve_poisson_range, FieldOf, FieldSetting, PoissonRange,
     PoissonSetting,
 };
 use super::validate::Validator;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 /// One resolved fit stage.
 #[derive(Clone, Debug, PartialEq)]
@@ -125,15 +127,75 @@ pub struct FitSettings {
     /// The cap on the check's levels (1..=8; default 3: up to 8 times the
     /// substeps).
     pub discretisation_levels: u32,
-    /// The check's wall-clock budget in seconds, over all its levels
-    /// (`None`: no limit): a level predicted not to fit in what is left is
-    /// not started, and a level still running when it is spent stops
-    /// there (src/fit/session_discretisation.rs).
-    pub discretisation_seconds: Option<f64>,
+    /// The check's wall-clock budget over all its levels
+    /// ([`DiscretisationBudget`]): a level predicted not to fit in what is
+    /// left is not started, and a level still running when it is spent
+    /// stops there (src/fit/session_discretisation.rs).
+    pub discretisation_seconds: DiscretisationBudget,
     /// What each level of the check refines (`fit.discretisation_refine`).
     pub discretisation_refine: DiscretisationRefinement,
     /// The coarse scan of E before the stages (`[fit.scan]`).
     pub scan: ScanSettings,
+}
+
+/// `fit.discretisation_seconds`: the discretisation check's wall-clock
+/// budget over all its levels.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum DiscretisationBudget {
+    /// This many seconds.
+    Seconds(f64),
+    /// A rule: `"auto"` or `"none"`.
+    Rule(BudgetRule),
+}
+
+/// The words `fit.discretisation_seconds` takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum BudgetRule {
+    /// [`AUTO_DISCRETISATION_SHARE`] of the stages' wall time (the scan
+    /// and every stage, a resumed fit's earlier runs included): the check
+    /// costs at most about that share more than the fit.
+    Auto,
+    /// No limit.
+    None,
+}
+
+/// The share of the stages' wall time that `fit.discretisation_seconds =
+/// "auto"` gives the discretisation check: a fit's report of its
+/// discretisation costs at most half again.
+pub const AUTO_DISCRETISATION_SHARE: f64 = 0.5;
+
+impl DiscretisationBudget {
+    /// No limit: what a fit.json written before the budget had a default
+    /// and without one means.
+    pub fn unlimited() -> Self {
+        DiscretisationBudget::Rule(BudgetRule::None)
+    }
+
+    /// The budget in seconds after stages that took `stage_seconds` in
+    /// all (`None`: no limit).
+    pub fn seconds(self, stage_seconds: f64) -> Option<f64> {
+        match self {
+            DiscretisationBudget::Seconds(s) => Some(s),
+            DiscretisationBudget::Rule(BudgetRule::Auto) => {
+                Some(AUTO_DISCRETISATION_SHARE * stage_seconds)
+            }
+            DiscretisationBudget::Rule(BudgetRule::None) => None,
+        }
+    }
+
+    /// How the scene's text says it.
+    pub fn describe(self) -> String {
+        match self {
+            DiscretisationBudget::Seconds(s) => format!("{s} s"),
+            DiscretisationBudget::Rule(BudgetRule::Auto) => format!(
+                "\"auto\" ({:.0}% of the stages' time)",
+                100.0 * AUTO_DISCRETISATION_SHARE
+            ),
+            DiscretisationBudget::Rule(BudgetRule::None) => "\"none\" (no limit)".to_string(),
+        }
+    }
 }
 
 /// The most levels `fit.discretisation_levels` allows: the finest level
@@ -296,10 +358,22 @@ pub(crate) fn resolve_fit(
                     ),
                 )
             })?,
-        discretisation_seconds: f
-            .discretisation_seconds
-            .map(|s| v.positive("fit.discretisation_seconds", s))
-            .transpose()?,
+        discretisation_seconds: match &f.discretisation_seconds {
+            SecondsConfig::Number(s) => DiscretisationBudget::Seconds(
+                v.positive("fit.discretisation_seconds", *s)?,
+            ),
+            SecondsConfig::Word(w) if w == "auto" => DiscretisationBudget::Rule(BudgetRule::Auto),
+            SecondsConfig::Word(w) if w == "none" => DiscretisationBudget::Rule(BudgetRule::None),
+            SecondsConfig::Word(w) => {
+                return Err(v.invalid(
+                    "fit.discretisation_seconds",
+                    format!("\"{w}\" is not a budget"),
+                    "write a number of seconds > 0, \"auto\" (half the stages' wall time; the \
+                     default) or \"none\" (no limit)"
+                        .to_string(),
+                ))
+            }
+        },
         discretisation_refine: f.discretisation_refine,
         scan: ScanSettings {
             points: none_or_at_least_two(

@@ -52,7 +52,10 @@ pub use drivers::{DriverCount, Drivers, AUTO_DRIVERS_PER_CELL, MIN_DRIVERS_PER_C
 pub use error::SceneError;
 pub use fall::Fall;
 pub use fit_field::{FieldSetting, NamedRegion, PoissonRange, PoissonSetting, UNCOVERED_REGION};
-pub use fit_settings::{FitSettings, FitStage, ScanSettings};
+pub use fit_settings::{
+    BudgetRule, DiscretisationBudget, FitSettings, FitStage, ScanSettings,
+    AUTO_DISCRETISATION_SHARE,
+};
 pub use gaussians::Gaussians;
 pub use material::Material;
 pub use sim_box::SimBox;

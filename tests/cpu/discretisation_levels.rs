@@ -40,6 +40,9 @@ fn occupied(scene: &Scene, grid_res: u32) -> usize {
     voxel::count_occupied(&scene.normalised_means(), grid_res)
 }
 
+/// The levels of doubled grid (the default keeps the grid).
+const GRID: &str = "[fit]\ndiscretisation_refine = \"grid\"\n";
+
 const FIELDS: &str = "[fit.velocity]\nfield = \"drivers\"\n\
     [fit.stiffness]\nfield = \"regions\"\npoisson = \"global\"\n\
     [fit.stiffness.regions]\nnear = [{ min = [-0.1, -0.1, 0.0], max = [0.5, 1.1, 1.0] }]\n\
@@ -51,7 +54,7 @@ const FIELDS: &str = "[fit.velocity]\nfield = \"drivers\"\n\
 /// splats; the box stays the scene's. Level 0 is the scene itself.
 #[test]
 fn each_level_doubles_the_grid_and_the_substeps_and_rebuilds_auto_drivers() {
-    let (_dir, scene) = plate(FIELDS);
+    let (_dir, scene) = plate(&format!("{GRID}{FIELDS}"));
     assert_eq!(level_resolution(&scene, 0), Ok(scene_resolution(&scene)));
     let mut previous = scene_resolution(&scene);
     assert_eq!(
@@ -112,8 +115,8 @@ fn a_fixed_grid_level_doubles_the_substeps_and_the_drivers_on_the_scenes_grid() 
         2500,
         "capped by the splats"
     );
-    // The default refines the grid.
-    let (_dir, grid) = plate(FIELDS);
+    // `"grid"` refines the grid.
+    let (_dir, grid) = plate(&format!("{GRID}{FIELDS}"));
     assert_eq!(level_resolution(&grid, 1).unwrap().grid_res, 32);
 }
 
@@ -140,13 +143,13 @@ fn an_unknown_refinement_is_refused_naming_the_field() {
 /// capped by the splats.
 #[test]
 fn an_explicit_driver_count_keeps_its_drivers_per_occupied_cell() {
-    let (_dir, scene) = plate(&format!("{FIELDS}\n[drivers]\ncount = 60\n"));
+    let (_dir, scene) = plate(&format!("{GRID}{FIELDS}\n[drivers]\ncount = 60\n"));
     assert_eq!(scene.drivers.count, 60);
     let level = level_scene(&scene, 1).unwrap();
     let ratio = occupied(&scene, 32) as f64 / occupied(&scene, 16) as f64;
     assert_eq!(level.drivers.count, (60.0 * ratio).round() as usize);
     assert!(level.drivers.count > 60);
-    let (_dir, many) = plate(&format!("{FIELDS}\n[drivers]\ncount = 2000\n"));
+    let (_dir, many) = plate(&format!("{GRID}{FIELDS}\n[drivers]\ncount = 2000\n"));
     assert_eq!(many.drivers.count, 2000);
     let level = level_scene(&many, 1).unwrap();
     assert!(2000.0 * ratio > 2500.0);

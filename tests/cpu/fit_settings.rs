@@ -371,7 +371,12 @@ fn discretisation_levels_default_to_three_and_bad_ones_are_refused_with_the_rang
     let fit = load(&fx, "").fit;
     assert_eq!(
         (fit.check_discretisation, fit.discretisation_levels),
-        (false, 3)
+        (true, 3),
+        "every fit checks its discretisation unless told not to"
+    );
+    assert_eq!(
+        fit.discretisation_refine,
+        physfit::scene::DiscretisationRefinement::FixedGrid
     );
     let fit = load(
         &fx,
@@ -399,19 +404,27 @@ fn discretisation_levels_default_to_three_and_bad_ones_are_refused_with_the_rang
     }
 }
 
-/// `fit.discretisation_seconds`: no time budget by default; a positive
-/// number of seconds is taken, anything else refused naming the file and
-/// the field.
+/// `fit.discretisation_seconds`: `"auto"` by default (half the stages'
+/// wall time), `"none"` for no limit, a positive number of seconds; any
+/// other number or word is refused naming the file, the field and the
+/// words it takes.
 #[test]
-fn the_discretisation_budget_is_optional_and_positive() {
+fn the_discretisation_budget_is_auto_none_or_positive_seconds() {
+    use physfit::scene::{BudgetRule, DiscretisationBudget};
     let fx = Fixture::new();
-    assert_eq!(load(&fx, "").fit.discretisation_seconds, None);
-    assert_eq!(
-        load(&fx, "[fit]\ndiscretisation_seconds = 600.0\n")
+    let auto = load(&fx, "").fit.discretisation_seconds;
+    assert_eq!(auto, DiscretisationBudget::Rule(BudgetRule::Auto));
+    assert_eq!(auto.seconds(300.0), Some(150.0), "half the stages' time");
+    let budget = |text: &str| {
+        load(&fx, &format!("[fit]\ndiscretisation_seconds = {text}\n"))
             .fit
-            .discretisation_seconds,
-        Some(600.0)
-    );
+            .discretisation_seconds
+    };
+    assert_eq!(budget("600.0"), DiscretisationBudget::Seconds(600.0));
+    assert_eq!(budget("600"), DiscretisationBudget::Seconds(600.0));
+    assert_eq!(budget("600").seconds(10.0), Some(600.0));
+    assert_eq!(budget("\"auto\""), auto);
+    assert_eq!(budget("\"none\"").seconds(300.0), None);
     for bad in ["0.0", "-5.0", "nan"] {
         let e = expect_err(
             fx.load(&format!("{BASE}\n[fit]\ndiscretisation_seconds = {bad}\n")),
@@ -419,6 +432,17 @@ fn the_discretisation_budget_is_optional_and_positive() {
         );
         assert!(e.to_string().contains("> 0"), "{e}");
     }
+    let e = expect_err(
+        fx.load(&format!(
+            "{BASE}\n[fit]\ndiscretisation_seconds = \"forever\"\n"
+        )),
+        "fit.discretisation_seconds",
+    );
+    let msg = e.to_string();
+    assert!(
+        msg.contains("\"auto\"") && msg.contains("\"none\""),
+        "{msg}"
+    );
 }
 
 /// `[fit.stiffness] poisson_range = [low, high]`: the default `[0, 0.49]`;

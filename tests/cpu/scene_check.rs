@@ -236,13 +236,30 @@ fn check_says_the_scan_goes_on_over_poissons_ratio_when_it_is_fitted() {
 #[test]
 fn check_says_what_the_discretisation_check_will_do() {
     let fx = Fixture::new();
+    let off = "[fit]\ncheck_discretisation = false\n";
+    let default = fx.load(BASE).unwrap();
+    let first = physfit::fit::level_resolution(&default, 1).unwrap();
+    assert_eq!(first.grid_res, 32, "the default keeps the grid");
+    let on_its_grid = format!(
+        "at {first} (the fit's {}: the grid kept, the substeps and the drivers doubled \
+         (`discretisation_refine = \"fixed_grid\"`, the default))",
+        physfit::fit::scene_resolution(&default)
+    );
     for (fit, needles) in [
         (
+            off,
+            vec!["discretisation not checked (`fit.check_discretisation = false`; by default E is refitted after the stages at "],
+        ),
+        (
             "",
-            vec!["discretisation not checked (`fit.check_discretisation = true` refits E after the stages on a grid of 64"],
+            vec![
+                on_its_grid.as_str(),
+                "within `fit.discretisation_seconds` = \"auto\" (50% of the stages' time) over all levels",
+            ],
         ),
         (
             "[fit]\ncheck_discretisation = true\ndiscretisation_levels = 2\n\
+             discretisation_refine = \"grid\"\n\
              discretisation_seconds = 900.0\n[fit.stiffness]\niterations = 9\n",
             vec![
                 "while a level moves an E by 0.05 decades or more: at most 2 levels, each at most 9 evaluations",
@@ -255,6 +272,7 @@ fn check_says_what_the_discretisation_check_will_do() {
         ),
         (
             "[fit]\ncheck_discretisation = true\ndiscretisation_levels = 2\n\
+             discretisation_refine = \"grid\"\n\
              [fit.stiffness]\niterations = 9\npoisson = \"global\"\n",
             vec![
                 "while a level moves an E by 0.05 decades or more or a fitted ν by 0.02 or more: \
@@ -269,7 +287,7 @@ fn check_says_what_the_discretisation_check_will_do() {
         for needle in needles {
             assert!(stdout.contains(needle), "`{needle}` in:\n{stdout}");
         }
-        if !fit.is_empty() {
+        if fit.contains("\"grid\"") {
             let level = |k| physfit::fit::level_resolution(&scene, k).unwrap();
             let (one, two) = (level(1), level(2));
             assert_eq!((one.grid_res, two.grid_res), (64, 128));

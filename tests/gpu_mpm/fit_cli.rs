@@ -84,6 +84,8 @@ count = 256
 
 [fit]
 rounds = 2
+# The check has tests of its own (fit_flow.rs), which turn it on.
+check_discretisation = false
 
 # These tests are about the command (outputs, resume, refusals): no scan,
 # so their stages are the configured ones (the scan has its own test).

@@ -158,8 +158,11 @@ fn a_fit_without_a_terminal_prints_plain_progress_and_a_log_to_follow() {
 /// `fit/`) and what the fit printed.
 fn checked_fit(levels: u32, frames_grid: u32) -> (tempfile::TempDir, String) {
     let scene = capped_scene(6).replace(
-        "rounds = 1",
-        &format!("rounds = 1\ncheck_discretisation = true\ndiscretisation_levels = {levels}"),
+        "check_discretisation = false",
+        &format!(
+            "check_discretisation = true\ndiscretisation_refine = \"grid\"\n\
+             discretisation_levels = {levels}\ndiscretisation_seconds = \"none\""
+        ),
     );
     let fine = scene
         .replace("grid_res = 12", &format!("grid_res = {frames_grid}"))
@@ -381,7 +384,7 @@ fn a_checked_discretisation_refines_until_e_stops_moving_or_the_cap() {
     let plain = ok(&physfit(d, &["fit", "plain.toml", "--out", "plain"]));
     assert!(
         plain.contains(
-            "discretisation: not checked; `fit.check_discretisation = true` refits E on a doubled grid"
+            "discretisation: not checked (`fit.check_discretisation = false`); the default check refits E"
         ),
         "{plain}"
     );
@@ -432,8 +435,8 @@ fn a_checked_discretisation_refines_until_e_stops_moving_or_the_cap() {
 #[test]
 fn a_spent_discretisation_budget_stops_the_level_unconverged() {
     let scene = capped_scene(2).replace(
-        "rounds = 1",
-        "rounds = 1\ncheck_discretisation = true\ndiscretisation_levels = 2\n\
+        "check_discretisation = false",
+        "check_discretisation = true\ndiscretisation_refine = \"grid\"\ndiscretisation_levels = 2\n\
          discretisation_seconds = 0.001",
     );
     let dir = twin(&scene, TRUTH_CONSTANT);
@@ -520,6 +523,7 @@ fn two_levels_report_their_shift_and_the_shift_holds_the_truth() {
     );
 }
 
+/// By default a fit checks its discretisation with
 /// `fit.discretisation_refine = "fixed_grid"`: the level keeps the fit's
 /// grid and doubles the substeps and the drivers, which is the
 /// discretisation `physfit synth` made the frames at (twice the scene's
@@ -527,11 +531,14 @@ fn two_levels_report_their_shift_and_the_shift_holds_the_truth() {
 /// that the fit's own, at half of each, misses, and fit.json records the
 /// refinement in the check and in the settings.
 #[test]
-fn a_fixed_grid_check_refines_the_substeps_and_drivers_on_the_fits_grid() {
+fn by_default_a_fixed_grid_check_refines_the_substeps_and_drivers_on_the_fits_grid() {
+    // The defaults (the check on, refining on the fit's grid), with no
+    // time budget: the level, capped at two capped stages at twice the
+    // simulation's cost, takes longer than the default half of the
+    // stages' time, which would stop it unconverged.
     let scene = capped_scene(6).replace(
-        "rounds = 1",
-        "rounds = 1\ncheck_discretisation = true\ndiscretisation_levels = 1\n\
-         discretisation_refine = \"fixed_grid\"",
+        "check_discretisation = false",
+        "discretisation_levels = 1\ndiscretisation_seconds = \"none\"",
     );
     let dir = twin(&scene, TRUTH_CONSTANT);
     let d = dir.path();

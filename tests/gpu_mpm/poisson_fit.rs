@@ -538,7 +538,7 @@ fn a_fit_of_poissons_ratio_writes_it_to_every_output_and_render_uses_it() {
     let d = dir.path();
     let toml = scene_toml(true).replace(
         "[fit.velocity]\n",
-        "[fit]\nrounds = 1\n\n[fit.scan]\npoints = 0\n\n[fit.velocity]\niterations = 3\n",
+        "[fit]\nrounds = 1\ncheck_discretisation = false\n\n[fit.scan]\npoints = 0\n\n[fit.velocity]\niterations = 3\n",
     );
     let toml = toml.replace("iterations = 30\n", "iterations = 6\n");
     std::fs::write(d.join("scene.toml"), toml).unwrap();
@@ -668,7 +668,7 @@ fn a_fit_of_poissons_ratio_interrupted_in_its_stiffness_stage_resumes_to_the_sam
     let toml = scene_toml(true)
         .replace(
             "[fit.velocity]\n",
-            "[fit]\nrounds = 1\ncheckpoint_every = 1\n\n[fit.scan]\npoints = 0\n\n\
+            "[fit]\nrounds = 1\ncheck_discretisation = false\ncheckpoint_every = 1\n\n[fit.scan]\npoints = 0\n\n\
              [fit.velocity]\niterations = 3\n",
         )
         .replace(
