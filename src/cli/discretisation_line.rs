@@ -51,10 +51,12 @@ pub(super) fn discretisation_line(summary: &FitSummary) -> String {
     let fit = d.fit_resolution();
     let last = match d.levels.last() {
         Some(l) if !l.poisson.is_empty() => format!(
-            "{:.2} decades, ν {:.3}",
+            "{:.3} decades, ν {:.3}",
             l.largest_shift, l.largest_poisson_shift
         ),
-        _ => format!("{:.2} decades", d.last_shift()),
+        // Three decimals: a converged shift just under the 0.05 tolerance
+        // must not print as 0.05.
+        _ => format!("{:.3} decades", d.last_shift()),
     };
     let levels = d.levels.len();
     match d.end {

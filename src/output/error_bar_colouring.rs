@@ -26,9 +26,9 @@ pub const ERROR_BAR_CAPTION: &str = "σ of log10 E; top of the bar: the frames d
 
 /// The caption above the error-bar panel once the discretisation check
 /// has measured a shift: the panel then shows the data's standard error
-/// and that shift in quadrature (src/fit/material_answer.rs).
-pub const COMBINED_ERROR_BAR_CAPTION: &str =
-    "σ of log10 E with the discretisation's shift; top of the bar: the frames do not pin it";
+/// and that shift in quadrature (src/fit/material_answer.rs). Short, so
+/// that it is drawn at the size of the panel beside it.
+pub const COMBINED_ERROR_BAR_CAPTION: &str = "σ of log10 E with the discretisation's shift";
 
 /// Per-splat standard errors and the range they are coloured over.
 #[derive(Clone, Debug, PartialEq)]

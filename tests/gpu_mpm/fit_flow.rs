@@ -313,7 +313,7 @@ fn a_checked_discretisation_refines_until_e_stops_moving_or_the_cap() {
             assert_eq!(check["answer_substeps"].as_u64(), Some(finest_substeps));
             assert!(
                 stderr.contains(&format!(
-                    "(converged, last shift {last:.2} decades): object 10^{:.2}",
+                    "(converged, last shift {last:.3} decades): object 10^{:.2}",
                     previous[0]
                 )),
                 "{stderr}"
@@ -331,7 +331,7 @@ fn a_checked_discretisation_refines_until_e_stops_moving_or_the_cap() {
             assert_eq!(check["answer_grid_res"].as_u64(), Some(grid));
             assert_eq!(check["answer_substeps"].as_u64(), Some(substeps));
             assert!(
-                stderr.contains(&format!("discretisation: not converged after 1 level (`fit.discretisation_levels`): the last shift is {last:.2} decades")),
+                stderr.contains(&format!("discretisation: not converged after 1 level (`fit.discretisation_levels`): the last shift is {last:.3} decades")),
                 "{stderr}"
             );
         }
