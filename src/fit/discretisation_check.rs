@@ -203,7 +203,7 @@ pub fn refit_level(
     let stopped = velocity_cut || run.stopped;
     // Newton steps from a measured Hessian, from where L-BFGS's model
     // ended the refit; not when the budget stopped the refit (its end is not an
-    // optimum of any kind) or is spent.
+    // optimum of any kind) or is spent, and no further one once it is.
     let (params, end_loss, newton_steps) = match stopped || past(deadline) {
         true => (run.params, run.loss[1], 0),
         false => {
@@ -216,6 +216,7 @@ pub fn refit_level(
                 None,
                 range,
                 Some(hook),
+                deadline,
             )?;
             evaluations += walk.evaluations;
             (walk.at, walk.loss[1], walk.steps)

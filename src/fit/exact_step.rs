@@ -99,6 +99,7 @@ pub fn take_exact_step(
         Some(newton),
         range,
         None,
+        None,
     )?;
     let difference = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x - y).collect();
     let step = ExactStep {
@@ -139,7 +140,9 @@ pub struct NewtonWalk {
 /// optimum may lie further on ([`MAX_NEWTON_STEPS`] in all). The
 /// discretisation check's levels walk from their refits' ends the same
 /// way (src/fit/discretisation_check.rs). `hook`, when given, is told of
-/// every evaluation (the trials' losses and the Hessians' gradients).
+/// every evaluation (the trials' losses and the Hessians' gradients). Past
+/// `deadline` (the discretisation check's time budget) no further fresh
+/// Hessian is taken: the walk ends at the last step kept.
 #[allow(clippy::too_many_arguments)]
 pub fn walk_newton(
     ctx: &GpuContext,
@@ -150,6 +153,7 @@ pub fn walk_newton(
     first: Option<StiffnessNewtonStep>,
     range: [f64; 2],
     hook: Option<EvaluationHook<'_>>,
+    deadline: Option<std::time::Instant>,
 ) -> Result<NewtonWalk, FitError> {
     problem.set_stage(&stage.settings)?;
     let mut walk = NewtonWalk {
@@ -200,7 +204,8 @@ pub fn walk_newton(
         walk.at = moved(fraction);
         walk.loss[1] = after;
         let go_on = fraction < 1.0 || gained > GO_ON_SHARE * (after + gained);
-        if !go_on || walk.steps >= MAX_NEWTON_STEPS {
+        let spent = deadline.is_some_and(|d| std::time::Instant::now() >= d);
+        if !go_on || walk.steps >= MAX_NEWTON_STEPS || spent {
             break;
         }
         let (fresh, gradients) = fresh_newton_step(ctx, problem, stage, &walk.at, range, hook)?;
