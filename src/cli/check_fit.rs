@@ -317,6 +317,11 @@ fn discretisation_summary(scene: &Scene) -> String {
             (2 * own.drivers).min(scene.simulated_indices().len() + scene.drivers.fill_points)
         );
     }
+    if matches!(f.stiffness.field, FieldSetting::Drivers) {
+        return "discretisation not checked: the check refits a `global` or `regions` E \
+                (`[fit.stiffness] field`); a per-driver E's values change with the drivers"
+            .to_string();
+    }
     // The levels that can be made; the first that cannot ends the list
     // (the fit stops its check there too).
     let mut levels = Vec::new();

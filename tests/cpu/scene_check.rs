@@ -227,17 +227,20 @@ fn check_says_the_scan_goes_on_over_poissons_ratio_when_it_is_fitted() {
     }
 }
 
-/// `physfit check` says what the discretisation check will do: off, how
-/// to turn it on; on, each level's grid, drivers and substeps up to the
-/// cap (the grid and substeps doubled level to level, the drivers the
+/// `physfit check` says what the discretisation check will do: off, what
+/// the default would do; for a per-driver E, that it is not checked; on
+/// (the default), each level's grid, drivers and substeps up to the cap
+/// (by default the fit's grid with the substeps and drivers doubled; with
+/// `"grid"` the grid and substeps doubled level to level, the drivers the
 /// scene's rule on each grid), the evaluations and Newton steps each may
-/// take, the second problem it builds, the time budget when one is set,
-/// and a fitted ν's tolerance beside E's.
+/// take, the second problem it builds, the time budget (by default half
+/// the stages' time), and a fitted ν's tolerance beside E's.
 #[test]
 fn check_says_what_the_discretisation_check_will_do() {
     let fx = Fixture::new();
     let off = "[fit]\ncheck_discretisation = false\n";
-    let default = fx.load(BASE).unwrap();
+    let global = "[fit.stiffness]\nfield = \"global\"\n";
+    let default = fx.load(&format!("{BASE}\n{global}")).unwrap();
     let first = physfit::fit::level_resolution(&default, 1).unwrap();
     assert_eq!(first.grid_res, 32, "the default keeps the grid");
     let on_its_grid = format!(
@@ -252,6 +255,10 @@ fn check_says_what_the_discretisation_check_will_do() {
         ),
         (
             "",
+            vec!["discretisation not checked: the check refits a `global` or `regions` E"],
+        ),
+        (
+            global,
             vec![
                 on_its_grid.as_str(),
                 "within `fit.discretisation_seconds` = \"auto\" (50% of the stages' time) over all levels",
@@ -260,7 +267,7 @@ fn check_says_what_the_discretisation_check_will_do() {
         (
             "[fit]\ncheck_discretisation = true\ndiscretisation_levels = 2\n\
              discretisation_refine = \"grid\"\n\
-             discretisation_seconds = 900.0\n[fit.stiffness]\niterations = 9\n",
+             discretisation_seconds = 900.0\n[fit.stiffness]\nfield = \"global\"\niterations = 9\n",
             vec![
                 "while a level moves an E by 0.05 decades or more: at most 2 levels, each at most 9 evaluations",
                 "each level builds a second fit problem at its discretisation",
@@ -273,7 +280,7 @@ fn check_says_what_the_discretisation_check_will_do() {
         (
             "[fit]\ncheck_discretisation = true\ndiscretisation_levels = 2\n\
              discretisation_refine = \"grid\"\n\
-             [fit.stiffness]\niterations = 9\npoisson = \"global\"\n",
+             [fit.stiffness]\nfield = \"global\"\niterations = 9\npoisson = \"global\"\n",
             vec![
                 "while a level moves an E by 0.05 decades or more or a fitted ν by 0.02 or more: \
                  at most 2 levels",
@@ -287,7 +294,7 @@ fn check_says_what_the_discretisation_check_will_do() {
         for needle in needles {
             assert!(stdout.contains(needle), "`{needle}` in:\n{stdout}");
         }
-        if fit.contains("\"grid\"") {
+        if fit.contains("discretisation_refine = \"grid\"") {
             let level = |k| physfit::fit::level_resolution(&scene, k).unwrap();
             let (one, two) = (level(1), level(2));
             assert_eq!((one.grid_res, two.grid_res), (64, 128));
