@@ -20,7 +20,6 @@ use super::problem::FitProblem;
 use super::session_error::SessionError;
 use super::state::FitState;
 use super::uncertainty::unconstrained_log10_std;
-use crate::drive::DriverSet;
 use crate::output::error_bar_colouring::{COMBINED_ERROR_BAR_CAPTION, ERROR_BAR_CAPTION};
 use crate::output::FittedDrivers;
 use crate::scene::Scene;
@@ -52,7 +51,6 @@ pub fn combined_driver_std(data: &[f64], shift: &[f64], cap: f64) -> Vec<f64> {
 pub fn material_answer(
     scene: &Scene,
     problem: &FitProblem,
-    drivers: &DriverSet,
     state: &FitState,
     fitted: &FittedDrivers,
 ) -> Result<MaterialAnswer, SessionError> {
@@ -74,24 +72,18 @@ pub fn material_answer(
         }
         (data, _) => (data.clone(), ERROR_BAR_CAPTION),
     };
-    let mut answer = FittedDrivers::new(
-        scene,
-        drivers,
-        &log10,
-        fitted.velocity.as_flattened(),
-        log10_std.as_deref(),
-    )
-    .map_err(SessionError::output)?;
-    if problem.poisson_map().is_some() {
-        // The converged ν beside E; the fit's own otherwise, or from a
-        // check that kept none.
-        let z: Vec<f64> = match converged {
-            Some(d) if d.answer_poisson.len() == state.poisson.len() => {
-                let range = scene.fit.stiffness.poisson_range;
-                d.answer_poisson.iter().map(|&nu| range.z_of(nu)).collect()
-            }
-            _ => state.poisson.clone(),
-        };
+    let mut answer = fitted
+        .clone()
+        .with_youngs(log10, log10_std)
+        .map_err(SessionError::output)?;
+    // `fitted` holds the fit's own ν; a converged check's finest ν
+    // replaces it (a check that kept none leaves it).
+    let finest_poisson = converged.filter(|d| {
+        problem.poisson_map().is_some() && d.answer_poisson.len() == state.poisson.len()
+    });
+    if let Some(d) = finest_poisson {
+        let range = scene.fit.stiffness.poisson_range;
+        let z: Vec<f64> = d.answer_poisson.iter().map(|&nu| range.z_of(nu)).collect();
         answer = answer
             .with_poisson(problem.driver_poisson(&z)?)
             .map_err(SessionError::output)?;

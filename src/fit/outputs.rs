@@ -254,7 +254,7 @@ pub fn write_outputs(
     // error bar (src/fit/material_answer.rs); drivers.safetensors keeps the
     // fit's own E, the one its recorded substeps reproduce the compare
     // frames with, and the data's bar.
-    let answer = material_answer(scene, problem, &drivers, state, &fitted)?;
+    let answer = material_answer(scene, problem, state, &fitted)?;
     let material =
         SplatMaterial::from_fitted(scene, &answer.drivers).map_err(SessionError::output)?;
     write_fitted_ply(&out.join("fitted.ply"), scene, &material).map_err(SessionError::output)?;

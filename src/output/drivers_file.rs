@@ -226,6 +226,37 @@ impl FittedDrivers {
         Ok(self)
     }
 
+    /// The same drivers with another `log10 E` per driver and its error
+    /// bar (`None`: none), all finite: the material's answer that
+    /// `fitted.ply` carries beside the fit's own (src/fit/material_answer.rs),
+    /// without hashing the `.ply` again.
+    pub fn with_youngs(
+        mut self,
+        log10_youngs: Vec<f64>,
+        log10_std: Option<Vec<f64>>,
+    ) -> Result<Self, DriversFileError> {
+        let n = self.len();
+        let values = [("log10 E", Some(&log10_youngs)), ("log10 E standard error", log10_std.as_ref())];
+        for (what, values) in values {
+            let Some(values) = values else { continue };
+            if values.len() != n {
+                return Err(DriversFileError::Inputs(format!(
+                    "{} {what} values for {n} drivers",
+                    values.len()
+                )));
+            }
+            if let Some(i) = values.iter().position(|v| !v.is_finite()) {
+                return Err(DriversFileError::Inputs(format!(
+                    "{what} value {i} is {}",
+                    values[i]
+                )));
+            }
+        }
+        self.log10_youngs = log10_youngs;
+        self.youngs_log10_std = log10_std;
+        Ok(self)
+    }
+
     /// The same with a fitted Poisson's ratio per driver (each in
     /// `[0, 0.5)`).
     pub fn with_poisson(mut self, poisson: Vec<f64>) -> Result<Self, DriversFileError> {

@@ -127,6 +127,33 @@ fn drivers_file_round_trips_bit_for_bit_and_matches_its_scene() {
     let bare = FittedDrivers::new(&f.scene, &f.drivers, &f.log10, &f.velocity, None).unwrap();
     bare.save(&path).unwrap();
     assert_eq!(FittedDrivers::load(&path).unwrap().youngs_log10_std, None);
+    // Another E and error bar on the same drivers (the material's answer
+    // that fitted.ply carries), checked like the constructor's.
+    let n = f.log10.len();
+    let answer = bare
+        .clone()
+        .with_youngs(vec![3.5; n], Some(vec![0.05; n]))
+        .unwrap();
+    assert_eq!(
+        (
+            answer.log10_youngs[0],
+            answer.youngs_log10_std.as_ref().unwrap()[0]
+        ),
+        (3.5, 0.05)
+    );
+    assert_eq!(answer.velocity, bare.velocity);
+    for (log10, std) in [
+        (vec![3.5; n - 1], None),
+        (vec![3.5; n], Some(vec![0.05; n + 1])),
+        (vec![f64::NAN; n], None),
+        (vec![3.5; n], Some(vec![f64::INFINITY; n])),
+    ] {
+        let refused = bare.clone().with_youngs(log10, std);
+        assert!(
+            matches!(refused, Err(DriversFileError::Inputs(_))),
+            "{refused:?}"
+        );
+    }
 }
 
 fn names_in(dir: &Path) -> Vec<String> {
