@@ -5,7 +5,7 @@
 //! that it was not measured and how to measure it.
 
 use physfit::fit::FitSummary;
-use physfit::fit::RefinementEnd;
+use physfit::fit::{first_order_limit_factor, RefinementEnd};
 use physfit::scene::DiscretisationRefinement;
 
 /// The end-of-fit line on the discretisation (module doc).
@@ -110,15 +110,27 @@ pub(super) fn discretisation_line(summary: &FitSummary) -> String {
             format!(
                 "discretisation: not converged after {why}: the last shift is {last} \
                  (tolerance {}{}); E at {finest} {}; the fit's own E at {fit} {own} stands \
-                 (fitted.ply carries it), uncertain by the shifts",
+                 (fitted.ply carries it), uncertain by {} times the shift over every level \
+                 (its distance from the limit at first order: fit.json's discretisation_error)",
                 d.tolerance,
                 match d.fitted_poisson.is_empty() {
                     true => String::new(),
                     false => format!(", ν {}", d.poisson_tolerance),
                 },
                 named.join(", "),
+                first_order_limit_factor(levels).map_or("2".to_string(), factor_words),
             )
         }
+    }
+}
+
+/// A factor of [`first_order_limit_factor`] in words: "2", "4/3", "8/7".
+fn factor_words(factor: f64) -> String {
+    // 1 / (1 − 2^−k) = 2^k / (2^k − 1).
+    let denominator = (1.0 / (factor - 1.0)).round();
+    match denominator {
+        d if d <= 1.0 => "2".to_string(),
+        d => format!("{}/{}", d + 1.0, d),
     }
 }
 
@@ -129,5 +141,20 @@ fn next_level(refinement: DiscretisationRefinement, grid_res: u32) -> String {
         DiscretisationRefinement::FixedGrid => {
             format!("at twice the drivers and substeps on grid {grid_res}")
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The first-order factor after one, two and three levels, in words.
+    #[test]
+    fn the_limit_factor_reads_as_a_fraction() {
+        let words = |k| factor_words(first_order_limit_factor(k).unwrap());
+        assert_eq!(
+            (words(1), words(2), words(3)),
+            ("2".into(), "4/3".into(), "8/7".into())
+        );
     }
 }

@@ -147,6 +147,7 @@ mod tests {
             poisson_ratio,
             std: None,
             discretisation_shift: None,
+            discretisation_error: None,
             error_bar: None,
         }
     }

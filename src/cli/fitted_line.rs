@@ -1,7 +1,7 @@
 //! What `physfit fit` says of the values it fitted, each with its error
 //! bars (docs/design.md § Error bars): the frames' standard error and,
-//! where the discretisation was checked, how far its levels moved the
-//! value. A field of more values than a line holds (per driver) is named
+//! where the discretisation was checked, how far the value lies from its
+//! discretisation's limit (the check's shift extrapolated at first order). A field of more values than a line holds (per driver) is named
 //! with where its values are.
 
 use physfit::fit::FitSummary;
@@ -14,19 +14,18 @@ const LISTED: usize = 16;
 pub(super) fn fitted_line(summary: &FitSummary) -> String {
     let errors = summary.uncertainty.as_ref();
     // A check that ran no level (the first did not fit the memory, or
-    // changed the regions) measured no shift.
+    // changed the regions) measured no shift, and has no error.
     let measured = summary
         .discretisation
         .as_ref()
         .is_some_and(|d| d.measured_a_shift());
-    let shift = |s: Option<f64>| s.filter(|_| measured);
     let youngs = &summary.youngs_parameters;
     let mut parts = Vec::new();
     if youngs.len() <= LISTED {
         let values: Vec<String> = youngs
             .iter()
             .map(|p| {
-                let bars = bars(p.log10_std, shift(p.discretisation_shift));
+                let bars = bars(p.log10_std, p.discretisation_error);
                 format!("{} 10^{:.3}{bars}", p.name, p.log10_normalised)
             })
             .collect();
@@ -58,18 +57,21 @@ pub(super) fn fitted_line(summary: &FitSummary) -> String {
         ));
     }
     for p in &summary.poisson_parameters {
-        let bars = bars(p.std, shift(p.discretisation_shift));
+        let bars = bars(p.std, p.discretisation_error);
         parts.push(format!("ν {} {:.3}{bars}", p.name, p.poisson_ratio));
     }
     let legend = match measured {
-        true => "± the frames' standard error, then the discretisation check's shift",
+        true => {
+            "± the frames' standard error, then the discretisation's (the check's shift \
+             extrapolated to the limit)"
+        }
         false => "± the frames' standard error",
     };
     format!("fitted: {} ({legend})", parts.join("; "))
 }
 
 /// " ± σ" for the frames' standard error (" (unpinned)" where the frames
-/// do not constrain the value), then " ± shift" for the discretisation's
+/// do not constrain the value), then " ± error" for the discretisation's
 /// when the check measured one.
 fn bars(data: Option<f64>, discretisation: Option<f64>) -> String {
     let data = match data {
@@ -96,7 +98,7 @@ mod tests {
     use super::*;
 
     /// A value has the frames' error bar, or says the frames do not pin
-    /// it; a checked discretisation's shift follows, without its sign.
+    /// it; a checked discretisation's error follows, without its sign.
     #[test]
     fn each_value_carries_its_error_bars() {
         assert_eq!(bars(Some(8.7e-4), None), " ± 8.7e-4");

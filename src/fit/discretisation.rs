@@ -403,20 +403,38 @@ impl DiscretisationCheck {
         }
     }
 
-    /// Per E parameter, the discretisation's shift that belongs with the E
-    /// reported as the material's (`answer_log10_youngs`): the last
-    /// level's shift when the check converged (the finest level's E is
-    /// the answer, and that shift is how far it still moved), the shift
-    /// over every level otherwise (the fit's own E is the answer, and the
-    /// finest level's lies that far from it). `None` before a level has
-    /// run or while the check is still refining.
-    pub fn answer_shift(&self) -> Option<Vec<f64>> {
+    /// Per E parameter, the fit's own `log10 E` minus its discretisation's
+    /// limit, estimated from the shift over every level at first order
+    /// ([`first_order_limit_factor`]): the discretisation's error bar of
+    /// the fit's own E (`youngs_parameters`, `drivers.safetensors`). `None`
+    /// before a level has run.
+    pub fn own_error(&self) -> Option<Vec<f64>> {
+        let factor = first_order_limit_factor(self.levels.len())?;
+        Some(self.total_shift().iter().map(|s| -s * factor).collect())
+    }
+
+    /// Per fitted ν, the fit's own ν minus its limit, estimated as
+    /// [`Self::own_error`] is; `None` before a level has run, empty when
+    /// ν is held (or a check of an earlier physfit kept none).
+    pub fn own_poisson_error(&self) -> Option<Vec<f64>> {
+        let factor = first_order_limit_factor(self.levels.len())?;
+        Some(self.total_poisson_shift().iter().map(|s| -s * factor).collect())
+    }
+
+    /// Per E parameter, the discretisation's error that belongs with the E
+    /// reported as the material's (`answer_log10_youngs`), at first order
+    /// ([`first_order_limit_factor`]): when the check converged the
+    /// finest level's E is the answer, and it lies about its last shift
+    /// from the limit; otherwise the fit's own E is the answer, and its
+    /// error is [`Self::own_error`]. `None` before a level has run or while
+    /// the check is still refining.
+    pub fn answer_error(&self) -> Option<Vec<f64>> {
         self.end?;
         let last = self.levels.last()?;
-        Some(match self.converged {
-            true => last.shift.clone(),
-            false => self.total_shift(),
-        })
+        match self.converged {
+            true => Some(last.shift.iter().map(|s| -s).collect()),
+            false => self.own_error(),
+        }
     }
 
     /// Whether a level ran, and so measured a shift (a check whose first
@@ -437,6 +455,32 @@ impl DiscretisationCheck {
         differences(self.finest().1, &self.fitted_log10_youngs)
     }
 }
+
+/// How many times its last shift a level's value lies from the
+/// discretisation's limit, after `levels` levels (`None` for none): each
+/// level halves the step it refines (the time step, the drivers' spacing
+/// and, refining the grid, the cell), so a value that converges at first
+/// order, `E(h) = E* + c·h`, moves by `c·h·(1 − 2^−k)` over `k` levels
+/// from the fit's own `h`, which lies `c·h` from the limit: the shift over
+/// every level times `1 / (1 − 2^−k)` (2 after one level, 4/3 after two),
+/// and the finest level `c·h/2^k` from it, its last shift. First order is
+/// the time integration's (symplectic Euler) and the slowest a converging
+/// MPM discretisation has; a faster one makes the bar wider than needed,
+/// never narrower.
+pub fn first_order_limit_factor(levels: usize) -> Option<f64> {
+    let levels = i32::try_from(levels).ok().filter(|&k| k > 0)?;
+    Some(1.0 / (1.0 - f64::from(LEVEL_RATIO).powi(-levels)))
+}
+
+/// The factor by which each level refines the step it refines: the
+/// substeps ([`SUBSTEP_REFINEMENT`]), the drivers ([`DRIVER_REFINEMENT`],
+/// on the fit's grid) or the grid ([`GRID_REFINEMENT`]).
+pub const LEVEL_RATIO: u32 = 2;
+const _: () = assert!(
+    LEVEL_RATIO == SUBSTEP_REFINEMENT
+        && LEVEL_RATIO == DRIVER_REFINEMENT
+        && LEVEL_RATIO == GRID_REFINEMENT
+);
 
 /// `a − b`, element by element.
 fn differences(a: &[f64], b: &[f64]) -> Vec<f64> {
@@ -500,13 +544,17 @@ mod tests {
         assert!((check.levels[1].shift[0] + 0.02).abs() < 1e-12);
         assert!((check.levels[1].shift[1] - 0.004).abs() < 1e-12);
         assert_eq!(check.next(), Err(RefinementEnd::Converged));
-        assert_eq!(check.answer_shift(), None, "still refining: no answer yet");
+        assert_eq!(check.answer_error(), None, "still refining: no answer yet");
         check.finish(RefinementEnd::Converged);
-        let answer = check.answer_shift().expect("a finished check");
+        let answer = check.answer_error().expect("a finished check");
         assert!(
-            (answer[0] + 0.02).abs() < 1e-12 && (answer[1] - 0.004).abs() < 1e-12,
-            "converged: the finest level's E is the answer, its bar the last shift"
+            (answer[0] - 0.02).abs() < 1e-12 && (answer[1] + 0.004).abs() < 1e-12,
+            "converged: the finest level's E is the answer, its error the last shift"
         );
+        // The fit's own E, two levels from the finest: 4/3 of the total
+        // shift from the limit at first order.
+        let own = check.own_error().expect("two levels ran");
+        assert!((own[0] - 0.4).abs() < 1e-12 && (own[1] - 0.05 * 4.0 / 3.0).abs() < 1e-12);
         assert_eq!((check.answer_grid_res, check.answer_substeps), (64, 36));
         assert_eq!(check.answer_log10_youngs, vec![3.48, 4.5]);
         let total = check.total_shift();
@@ -529,12 +577,32 @@ mod tests {
         assert!((capped.last_shift() - 0.1).abs() < 1e-12);
         assert!((capped.total_shift()[0] + 0.3).abs() < 1e-12);
         assert!(
-            (capped.answer_shift().expect("a finished check")[0] + 0.3).abs() < 1e-12,
-            "not converged: the fit's own E is the answer, its bar the shift over every level"
+            (capped.answer_error().expect("a finished check")[0] - 0.4).abs() < 1e-12,
+            "not converged: the fit's own E is the answer, its error the shift over every level \
+             extrapolated at first order (0.3 × 4/3)"
         );
+        let mut one = DiscretisationCheck::start(at(16, 100, 4), vec![4.0], vec![0.3], 1);
+        one.push_level(
+            at(16, 200, 8),
+            LevelFit {
+                poisson: vec![0.28],
+                ..fit(vec![3.9], [1.0, 0.5], 6, 1.0)
+            },
+        );
+        one.finish(one.next().unwrap_err());
+        let own = one.answer_error().expect("one level ran");
+        assert!(
+            (own[0] - 0.2).abs() < 1e-12,
+            "one level: the fit's own E lies twice its shift from the limit, {own:?}"
+        );
+        let nu = one.own_poisson_error().expect("one level ran");
+        assert!((nu[0] - 0.04).abs() < 1e-12, "{nu:?}");
         let mut none = DiscretisationCheck::start(at(16, 100, 4), vec![4.0], Vec::new(), 2);
         none.finish(RefinementEnd::Memory);
-        assert_eq!(none.answer_shift(), None, "no level ran: no shift measured");
+        assert_eq!(none.answer_error(), None, "no level ran: no shift measured");
+        assert_eq!(none.own_error(), None);
+        assert_eq!(first_order_limit_factor(0), None);
+        assert_eq!(first_order_limit_factor(1), Some(2.0));
     }
 
     /// The budget's prediction is the last level's time grown as it grew

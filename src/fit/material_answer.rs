@@ -7,10 +7,11 @@
 //!   own: only it reproduces the frames at the recorded substeps.)
 //! - **Its error bar** (`youngs_log10_std`). The data's standard error
 //!   alone when no level of the check ran. Once one has, the data's and
-//!   the check's shift that belongs with that E
-//!   ([`DiscretisationCheck::answer_shift`]) in quadrature,
-//!   `√(σ_d² + s_d²)` per driver, with `s_d` the shift through the E
-//!   field's map, capped like the data's at the spread of a value anywhere
+//!   the check's error that belongs with that E
+//!   ([`DiscretisationCheck::answer_error`]: the last shift for the finest
+//!   level's E, the shift over every level extrapolated to the limit at
+//!   first order for the fit's own) in quadrature, `√(σ_d² + s_d²)` per
+//!   driver, with `s_d` that error through the E field's map, capped like the data's at the spread of a value anywhere
 //!   in the E range. On the twins the data's bar alone is tens of its own
 //!   widths from the truth; the shift is what covers the discretisation's
 //!   bias.
@@ -60,7 +61,7 @@ pub fn material_answer(
         Some(d) => problem.youngs_map().apply(&d.answer_log10_youngs)?,
         None => fitted.log10_youngs.clone(),
     };
-    let shift = check.and_then(DiscretisationCheck::answer_shift);
+    let shift = check.and_then(DiscretisationCheck::answer_error);
     let (log10_std, error_caption) = match (&fitted.youngs_log10_std, shift) {
         (Some(data), Some(shift)) => {
             let per_driver = problem.youngs_map().apply(&shift)?;

@@ -73,7 +73,9 @@ internal_mods! {
 }
 
 pub use checkpoint::CheckpointError;
-pub use discretisation::{LevelFit, RefinementEnd, Resolution, POISSON_DISCRETISATION_TOLERANCE};
+pub use discretisation::{
+    first_order_limit_factor, LevelFit, RefinementEnd, Resolution, POISSON_DISCRETISATION_TOLERANCE,
+};
 pub use discretisation_grid::{level_resolution, level_scene, scene_resolution};
 pub use exact_step::MAX_NEWTON_STEPS;
 pub use output_plan::{COMPARE_DIR, OUTPUT_FILES};

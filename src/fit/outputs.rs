@@ -4,7 +4,7 @@
 //! | file | what |
 //! | --- | --- |
 //! | `drivers.safetensors` | everything a re-simulation needs ([`FittedDrivers`]) |
-//! | `fitted.ply` | every splat with `youngs_modulus` (world units: the finest level's E, and a fitted ν, when the discretisation check converged, the fit's own otherwise; `drivers.safetensors` keeps the fit's own), `simulated`, `anchored`, `vx vy vz`, `youngs_log10_std` (the data's error bar, with the check's shift in quadrature once a level ran: [`super::material_answer`]; [`crate::output::fitted_ply`]) |
+//! | `fitted.ply` | every splat with `youngs_modulus` (world units: the finest level's E, and a fitted ν, when the discretisation check converged, the fit's own otherwise; `drivers.safetensors` keeps the fit's own), `simulated`, `anchored`, `vx vy vz`, `youngs_log10_std` (the data's error bar, with the discretisation's error in quadrature once a level ran: [`super::material_answer`]; [`crate::output::fitted_ply`]) |
 //! | `loss.jsonl` | one [`super::IterationRecord`] per line |
 //! | `loss.png` | the loss and PSNR curves per stage, the scan's candidates against log10 E |
 //! | `compare/<view>/frame_NNNN.png` | reference \| fitted \| 4×\|difference\| per frame (the fitted render with the view's colour correction, as the loss compares it), captioned with the frame number and the PSNR |

@@ -10,6 +10,8 @@ use serde::{Deserialize, Serialize};
 
 use super::camera_check::CameraCheck;
 use super::discretisation::DiscretisationCheck;
+#[cfg(doc)]
+use super::discretisation::first_order_limit_factor;
 use super::recovery::Recovery;
 use super::uncertainty::FitUncertainty;
 use crate::io::atomic_write::write_atomic;
@@ -31,7 +33,9 @@ pub const SUMMARY_FORMAT: &str = "physfit.fit";
 /// `poisson_range`, the range a fitted ν was kept in, and the
 /// discretisation check refining the grid with the substeps and rebuilding
 /// the drivers, each level recording its `grid_res` and `drivers`, the
-/// check the fit's own and the answer's `answer_grid_res`).
+/// check the fit's own and the answer's `answer_grid_res`; later, each E
+/// parameter's and ν's optional `discretisation_error`, the shift
+/// extrapolated to the limit, which `log10_error_bar` then combines).
 pub const SUMMARY_VERSION: u32 = 7;
 
 /// Why `fit.json` could not be read or written.
@@ -332,11 +336,18 @@ pub struct YoungsParameter {
     pub constrained: Option<bool>,
     /// The finest level's minus the fit's own `log10 E` when the
     /// discretisation was checked (`fit.check_discretisation`), over every
-    /// level: the discretisation's error bar (decades) of
-    /// `log10_normalised`, beside the data's [`YoungsParameter::log10_std`].
+    /// level (decades).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub discretisation_shift: Option<f64>,
-    /// The data's standard error and the discretisation's shift in
+    /// `log10_normalised` minus its discretisation's limit, estimated from
+    /// `discretisation_shift` at first order
+    /// ([`first_order_limit_factor`]: twice the shift after one level,
+    /// 4/3 of it after two): the discretisation's error bar (decades) of
+    /// `log10_normalised`, beside the data's [`YoungsParameter::log10_std`];
+    /// absent when no level ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discretisation_error: Option<f64>,
+    /// The data's standard error and the discretisation's error in
     /// quadrature ([`combined_error_bar`], decades): the bar of
     /// `log10_normalised` to quote when the discretisation check measured
     /// a shift (absent otherwise, or where the frames do not pin the value).
@@ -346,11 +357,11 @@ pub struct YoungsParameter {
     pub log10_error_bar: Option<f64>,
 }
 
-/// `√(data² + shift²)`: the frames' standard error and the
-/// discretisation check's shift of one value, in quadrature (they are
+/// `√(data² + discretisation²)`: the frames' standard error and the
+/// discretisation check's error of one value, in quadrature (they are
 /// independent errors); `None` unless both were measured.
-pub fn combined_error_bar(data: Option<f64>, shift: Option<f64>) -> Option<f64> {
-    Some(data?.hypot(shift?))
+pub fn combined_error_bar(data: Option<f64>, discretisation: Option<f64>) -> Option<f64> {
+    Some(data?.hypot(discretisation?))
 }
 
 /// One fitted Poisson's ratio parameter (`[fit.stiffness] poisson`),
@@ -366,12 +377,18 @@ pub struct PoissonParameter {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub std: Option<f64>,
     /// The finest level's minus the fit's own ν when the discretisation
-    /// was checked, over every level: the discretisation's error bar of
-    /// `poisson_ratio`, beside the data's [`PoissonParameter::std`]; absent
-    /// when the check did not run (or, from an earlier physfit, kept no ν).
+    /// was checked, over every level; absent when the check did not run
+    /// (or, from an earlier physfit, kept no ν).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub discretisation_shift: Option<f64>,
-    /// [`PoissonParameter::std`] and [`PoissonParameter::discretisation_shift`]
+    /// `poisson_ratio` minus its discretisation's limit, estimated from
+    /// `discretisation_shift` at first order as E's
+    /// ([`YoungsParameter::discretisation_error`]): the discretisation's
+    /// error bar of `poisson_ratio`, beside the data's
+    /// [`PoissonParameter::std`]; absent when no level ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discretisation_error: Option<f64>,
+    /// [`PoissonParameter::std`] and [`PoissonParameter::discretisation_error`]
     /// in quadrature ([`combined_error_bar`]): the bar of `poisson_ratio` to
     /// quote when the check measured a shift.
     #[serde(default, skip_serializing_if = "Option::is_none")]

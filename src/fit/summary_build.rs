@@ -199,10 +199,10 @@ pub fn youngs_parameters(
                 .as_ref()
                 .filter(|u| u.youngs_log10_std.len() == n);
             let log10_std = errors.and_then(|u| u.youngs_log10_std[i]);
-            let discretisation_shift = state
-                .discretisation
-                .as_ref()
-                .and_then(|d| d.total_shift().get(i).copied());
+            let check = state.discretisation.as_ref();
+            let discretisation_shift = check.and_then(|d| d.total_shift().get(i).copied());
+            let discretisation_error =
+                check.and_then(|d| d.own_error()?.get(i).copied());
             YoungsParameter {
                 name,
                 log10_normalised: l,
@@ -211,10 +211,8 @@ pub fn youngs_parameters(
                 log10_std,
                 constrained: errors.and_then(|u| u.youngs_constrained.get(i).copied()),
                 discretisation_shift,
-                log10_error_bar: combined_error_bar(
-                    log10_std,
-                    discretisation_shift.filter(|_| measured_shift(state)),
-                ),
+                discretisation_error,
+                log10_error_bar: combined_error_bar(log10_std, discretisation_error),
             }
         })
         .collect()
@@ -252,28 +250,19 @@ pub fn poisson_parameters(
         .zip(&state.poisson)
         .enumerate()
         .map(|(i, (name, &z))| {
-            let discretisation_shift = state
-                .discretisation
-                .as_ref()
-                .and_then(|d| d.total_poisson_shift().get(i).copied());
+            let check = state.discretisation.as_ref();
+            let discretisation_shift = check.and_then(|d| d.total_poisson_shift().get(i).copied());
+            let discretisation_error =
+                check.and_then(|d| d.own_poisson_error()?.get(i).copied());
             PoissonParameter {
                 name,
                 poisson_ratio: scene.fit.stiffness.poisson_range.poisson_of(z),
                 std: std(i),
                 discretisation_shift,
-                error_bar: combined_error_bar(
-                    std(i),
-                    discretisation_shift.filter(|_| measured_shift(state)),
-                ),
+                discretisation_error,
+                error_bar: combined_error_bar(std(i), discretisation_error),
             }
         })
         .collect()
 }
 
-/// Whether the discretisation check measured a shift.
-fn measured_shift(state: &FitState) -> bool {
-    state
-        .discretisation
-        .as_ref()
-        .is_some_and(|d| d.measured_a_shift())
-}

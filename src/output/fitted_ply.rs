@@ -15,8 +15,9 @@
 //! different box padding does not change it; a `comment` line in the
 //! header says so. `youngs_log10_std` is the error bar of log10 E in
 //! decades (docs/design.md § Error bars): the data's standard error, with
-//! the discretisation check's shift in quadrature once a level of the
-//! check has run (src/fit/material_answer.rs); small where the video pins
+//! the discretisation's error (the check's shift, extrapolated to the
+//! limit for the fit's own E) in quadrature once a level of the check has
+//! run (src/fit/material_answer.rs); small where the video pins
 //! E, `(max − min)/√12` of `material.log10_youngs_range` where it says
 //! nothing about it (a part that barely moves, or one no camera sees: E
 //! is the regulariser's guess there). A follower's is the mean of its
@@ -246,7 +247,7 @@ const UNITS_COMMENT: &str =
     "comment physfit fitted.ply: youngs_modulus is Young's modulus in world units \
 (E_normalised * box_side^2; 0 on static splats), vx vy vz the initial velocity in world units/s, \
 simulated and anchored are 1/0 flags, youngs_log10_std is the error bar of log10 E in decades \
-(the data's standard error, with the discretisation check's shift in quadrature when it ran; \
+(the data's standard error, with the discretisation's error in quadrature when the check ran; \
 0 where the fit estimated none), poisson_ratio Poisson's ratio (0 on static splats)\n";
 
 /// Writes `scene`'s `.ply` back to `path` (atomically) with `material` as

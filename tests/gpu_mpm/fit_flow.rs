@@ -344,11 +344,16 @@ fn a_checked_discretisation_refines_until_e_stops_moving_or_the_cap() {
     {
         let total = p["discretisation_shift"].as_f64().unwrap();
         assert!((total - (previous[i] - fitted[i])).abs() < 1e-12, "{p}");
+        // The fit's own E lies from the limit, at first order, twice the
+        // shift of one level (4/3 of that of two, 8/7 of three's).
+        let factor = 1.0 / (1.0 - 0.5f64.powi(levels.len() as i32));
+        let error = p["discretisation_error"].as_f64().unwrap();
+        assert!((error + total * factor).abs() < 1e-12, "{p}");
         // The bar to quote: the data's and the discretisation's in quadrature.
         match p["log10_std"].as_f64() {
             Some(std) => {
                 let bar = p["log10_error_bar"].as_f64().unwrap();
-                assert!((bar - std.hypot(total)).abs() < 1e-12, "{p}");
+                assert!((bar - std.hypot(error)).abs() < 1e-12, "{p}");
             }
             None => assert!(p.get("log10_error_bar").is_none(), "{p}"),
         }
@@ -358,14 +363,15 @@ fn a_checked_discretisation_refines_until_e_stops_moving_or_the_cap() {
         "drivers.safetensors keeps the fit's own E"
     );
     // fitted.ply's error bar is the one that belongs with the E it
-    // carries: the data's and the shift in quadrature (the last shift
-    // when the finest level's E is the answer, the total otherwise);
-    // drivers.safetensors keeps the data's alone.
+    // carries: the data's and the discretisation's in quadrature (the
+    // last shift when the finest level's E is the answer, the fit's own
+    // E's extrapolated error otherwise); drivers.safetensors keeps the
+    // data's alone.
     let parameter = &json["youngs_parameters"][0];
     if let Some(data) = parameter["log10_std"].as_f64() {
         let shift = match converged {
             true => last,
-            false => parameter["discretisation_shift"].as_f64().unwrap(),
+            false => parameter["discretisation_error"].as_f64().unwrap(),
         };
         let ply_bars = simulated_free_ply_bars(&d.join("fit").join("fitted.ply"));
         assert!(!ply_bars.is_empty());
@@ -412,7 +418,7 @@ fn a_checked_discretisation_refines_until_e_stops_moving_or_the_cap() {
     assert!(
         checked.contains("; v0 (")
             && checked
-                .ends_with("(± the frames' standard error, then the discretisation check's shift)"),
+                .ends_with("(± the frames' standard error, then the discretisation's (the check's shift extrapolated to the limit))"),
         "{checked}"
     );
     let own = numbers(&check["fitted_log10_youngs"])[0];
