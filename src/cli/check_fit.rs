@@ -317,11 +317,8 @@ fn discretisation_summary(scene: &Scene) -> String {
             (2 * own.drivers).min(scene.simulated_indices().len() + scene.drivers.fill_points)
         );
     }
-    if matches!(f.stiffness.field, FieldSetting::Drivers) {
-        return "discretisation not checked: the check refits a `global` or `regions` E \
-                (`[fit.stiffness] field`); a per-driver E's values change with the drivers"
-            .to_string();
-    }
+    // A per-driver E is refitted by Adam and compared by its median.
+    let per_driver = matches!(f.stiffness.field, FieldSetting::Drivers);
     // The levels that can be made; the first that cannot ends the list
     // (the fit stops its check there too).
     let mut levels = Vec::new();
@@ -369,14 +366,35 @@ fn discretisation_summary(scene: &Scene) -> String {
              \"fixed_grid\"`, the default)"
         }
     };
+    let (what, moved, walk, answer) = match per_driver {
+        false => (
+            "E",
+            "an E",
+            format!(", then up to {MAX_NEWTON_STEPS} Newton steps from the exact gradient"),
+            format!(
+                "Converged, fitted.ply carries the finest level's E{}",
+                match f.stiffness.poisson.fitted() {
+                    true => " and ν",
+                    false => "",
+                }
+            ),
+        ),
+        true => (
+            "the per-driver E (by Adam, from the coarser level's field carried onto the finer \
+             drivers)",
+            "the median E over the free drivers",
+            String::new(),
+            "fitted.ply carries the fit's own E, each driver's error bar widened by the median's \
+             discretisation error"
+                .to_string(),
+        ),
+    };
     format!(
-        "discretisation E refitted after the stages at {} (the fit's {own}: {how}), then at {} \
-         while a level moves an E by \
-         0.05 decades or more{}: at most {} level{}, each at most {} evaluations, then up to {} \
-         Newton steps from the exact gradient, with the simulation's cost growing with the grid, \
-         drivers and substeps (the rendering unchanged); each level builds a second fit problem at its discretisation (its memory \
-         estimate is checked before it runs: {memory}){}{}. Converged, fitted.ply carries the \
-         finest level's E{}",
+        "discretisation {what} refitted after the stages at {} (the fit's {own}: {how}), then at \
+         {} while a level moves {moved} by 0.05 decades or more{}: at most {} level{}, each at \
+         most {} evaluations{walk}, with the simulation's cost growing with the grid, drivers and \
+         substeps (the rendering unchanged); each level builds a second fit problem at its \
+         discretisation (its memory estimate is checked before it runs: {memory}){}{}. {answer}",
         listed[0],
         if listed.len() > 1 {
             listed[1..].join("; ")
@@ -394,7 +412,6 @@ fn discretisation_summary(scene: &Scene) -> String {
             "s"
         },
         f.stiffness.iterations,
-        MAX_NEWTON_STEPS,
         refusal.unwrap_or_default(),
         match f.discretisation_seconds {
             DiscretisationBudget::Rule(BudgetRule::None) => String::new(),
@@ -405,9 +422,5 @@ fn discretisation_summary(scene: &Scene) -> String {
                 budget.describe()
             ),
         },
-        match f.stiffness.poisson.fitted() {
-            true => " and ν",
-            false => "",
-        }
     )
 }

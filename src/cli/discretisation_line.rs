@@ -5,16 +5,15 @@
 //! that it was not measured and how to measure it.
 
 use physfit::fit::FitSummary;
-use physfit::fit::{first_order_limit_factor, RefinementEnd};
+use physfit::fit::{first_order_limit_factor, DiscretisationCheck, RefinementEnd, YoungsStatistic};
 use physfit::scene::DiscretisationRefinement;
 
 /// The end-of-fit line on the discretisation (module doc).
 pub(super) fn discretisation_line(summary: &FitSummary) -> String {
     let Some(d) = &summary.discretisation else {
         return if summary.settings.fit.check_discretisation {
-            "discretisation: not checked (it refits a `global` or `regions` E after a stiffness \
-             stage: a per-driver field's values are pinned by the regulariser as much as by the \
-             frames)"
+            "discretisation: not checked (it refits E after a stiffness stage, and the plan has \
+             none)"
                 .to_string()
         } else {
             "discretisation: not checked (`fit.check_discretisation = false`); the default check \
@@ -35,11 +34,19 @@ pub(super) fn discretisation_line(summary: &FitSummary) -> String {
             .map(|(p, v)| format!("ν {} {v:.3}", p.name))
             .collect()
     };
-    let named: Vec<String> = summary
-        .youngs_parameters
+    // A per-driver field's levels measured its median.
+    let names: Vec<&str> = match d.youngs_statistic {
+        YoungsStatistic::Parameters => summary
+            .youngs_parameters
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect(),
+        YoungsStatistic::FreeDriverMedian => vec!["the free drivers' median"],
+    };
+    let named: Vec<String> = names
         .iter()
         .zip(powers(d.finest().1))
-        .map(|(p, v)| format!("{} {v}", p.name))
+        .map(|(name, v)| format!("{name} {v}"))
         .chain(ratios(d.finest_poisson()))
         .collect();
     let own = powers(&d.fitted_log10_youngs)
@@ -60,6 +67,20 @@ pub(super) fn discretisation_line(summary: &FitSummary) -> String {
     };
     let levels = d.levels.len();
     match d.end {
+        Some(RefinementEnd::Converged)
+            if d.youngs_statistic == YoungsStatistic::FreeDriverMedian =>
+        {
+            format!(
+                "discretisation: E at {finest} (converged, last shift {last}): {}; at the fit's \
+                 {fit} {own}. fitted.ply carries the fit's own per-driver E, each driver's bar \
+                 widened by the median's distance from the limit, {:.3} decades",
+                named.join(", "),
+                d.own_error()
+                    .and_then(|e| e.first().copied())
+                    .unwrap_or(0.0)
+                    .abs()
+            )
+        }
         Some(RefinementEnd::Converged) => format!(
             "discretisation: E at {finest} (converged, last shift {last}): {}; \
              at the fit's {fit} {own}. fitted.ply carries E at grid {}, {} substeps",
@@ -110,8 +131,8 @@ pub(super) fn discretisation_line(summary: &FitSummary) -> String {
             format!(
                 "discretisation: not converged after {why}: the last shift is {last} \
                  (tolerance {}{}); E at {finest} {}; the fit's own E at {fit} {own} stands \
-                 (fitted.ply carries it), uncertain by {} times the shift over every level \
-                 (its distance from the limit at first order: fit.json's discretisation_error)",
+                 (fitted.ply carries it), uncertain by {} times the shift over every level, its \
+                 distance from the limit at first order: {}",
                 d.tolerance,
                 match d.fitted_poisson.is_empty() {
                     true => String::new(),
@@ -119,9 +140,28 @@ pub(super) fn discretisation_line(summary: &FitSummary) -> String {
                 },
                 named.join(", "),
                 first_order_limit_factor(levels).map_or("2".to_string(), factor_words),
+                own_errors(&names, summary, d).join(", "),
             )
         }
     }
+}
+
+/// Each named value's distance from the discretisation's limit
+/// ([`DiscretisationCheck::own_error`]), E's in decades, then a fitted ν's.
+fn own_errors(names: &[&str], summary: &FitSummary, d: &DiscretisationCheck) -> Vec<String> {
+    let youngs = d.own_error().unwrap_or_default();
+    let poisson = d.own_poisson_error().unwrap_or_default();
+    let ratios = summary
+        .poisson_parameters
+        .iter()
+        .zip(&poisson)
+        .map(|(p, e)| format!("ν {} {:.3}", p.name, e.abs()));
+    names
+        .iter()
+        .zip(&youngs)
+        .map(|(n, e)| format!("{n} {:.3} decades", e.abs()))
+        .chain(ratios)
+        .collect()
 }
 
 /// A factor of [`first_order_limit_factor`] in words: "2", "4/3", "8/7".

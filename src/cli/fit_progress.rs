@@ -147,6 +147,7 @@ impl FitObserver for CliProgress {
         previous: Resolution,
         refined: Resolution,
         cap: u32,
+        stiffness: Solver,
     ) {
         self.phase = Phase::Discretisation;
         self.interrupt.enter(self.phase.name());
@@ -160,8 +161,12 @@ impl FitObserver for CliProgress {
         }
         self.bar.finish_and_clear();
         eprintln!(
-            "checking the discretisation: refitting E at {refined} (from the values at {previous}), at most {}, then up to {MAX_NEWTON_STEPS} Newton steps from the exact gradient",
-            count(cap as usize, "evaluation", "evaluations")
+            "checking the discretisation: refitting E at {refined} (from the values at {previous}), at most {}{}",
+            count(cap as usize, "evaluation", "evaluations"),
+            match stiffness {
+                Solver::Adam => " (the per-driver E by Adam)".to_string(),
+                _ => format!(", then up to {MAX_NEWTON_STEPS} Newton steps from the exact gradient"),
+            }
         );
         self.bar = ProgressBar::new(u64::from(cap));
         self.bar.set_style(

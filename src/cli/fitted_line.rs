@@ -4,7 +4,7 @@
 //! discretisation's limit (the check's shift extrapolated at first order). A field of more values than a line holds (per driver) is named
 //! with where its values are.
 
-use physfit::fit::FitSummary;
+use physfit::fit::{FitSummary, YoungsStatistic};
 
 /// At most this many values of one field are printed; more are a
 /// per-driver field, kept in fit.json, fitted.ply and drivers.safetensors.
@@ -31,8 +31,22 @@ pub(super) fn fitted_line(summary: &FitSummary) -> String {
             .collect();
         parts.push(format!("E (normalised) {}", values.join(", ")));
     } else {
+        // The discretisation check of a per-driver field measured its
+        // median.
+        let median = summary
+            .discretisation
+            .as_ref()
+            .filter(|d| d.youngs_statistic == YoungsStatistic::FreeDriverMedian)
+            .and_then(|d| {
+                Some((
+                    d.fitted_log10_youngs.first()?,
+                    d.own_error()?.first()?.abs(),
+                ))
+            })
+            .map(|(m, e)| format!("; their median 10^{m:.3} ± {}", short(e)))
+            .unwrap_or_default();
         parts.push(format!(
-            "E per driver ({} values: fitted.ply, with each splat's youngs_log10_std)",
+            "E per driver ({} values: fitted.ply, with each splat's youngs_log10_std{median})",
             youngs.len()
         ));
     }
@@ -44,7 +58,8 @@ pub(super) fn fitted_line(summary: &FitSummary) -> String {
             .enumerate()
             .map(|(i, v)| {
                 let std = velocity_std.get(i).copied().flatten();
-                format!("{v:.4}{}", bars(std, None))
+                let error = summary.velocity_discretisation_error.get(i).copied();
+                format!("{v:.4}{}", bars(std, error))
             })
             .collect();
         if !values.is_empty() {

@@ -37,6 +37,50 @@ pub const GRID_REFINEMENT: u32 = 2;
 /// stays the scene's (`fit.discretisation_refine = "fixed_grid"`).
 pub const DRIVER_REFINEMENT: u32 = 2;
 
+/// What a level's E is compared by (src/fit/discretisation_check.rs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum YoungsStatistic {
+    /// Each E parameter: a `global` or `regions` field, refitted by
+    /// L-BFGS. The levels' and answer's `log10_youngs` hold one value per
+    /// parameter (fit.json's `youngs_parameters` order).
+    #[default]
+    Parameters,
+    /// The median of `log10 E` over the free (not anchored) drivers: a
+    /// field of more values (per driver), refitted by Adam, whose values
+    /// number as the drivers do. The levels' and answer's `log10_youngs`
+    /// hold that one median; the answer is always the fit's own field.
+    FreeDriverMedian,
+}
+
+impl YoungsStatistic {
+    /// The statistic of `log10_youngs`, one value per E parameter;
+    /// `anchored[i]` says whether parameter `i` is an anchored driver
+    /// (only read for the median, and only when it has one entry per
+    /// parameter; otherwise every parameter counts).
+    pub fn of(self, log10_youngs: &[f64], anchored: &[bool]) -> Vec<f64> {
+        match self {
+            YoungsStatistic::Parameters => log10_youngs.to_vec(),
+            YoungsStatistic::FreeDriverMedian => {
+                let free = anchored.len() == log10_youngs.len();
+                let mut values: Vec<f64> = log10_youngs
+                    .iter()
+                    .zip(anchored.iter().chain(std::iter::repeat(&false)))
+                    .filter(|&(_, &a)| !(free && a))
+                    .map(|(&v, _)| v)
+                    .collect();
+                values.sort_by(f64::total_cmp);
+                let n = values.len();
+                match n {
+                    0 => Vec::new(),
+                    _ if n % 2 == 1 => vec![values[n / 2]],
+                    _ => vec![0.5 * (values[n / 2 - 1] + values[n / 2])],
+                }
+            }
+        }
+    }
+}
+
 /// The discretisation a fit or a level runs at: grid, drivers, substeps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Resolution {
@@ -91,6 +135,11 @@ pub struct DiscretisationLevel {
     /// The largest |`poisson_shift`| (0 when ν is held).
     #[serde(default)]
     pub largest_poisson_shift: f64,
+    /// The velocity parameters refitted at this level (fit.json's
+    /// `velocity_parameters` order), before E; empty when the levels hold
+    /// the velocity (a per-driver velocity field, or no velocity stage).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub velocity: Vec<f64>,
     /// Newton steps in E (and ν) from a measured Hessian of the exact
     /// gradient taken after the refit (src/fit/exact_step.rs): a check of
     /// where L-BFGS's own model of the curvature ended it.
@@ -190,6 +239,16 @@ pub struct DiscretisationCheck {
     /// [`POISSON_DISCRETISATION_TOLERANCE`].
     #[serde(default = "poisson_tolerance")]
     pub poisson_tolerance: f64,
+    /// The fit's own velocity parameters when the levels refit the
+    /// velocity; empty when they hold it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fitted_velocity: Vec<f64>,
+    /// What `fitted_log10_youngs`, each level's and the answer's
+    /// `log10_youngs` hold: each E parameter, or the median over the free
+    /// drivers of a per-driver field (absent in a check of an earlier
+    /// physfit: each parameter).
+    #[serde(default)]
+    pub youngs_statistic: YoungsStatistic,
     /// Why the levels stopped; absent while the check is still refining
     /// (a checkpoint taken between levels).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -221,6 +280,9 @@ pub struct LevelFit {
     pub log10_youngs: Vec<f64>,
     /// Per fitted ν, its value (empty when ν is held).
     pub poisson: Vec<f64>,
+    /// The refitted velocity parameters (empty when the levels hold the
+    /// velocity).
+    pub velocity: Vec<f64>,
     /// The loss at the previous level's values, then at the refitted ones.
     pub loss: [f64; 2],
     /// Evaluations the refit and its Newton steps took.
@@ -255,6 +317,8 @@ impl DiscretisationCheck {
             refinement: DiscretisationRefinement::Grid,
             tolerance: DISCRETISATION_TOLERANCE,
             poisson_tolerance: POISSON_DISCRETISATION_TOLERANCE,
+            fitted_velocity: Vec::new(),
+            youngs_statistic: YoungsStatistic::Parameters,
             end: None,
             converged: false,
         }
@@ -263,6 +327,32 @@ impl DiscretisationCheck {
     /// The same check refining by `refinement`.
     pub fn refining(self, refinement: DiscretisationRefinement) -> Self {
         Self { refinement, ..self }
+    }
+
+    /// The same check comparing E by `statistic` (`fitted` and every
+    /// level's `log10_youngs` are then that statistic's values).
+    pub fn comparing(self, youngs_statistic: YoungsStatistic) -> Self {
+        Self {
+            youngs_statistic,
+            ..self
+        }
+    }
+
+    /// Whether the finest level's values are the material's answer: the
+    /// check converged and compares each E parameter (a per-driver
+    /// field's answer is the fit's own field, whose median the levels
+    /// measured).
+    pub fn answers_with_finest(&self) -> bool {
+        self.converged && self.youngs_statistic == YoungsStatistic::Parameters
+    }
+
+    /// The same check, its levels refitting the velocity from the fit's
+    /// own `fitted_velocity` parameters.
+    pub fn refitting_velocity(self, fitted_velocity: Vec<f64>) -> Self {
+        Self {
+            fitted_velocity,
+            ..self
+        }
     }
 
     /// The fit's own discretisation.
@@ -308,6 +398,7 @@ impl DiscretisationCheck {
             poisson: fit.poisson,
             poisson_shift,
             largest_poisson_shift,
+            velocity: fit.velocity,
             newton_steps: fit.newton_steps,
             loss: fit.loss,
             evaluations: fit.evaluations,
@@ -377,17 +468,18 @@ impl DiscretisationCheck {
     }
 
     /// Ends the check for `why`: the answer is the finest level's E when
-    /// the check converged, the fit's own otherwise.
+    /// [`Self::answers_with_finest`], the fit's own otherwise.
     pub fn finish(&mut self, why: RefinementEnd) {
         self.end = Some(why);
-        let (at, values) = match self.converged {
+        let finest = self.answers_with_finest();
+        let (at, values) = match finest {
             true => self.finest(),
             false => (self.fit_resolution(), self.fitted_log10_youngs.as_slice()),
         };
         let (at, values) = (at, values.to_vec());
         (self.answer_grid_res, self.answer_substeps) = (at.grid_res, at.substeps);
         self.answer_log10_youngs = values;
-        self.answer_poisson = match self.converged {
+        self.answer_poisson = match finest {
             true => self.finest_poisson().to_vec(),
             false => self.fitted_poisson.clone(),
         };
@@ -421,17 +513,34 @@ impl DiscretisationCheck {
         Some(self.total_poisson_shift().iter().map(|s| -s * factor).collect())
     }
 
-    /// Per E parameter, the discretisation's error that belongs with the E
-    /// reported as the material's (`answer_log10_youngs`), at first order
-    /// ([`first_order_limit_factor`]): when the check converged the
-    /// finest level's E is the answer, and it lies about its last shift
+    /// Per velocity parameter, the fit's own value minus its
+    /// discretisation's limit, estimated from the finest level's refitted
+    /// velocity as [`Self::own_error`] is (world units/s); `None` before
+    /// a level has run or when the levels hold the velocity.
+    pub fn own_velocity_error(&self) -> Option<Vec<f64>> {
+        let factor = first_order_limit_factor(self.levels.len())?;
+        let finest = &self.levels.last()?.velocity;
+        let fitted = &self.fitted_velocity;
+        (!fitted.is_empty() && finest.len() == fitted.len()).then(|| {
+            differences(finest, fitted)
+                .iter()
+                .map(|s| -s * factor)
+                .collect()
+        })
+    }
+
+    /// Per E parameter (or the one median, [`YoungsStatistic`]), the
+    /// discretisation's error that belongs with the E reported as the
+    /// material's (`answer_log10_youngs`), at first order
+    /// ([`first_order_limit_factor`]): when the finest level's E is the
+    /// answer ([`Self::answers_with_finest`]), and it lies about its last shift
     /// from the limit; otherwise the fit's own E is the answer, and its
     /// error is [`Self::own_error`]. `None` before a level has run or while
     /// the check is still refining.
     pub fn answer_error(&self) -> Option<Vec<f64>> {
         self.end?;
         let last = self.levels.last()?;
-        match self.converged {
+        match self.answers_with_finest() {
             true => Some(last.shift.iter().map(|s| -s).collect()),
             false => self.own_error(),
         }
@@ -524,6 +633,7 @@ mod tests {
         LevelFit {
             log10_youngs,
             poisson: Vec::new(),
+            velocity: Vec::new(),
             loss,
             evaluations,
             newton_steps: 0,
@@ -597,6 +707,18 @@ mod tests {
         );
         let nu = one.own_poisson_error().expect("one level ran");
         assert!((nu[0] - 0.04).abs() < 1e-12, "{nu:?}");
+        assert_eq!(one.own_velocity_error(), None, "the velocity was held");
+        let mut moving = DiscretisationCheck::start(at(16, 100, 4), vec![4.0], Vec::new(), 1)
+            .refitting_velocity(vec![0.5, -0.1]);
+        moving.push_level(
+            at(16, 200, 8),
+            LevelFit {
+                velocity: vec![0.52, -0.1],
+                ..fit(vec![3.9], [1.0, 0.5], 6, 1.0)
+            },
+        );
+        let v = moving.own_velocity_error().expect("the levels refit the velocity");
+        assert!((v[0] + 0.04).abs() < 1e-12 && v[1].abs() < 1e-12, "{v:?}");
         let mut none = DiscretisationCheck::start(at(16, 100, 4), vec![4.0], Vec::new(), 2);
         none.finish(RefinementEnd::Memory);
         assert_eq!(none.answer_error(), None, "no level ran: no shift measured");
@@ -625,6 +747,35 @@ mod tests {
             (check.answer_grid_res, check.answer_log10_youngs.clone()),
             (12, vec![4.0])
         );
+    }
+
+    /// A per-driver field is compared by its median over the free
+    /// drivers; converged or not, its answer stays the fit's own field,
+    /// and its error is the median's, extrapolated.
+    #[test]
+    fn a_per_driver_field_is_checked_by_its_free_drivers_median() {
+        let median = YoungsStatistic::FreeDriverMedian;
+        let anchored = [false, true, false, false];
+        assert_eq!(median.of(&[4.0, 9.0, 3.0, 5.0], &anchored), vec![4.0]);
+        assert_eq!(median.of(&[4.0, 9.0, 3.0, 5.0], &[]), vec![4.5], "no flags: every value");
+        assert_eq!(median.of(&[], &[]), Vec::<f64>::new());
+        assert_eq!(
+            YoungsStatistic::Parameters.of(&[4.0, 9.0], &[true, false]),
+            vec![4.0, 9.0]
+        );
+        let mut check = DiscretisationCheck::start(at(16, 400, 9), vec![4.0], Vec::new(), 3)
+            .comparing(median);
+        check.push_level(at(16, 800, 18), fit(vec![3.98], [1.0, 0.9], 12, 1.0));
+        assert!(check.converged && !check.answers_with_finest());
+        check.finish(check.next().unwrap_err());
+        assert_eq!(check.end, Some(RefinementEnd::Converged));
+        assert_eq!(
+            (check.answer_substeps, check.answer_log10_youngs.clone()),
+            (9, vec![4.0]),
+            "the fit's own field is the answer"
+        );
+        let error = check.answer_error().expect("a level ran");
+        assert!((error[0] - 0.04).abs() < 1e-12, "{error:?}");
     }
 
     /// Two levels held at the same end of the E range shift by nothing,

@@ -38,57 +38,64 @@
 //! ([`RefinementEnd::Memory`]) rather than the fit.
 //!
 //! A fitted Poisson's ratio is refitted with E, and its shift counts:
-//! on a drop E and ν trade along a curved valley of the loss. Only a
-//! `global` or `regions` field of at most
-//! [`LBFGS_MAX_PARAMETERS`](super::plan::LBFGS_MAX_PARAMETERS)
-//! values, E's and a fitted ν's together, is checked (fitted by L-BFGS,
-//! on the exact gradient): a per-driver field's values are pinned by the
-//! regulariser as much as by the frames, their shift would measure both, and their
-//! number changes with the drivers from level to level.
+//! on a drop E and ν trade along a curved valley of the loss.
+//!
+//! A `global` or `regions` field of at most
+//! [`LBFGS_MAX_PARAMETERS`](super::plan::LBFGS_MAX_PARAMETERS) values, E's
+//! and a fitted ν's together, is refitted by L-BFGS on the exact gradient
+//! and compared value by value. A larger field (per driver) is refitted by
+//! Adam from the previous level's field carried onto the level's drivers
+//! (the nearest coarser driver's value, src/fit/discretisation_carry.rs;
+//! src/fit/discretisation_refit.rs), and compared by the median of `log10
+//! E` over the free drivers ([`YoungsStatistic::FreeDriverMedian`]): its
+//! values number as the drivers do, and each is pinned by the regulariser
+//! as much as by the frames, while the median is the field's level, which
+//! the discretisation moves as it moves a global E. Its answer stays the
+//! fit's own field (a level's field lives on other drivers), and the
+//! median's shift is its error bar.
 
-pub use super::discretisation::{DiscretisationCheck, RefinementEnd};
+pub use super::discretisation::{DiscretisationCheck, RefinementEnd, YoungsStatistic};
 #[cfg(doc)]
 use super::discretisation::{DISCRETISATION_TOLERANCE, POISSON_DISCRETISATION_TOLERANCE};
+use super::discretisation_refit::{past, refit_stage, refit_stage_by_adam, StageRefit};
 use super::error::FitError;
 use super::evaluation::Parameters;
 use super::exact_step::walk_newton;
-use super::objective::{by_lbfgs, Remember, StageObjective, Unknowns};
-use super::observer::{EvaluationHook, EvaluationPurpose};
+use super::objective::by_lbfgs;
+use super::observer::EvaluationHook;
 use super::options::FitProblemOptions;
 use super::plan::{last_stiffness, StageKind, StagePlan};
 use super::problem::FitProblem;
-use super::stages_lbfgs::{lbfgs_coordinates, warm_start};
 use crate::budget::{estimate, MachineMemory, Workload};
 use crate::drive::DriverSet;
 use crate::gpu::GpuContext;
 use crate::scene::{FieldSetting, Scene};
 use crate::solve::lbfgs::CurvaturePair;
-use crate::solve::{execute, Control, Ending, Lbfgs, LbfgsSettings, LbfgsStart};
 use std::time::Instant;
 use crate::stop::StopSignal;
 
 /// Why a fit's discretisation was not checked, when it was not.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NotChecked {
-    /// E is a per-driver field (module doc).
-    PerDriverField,
     /// The plan fits no stiffness stage.
     NoStiffnessStage,
 }
 
-/// Whether the check can measure `params`' E, a point of the field
-/// `youngs_field` (`fit.stiffness.field`), after `plan` (module doc).
+/// The stage whose E the check refits after `plan` (the last stiffness
+/// stage), and what it compares from level to level: each E parameter
+/// when the stage fits `params`' E by L-BFGS (a `global` or `regions`
+/// field), the median over the free drivers otherwise (a per-driver field,
+/// by Adam; module doc).
 pub fn checkable<'a>(
     plan: &'a [StagePlan],
-    youngs_field: &FieldSetting,
     params: &Parameters,
-) -> Result<&'a StagePlan, NotChecked> {
+) -> Result<(&'a StagePlan, YoungsStatistic), NotChecked> {
     let stage = last_stiffness(plan).ok_or(NotChecked::NoStiffnessStage)?;
-    let per_driver = matches!(youngs_field, FieldSetting::Drivers);
-    match per_driver || !by_lbfgs(stage.kind, params) {
-        true => Err(NotChecked::PerDriverField),
-        false => Ok(stage),
-    }
+    let statistic = match by_lbfgs(stage.kind, params) {
+        true => YoungsStatistic::Parameters,
+        false => YoungsStatistic::FreeDriverMedian,
+    };
+    Ok((stage, statistic))
 }
 
 /// Whether a level's scene (`level`, src/fit/discretisation_grid.rs: its
@@ -197,14 +204,20 @@ pub fn refit_level(
         None => (from.clone(), Vec::new(), false),
     };
     let (stage, pairs) = stages.stiffness;
-    let run = refit_stage(ctx, &mut problem, stage, &from, pairs, range, deadline, hook)?
+    let lbfgs = by_lbfgs(stage.kind, &from);
+    let refit = match lbfgs {
+        true => refit_stage,
+        false => refit_stage_by_adam,
+    };
+    let run: StageRefit = refit(ctx, &mut problem, stage, &from, pairs, range, deadline, hook)?
         .ok_or_else(blew_up)?;
     evaluations += run.evaluations;
     let stopped = velocity_cut || run.stopped;
     // Newton steps from a measured Hessian, from where L-BFGS's model
     // ended the refit; not when the budget stopped the refit (its end is not an
-    // optimum of any kind) or is spent, and no further one once it is.
-    let (params, end_loss, newton_steps) = match stopped || past(deadline) {
+    // optimum of any kind) or is spent, and no further one once it is; not
+    // after Adam (a per-driver field's Hessian is too large to measure).
+    let (params, end_loss, newton_steps) = match stopped || past(deadline) || !lbfgs {
         true => (run.params, run.loss[1], 0),
         false => {
             let walk = walk_newton(
@@ -234,77 +247,3 @@ pub fn refit_level(
     })
 }
 
-/// Whether `deadline` has passed.
-fn past(deadline: Option<Instant>) -> bool {
-    deadline.is_some_and(|d| Instant::now() >= d)
-}
-
-/// One stage's unknowns refitted by L-BFGS on `problem` from `from`,
-/// warm-started with `pairs` (kept when the refit adds none), stopped
-/// after the accepted step that passes `deadline`; `None` when the start
-/// blew up.
-#[allow(clippy::too_many_arguments)]
-fn refit_stage(
-    ctx: &GpuContext,
-    problem: &mut FitProblem,
-    stage: &StagePlan,
-    from: &Parameters,
-    pairs: &[CurvaturePair],
-    range: [f64; 2],
-    deadline: Option<Instant>,
-    hook: EvaluationHook<'_>,
-) -> Result<Option<StageRefit>, FitError> {
-    problem.set_stage(&stage.settings)?;
-    let unknowns = Unknowns::of(stage.kind);
-    let (scale, bounds) = lbfgs_coordinates(unknowns, stage, from, range);
-    let mut objective = StageObjective::of_stage(ctx, problem, stage, from.clone(), Remember::All)
-        .scaled(scale)
-        .reporting(hook, EvaluationPurpose::Stage);
-    let z0 = objective.to_solver(&unknowns.get(from));
-    let mut solver = Lbfgs {
-        settings: LbfgsSettings {
-            max_evaluations: stage.settings.iterations,
-            first_step: 1.0,
-            relative_tolerance: stage.settings.tolerance / 2.0,
-            bounds,
-            eager_gradient: false,
-            ..LbfgsSettings::default()
-        },
-    };
-    let Some(mut run) = solver.start(&mut objective, LbfgsStart::At(&z0))? else {
-        return Ok(None);
-    };
-    warm_start(&mut run, pairs);
-    let start_loss = run.loss;
-    // Spent before this stage began (the velocity's refit took it): the
-    // start's evaluation is all it gets.
-    let ending = match past(deadline) {
-        true => Ending::Stopped,
-        false => execute(&mut solver, &mut objective, &mut run, |_, _| {
-            match past(deadline) {
-                true => Control::Stop,
-                false => Control::Continue,
-            }
-        })?,
-    };
-    Ok(Some(StageRefit {
-        stopped: ending == Ending::Stopped,
-        params: objective.parameters(&run.x),
-        loss: [start_loss, run.loss],
-        evaluations: run.evaluations,
-        pairs: match run.pairs.is_empty() {
-            true => pairs.to_vec(),
-            false => run.pairs.clone(),
-        },
-    }))
-}
-
-/// What [`refit_stage`] found.
-struct StageRefit {
-    /// The deadline stopped it.
-    stopped: bool,
-    params: Parameters,
-    loss: [f64; 2],
-    evaluations: u32,
-    pairs: Vec<CurvaturePair>,
-}

@@ -2,21 +2,24 @@
 //! fitted ν) and its error bar per driver (docs/design.md § Error bars,
 //! "From the discretisation").
 //!
-//! - **E.** The finest level's when the discretisation check converged,
-//!   the fit's own otherwise. (`drivers.safetensors` always keeps the fit's
-//!   own: only it reproduces the frames at the recorded substeps.)
+//! - **E.** The finest level's when the discretisation check converged
+//!   on a `global` or `regions` field, the fit's own otherwise (a
+//!   per-driver field's check measures its median).
+//!   (`drivers.safetensors` always keeps the fit's own: only it
+//!   reproduces the frames at the recorded substeps.)
 //! - **Its error bar** (`youngs_log10_std`). The data's standard error
 //!   alone when no level of the check ran. Once one has, the data's and
 //!   the check's error that belongs with that E
 //!   ([`DiscretisationCheck::answer_error`]: the last shift for the finest
 //!   level's E, the shift over every level extrapolated to the limit at
-//!   first order for the fit's own) in quadrature, `√(σ_d² + s_d²)` per
-//!   driver, with `s_d` that error through the E field's map, capped like the data's at the spread of a value anywhere
-//!   in the E range. On the twins the data's bar alone is tens of its own
-//!   widths from the truth; the shift is what covers the discretisation's
-//!   bias.
+//!   first order for the fit's own; a per-driver field's median's, for
+//!   every driver) in quadrature, `√(σ_d² + s_d²)` per driver, with `s_d`
+//!   that error through the E field's map, capped like the data's at the
+//!   spread of a value anywhere in the E range. On the twins the data's
+//!   bar alone is tens of its own widths from the truth; the shift is
+//!   what covers the discretisation's bias.
 
-use super::discretisation::DiscretisationCheck;
+use super::discretisation::{DiscretisationCheck, YoungsStatistic};
 use super::problem::FitProblem;
 use super::session_error::SessionError;
 use super::state::FitState;
@@ -56,7 +59,7 @@ pub fn material_answer(
     fitted: &FittedDrivers,
 ) -> Result<MaterialAnswer, SessionError> {
     let check: Option<&DiscretisationCheck> = state.discretisation.as_ref();
-    let converged = check.filter(|d| d.end.is_some() && d.converged);
+    let converged = check.filter(|d| d.end.is_some() && d.answers_with_finest());
     let log10 = match converged {
         Some(d) => problem.youngs_map().apply(&d.answer_log10_youngs)?,
         None => fitted.log10_youngs.clone(),
@@ -64,6 +67,13 @@ pub fn material_answer(
     let shift = check.and_then(DiscretisationCheck::answer_error);
     let (log10_std, error_caption) = match (&fitted.youngs_log10_std, shift) {
         (Some(data), Some(shift)) => {
+            // A per-driver field's check measured its median: that error
+            // is every driver's.
+            let median = check.map(|d| d.youngs_statistic) == Some(YoungsStatistic::FreeDriverMedian);
+            let shift = match median {
+                true => vec![shift[0]; state.log10_youngs.len()],
+                false => shift,
+            };
             let per_driver = problem.youngs_map().apply(&shift)?;
             let cap = unconstrained_log10_std(scene.material.log10_youngs_range);
             (

@@ -35,6 +35,7 @@ internal_mods! {
     discretisation_carry;
     discretisation_check;
     discretisation_grid;
+    discretisation_refit;
     error;
     evaluation;
     exact_step;
@@ -74,7 +75,8 @@ internal_mods! {
 
 pub use checkpoint::CheckpointError;
 pub use discretisation::{
-    first_order_limit_factor, LevelFit, RefinementEnd, Resolution, POISSON_DISCRETISATION_TOLERANCE,
+    first_order_limit_factor, DiscretisationCheck, LevelFit, RefinementEnd, Resolution,
+    YoungsStatistic, POISSON_DISCRETISATION_TOLERANCE,
 };
 pub use discretisation_grid::{level_resolution, level_scene, scene_resolution};
 pub use exact_step::MAX_NEWTON_STEPS;

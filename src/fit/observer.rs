@@ -9,6 +9,7 @@ use super::evaluation::LossReport;
 use super::plan::StagePlan;
 use super::recovery::Recovery;
 use super::state::FitState;
+use super::summary::Solver;
 pub use crate::solve::Control;
 
 /// Progress, checkpoints and interruption, outside the fit's loop.
@@ -30,8 +31,14 @@ pub trait FitObserver {
     /// or the previous level's) to measure how far the discretisation
     /// moves it ([`super::discretisation_check`]), in at most `cap`
     /// evaluations.
-    fn discretisation_check_started(&mut self, previous: Resolution, refined: Resolution, cap: u32) {
-        let _ = (previous, refined, cap);
+    fn discretisation_check_started(
+        &mut self,
+        previous: Resolution,
+        refined: Resolution,
+        cap: u32,
+        stiffness: Solver,
+    ) {
+        let _ = (previous, refined, cap, stiffness);
     }
     /// An evaluation of that refit ended.
     fn discretisation_evaluation_done(&mut self, done: &EvaluationDone) {

@@ -330,6 +330,7 @@ pub fn write_outputs(
         None => None,
     };
     let info = &ctx.adapter_info;
+    let velocity_errors = summary_build::velocity_error_bars(state);
     let summary = FitSummary {
         format: SUMMARY_FORMAT.into(),
         version: SUMMARY_VERSION,
@@ -352,6 +353,8 @@ pub fn write_outputs(
         final_loss: final_loss(scene, &report),
         youngs_parameters: summary_build::youngs_parameters(scene, &drivers, state, side),
         velocity_parameters: state.velocity.clone(),
+        velocity_discretisation_error: velocity_errors.0,
+        velocity_error_bar: velocity_errors.1,
         poisson_parameters: summary_build::poisson_parameters(scene, &drivers, state),
         uncertainty: state.uncertainty.clone(),
         exact_step: state.exact_step.clone(),

@@ -21,7 +21,7 @@ use super::discretisation::{at_range_end, LevelFit};
 use super::discretisation_carry::carry_parameters;
 use super::discretisation_check::{
     checkable, level_fits_memory, refit_level, refitted_velocity, DiscretisationCheck, LevelStages,
-    RefinementEnd,
+    RefinementEnd, YoungsStatistic,
 };
 use super::discretisation_grid::{level_scene, scene_resolution};
 use super::error::FitError;
@@ -29,6 +29,7 @@ use super::observer::{EvaluationDone, FitObserver};
 use super::plan::StageKind;
 use super::session::FitSession;
 use super::session_error::SessionError;
+use super::summary::Solver;
 use crate::drive::DriverSet;
 use crate::gpu::GpuContext;
 use std::time::{Duration, Instant};
@@ -68,21 +69,28 @@ impl FitSession {
             return Ok(());
         }
         let fitted = self.state.parameters();
-        let Ok(stage) = checkable(&self.plan, &self.scene.fit.stiffness.field, &fitted) else {
+        let Ok((stage, statistic)) = checkable(&self.plan, &fitted) else {
             return Ok(());
         };
         let stage = stage.clone();
         let poisson_range = self.scene.fit.stiffness.poisson_range;
         let poisson_of =
             |z: &[f64]| -> Vec<f64> { z.iter().map(|&z| poisson_range.poisson_of(z)).collect() };
+        let velocity_stage =
+            refitted_velocity(&self.plan, &self.scene.fit.velocity.field, &fitted).cloned();
         let mut check = self.state.discretisation.take().unwrap_or_else(|| {
-            DiscretisationCheck::start(
+            let check = DiscretisationCheck::start(
                 scene_resolution(&self.scene),
-                fitted.log10_youngs.clone(),
+                statistic.of(&fitted.log10_youngs, &self.drivers.anchored),
                 poisson_of(&fitted.poisson),
                 self.scene.fit.discretisation_levels,
             )
             .refining(refinement)
+            .comparing(statistic);
+            match velocity_stage {
+                Some(_) => check.refitting_velocity(fitted.velocity.clone()),
+                None => check,
+            }
         });
         // A resumed check starts its next level from the finest level's
         // drivers (rebuilt: they follow from the scene and the level's
@@ -102,7 +110,11 @@ impl FitSession {
         };
         let mut from = carry_parameters(&self.scene, &self.drivers, &from_drivers, &fitted)
             .map_err(|e| FitError::Parameterisation(e.to_string()))?;
-        from.log10_youngs = check.finest().1.to_vec();
+        // (A per-driver field's levels keep only its median: a resumed
+        // check carries the fit's own field onto the finest level's drivers.)
+        if check.youngs_statistic == YoungsStatistic::Parameters {
+            from.log10_youngs = check.finest().1.to_vec();
+        }
         // A resumed check's finest ν (a checkpoint of an earlier physfit
         // kept none: the fit's own then).
         if check.finest_poisson().len() == from.poisson.len() {
@@ -112,10 +124,14 @@ impl FitSession {
                 .map(|&nu| poisson_range.z_of(nu))
                 .collect();
         }
+        // And its finest velocity, where the levels refit it.
+        if let Some(v) = check.levels.last().map(|l| &l.velocity) {
+            if !v.is_empty() && v.len() == from.velocity.len() {
+                from.velocity = v.clone();
+            }
+        }
         let mut pairs = self.state.curvature_of(StageKind::Stiffness).to_vec();
         let mut velocity_pairs = self.state.curvature_of(StageKind::Velocity).to_vec();
-        let velocity_stage =
-            refitted_velocity(&self.plan, &self.scene.fit.velocity.field, &fitted).cloned();
         let budget = self
             .scene
             .fit
@@ -169,7 +185,11 @@ impl FitSession {
             let at = scene_resolution(&level);
             let cap = stage.settings.iterations
                 + velocity_stage.as_ref().map_or(0, |v| v.settings.iterations);
-            progress.discretisation_check_started(previous, at, cap);
+            let solver = match statistic {
+                YoungsStatistic::Parameters => Solver::Lbfgs,
+                YoungsStatistic::FreeDriverMedian => Solver::Adam,
+            };
+            progress.discretisation_check_started(previous, at, cap, solver);
             let run = {
                 let progress = RefCell::new(&mut *progress);
                 let hook = |done: &EvaluationDone| {
@@ -195,15 +215,19 @@ impl FitSession {
             check.push_level(
                 at,
                 LevelFit {
-                    log10_youngs: run.params.log10_youngs.clone(),
+                    log10_youngs: statistic.of(&run.params.log10_youngs, &drivers.anchored),
                     poisson: poisson_of(&run.params.poisson),
+                    velocity: match velocity_stage {
+                        Some(_) => run.params.velocity.clone(),
+                        None => Vec::new(),
+                    },
                     loss: run.loss,
                     evaluations: run.evaluations,
                     newton_steps: run.newton_steps,
                     seconds: run.seconds,
                 },
             );
-            let held = at_range_end(&run.params.log10_youngs, level.material.log10_youngs_range);
+            let held = at_range_end(check.finest().1, level.material.log10_youngs_range);
             (from, from_drivers, pairs) = (run.params, drivers, run.pairs);
             if velocity_stage.is_some() {
                 velocity_pairs = run.velocity_pairs;

@@ -35,7 +35,9 @@ pub const SUMMARY_FORMAT: &str = "physfit.fit";
 /// the drivers, each level recording its `grid_res` and `drivers`, the
 /// check the fit's own and the answer's `answer_grid_res`; later, each E
 /// parameter's and ν's optional `discretisation_error`, the shift
-/// extrapolated to the limit, which `log10_error_bar` then combines).
+/// extrapolated to the limit, which `log10_error_bar` then combines, and
+/// the velocity's, `velocity_discretisation_error` and
+/// `velocity_error_bar`, from the velocity the levels refit).
 pub const SUMMARY_VERSION: u32 = 7;
 
 /// Why `fit.json` could not be read or written.
@@ -421,6 +423,19 @@ pub struct FitSummary {
     pub youngs_parameters: Vec<YoungsParameter>,
     /// The fitted velocity parameters (world units / s).
     pub velocity_parameters: Vec<f64>,
+    /// Per velocity parameter, the fit's own value minus its
+    /// discretisation's limit, from the discretisation check's refitted
+    /// velocity extrapolated at first order as E's
+    /// ([`YoungsParameter::discretisation_error`]); empty when the check
+    /// ran no level or held the velocity.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub velocity_discretisation_error: Vec<f64>,
+    /// Per velocity parameter, the data's standard error
+    /// (`uncertainty.velocity_std`) and `velocity_discretisation_error` in
+    /// quadrature ([`combined_error_bar`]): the bar to quote (null where
+    /// either is missing); empty when there is no discretisation error.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub velocity_error_bar: Vec<Option<f64>>,
     /// The fitted Poisson's ratio parameters, in parameter order; empty
     /// when ν was held at `material.poisson_ratio`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

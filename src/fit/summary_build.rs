@@ -6,10 +6,13 @@
 //! goes to L-BFGS, which has no learning rate, warm-up, decay or clip).
 
 use super::checkpoint::FitFingerprint;
+use super::discretisation::YoungsStatistic;
 use super::field_setting::RegionAssignment;
 use super::plan::{StageKind, StagePlan, LBFGS_MAX_PARAMETERS};
 use super::state::FitState;
 use super::summary::{combined_error_bar, PoissonParameter};
+#[cfg(doc)]
+use super::summary::FitSummary;
 use super::summary::{
     FitSettings, InputHashes, MaterialSettings, ScanSettings, Settings, SimulationSettings, Solver,
     StageRun, StageSettings, StageSummary, YoungsParameter,
@@ -199,7 +202,12 @@ pub fn youngs_parameters(
                 .as_ref()
                 .filter(|u| u.youngs_log10_std.len() == n);
             let log10_std = errors.and_then(|u| u.youngs_log10_std[i]);
-            let check = state.discretisation.as_ref();
+            // A per-driver field's check measured its median, no
+            // parameter's own shift.
+            let check = state
+                .discretisation
+                .as_ref()
+                .filter(|d| d.youngs_statistic == YoungsStatistic::Parameters);
             let discretisation_shift = check.and_then(|d| d.total_shift().get(i).copied());
             let discretisation_error =
                 check.and_then(|d| d.own_error()?.get(i).copied());
@@ -266,3 +274,27 @@ pub fn poisson_parameters(
         .collect()
 }
 
+
+/// The velocity's discretisation errors and combined error bars
+/// ([`FitSummary::velocity_discretisation_error`],
+/// [`FitSummary::velocity_error_bar`]); both empty when the check measured
+/// none.
+pub fn velocity_error_bars(state: &FitState) -> (Vec<f64>, Vec<Option<f64>>) {
+    let Some(errors) = state
+        .discretisation
+        .as_ref()
+        .and_then(|d| d.own_velocity_error())
+    else {
+        return (Vec::new(), Vec::new());
+    };
+    let data = state
+        .uncertainty
+        .as_ref()
+        .map_or(&[][..], |u| u.velocity_std.as_slice());
+    let bars = errors
+        .iter()
+        .enumerate()
+        .map(|(i, &e)| combined_error_bar(data.get(i).copied().flatten(), Some(e)))
+        .collect();
+    (errors, bars)
+}

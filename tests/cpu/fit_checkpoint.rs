@@ -85,6 +85,7 @@ fn running_state() -> FitState {
                     physfit::fit::LevelFit {
                         log10_youngs,
                         poisson: vec![poisson],
+                        velocity: vec![0.25, -0.5, 1.0 / 3.0],
                         loss,
                         evaluations,
                         newton_steps,
@@ -96,7 +97,8 @@ fn running_state() -> FitState {
                 vec![3.1, 4.0, 1.0 / 3.0],
                 vec![0.1 / 3.0],
                 3,
-            );
+            )
+            .refitting_velocity(vec![0.2, -0.5, 0.1]);
             check.push_level(
                 at(32, 1900, 18),
                 level(vec![3.2, 4.1, 0.3], 0.25, [0.25, 1.0 / 9.0], 7, 2, 12.5),

@@ -4,7 +4,7 @@
 //! raised (and the stages after it), and a resume with nothing left to do.
 
 use crate::common::cli::{ok, physfit};
-use physfit::fit::RefinementEnd;
+use physfit::fit::{RefinementEnd, YoungsStatistic};
 use physfit::scene::DiscretisationRefinement;
 
 use super::fit_cli::{
@@ -358,6 +358,25 @@ fn a_checked_discretisation_refines_until_e_stops_moving_or_the_cap() {
             None => assert!(p.get("log10_error_bar").is_none(), "{p}"),
         }
     }
+    // The levels refit the global velocity before E: its discretisation
+    // error is the finest level's velocity against the fit's own, at first
+    // order, and its bar that and the data's in quadrature.
+    let factor = 1.0 / (1.0 - 0.5f64.powi(levels.len() as i32));
+    let v0 = numbers(&json["velocity_parameters"]);
+    assert_eq!(numbers(&check["fitted_velocity"]), v0);
+    let finest_v0 = numbers(&levels.last().unwrap()["velocity"]);
+    let v0_error = numbers(&json["velocity_discretisation_error"]);
+    assert_eq!((finest_v0.len(), v0_error.len()), (v0.len(), v0.len()));
+    for i in 0..v0.len() {
+        assert!(
+            (v0_error[i] + (finest_v0[i] - v0[i]) * factor).abs() < 1e-12,
+            "{v0_error:?}"
+        );
+        if let Some(std) = json["uncertainty"]["velocity_std"][i].as_f64() {
+            let bar = json["velocity_error_bar"][i].as_f64().unwrap();
+            assert!((bar - std.hypot(v0_error[i])).abs() < 1e-12);
+        }
+    }
     assert!(
         free_drivers_carry(&d.join("fit"), fitted[0]),
         "drivers.safetensors keeps the fit's own E"
@@ -581,6 +600,88 @@ fn by_default_a_fixed_grid_check_refines_the_substeps_and_drivers_on_the_fits_gr
         )),
         "{stderr}"
     );
+}
+
+/// A per-driver E is checked too: the level refits the field by Adam on
+/// twice the drivers and substeps and compares the median of log10 E
+/// over the free drivers; the fit's own field stays the answer (a level's
+/// lives on other drivers), no driver gets a shift of its own, and every
+/// free splat's bar in fitted.ply is widened by the median's extrapolated
+/// error.
+#[test]
+fn a_per_driver_field_is_checked_by_its_median() {
+    let scene = scene_toml("drivers", "")
+        .replace("rounds = 2", "rounds = 1")
+        .replace("iterations = 30", "iterations = 6")
+        .replace("iterations = 20", "iterations = 8")
+        .replace(
+            "check_discretisation = false",
+            "discretisation_levels = 1\ndiscretisation_seconds = \"none\"",
+        );
+    let dir = twin(&scene, TRUTH_CONSTANT);
+    let d = dir.path();
+    let stderr = ok(&physfit(d, &["fit", "scene.toml", "--out", "fit"]));
+    println!("{stderr}");
+    let json = fit_json(&d.join("fit"));
+    let check = json.discretisation.as_ref().expect("the check ran");
+    println!("{check:#?}");
+    assert_eq!(check.youngs_statistic, YoungsStatistic::FreeDriverMedian);
+    let [level] = check.levels.as_slice() else {
+        panic!("one level: {check:#?}")
+    };
+    assert_eq!(
+        (level.drivers, level.substeps),
+        (2 * check.drivers, 2 * check.substeps)
+    );
+    assert_eq!(
+        (check.fitted_log10_youngs.len(), level.log10_youngs.len()),
+        (1, 1)
+    );
+    assert_eq!(level.newton_steps, 0, "no Newton steps after Adam");
+    let own: Vec<f64> = json
+        .youngs_parameters
+        .iter()
+        .map(|p| p.log10_normalised)
+        .collect();
+    assert_eq!(own.len(), check.drivers);
+    let median = check.fitted_log10_youngs[0];
+    let below = own.iter().filter(|&&e| e < median).count();
+    let above = own.iter().filter(|&&e| e > median).count();
+    assert!(
+        below > 0 && above > 0,
+        "a median of the field: {median} in {own:?}"
+    );
+    assert_eq!(check.answer_log10_youngs, check.fitted_log10_youngs);
+    assert_eq!(
+        check.answer_substeps, check.substeps,
+        "the fit's own field is the answer"
+    );
+    assert!(json
+        .youngs_parameters
+        .iter()
+        .all(|p| p.discretisation_shift.is_none() && p.discretisation_error.is_none()));
+    let error = check.own_error().expect("a level ran")[0].abs();
+    assert!(error > 0.0, "{check:#?}");
+    assert!(
+        stderr.contains("(the per-driver E by Adam)")
+            && stderr.contains("the free drivers' median 10^")
+            && stderr.contains(&format!("their median 10^{median:.3} ± "))
+            && stderr.contains(&format!(
+                "its distance from the limit at first order: the free drivers' median \
+                 {error:.3} decades"
+            )),
+        "{stderr}"
+    );
+    // fitted.ply: each driver's bar is its data bar and the median's error
+    // in quadrature, so no free splat's bar is under that error.
+    let bars = simulated_free_ply_bars(&d.join("fit").join("fitted.ply"));
+    assert!(!bars.is_empty());
+    for bar in bars {
+        assert!(
+            f64::from(bar) >= error * (1.0 - 1e-5),
+            "{bar} under {error}"
+        );
+    }
 }
 
 /// `youngs_log10_std` of every free simulated splat of a `fitted.ply`.
