@@ -16,13 +16,13 @@ use super::observer::{EvaluationHook, EvaluationPurpose};
 use super::plan::LBFGS_MAX_PARAMETERS;
 use super::plan::StagePlan;
 use super::problem::FitProblem;
-use super::stages_adam::MAX_REJECTIONS;
+use super::stages_adam::adam_solver;
 use super::stages_lbfgs::lbfgs_coordinates;
 use super::stages_lbfgs::warm_start;
 use crate::gpu::GpuContext;
 use crate::solve::adam::{Adam, AdamError, AdamObjective};
 use crate::solve::lbfgs::CurvaturePair;
-use crate::solve::{execute, AdamSolver, Control, Ending, Lbfgs, LbfgsSettings, LbfgsStart};
+use crate::solve::{execute, Control, Ending, Lbfgs, LbfgsSettings, LbfgsStart};
 use std::time::Instant;
 
 /// Whether `deadline` has passed.
@@ -122,21 +122,10 @@ pub(super) fn refit_stage_by_adam(
     problem.set_stage(&stage.settings)?;
     let unknowns = Unknowns::of(stage.kind);
     let x0 = unknowns.get(from);
-    // E clamped to its range; ν's `z`, after it, free (its sigmoid bounds ν).
-    let bounds = match unknowns {
-        Unknowns::Velocity => Vec::new(),
-        Unknowns::Youngs => vec![(range[0], range[1]); from.log10_youngs.len()],
-    };
+    let label = format!("the discretisation check's {}", stage.label());
+    let mut solver = adam_solver(stage, from, range, label.clone());
     let mut objective = StageObjective::of_stage(ctx, problem, stage, from.clone(), Remember::Last)
         .reporting(hook, EvaluationPurpose::Stage);
-    let mut solver = AdamSolver {
-        schedule: stage.schedule(),
-        grad_clip: stage.settings.grad_clip,
-        bounds,
-        tolerance: stage.settings.tolerance,
-        max_rejections: MAX_REJECTIONS,
-        label: format!("the discretisation check's {}", stage.label()),
-    };
     let n = x0.len();
     let Some(mut run) = solver.start(&mut objective, x0, Adam::new(n), 0, Vec::new())? else {
         return Ok(None);
@@ -160,7 +149,7 @@ pub(super) fn refit_stage_by_adam(
         .map_err(|e| match e {
             AdamError::Objective(e) => e,
             AdamError::Rejected(r) => FitError::StepRejected {
-                stage: format!("the discretisation check's {}", stage.label()),
+                stage: label.clone(),
                 iteration: r.iteration,
                 halvings: r.halvings,
             },

@@ -5,6 +5,7 @@
 use std::cell::RefCell;
 
 use super::error::FitError;
+use super::evaluation::Parameters;
 use super::objective::{Remember, StageObjective, Unknowns};
 use super::observer::{EvaluationDone, EvaluationPurpose, FitObserver};
 use super::plan::StagePlan;
@@ -18,6 +19,29 @@ use crate::solve::{execute, AdamSolver, Ending};
 
 /// Halvings of the rate an Adam step may need before the fit gives up.
 pub const MAX_REJECTIONS: u32 = 8;
+
+/// The Adam solver of `stage` (its schedule, clipping and tolerance) from
+/// `params`, named `label` in its warnings: E clamped to `range`, ν's `z`
+/// after it free (its sigmoid bounds ν), the velocity unbounded.
+pub(super) fn adam_solver(
+    stage: &StagePlan,
+    params: &Parameters,
+    range: [f64; 2],
+    label: String,
+) -> AdamSolver {
+    let bounds = match Unknowns::of(stage.kind) {
+        Unknowns::Velocity => Vec::new(),
+        Unknowns::Youngs => vec![(range[0], range[1]); params.log10_youngs.len()],
+    };
+    AdamSolver {
+        schedule: stage.schedule(),
+        grad_clip: stage.settings.grad_clip,
+        bounds,
+        tolerance: stage.settings.tolerance,
+        max_rejections: MAX_REJECTIONS,
+        label,
+    }
+}
 
 /// A large stage by Adam ([`crate::solve::adam`]): one record per step,
 /// the loss at the point it started from; rejected steps (a blown-up
@@ -35,23 +59,11 @@ pub(super) fn run_adam_stage(
     let unknowns = Unknowns::of(stage.kind);
     let base = state.parameters();
     let x0 = unknowns.get(&base);
-    // E clamped to its range; ν's `z`, after it, free (its sigmoid bounds ν).
-    let bounds = match unknowns {
-        Unknowns::Velocity => Vec::new(),
-        Unknowns::Youngs => vec![(range[0], range[1]); base.log10_youngs.len()],
-    };
+    let mut solver = adam_solver(stage, &base, range, stage.label());
     let observer = RefCell::new(observer);
     let hook = |done: &EvaluationDone| observer.borrow_mut().evaluation_done(stage, done);
     let mut objective = StageObjective::of_stage(ctx, problem, stage, base, Remember::Last)
         .reporting(&hook, EvaluationPurpose::Stage);
-    let mut solver = AdamSolver {
-        schedule: stage.schedule(),
-        grad_clip: stage.settings.grad_clip,
-        bounds,
-        tolerance: stage.settings.tolerance,
-        max_rejections: MAX_REJECTIONS,
-        label: stage.label(),
-    };
     let losses = stage_losses(&state.records, stage);
     let started = solver.start(
         &mut objective,
