@@ -60,7 +60,7 @@ use super::discretisation::{DISCRETISATION_TOLERANCE, POISSON_DISCRETISATION_TOL
 use super::discretisation_refit::{past, refit_stage, refit_stage_by_adam, StageRefit};
 use super::error::FitError;
 use super::evaluation::Parameters;
-use super::exact_step::walk_newton;
+use super::exact_step::{walk_newton, WalkDeadline};
 use super::objective::by_lbfgs;
 use super::observer::EvaluationHook;
 use super::options::FitProblemOptions;
@@ -209,8 +209,15 @@ pub fn refit_level(
         true => refit_stage,
         false => refit_stage_by_adam,
     };
+    let refit_started = Instant::now();
     let run: StageRefit = refit(ctx, &mut problem, stage, &from, pairs, range, deadline, hook)?
         .ok_or_else(blew_up)?;
+    // What the walk's Hessians will cost, from the refit's own rate.
+    let walk_deadline = deadline.map(|at| WalkDeadline {
+        at,
+        seconds_per_gradient: refit_started.elapsed().as_secs_f64()
+            / f64::from(run.evaluations.max(1)),
+    });
     evaluations += run.evaluations;
     let stopped = velocity_cut || run.stopped;
     // Newton steps from a measured Hessian, from where L-BFGS's model
@@ -229,7 +236,7 @@ pub fn refit_level(
                 None,
                 range,
                 Some(hook),
-                deadline,
+                walk_deadline,
             )?;
             evaluations += walk.evaluations;
             (walk.at, walk.loss[1], walk.steps)

@@ -141,8 +141,10 @@ pub struct NewtonWalk {
 /// discretisation check's levels walk from their refits' ends the same
 /// way (src/fit/discretisation_check.rs). `hook`, when given, is told of
 /// every evaluation (the trials' losses and the Hessians' gradients). Past
-/// `deadline` (the discretisation check's time budget) no further fresh
-/// Hessian is taken: the walk ends at the last step kept.
+/// `deadline` (the discretisation check's time budget), or where a fresh
+/// Hessian and its first trial are predicted to pass it
+/// ([`WalkDeadline::affords`]), no further one is taken: the walk ends at
+/// the last step kept (at the start when the first is not affordable).
 #[allow(clippy::too_many_arguments)]
 pub fn walk_newton(
     ctx: &GpuContext,
@@ -153,7 +155,7 @@ pub fn walk_newton(
     first: Option<StiffnessNewtonStep>,
     range: [f64; 2],
     hook: Option<EvaluationHook<'_>>,
-    deadline: Option<std::time::Instant>,
+    mut deadline: Option<WalkDeadline>,
 ) -> Result<NewtonWalk, FitError> {
     problem.set_stage(&stage.settings)?;
     let mut walk = NewtonWalk {
@@ -163,10 +165,16 @@ pub fn walk_newton(
         first_fraction: 0.0,
         evaluations: 0,
     };
+    let unknowns = start.log10_youngs.len() + start.poisson.len();
+    let affords = |deadline: &Option<WalkDeadline>| deadline.is_none_or(|d| d.affords(unknowns));
     let mut newton = match first {
         Some(n) => n,
         None => {
-            let (fresh, gradients) = fresh_newton_step(ctx, problem, stage, start, range, hook)?;
+            if !affords(&deadline) {
+                return Ok(walk);
+            }
+            let (fresh, gradients) =
+                timed_newton_step(ctx, problem, stage, start, range, hook, &mut deadline)?;
             walk.evaluations += gradients;
             match fresh {
                 Some(n) => n,
@@ -204,11 +212,11 @@ pub fn walk_newton(
         walk.at = moved(fraction);
         walk.loss[1] = after;
         let go_on = fraction < 1.0 || gained > GO_ON_SHARE * (after + gained);
-        let spent = deadline.is_some_and(|d| std::time::Instant::now() >= d);
-        if !go_on || walk.steps >= MAX_NEWTON_STEPS || spent {
+        if !go_on || walk.steps >= MAX_NEWTON_STEPS || !affords(&deadline) {
             break;
         }
-        let (fresh, gradients) = fresh_newton_step(ctx, problem, stage, &walk.at, range, hook)?;
+        let (fresh, gradients) =
+            timed_newton_step(ctx, problem, stage, &walk.at, range, hook, &mut deadline)?;
         walk.evaluations += gradients;
         newton = match fresh {
             Some(n) => n,
@@ -251,6 +259,46 @@ fn moved_by(
 /// differences do not give a positive definite block). `None` when the
 /// block is not positive definite, an E is held at an end of `range`,
 /// or a rollout blew up; with the gradients it took either way.
+/// When a Newton walk must stop taking fresh Hessians (the
+/// discretisation check's budget), and what a gradient evaluation costs.
+#[derive(Clone, Copy, Debug)]
+pub struct WalkDeadline {
+    /// The budget runs out then.
+    pub at: std::time::Instant,
+    /// Wall seconds of one evaluation with its gradient on the stage's
+    /// frames: the refit's before the walk, then the walk's own Hessians'.
+    pub seconds_per_gradient: f64,
+}
+
+impl WalkDeadline {
+    /// Whether a fresh Hessian of `unknowns` values by forward
+    /// differences (`unknowns + 1` gradients, the fewest it takes) and
+    /// one trial of its step (at most a gradient's cost) would end before
+    /// the budget does.
+    pub fn affords(&self, unknowns: usize) -> bool {
+        let seconds = self.seconds_per_gradient * (unknowns + 2) as f64;
+        std::time::Instant::now() + std::time::Duration::from_secs_f64(seconds.max(0.0)) <= self.at
+    }
+}
+
+/// [`fresh_newton_step`], its gradients' cost measured into `deadline`.
+fn timed_newton_step(
+    ctx: &GpuContext,
+    problem: &mut FitProblem,
+    stage: &StagePlan,
+    at: &Parameters,
+    range: [f64; 2],
+    hook: Option<EvaluationHook<'_>>,
+    deadline: &mut Option<WalkDeadline>,
+) -> Result<(Option<StiffnessNewtonStep>, u32), FitError> {
+    let started = std::time::Instant::now();
+    let (fresh, gradients) = fresh_newton_step(ctx, problem, stage, at, range, hook)?;
+    if let (Some(d), true) = (deadline.as_mut(), gradients > 0) {
+        d.seconds_per_gradient = started.elapsed().as_secs_f64() / f64::from(gradients);
+    }
+    Ok((fresh, gradients))
+}
+
 fn fresh_newton_step(
     ctx: &GpuContext,
     problem: &mut FitProblem,
@@ -322,6 +370,19 @@ fn first_lower<E>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A fresh Hessian is started only when its fewest gradients and a
+    /// trial are predicted to end before the budget does.
+    #[test]
+    fn a_hessian_that_would_pass_the_deadline_is_not_started() {
+        let in_ten_seconds = |seconds_per_gradient| WalkDeadline {
+            at: std::time::Instant::now() + std::time::Duration::from_secs(10),
+            seconds_per_gradient,
+        };
+        assert!(in_ten_seconds(1.0).affords(2), "4 s of 10");
+        assert!(!in_ten_seconds(3.0).affords(2), "12 s of 10");
+        assert!(!in_ten_seconds(0.5).affords(30), "16 s of 10");
+    }
 
     /// The whole step when it lowers the loss; else half of it, tried
     /// only then; else nothing; a blown-up trial counts as no lower.
