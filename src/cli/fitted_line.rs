@@ -43,7 +43,12 @@ pub(super) fn fitted_line(summary: &FitSummary) -> String {
                     d.own_error()?.first()?.abs(),
                 ))
             })
-            .map(|(m, e)| format!("; their median 10^{m:.3} ± {}", short(e)))
+            .map(|(m, e)| {
+                format!(
+                    "; their median 10^{m:.3} ± {} from the discretisation",
+                    short(e)
+                )
+            })
             .unwrap_or_default();
         parts.push(format!(
             "E per driver ({} values: fitted.ply, with each splat's youngs_log10_std{median})",

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::discretisation::YoungsStatistic;
 use super::plan::{StageChoice, StageKind, StagePlan};
 use super::state::FitState;
 use crate::io::atomic_write::write_atomic;
@@ -506,12 +507,12 @@ fn check_state(
         .into_iter()
         .chain(levels)
         {
-            length(
-                &format!("{prefix}.discretisation.{field}"),
-                got,
-                youngs,
-                "the E parameterisation",
-            )?;
+            // A per-driver field's check keeps its median alone.
+            let (expected, what) = match d.youngs_statistic {
+                YoungsStatistic::Parameters => (youngs, "the E parameterisation"),
+                YoungsStatistic::FreeDriverMedian => (1, "the free drivers' median of a per-driver E"),
+            };
+            length(&format!("{prefix}.discretisation.{field}"), got, expected, what)?;
         }
         // ν's values: empty in a checkpoint of a physfit that kept none.
         let levels = d.levels.iter().enumerate().flat_map(|(i, l)| {

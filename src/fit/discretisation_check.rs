@@ -42,15 +42,17 @@
 //!
 //! A `global` or `regions` field of at most
 //! [`LBFGS_MAX_PARAMETERS`](super::plan::LBFGS_MAX_PARAMETERS) values, E's
-//! and a fitted ν's together, is refitted by L-BFGS on the exact gradient
-//! and compared value by value. A larger field (per driver) is refitted by
-//! Adam from the previous level's field carried onto the level's drivers
-//! (the nearest coarser driver's value, src/fit/discretisation_carry.rs;
-//! src/fit/discretisation_refit.rs), and compared by the median of `log10
-//! E` over the free drivers ([`YoungsStatistic::FreeDriverMedian`]): its
-//! values number as the drivers do, and each is pinned by the regulariser
-//! as much as by the frames, while the median is the field's level, which
-//! the discretisation moves as it moves a global E. Its answer stays the
+//! and a fitted ν's together, is refitted by L-BFGS on the exact gradient,
+//! a larger one by Adam (the stage's solver), and either is compared value
+//! by value. A per-driver field is refitted by its stage's solver (Adam,
+//! unless it has few drivers) from the previous level's field carried onto
+//! the level's drivers (the nearest coarser driver's value,
+//! src/fit/discretisation_carry.rs; src/fit/discretisation_refit.rs), and
+//! compared by the median of `log10 E` over the free drivers
+//! ([`YoungsStatistic::FreeDriverMedian`]): its values number as the
+//! drivers do, and each is pinned by the regulariser as much as by the
+//! frames, while the median is the field's level, which the
+//! discretisation moves as it moves a global E. Its answer stays the
 //! fit's own field (a level's field lives on other drivers), and the
 //! median's shift is its error bar.
 
@@ -62,7 +64,7 @@ use super::error::FitError;
 use super::evaluation::Parameters;
 use super::exact_step::{walk_newton, WalkDeadline};
 use super::objective::by_lbfgs;
-use super::observer::EvaluationHook;
+use super::observer::{EvaluationDone, EvaluationHook};
 use super::options::FitProblemOptions;
 use super::plan::{last_stiffness, StageKind, StagePlan};
 use super::problem::FitProblem;
@@ -71,6 +73,7 @@ use crate::drive::DriverSet;
 use crate::gpu::GpuContext;
 use crate::scene::{FieldSetting, Scene};
 use crate::solve::lbfgs::CurvaturePair;
+use std::cell::Cell;
 use std::time::Instant;
 use crate::stop::StopSignal;
 
@@ -82,18 +85,18 @@ pub enum NotChecked {
 }
 
 /// The stage whose E the check refits after `plan` (the last stiffness
-/// stage), and what it compares from level to level: each E parameter
-/// when the stage fits `params`' E by L-BFGS (a `global` or `regions`
-/// field), the median over the free drivers otherwise (a per-driver field,
-/// by Adam; module doc).
+/// stage), and what it compares from level to level: the median over the
+/// free drivers for a per-driver `youngs_field` (whose values number as
+/// the drivers do), each E parameter otherwise (module doc). The refit's
+/// solver follows the stage's (by the number of values, [`by_lbfgs`]).
 pub fn checkable<'a>(
     plan: &'a [StagePlan],
-    params: &Parameters,
+    youngs_field: &FieldSetting,
 ) -> Result<(&'a StagePlan, YoungsStatistic), NotChecked> {
     let stage = last_stiffness(plan).ok_or(NotChecked::NoStiffnessStage)?;
-    let statistic = match by_lbfgs(stage.kind, params) {
-        true => YoungsStatistic::Parameters,
-        false => YoungsStatistic::FreeDriverMedian,
+    let statistic = match youngs_field {
+        FieldSetting::Drivers => YoungsStatistic::FreeDriverMedian,
+        _ => YoungsStatistic::Parameters,
     };
     Ok((stage, statistic))
 }
@@ -209,14 +212,22 @@ pub fn refit_level(
         true => refit_stage,
         false => refit_stage_by_adam,
     };
+    // The refit's gradients, counted: what the walk's Hessians will cost
+    // is the refit's time per gradient (its loss-only trials counted in
+    // it, so the estimate errs long).
+    let gradients = Cell::new(0u32);
+    let counting = |done: &EvaluationDone| {
+        gradients.set(gradients.get() + u32::from(done.with_gradient));
+        hook(done)
+    };
     let refit_started = Instant::now();
-    let run: StageRefit = refit(ctx, &mut problem, stage, &from, pairs, range, deadline, hook)?
-        .ok_or_else(blew_up)?;
-    // What the walk's Hessians will cost, from the refit's own rate.
+    let run: StageRefit =
+        refit(ctx, &mut problem, stage, &from, pairs, range, deadline, &counting)?
+            .ok_or_else(blew_up)?;
     let walk_deadline = deadline.map(|at| WalkDeadline {
         at,
         seconds_per_gradient: refit_started.elapsed().as_secs_f64()
-            / f64::from(run.evaluations.max(1)),
+            / f64::from(gradients.get().max(1)),
     });
     evaluations += run.evaluations;
     let stopped = velocity_cut || run.stopped;

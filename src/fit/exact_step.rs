@@ -251,14 +251,6 @@ fn moved_by(
     }
 }
 
-/// Newton's step in the stiffness unknowns (E and ν's `z`) at `at`, the
-/// velocity held, from a Hessian of exact gradients (full flow) of the
-/// last stiffness `stage`'s loss by differences in the solver's scaled
-/// coordinates ([`HESSIAN_STEP`], as the error bars take it): one
-/// gradient and one more per unknown (twice that when forward
-/// differences do not give a positive definite block). `None` when the
-/// block is not positive definite, an E is held at an end of `range`,
-/// or a rollout blew up; with the gradients it took either way.
 /// When a Newton walk must stop taking fresh Hessians (the
 /// discretisation check's budget), and what a gradient evaluation costs.
 #[derive(Clone, Copy, Debug)]
@@ -299,6 +291,14 @@ fn timed_newton_step(
     Ok((fresh, gradients))
 }
 
+/// Newton's step in the stiffness unknowns (E and ν's `z`) at `at`, the
+/// velocity held, from a Hessian of exact gradients (full flow) of the
+/// last stiffness `stage`'s loss by differences in the solver's scaled
+/// coordinates ([`HESSIAN_STEP`], as the error bars take it): one
+/// gradient and one more per unknown (twice that when forward
+/// differences do not give a positive definite block). `None` when the
+/// block is not positive definite, an E is held at an end of `range`,
+/// or a rollout blew up; with the gradients it took either way.
 fn fresh_newton_step(
     ctx: &GpuContext,
     problem: &mut FitProblem,

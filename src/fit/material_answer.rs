@@ -70,9 +70,9 @@ pub fn material_answer(
             // A per-driver field's check measured its median: that error
             // is every driver's.
             let median = check.map(|d| d.youngs_statistic) == Some(YoungsStatistic::FreeDriverMedian);
-            let shift = match median {
-                true => vec![shift[0]; state.log10_youngs.len()],
-                false => shift,
+            let shift = match (median, shift.first()) {
+                (true, Some(&e)) => vec![e; state.log10_youngs.len()],
+                _ => shift,
             };
             let per_driver = problem.youngs_map().apply(&shift)?;
             let cap = unconstrained_log10_std(scene.material.log10_youngs_range);

@@ -69,7 +69,7 @@ impl FitSession {
             return Ok(());
         }
         let fitted = self.state.parameters();
-        let Ok((stage, statistic)) = checkable(&self.plan, &fitted) else {
+        let Ok((stage, statistic)) = checkable(&self.plan, &self.scene.fit.stiffness.field) else {
             return Ok(());
         };
         let stage = stage.clone();

@@ -417,6 +417,42 @@ fn a_checkpoint_that_does_not_fit_its_plan_is_refused_naming_the_field() {
         );
         text
     };
+    // A per-driver field's discretisation check keeps its median alone:
+    // one value whatever the number of E parameters; a check of each
+    // parameter keeps one per parameter.
+    let median_check = |values: usize| {
+        use physfit::fit::{
+            DiscretisationCheck, LevelFit, RefinementEnd, Resolution, YoungsStatistic,
+        };
+        let at = |drivers, substeps| Resolution {
+            grid_res: 16,
+            drivers,
+            substeps,
+        };
+        let mut d = DiscretisationCheck::start(at(300, 9), vec![3.6; values], Vec::new(), 1)
+            .comparing(YoungsStatistic::FreeDriverMedian);
+        d.push_level(
+            at(600, 18),
+            LevelFit {
+                log10_youngs: vec![3.7; values],
+                poisson: Vec::new(),
+                velocity: Vec::new(),
+                loss: [1.0, 0.5],
+                evaluations: 4,
+                newton_steps: 0,
+                seconds: 1.0,
+            },
+        );
+        d.finish(RefinementEnd::LevelCap);
+        let mut s = finished.clone();
+        s.discretisation = Some(d);
+        s
+    };
+    assert_eq!(check(median_check(1)), None, "a per-driver check's median");
+    refused(
+        median_check(youngs),
+        "state.discretisation.fitted_log10_youngs",
+    );
     let mut s = finished.clone();
     s.stage = 99;
     refused(s, "state.stage");
