@@ -62,13 +62,15 @@ impl YoungsStatistic {
         match self {
             YoungsStatistic::Parameters => log10_youngs.to_vec(),
             YoungsStatistic::FreeDriverMedian => {
-                let free = anchored.len() == log10_youngs.len();
-                let mut values: Vec<f64> = log10_youngs
-                    .iter()
-                    .zip(anchored.iter().chain(std::iter::repeat(&false)))
-                    .filter(|&(_, &a)| !(free && a))
-                    .map(|(&v, _)| v)
-                    .collect();
+                let mut values: Vec<f64> = match anchored.len() == log10_youngs.len() {
+                    true => log10_youngs
+                        .iter()
+                        .zip(anchored)
+                        .filter(|&(_, &a)| !a)
+                        .map(|(&v, _)| v)
+                        .collect(),
+                    false => log10_youngs.to_vec(),
+                };
                 values.sort_by(f64::total_cmp);
                 let n = values.len();
                 match n {

@@ -174,7 +174,7 @@ pub fn walk_newton(
                 return Ok(walk);
             }
             let (fresh, gradients) =
-                timed_newton_step(ctx, problem, stage, start, range, hook, &mut deadline)?;
+                fresh_newton_step(ctx, problem, stage, start, range, hook, &mut deadline)?;
             walk.evaluations += gradients;
             match fresh {
                 Some(n) => n,
@@ -216,7 +216,7 @@ pub fn walk_newton(
             break;
         }
         let (fresh, gradients) =
-            timed_newton_step(ctx, problem, stage, &walk.at, range, hook, &mut deadline)?;
+            fresh_newton_step(ctx, problem, stage, &walk.at, range, hook, &mut deadline)?;
         walk.evaluations += gradients;
         newton = match fresh {
             Some(n) => n,
@@ -273,8 +273,17 @@ impl WalkDeadline {
     }
 }
 
-/// [`fresh_newton_step`], its gradients' cost measured into `deadline`.
-fn timed_newton_step(
+/// Newton's step in the stiffness unknowns (E and ν's `z`) at `at`, the
+/// velocity held, from a Hessian of exact gradients (full flow) of the
+/// last stiffness `stage`'s loss by differences in the solver's scaled
+/// coordinates ([`HESSIAN_STEP`], as the error bars take it): one
+/// gradient and one more per unknown (twice that when forward
+/// differences do not give a positive definite block). `None` when the
+/// block is not positive definite, an E is held at an end of `range`,
+/// or a rollout blew up; with the gradients it took either way. Their
+/// measured cost per gradient goes into `deadline`, for the next one's
+/// prediction.
+fn fresh_newton_step(
     ctx: &GpuContext,
     problem: &mut FitProblem,
     stage: &StagePlan,
@@ -283,33 +292,10 @@ fn timed_newton_step(
     hook: Option<EvaluationHook<'_>>,
     deadline: &mut Option<WalkDeadline>,
 ) -> Result<(Option<StiffnessNewtonStep>, u32), FitError> {
-    let started = std::time::Instant::now();
-    let (fresh, gradients) = fresh_newton_step(ctx, problem, stage, at, range, hook)?;
-    if let (Some(d), true) = (deadline.as_mut(), gradients > 0) {
-        d.seconds_per_gradient = started.elapsed().as_secs_f64() / f64::from(gradients);
-    }
-    Ok((fresh, gradients))
-}
-
-/// Newton's step in the stiffness unknowns (E and ν's `z`) at `at`, the
-/// velocity held, from a Hessian of exact gradients (full flow) of the
-/// last stiffness `stage`'s loss by differences in the solver's scaled
-/// coordinates ([`HESSIAN_STEP`], as the error bars take it): one
-/// gradient and one more per unknown (twice that when forward
-/// differences do not give a positive definite block). `None` when the
-/// block is not positive definite, an E is held at an end of `range`,
-/// or a rollout blew up; with the gradients it took either way.
-fn fresh_newton_step(
-    ctx: &GpuContext,
-    problem: &mut FitProblem,
-    stage: &StagePlan,
-    at: &Parameters,
-    range: [f64; 2],
-    hook: Option<EvaluationHook<'_>>,
-) -> Result<(Option<StiffnessNewtonStep>, u32), FitError> {
     if at_range_end(&at.log10_youngs, range) {
         return Ok((None, 0));
     }
+    let started = std::time::Instant::now();
     let unknowns = Unknowns::Youngs;
     let (scale, bounds) = lbfgs_coordinates(unknowns, stage, at, range);
     let mut objective = StageObjective::new(
@@ -331,13 +317,22 @@ fn fresh_newton_step(
         gradients += 1;
         objective.evaluate(z)
     };
-    let Some((_, g)) = counted(&z0)? else {
+    let first = counted(&z0)?;
+    let taken = match &first {
+        Some((_, g)) => {
+            let steps = vec![HESSIAN_STEP; z0.len()];
+            hessian_by_differences(&mut counted, &z0, &steps, &bounds, Some(g), |h| {
+                newton_step(h, g).is_some()
+            })?
+        }
+        None => None,
+    };
+    if let (Some(d), true) = (deadline.as_mut(), gradients > 0) {
+        d.seconds_per_gradient = started.elapsed().as_secs_f64() / f64::from(gradients);
+    }
+    let Some((_, g)) = first else {
         return Ok((None, gradients));
     };
-    let steps = vec![HESSIAN_STEP; z0.len()];
-    let taken = hessian_by_differences(&mut counted, &z0, &steps, &bounds, Some(&g), |h| {
-        newton_step(h, &g).is_some()
-    })?;
     let step = taken.and_then(|(h, _)| newton_step(&h, &g));
     let Some((step, decrease)) = step else {
         return Ok((None, gradients));
