@@ -26,9 +26,11 @@ pub const ERROR_BAR_CAPTION: &str = "σ of log10 E; top of the bar: the frames d
 
 /// The caption above the error-bar panel once the discretisation check
 /// has measured a shift: the panel then shows the data's standard error
-/// and that shift in quadrature (src/fit/material_answer.rs). Short, so
-/// that it is drawn at the size of the panel beside it.
-pub const COMBINED_ERROR_BAR_CAPTION: &str = "σ of log10 E with the discretisation's shift";
+/// and the discretisation's error in quadrature (the last shift for a
+/// converged check's finest level, the shift extrapolated to the limit for
+/// the fit's own E: src/fit/material_answer.rs). Short, so that it is
+/// drawn at the size of the panel beside it.
+pub const COMBINED_ERROR_BAR_CAPTION: &str = "σ of log10 E with the discretisation's error";
 
 /// Per-splat standard errors and the range they are coloured over.
 #[derive(Clone, Debug, PartialEq)]
