@@ -4,7 +4,8 @@
 //! discretisation's limit (the check's shift extrapolated at first order). A field of more values than a line holds (per driver) is named
 //! with where its values are.
 
-use physfit::fit::{FitSummary, YoungsStatistic};
+use physfit::fit::uncertainty::CurvatureMethod;
+use physfit::fit::{FitSummary, FitUncertainty, YoungsStatistic};
 
 /// At most this many values of one field are printed; more are a
 /// per-driver field, kept in fit.json, fitted.ply and drivers.safetensors.
@@ -50,8 +51,9 @@ pub(super) fn fitted_line(summary: &FitSummary) -> String {
                 )
             })
             .unwrap_or_default();
+        let pinned = errors.and_then(pinned_words).unwrap_or_default();
         parts.push(format!(
-            "E per driver ({} values: fitted.ply, with each splat's youngs_log10_std{median})",
+            "E per driver ({} values: fitted.ply, with each splat's youngs_log10_std{pinned}{median})",
             youngs.len()
         ));
     }
@@ -90,6 +92,21 @@ pub(super) fn fitted_line(summary: &FitSummary) -> String {
     format!("fitted: {} ({legend})", parts.join("; "))
 }
 
+/// How many per-driver values the frames pin against the regulariser
+/// (docs/design.md § Error bars: the TV term's largest pull moves the
+/// value by less than its standard error), where the diagonal estimate
+/// that decides it ran: the others' E is the regulariser's guess, which a
+/// user of a per-driver field must know before reading it.
+fn pinned_words(errors: &FitUncertainty) -> Option<String> {
+    if errors.youngs_method != Some(CurvatureMethod::Diagonal) {
+        return None;
+    }
+    let pinned = errors.youngs_constrained.iter().filter(|&&c| c).count();
+    Some(format!(
+        "; the frames pin {pinned} of them, the rest is the regulariser's guess"
+    ))
+}
+
 /// " ± σ" for the frames' standard error (" (unpinned)" where the frames
 /// do not constrain the value), then " ± error" for the discretisation's
 /// when the check measured one.
@@ -125,5 +142,28 @@ mod tests {
         assert_eq!(bars(Some(0.0123), Some(-0.107)), " ± 0.012 ± 0.107");
         assert_eq!(bars(None, None), " (unpinned)");
         assert_eq!(bars(None, Some(0.02)), " (unpinned) ± 0.020");
+    }
+
+    /// A per-driver field's line counts the drivers the frames pin, from
+    /// the diagonal estimate's flags; a Hessian's flags mean "has a bar"
+    /// and are not counted as pinned against the regulariser.
+    #[test]
+    fn a_per_driver_field_says_how_many_values_the_frames_pin() {
+        let diagonal: FitUncertainty = serde_json::from_value(serde_json::json!({
+            "frames": [1, 2], "residuals": 100, "image_loss": 0.01, "scale": 1e-4,
+            "evaluations": 3, "youngs_method": "diagonal",
+            "youngs_log10_std": [0.1, 0.577, 0.2], "youngs_constrained": [true, false, true],
+            "velocity_std": [],
+        }))
+        .unwrap();
+        assert_eq!(
+            pinned_words(&diagonal).as_deref(),
+            Some("; the frames pin 2 of them, the rest is the regulariser's guess")
+        );
+        let hessian = FitUncertainty {
+            youngs_method: Some(CurvatureMethod::Hessian),
+            ..diagonal
+        };
+        assert_eq!(pinned_words(&hessian), None);
     }
 }

@@ -669,6 +669,22 @@ fn a_per_driver_field_is_checked_by_its_median() {
             && stderr.contains(" from the discretisation); v0 ("),
         "{stderr}"
     );
+    // The line counts the drivers the frames pin against the regulariser.
+    let pinned = json
+        .uncertainty
+        .as_ref()
+        .expect("error bars")
+        .youngs_constrained
+        .iter()
+        .filter(|&&c| c)
+        .count();
+    assert!(
+        stderr.contains(&format!(
+            "youngs_log10_std; the frames pin {pinned} of them, the rest is the regulariser's \
+             guess; their median 10^"
+        )),
+        "{stderr}"
+    );
     // Converged or not, the line says the fit's own field stands and how
     // far its median lies from the limit.
     let said = match check.end {
