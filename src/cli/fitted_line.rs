@@ -4,8 +4,7 @@
 //! discretisation's limit (the check's shift extrapolated at first order). A field of more values than a line holds (per driver) is named
 //! with where its values are.
 
-use physfit::fit::uncertainty::CurvatureMethod;
-use physfit::fit::{FitSummary, FitUncertainty, YoungsStatistic};
+use physfit::fit::{CurvatureMethod, FitSummary, FitUncertainty, YoungsStatistic};
 
 /// At most this many values of one field are printed; more are a
 /// per-driver field, kept in fit.json, fitted.ply and drivers.safetensors.

@@ -127,4 +127,4 @@ pub use stages::ROUND_TOLERANCE;
 pub use stages::{run_fit, FitEnd};
 pub use state::FitState;
 pub use summary::{FitSummary, PoissonParameter};
-pub use uncertainty::FitUncertainty;
+pub use uncertainty::{CurvatureMethod, FitUncertainty};
