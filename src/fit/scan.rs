@@ -43,6 +43,7 @@ use super::summary::Solver;
 use super::summary_build::solver_for;
 use crate::gpu::GpuContext;
 use crate::mpm::GradientFlow;
+use crate::solve::lbfgs::CurvaturePair;
 use crate::solve::{
     execute, Control as SolverControl, Ending, Evaluated, GridScan, GridScanState, Lbfgs,
     LbfgsSettings, LbfgsStart, Objective,
@@ -82,17 +83,18 @@ enum Along {
 }
 
 impl CandidateObjective<'_> {
-    /// The velocity of candidate `log10` and the evaluations its fit took:
-    /// fitted by L-BFGS from `start`, or `start` itself when the scan
-    /// holds it (no evaluation) or its fit starts from an unusable point.
+    /// The velocity of candidate `log10`, the evaluations its fit took and
+    /// the curvature pairs it ended with: fitted by L-BFGS from `start`, or
+    /// `start` itself when the scan holds it (no evaluation) or its fit
+    /// starts from an unusable point (no pairs either way).
     fn velocity(
         &mut self,
         log10: f64,
         start: &[f64],
         evaluations: u32,
-    ) -> Result<(Vec<f64>, u32), FitError> {
+    ) -> Result<FittedVelocity, FitError> {
         if !self.plan.fit_velocity {
-            return Ok((start.to_vec(), 0));
+            return Ok((start.to_vec(), 0, Vec::new()));
         }
         let mut solver = Lbfgs {
             settings: LbfgsSettings {
@@ -121,7 +123,7 @@ impl CandidateObjective<'_> {
         .reporting(self.hook, EvaluationPurpose::ScanVelocity);
         let Some(mut run) = solver.start(&mut objective, LbfgsStart::At(start))? else {
             // An unusable start is one evaluation.
-            return Ok((start.to_vec(), 1));
+            return Ok((start.to_vec(), 1, Vec::new()));
         };
         execute(&mut solver, &mut objective, &mut run, |_, _| {
             SolverControl::Continue
@@ -133,8 +135,27 @@ impl CandidateObjective<'_> {
             run.gradients,
             run.unused_gradients
         );
-        Ok((run.x, run.evaluations))
+        Ok((run.x, run.evaluations, run.pairs))
     }
+}
+
+/// A candidate's velocity, the evaluations its fit took and the curvature
+/// pairs it ended with ([`CandidateObjective::velocity`]).
+type FittedVelocity = (Vec<f64>, u32, Vec<CurvaturePair>);
+
+/// `pairs` of the scan's velocity coordinates (velocity units) in those of
+/// the velocity stage's L-BFGS, `x = z · scale` per coordinate
+/// ([`super::stages_lbfgs::lbfgs_coordinates`]): a step shrinks by the
+/// scale, a gradient change grows by it, and `sᵀy` is unchanged.
+fn in_stage_coordinates(pairs: &[CurvaturePair], scale: f64) -> Vec<CurvaturePair> {
+    pairs
+        .iter()
+        .map(|p| CurvaturePair {
+            s: p.s.iter().map(|s| s / scale).collect(),
+            y: p.y.iter().map(|y| y * scale).collect(),
+            rho: p.rho,
+        })
+        .collect()
 }
 
 impl CandidateObjective<'_> {
@@ -155,7 +176,16 @@ impl CandidateObjective<'_> {
             ),
             false => self.plan.velocity_evaluations,
         };
-        let (velocity, velocity_evaluations) = self.velocity(log10, &warm, evaluations)?;
+        let (velocity, velocity_evaluations, mut velocity_curvature) =
+            self.velocity(log10, &warm, evaluations)?;
+        // A warm candidate's few evaluations often end without a pair (its
+        // last accepted point's gradient is never computed): it keeps the
+        // curvature known where its fit started, the previous candidate's.
+        if velocity_curvature.is_empty() && !cold && self.plan.fit_velocity {
+            if let Some(previous) = self.points.last() {
+                velocity_curvature = previous.velocity_curvature.clone();
+            }
+        }
         let params = Parameters {
             log10_youngs: vec![log10; self.problem.youngs_map().params],
             velocity: velocity.clone(),
@@ -167,6 +197,7 @@ impl CandidateObjective<'_> {
             velocity,
             loss: f64::INFINITY,
             evaluations: velocity_evaluations + 1,
+            velocity_curvature,
         };
         Ok((point, params))
     }
@@ -188,6 +219,7 @@ impl CandidateObjective<'_> {
             velocity: at.velocity.clone(),
             loss: f64::INFINITY,
             evaluations: 1,
+            velocity_curvature: at.velocity_curvature.clone(),
         };
         (point, params)
     }
@@ -355,6 +387,17 @@ pub fn run_scan(
     };
     state.log10_youngs = vec![best.log10_youngs; state.log10_youngs.len()];
     state.velocity = best.velocity.clone();
+    // Round 1's velocity stage refits this velocity on the same frames at
+    // the same uniform E: it continues from the curvature the candidate's
+    // fit ended with, as a later round continues from the round before,
+    // instead of spending its first evaluations finding the step's scale
+    // (the velocity stage's scale is the scan's first velocity step).
+    if !best.velocity_curvature.is_empty() {
+        state.keep_curvature(
+            StageKind::Velocity,
+            in_stage_coordinates(&best.velocity_curvature, plan.first_velocity_step),
+        );
+    }
     if let Some(nu) = best.poisson {
         state.poisson = vec![problem.poisson_range().z_of(nu); state.poisson.len()];
     }
@@ -365,4 +408,34 @@ pub fn run_scan(
         _ => problem.loss(ctx, &state.parameters(), &stage.selection)?,
     };
     Ok(Some(report))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Pairs carried into the stage's scaled coordinates describe the same
+    /// curvature: `sᵀy` (and so `rho`) is unchanged, and the quadratic model's
+    /// step for a gradient maps back to the same velocity step.
+    #[test]
+    fn scan_pairs_carry_the_same_curvature_into_the_stage_coordinates() {
+        let pair = CurvaturePair {
+            s: vec![0.02, -0.01, 0.005],
+            y: vec![0.3, -0.2, 0.1],
+            rho: 1.0 / (0.02 * 0.3 + 0.01 * 0.2 + 0.005 * 0.1),
+        };
+        let scale = 0.5;
+        let carried = in_stage_coordinates(std::slice::from_ref(&pair), scale);
+        let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f64>();
+        assert!((dot(&carried[0].s, &carried[0].y) - dot(&pair.s, &pair.y)).abs() < 1e-15);
+        assert_eq!(carried[0].rho, pair.rho);
+        // x = z · scale: the stage's step z maps back to the scan's step.
+        for (z, x) in carried[0].s.iter().zip(&pair.s) {
+            assert!((z * scale - x).abs() < 1e-15);
+        }
+        // ∂L/∂z = ∂L/∂x · scale: a gradient change grows by the scale.
+        for (gz, gx) in carried[0].y.iter().zip(&pair.y) {
+            assert!((gz / scale - gx).abs() < 1e-15);
+        }
+    }
 }

@@ -4,6 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::solve::lbfgs::CurvaturePair;
+
 /// One scanned value.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ScanPoint {
@@ -22,6 +24,13 @@ pub struct ScanPoint {
     /// checkpoint of an earlier physfit, which did not count them).
     #[serde(default)]
     pub evaluations: u32,
+    /// The curvature pairs its velocity fit ended with, in velocity units
+    /// (the scan's L-BFGS coordinates), or the previous candidate's, where
+    /// its fit started, when it ended without one; a point of ν's scan has
+    /// its E point's. Empty when the velocity was held, or in a checkpoint
+    /// of an earlier physfit.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub velocity_curvature: Vec<CurvaturePair>,
 }
 
 /// The scan so far (in the fit's state, so a checkpoint holds it).
