@@ -143,6 +143,18 @@ impl CandidateObjective<'_> {
 /// pairs it ended with ([`CandidateObjective::velocity`]).
 type FittedVelocity = (Vec<f64>, u32, Vec<CurvaturePair>);
 
+/// The curvature round 1's velocity stage starts from after the scan
+/// chose `best`: that stage refits `best`'s velocity on the same frames at
+/// the same uniform E, so it continues from the curvature `best`'s fit
+/// ended with, as a later round continues from the round before, instead
+/// of spending its first evaluations finding the step's scale. `scale` is
+/// the stage's coordinate scale, the scan's first velocity step (one
+/// value: tests/cpu/scene.rs). `None` without pairs (a held velocity).
+fn velocity_stage_curvature(best: &ScanPoint, scale: f64) -> Option<Vec<CurvaturePair>> {
+    (!best.velocity_curvature.is_empty())
+        .then(|| in_stage_coordinates(&best.velocity_curvature, scale))
+}
+
 /// `pairs` of the scan's velocity coordinates (velocity units) in those of
 /// the velocity stage's L-BFGS, `x = z · scale` per coordinate
 /// ([`super::stages_lbfgs::lbfgs_coordinates`]): a step shrinks by the
@@ -162,9 +174,12 @@ impl CandidateObjective<'_> {
     /// Candidate `log10` of E's scan: its velocity (fitted unless held)
     /// and its point's parameters, ν at its start.
     fn youngs_candidate(&mut self, log10: f64) -> Result<(ScanPoint, Parameters), FitError> {
-        let warm = match self.points.last().filter(|p| p.loss.is_finite()) {
-            Some(p) if self.plan.fit_velocity => p.velocity.clone(),
-            _ => self.start_velocity.clone(),
+        // A candidate starts where the previous one's fit ended, with the
+        // curvature known there (its own fit often ends without a pair:
+        // its last accepted point's gradient is never computed).
+        let (warm, known_curvature) = match self.points.last().filter(|p| p.loss.is_finite()) {
+            Some(p) if self.plan.fit_velocity => (p.velocity.clone(), p.velocity_curvature.clone()),
+            _ => (self.start_velocity.clone(), Vec::new()),
         };
         // The first value starts its velocity cold.
         let cold = self.points.iter().all(|p| !p.loss.is_finite());
@@ -176,16 +191,12 @@ impl CandidateObjective<'_> {
             ),
             false => self.plan.velocity_evaluations,
         };
-        let (velocity, velocity_evaluations, mut velocity_curvature) =
+        let (velocity, velocity_evaluations, own_curvature) =
             self.velocity(log10, &warm, evaluations)?;
-        // A warm candidate's few evaluations often end without a pair (its
-        // last accepted point's gradient is never computed): it keeps the
-        // curvature known where its fit started, the previous candidate's.
-        if velocity_curvature.is_empty() && !cold && self.plan.fit_velocity {
-            if let Some(previous) = self.points.last() {
-                velocity_curvature = previous.velocity_curvature.clone();
-            }
-        }
+        let velocity_curvature = match own_curvature.is_empty() {
+            true => known_curvature,
+            false => own_curvature,
+        };
         let params = Parameters {
             log10_youngs: vec![log10; self.problem.youngs_map().params],
             velocity: velocity.clone(),
@@ -387,16 +398,8 @@ pub fn run_scan(
     };
     state.log10_youngs = vec![best.log10_youngs; state.log10_youngs.len()];
     state.velocity = best.velocity.clone();
-    // Round 1's velocity stage refits this velocity on the same frames at
-    // the same uniform E: it continues from the curvature the candidate's
-    // fit ended with, as a later round continues from the round before,
-    // instead of spending its first evaluations finding the step's scale
-    // (the velocity stage's scale is the scan's first velocity step).
-    if !best.velocity_curvature.is_empty() {
-        state.keep_curvature(
-            StageKind::Velocity,
-            in_stage_coordinates(&best.velocity_curvature, plan.first_velocity_step),
-        );
+    if let Some(pairs) = velocity_stage_curvature(&best, plan.first_velocity_step) {
+        state.keep_curvature(StageKind::Velocity, pairs);
     }
     if let Some(nu) = best.poisson {
         state.poisson = vec![problem.poisson_range().z_of(nu); state.poisson.len()];
@@ -437,5 +440,32 @@ mod tests {
         for (gz, gx) in carried[0].y.iter().zip(&pair.y) {
             assert!((gz / scale - gx).abs() < 1e-15);
         }
+    }
+
+    /// The scan's best point hands its pairs, carried into the stage's
+    /// coordinates, to round 1's velocity stage; a point without pairs (a
+    /// held velocity) hands none, and the stage starts cold.
+    #[test]
+    fn the_best_candidates_curvature_starts_the_velocity_stage() {
+        let pair = CurvaturePair {
+            s: vec![0.2, 0.1],
+            y: vec![1.0, 3.0],
+            rho: 1.0 / 0.5,
+        };
+        let mut best = ScanPoint {
+            log10_youngs: 4.5,
+            poisson: None,
+            velocity: vec![0.0, 0.6],
+            loss: 0.1,
+            evaluations: 5,
+            velocity_curvature: vec![pair.clone()],
+        };
+        let scale = 0.25;
+        assert_eq!(
+            velocity_stage_curvature(&best, scale),
+            Some(in_stage_coordinates(&[pair], scale))
+        );
+        best.velocity_curvature.clear();
+        assert_eq!(velocity_stage_curvature(&best, scale), None);
     }
 }

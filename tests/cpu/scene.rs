@@ -627,6 +627,14 @@ fn stage_frame_counts_include_the_rest_frame() {
         scan.scan.as_ref().unwrap().velocity_selection.frames,
         [1, 2, 3]
     );
+    // The scan hands its velocity fit's curvature to round 1's velocity
+    // stage, converted by the scan's first velocity step into the stage's
+    // coordinates, which the stage's own first step scales: one value.
+    let velocity = plan.iter().find(|p| p.kind == StageKind::Velocity).unwrap();
+    assert_eq!(
+        scan.scan.as_ref().unwrap().first_velocity_step,
+        velocity.first_step
+    );
     let default = fx.load(BASE).unwrap();
     let plan = plan_stages(&default, &[0], 6, 1, StageChoice::Both);
     assert_eq!(plan.last().unwrap().kind, StageKind::Stiffness);
