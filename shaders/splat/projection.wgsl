@@ -121,3 +121,56 @@ fn tile_rect(u: RasterUniforms, mean2d: vec2<f32>, cov2d: vec3<f32>, opacity: f3
 fn tile_rect_area(r: vec4<u32>) -> u32 {
     return (r.z - r.x) * (r.w - r.y);
 }
+
+// dᵀ conic d at one point of a segment, minimised over the segment: the
+// segment is `fixed` along one axis and runs over [lo, hi] along the other;
+// `(p_fixed, p_free, p_cross)` are conic's coefficients of fixed², free²
+// and 2·fixed·free. Also returns the same form with |p_cross|, the size of
+// the terms that cancel, for the rounding margin.
+fn segment_minimum(fixed: f32, lo: f32, hi: f32, p_fixed: f32, p_free: f32, p_cross: f32) -> vec2<f32> {
+    // d/dt (p_free t² + 2 p_cross fixed t) = 0 at t = −p_cross·fixed/p_free
+    // (p_free > 0: the conic is positive definite), clamped to the segment.
+    let t = clamp(-p_cross * fixed / p_free, lo, hi);
+    let fixed2 = p_fixed * fixed * fixed;
+    let free2 = p_free * t * t;
+    let cross = 2.0 * p_cross * fixed * t;
+    return vec2<f32>(fixed2 + free2 + cross, fixed2 + free2 + abs(cross));
+}
+
+// Whether tile `tile` holds a pixel centre where the splat's alpha can
+// reach 1/255: the minimum of dᵀ conic d over the rectangle of the tile's
+// pixel centres (inside the image) against 2·ln(255·opacity), the ellipse
+// tile_rect boxes. A thin or tilted ellipse's box holds many tiles the
+// ellipse never reaches; each would cost blend a pass of all its pixels
+// over a splat that adds nothing. The minimum of the convex form over a
+// rectangle is 0 when the mean lies inside, else on an edge
+// (segment_minimum). The test is conservative: the continuous rectangle
+// holds every pixel centre; k² is widened as in tile_rect and by `margin`
+// (≥ 1e-4) of the terms' own size, far above f32 rounding, so a tile passes
+// whenever blending's own f32 test could find alpha ≥ 1/255 in it (blending
+// applies that exact test per pixel). So the image is unchanged.
+fn ellipse_reaches_tile(u: RasterUniforms, mean2d: vec2<f32>, conic: vec3<f32>, opacity: f32, tile: vec2<u32>, margin: f32) -> bool {
+    let k2 = 2.0 * log(255.0 * opacity) * 1.0001;
+    if !(k2 > 0.0) {
+        return false;
+    }
+    let first = vec2<f32>(tile * TILE_SIZE) + 0.5;
+    let last = vec2<f32>(min((tile + 1u) * TILE_SIZE, u.image_size) - 1u) + 0.5;
+    // d = pixel centre − mean over the rectangle (the form is even in d).
+    let lo = first - mean2d;
+    let hi = last - mean2d;
+    if lo.x <= 0.0 && hi.x >= 0.0 && lo.y <= 0.0 && hi.y >= 0.0 {
+        return true;
+    }
+    let a = conic.x;
+    let b = conic.y;
+    let c = conic.z;
+    // Left and right edges (dx fixed, dy free), then bottom and top.
+    let e0 = segment_minimum(lo.x, lo.y, hi.y, a, c, b);
+    let e1 = segment_minimum(hi.x, lo.y, hi.y, a, c, b);
+    let e2 = segment_minimum(lo.y, lo.x, hi.x, c, a, b);
+    let e3 = segment_minimum(hi.y, lo.x, hi.x, c, a, b);
+    let reach = k2 * 1.0001;
+    return e0.x <= reach + margin * e0.y || e1.x <= reach + margin * e1.y
+        || e2.x <= reach + margin * e2.y || e3.x <= reach + margin * e3.y;
+}

@@ -25,7 +25,8 @@
 //! - tile intersections (`views[i].camera`): per view, the 16×16 tiles each
 //!   splat's 3.33σ extent covers at rest (+50% for the motion), 20 bytes
 //!   each (ids, sort scratch), with headroom; the largest view counts, as
-//!   the workspace is reused;
+//!   the workspace is reused (an upper bound: binning lists only the
+//!   tiles a splat's ellipse reaches);
 //! - images (`views[i].camera` width × height): render, loss and colour
 //!   correction buffers per pixel of the largest view;
 //! - reference frames (`views[i].frames`): 4 bytes a pixel a frame a view

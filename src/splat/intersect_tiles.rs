@@ -1,8 +1,12 @@
 //! Tile binning kernels (shaders/splat/intersect_tiles.wgsl): `count` writes
-//! the number of tiles each splat covers, in depth order; after an exclusive
-//! prefix sum, `write` emits the (tile id, splat id) pairs at those offsets.
-//! Both read the rectangle stored once by the projection, so the counting and
-//! writing passes agree bit for bit.
+//! the number of tiles each splat reaches, in depth order; after an
+//! exclusive prefix sum, `write` emits the (tile id, splat id) pairs at
+//! those offsets. A splat reaches the tiles of the rectangle stored once by
+//! the projection (its ellipse's axis-aligned box) that the ellipse itself
+//! reaches: a thin, tilted splat's box holds many tiles it never touches,
+//! each a blending pass of 256 pixels over a splat that adds nothing
+//! (docs/design.md § Gaussian splatting, "Tile binning"). The shader's
+//! header says why the two passes' lists always agree.
 
 use crate::gpu::binding_table::named_buffers;
 use crate::gpu::{Binding, ComputeKernel, GpuBuffer, GpuContext, GpuError, KernelSpec};
@@ -24,6 +28,9 @@ pub struct IntersectTilesBuffers<'a> {
     pub tile_ids: &'a GpuBuffer,
     /// Output splat id per intersection.
     pub splat_ids: &'a GpuBuffer,
+    /// The projected splats (mean, conic, opacity: the ellipse each tile
+    /// is tested against).
+    pub projected: &'a GpuBuffer,
 }
 
 /// The two binning kernels.
@@ -42,6 +49,7 @@ impl IntersectTiles {
         Binding::read_write("counts", 4),
         Binding::read_write("tile_ids", 5),
         Binding::read_write("splat_ids", 6),
+        Binding::read("projected", 7),
     ];
 
     /// Entry point `count` of shaders/splat/intersect_tiles.wgsl.
@@ -82,6 +90,7 @@ impl IntersectTiles {
                 b.counts,
                 b.tile_ids,
                 b.splat_ids,
+                b.projected,
             ],
         )
     }

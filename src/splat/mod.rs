@@ -8,8 +8,9 @@
 //!    every pixel where alpha can reach 1/255, depth key; culls splats behind
 //!    the near plane or with non-finite values.
 //! 2. GPU radix sort of splat ids by depth (32-bit keys, stable).
-//! 3. [`intersect_tiles`] `count`: tiles per splat in depth order; GPU
-//!    exclusive prefix sum → write offsets and the intersection total.
+//! 3. [`intersect_tiles`] `count`: tiles per splat in depth order (the tiles
+//!    of its rectangle that its ellipse reaches); GPU exclusive prefix sum →
+//!    write offsets and the intersection total.
 //! 4. **One readback per frame**: the intersection total, 4 bytes. The
 //!    intersection buffers (and the sort's scratch) are grown to it, so
 //!    memory follows the scene instead of a worst-case bound (N × tiles,
@@ -391,6 +392,7 @@ impl Rasterizer {
                     counts: &ws.counts,
                     tile_ids: &ws.depth_keys,
                     splat_ids: &ws.total,
+                    projected: &ws.projected,
                 },
                 n,
             );
@@ -442,6 +444,7 @@ impl Rasterizer {
                     counts: &ws.counts,
                     tile_ids: &ws.tile_ids,
                     splat_ids: &ws.splat_ids,
+                    projected: &ws.projected,
                 },
                 n,
             );

@@ -112,6 +112,41 @@ fn forward_matches_twin_on_crowded_tile() {
     check_vs_twin("crowded tile", &g, &cam, 5e-4);
 }
 
+/// Thin, tilted splats (needles across the image at three angles): each
+/// one's axis-aligned box holds all 8×8 tiles, its ellipse crosses
+/// about two per row, and only those are listed; the image is still the
+/// twin's, which blends every splat at every pixel.
+#[test]
+fn thin_tilted_splats_list_only_the_tiles_they_reach() {
+    let mut g = physfit::scene::Gaussians {
+        sh_degree: 0,
+        ..Default::default()
+    };
+    for (k, angle) in [45.0f32, 30.0, 120.0].into_iter().enumerate() {
+        let half = angle.to_radians() / 2.0;
+        g.means.push([0.1 * k as f32, -0.05 * k as f32, 3.0]);
+        // A rotation about the view axis: the long axis x turns by `angle`.
+        g.rotations.push([half.cos(), 0.0, 0.0, half.sin()]);
+        // σ ≈ 34 px along the needle, under a pixel across it.
+        g.log_scales.push([0.0, -5.0, -5.0]);
+        g.opacity_logits.push(3.0);
+        g.sh.push([0.5, 0.2 * k as f32, 0.1]);
+    }
+    let cam = camera_looking_z(128, 128, Vec3::ZERO);
+    let ctx = common::gpu();
+    let mut r = Rasterizer::new(&ctx).unwrap();
+    let splats = SplatBuffers::upload(&ctx, &g).unwrap();
+    let out = r.render(&ctx, &splats, &cam, [0.0; 3]).unwrap();
+    // Their boxes hold all 64 tiles each (192 pairs, as binning by the box
+    // listed them); the ellipses reach 51 on lavapipe.
+    assert!(
+        (24..=90).contains(&out.intersection_count),
+        "{} intersections for three needles over 8×8 tiles",
+        out.intersection_count
+    );
+    check_vs_twin("thin tilted splats", &g, &cam, 5e-4);
+}
+
 #[test]
 fn forward_handles_near_plane_huge_tiny_and_nonfinite_splats() {
     let mut rng = Rng(11);
