@@ -4,7 +4,7 @@
 //! discretisation's limit (the check's shift extrapolated at first order). A field of more values than a line holds (per driver) is named
 //! with where its values are.
 
-use physfit::fit::{CurvatureMethod, FitSummary, FitUncertainty, YoungsStatistic};
+use physfit::fit::{at_range_end, CurvatureMethod, FitSummary, FitUncertainty, YoungsStatistic};
 
 /// At most this many values of one field are printed; more are a
 /// per-driver field, kept in fit.json, fitted.ply and drivers.safetensors.
@@ -20,12 +20,16 @@ pub(super) fn fitted_line(summary: &FitSummary) -> String {
         .as_ref()
         .is_some_and(|d| d.measured_a_shift());
     let youngs = &summary.youngs_parameters;
+    let range = summary.settings.material.log10_youngs_range;
     let mut parts = Vec::new();
     if youngs.len() <= LISTED {
         let values: Vec<String> = youngs
             .iter()
             .map(|p| {
-                let bars = bars(p.log10_std, p.discretisation_error);
+                let bars = match range_end_words(p.log10_normalised, range) {
+                    Some(words) => words.to_string(),
+                    None => bars(p.log10_std, p.discretisation_error),
+                };
                 format!("{} 10^{:.3}{bars}", p.name, p.log10_normalised)
             })
             .collect();
@@ -106,6 +110,21 @@ fn pinned_words(errors: &FitUncertainty) -> Option<String> {
     ))
 }
 
+/// What stands for the error bars of a log10 E held at an end of the
+/// scene's range: the bound, not the frames, decided it, so neither bar
+/// means anything there (the data's curvature is cut by the bound, and a
+/// discretisation level held at the same end moves it by nothing). The
+/// frames put the value beyond the end; the fix is the range.
+fn range_end_words(log10: f64, range: [f64; 2]) -> Option<&'static str> {
+    if !at_range_end(&[log10], range) {
+        return None;
+    }
+    Some(match (log10 - range[0]).abs() < (range[1] - log10).abs() {
+        true => " (held at the bottom of `material.log10_youngs_range`: the frames put it lower; widen the range)",
+        false => " (held at the top of `material.log10_youngs_range`: the frames put it higher; widen the range)",
+    })
+}
+
 /// " ± σ" for the frames' standard error (" (unpinned)" where the frames
 /// do not constrain the value), then " ± error" for the discretisation's
 /// when the check measured one.
@@ -141,6 +160,21 @@ mod tests {
         assert_eq!(bars(Some(0.0123), Some(-0.107)), " ± 0.012 ± 0.107");
         assert_eq!(bars(None, None), " (unpinned)");
         assert_eq!(bars(None, Some(0.02)), " (unpinned) ± 0.020");
+    }
+
+    /// A value the range's bound held has no bars: it says which end held
+    /// it and what to change; one inside the range keeps its bars.
+    #[test]
+    fn a_value_held_at_an_end_of_the_range_says_so_instead_of_bars() {
+        let range = [3.0, 5.0];
+        let bottom = range_end_words(3.0, range).unwrap();
+        assert!(
+            bottom.contains("bottom") && bottom.contains("widen the range"),
+            "{bottom}"
+        );
+        let top = range_end_words(5.0 - 1e-6, range).unwrap();
+        assert!(top.contains("top") && top.contains("higher"), "{top}");
+        assert_eq!(range_end_words(3.7, range), None);
     }
 
     /// A per-driver field's line counts the drivers the frames pin, from

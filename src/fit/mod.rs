@@ -75,8 +75,8 @@ internal_mods! {
 
 pub use checkpoint::CheckpointError;
 pub use discretisation::{
-    first_order_limit_factor, DiscretisationCheck, LevelFit, RefinementEnd, Resolution,
-    YoungsStatistic, POISSON_DISCRETISATION_TOLERANCE,
+    at_range_end, first_order_limit_factor, DiscretisationCheck, LevelFit, RefinementEnd,
+    Resolution, YoungsStatistic, POISSON_DISCRETISATION_TOLERANCE,
 };
 pub use discretisation_grid::{level_resolution, level_scene, scene_resolution};
 pub use exact_step::MAX_NEWTON_STEPS;
