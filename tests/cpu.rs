@@ -83,5 +83,7 @@ mod wgsl_mirrors;
 mod wgsl_validation;
 #[path = "cpu/xdrop_scene.rs"]
 mod xdrop_scene;
+#[path = "cpu/xfox_scene.rs"]
+mod xfox_scene;
 #[path = "cpu/xsim_scene.rs"]
 mod xsim_scene;

@@ -29,6 +29,10 @@ from pathlib import Path
 import numpy as np
 import taichi as ti
 
+# Quaternion helpers shared with tools/xsim (tools/xsim/engine.py).
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "xsim"))
+from engine import quat_mul  # noqa: E402
+
 # ---------------------------------------------------------------- settings --
 # Must agree with scenes/xdrop/xdrop.toml and scenes/xdrop/truth.toml.
 BOX_MIN = np.array([-0.5, -0.5, -0.2])
@@ -150,21 +154,6 @@ def quat_from_matrix(m):
             q[i] = [(a[1, 0] - a[0, 1]) / s, (a[0, 2] + a[2, 0]) / s, (a[1, 2] + a[2, 1]) / s, 0.25 * s]
     q /= np.linalg.norm(q, axis=1, keepdims=True)
     return q
-
-
-def quat_mul(a, b):
-    """Hamilton product a * b of (n, 4) quaternions (w, x, y, z)."""
-    aw, ax, ay, az = a.T
-    bw, bx, by, bz = b.T
-    return np.stack(
-        [
-            aw * bw - ax * bx - ay * by - az * bz,
-            aw * bx + ax * bw + ay * bz - az * by,
-            aw * by - ax * bz + ay * bw + az * bx,
-            aw * bz + ax * by - ay * bx + az * bw,
-        ],
-        axis=1,
-    )
 
 
 def skew(w):

@@ -26,6 +26,8 @@ from pathlib import Path
 import numpy as np
 import taichi as ti
 
+from engine import Engine, quat_mul
+
 # ---------------------------------------------------------------- settings --
 # Must agree with scenes/xsim/xsim.toml and scenes/xsim/truth.toml.
 BOX_MIN = np.array([-0.3, -0.5, -0.2])
@@ -161,21 +163,6 @@ def quat_from_matrix(m):
     return q
 
 
-def quat_mul(a, b):
-    """Hamilton product a * b of (n, 4) quaternions (w, x, y, z)."""
-    aw, ax, ay, az = a.T
-    bw, bx, by, bz = b.T
-    return np.stack(
-        [
-            aw * bw - ax * bx - ay * by - az * bz,
-            aw * bx + ax * bw + ay * bz - az * by,
-            aw * by - ax * bz + ay * bw + az * bx,
-            aw * bz + ax * by - ay * bx + az * bw,
-        ],
-        axis=1,
-    )
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, type=Path, help="folder for frame_NNNN.ply")
@@ -198,102 +185,21 @@ def main():
     log10_e = np.where(soft, LOG10_E_LEAF, LOG10_E_STEM)
 
     ti.init(arch=ti.cpu, default_fp=ti.f64, random_seed=0, cpu_max_num_threads=1)
-    dx = 1.0 / GRID
-    inv_dx = float(GRID)
-    dt = 1.0 / (FPS * SUBSTEPS)
     # Particle volume: the lattice cell each splat was drawn from (the
     # object's volume over the splat count), in normalised units.
     p_vol = (SPACING / BOX_SIDE) ** 3
-    p_mass = DENSITY * p_vol
-
-    x = ti.Vector.field(3, ti.f64, n)
-    v = ti.Vector.field(3, ti.f64, n)
-    C = ti.Matrix.field(3, 3, ti.f64, n)
-    F = ti.Matrix.field(3, 3, ti.f64, n)
-    mu = ti.field(ti.f64, n)
-    lam = ti.field(ti.f64, n)
-    anchor = ti.field(ti.i32, n)
-    grid_v = ti.Vector.field(3, ti.f64, (GRID, GRID, GRID))
-    grid_m = ti.field(ti.f64, (GRID, GRID, GRID))
-    grid_fix = ti.field(ti.i32, (GRID, GRID, GRID))
-    bad = ti.field(ti.i32, ())
-
-    e = 10.0**log10_e
-    mu.from_numpy(e / (2 * (1 + POISSON)))
-    lam.from_numpy(e * POISSON / ((1 + POISSON) * (1 - 2 * POISSON)))
-    x.from_numpy((pts - BOX_MIN) / BOX_SIDE)
-    v0 = np.where(anchored[:, None], 0.0, V0[None, :] / BOX_SIDE)
-    v.from_numpy(v0)
-    C.from_numpy(np.zeros((n, 3, 3)))
-    F.from_numpy(np.tile(np.eye(3), (n, 1, 1)))
-    anchor.from_numpy(anchored.astype(np.int32))
-
-    @ti.func
-    def stress(p, Fp):
-        U, sig, V = ti.svd(Fp, ti.f64)
-        R = U @ V.transpose()
-        J = Fp.determinant()
-        return 2 * mu[p] * (Fp - R) + lam[p] * (J - 1) * J * Fp.inverse().transpose()
-
-    @ti.kernel
-    def substep():
-        for I in ti.grouped(grid_m):
-            grid_v[I] = ti.Vector.zero(ti.f64, 3)
-            grid_m[I] = 0.0
-            grid_fix[I] = 0
-        for p in x:
-            base = ti.cast(x[p] * inv_dx - 0.5, ti.i32)
-            fx = x[p] * inv_dx - ti.cast(base, ti.f64)
-            w = [0.5 * (1.5 - fx) ** 2, 0.75 - (fx - 1.0) ** 2, 0.5 * (fx - 0.5) ** 2]
-            P = stress(p, F[p])
-            affine = -dt * 4 * inv_dx * inv_dx * p_vol * P @ F[p].transpose() + p_mass * C[p]
-            for i, j, k in ti.static(ti.ndrange(3, 3, 3)):
-                offset = ti.Vector([i, j, k])
-                dpos = (ti.cast(offset, ti.f64) - fx) * dx
-                weight = w[i][0] * w[j][1] * w[k][2]
-                grid_v[base + offset] += weight * (p_mass * v[p] + affine @ dpos)
-                grid_m[base + offset] += weight * p_mass
-            if anchor[p] == 1:
-                grid_fix[ti.cast(x[p] * inv_dx, ti.i32)] = 1
-        for I in ti.grouped(grid_m):
-            if grid_m[I] > 0:
-                vi = grid_v[I] / grid_m[I]
-                if grid_fix[I] == 1:
-                    vi = ti.Vector.zero(ti.f64, 3)
-                for d in ti.static(range(3)):
-                    if I[d] < WALL_CELLS and vi[d] < 0:
-                        vi[d] = 0.0
-                    if I[d] > GRID - 1 - WALL_CELLS and vi[d] > 0:
-                        vi[d] = 0.0
-                grid_v[I] = vi
-        for p in x:
-            base = ti.cast(x[p] * inv_dx - 0.5, ti.i32)
-            fx = x[p] * inv_dx - ti.cast(base, ti.f64)
-            w = [0.5 * (1.5 - fx) ** 2, 0.75 - (fx - 1.0) ** 2, 0.5 * (fx - 0.5) ** 2]
-            new_v = ti.Vector.zero(ti.f64, 3)
-            new_C = ti.Matrix.zero(ti.f64, 3, 3)
-            for i, j, k in ti.static(ti.ndrange(3, 3, 3)):
-                offset = ti.Vector([i, j, k])
-                dpos = (ti.cast(offset, ti.f64) - fx) * dx
-                weight = w[i][0] * w[j][1] * w[k][2]
-                gv = grid_v[base + offset]
-                new_v += weight * gv
-                new_C += 4 * inv_dx * inv_dx * weight * gv.outer_product(dpos)
-            v[p] = new_v
-            C[p] = new_C
-            F[p] = (ti.Matrix.identity(ti.f64, 3) + dt * new_C) @ F[p]
-            x[p] += dt * new_v
-            for d in ti.static(range(3)):
-                if not (x[p][d] >= 2 * dx and x[p][d] <= 1 - 2 * dx):
-                    bad[None] = 1
-
-    @ti.kernel
-    def rotations(out: ti.types.ndarray()):
-        for p in F:
-            U, sig, V = ti.svd(F[p], ti.f64)
-            R = U @ V.transpose()
-            for a, b in ti.static(ti.ndrange(3, 3)):
-                out[p, a, b] = R[a, b]
+    engine = Engine(
+        x=(pts - BOX_MIN) / BOX_SIDE,
+        v=np.where(anchored[:, None], 0.0, V0[None, :] / BOX_SIDE),
+        youngs=10.0**log10_e,
+        poisson=POISSON,
+        volume=p_vol,
+        density=DENSITY,
+        anchored=anchored,
+        grid=GRID,
+        dt=1.0 / (FPS * SUBSTEPS),
+        wall_cells=WALL_CELLS,
+    )
 
     args.out.mkdir(parents=True, exist_ok=True)
     rot = np.zeros((n, 3, 3))
@@ -302,11 +208,11 @@ def main():
     for frame in range(FRAMES):
         if frame > 0:
             for _ in range(SUBSTEPS):
-                substep()
-            if bad[None]:
+                engine.substep()
+            if engine.left_the_box():
                 sys.exit(f"frame {frame}: a particle left the box or became NaN")
-        xw = BOX_MIN + x.to_numpy() * BOX_SIDE
-        rotations(rot)
+        xw = BOX_MIN + engine.x.to_numpy() * BOX_SIDE
+        engine.rotations(rot)
         q = quat_from_matrix(rot)
         qf = quat_mul(q, quats)
         write_ply(args.out / f"frame_{frame:04d}.ply", xw, f_dc, opacity_logit, log_scales, qf)
