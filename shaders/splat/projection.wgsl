@@ -170,7 +170,6 @@ fn ellipse_reaches_tile(u: RasterUniforms, mean2d: vec2<f32>, conic: vec3<f32>, 
     let e1 = segment_minimum(hi.x, lo.y, hi.y, a, c, b);
     let e2 = segment_minimum(lo.y, lo.x, hi.x, c, a, b);
     let e3 = segment_minimum(hi.y, lo.x, hi.x, c, a, b);
-    let reach = k2 * 1.0001;
-    return e0.x <= reach + margin * e0.y || e1.x <= reach + margin * e1.y
-        || e2.x <= reach + margin * e2.y || e3.x <= reach + margin * e3.y;
+    return e0.x <= k2 + margin * e0.y || e1.x <= k2 + margin * e1.y
+        || e2.x <= k2 + margin * e2.y || e3.x <= k2 + margin * e3.y;
 }
