@@ -28,7 +28,9 @@ struct MpmParams {
     // Records in the collider buffer (mpm/collider, src/mpm/collider.rs).
     collider_count: u32,
     // 0: an anchored particle holds every node its stencil reaches (w > 0);
-    // 1: only its stencil's centre, the node nearest it (src/mpm_rules/config.rs AnchorRule).
+    // 1: only its stencil's centre, the node nearest it; 2: no particle
+    // marks a node, the grid clear writes the fixed held nodes of the
+    // anchored splats (src/mpm_rules/config.rs AnchorRule).
     anchor_rule: u32,
     // The FLIP transfer's share α = exp(−dt/τ) of a particle's own velocity
     // kept past the grid; 0 for APIC (src/mpm_rules/config.rs Transfer).
@@ -38,8 +40,12 @@ struct MpmParams {
 }
 
 // Whether an anchored particle holds stencil node `o` (offsets 0..2 per
-// axis) of weight `w` under the scene's anchoring rule.
+// axis) of weight `w` under the scene's anchoring rule (never under
+// `splats`, whose held nodes grid_clear.wgsl writes).
 fn holds_node(o: vec3<u32>, w: f32, p: MpmParams) -> bool {
+    if p.anchor_rule == 2u {
+        return false;
+    }
     if p.anchor_rule == 1u {
         return all(o == vec3<u32>(1u, 1u, 1u));
     }

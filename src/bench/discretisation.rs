@@ -79,11 +79,12 @@ pub enum Change {
     /// The grid resolution times this factor (drivers per occupied cell
     /// and the substep multiple kept).
     Grid(f64),
-    /// This anchoring rule (`simulation.anchoring`): `nearest` holds the
-    /// one node nearest each anchored particle, as PhysDreamer's
-    /// simulator holds one node per anchored particle, where physfit's
-    /// default `stencil` holds every node its stencil touches, a layer
-    /// about a cell thick.
+    /// This anchoring rule (`simulation.anchoring`): `stencil` holds every
+    /// node an anchored driver's stencil touches, a layer about a cell
+    /// thick; `nearest` the one node nearest each anchored driver;
+    /// `splats` the node at floor(x/dx) of every anchored splat, as
+    /// PhysDreamer's simulator holds one node per anchored particle, with
+    /// one particle per splat.
     Anchoring(AnchorRule),
 }
 
@@ -106,12 +107,13 @@ impl Change {
             Change::Grid(2.0),
             Change::Anchoring(AnchorRule::Stencil),
             Change::Anchoring(AnchorRule::Nearest),
+            Change::Anchoring(AnchorRule::Splats),
         ]
     }
 
     /// Parses a name of [`Change::name`]'s form (`default`,
     /// `drivers-per-cell=N`, `driver-per-splat`, `substeps=xN`,
-    /// `grid=xF`, `anchoring=stencil|nearest`).
+    /// `grid=xF`, `anchoring=stencil|nearest|splats`).
     pub fn parse(s: &str) -> Option<Change> {
         let (key, value) = s.split_once('=').unwrap_or((s, ""));
         let times = |v: &str| v.strip_prefix('x').unwrap_or(v).to_string();
@@ -133,10 +135,7 @@ impl Change {
                 .ok()
                 .filter(|&f: &f64| f.is_finite() && f > 0.0)
                 .map(Change::Grid),
-            "anchoring" => [AnchorRule::Stencil, AnchorRule::Nearest]
-                .into_iter()
-                .find(|r| r.word() == value)
-                .map(Change::Anchoring),
+            "anchoring" => AnchorRule::from_word(value).map(Change::Anchoring),
             _ => None,
         }
     }
@@ -255,7 +254,7 @@ pub struct ChangeRow {
     pub grid_res: u32,
     /// Substeps per frame.
     pub substeps: u32,
-    /// `simulation.anchoring`: `stencil` or `nearest`.
+    /// `simulation.anchoring`: `stencil`, `nearest` or `splats`.
     pub anchoring: &'static str,
     /// The stability minimum of substeps per frame at this grid.
     pub min_substeps: u32,

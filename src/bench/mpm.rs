@@ -273,6 +273,7 @@ pub fn run_case(
         &MpmSetup {
             particle_volume: volume,
             anchored: vec![false; n],
+            held_points: Vec::new(),
             youngs: vec![youngs as f32; n],
             youngs_max: youngs,
         },

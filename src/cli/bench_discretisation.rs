@@ -22,7 +22,7 @@ pub struct BenchDiscretisationArgs {
     /// The truth file of its frames (docs/truth.md): the E per region and v0 held while one region is scanned.
     #[arg(long)]
     pub truth: PathBuf,
-    /// Changes, one row each: default, drivers-per-cell=N, driver-per-splat, substeps=xN (of the stability minimum), grid=xF, anchoring=stencil|nearest; the recorded table by default.
+    /// Changes, one row each: default, drivers-per-cell=N, driver-per-splat, substeps=xN (of the stability minimum), grid=xF, anchoring=stencil|nearest|splats; the recorded table by default.
     #[arg(long, value_delimiter = ',')]
     pub changes: Vec<String>,
     /// Values of log10 E per region.
@@ -44,7 +44,7 @@ pub fn run(args: &BenchDiscretisationArgs, quiet: bool) -> Result<()> {
                 Some(change) => Ok(change),
                 None => bail!(
                     "unknown change '{c}' (known: default, drivers-per-cell=N, \
-                     driver-per-splat, substeps=xN, grid=xF, anchoring=stencil|nearest)"
+                     driver-per-splat, substeps=xN, grid=xF, anchoring=stencil|nearest|splats)"
                 ),
             })
             .collect::<Result<Vec<_>>>()?

@@ -68,6 +68,17 @@ impl DriverSource {
         })
     }
 
+    /// The anchored points, in order: what the `splats` anchoring rule
+    /// holds the grid by ([`MpmSetup::held_points`]).
+    pub fn held_points(&self) -> Vec<[f32; 3]> {
+        self.points
+            .iter()
+            .zip(&self.anchored)
+            .filter(|(_, &a)| a)
+            .map(|(p, _)| *p)
+            .collect()
+    }
+
     /// Number of Gaussians (the first points).
     pub fn gaussian_count(&self) -> usize {
         self.splat_indices.len()
@@ -99,6 +110,10 @@ pub struct DriverSet {
     /// Per driver: anchored, when a strict majority of the points of its
     /// cluster are anchored (see [`DriverSet::build`]).
     pub anchored: Vec<bool>,
+    /// Rest positions (normalised) of the anchored source points, the
+    /// anchored Gaussians and fill points: the dense points whose nodes the
+    /// `splats` anchoring rule holds ([`MpmSetup::held_points`]).
+    pub held_points: Vec<[f32; 3]>,
     /// Per driver: its cluster holds no Gaussian, only fill points. Such a
     /// driver carries E and v0 like any other but moves no Gaussian except
     /// as a neighbour.
@@ -254,6 +269,7 @@ impl DriverSet {
         Ok(Self {
             rest,
             anchored,
+            held_points: source.held_points(),
             fill_only,
             volume: occupied / count as f64,
             occupied_volume: occupied,
@@ -290,6 +306,7 @@ impl DriverSet {
         MpmSetup {
             particle_volume: self.volume,
             anchored: self.anchored.clone(),
+            held_points: self.held_points.clone(),
             youngs,
             youngs_max,
         }

@@ -10,9 +10,7 @@
 pub mod drivers;
 pub mod kmeans;
 
-pub use drivers::{nearest_drivers, DriverSet};
-#[cfg(feature = "reference")]
-pub use drivers::DriverSource;
+pub use drivers::{nearest_drivers, DriverSet, DriverSource};
 
 /// Why a scene gives no drivers.
 #[derive(Debug, thiserror::Error)]

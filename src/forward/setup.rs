@@ -7,7 +7,8 @@
 
 use super::error::ForwardError;
 use crate::deform::{DeformSetup, DRIVERS_PER_GAUSSIAN};
-use crate::drive::{nearest_drivers, DriverSet};
+use crate::drive::{nearest_drivers, DriverSet, DriverSource};
+use crate::mpm_rules::AnchorRule;
 use crate::interact::Interactions;
 use crate::mpm::lame::check_poisson;
 use crate::mpm::simulator::{check_stability, check_stability_at};
@@ -118,6 +119,13 @@ impl ForwardSetup {
         let particles = MpmSetup {
             particle_volume: fitted.particle_volume,
             anchored: interactions.held(&fitted.anchored),
+            // The scene's anchored splats and fill points (the drivers file
+            // keeps the drivers only): what the `splats` rule holds.
+            held_points: if interactions.released() || config.anchoring != AnchorRule::Splats {
+                Vec::new()
+            } else {
+                DriverSource::from_scene(scene)?.held_points()
+            },
             youngs: fitted
                 .log10_youngs
                 .iter()

@@ -1,5 +1,6 @@
 //! Zeroes the active box's nodes before P2G (shaders/mpm/grid_clear.wgsl):
-//! the grid's (m, mv), anchored flags and, with binned scatters, cell-list
+//! the grid's (m, mv), anchored flags (set to the fixed held nodes of the
+//! `splats` anchoring rule, 0 under the others) and, with binned scatters, cell-list
 //! heads ([`super::p2g_bin::CellLists`]) in one dispatch. Cheaper than
 //! clearing whole grid buffers when the object is small, and one dispatch
 //! fewer per substep than clearing each buffer on its own (each costs
@@ -20,8 +21,11 @@ pub struct GridClearBuffers<'a> {
     pub node_box: &'a GpuBuffer,
     /// Grid (m, mv): four words per node, zeroed.
     pub mass_momentum: &'a GpuBuffer,
-    /// Anchored flags: one word per node, zeroed.
+    /// Anchored flags: one word per node, set to `held`.
     pub anchored: &'a GpuBuffer,
+    /// The fixed held nodes: one word per node
+    /// ([`super::MpmSimulator`]'s `held_nodes`).
+    pub held: &'a GpuBuffer,
     /// Heads of the cell lists, with binned scatters: one word per node,
     /// zeroed (emptied); selects the entry point `clear_grid_and_lists`.
     pub cell_head: Option<&'a GpuBuffer>,
@@ -36,6 +40,7 @@ impl<'a> GridClearBuffers<'a> {
             self.node_box,
             self.mass_momentum => "nodes",
             self.anchored => "flags",
+            self.held,
         ]
         .to_vec();
         buffers.extend(self.cell_head.map(|head| ("cell_head", head)));
@@ -59,6 +64,7 @@ impl GridClear {
             Binding::read("node_box", 1),
             Binding::read_write("nodes", 2),
             Binding::read_write("flags", 3),
+            Binding::read("held", 4),
         ],
     };
 
@@ -71,7 +77,8 @@ impl GridClear {
             Binding::read("node_box", 1),
             Binding::read_write("nodes", 2),
             Binding::read_write("flags", 3),
-            Binding::read_write("cell_head", 4),
+            Binding::read("held", 4),
+            Binding::read_write("cell_head", 5),
         ],
     };
 

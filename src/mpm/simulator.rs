@@ -31,7 +31,8 @@ use super::uniforms::MpmUniforms;
 use crate::mpm_rules::collider::collider_records;
 #[cfg(feature = "reference")]
 use crate::mpm_rules::collider::ContactRule;
-use crate::mpm_rules::config::{MpmConfig, Transfer, WALL_MARGIN_CELLS};
+use crate::mpm_rules::config::{AnchorRule, MpmConfig, Transfer, WALL_MARGIN_CELLS};
+use crate::mpm_rules::held_nodes::floor_nodes;
 use crate::mpm_rules::stability::min_substeps_per_frame;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -55,6 +56,13 @@ pub struct MpmSetup {
     pub particle_volume: f64,
     /// Anchored flag per particle (frozen particles; their nodes get v = 0).
     pub anchored: Vec<bool>,
+    /// Under the `splats` anchoring rule ([`AnchorRule::Splats`]): the rest
+    /// positions (normalised) of the scene's dense anchored points, its
+    /// anchored splats and fill points, whose nodes at floor(x/dx) the
+    /// grid holds at zero velocity ([`crate::mpm_rules::held_nodes`]).
+    /// Ignored by the other rules, which hold the anchored particles' own
+    /// nodes.
+    pub held_points: Vec<[f32; 3]>,
     /// Young's modulus per particle (normalised units) to start with: one
     /// per particle, finite and positive (the time-step bound is checked
     /// for the larger of `youngs_max` and their maximum). Changed later
@@ -150,6 +158,11 @@ pub struct MpmSimulator {
     /// construction; [`MpmSimulator::set_poisson`] checks it again).
     youngs_max: f64,
     pub(crate) anchored: GpuBuffer,
+    /// One word per node: 1 where the `splats` anchoring rule holds the
+    /// node at every substep, 0 elsewhere (all 0 under the other rules,
+    /// whose P2G marks the held nodes); what the grid clear writes into
+    /// the anchored flags.
+    pub(crate) held_nodes: GpuBuffer,
     pub(crate) grid: SubstepGrid,
     pub(crate) grid_velocity_grad: GpuBuffer,
     pub(crate) grid_grad: GpuBuffer,
@@ -287,6 +300,16 @@ impl MpmSimulator {
             )));
         }
         check_youngs(&setup.youngs, n)?;
+        if config.anchoring == AnchorRule::Splats
+            && setup.held_points.is_empty()
+            && setup.anchored.contains(&true)
+        {
+            return Err(MpmError::InvalidInput(
+                "anchoring \"splats\" holds the nodes of the anchored splats, and none were given \
+                 (MpmSetup::held_points)"
+                    .into(),
+            ));
+        }
         let initial_max = setup.youngs.iter().fold(0.0f32, |a, &b| a.max(b)) as f64;
         let youngs_max = setup.youngs_max.max(initial_max);
         if options.check_time_step {
@@ -297,6 +320,7 @@ impl MpmSimulator {
         let nodes = per_axis * per_axis * per_axis;
         let uniforms = MpmUniforms::new(config, setup.particle_volume, n as u32);
         let anchored: Vec<u32> = setup.anchored.iter().map(|&a| a as u32).collect();
+        let held_nodes = held_node_flags(config, &setup.held_points, per_axis);
         let state_floats = n * STATE_STRIDE;
         let flip = matches!(config.transfer, Transfer::Flip { .. });
         let binned = match options.scatters {
@@ -317,6 +341,7 @@ impl MpmSimulator {
             poisson_max: AtomicU64::new(config.poisson.to_bits()),
             youngs_max,
             anchored: ctx.storage_from_slice("mpm anchored particles", &anchored)?,
+            held_nodes: ctx.storage_from_slice("mpm held nodes", &held_nodes)?,
             grid: SubstepGrid::new(ctx, "mpm", nodes, n, binned, flip)?,
             grid_velocity_grad: ctx.storage_zeroed::<f32>("mpm grid velocity grad", nodes * 4)?,
             grid_grad: ctx.storage_zeroed::<f32>("mpm grid (mv, m) grad", nodes * 4)?,
@@ -611,6 +636,21 @@ impl MpmSimulator {
 }
 
 /// Checks Young's moduli: one per particle, finite and positive.
+/// The held-node flags of [`MpmSimulator::held_nodes`]: 1 at the node
+/// floor(x/dx) of every held point under the `splats` rule, in the grid's
+/// flat node order (x slowest, as `node_index` in shaders/mpm/params.wgsl);
+/// all 0 under the other rules.
+fn held_node_flags(config: &MpmConfig, points: &[[f32; 3]], per_axis: usize) -> Vec<u32> {
+    let mut flags = vec![0u32; per_axis * per_axis * per_axis];
+    if config.anchoring == AnchorRule::Splats {
+        let points = points.iter().map(|p| p.map(f64::from));
+        for [i, j, k] in floor_nodes(points, config.grid_res) {
+            flags[(i as usize * per_axis + j as usize) * per_axis + k as usize] = 1;
+        }
+    }
+    flags
+}
+
 fn check_youngs(youngs: &[f32], particles: usize) -> Result<(), MpmError> {
     if youngs.len() != particles {
         return Err(MpmError::InvalidInput(format!(

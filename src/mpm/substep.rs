@@ -192,6 +192,7 @@ impl MpmSimulator {
                     node_box: &grid.node_box,
                     mass_momentum: &grid.mass_momentum,
                     anchored: &grid.anchored,
+                    held: &self.held_nodes,
                     cell_head: self.binned_scatters().then(|| grid.cell_head()),
                 };
                 let name = match b.cell_head {

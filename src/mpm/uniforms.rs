@@ -95,6 +95,7 @@ impl MpmUniforms {
             anchor_rule: match config.anchoring {
                 AnchorRule::Stencil => 0,
                 AnchorRule::Nearest => 1,
+                AnchorRule::Splats => 2,
             },
             flip_share: config.transfer.flip_share(config.dt()) as f32,
             _pad: [0; 2],

@@ -67,6 +67,14 @@ pub enum AnchorRule {
     /// at most half a cell beyond the anchored particles, so a coarse grid
     /// holds nearly what a fine one holds.
     Nearest,
+    /// PhysDreamer's rule over the scene's dense points: the node at
+    /// `floor(x/dx)` of every anchored splat and fill point at rest (and of
+    /// every anchored particle), fixed for the run
+    /// ([`super::held_nodes::floor_nodes`]). Anchored splats are far denser
+    /// than the drivers, so the held layer has no gaps however few drivers
+    /// there are; it lies within one cell below the anchored points on each
+    /// axis, and tends to the anchored region as the grid refines.
+    Splats,
 }
 
 /// How G2P sets the particle velocity (`simulation.transfer`; docs/design.md
@@ -125,7 +133,16 @@ impl AnchorRule {
         match self {
             AnchorRule::Stencil => "stencil",
             AnchorRule::Nearest => "nearest",
+            AnchorRule::Splats => "splats",
         }
+    }
+
+    /// Every rule, in the order the scene's documentation lists them.
+    pub const ALL: [AnchorRule; 3] = [AnchorRule::Stencil, AnchorRule::Nearest, AnchorRule::Splats];
+
+    /// The rule named `word` ([`AnchorRule::word`]).
+    pub fn from_word(word: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|r| r.word() == word)
     }
 }
 

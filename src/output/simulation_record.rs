@@ -143,14 +143,15 @@ impl SimulationRecord {
         let anchoring = match r.text("simulation.anchoring") {
             // Written before the setting existed: the one rule there was.
             Err(_) => AnchorRule::Stencil,
-            Ok("stencil") => AnchorRule::Stencil,
-            Ok("nearest") => AnchorRule::Nearest,
-            Ok(other) => {
-                return Err(r.invalid(
-                    "simulation.anchoring",
-                    format!("is \"{other}\", expected \"stencil\" or \"nearest\""),
-                ))
-            }
+            Ok(word) => match AnchorRule::from_word(word) {
+                Some(rule) => rule,
+                None => {
+                    return Err(r.invalid(
+                        "simulation.anchoring",
+                        format!("is \"{word}\", expected \"stencil\", \"nearest\" or \"splats\""),
+                    ))
+                }
+            },
         };
         let transfer = match r.text("simulation.transfer") {
             // Written before the setting existed: the one transfer there was.

@@ -204,7 +204,9 @@ pub struct SimulationConfig {
     /// rule, in the order they act.
     pub colliders: Vec<ColliderConfig>,
     /// Which grid nodes an anchored particle holds: `"stencil"` (every node
-    /// its stencil reaches) or `"nearest"` (the nearest node only).
+    /// its stencil reaches), `"nearest"` (the nearest node only) or
+    /// `"splats"` (the node at floor(x/dx) of every anchored splat and fill
+    /// point).
     pub anchoring: AnchorRule,
     /// How G2P sets the particle velocity: `"apic"` or `"flip"`
     /// (src/mpm_rules/config.rs `Transfer`).

@@ -269,6 +269,18 @@ fn a_driver_is_anchored_when_most_of_its_cluster_is() {
         assert_eq!(*v, if a { [0.0; 3] } else { [1.0, 2.0, 3.0] });
     }
     assert!(set.fill_only.iter().all(|f| !f));
+    // The `splats` anchoring rule holds by every anchored point, whatever
+    // its driver: the 4 + 3 + 1 anchored Gaussians, not the one anchored
+    // driver.
+    assert_eq!(set.held_points.len(), 8);
+    for p in &set.held_points {
+        let i = points
+            .iter()
+            .position(|q| q.map(|c| c as f32) == *p)
+            .expect("a source point");
+        assert!(src.anchored[i]);
+    }
+    assert_eq!(set.setup(vec![1.0; 3], 1.0).held_points, set.held_points);
 }
 
 // --- Scenes ---------------------------------------------------------------

@@ -172,6 +172,7 @@ fn scene() -> Scene {
         config,
         particle_volume: dx.powi(3),
         anchored: anchored.clone(),
+        held_points: Vec::new(),
         poisson: None,
     };
     // log10 E ≈ 4.3 (c ≈ 3.7 box/s, dt = 5 ms ≈ 0.3 dx/c): it sways

@@ -194,6 +194,7 @@ fn drop_scene(mu: f64) -> (MpmSetup64, MpmState64, Vec<f64>) {
         config,
         particle_volume: h * h * h,
         anchored: vec![false; n],
+        held_points: Vec::new(),
         poisson: None,
     };
     (setup, state, youngs)

@@ -183,6 +183,7 @@ fn scene_with(walls: WallMode, shift_y: f64, damping: f64, anchor_bottom: bool) 
         config,
         particle_volume: (1.0 / 32.0f64).powi(3),
         anchored,
+        held_points: Vec::new(),
         poisson: None,
     };
     let mut loss_grad = MpmState64::zeros(n);
@@ -469,6 +470,7 @@ fn free_fall_matches_parabola() {
         config: setup_config,
         particle_volume: (1.0 / 32.0f64).powi(3),
         anchored: vec![false; n],
+        held_points: Vec::new(),
         poisson: None,
     };
     let youngs = vec![1e5; n];
@@ -526,6 +528,7 @@ fn momentum_is_conserved_without_gravity_or_walls() {
         config: config(grid_res, 20, [0.0; 3]),
         particle_volume: (1.0 / 32.0f64).powi(3),
         anchored: vec![false; n],
+        held_points: Vec::new(),
         poisson: None,
     };
     let youngs: Vec<f64> = (0..n).map(|_| 2e5 * (1.0 + 0.5 * rng.uniform())).collect();
@@ -571,18 +574,27 @@ fn momentum_is_conserved_without_gravity_or_walls() {
 /// An anchored particle holds every node its stencil reaches under the
 /// `stencil` rule (27), and only the node nearest it under `nearest`: the
 /// held layer then reaches half a cell past the anchored particles, not
-/// one and a half, on any grid.
+/// one and a half, on any grid. Under `splats` the particle holds nothing
+/// itself: the held points do, each the node at floor(x/dx) below it.
 #[test]
 fn an_anchored_particle_holds_its_stencil_or_its_nearest_node() {
     let x = [0.512, 0.47, 0.5301];
     let grid_res = 16u32;
-    for (rule, held) in [(AnchorRule::Stencil, 27), (AnchorRule::Nearest, 1)] {
+    // dx = 1/16: floor nodes (8, 7, 8) and (8, 7, 9) inside the stencil,
+    // and one (7, 7, 8) the particle's nearest node is not.
+    let held_points = vec![[0.53, 0.45, 0.51], [0.51, 0.44, 0.57], [0.45, 0.46, 0.52]];
+    for (rule, held) in [
+        (AnchorRule::Stencil, 27),
+        (AnchorRule::Nearest, 1),
+        (AnchorRule::Splats, 3),
+    ] {
         let mut config = config(grid_res, 4, [0.0; 3]);
         config.anchoring = rule;
         let setup = MpmSetup64 {
             config,
             particle_volume: 1e-4,
             anchored: vec![true, false],
+            held_points: held_points.clone(),
             poisson: None,
         };
         let state = MpmState64::at_rest(vec![x, [0.3, 0.3, 0.3]]);
@@ -595,6 +607,9 @@ fn an_anchored_particle_holds_its_stencil_or_its_nearest_node() {
         if rule == AnchorRule::Nearest {
             let nearest = x.map(|c| (c * grid_res as f64).round() as i64);
             assert_eq!(nodes, vec![nearest]);
+        }
+        if rule == AnchorRule::Splats {
+            assert_eq!(nodes, vec![[7, 7, 8], [8, 7, 8], [8, 7, 9]]);
         }
     }
 }
@@ -614,7 +629,7 @@ fn lattice_means() -> Vec<[f32; 3]> {
 }
 
 /// `simulation.anchoring` reaches the simulator's settings; a word other
-/// than the two rules is refused naming the field and both words.
+/// than the three rules is refused naming the field and every word.
 #[test]
 fn the_scene_chooses_the_anchoring_rule_and_refuses_other_words() {
     let means = lattice_means();
@@ -622,10 +637,15 @@ fn the_scene_chooses_the_anchoring_rule_and_refuses_other_words() {
     assert_eq!(scene.unwrap().mpm_config().anchoring, AnchorRule::Stencil);
     let (_d, scene) = crate::common::scene_with(&means, "[simulation]\nanchoring = \"nearest\"");
     assert_eq!(scene.unwrap().mpm_config().anchoring, AnchorRule::Nearest);
+    let (_d, scene) = crate::common::scene_with(&means, "[simulation]\nanchoring = \"splats\"");
+    assert_eq!(scene.unwrap().mpm_config().anchoring, AnchorRule::Splats);
     let (_d, scene) = crate::common::scene_with(&means, "[simulation]\nanchoring = \"inside\"");
     let m = scene.unwrap_err().to_string();
     assert!(
-        m.contains("`simulation.anchoring`") && m.contains("stencil") && m.contains("nearest"),
+        m.contains("`simulation.anchoring`")
+            && m.contains("stencil")
+            && m.contains("nearest")
+            && m.contains("splats"),
         "{m}"
     );
 }
@@ -737,6 +757,7 @@ fn bar_period(youngs: f64, dt: f64, free_cells: usize) -> (f64, f64) {
         config,
         particle_volume: h * h * h,
         anchored,
+        held_points: Vec::new(),
         poisson: None,
     };
     let v0 = 0.05;

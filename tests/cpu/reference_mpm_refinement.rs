@@ -65,6 +65,7 @@ impl Bar {
             config,
             particle_volume: h * h * h,
             anchored,
+            held_points: Vec::new(),
             poisson: None,
         };
         Bar {

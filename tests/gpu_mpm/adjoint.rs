@@ -101,6 +101,7 @@ fn case_at(ctx: &GpuContext, anchor: bool, options: MpmOptions, centre: [f32; 3]
         &MpmSetup {
             particle_volume: (spacing as f64).powi(3),
             anchored,
+            held_points: Vec::new(),
             youngs: youngs.clone(),
             youngs_max: 3e4,
         },

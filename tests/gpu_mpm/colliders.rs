@@ -95,6 +95,7 @@ impl Drop {
             &MpmSetup {
                 particle_volume: self.volume,
                 anchored: vec![false; self.start.len()],
+                held_points: Vec::new(),
                 youngs: self.youngs.clone(),
                 youngs_max: youngs_max * 1.3,
             },
@@ -107,6 +108,7 @@ impl Drop {
             config: self.config.clone(),
             particle_volume: self.volume,
             anchored: vec![false; self.start.len()],
+            held_points: Vec::new(),
             poisson: None,
         }
     }
@@ -489,6 +491,7 @@ fn gravity_either_way_lands_the_block_on_the_plane_on_that_side() {
             &MpmSetup {
                 particle_volume: (1.0f64 / 32.0).powi(3),
                 anchored: vec![false; n],
+                held_points: Vec::new(),
                 youngs: vec![2e4; n],
                 youngs_max: 2e4,
             },

@@ -15,6 +15,7 @@ fn setup(n: usize, spacing: f32) -> MpmSetup {
     MpmSetup {
         particle_volume: (spacing as f64).powi(3),
         anchored: vec![false; n],
+        held_points: Vec::new(),
         youngs: vec![2e4; n],
         youngs_max: 2e4,
     }

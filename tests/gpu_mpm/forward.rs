@@ -12,12 +12,14 @@ use physfit::mpm::{
     BackwardWork, MpmError, MpmOptions, MpmSetup, MpmSimulator, ParticleState, RolloutOptions,
     ScatterMode,
 };
+use physfit::mpm_rules::AnchorRule;
 
 /// `n` free particles of volume `spacing³`, all at E = `youngs_max`.
 fn setup(n: usize, spacing: f32, youngs_max: f64) -> MpmSetup {
     MpmSetup {
         particle_volume: (spacing as f64).powi(3),
         anchored: vec![false; n],
+        held_points: Vec::new(),
         youngs: vec![youngs_max as f32; n],
         youngs_max,
     }
@@ -156,6 +158,7 @@ fn anchored_particles_do_not_move() {
     assert!(anchored.iter().any(|a| *a) && anchored.iter().any(|a| !a));
     let s = MpmSetup {
         anchored: anchored.clone(),
+        held_points: Vec::new(),
         ..setup(n, spacing, 1e4)
     };
     let sim = MpmSimulator::new(&ctx, &config, &s).unwrap();
@@ -180,6 +183,22 @@ fn anchored_particles_do_not_move() {
         free_moved > 1e-5,
         "free particles did not move: {free_moved}"
     );
+}
+
+/// The `splats` anchoring rule holds the grid by the anchored splats'
+/// points: a setup with anchored particles and no such points would hold
+/// nothing, and is refused rather than run unanchored.
+#[test]
+fn the_splats_rule_without_its_points_is_refused() {
+    let ctx = common::gpu();
+    let mut config = small_config();
+    config.anchoring = AnchorRule::Splats;
+    let mut s = setup(8, 0.03, 1e4);
+    s.anchored[0] = true;
+    let err = MpmSimulator::new(&ctx, &config, &s).err().expect("refused");
+    assert!(err.to_string().contains("held_points"), "{err}");
+    s.held_points = vec![[0.5; 3]];
+    MpmSimulator::new(&ctx, &config, &s).expect("with its points");
 }
 
 #[test]
@@ -344,6 +363,7 @@ fn binned_and_scatter_p2g_agree() {
     assert!(anchored.iter().any(|a| *a) && anchored.iter().any(|a| !a));
     let s = MpmSetup {
         anchored,
+        held_points: Vec::new(),
         ..setup(n, spacing, 2e4)
     };
     let sim = MpmSimulator::new(&ctx, &config, &s).unwrap();

@@ -95,6 +95,7 @@ fn a_grid_over_the_binding_limit_is_a_typed_error() {
     let setup = MpmSetup {
         particle_volume: 1e-6,
         anchored: vec![false; 8],
+        held_points: Vec::new(),
         youngs: vec![1e3; 8],
         youngs_max: 1e3,
     };

@@ -575,6 +575,32 @@ fn a_released_object_falls_where_its_anchors_held_it() {
     );
 }
 
+/// Under the `splats` anchoring rule the anchored splats hold the grid,
+/// not the drivers: a block whose anchored bottom layer of splats lies
+/// 0.7 cells apart but whose drivers lie about 1.7 cells apart (too few of
+/// them anchored to close a layer) stays on its held layer under gravity,
+/// where one held node per anchored driver (`nearest`) lets it sink.
+#[test]
+fn the_anchored_splats_hold_an_object_whose_drivers_are_sparse() {
+    let lowest =
+        |rule: &str| {
+            let extra =
+                format!(
+            "{}\n[regions]\nanchored = [{{ min = [0.0, 0.0, 0.0], max = [1.0, 1.0, 0.29] }}]\n",
+            DROP.replace("padding = 1.0\n", &format!("padding = 1.0\nanchoring = \"{rule}\"\n"))
+        );
+            let f = fitted_with(&extra, 16, 4.6);
+            let dx = f.scene.simulation.sim_box.side / f.scene.simulation.grid_res as f64;
+            (lowest_after_drop(&f, &f.scene, false, false).0, dx)
+        };
+    let rest = 0.275;
+    let (splats, dx) = lowest("splats");
+    let (nearest, _) = lowest("nearest");
+    eprintln!("lowest splat after the drop: {splats:.4} (splats), {nearest:.4} (nearest); rest {rest}, dx {dx:.4}");
+    assert!(splats > rest - 0.25 * dx, "splats: {splats}");
+    assert!(nearest < rest - dx, "nearest: {nearest}");
+}
+
 /// The lowest image row the object covers.
 fn lowest_row(path: &Path) -> u32 {
     let image = image::open(path).unwrap().to_rgb8();

@@ -112,6 +112,7 @@ pub fn chain_twin(
             config: scene.mpm_config(),
             particle_volume: drivers.volume,
             anchored: drivers.anchored.clone(),
+            held_points: Vec::new(),
             poisson: None,
         },
         deform: DeformSetup::from_drivers(drivers, scene.gaussians()).unwrap(),

@@ -90,6 +90,7 @@ fn the_gpu_changes_its_motion_with_the_substeps_as_its_f64_twin_does() {
             &MpmSetup {
                 particle_volume: volume,
                 anchored: anchored.clone(),
+                held_points: Vec::new(),
                 youngs: vec![YOUNGS; n],
                 youngs_max: YOUNGS as f64,
             },
@@ -106,6 +107,7 @@ fn the_gpu_changes_its_motion_with_the_substeps_as_its_f64_twin_does() {
             config,
             particle_volume: volume,
             anchored: anchored.clone(),
+            held_points: Vec::new(),
             poisson: None,
         };
         let states = frame_states(&setup, &first, &vec![YOUNGS as f64; n], FRAMES as usize);

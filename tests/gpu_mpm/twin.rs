@@ -48,6 +48,8 @@ struct Scene {
     start: ParticleState,
     youngs: Vec<f32>,
     anchored: Vec<bool>,
+    /// The points whose floor nodes the `splats` rule holds.
+    held_points: Vec<[f32; 3]>,
     volume: f64,
 }
 
@@ -81,11 +83,24 @@ fn scene_with_transfer(with_rules: bool, anchoring: AnchorRule, transfer: Transf
         .iter()
         .map(|r| 2e4 * (1.0 + 0.4 * r))
         .collect();
+    // Under `splats`: a dense patch of points (a third of the particle
+    // spacing apart) around the anchored corner, as a scene's anchored
+    // splats are denser than its drivers: its floor nodes hold the end.
+    let held_points = match anchoring {
+        AnchorRule::Splats if with_rules => (0..27)
+            .map(|i| {
+                let o = [i % 3, i / 3 % 3, i / 9].map(|k| k as f32 * spacing / 3.0);
+                std::array::from_fn(|a| x[0][a] + o[a])
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
     Scene {
         config,
         start: rest_state(x, v),
         youngs,
         anchored,
+        held_points,
         volume: (spacing as f64).powi(3),
     }
 }
@@ -102,6 +117,7 @@ fn simulator_with(ctx: &GpuContext, s: &Scene, scatters: ScatterMode) -> MpmSimu
         &MpmSetup {
             particle_volume: s.volume,
             anchored: s.anchored.clone(),
+            held_points: s.held_points.clone(),
             youngs: s.youngs.clone(),
             youngs_max,
         },
@@ -140,6 +156,7 @@ fn setup64(s: &Scene) -> MpmSetup64 {
         config: s.config.clone(),
         particle_volume: s.volume,
         anchored: s.anchored.clone(),
+        held_points: s.held_points.iter().map(|p| p.map(f64::from)).collect(),
         poisson: None,
     }
 }
@@ -150,10 +167,11 @@ fn forward_matches(with_rules: bool, anchoring: AnchorRule) {
 
 fn forward_matches_in(with_rules: bool, anchoring: AnchorRule, transfer: Transfer) {
     // The nearest-node rule marks its node in both scatter kernels
-    // (p2g.wgsl and p2g_bin.wgsl): each is checked.
+    // (p2g.wgsl and p2g_bin.wgsl), and under `splats` both scatters leave
+    // the flags the grid clear wrote: each is checked.
     let modes: &[ScatterMode] = match anchoring {
         AnchorRule::Stencil => &[ScatterMode::Auto],
-        AnchorRule::Nearest => &[ScatterMode::Binned, ScatterMode::Atomic],
+        AnchorRule::Nearest | AnchorRule::Splats => &[ScatterMode::Binned, ScatterMode::Atomic],
     };
     for &scatters in modes {
         forward_matches_with(with_rules, anchoring, transfer, scatters);
@@ -296,6 +314,13 @@ fn adjoint_matches_with(
     assert!(de <= 1e-3 && dv <= 1e-3 && ds <= 1e-3, "{de}, {dv}, {ds}");
 }
 
+/// The `splats` rule: the grid clear writes the held nodes of a dense
+/// patch of points, and no particle marks any.
+#[test]
+fn forward_with_the_anchored_splats_rule_matches_the_twin() {
+    forward_matches(true, AnchorRule::Splats);
+}
+
 #[test]
 fn adjoint_matches_the_twin() {
     adjoint_matches(false, AnchorRule::Stencil);
@@ -309,6 +334,13 @@ fn adjoint_with_gravity_damping_anchors_and_slip_walls_matches_the_twin() {
 #[test]
 fn adjoint_with_the_nearest_node_anchoring_matches_the_twin() {
     adjoint_matches(true, AnchorRule::Nearest);
+}
+
+#[test]
+fn adjoint_with_the_anchored_splats_rule_matches_the_twin() {
+    for scatters in [ScatterMode::Binned, ScatterMode::Atomic] {
+        adjoint_matches_with(true, AnchorRule::Splats, Transfer::Apic, scatters);
+    }
 }
 
 /// The FLIP transfer (a PIC share per unit of time, src/mpm_rules/config.rs
@@ -403,6 +435,7 @@ fn stress_and_its_adjoint_match_the_twin_for_hard_deformation_gradients() {
         start,
         youngs: vec![1e4; n],
         anchored: vec![false; n],
+        held_points: Vec::new(),
         volume: (1.0f64 / 32.0).powi(3),
     };
     let sim = simulator(&ctx, &s);
@@ -534,6 +567,7 @@ fn fit_scale_scene() -> Scene {
         start: rest_state(x, v),
         youngs,
         anchored,
+        held_points: Vec::new(),
         volume: (spacing as f64).powi(3),
     }
 }
@@ -650,6 +684,7 @@ fn flip_gradients_match_the_twin_on_recomputed_grids_and_in_the_truncated_flow()
             &MpmSetup {
                 particle_volume: s.volume,
                 anchored: s.anchored.clone(),
+                held_points: Vec::new(),
                 youngs: s.youngs.clone(),
                 youngs_max,
             },
@@ -705,6 +740,7 @@ fn the_simulator_refuses_a_flip_pic_time_it_cannot_run() {
             &MpmSetup {
                 particle_volume: s.volume,
                 anchored: s.anchored.clone(),
+                held_points: Vec::new(),
                 youngs: s.youngs.clone(),
                 youngs_max,
             },

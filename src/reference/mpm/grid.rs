@@ -31,7 +31,7 @@ pub struct Grid64 {
     /// momentum they carry, without the stress impulse (FLIP's `v̂_i`,
     /// src/mpm_rules/config.rs).
     pub carried: Vec<Vec3>,
-    /// Node receives mass (`w_ip > 0`) from an anchored particle.
+    /// Node held at zero velocity by the anchoring rule.
     pub anchored: Vec<bool>,
 }
 
@@ -70,6 +70,11 @@ impl Grid64 {
             carried: vec![[0.0; 3]; n],
             anchored: vec![false; n],
         }
+    }
+
+    /// Whether global node `node` lies in the box.
+    pub fn contains(&self, node: [i64; 3]) -> bool {
+        (0..3).all(|a| node[a] >= self.origin[a] && node[a] < self.origin[a] + self.dims[a] as i64)
     }
 
     /// Storage index of global node `node`.

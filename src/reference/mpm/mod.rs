@@ -117,6 +117,9 @@ pub struct MpmSetup64 {
     pub particle_volume: f64,
     /// Anchored (frozen) particles.
     pub anchored: Vec<bool>,
+    /// Under the `splats` anchoring rule: the points whose nodes at
+    /// floor(x/dx) are held (the GPU's `MpmSetup::held_points`).
+    pub held_points: Vec<[f64; 3]>,
     /// Poisson's ratio per particle; `None`: `config.poisson` for all (the
     /// GPU's `MpmSimulator::set_poisson`, src/mpm/lame.rs).
     pub poisson: Option<Vec<f64>>,

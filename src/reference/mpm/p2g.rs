@@ -10,6 +10,7 @@ use super::polar::polar_decomposition;
 use super::stencil::{offsets, Stencil};
 use super::stress::fixed_corotated_stress;
 use super::{MpmSetup64, MpmState64};
+use crate::mpm_rules::held_nodes::floor_nodes;
 use crate::mpm_rules::AnchorRule;
 
 /// Stencils of all particles.
@@ -35,7 +36,9 @@ pub fn affine_momentum(setup: &MpmSetup64, state: &MpmState64, youngs: f64, p: u
 /// the others (mass, momentum and the stress of their frozen F) and mark
 /// the nodes they hold as anchored: every node they reach with `w > 0`, or
 /// only the nearest, their stencil's centre, by `config.anchoring`
-/// ([`AnchorRule`], src/mpm_rules/config.rs).
+/// ([`AnchorRule`], src/mpm_rules/config.rs); under `splats` no particle
+/// marks a node and the nodes at floor(x/dx) of `setup.held_points` are
+/// held instead.
 pub fn p2g(setup: &MpmSetup64, state: &MpmState64, youngs: &[f64]) -> Grid64 {
     setup.check(state, youngs);
     let config = &setup.config;
@@ -64,8 +67,18 @@ pub fn p2g(setup: &MpmSetup64, state: &MpmState64, youngs: &[f64]) -> Grid64 {
             let held = match config.anchoring {
                 AnchorRule::Stencil => w > 0.0,
                 AnchorRule::Nearest => o == [1, 1, 1],
+                AnchorRule::Splats => false,
             };
             if setup.anchored[p] && held {
+                grid.anchored[i] = true;
+            }
+        }
+    }
+    if config.anchoring == AnchorRule::Splats {
+        for node in floor_nodes(setup.held_points.iter().copied(), config.grid_res) {
+            let node = node.map(i64::from);
+            if grid.contains(node) {
+                let i = grid.index(node);
                 grid.anchored[i] = true;
             }
         }
