@@ -46,7 +46,8 @@
 //! #      youngs: Vec<f32>, volume: f64, anchored: Vec<bool>,
 //! #      dl_dstate_3: &physfit::gpu::GpuBuffer) -> Result<(), MpmError> {
 //! let sim = MpmSimulator::new(ctx, config, &MpmSetup {
-//!     particle_volume: volume, anchored, youngs, youngs_max: 10f64.powf(8.7) })?;
+//!     particle_volume: volume, anchored, held_points: Vec::new(), youngs,
+//!     youngs_max: 10f64.powf(8.7) })?;
 //! let mut work = BackwardWork::new();       // reused by every iteration
 //! let rollout = sim.rollout(ctx, start, 3)?;          // frames 0..=3 on the GPU
 //! // ... render rollout.frames[k], get ∂L/∂(state k) as GPU buffers ...

@@ -54,7 +54,9 @@ pub struct MpmSetup {
     /// Volume of every particle (normalised units; see
     /// [`crate::mpm_rules::config::particle_volume`]).
     pub particle_volume: f64,
-    /// Anchored flag per particle (frozen particles; their nodes get v = 0).
+    /// Anchored flag per particle: frozen, their nodes held at v = 0, under
+    /// the `stencil` and `nearest` rules; under `splats` free material
+    /// held through `held_points`.
     pub anchored: Vec<bool>,
     /// Under the `splats` anchoring rule ([`AnchorRule::Splats`]): the rest
     /// positions (normalised) of the scene's dense anchored points, its
@@ -157,6 +159,8 @@ pub struct MpmSimulator {
     /// The largest Young's modulus the run may use (checked at
     /// construction; [`MpmSimulator::set_poisson`] checks it again).
     youngs_max: f64,
+    /// One word per particle: 1 where it is frozen (anchored, under a rule
+    /// that freezes anchored particles).
     pub(crate) anchored: GpuBuffer,
     /// One word per node: 1 where the `splats` anchoring rule holds the
     /// node at every substep, 0 elsewhere (all 0 under the other rules,
@@ -319,7 +323,14 @@ impl MpmSimulator {
         let per_axis = config.grid_res as usize + 1;
         let nodes = per_axis * per_axis * per_axis;
         let uniforms = MpmUniforms::new(config, setup.particle_volume, n as u32);
-        let anchored: Vec<u32> = setup.anchored.iter().map(|&a| a as u32).collect();
+        // The frozen particles: the anchored ones, unless the rule leaves
+        // them free and holds nodes instead (`splats`).
+        let freezes = config.anchoring.freezes_anchored_particles();
+        let anchored: Vec<u32> = setup
+            .anchored
+            .iter()
+            .map(|&a| (a && freezes) as u32)
+            .collect();
         let held_nodes = held_node_flags(config, &setup.held_points, per_axis);
         let state_floats = n * STATE_STRIDE;
         let flip = matches!(config.transfer, Transfer::Flip { .. });

@@ -68,9 +68,10 @@ pub enum AnchorRule {
     /// holds nearly what a fine one holds.
     Nearest,
     /// PhysDreamer's rule over the scene's dense points: the node at
-    /// `floor(x/dx)` of every anchored splat and fill point at rest (and of
-    /// every anchored particle), fixed for the run
-    /// ([`super::held_nodes::floor_nodes`]). Anchored splats are far denser
+    /// `floor(x/dx)` of every anchored splat and fill point at rest, fixed
+    /// for the run ([`super::held_nodes::floor_nodes`]); the anchored
+    /// particles themselves are not frozen
+    /// ([`AnchorRule::freezes_anchored_particles`]). Anchored splats are far denser
     /// than the drivers, so the held layer has no gaps however few drivers
     /// there are; it lies within one cell below the anchored points on each
     /// axis, and tends to the anchored region as the grid refines.
@@ -135,6 +136,19 @@ impl AnchorRule {
             AnchorRule::Nearest => "nearest",
             AnchorRule::Splats => "splats",
         }
+    }
+
+    /// Whether anchored particles are frozen (keep x and F, v = 0): under
+    /// `stencil` and `nearest` they are, and hold nodes by where they sit.
+    /// Under `splats` they are not: they are material like the rest,
+    /// moved and strained by the grid, and only the held nodes hold them,
+    /// as in PhysDreamer's simulator. Frozen, the anchored base exerts no
+    /// elastic force on the free nodes above its held layer (its F stays
+    /// the identity), so the object it holds swings more loosely than the
+    /// same material held PhysDreamer's way (docs/benchmarks.md, "The
+    /// anchored splats' rule").
+    pub fn freezes_anchored_particles(self) -> bool {
+        self != AnchorRule::Splats
     }
 
     /// Every rule, in the order the scene's documentation lists them.

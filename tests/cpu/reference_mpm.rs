@@ -614,6 +614,36 @@ fn an_anchored_particle_holds_its_stencil_or_its_nearest_node() {
     }
 }
 
+/// Under `stencil` and `nearest` an anchored particle is frozen: the grid
+/// does not move it. Under `splats` it is material like the rest, moved by
+/// the grid unless a held node stops it, as PhysDreamer's simulator has it.
+#[test]
+fn only_the_splats_rule_leaves_anchored_particles_free() {
+    let x = vec![[0.5, 0.5, 0.5], [0.52, 0.5, 0.5]];
+    for rule in [AnchorRule::Stencil, AnchorRule::Nearest, AnchorRule::Splats] {
+        let mut config = config(16, 4, [0.0; 3]);
+        config.anchoring = rule;
+        let setup = MpmSetup64 {
+            config,
+            particle_volume: 1e-4,
+            anchored: vec![true, false],
+            // Far from both particles: no node near them is held.
+            held_points: vec![[0.2, 0.2, 0.2]],
+            poisson: None,
+        };
+        let mut state = MpmState64::at_rest(x.clone());
+        state.v[1] = [0.3, 0.0, 0.0];
+        let next = substep(&setup, &state, &[1e4, 1e4]);
+        let moved = next.v[0][0] != 0.0 && next.x[0] != x[0];
+        assert_eq!(
+            moved,
+            rule == AnchorRule::Splats,
+            "{rule:?}: {:?}",
+            next.v[0]
+        );
+    }
+}
+
 /// 27 splat means on a 3 × 3 × 3 lattice 0.4 world units apart: a scene
 /// small enough to load in a test of its settings.
 fn lattice_means() -> Vec<[f32; 3]> {

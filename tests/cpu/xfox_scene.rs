@@ -80,3 +80,51 @@ fn xfox_scene_is_the_demos_with_the_engines_frames_and_anchoring() {
     .unwrap();
     assert_eq!(truth.frames, 12);
 }
+
+/// scenes/xfox/xfox_engine.toml fits the same frames at the engine's own
+/// discretisation: the generator's grid, substeps per frame and box (to
+/// the digits it holds, so its E means the truth file's) and its anchoring
+/// rule, the floor node of every anchored splat; the rest is xfox.toml's.
+#[test]
+fn xfox_engine_scene_is_xfox_at_the_engines_discretisation() {
+    let scene = Scene::load(&repo("scenes/xfox/xfox_engine.toml")).unwrap();
+    let xfox = Scene::load(&repo("scenes/xfox/xfox.toml")).unwrap();
+    let sim = &scene.simulation;
+    assert_eq!(sim.grid_res as f64, generator_constant("GRID")[0]);
+    assert_eq!(sim.substeps as f64, generator_constant("SUBSTEPS")[0]);
+    assert_eq!(sim.anchoring, physfit::mpm_rules::AnchorRule::Splats);
+    assert_eq!(sim.transfer, xfox.simulation.transfer);
+    let (min, side) = (
+        generator_constant("BOX_MIN"),
+        generator_constant("BOX_SIDE")[0],
+    );
+    assert!(
+        (sim.sim_box.side - side).abs() < 1e-9,
+        "{}",
+        sim.sim_box.side
+    );
+    for ((a, b), c) in sim
+        .sim_box
+        .min
+        .iter()
+        .zip(&min)
+        .zip(&xfox.simulation.sim_box.min)
+    {
+        assert!(
+            (a - b).abs() < 1e-9 && (a - c).abs() < 1e-4,
+            "{:?}",
+            sim.sim_box.min
+        );
+    }
+    assert!((sim.sim_box.side - xfox.simulation.sim_box.side).abs() < 1e-4);
+    for (view, other) in scene.views.iter().zip(&xfox.views) {
+        assert_eq!(view.camera, other.camera);
+        assert_eq!(
+            view.frames.as_ref().unwrap().paths,
+            other.frames.as_ref().unwrap().paths
+        );
+    }
+    assert_eq!(scene.anchored_indices(), xfox.anchored_indices());
+    assert_eq!(scene.material, xfox.material);
+    assert_eq!(scene.fit.stiffness, xfox.fit.stiffness);
+}

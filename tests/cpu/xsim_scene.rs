@@ -34,10 +34,11 @@ fn xsim_scene_loads_with_its_first_7_frames_per_view() {
         );
     }
     assert!(!scene.anchored_indices().is_empty());
-    // The generator's anchoring: one held node per anchored particle.
+    // The generator's anchoring: the floor(x/dx) node of every anchored
+    // particle, one per splat.
     assert_eq!(
         scene.simulation.anchoring,
-        physfit::mpm_rules::AnchorRule::Nearest
+        physfit::mpm_rules::AnchorRule::Splats
     );
 }
 

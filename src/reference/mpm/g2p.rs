@@ -48,7 +48,7 @@ pub fn g2p(
     let alpha = setup.config.transfer.flip_share(dt);
     let mut out = state.clone();
     for (p, s) in stencils(state, setup.config.dx()).iter().enumerate() {
-        if setup.anchored[p] {
+        if setup.frozen(p) {
             out.v[p] = [0.0; 3];
             out.c[p] = mat3::ZERO;
             continue;

@@ -46,7 +46,7 @@ pub fn g2p_adjoint(
     let mut adj_velocity = vec![[0.0; 3]; gv.velocity.len()];
     let mut adj_carried = vec![[0.0; 3]; gv.velocity.len()];
     for (p, s) in stencils(state, setup.config.dx()).iter().enumerate() {
-        if setup.anchored[p] {
+        if setup.frozen(p) {
             adj.x[p] = adj_after.x[p];
             adj.f[p] = adj_after.f[p];
             continue;

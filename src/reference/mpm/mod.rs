@@ -131,6 +131,15 @@ impl MpmSetup64 {
         self.config.density * self.particle_volume
     }
 
+    /// Whether particle p is frozen (keeps x and F, v = 0, C = 0, carries
+    /// no momentum of its own): an anchored particle, except under the
+    /// `splats` anchoring rule, where anchored particles are material like
+    /// the rest and only the held nodes hold them (the GPU's
+    /// `AnchorRule::freezes_anchored_particles`).
+    pub fn frozen(&self, p: usize) -> bool {
+        self.anchored[p] && self.config.anchoring.freezes_anchored_particles()
+    }
+
     /// Poisson's ratio of particle p.
     pub fn poisson(&self, p: usize) -> f64 {
         self.poisson

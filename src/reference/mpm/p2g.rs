@@ -58,7 +58,7 @@ pub fn p2g(setup: &MpmSetup64, state: &MpmState64, youngs: &[f64]) -> Grid64 {
             for k in 0..3 {
                 grid.momentum[i][k] += w * (mp * state.v[p][k] + ad[k]);
             }
-            if !setup.anchored[p] {
+            if !setup.frozen(p) {
                 grid.carried_mass[i] += w * mp;
                 for k in 0..3 {
                     grid.carried[i][k] += w * mp * (state.v[p][k] + cd[k]);

@@ -70,7 +70,7 @@ pub fn p2g_adjoint(
             mat3::vadd_scaled(&mut x_bar, &mat3::mul_transpose_vec(&a, mv_bar), -w);
             // The carried mass and momentum (FLIP, free particles; zero
             // adjoint under APIC).
-            if setup.anchored[p] {
+            if setup.frozen(p) {
                 continue;
             }
             let carried_bar = &adj_grid.carried[i];
