@@ -5,7 +5,8 @@
 //!
 //! - simulation grid (`simulation.grid_res`): `(n+1)³` nodes; the
 //!   simulator's substep grid ([`crate::mpm`]'s `SubstepGrid`: mass and
-//!   momentum, anchored flags, velocity, cell lists: 40 bytes a node) and
+//!   momentum, anchored flags, velocity, cell lists: 40 bytes a node), its
+//!   held-node flags (4 bytes a node) and
 //!   its two adjoint grids (32 bytes a node); a fit's backward pass also
 //!   keeps the K grids of the segment it replays when they fit
 //!   [`KEPT_GRIDS_BUDGET_BYTES`];
@@ -59,6 +60,10 @@ const STATE_BYTES: u64 = (STATE_STRIDE * 4) as u64;
 
 /// Node bytes of the simulator's substep grid (9 words) and cell lists (1).
 const GRID_BYTES_PER_NODE: u64 = 40;
+
+/// Node bytes of the simulator's held-node flags, one set per simulator
+/// (the `splats` anchoring rule's fixed held nodes; zeros otherwise).
+const HELD_NODE_BYTES_PER_NODE: u64 = 4;
 
 /// Node bytes of the two adjoint grids (grid velocity and (mv, m)).
 const GRID_GRAD_BYTES_PER_NODE: u64 = 32;
@@ -340,7 +345,9 @@ pub fn estimate(scene: &Scene, workload: &Workload) -> MemoryEstimate {
         device.push(Part {
             kind: PartKind::Grid,
             name: "simulation grid",
-            bytes: grid_bytes + nodes.saturating_mul(grad_node_bytes) + kept,
+            bytes: grid_bytes
+                + nodes.saturating_mul(grad_node_bytes + HELD_NODE_BYTES_PER_NODE)
+                + kept,
             field: "simulation.grid_res".into(),
             value: res.to_string(),
             fix: format!(
