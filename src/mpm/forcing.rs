@@ -83,7 +83,6 @@ impl ForcedRun {
                 impulses.len()
             )));
         }
-        let anchored: Vec<u32> = ctx.read_buffer(&sim.anchored)?;
         let n = sim.particle_count();
         let zero = ImpulseTable::zeroed_table();
         let tables = (0..sim.config.substeps_per_frame)
@@ -92,7 +91,7 @@ impl ForcedRun {
         Ok(Self {
             fixed: vec![false; impulses.len()],
             impulses,
-            anchored: anchored.iter().map(|&a| a != 0).collect(),
+            anchored: sim.anchored_particles.clone(),
             host_members: vec![0; n],
             members: ctx.storage_zeroed::<u32>("mpm impulse members", n)?,
             tables,

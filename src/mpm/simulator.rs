@@ -162,6 +162,9 @@ pub struct MpmSimulator {
     /// One word per particle: 1 where it is frozen (anchored, under a rule
     /// that freezes anchored particles).
     pub(crate) anchored: GpuBuffer,
+    /// The anchored flag of every particle (frozen or not): what an impulse
+    /// leaves alone, as the initial velocity does ([`super::forcing`]).
+    pub(crate) anchored_particles: Vec<bool>,
     /// One word per node: 1 where the `splats` anchoring rule holds the
     /// node at every substep, 0 elsewhere (all 0 under the other rules,
     /// whose P2G marks the held nodes); what the grid clear writes into
@@ -351,7 +354,8 @@ impl MpmSimulator {
             poisson_grad: ctx.storage_zeroed::<f32>("mpm poisson grad", n)?,
             poisson_max: AtomicU64::new(config.poisson.to_bits()),
             youngs_max,
-            anchored: ctx.storage_from_slice("mpm anchored particles", &anchored)?,
+            anchored: ctx.storage_from_slice("mpm frozen particles", &anchored)?,
+            anchored_particles: setup.anchored.clone(),
             held_nodes: ctx.storage_from_slice("mpm held nodes", &held_nodes)?,
             grid: SubstepGrid::new(ctx, "mpm", nodes, n, binned, flip)?,
             grid_velocity_grad: ctx.storage_zeroed::<f32>("mpm grid velocity grad", nodes * 4)?,
@@ -646,7 +650,6 @@ impl MpmSimulator {
     }
 }
 
-/// Checks Young's moduli: one per particle, finite and positive.
 /// The held-node flags of [`MpmSimulator::held_nodes`]: 1 at the node
 /// floor(x/dx) of every held point under the `splats` rule, in the grid's
 /// flat node order (x slowest, as `node_index` in shaders/mpm/params.wgsl);
@@ -662,6 +665,7 @@ fn held_node_flags(config: &MpmConfig, points: &[[f32; 3]], per_axis: usize) -> 
     flags
 }
 
+/// Checks Young's moduli: one per particle, finite and positive.
 fn check_youngs(youngs: &[f32], particles: usize) -> Result<(), MpmError> {
     if youngs.len() != particles {
         return Err(MpmError::InvalidInput(format!(

@@ -2,9 +2,10 @@
 //! ([`super::AnchorRule::Splats`]; docs/design.md § MPM, "Anchored region"):
 //! PhysDreamer's rule, the node at `floor(x/dx)` of each anchored point,
 //! applied to the scene's dense anchored points (splats and fill points) at
-//! rest rather than to the drivers. Anchored particles never move (G2P
-//! keeps their x), so the set is fixed for a run: the simulator writes it
-//! into the grid's anchored flags at every clear, and P2G marks nothing.
+//! rest rather than to the drivers. The set comes from those rest
+//! positions, so it is fixed for a run (the anchored part, held by it,
+//! moves by a fraction of a cell at most): the simulator writes it into
+//! the grid's anchored flags at every clear, and P2G marks nothing.
 
 use std::collections::BTreeSet;
 

@@ -578,8 +578,10 @@ fn a_released_object_falls_where_its_anchors_held_it() {
 /// Under the `splats` anchoring rule the anchored splats hold the grid,
 /// not the drivers: a block whose anchored bottom layer of splats lies
 /// 0.7 cells apart but whose drivers lie about 1.7 cells apart (too few of
-/// them anchored to close a layer) stays on its held layer under gravity,
-/// where one held node per anchored driver (`nearest`) lets it sink.
+/// them anchored to close a layer) stays on its held layer under gravity:
+/// no free splat sinks below the anchored ones (which the render keeps at
+/// rest), where one held node per anchored driver (`nearest`) lets it
+/// sink.
 #[test]
 fn the_anchored_splats_hold_an_object_whose_drivers_are_sparse() {
     let lowest =

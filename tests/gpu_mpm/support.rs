@@ -112,7 +112,11 @@ pub fn chain_twin(
             config: scene.mpm_config(),
             particle_volume: drivers.volume,
             anchored: drivers.anchored.clone(),
-            held_points: Vec::new(),
+            held_points: drivers
+                .held_points
+                .iter()
+                .map(|p| p.map(f64::from))
+                .collect(),
             poisson: None,
         },
         deform: DeformSetup::from_drivers(drivers, scene.gaussians()).unwrap(),

@@ -83,13 +83,15 @@ fn scene_with_transfer(with_rules: bool, anchoring: AnchorRule, transfer: Transf
         .iter()
         .map(|r| 2e4 * (1.0 + 0.4 * r))
         .collect();
-    // Under `splats`: a dense patch of points (a third of the particle
-    // spacing apart) around the anchored corner, as a scene's anchored
-    // splats are denser than its drivers: its floor nodes hold the end.
+    // Under `splats`: a dense patch of points around the anchored corner,
+    // as a scene's anchored splats are denser than its drivers, its floor
+    // nodes holding the end. The patch is longer along x than along z, so
+    // that a transposed node layout would hold other nodes.
     let held_points = match anchoring {
         AnchorRule::Splats if with_rules => (0..27)
             .map(|i| {
-                let o = [i % 3, i / 3 % 3, i / 9].map(|k| k as f32 * spacing / 3.0);
+                let o = [i % 3, i / 3 % 3, i / 9].map(|k| k as f32);
+                let o = [o[0] * spacing, o[1] * spacing / 3.0, o[2] * spacing / 6.0];
                 std::array::from_fn(|a| x[0][a] + o[a])
             })
             .collect(),
@@ -356,6 +358,7 @@ fn forward_with_the_flip_transfer_matches_the_twin() {
         forward_matches_with(true, AnchorRule::Stencil, FLIP, scatters);
     }
     forward_matches_in(true, AnchorRule::Nearest, FLIP);
+    forward_matches_in(true, AnchorRule::Splats, FLIP);
 }
 
 #[test]
@@ -365,6 +368,7 @@ fn adjoint_with_the_flip_transfer_matches_the_twin() {
         adjoint_matches_with(true, AnchorRule::Stencil, FLIP, scatters);
     }
     adjoint_matches_with(true, AnchorRule::Nearest, FLIP, ScatterMode::Auto);
+    adjoint_matches_with(true, AnchorRule::Splats, FLIP, ScatterMode::Auto);
     adjoint_matches_with(
         true,
         AnchorRule::Stencil,
