@@ -644,6 +644,24 @@ fn only_the_splats_rule_leaves_anchored_particles_free() {
     }
 }
 
+/// The twin, like the simulator, refuses the `splats` rule with anchored
+/// particles and no held points rather than run unanchored.
+#[test]
+#[should_panic(expected = "no held points")]
+fn the_twin_refuses_the_splats_rule_without_its_points() {
+    let mut config = config(16, 4, [0.0; 3]);
+    config.anchoring = AnchorRule::Splats;
+    let setup = MpmSetup64 {
+        config,
+        particle_volume: 1e-4,
+        anchored: vec![true, false],
+        held_points: Vec::new(),
+        poisson: None,
+    };
+    let state = MpmState64::at_rest(vec![[0.5; 3], [0.52, 0.5, 0.5]]);
+    substep(&setup, &state, &[1e4, 1e4]);
+}
+
 /// 27 splat means on a 3 × 3 × 3 lattice 0.4 world units apart: a scene
 /// small enough to load in a test of its settings.
 fn lattice_means() -> Vec<[f32; 3]> {

@@ -164,6 +164,12 @@ impl MpmSetup64 {
         if let Some(nu) = &self.poisson {
             assert_eq!(nu.len(), n, "Poisson's ratios vs particles");
         }
+        assert!(
+            self.config.anchoring != crate::mpm_rules::AnchorRule::Splats
+                || !self.held_points.is_empty()
+                || !self.anchored.contains(&true),
+            "anchoring \"splats\" with anchored particles and no held points would run unanchored"
+        );
     }
 }
 
