@@ -40,7 +40,7 @@ use crate::mpm::{
     BackwardOptions, BackwardWork, FrameGradient, MpmConfig, MpmSetup, MpmSimulator, ParticleState,
     Rollout, RolloutOptions, StageBuffers, SubstepStage, WallMode,
 };
-use crate::mpm_rules::config::Transfer;
+use crate::mpm_rules::config::{AnchorRule, Transfer};
 
 /// One benchmark case.
 #[derive(Clone, Debug, Serialize)]
@@ -152,7 +152,9 @@ fn scene(case: &MpmBenchCase) -> (MpmConfig, ParticleState, f64) {
         poisson: 0.3,
         walls: WallMode::Sticky,
         colliders: Vec::new(),
-        anchoring: Default::default(),
+        // No particle is anchored: the scene's default rule, whose grid
+        // clear writes the (empty) held set as a scene's would.
+        anchoring: AnchorRule::Splats,
         transfer: match case.flip {
             true => Transfer::Flip {
                 pic_time: BENCH_PIC_TIME,

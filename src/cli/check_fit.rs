@@ -303,7 +303,7 @@ fn field_lines(s: &mut String, label: &str, field: &FieldSetting, drivers: Optio
 /// at most (docs/design.md § Error bars, "From the discretisation"): its
 /// cost depends on the simulation's share of an evaluation and on how
 /// many levels run, which only the fit measures, so it is bounded by
-/// `fit.discretisation_seconds` (by default half the stages' time). Each
+/// `fit.discretisation_seconds` (by default the stages' time). Each
 /// level's grid, drivers and substeps are the fit's ([`level_scene`]).
 fn discretisation_summary(scene: &Scene) -> String {
     let f = &scene.fit;

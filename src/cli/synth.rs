@@ -202,6 +202,7 @@ fn summary(args: &SynthArgs, plan: &SynthPlan, ctx: &GpuContext) -> serde_json::
         "substeps": { "simulated": plan.substeps(), "scene": plan.scene_substeps },
         "grid_res": plan.scene.simulation.grid_res,
         "transfer": transfer_record(plan.scene.simulation.transfer),
+        "anchoring": plan.scene.simulation.anchoring.word(),
         "views": plan.scene.views.iter().map(|v| serde_json::json!({
             "name": v.name,
             "width": v.camera.width,

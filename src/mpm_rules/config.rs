@@ -7,8 +7,7 @@
 //! 1. P2G (MLS-MPM, APIC, quadratic B-splines).
 //! 2. Grid: `v_i = mv_i / m_i` for `m_i > 0`; `v_i += dt·gravity`;
 //!    `v_i *= exp(−damping·dt)`; then boundary conditions in this order:
-//!    anchored nodes (any node with `w_ip > 0` for an anchored particle p)
-//!    get `v_i = 0`; the colliders, in the order listed, change the
+//!    held nodes ([`AnchorRule`]) get `v_i = 0`; the colliders, in the order listed, change the
 //!    velocity of the nodes inside or on them by their contact rules
 //!    ([`super::collider`]); wall nodes (node index `< WALL_MARGIN_CELLS` or
 //!    `> grid_res − WALL_MARGIN_CELLS` along an axis) get, for
@@ -16,7 +15,8 @@
 //!    component along that axis zeroed when it points into the wall
 //!    (`v_a < 0` at the low wall, `v_a > 0` at the high wall).
 //! 3. G2P: `v_p`, `C_p`, `F_p ← (I + dt C_p) F_p`, `x_p += dt v_p`;
-//!    anchored particles keep `x_p`, `F_p`, and have `v_p = 0`, `C_p = 0`.
+//!    under the `stencil` and `nearest` rules anchored particles keep
+//!    `x_p`, `F_p`, and have `v_p = 0`, `C_p = 0`.
 //!    With [`Transfer::Flip`] the particle velocity keeps what the
 //!    transfers would smooth away: `v_p ← Σ w v_i + α (v_p − Σ w v̂_i)`,
 //!    `v̂_i = mv̂_i/m̂_i` the velocity the free particles carried to the
@@ -24,14 +24,16 @@
 //!    `mv̂_i = Σ w m_p (v_p + C_p dᵢ)` over free particles), `α = exp(−dt/τ)`
 //!    ([`Transfer::flip_share`]); C, F and x as in APIC.
 //!
-//! The anchored-node rule is physfit's own, not PhysDreamer's: its code
-//! zeroes only the node at `floor(x_p/dx)` of each anchored particle, while
-//! physfit zeroes every node an anchored particle touches (all 27 of its
-//! stencil with `w_ip > 0`), so the anchored part is held rigidly and no
-//! free node is dragged by a frozen particle's mass. The thicker clamp
-//! holds more of the object: on the fox it alone leaves the free motion
-//! about 10% smaller by frame 12 than PhysDreamer's rule would (docs/design.md
-//! § MPM). Fitted E values therefore carry over between the two only
+//! The scene's default anchored-node rule, [`AnchorRule::Splats`], is
+//! PhysDreamer's: its code zeroes the node at `floor(x_p/dx)` of each
+//! anchored particle, one per splat, and leaves the anchored particles
+//! free; physfit takes those nodes from the scene's anchored splats and
+//! fill points, so the held layer does not depend on how many drivers
+//! there are. The older [`AnchorRule::Stencil`] zeroes every node an
+//! anchored driver touches (all 27 of its stencil with `w_ip > 0`) and
+//! freezes the driver: a thicker clamp, which on the fox alone leaves the
+//! free motion about 10% smaller by frame 12 (docs/design.md § MPM,
+//! "Anchored region"). Fitted E values carry over between the rules only
 //! approximately near anchors.
 
 use super::collider::Collider;
@@ -55,13 +57,16 @@ pub enum WallMode {
 
 /// Which grid nodes an anchored particle holds at zero velocity
 /// (`simulation.anchoring`; docs/design.md § MPM, "Anchored region").
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+///
+/// No `Default`: the scene's default is [`AnchorRule::Splats`]
+/// (`SimulationConfig`), which needs the scene's anchored points, so a
+/// simulation set up without a scene names its rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AnchorRule {
     /// Every node the particle's quadratic stencil reaches (`w > 0`, 27
     /// nodes): a held layer about 1.5 cells beyond the anchored particles,
     /// so its thickness changes with the grid.
-    #[default]
     Stencil,
     /// The node nearest the particle (its stencil's centre): a held layer
     /// at most half a cell beyond the anchored particles, so a coarse grid
@@ -74,7 +79,9 @@ pub enum AnchorRule {
     /// ([`AnchorRule::freezes_anchored_particles`]). Anchored splats are far denser
     /// than the drivers, so the held layer has no gaps however few drivers
     /// there are; it lies within one cell below the anchored points on each
-    /// axis, and tends to the anchored region as the grid refines.
+    /// axis, and tends to the anchored region as the grid refines. The
+    /// scene's default: closed like the stencil, thin like `nearest`, and
+    /// the rule the other engines' frames were made with.
     Splats,
 }
 

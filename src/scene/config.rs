@@ -203,10 +203,10 @@ pub struct SimulationConfig {
     /// `[[simulation.colliders]]`: static planes and boxes with a contact
     /// rule, in the order they act.
     pub colliders: Vec<ColliderConfig>,
-    /// Which grid nodes an anchored particle holds: `"stencil"` (every node
-    /// its stencil reaches), `"nearest"` (the nearest node only) or
-    /// `"splats"` (the node at floor(x/dx) of every anchored splat and fill
-    /// point).
+    /// Which grid nodes are held: `"splats"` (the default: the node at
+    /// floor(x/dx) of every anchored splat and fill point), `"stencil"`
+    /// (every node an anchored driver's stencil reaches) or `"nearest"`
+    /// (the node nearest each anchored driver).
     pub anchoring: AnchorRule,
     /// How G2P sets the particle velocity: `"apic"` or `"flip"`
     /// (src/mpm_rules/config.rs `Transfer`).
@@ -271,7 +271,7 @@ impl Default for SimulationConfig {
             damping: 0.0,
             walls: WallMode::Sticky,
             colliders: Vec::new(),
-            anchoring: AnchorRule::Stencil,
+            anchoring: AnchorRule::Splats,
             transfer: TransferWord::Apic,
             pic_time: None,
         }
@@ -543,7 +543,7 @@ pub struct FitConfig {
     /// The cap on the check's levels of doubled grid and substeps (an integer in
     /// 1..=8; checked by the validation, hence signed).
     pub discretisation_levels: i64,
-    /// The check's wall-clock budget: seconds, `"auto"` (half the stages'
+    /// The check's wall-clock budget: seconds, `"auto"` (the stages'
     /// wall time; the default) or `"none"`.
     pub discretisation_seconds: SecondsConfig,
     /// What each level of the check refines: `"grid"` (the grid, the

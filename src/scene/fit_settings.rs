@@ -162,9 +162,13 @@ pub enum BudgetRule {
 }
 
 /// The share of the stages' wall time that `fit.discretisation_seconds =
-/// "auto"` gives the discretisation check: a fit's report of its
-/// discretisation costs at most half again.
-pub const AUTO_DISCRETISATION_SHARE: f64 = 0.5;
+/// "auto"` gives the discretisation check: the check takes at most as long
+/// as the stages, so at most half of the whole fit. (Half the stages' time
+/// stopped the demo's check after one level that had moved E by 0.12
+/// decades, with the next level, which converged, predicted a second over
+/// what was left: docs/benchmarks.md, "The anchored splats as the
+/// default".)
+pub const AUTO_DISCRETISATION_SHARE: f64 = 1.0;
 
 impl DiscretisationBudget {
     /// No limit: what a fit.json written before the budget had a default
@@ -368,7 +372,7 @@ pub(crate) fn resolve_fit(
                 return Err(v.invalid(
                     "fit.discretisation_seconds",
                     format!("\"{w}\" is not a budget"),
-                    "write a number of seconds > 0, \"auto\" (half the stages' wall time; the \
+                    "write a number of seconds > 0, \"auto\" (as long as the stages took; the \
                      default) or \"none\" (no limit)"
                         .to_string(),
                 ))

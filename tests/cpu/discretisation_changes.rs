@@ -68,7 +68,7 @@ fn changes_reach_the_demo_scene() {
     assert_eq!(Change::Default.apply(&scene).drivers, scene.drivers);
 
     // The anchoring rule alone changes.
-    assert_eq!(scene.simulation.anchoring, AnchorRule::Stencil);
+    assert_eq!(scene.simulation.anchoring, AnchorRule::Splats);
     let s = Change::Anchoring(AnchorRule::Nearest).apply(&scene);
     assert_eq!(s.simulation.anchoring, AnchorRule::Nearest);
     assert_eq!(

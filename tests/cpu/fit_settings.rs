@@ -404,8 +404,8 @@ fn discretisation_levels_default_to_three_and_bad_ones_are_refused_with_the_rang
     }
 }
 
-/// `fit.discretisation_seconds`: `"auto"` by default (half the stages'
-/// wall time), `"none"` for no limit, a positive number of seconds; any
+/// `fit.discretisation_seconds`: `"auto"` by default (as long as the
+/// stages took, so at most half the fit), `"none"` for no limit, a positive number of seconds; any
 /// other number or word is refused naming the file, the field and the
 /// words it takes.
 #[test]
@@ -414,7 +414,7 @@ fn the_discretisation_budget_is_auto_none_or_positive_seconds() {
     let fx = Fixture::new();
     let auto = load(&fx, "").fit.discretisation_seconds;
     assert_eq!(auto, DiscretisationBudget::Rule(BudgetRule::Auto));
-    assert_eq!(auto.seconds(300.0), Some(150.0), "half the stages' time");
+    assert_eq!(auto.seconds(300.0), Some(300.0), "the stages' time");
     let budget = |text: &str| {
         load(&fx, &format!("[fit]\ndiscretisation_seconds = {text}\n"))
             .fit

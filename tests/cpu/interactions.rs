@@ -269,7 +269,7 @@ fn impulses_and_gravity_go_to_normalised_units_and_the_velocity_bound_is_checked
         poisson: 0.3,
         walls: WallMode::Sticky,
         colliders: Vec::new(),
-        anchoring: Default::default(),
+        anchoring: physfit::mpm_rules::AnchorRule::Stencil,
         transfer: Default::default(),
     };
     assert_eq!(
@@ -397,7 +397,7 @@ fn colliders_in_the_file_read_as_the_scene_reads_its_own() {
         poisson: 0.3,
         walls: WallMode::Sticky,
         colliders: vec![scene_own],
-        anchoring: Default::default(),
+        anchoring: physfit::mpm_rules::AnchorRule::Stencil,
         transfer: Default::default(),
     };
     let applied = list.apply(&config, &sim_box).colliders;

@@ -260,7 +260,7 @@ fn changed_settings_are_refused_naming_the_field() {
         ),
         (
             "[simulation]\nanchoring = \"nearest\"",
-            "`simulation.anchoring`: stencil in the fit, nearest now",
+            "`simulation.anchoring`: splats in the fit, nearest now",
         ),
         (
             "[simulation]\ntransfer = \"flip\"",
@@ -417,19 +417,27 @@ fn damaged_drivers_files_are_refused_naming_the_tensor_or_field() {
 }
 
 /// A drivers file written before `simulation.anchoring` existed holds no
-/// such field: it reads as the one rule there was (`stencil`) and matches
-/// its scene; an unknown rule is refused naming the field.
+/// such field: it reads as the one rule there was (`stencil`), so a scene
+/// on today's default (`splats`) is refused naming the field and both
+/// rules, and one that sets `stencil` matches; an unknown rule is refused
+/// naming the field.
 #[test]
 fn a_drivers_file_without_the_anchoring_field_reads_as_the_stencil_rule() {
     let f = fitted();
     let path = f.path("drivers.safetensors");
     f.file().save(&path).unwrap();
     rewrite(&path, |_, m| {
-        assert_eq!(m.remove("simulation.anchoring").as_deref(), Some("stencil"));
+        assert_eq!(m.remove("simulation.anchoring").as_deref(), Some("splats"));
     });
     let file = FittedDrivers::load(&path).unwrap();
     assert_eq!(file.mpm_config().anchoring, AnchorRule::Stencil);
-    file.check_against(&f.scene).unwrap();
+    let m = file.check_against(&f.scene).unwrap_err().to_string();
+    assert!(
+        m.contains("`simulation.anchoring`: stencil in the fit, splats now"),
+        "{m}"
+    );
+    file.check_against(&variant(&f, "[simulation]\nanchoring = \"stencil\""))
+        .unwrap();
     rewrite(&path, |_, m| {
         m.insert("simulation.anchoring".into(), "everywhere".into());
     });

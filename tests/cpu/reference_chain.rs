@@ -165,7 +165,7 @@ fn scene() -> Scene {
         poisson: 0.3,
         walls: WallMode::Sticky,
         colliders: Vec::new(),
-        anchoring: Default::default(),
+        anchoring: physfit::mpm_rules::AnchorRule::Stencil,
         transfer: Default::default(),
     };
     let mpm = MpmSetup64 {

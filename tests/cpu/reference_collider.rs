@@ -165,7 +165,7 @@ fn drop_scene(mu: f64) -> (MpmSetup64, MpmState64, Vec<f64>) {
                 contact: ContactRule::Slip,
             },
         ],
-        anchoring: Default::default(),
+        anchoring: physfit::mpm_rules::AnchorRule::Stencil,
         transfer: Default::default(),
     };
     let h = dx / 2.0;

@@ -48,7 +48,7 @@ fn config(grid_res: u32, substeps_per_frame: u32, gravity: [f64; 3]) -> MpmConfi
         poisson: 0.3,
         walls: WallMode::Sticky,
         colliders: Vec::new(),
-        anchoring: Default::default(),
+        anchoring: AnchorRule::Stencil,
         transfer: Default::default(),
     }
 }
@@ -314,6 +314,66 @@ fn rollout_gradient_matches_finite_differences() {
         "rollout gradient worst rel err {worst:.2e} in {:?}",
         t0.elapsed()
     );
+}
+
+/// Under the `splats` rule (the scene's default) the anchored particles
+/// are free and the held nodes come from points, not particles: the
+/// twin's adjoint against central differences of the same 24-substep
+/// rollout, along E (anchored particles' included, as they now strain)
+/// and v0, with the anchored bottom layer's rest positions as the held
+/// points.
+#[test]
+fn splats_rollout_gradient_matches_finite_differences() {
+    let mut scene = gradient_scene();
+    scene.setup.config.anchoring = AnchorRule::Splats;
+    scene.setup.held_points = scene
+        .initial
+        .x
+        .iter()
+        .zip(&scene.setup.anchored)
+        .filter(|(_, a)| **a)
+        .map(|(x, _)| *x)
+        .collect();
+    let n = scene.initial.len();
+    let grad = rollout_gradient(
+        &scene.setup,
+        &scene.initial,
+        &scene.youngs,
+        scene.substeps,
+        &scene.loss_grad,
+    );
+    let mut rng = Rng(99);
+    let zero_v = vec![[0.0; 3]; n];
+    let zero_e = vec![0.0; n];
+    for trial in 0..2 {
+        let d_e: Vec<f64> = scene.youngs.iter().map(|e| e * rng.uniform()).collect();
+        let fd = scene.central_difference(&d_e, &zero_v, 1e-4);
+        let an = directional(&grad, &d_e, &zero_v);
+        let err = (fd - an).abs() / fd.abs();
+        println!("dL/dE trial {trial}: fd {fd:.10e} adjoint {an:.10e} rel err {err:.2e}");
+        assert!(err <= 1e-5, "dL/dE rel err {err:e}");
+        let d_v: Vec<Vec3> = (0..n)
+            .map(|p| match scene.setup.anchored[p] {
+                true => [0.0; 3],
+                false => rng.vec3(),
+            })
+            .collect();
+        let fd = scene.central_difference(&zero_e, &d_v, 1e-4);
+        let an = directional(&grad, &zero_e, &d_v);
+        let err = (fd - an).abs() / fd.abs();
+        println!("dL/dv0 trial {trial}: fd {fd:.10e} adjoint {an:.10e} rel err {err:.2e}");
+        assert!(err <= 1e-5, "dL/dv0 rel err {err:e}");
+    }
+    // An anchored particle's E: it strains under this rule, so it moves the loss.
+    let p = 4 * 64 + 3; // the anchored bottom layer's middle (i = 4, j = 0)
+    assert!(scene.setup.anchored[p]);
+    let mut d_e = zero_e.clone();
+    d_e[p] = scene.youngs[p];
+    let fd = scene.central_difference(&d_e, &zero_v, 1e-4);
+    let an = directional(&grad, &d_e, &zero_v);
+    let err = (fd - an).abs() / fd.abs();
+    println!("dL/dE_{p} (anchored): fd {fd:.10e} adjoint {an:.10e} rel err {err:.2e}");
+    assert!(an != 0.0 && err <= 1e-5, "dL/dE_p rel err {err:e}");
 }
 
 /// The FLIP transfer's adjoint (the particle's own velocity carried past
@@ -676,12 +736,14 @@ fn lattice_means() -> Vec<[f32; 3]> {
         .collect()
 }
 
-/// `simulation.anchoring` reaches the simulator's settings; a word other
+/// `simulation.anchoring` (default `splats`) reaches the simulator's settings; a word other
 /// than the three rules is refused naming the field and every word.
 #[test]
 fn the_scene_chooses_the_anchoring_rule_and_refuses_other_words() {
     let means = lattice_means();
     let (_d, scene) = crate::common::scene_with(&means, "");
+    assert_eq!(scene.unwrap().mpm_config().anchoring, AnchorRule::Splats);
+    let (_d, scene) = crate::common::scene_with(&means, "[simulation]\nanchoring = \"stencil\"");
     assert_eq!(scene.unwrap().mpm_config().anchoring, AnchorRule::Stencil);
     let (_d, scene) = crate::common::scene_with(&means, "[simulation]\nanchoring = \"nearest\"");
     assert_eq!(scene.unwrap().mpm_config().anchoring, AnchorRule::Nearest);
@@ -1213,6 +1275,52 @@ fn full_frames_gradient_matches_finite_differences() {
         "full frames gradient worst rel err {worst:.2e} in {:?}",
         t0.elapsed()
     );
+}
+
+/// [`full_frames_gradient_matches_finite_differences`] under the `splats`
+/// rule: the anchored bottom layer free, its rest positions the held
+/// points.
+#[test]
+fn splats_full_frames_gradient_matches_finite_differences() {
+    let mut scene = frames_scene();
+    scene.setup.config.anchoring = AnchorRule::Splats;
+    scene.setup.held_points = scene
+        .initial
+        .x
+        .iter()
+        .zip(&scene.setup.anchored)
+        .filter(|(_, a)| **a)
+        .map(|(x, _)| *x)
+        .collect();
+    let grad = frames_gradient(
+        &scene.setup,
+        &scene.initial,
+        &scene.youngs,
+        FRAMES,
+        &scene.seeds,
+        GradientFlow::Full,
+    );
+    let (_, base_cells) = scene.loss_full(&scene.initial, &scene.youngs);
+    let mut rng = Rng(271);
+    let mut directions: Vec<(String, Direction)> = scene
+        .random_directions(&mut rng)
+        .into_iter()
+        .map(|(name, d)| (format!("random {name}"), d))
+        .collect();
+    directions.extend(scene.component_directions());
+    for (label, d) in &directions {
+        let loss = |t: f64| {
+            let (e, s) = d.apply(&scene.youngs, &scene.initial, t);
+            scene.loss_full(&s, &e)
+        };
+        let (fd, fd_error) = richardson(loss, &base_cells, FD_STEP);
+        check_derivative(
+            &format!("splats full {label}"),
+            fd,
+            fd_error,
+            d.derivative(&grad),
+        );
+    }
 }
 
 /// Truncated flow (fit stage 2): `frames_gradient` vs central differences

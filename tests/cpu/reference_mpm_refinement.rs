@@ -58,7 +58,7 @@ impl Bar {
             poisson: 0.3,
             walls: WallMode::Sticky,
             colliders: Vec::new(),
-            anchoring: Default::default(),
+            anchoring: physfit::mpm_rules::AnchorRule::Stencil,
             transfer: Default::default(),
         };
         let setup = MpmSetup64 {

@@ -267,7 +267,7 @@ fn check_says_what_the_discretisation_check_will_do() {
             global,
             vec![
                 on_its_grid.as_str(),
-                "within `fit.discretisation_seconds` = \"auto\" (50% of the stages' time) over all levels",
+                "within `fit.discretisation_seconds` = \"auto\" (100% of the stages' time) over all levels",
             ],
         ),
         (

@@ -68,7 +68,7 @@ fn bench_discretisation_scans_every_region_under_each_change() {
     );
     assert_eq!(f(&rows[3]["grid_res"]), 18.0);
     // The anchoring rule alone changes.
-    assert_eq!(default["anchoring"], "stencil");
+    assert_eq!(default["anchoring"], "splats");
     assert_eq!(rows[4]["anchoring"], "nearest");
     for key in ["drivers", "grid_res", "substeps"] {
         assert_eq!(rows[4][key], default[key], "{key}");

@@ -313,7 +313,7 @@ pub(crate) fn fit_scale_drop(ground: Ground, contact: ContactRule) -> Drop {
         poisson: 0.3,
         walls: WallMode::Sticky,
         colliders: vec![ground.collider(0.25, contact)],
-        anchoring: Default::default(),
+        anchoring: physfit::mpm_rules::AnchorRule::Stencil,
         transfer: Default::default(),
     };
     block_drop(config, 0.25, 6, [1.0, -1.0, 0.2], 1e5)

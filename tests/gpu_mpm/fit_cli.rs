@@ -109,6 +109,21 @@ warmup = 3
     )
 }
 
+/// `scene` (a [`scene_toml`]) under the `stencil` anchoring rule, the
+/// default when the figures of the tests that use it were measured. Under
+/// today's default (`splats`) this block twin, started at the bottom of
+/// its range with no scan, has a stiffness gradient that points out of
+/// the range (the stage stops at its start), and its per-driver recovery
+/// is 0.23 decades where the stencil gives under 0.15
+/// (docs/benchmarks.md, "The anchored splats as the default").
+pub(crate) fn under_the_stencil_rule(scene: &str) -> String {
+    assert!(scene.contains("grid_res = 12\n"));
+    scene.replace(
+        "grid_res = 12\n",
+        "grid_res = 12\nanchoring = \"stencil\"\n",
+    )
+}
+
 /// A soft top on a stiffer base, pushed sideways.
 pub(crate) const TRUTH_BOXES: &str = r#"
 frames = 7
@@ -228,7 +243,10 @@ fn panel_difference(a: &image::RgbImage, at: (u32, u32), b: &image::RgbImage) ->
 
 #[test]
 fn twin_recovery_per_driver_stiffness_writes_every_output() {
-    let dir = twin(&scene_toml("drivers", "tv_weight = 0.1"), TRUTH_BOXES);
+    let dir = twin(
+        &under_the_stencil_rule(&scene_toml("drivers", "tv_weight = 0.1")),
+        TRUTH_BOXES,
+    );
     let d = dir.path();
     let stderr = ok(&physfit(
         d,
@@ -744,7 +762,7 @@ fn ctrl_c_in_every_phase_stops_safely_and_resume_continues() {
 
 #[test]
 fn a_stiffness_only_fit_holds_the_velocity_of_an_earlier_fit() {
-    let scene = scene_toml("global", "")
+    let scene = under_the_stencil_rule(&scene_toml("global", ""))
         .replace("rounds = 2", "rounds = 1")
         .replace("iterations = 20", "iterations = 3")
         .replace("iterations = 30", "iterations = 3");

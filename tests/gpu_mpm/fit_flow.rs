@@ -14,7 +14,7 @@ use super::fit_cli::{
 /// The block twin with global fields (L-BFGS), one round, both stages
 /// capped at `cap` evaluations.
 fn capped_scene(cap: u32) -> String {
-    scene_toml("global", "")
+    crate::fit_cli::under_the_stencil_rule(&scene_toml("global", ""))
         .replace("rounds = 2", "rounds = 1")
         .replace("iterations = 30", &format!("iterations = {cap}"))
         .replace("iterations = 20", &format!("iterations = {cap}"))

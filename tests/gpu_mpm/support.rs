@@ -22,7 +22,7 @@ pub fn small_config() -> MpmConfig {
         poisson: 0.3,
         walls: WallMode::Sticky,
         colliders: Vec::new(),
-        anchoring: Default::default(),
+        anchoring: physfit::mpm_rules::AnchorRule::Stencil,
         transfer: Default::default(),
     }
 }

@@ -199,6 +199,10 @@ fn synth_writes_every_view_from_rest_and_the_scene_loads_them() {
         json["transfer"]["kind"], "apic",
         "the scene's transfer, recorded"
     );
+    assert_eq!(
+        json["anchoring"], "splats",
+        "the scene's anchoring rule (the default), recorded"
+    );
 
     std::fs::write(d.join("scene.toml"), scene_toml(true)).unwrap();
     let scene = Scene::load(&d.join("scene.toml")).unwrap();

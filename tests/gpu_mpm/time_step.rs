@@ -50,7 +50,7 @@ fn bar(substeps: u32) -> (MpmConfig, ParticleState, Vec<bool>, f64) {
         poisson: 0.3,
         walls: WallMode::Sticky,
         colliders: Vec::new(),
-        anchoring: Default::default(),
+        anchoring: physfit::mpm_rules::AnchorRule::Stencil,
         transfer: Default::default(),
     };
     (

@@ -521,7 +521,7 @@ fn fit_scale_scene() -> Scene {
         poisson: 0.3,
         walls: WallMode::Sticky,
         colliders: Vec::new(),
-        anchoring: Default::default(),
+        anchoring: AnchorRule::Stencil,
         transfer: Default::default(),
     };
     let needed = physfit::mpm_rules::stability::min_substeps_per_frame(
