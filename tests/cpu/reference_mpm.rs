@@ -253,6 +253,47 @@ fn directional(grad: &physfit::reference::mpm::RolloutGradient, d_e: &[f64], d_v
 fn rollout_gradient_matches_finite_differences() {
     let t0 = Instant::now();
     let scene = gradient_scene();
+    let p = scene.initial.len() / 2 + 3 * 8 + 3; // a free particle in the middle
+    assert!(!scene.setup.anchored[p]);
+    let worst = rollout_gradient_error(&scene, p);
+    println!(
+        "rollout gradient worst rel err {worst:.2e} in {:?}",
+        t0.elapsed()
+    );
+}
+
+/// Under the `splats` rule (the scene's default) the anchored particles
+/// are free and the held nodes come from points, not particles: the
+/// twin's adjoint against central differences of the same 24-substep
+/// rollout, the single components those of an anchored particle, whose E
+/// now moves the loss as it strains.
+#[test]
+fn splats_rollout_gradient_matches_finite_differences() {
+    let mut scene = gradient_scene();
+    under_splats(&mut scene.setup, &scene.initial);
+    let p = 4 * 64 + 3; // the anchored bottom layer's middle (i = 4, j = 0)
+    assert!(scene.setup.anchored[p]);
+    rollout_gradient_error(&scene, p);
+}
+
+/// `setup` under the `splats` rule, its anchored particles' positions in
+/// `initial` the held points.
+fn under_splats(setup: &mut MpmSetup64, initial: &MpmState64) {
+    setup.config.anchoring = AnchorRule::Splats;
+    setup.held_points = initial
+        .x
+        .iter()
+        .zip(&setup.anchored)
+        .filter(|(_, a)| **a)
+        .map(|(x, _)| *x)
+        .collect();
+}
+
+/// dL/dE and dL/dv0 of `scene`'s 24-substep rollout against central
+/// differences, along two random directions (v0 on free particles only)
+/// and along particle `p`'s E and v0 y; the worst relative error, each
+/// asserted within 1e-5.
+fn rollout_gradient_error(scene: &GradientScene, p: usize) -> f64 {
     let n = scene.initial.len();
     let grad = rollout_gradient(
         &scene.setup,
@@ -265,115 +306,35 @@ fn rollout_gradient_matches_finite_differences() {
     let zero_v = vec![[0.0; 3]; n];
     let zero_e = vec![0.0; n];
     let mut worst: f64 = 0.0;
+    let mut check = |what: &str, d_e: &[f64], d_v: &[Vec3]| {
+        let fd = scene.central_difference(d_e, d_v, 1e-4);
+        let an = directional(&grad, d_e, d_v);
+        let err = (fd - an).abs() / fd.abs();
+        println!("{what}: fd {fd:.10e} adjoint {an:.10e} rel err {err:.2e}");
+        assert!(an != 0.0 && err <= 1e-5, "{what} rel err {err:e}");
+        worst = worst.max(err);
+    };
     for trial in 0..2 {
         // Young's modulus direction, relative to E.
         let d_e: Vec<f64> = scene.youngs.iter().map(|e| e * rng.uniform()).collect();
-        let fd = scene.central_difference(&d_e, &zero_v, 1e-4);
-        let an = directional(&grad, &d_e, &zero_v);
-        let err = (fd - an).abs() / fd.abs();
-        println!("dL/dE trial {trial}: fd {fd:.10e} adjoint {an:.10e} rel err {err:.2e}");
-        assert!(err <= 1e-5, "dL/dE rel err {err:e}");
-        worst = worst.max(err);
+        check(&format!("dL/dE trial {trial}"), &d_e, &zero_v);
         // Initial-velocity direction (free particles).
         let d_v: Vec<Vec3> = (0..n)
-            .map(|p| {
-                if scene.setup.anchored[p] {
-                    [0.0; 3]
-                } else {
-                    rng.vec3()
-                }
-            })
-            .collect();
-        let fd = scene.central_difference(&zero_e, &d_v, 1e-4);
-        let an = directional(&grad, &zero_e, &d_v);
-        let err = (fd - an).abs() / fd.abs();
-        println!("dL/dv0 trial {trial}: fd {fd:.10e} adjoint {an:.10e} rel err {err:.2e}");
-        assert!(err <= 1e-5, "dL/dv0 rel err {err:e}");
-        worst = worst.max(err);
-    }
-    // Single components: one E and one velocity entry.
-    let p = n / 2 + 3 * 8 + 3; // a free particle in the middle
-    assert!(!scene.setup.anchored[p]);
-    let mut d_e = zero_e.clone();
-    d_e[p] = scene.youngs[p];
-    let fd = scene.central_difference(&d_e, &zero_v, 1e-4);
-    let an = directional(&grad, &d_e, &zero_v);
-    let err = (fd - an).abs() / fd.abs();
-    println!("dL/dE_{p}: fd {fd:.10e} adjoint {an:.10e} rel err {err:.2e}");
-    assert!(err <= 1e-5, "dL/dE_p rel err {err:e}");
-    worst = worst.max(err);
-    let mut d_v = zero_v.clone();
-    d_v[p] = [0.0, 1.0, 0.0];
-    let fd = scene.central_difference(&zero_e, &d_v, 1e-4);
-    let an = directional(&grad, &zero_e, &d_v);
-    let err = (fd - an).abs() / fd.abs();
-    println!("dL/dv0_{p},y: fd {fd:.10e} adjoint {an:.10e} rel err {err:.2e}");
-    assert!(err <= 1e-5, "dL/dv0_p rel err {err:e}");
-    worst = worst.max(err);
-    println!(
-        "rollout gradient worst rel err {worst:.2e} in {:?}",
-        t0.elapsed()
-    );
-}
-
-/// Under the `splats` rule (the scene's default) the anchored particles
-/// are free and the held nodes come from points, not particles: the
-/// twin's adjoint against central differences of the same 24-substep
-/// rollout, along E (anchored particles' included, as they now strain)
-/// and v0, with the anchored bottom layer's rest positions as the held
-/// points.
-#[test]
-fn splats_rollout_gradient_matches_finite_differences() {
-    let mut scene = gradient_scene();
-    scene.setup.config.anchoring = AnchorRule::Splats;
-    scene.setup.held_points = scene
-        .initial
-        .x
-        .iter()
-        .zip(&scene.setup.anchored)
-        .filter(|(_, a)| **a)
-        .map(|(x, _)| *x)
-        .collect();
-    let n = scene.initial.len();
-    let grad = rollout_gradient(
-        &scene.setup,
-        &scene.initial,
-        &scene.youngs,
-        scene.substeps,
-        &scene.loss_grad,
-    );
-    let mut rng = Rng(99);
-    let zero_v = vec![[0.0; 3]; n];
-    let zero_e = vec![0.0; n];
-    for trial in 0..2 {
-        let d_e: Vec<f64> = scene.youngs.iter().map(|e| e * rng.uniform()).collect();
-        let fd = scene.central_difference(&d_e, &zero_v, 1e-4);
-        let an = directional(&grad, &d_e, &zero_v);
-        let err = (fd - an).abs() / fd.abs();
-        println!("dL/dE trial {trial}: fd {fd:.10e} adjoint {an:.10e} rel err {err:.2e}");
-        assert!(err <= 1e-5, "dL/dE rel err {err:e}");
-        let d_v: Vec<Vec3> = (0..n)
-            .map(|p| match scene.setup.anchored[p] {
+            .map(|q| match scene.setup.anchored[q] {
                 true => [0.0; 3],
                 false => rng.vec3(),
             })
             .collect();
-        let fd = scene.central_difference(&zero_e, &d_v, 1e-4);
-        let an = directional(&grad, &zero_e, &d_v);
-        let err = (fd - an).abs() / fd.abs();
-        println!("dL/dv0 trial {trial}: fd {fd:.10e} adjoint {an:.10e} rel err {err:.2e}");
-        assert!(err <= 1e-5, "dL/dv0 rel err {err:e}");
+        check(&format!("dL/dv0 trial {trial}"), &zero_e, &d_v);
     }
-    // An anchored particle's E: it strains under this rule, so it moves the loss.
-    let p = 4 * 64 + 3; // the anchored bottom layer's middle (i = 4, j = 0)
-    assert!(scene.setup.anchored[p]);
+    // Single components: one E and one velocity entry.
     let mut d_e = zero_e.clone();
     d_e[p] = scene.youngs[p];
-    let fd = scene.central_difference(&d_e, &zero_v, 1e-4);
-    let an = directional(&grad, &d_e, &zero_v);
-    let err = (fd - an).abs() / fd.abs();
-    println!("dL/dE_{p} (anchored): fd {fd:.10e} adjoint {an:.10e} rel err {err:.2e}");
-    assert!(an != 0.0 && err <= 1e-5, "dL/dE_p rel err {err:e}");
+    check(&format!("dL/dE_{p}"), &d_e, &zero_v);
+    let mut d_v = zero_v.clone();
+    d_v[p] = [0.0, 1.0, 0.0];
+    check(&format!("dL/dv0_{p},y"), &zero_e, &d_v);
+    worst
 }
 
 /// The FLIP transfer's adjoint (the particle's own velocity carried past
@@ -1244,7 +1205,27 @@ const FD_STEP: f64 = 1e-3;
 #[test]
 fn full_frames_gradient_matches_finite_differences() {
     let t0 = Instant::now();
-    let scene = frames_scene();
+    let worst = full_frames_gradient_error(&frames_scene(), "full");
+    println!(
+        "full frames gradient worst rel err {worst:.2e} in {:?}",
+        t0.elapsed()
+    );
+}
+
+/// [`full_frames_gradient_matches_finite_differences`] under the `splats`
+/// rule: the anchored bottom layer free, its rest positions the held
+/// points.
+#[test]
+fn splats_full_frames_gradient_matches_finite_differences() {
+    let mut scene = frames_scene();
+    under_splats(&mut scene.setup, &scene.initial);
+    full_frames_gradient_error(&scene, "splats full");
+}
+
+/// The full flow's `frames_gradient` of `scene` against central
+/// differences along random and per-component directions (each checked
+/// by [`check_derivative`]); the worst relative error.
+fn full_frames_gradient_error(scene: &FramesScene, what: &str) -> f64 {
     let grad = frames_gradient(
         &scene.setup,
         &scene.initial,
@@ -1268,59 +1249,15 @@ fn full_frames_gradient_matches_finite_differences() {
             scene.loss_full(&s, &e)
         };
         let (fd, fd_error) = richardson(loss, &base_cells, FD_STEP);
-        let err = check_derivative(&format!("full {label}"), fd, fd_error, d.derivative(&grad));
-        worst = worst.max(err);
-    }
-    println!(
-        "full frames gradient worst rel err {worst:.2e} in {:?}",
-        t0.elapsed()
-    );
-}
-
-/// [`full_frames_gradient_matches_finite_differences`] under the `splats`
-/// rule: the anchored bottom layer free, its rest positions the held
-/// points.
-#[test]
-fn splats_full_frames_gradient_matches_finite_differences() {
-    let mut scene = frames_scene();
-    scene.setup.config.anchoring = AnchorRule::Splats;
-    scene.setup.held_points = scene
-        .initial
-        .x
-        .iter()
-        .zip(&scene.setup.anchored)
-        .filter(|(_, a)| **a)
-        .map(|(x, _)| *x)
-        .collect();
-    let grad = frames_gradient(
-        &scene.setup,
-        &scene.initial,
-        &scene.youngs,
-        FRAMES,
-        &scene.seeds,
-        GradientFlow::Full,
-    );
-    let (_, base_cells) = scene.loss_full(&scene.initial, &scene.youngs);
-    let mut rng = Rng(271);
-    let mut directions: Vec<(String, Direction)> = scene
-        .random_directions(&mut rng)
-        .into_iter()
-        .map(|(name, d)| (format!("random {name}"), d))
-        .collect();
-    directions.extend(scene.component_directions());
-    for (label, d) in &directions {
-        let loss = |t: f64| {
-            let (e, s) = d.apply(&scene.youngs, &scene.initial, t);
-            scene.loss_full(&s, &e)
-        };
-        let (fd, fd_error) = richardson(loss, &base_cells, FD_STEP);
-        check_derivative(
-            &format!("splats full {label}"),
+        let err = check_derivative(
+            &format!("{what} {label}"),
             fd,
             fd_error,
             d.derivative(&grad),
         );
+        worst = worst.max(err);
     }
+    worst
 }
 
 /// Truncated flow (fit stage 2): `frames_gradient` vs central differences
