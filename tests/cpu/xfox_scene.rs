@@ -1,7 +1,8 @@
 //! The demo's fox moved by another engine (scenes/xfox, made by
 //! tools/xfox/generate.py): the scene loads with the first 5 of its 12
-//! committed frames per view and the engine's anchoring rule; it is the
-//! demo's scene otherwise (splats, cameras, regions, drivers), and the
+//! committed frames per view and the engine's anchoring rule (physfit's
+//! default); it is the demo's scene otherwise (splats, cameras, regions,
+//! drivers, transfer), and the
 //! generator's box, the one its E is normalised by, is physfit's
 //! automatic box of that scene to the digits the generator holds; the
 //! demo's truth file, its material, loads against the scene.
@@ -56,8 +57,9 @@ fn xfox_scene_is_the_demos_with_the_engines_frames_and_anchoring() {
     assert_eq!(scene.anchored_indices(), demo.anchored_indices());
     assert_eq!(
         scene.simulation.anchoring,
-        physfit::mpm_rules::AnchorRule::Nearest
+        physfit::mpm_rules::AnchorRule::Splats
     );
+    assert_eq!(scene.simulation.transfer, demo.simulation.transfer);
     // The engine normalises E by the box physfit chooses for the demo.
     let (min, side) = (
         generator_constant("BOX_MIN"),
@@ -84,7 +86,8 @@ fn xfox_scene_is_the_demos_with_the_engines_frames_and_anchoring() {
 /// scenes/xfox/xfox_engine.toml fits the same frames at the engine's own
 /// discretisation: the generator's grid, substeps per frame and box (to
 /// the digits it holds, so its E means the truth file's) and its anchoring
-/// rule, the floor node of every anchored splat; the rest is xfox.toml's.
+/// rule, the floor node of every anchored splat, and its APIC transfer;
+/// the rest is xfox.toml's.
 #[test]
 fn xfox_engine_scene_is_xfox_at_the_engines_discretisation() {
     let scene = Scene::load(&repo("scenes/xfox/xfox_engine.toml")).unwrap();
@@ -93,7 +96,8 @@ fn xfox_engine_scene_is_xfox_at_the_engines_discretisation() {
     assert_eq!(sim.grid_res as f64, generator_constant("GRID")[0]);
     assert_eq!(sim.substeps as f64, generator_constant("SUBSTEPS")[0]);
     assert_eq!(sim.anchoring, physfit::mpm_rules::AnchorRule::Splats);
-    assert_eq!(sim.transfer, xfox.simulation.transfer);
+    assert_eq!(sim.transfer, physfit::mpm_rules::config::Transfer::Apic);
+    assert_ne!(sim.transfer, xfox.simulation.transfer);
     let (min, side) = (
         generator_constant("BOX_MIN"),
         generator_constant("BOX_SIDE")[0],
