@@ -152,8 +152,8 @@ fn scene(case: &MpmBenchCase) -> (MpmConfig, ParticleState, f64) {
         poisson: 0.3,
         walls: WallMode::Sticky,
         colliders: Vec::new(),
-        // No particle is anchored: the scene's default rule, whose grid
-        // clear writes the (empty) held set as a scene's would.
+        // No particle is anchored, so the rule changes nothing (the
+        // scenes' default named).
         anchoring: AnchorRule::Splats,
         transfer: match case.flip {
             true => Transfer::Flip {

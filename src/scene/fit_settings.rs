@@ -155,15 +155,16 @@ pub enum DiscretisationBudget {
 pub enum BudgetRule {
     /// [`AUTO_DISCRETISATION_SHARE`] of the stages' wall time (the scan
     /// and every stage, a resumed fit's earlier runs included): the check
-    /// costs at most about that share more than the fit.
+    /// takes at most about that share of the stages' time.
     Auto,
     /// No limit.
     None,
 }
 
 /// The share of the stages' wall time that `fit.discretisation_seconds =
-/// "auto"` gives the discretisation check: the check takes at most as long
-/// as the stages, so at most half of the whole fit. (Half the stages' time
+/// "auto"` gives the discretisation check: the check takes at most about as
+/// long as the stages, so about half of the whole fit at most (its first
+/// level always starts, and a level stops only after its current step). (Half the stages' time
 /// stopped the demo's check after one level that had moved E by 0.12
 /// decades, with the next level, which converged, predicted a second over
 /// what was left: docs/benchmarks.md, "The anchored splats as the

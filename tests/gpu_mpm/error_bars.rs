@@ -203,7 +203,7 @@ fn the_truth_lies_within_three_standard_errors_on_a_noisy_twin_of_the_fits_discr
         // frames (σ 0.13 decades), and in one of three runs the joint
         // Hessian, by differences of float-atomic gradients, was not
         // positive definite: the fit then takes the stiffness block's bars
-        // and reports no correlations, which this test asserts.
+        // and reports no correlations, which this test requires.
         stencil: true,
     });
     for (name, truth, fitted, std) in rows {

@@ -384,7 +384,8 @@ fn twin_recovery_per_driver_stiffness_writes_every_output() {
 
 /// One E for the block: recovered to 0.05 in log10 from frames of the fit's
 /// own discretisation. (With synth's finer default, twice the drivers and
-/// substeps, the fit lands 0.055–0.09 off on this block, run to run: the
+/// substeps, the fit lands 0.055–0.09 off on this block, run to run, under
+/// the stencil anchoring, the default when measured: the
 /// discretisation's own bias, which no optimiser removes; the per-driver
 /// test above is the one without an inverse crime.)
 #[test]
@@ -1023,8 +1024,8 @@ fn fits_from_the_bottom_middle_and_top_of_the_range_agree() {
             "the scan, then two rounds"
         );
         let truth = json.truth_loss.as_ref().expect("the truth's own loss");
-        // Measured: fitted 0.2539 against the truth's 0.2651 from every
-        // start. The truth was simulated finer (twice the drivers and substeps),
+        // Measured under the stencil anchoring (the default then): fitted
+        // 0.2539 against the truth's 0.2651 from every start. The truth was simulated finer (twice the drivers and substeps),
         // so the fit's own discretisation may fit the frames better still;
         // it must not end above the truth's loss beyond its noise.
         assert!(
@@ -1038,7 +1039,7 @@ fn fits_from_the_bottom_middle_and_top_of_the_range_agree() {
             recovery.velocity_relative_error <= 0.05,
             "{name}: {recovery:?}"
         );
-        // Measured: 0.108–0.109 in most runs; the float atomics' noise sends
+        // Measured (stencil): 0.108–0.109 in most runs; the float atomics' noise sends
         // the stiffness stage to a second point, 0.235, in some (both below
         // the truth's loss). A start-dependent fit missed by 0.5–1 decade.
         assert!(
