@@ -20,8 +20,8 @@ use anyhow::{Context, Result};
 use physfit::budget::{estimate, human_bytes, Workload};
 use physfit::fit::{
     cold_velocity_evaluations, level_scene, poisson_candidates, scene_resolution, solver_for,
-    youngs_world, DriverSet, RegionAssignment, Solver, MAX_NEWTON_STEPS,
-    POISSON_DISCRETISATION_TOLERANCE,
+    youngs_world, DriverSet, RegionAssignment, Solver, DISCRETISATION_TOLERANCE, MAX_NEWTON_STEPS,
+    MIN_E_REFITS, POISSON_DISCRETISATION_TOLERANCE, ROUND_SHARE_OF_TOLERANCE,
 };
 use physfit::scene::{
     BudgetRule, DiscretisationBudget, DiscretisationRefinement, FieldSetting, FitStage, Scene,
@@ -370,7 +370,13 @@ fn discretisation_summary(scene: &Scene) -> String {
         false => (
             "E",
             "an E",
-            format!(", then up to {MAX_NEWTON_STEPS} Newton steps from the exact gradient"),
+            format!(
+                ", E first at the carried velocity, then the velocity and E in turn until an E \
+                 refit moves E by less than {:.3} decades (at most `fit.rounds` E refits, at least {MIN_E_REFITS}), then up \
+                 to {MAX_NEWTON_STEPS} Newton steps from the exact gradient when they did not \
+                 settle",
+                DISCRETISATION_TOLERANCE * ROUND_SHARE_OF_TOLERANCE
+            ),
             format!(
                 "Converged, fitted.ply carries the finest level's E{}",
                 match f.stiffness.poisson.fitted() {
@@ -391,8 +397,8 @@ fn discretisation_summary(scene: &Scene) -> String {
     };
     format!(
         "discretisation {what} refitted after the stages at {} (the fit's {own}: {how}), then at \
-         {} while a level moves {moved} by 0.05 decades or more{}: at most {} level{}, each at \
-         most {} evaluations{walk}, with the simulation's cost growing with the grid, drivers and \
+         {} while a level moves {moved} by 0.05 decades or more{}: at most {} level{}, each E \
+         refit at most {} evaluations{walk}, with the simulation's cost growing with the grid, drivers and \
          substeps (the rendering unchanged); each level builds a second fit problem at its \
          discretisation (its memory estimate is checked before it runs: {memory}){}{}. {answer}",
         listed[0],

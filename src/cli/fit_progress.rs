@@ -165,7 +165,10 @@ impl FitObserver for CliProgress {
             count(cap as usize, "evaluation", "evaluations"),
             match stiffness {
                 Solver::Adam => " (the per-driver E by Adam)".to_string(),
-                _ => format!(", then up to {MAX_NEWTON_STEPS} Newton steps from the exact gradient"),
+                _ => format!(
+                    " (E and the velocity in turn until E settles), then up to \
+                     {MAX_NEWTON_STEPS} Newton steps from the exact gradient"
+                ),
             }
         );
         self.bar = ProgressBar::new(u64::from(cap));

@@ -138,7 +138,7 @@ pub struct DiscretisationLevel {
     #[serde(default)]
     pub largest_poisson_shift: f64,
     /// The velocity parameters refitted at this level (fit.json's
-    /// `velocity_parameters` order), before E; empty when the levels hold
+    /// `velocity_parameters` order), in turn with E; empty when the levels hold
     /// the velocity (a per-driver velocity field, or no velocity stage).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub velocity: Vec<f64>,
@@ -147,6 +147,12 @@ pub struct DiscretisationLevel {
     /// where L-BFGS's own model of the curvature ended it.
     #[serde(default)]
     pub newton_steps: u32,
+    /// Rounds of the velocity's and E's refits (src/fit/discretisation_round.rs):
+    /// they repeat, as the fit's own stages do, until a round moves E by
+    /// less than a tenth of the tolerance. 0 in a record of a physfit that
+    /// ran one round and did not count it.
+    #[serde(default)]
+    pub rounds: u32,
     /// The loss at the previous level's values at this level, then at
     /// the refitted ones (the last stiffness stage's frames).
     pub loss: [f64; 2],
@@ -289,8 +295,10 @@ pub struct LevelFit {
     pub loss: [f64; 2],
     /// Evaluations the refit and its Newton steps took.
     pub evaluations: u32,
-    /// Newton steps kept after the refit.
+    /// Newton steps kept after the refits.
     pub newton_steps: u32,
+    /// Rounds run.
+    pub rounds: u32,
     /// Wall seconds.
     pub seconds: f64,
 }
@@ -402,6 +410,7 @@ impl DiscretisationCheck {
             largest_poisson_shift,
             velocity: fit.velocity,
             newton_steps: fit.newton_steps,
+            rounds: fit.rounds,
             loss: fit.loss,
             evaluations: fit.evaluations,
             seconds: fit.seconds,
@@ -639,6 +648,7 @@ mod tests {
             loss,
             evaluations,
             newton_steps: 0,
+            rounds: 1,
             seconds,
         }
     }
@@ -815,6 +825,7 @@ mod tests {
         let level = |e: f64, nu: f64| LevelFit {
             poisson: vec![nu],
             newton_steps: 2,
+            rounds: 3,
             ..fit(vec![e], [1.0, 0.5], 8, 1.0)
         };
         let mut check = DiscretisationCheck::start(at(20, 1000, 80), vec![5.32], vec![0.29], 3);
@@ -824,6 +835,7 @@ mod tests {
         assert!((check.levels[1].largest_shift - 0.01).abs() < 1e-12);
         assert!((check.levels[1].largest_poisson_shift - 0.03).abs() < 1e-12);
         assert_eq!(check.levels[1].newton_steps, 2);
+        assert_eq!(check.levels[1].rounds, 3);
         assert!(!check.converged, "E stands still, ν moves by 0.03");
         assert_eq!(check.next(), Ok(()));
         check.push_level(at(160, 2494, 640), level(5.44, 0.23));

@@ -4,12 +4,14 @@
 //! side, at twice the substeps per frame (or the finer grid's stability
 //! minimum, when larger), with the drivers rebuilt for that grid
 //! (src/fit/discretisation_grid.rs), from the fitted values carried onto
-//! them (src/fit/discretisation_carry.rs) and the fit's curvature: first
-//! the velocity on the last velocity stage's frames (when its field is
+//! them (src/fit/discretisation_carry.rs) and the fit's curvature: E on
+//! the last stiffness stage's frames (the exact gradient, as the stage)
+//! and the velocity on the last velocity stage's (when its field is
 //! fitted by L-BFGS; a velocity of the coarser discretisation would bias
-//! E), then E on the last stiffness stage's (the exact gradient, as the
-//! stage), followed by Newton steps from a measured Hessian as after the
-//! fit's own stages (src/fit/exact_step.rs); then again a
+//! E) in turn, E first, as the fit's rounds do
+//! (src/fit/discretisation_round.rs), and Newton steps from a measured
+//! Hessian as after the fit's own stages when the turns did not settle
+//! (src/fit/exact_step.rs); then again a
 //! level finer, from that level's values,
 //! while the largest shift of an E parameter between two consecutive
 //! levels is at or above [`DISCRETISATION_TOLERANCE`] (or that of a fitted
@@ -59,12 +61,12 @@
 pub use super::discretisation::{DiscretisationCheck, RefinementEnd, YoungsStatistic};
 #[cfg(doc)]
 use super::discretisation::{DISCRETISATION_TOLERANCE, POISSON_DISCRETISATION_TOLERANCE};
-use super::discretisation_refit::{past, refit_stage, refit_stage_by_adam, StageRefit};
+pub use super::discretisation_round::LevelStages;
+use super::discretisation_round::refit_alternating;
 use super::error::FitError;
 use super::evaluation::Parameters;
-use super::exact_step::{walk_newton, WalkDeadline};
 use super::objective::by_lbfgs;
-use super::observer::{EvaluationDone, EvaluationHook};
+use super::observer::EvaluationHook;
 use super::options::FitProblemOptions;
 use super::plan::{last_stiffness, StageKind, StagePlan};
 use super::problem::FitProblem;
@@ -73,7 +75,6 @@ use crate::drive::DriverSet;
 use crate::gpu::GpuContext;
 use crate::scene::{FieldSetting, Scene};
 use crate::solve::lbfgs::CurvaturePair;
-use std::cell::Cell;
 use std::time::Instant;
 use crate::stop::StopSignal;
 
@@ -115,15 +116,17 @@ pub struct LevelRun {
     /// The refitted values (the velocity where it is refitted, E and a
     /// fitted ν).
     pub params: Parameters,
-    /// The stiffness refit's loss at its start (the previous level's E,
-    /// the velocity refitted at this level), then at its end (after the
-    /// Newton steps).
+    /// The loss at the previous level's values (the first E refit's
+    /// start), then at the end (the last E refit's, or after the Newton
+    /// steps).
     pub loss: [f64; 2],
     /// Evaluations it took (the velocity's and E's refits and the Newton
     /// steps together).
     pub evaluations: u32,
-    /// Newton steps kept after the stiffness refit.
+    /// Newton steps kept after the stiffness refits.
     pub newton_steps: u32,
+    /// Rounds run (src/fit/discretisation_round.rs).
+    pub rounds: u32,
     /// Its wall seconds.
     pub seconds: f64,
     /// The curvature the stiffness refit ended with, for the next level's.
@@ -133,18 +136,6 @@ pub struct LevelRun {
     pub velocity_pairs: Vec<CurvaturePair>,
     /// The deadline stopped the refit before it ended.
     pub stopped_for_budget: bool,
-}
-
-/// What a level refits: the velocity on the last velocity stage's frames
-/// and settings when the fit has such a stage and its field is fitted by
-/// L-BFGS (a `drivers` velocity field is held at the values carried from
-/// the previous level), then E on the last stiffness stage's; each from
-/// the curvature its previous level or stage ended with.
-pub struct LevelStages<'a> {
-    /// The velocity stage and its curvature, when the velocity is refitted.
-    pub velocity: Option<(&'a StagePlan, &'a [CurvaturePair])>,
-    /// The stiffness stage and its curvature.
-    pub stiffness: (&'a StagePlan, &'a [CurvaturePair]),
 }
 
 /// The plan's last velocity stage, when a level refits the velocity of a
@@ -164,12 +155,12 @@ pub fn refitted_velocity<'a>(
 
 /// Refits a level (module doc): on the level's scene `level` (its grid and
 /// substeps) and `drivers` (built for that grid), from `from` (the previous
-/// level's values, carried onto `drivers`), first the velocity, then E, as
-/// `stages` says; the refit's loss differs from the previous level's by
-/// the discretisation alone. Stops at `stop`, and after the accepted step
-/// that passes `deadline` (the check's time budget; the E refit is then
-/// not started when the velocity's used it up); `hook` is told of each
-/// evaluation.
+/// level's values, carried onto `drivers`), E and the velocity in turn as
+/// `stages` says (src/fit/discretisation_round.rs); the first refit's loss
+/// differs from the previous level's by the discretisation alone. Stops at
+/// `stop`, and after the accepted step that passes `deadline` (the check's
+/// time budget; no further refit starts once it is spent); `hook` is told
+/// of each evaluation.
 #[allow(clippy::too_many_arguments)]
 pub fn refit_level(
     ctx: &GpuContext,
@@ -187,7 +178,6 @@ pub fn refit_level(
     if let Some(stop) = stop {
         problem.set_stop(stop.clone());
     }
-    let range = level.material.log10_youngs_range;
     let blew_up = || FitError::StartBlewUp {
         stage: format!(
             "the discretisation check at grid {}, {} drivers, {} substeps per frame",
@@ -196,72 +186,17 @@ pub fn refit_level(
             level.simulation.substeps
         ),
     };
-    let mut evaluations = 0;
-    let (from, velocity_pairs, velocity_cut) = match stages.velocity {
-        Some((stage, pairs)) => {
-            let run = refit_stage(ctx, &mut problem, stage, from, pairs, range, deadline, hook)?
-                .ok_or_else(blew_up)?;
-            evaluations += run.evaluations;
-            (run.params, run.pairs, run.stopped)
-        }
-        None => (from.clone(), Vec::new(), false),
-    };
-    let (stage, pairs) = stages.stiffness;
-    let lbfgs = by_lbfgs(stage.kind, &from);
-    let refit = match lbfgs {
-        true => refit_stage,
-        false => refit_stage_by_adam,
-    };
-    // The refit's gradients, counted: what the walk's Hessians will cost
-    // is the refit's time per gradient (its loss-only trials counted in
-    // it, so the estimate errs long).
-    let gradients = Cell::new(0u32);
-    let counting = |done: &EvaluationDone| {
-        gradients.set(gradients.get() + u32::from(done.with_gradient));
-        hook(done)
-    };
-    let refit_started = Instant::now();
-    let run: StageRefit =
-        refit(ctx, &mut problem, stage, &from, pairs, range, deadline, &counting)?
-            .ok_or_else(blew_up)?;
-    let walk_deadline = deadline.map(|at| WalkDeadline {
-        at,
-        seconds_per_gradient: refit_started.elapsed().as_secs_f64()
-            / f64::from(gradients.get().max(1)),
-    });
-    evaluations += run.evaluations;
-    let stopped = velocity_cut || run.stopped;
-    // Newton steps from a measured Hessian, from where L-BFGS's model
-    // ended the refit; not when the budget stopped the refit (its end is not an
-    // optimum of any kind) or is spent, and no further one once it is; not
-    // after Adam (a per-driver field's Hessian is too large to measure).
-    let (params, end_loss, newton_steps) = match stopped || past(deadline) || !lbfgs {
-        true => (run.params, run.loss[1], 0),
-        false => {
-            let walk = walk_newton(
-                ctx,
-                &mut problem,
-                stage,
-                &run.params,
-                run.loss[1],
-                None,
-                range,
-                Some(hook),
-                walk_deadline,
-            )?;
-            evaluations += walk.evaluations;
-            (walk.at, walk.loss[1], walk.steps)
-        }
-    };
+    let run = refit_alternating(ctx, &mut problem, level, stages, from, deadline, hook, &blew_up)?;
     Ok(LevelRun {
-        params,
-        loss: [run.loss[0], end_loss],
-        evaluations,
-        newton_steps,
+        params: run.params,
+        loss: run.loss,
+        evaluations: run.evaluations,
+        newton_steps: run.newton_steps,
+        rounds: run.rounds,
         seconds: started.elapsed().as_secs_f64(),
         pairs: run.pairs,
-        velocity_pairs,
-        stopped_for_budget: stopped,
+        velocity_pairs: run.velocity_pairs,
+        stopped_for_budget: run.stopped,
     })
 }
 

@@ -36,6 +36,7 @@ internal_mods! {
     discretisation_check;
     discretisation_grid;
     discretisation_refit;
+    discretisation_round;
     error;
     evaluation;
     exact_step;
@@ -76,9 +77,10 @@ internal_mods! {
 pub use checkpoint::CheckpointError;
 pub use discretisation::{
     at_range_end, first_order_limit_factor, DiscretisationCheck, LevelFit, RefinementEnd,
-    Resolution, YoungsStatistic, POISSON_DISCRETISATION_TOLERANCE,
+    Resolution, YoungsStatistic, DISCRETISATION_TOLERANCE, POISSON_DISCRETISATION_TOLERANCE,
 };
 pub use discretisation_grid::{level_resolution, level_scene, scene_resolution};
+pub use discretisation_round::{MIN_E_REFITS, ROUND_SHARE_OF_TOLERANCE};
 pub use exact_step::MAX_NEWTON_STEPS;
 pub use output_plan::{COMPARE_DIR, OUTPUT_FILES};
 pub use record::mean_quality;

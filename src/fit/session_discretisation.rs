@@ -24,6 +24,7 @@ use super::discretisation_check::{
     RefinementEnd, YoungsStatistic,
 };
 use super::discretisation_grid::{level_scene, scene_resolution};
+use super::discretisation_round::MIN_E_REFITS;
 use super::error::FitError;
 use super::observer::{EvaluationDone, FitObserver};
 use super::plan::StageKind;
@@ -183,8 +184,15 @@ impl FitSession {
                 }
             };
             let at = scene_resolution(&level);
-            let cap = stage.settings.iterations
-                + velocity_stage.as_ref().map_or(0, |v| v.settings.iterations);
+            // E refits alternate with the velocity's, at most `fit.rounds`
+            // of E's (src/fit/discretisation_round.rs).
+            let cap = match (&velocity_stage, statistic) {
+                (Some(v), YoungsStatistic::Parameters) => {
+                    let rounds = level.fit.rounds.max(MIN_E_REFITS);
+                    rounds * stage.settings.iterations + (rounds - 1) * v.settings.iterations
+                }
+                _ => stage.settings.iterations,
+            };
             let solver = match statistic {
                 YoungsStatistic::Parameters => Solver::Lbfgs,
                 YoungsStatistic::FreeDriverMedian => Solver::Adam,
@@ -224,6 +232,7 @@ impl FitSession {
                     loss: run.loss,
                     evaluations: run.evaluations,
                     newton_steps: run.newton_steps,
+                    rounds: run.rounds,
                     seconds: run.seconds,
                 },
             );

@@ -89,6 +89,7 @@ fn running_state() -> FitState {
                         loss,
                         evaluations,
                         newton_steps,
+                        rounds: 2,
                         seconds,
                     }
                 };
@@ -440,6 +441,7 @@ fn a_checkpoint_that_does_not_fit_its_plan_is_refused_naming_the_field() {
                 loss: [1.0, 0.5],
                 evaluations: 4,
                 newton_steps: 0,
+                rounds: 1,
                 seconds: 1.0,
             },
         );

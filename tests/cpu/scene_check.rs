@@ -275,11 +275,14 @@ fn check_says_what_the_discretisation_check_will_do() {
              discretisation_refine = \"grid\"\n\
              discretisation_seconds = 900.0\n[fit.stiffness]\nfield = \"global\"\niterations = 9\n",
             vec![
-                "while a level moves an E by 0.05 decades or more: at most 2 levels, each at most 9 evaluations",
+                "while a level moves an E by 0.05 decades or more: at most 2 levels, each E refit at most 9 evaluations",
                 "each level builds a second fit problem at its discretisation",
                 "the finest level's problem is estimated at ",
                 "within `fit.discretisation_seconds` = 900 s over all levels",
-                "each at most 9 evaluations, then up to 4 Newton steps from the exact gradient",
+                "each E refit at most 9 evaluations, E first at the carried velocity, then the \
+                 velocity and E in turn until an E refit moves E by less than 0.005 decades (at \
+                 most `fit.rounds` E refits, at least 2), then up to 4 Newton steps from the exact gradient \
+                 when they did not settle",
                 "fitted.ply carries the finest level's E\n",
             ],
         ),
