@@ -387,7 +387,7 @@ fn discretisation_summary(scene: &Scene) -> String {
         ),
         true => (
             "the per-driver E (by Adam, from the coarser level's field carried onto the finer \
-             drivers)",
+             drivers; E, the velocity, then E again when the velocity is fitted)",
             "the median E over the free drivers",
             String::new(),
             "fitted.ply carries the fit's own E, each driver's error bar widened by the median's \

@@ -164,7 +164,11 @@ impl FitObserver for CliProgress {
             "checking the discretisation: refitting E at {refined} (from the values at {previous}), at most {}{}",
             count(cap as usize, "evaluation", "evaluations"),
             match stiffness {
-                Solver::Adam => " (the per-driver E by Adam)".to_string(),
+                Solver::Adam => {
+                    " (the per-driver E by Adam; E, the velocity, then E again when the velocity \
+                     is fitted)"
+                        .to_string()
+                }
                 _ => format!(
                     " (E and the velocity in turn until E settles), then up to \
                      {MAX_NEWTON_STEPS} Newton steps from the exact gradient"

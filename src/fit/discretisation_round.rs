@@ -21,10 +21,9 @@
 //! rounds at that discretisation recover the truth to 0.002
 //! (docs/benchmarks.md, "A level's rounds").
 //!
-//! Only E of few values alternates with a refitted velocity: a per-driver
-//! field's Adam refit moves its values by its own noise from round to
-//! round, so it is refitted once, E first and then the velocity, and a
-//! held velocity leaves nothing to alternate.
+//! A per-driver E (Adam) alternates too, but exactly twice (E, the
+//! velocity, E): its refits move its values by their own noise, so none
+//! settles. A held velocity leaves nothing to alternate.
 
 use super::discretisation::{DISCRETISATION_TOLERANCE, POISSON_DISCRETISATION_TOLERANCE};
 use super::discretisation_refit::{past, refit_stage, refit_stage_by_adam, StageRefit};
@@ -96,7 +95,7 @@ pub(super) fn refit_alternating(
     let range = level.material.log10_youngs_range;
     let (stage, stage_pairs) = stages.stiffness;
     let lbfgs = by_lbfgs(stage.kind, from);
-    let rounds = e_refits(level, stages, lbfgs);
+    let rounds = e_refits(level, stages.velocity.is_some(), lbfgs);
     let refit = match lbfgs {
         true => refit_stage,
         false => refit_stage_by_adam,
@@ -134,10 +133,7 @@ pub(super) fn refit_alternating(
         let Some((velocity_stage, _)) = stages.velocity else {
             break ended;
         };
-        // A single E refit (Adam's) is still followed by the velocity's,
-        // once: the level refits the velocity whatever E's solver.
-        let single = rounds == 1 && round == 1;
-        if stopped || settled || (round >= rounds && !single) || past(deadline) {
+        if stopped || settled || round >= rounds || past(deadline) {
             break ended;
         }
         let velocity = refit_stage(
@@ -155,9 +151,9 @@ pub(super) fn refit_alternating(
         stopped |= velocity.stopped;
         at = velocity.params;
         velocity_pairs = velocity.pairs;
-        if stopped || past(deadline) || single {
-            // No E refit follows the velocity's: the loss at the end is
-            // that of E fitted at the carried velocity.
+        if stopped || past(deadline) {
+            // The E refit after the velocity's is not run: the loss at the
+            // end is that of E fitted at the velocity before.
             break ended;
         }
     };
@@ -204,14 +200,17 @@ pub(super) fn refit_alternating(
     })
 }
 
-/// The most E refits a level runs: `fit.rounds`, and at least two (E,
-/// the velocity, E: a level refits the velocity whatever the fit's rounds)
-/// when the velocity alternates with an E of few values; one otherwise
-/// (an E by Adam is then followed by the velocity's refit, once).
-fn e_refits(level: &Scene, stages: &LevelStages<'_>, lbfgs: bool) -> u32 {
-    match (stages.velocity, lbfgs) {
-        (Some(_), true) => level.fit.rounds.max(MIN_E_REFITS),
-        _ => 1,
+/// The most E refits a level runs when the velocity is refitted:
+/// `fit.rounds`, and at least [`MIN_E_REFITS`] (a level refits the
+/// velocity whatever the fit's rounds), for E of few values; exactly
+/// [`MIN_E_REFITS`] for E by Adam, whose refits move its values by their
+/// own noise, so that no refit of it settles; one without a velocity to
+/// alternate with.
+pub fn e_refits(level: &Scene, velocity_refitted: bool, lbfgs: bool) -> u32 {
+    match (velocity_refitted, lbfgs) {
+        (true, true) => level.fit.rounds.max(MIN_E_REFITS),
+        (true, false) => MIN_E_REFITS,
+        (false, _) => 1,
     }
 }
 

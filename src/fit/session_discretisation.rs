@@ -24,7 +24,7 @@ use super::discretisation_check::{
     RefinementEnd, YoungsStatistic,
 };
 use super::discretisation_grid::{level_scene, scene_resolution};
-use super::discretisation_round::MIN_E_REFITS;
+use super::discretisation_round::e_refits;
 use super::error::FitError;
 use super::observer::{EvaluationDone, FitObserver};
 use super::plan::StageKind;
@@ -186,13 +186,10 @@ impl FitSession {
             let at = scene_resolution(&level);
             // E refits alternate with the velocity's, at most `fit.rounds`
             // of E's (src/fit/discretisation_round.rs).
-            let cap = match (&velocity_stage, statistic) {
-                (Some(v), YoungsStatistic::Parameters) => {
-                    let rounds = level.fit.rounds.max(MIN_E_REFITS);
-                    rounds * stage.settings.iterations + (rounds - 1) * v.settings.iterations
-                }
-                _ => stage.settings.iterations,
-            };
+            let lbfgs = statistic == YoungsStatistic::Parameters;
+            let rounds = e_refits(&level, velocity_stage.is_some(), lbfgs);
+            let cap = rounds * stage.settings.iterations
+                + (rounds - 1) * velocity_stage.as_ref().map_or(0, |v| v.settings.iterations);
             let solver = match statistic {
                 YoungsStatistic::Parameters => Solver::Lbfgs,
                 YoungsStatistic::FreeDriverMedian => Solver::Adam,

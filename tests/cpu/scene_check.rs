@@ -257,7 +257,8 @@ fn check_says_what_the_discretisation_check_will_do() {
             "",
             vec![
                 "discretisation the per-driver E (by Adam, from the coarser level's field carried \
-                 onto the finer drivers) refitted after the stages at ",
+                 onto the finer drivers; E, the velocity, then E again when the velocity is \
+                 fitted) refitted after the stages at ",
                 "while a level moves the median E over the free drivers by 0.05 decades or more",
                 "fitted.ply carries the fit's own E, each driver's error bar widened by the \
                  median's discretisation error",

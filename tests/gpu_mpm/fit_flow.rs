@@ -664,7 +664,7 @@ fn a_per_driver_field_is_checked_by_its_median() {
     let error = check.own_error().expect("a level ran")[0].abs();
     assert!(error > 0.0, "{check:#?}");
     assert!(
-        stderr.contains("(the per-driver E by Adam)")
+        stderr.contains("(the per-driver E by Adam; E, the velocity, then E again")
             && stderr.contains("the free drivers' median 10^")
             && stderr.contains(&format!("their median 10^{median:.3} ± "))
             && stderr.contains(" from the discretisation); v0 ("),
