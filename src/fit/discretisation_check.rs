@@ -61,7 +61,7 @@
 pub use super::discretisation::{DiscretisationCheck, RefinementEnd, YoungsStatistic};
 #[cfg(doc)]
 use super::discretisation::{DISCRETISATION_TOLERANCE, POISSON_DISCRETISATION_TOLERANCE};
-pub use super::discretisation_round::LevelStages;
+pub use super::discretisation_round::{LevelRun, LevelStages};
 use super::discretisation_round::refit_alternating;
 use super::error::FitError;
 use super::evaluation::Parameters;
@@ -74,7 +74,6 @@ use crate::budget::{estimate, MachineMemory, Workload};
 use crate::drive::DriverSet;
 use crate::gpu::GpuContext;
 use crate::scene::{FieldSetting, Scene};
-use crate::solve::lbfgs::CurvaturePair;
 use std::time::Instant;
 use crate::stop::StopSignal;
 
@@ -109,33 +108,6 @@ pub fn level_fits_memory(ctx: &GpuContext, level: &Scene) -> Result<(), String> 
     estimate(level, &Workload::Fit)
         .check(&level.path, &MachineMemory::of_context(ctx))
         .map_err(|e| e.to_string())
-}
-
-/// One level refitted (module doc).
-pub struct LevelRun {
-    /// The refitted values (the velocity where it is refitted, E and a
-    /// fitted ν).
-    pub params: Parameters,
-    /// The loss at the previous level's values (the first E refit's
-    /// start), then at the end (the last E refit's, or after the Newton
-    /// steps).
-    pub loss: [f64; 2],
-    /// Evaluations it took (the velocity's and E's refits and the Newton
-    /// steps together).
-    pub evaluations: u32,
-    /// Newton steps kept after the stiffness refits.
-    pub newton_steps: u32,
-    /// Rounds run (src/fit/discretisation_round.rs).
-    pub rounds: u32,
-    /// Its wall seconds.
-    pub seconds: f64,
-    /// The curvature the stiffness refit ended with, for the next level's.
-    pub pairs: Vec<CurvaturePair>,
-    /// The curvature the velocity refit ended with (the start's when the
-    /// velocity is held), for the next level's.
-    pub velocity_pairs: Vec<CurvaturePair>,
-    /// The deadline stopped the refit before it ended.
-    pub stopped_for_budget: bool,
 }
 
 /// The plan's last velocity stage, when a level refits the velocity of a
@@ -186,17 +158,8 @@ pub fn refit_level(
             level.simulation.substeps
         ),
     };
-    let run = refit_alternating(ctx, &mut problem, level, stages, from, deadline, hook, &blew_up)?;
-    Ok(LevelRun {
-        params: run.params,
-        loss: run.loss,
-        evaluations: run.evaluations,
-        newton_steps: run.newton_steps,
-        rounds: run.rounds,
-        seconds: started.elapsed().as_secs_f64(),
-        pairs: run.pairs,
-        velocity_pairs: run.velocity_pairs,
-        stopped_for_budget: run.stopped,
-    })
+    refit_alternating(
+        ctx, &mut problem, level, stages, from, started, deadline, hook, &blew_up,
+    )
 }
 

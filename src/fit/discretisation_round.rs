@@ -57,30 +57,36 @@ pub struct LevelStages<'a> {
     pub stiffness: (&'a StagePlan, &'a [CurvaturePair]),
 }
 
-/// A level refitted (module doc).
-pub(super) struct AlternatingRefit {
-    /// The refitted values.
+/// One level refitted (module doc).
+pub struct LevelRun {
+    /// The refitted values (the velocity where it is refitted, E and a
+    /// fitted ν).
     pub params: Parameters,
-    /// The first E refit's loss at its start, then the loss at the end
-    /// (after the Newton steps).
+    /// The loss at the previous level's values (the first E refit's
+    /// start), then at the end (the last E refit's, or after the Newton
+    /// steps).
     pub loss: [f64; 2],
-    /// Evaluations, every refit's and the Newton steps' together.
+    /// Evaluations it took (the velocity's and E's refits and the Newton
+    /// steps together).
     pub evaluations: u32,
-    /// Newton steps kept.
+    /// Newton steps kept after the stiffness refits.
     pub newton_steps: u32,
-    /// E refits run.
+    /// Rounds run (src/fit/discretisation_round.rs).
     pub rounds: u32,
-    /// The curvature the last E refit ended with.
+    /// Its wall seconds.
+    pub seconds: f64,
+    /// The curvature the stiffness refit ended with, for the next level's.
     pub pairs: Vec<CurvaturePair>,
-    /// The curvature the last velocity refit ended with (the start's when
-    /// the velocity is held).
+    /// The curvature the velocity refit ended with (the start's when the
+    /// velocity is held), for the next level's.
     pub velocity_pairs: Vec<CurvaturePair>,
-    /// The deadline stopped a refit before it ended.
-    pub stopped: bool,
+    /// The deadline stopped the refit before it ended.
+    pub stopped_for_budget: bool,
 }
 
 /// Refits `level`'s `problem` from `from` (module doc), stopping after
-/// the accepted step that passes `deadline`.
+/// the accepted step that passes `deadline`; the level's seconds count
+/// from `started` (its problem's building included).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn refit_alternating(
     ctx: &GpuContext,
@@ -88,10 +94,11 @@ pub(super) fn refit_alternating(
     level: &Scene,
     stages: &LevelStages<'_>,
     from: &Parameters,
+    started: Instant,
     deadline: Option<Instant>,
     hook: EvaluationHook<'_>,
     blew_up: &dyn Fn() -> FitError,
-) -> Result<AlternatingRefit, FitError> {
+) -> Result<LevelRun, FitError> {
     let range = level.material.log10_youngs_range;
     let (stage, stage_pairs) = stages.stiffness;
     let lbfgs = by_lbfgs(stage.kind, from);
@@ -188,15 +195,16 @@ pub(super) fn refit_alternating(
             (walk.at, walk.loss[1], walk.steps)
         }
     };
-    Ok(AlternatingRefit {
+    Ok(LevelRun {
         params,
         loss: [first_loss.unwrap_or(end_loss), end_loss],
         evaluations,
         newton_steps,
         rounds: round,
+        seconds: started.elapsed().as_secs_f64(),
         pairs,
         velocity_pairs,
-        stopped,
+        stopped_for_budget: stopped,
     })
 }
 
