@@ -430,6 +430,16 @@ fn final_parameters(out: &Path) -> (Vec<f64>, Vec<f64>) {
 /// 1.2e-5 in two resumes. 1e-4 leaves about 8×.
 const RESUME_TOLERANCE: f64 = 1e-4;
 
+/// The same for global fields by L-BFGS. Two runs usually end 2e-7 apart,
+/// but its stages are capped at 6 evaluations, and the float atomics'
+/// noise can tip one line-search trial's acceptance, after which the two
+/// runs take different capped paths: once in four runs of the whole suite
+/// (under its load) they ended 2.5e-4 apart (the velocity 1.00757 against
+/// 1.00707), while the same test alone gave 1.8e-7 and 2.1e-7. A resume
+/// that lost the solver's state would restart the stage and end far
+/// further off.
+const LBFGS_RESUME_TOLERANCE: f64 = 1e-3;
+
 /// Per-driver fields, fitted by Adam, whose state the checkpoint holds
 /// whole.
 #[test]
@@ -438,7 +448,7 @@ fn a_fit_interrupted_by_ctrl_c_resumes_to_the_uninterrupted_result() {
         "[fit.velocity]\nfield = \"global\"",
         "[fit.velocity]\nfield = \"drivers\"",
     );
-    interrupted_fit_resumes(&scene);
+    interrupted_fit_resumes(&scene, RESUME_TOLERANCE);
 }
 
 /// Global fields, fitted by L-BFGS: the checkpoint holds the solver's
@@ -446,10 +456,12 @@ fn a_fit_interrupted_by_ctrl_c_resumes_to_the_uninterrupted_result() {
 /// the convergence count), so the resumed stage continues the same run.
 #[test]
 fn an_interrupted_lbfgs_fit_resumes_to_the_uninterrupted_result() {
-    interrupted_fit_resumes(&scene_toml("global", ""));
+    interrupted_fit_resumes(&scene_toml("global", ""), LBFGS_RESUME_TOLERANCE);
 }
 
-fn interrupted_fit_resumes(scene: &str) {
+/// A fit stopped by SIGINT after some iterations and resumed ends within
+/// `tolerance` (relative to `1 + |a|`) of the same fit run whole.
+fn interrupted_fit_resumes(scene: &str, tolerance: f64) {
     let scene = scene
         .replace("rounds = 2", "rounds = 1\ncheckpoint_every = 1")
         .replace("iterations = 20", "iterations = 6")
@@ -528,8 +540,7 @@ fn interrupted_fit_resumes(scene: &str) {
     let (cut_e, cut_v) = final_parameters(&d.join("cut"));
     eprintln!("uninterrupted {whole_e:?} {whole_v:?}, resumed after {cut_at}: {cut_e:?} {cut_v:?}");
     // The checkpoint round-trips bit for bit, but float atomics sum in any
-    // order, so two fits differ by their run-to-run noise
-    // ([`RESUME_TOLERANCE`]).
+    // order, so two fits differ by their run-to-run noise (`tolerance`).
     let worst = whole_e
         .iter()
         .zip(&cut_e)
@@ -538,10 +549,7 @@ fn interrupted_fit_resumes(scene: &str) {
         .fold(0.0, f64::max);
     eprintln!("resumed vs uninterrupted: {worst:.3e} · (1 + |a|)");
     for (a, b) in whole_e.iter().zip(&cut_e).chain(whole_v.iter().zip(&cut_v)) {
-        assert!(
-            (a - b).abs() <= RESUME_TOLERANCE * (1.0 + a.abs()),
-            "{a} vs {b}"
-        );
+        assert!((a - b).abs() <= tolerance * (1.0 + a.abs()), "{a} vs {b}");
     }
 }
 
