@@ -147,10 +147,11 @@ pub struct DiscretisationLevel {
     /// where L-BFGS's own model of the curvature ended it.
     #[serde(default)]
     pub newton_steps: u32,
-    /// Rounds of the velocity's and E's refits (src/fit/discretisation_round.rs):
-    /// they repeat, as the fit's own stages do, until a round moves E by
-    /// less than a tenth of the tolerance. 0 in a record of a physfit that
-    /// ran one round and did not count it.
+    /// E refits run, the velocity refitted between them
+    /// (src/fit/discretisation_round.rs): they go on, as the fit's own
+    /// rounds do, until one moves E by less than a tenth of the tolerance
+    /// (at most `fit.rounds`, at least two when the velocity is refitted).
+    /// 0 in a record of a physfit that refitted once and did not count it.
     #[serde(default)]
     pub rounds: u32,
     /// The loss at the previous level's values at this level, then at
@@ -297,7 +298,7 @@ pub struct LevelFit {
     pub evaluations: u32,
     /// Newton steps kept after the refits.
     pub newton_steps: u32,
-    /// Rounds run.
+    /// E refits run.
     pub rounds: u32,
     /// Wall seconds.
     pub seconds: f64,

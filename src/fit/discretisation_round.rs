@@ -41,8 +41,8 @@ use std::cell::Cell;
 use std::time::Instant;
 
 /// A level's E refits end once one moves E by less than this share of
-/// [`DISCRETISATION_TOLERANCE`] (and a fitted ν's `z` by less than this
-/// share of [`POISSON_DISCRETISATION_TOLERANCE`]).
+/// [`DISCRETISATION_TOLERANCE`] (and a fitted ν by less than this share
+/// of [`POISSON_DISCRETISATION_TOLERANCE`]).
 pub const ROUND_SHARE_OF_TOLERANCE: f64 = 0.1;
 
 /// What a level refits: E on the last stiffness stage's frames, and the
@@ -71,7 +71,7 @@ pub struct LevelRun {
     pub evaluations: u32,
     /// Newton steps kept after the stiffness refits.
     pub newton_steps: u32,
-    /// Rounds run (src/fit/discretisation_round.rs).
+    /// E refits run, the velocity's between them (module doc).
     pub rounds: u32,
     /// Its wall seconds.
     pub seconds: f64,
@@ -124,11 +124,11 @@ pub(super) fn refit_alternating(
             gradients.set(gradients.get() + u32::from(done.with_gradient));
             hook(done)
         };
-        let started = Instant::now();
+        let refit_started = Instant::now();
         let run: StageRefit = refit(ctx, problem, stage, &at, &pairs, range, deadline, &counting)?
             .ok_or_else(blew_up)?;
         let seconds_per_gradient =
-            started.elapsed().as_secs_f64() / f64::from(gradients.get().max(1));
+            refit_started.elapsed().as_secs_f64() / f64::from(gradients.get().max(1));
         evaluations += run.evaluations;
         stopped |= run.stopped;
         first_loss.get_or_insert(run.loss[0]);

@@ -26,6 +26,7 @@ use super::discretisation_check::{
 use super::discretisation_grid::{level_scene, scene_resolution};
 use super::discretisation_round::e_refits;
 use super::error::FitError;
+use super::objective::by_lbfgs;
 use super::observer::{EvaluationDone, FitObserver};
 use super::plan::StageKind;
 use super::session::FitSession;
@@ -186,7 +187,7 @@ impl FitSession {
             let at = scene_resolution(&level);
             // E refits alternate with the velocity's, at most `fit.rounds`
             // of E's (src/fit/discretisation_round.rs).
-            let lbfgs = statistic == YoungsStatistic::Parameters;
+            let lbfgs = by_lbfgs(stage.kind, &start);
             let rounds = e_refits(&level, velocity_stage.is_some(), lbfgs);
             let cap = rounds * stage.settings.iterations
                 + (rounds - 1) * velocity_stage.as_ref().map_or(0, |v| v.settings.iterations);
